@@ -20,3 +20,27 @@ CREATE ACCESS METHOD mqlog TYPE TABLE HANDLER mq.mqlog_handler;
 COMMENT ON ACCESS METHOD mqlog IS 'append-only, WAL-logged message log';
 
 -- end of mqlog section
+
+------------------------------------------------------------------------
+-- routing matchers (src/routing_*.c)
+------------------------------------------------------------------------
+-- RabbitMQ topic matching of one binding key against one routing key
+CREATE FUNCTION mq.topic_matches(binding_key text, routing_key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'mq_topic_matches_sql'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- 1-based indexes of the binding keys matching routing_key, ascending,
+-- computed through the topic trie used by topic exchanges
+CREATE FUNCTION mq.topic_route(binding_keys text[], routing_key text)
+RETURNS int[]
+AS 'MODULE_PATHNAME', 'mq_topic_route_sql'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- RabbitMQ headers-exchange matching; NULL headers = a message without headers
+CREATE FUNCTION mq.headers_match(binding_arguments jsonb, headers jsonb)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'mq_headers_match_sql'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+-- end of routing matchers section
