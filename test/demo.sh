@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# test/demo.sh
+#	  Install queue_ext and run it on a local demo server, in one command, as
+#	  root, on Debian 12:
+#
+#		sudo bash test/demo.sh            # install, start, run the demo
+#		sudo bash test/demo.sh --stop     # stop the demo server
+#		sudo bash test/demo.sh --reset    # stop it and delete its data
+#
+#	  1. installs the Debian packages that are missing
+#	  2. builds queue_ext from a scratch copy of the tree and installs it
+#	  3. creates (first run) or reuses a cluster in /var/lib/queue_ext-demo,
+#	     owned by "postgres", with shared_preload_libraries = 'queue_ext',
+#	     on port 5432 if free, else 5433 (then 5434 ...); restarts it when the
+#	     installed library changed
+#	  4. creates database queue_demo and the extension in it
+#	  5. publishes and consumes a few messages, and prints how to connect
+#
+#	  Safe to run again: it reuses the cluster, port and database.
+#	  Environment: QE_DEMO_DIR (default /var/lib/queue_ext-demo),
+#	  QE_DEMO_PORT (force a port), QE_WERROR, QE_SKIP_DEPS, PG_MAJOR, PG_CONFIG.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=test/lib/cluster.sh source-path=SCRIPTDIR/..
+. "$ROOT/test/lib/cluster.sh"
+
+DEMO_DIR=${QE_DEMO_DIR:-/var/lib/queue_ext-demo}
+DATA=$DEMO_DIR/data
+LOG=$DEMO_DIR/postgresql.log
+SOCKDIR=/var/run/postgresql
+DB=queue_demo
+ACTION=run
+
+for arg in "$@"; do
+	case $arg in
+		--stop) ACTION=stop ;;
+		--reset) ACTION=reset ;;
+		-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+		*) qe_die "unknown option $arg (try --help)" ;;
+	esac
+done
+
+qe_require_root
+
+case $ACTION in
+	stop)
+		qe_stop "$DATA"
+		qe_log "demo server stopped (data kept in $DATA; run test/demo.sh again to start it)"
+		exit 0 ;;
+	reset)
+		qe_stop "$DATA"
+		rm -rf "$DEMO_DIR"
+		qe_log "demo server stopped and $DEMO_DIR deleted"
+		exit 0 ;;
+esac
+
+# ---------------------------------------------------------------------------
+# packages, build, install
+# ---------------------------------------------------------------------------
+qe_install_deps
+qe_ensure_pg_user
+
+# Build in a fixed place so that an unchanged tree gives the same library
+# (its debug info records the build path) and the server is not restarted.
+install -d -m 755 -o "$QE_PG_USER" "$DEMO_DIR"
+BUILD=$DEMO_DIR/build
+rm -rf "$BUILD"
+trap 'rm -rf "$BUILD"' EXIT
+qe_copy_tree "$ROOT" "$BUILD"
+qe_build_install "$BUILD"
+LIB=$($PG_CONFIG --pkglibdir)/queue_ext.so
+LIB_SUM=$(sha256sum "$LIB" | cut -d' ' -f1)
+EXT_SUM=$(cat "$($PG_CONFIG --sharedir)"/extension/queue_ext* | sha256sum | cut -d' ' -f1)
+
+# ---------------------------------------------------------------------------
+# the demo cluster
+# ---------------------------------------------------------------------------
+install -d -m 755 -o "$QE_PG_USER" "$DEMO_DIR"
+if [ ! -f "$DATA/PG_VERSION" ]; then
+	qe_log "creating demo cluster in $DATA"
+	install -d -m 700 -o "$QE_PG_USER" "$DATA"
+	qe_initdb "$DATA"
+	echo "include = 'queue_ext_demo.conf'	# queue_ext test/demo.sh" >>"$DATA/postgresql.conf"
+fi
+[ "$(cat "$DATA/PG_VERSION")" = "$PG_MAJOR" ] ||
+	qe_die "$DATA holds a PostgreSQL $(cat "$DATA/PG_VERSION") cluster; run test/demo.sh --reset first"
+
+PORT=$(qe_running_port "$DATA")
+if [ -n "$PORT" ]; then
+	qe_log "demo server already running on port $PORT"
+else
+	# not running: keep the port of the last run if still free, else pick one
+	PORT=${QE_DEMO_PORT:-}
+	if [ -z "$PORT" ] && [ -f "$DEMO_DIR/port" ] && ! qe_port_busy "$(cat "$DEMO_DIR/port")" "$SOCKDIR"; then
+		PORT=$(cat "$DEMO_DIR/port")
+	fi
+	if [ -z "$PORT" ]; then
+		for p in 5432 5433 5434 5435 5436 5437 5438 5439; do
+			if ! qe_port_busy "$p" "$SOCKDIR"; then PORT=$p; break; fi
+			qe_log "port $p is in use"
+		done
+		[ -n "$PORT" ] || qe_die "ports 5432-5439 are all in use; set QE_DEMO_PORT"
+	fi
+fi
+echo "$PORT" >"$DEMO_DIR/port"
+qe_write_conf "$DATA/queue_ext_demo.conf" \
+	"port = $PORT" \
+	"listen_addresses = 'localhost'" \
+	"unix_socket_directories = '$SOCKDIR'"
+
+if qe_as_pg pg_ctl -D "$DATA" status >/dev/null 2>&1; then
+	if [ "$(cat "$DEMO_DIR/lib.sha256" 2>/dev/null)" != "$LIB_SUM" ]; then
+		qe_log "queue_ext.so changed since the server started: restarting it"
+		qe_stop "$DATA"
+		qe_start "$DATA" "$LOG"
+	fi
+else
+	qe_log "starting demo server on port $PORT (log: $LOG)"
+	qe_start "$DATA" "$LOG"
+fi
+echo "$LIB_SUM" >"$DEMO_DIR/lib.sha256"
+
+PSQL=(qe_as_pg psql -X -v ON_ERROR_STOP=1 -h "$SOCKDIR" -p "$PORT" -U postgres)
+
+# ---------------------------------------------------------------------------
+# database and extension
+# ---------------------------------------------------------------------------
+if [ "$("${PSQL[@]}" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]; then
+	qe_log "creating database $DB"
+	"${PSQL[@]}" -d postgres -qc "CREATE DATABASE $DB"
+fi
+if [ -n "$("${PSQL[@]}" -d "$DB" -tAc "SELECT 1 FROM pg_extension WHERE extname = 'queue_ext'")" ] &&
+	[ "$(cat "$DEMO_DIR/ext.sha256" 2>/dev/null)" != "$EXT_SUM" ]; then
+	# A development build may change the install script without a new
+	# version number; queue_demo is a scratch database, so start it afresh.
+	qe_log "the installed extension scripts changed: recreating queue_ext in $DB (its demo data is dropped)"
+	"${PSQL[@]}" -d "$DB" -qc "DROP EXTENSION queue_ext CASCADE" 2>&1 | grep -v '^NOTICE' || true
+fi
+"${PSQL[@]}" -d "$DB" -qc "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS queue_ext"
+echo "$EXT_SUM" >"$DEMO_DIR/ext.sha256"
+
+# ---------------------------------------------------------------------------
+# the demo: the broker API if this build has it, else the mqlog storage engine
+# ---------------------------------------------------------------------------
+has_func()
+{
+	[ "$("${PSQL[@]}" -d "$DB" -tAc "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'mq' AND p.proname = '$1'")" != 0 ]
+}
+
+echo
+if has_func queue_declare && has_func send && has_func consume && has_func ack; then
+	qe_log "demo: a queue, send, consume + ack in one transaction"
+	"${PSQL[@]}" -d "$DB" -e <<'SQL'
+SELECT mq.queue_declare('demo');
+SELECT mq.send('demo', 'hello'::text) AS msg_id;
+SELECT mq.send('demo', 'world'::text) AS msg_id;
+BEGIN;
+CREATE TEMP TABLE got ON COMMIT DROP AS
+    SELECT msg_id, convert_from(body, 'UTF8') AS body
+      FROM mq.consume('demo', max_messages => 10);
+TABLE got;
+SELECT mq.ack('demo', ARRAY(SELECT msg_id FROM got));
+COMMIT;
+SQL
+	if has_func exchange_declare && has_func bind && has_func publish; then
+		echo
+		qe_log "demo: a topic exchange routing by key"
+		"${PSQL[@]}" -d "$DB" -e <<'SQL'
+SELECT mq.exchange_declare('orders', 'topic');
+SELECT mq.queue_declare('order_events');
+SELECT mq.bind('order_events', 'orders', 'order.*');
+SELECT mq.publish('orders', 'order.created', '{"id": 1}'::jsonb) AS routed_msg_id;
+SELECT mq.publish('orders', 'invoice.paid', '{"id": 2}'::jsonb) AS unrouted_msg_id;
+BEGIN;
+CREATE TEMP TABLE got ON COMMIT DROP AS
+    SELECT msg_id, routing_key, convert_from(body, 'UTF8') AS body
+      FROM mq.consume('order_events', max_messages => 10);
+TABLE got;
+SELECT mq.ack('order_events', ARRAY(SELECT msg_id FROM got));
+COMMIT;
+SQL
+	fi
+	if [ -n "$("${PSQL[@]}" -d "$DB" -tAc "SELECT to_regclass('mq.queues')")" ]; then
+		echo
+		"${PSQL[@]}" -d "$DB" -e -c "SELECT * FROM mq.queues"
+	fi
+else
+	qe_log "demo: this build has no broker API yet (mq.queue_declare); showing the mqlog storage engine"
+	"${PSQL[@]}" -d "$DB" -e <<'SQL'
+CREATE TABLE IF NOT EXISTS demo_log (id bigint, body text) USING mqlog;
+INSERT INTO demo_log
+    SELECT coalesce(max(id), 0) + 1, 'hello at ' || now() FROM demo_log;
+SELECT * FROM demo_log ORDER BY id;
+SELECT c.relname, a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+ WHERE c.relname = 'demo_log';
+SQL
+fi
+
+cat <<EOF
+
+queue_ext demo server: PostgreSQL $PG_MAJOR, port $PORT, data $DATA, log $LOG
+Connect (trust authentication, local connections only):
+    psql -h $SOCKDIR -p $PORT -U postgres $DB
+    psql "host=localhost port=$PORT user=postgres dbname=$DB"
+    runuser -u postgres -- psql -p $PORT $DB      (or: sudo -u postgres psql -p $PORT $DB)
+Stop it:   sudo bash test/demo.sh --stop
+           (or: runuser -u postgres -- $PG_BINDIR/pg_ctl -D $DATA stop)
+Start it again / update after a rebuild:  sudo bash test/demo.sh
+Delete it: sudo bash test/demo.sh --reset
+EOF

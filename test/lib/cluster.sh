@@ -1,0 +1,205 @@
+# shellcheck shell=bash
+# test/lib/cluster.sh
+#	  Shell helpers shared by test/run_all.sh and test/demo.sh: install the
+#	  Debian packages, build and install queue_ext from a scratch copy of the
+#	  tree, and create, start and stop PostgreSQL clusters as the unprivileged
+#	  "postgres" user (PostgreSQL refuses to run as root).
+#
+# Source it from bash; it sets no shell options of its own.  Settings, all
+# optional, from the environment:
+#	PG_MAJOR      PostgreSQL major version (default 15)
+#	PG_CONFIG     pg_config to build against (default /usr/lib/postgresql/$PG_MAJOR/bin/pg_config)
+#	QE_PG_USER    OS user that runs the servers and tests (default postgres)
+#	QE_SKIP_DEPS  1 = never call apt-get (fail if something is missing)
+#	QE_WERROR     0 = do not build with -Werror (default 1)
+
+PG_MAJOR=${PG_MAJOR:-15}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
+PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
+QE_PG_USER=${QE_PG_USER:-postgres}
+QE_WERROR=${QE_WERROR:-1}
+
+# Debian packages needed to build, test and benchmark queue_ext
+QE_PACKAGES=(
+	"postgresql-$PG_MAJOR"
+	"postgresql-server-dev-$PG_MAJOR"
+	"postgresql-client-$PG_MAJOR"
+	postgresql-contrib
+	"postgresql-$PG_MAJOR-pgq3"
+	build-essential
+	perl
+	libipc-run-perl
+)
+
+qe_log()  { printf '==> %s\n' "$*"; }
+qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
+qe_die()  { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
+
+qe_require_root()
+{
+	[ "$(id -u)" -eq 0 ] ||
+		qe_die "run this as root (e.g. sudo bash $0): it installs packages and the extension, then drops to the '$QE_PG_USER' user for PostgreSQL"
+}
+
+# Install whatever of QE_PACKAGES is missing; does nothing when all are there.
+qe_install_deps()
+{
+	local p missing=()
+
+	for p in "${QE_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		qe_log "packages: all present"
+		return 0
+	fi
+	[ "${QE_SKIP_DEPS:-0}" = 1 ] && qe_die "missing packages (QE_SKIP_DEPS=1): ${missing[*]}"
+	qe_log "packages: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q || qe_die "apt-get update failed"
+	apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+		qe_die "apt-get install failed for: ${missing[*]}"
+}
+
+# The unprivileged OS user (normally created by the postgresql-common package)
+# and the standard socket directory.
+qe_ensure_pg_user()
+{
+	if ! id "$QE_PG_USER" >/dev/null 2>&1; then
+		qe_log "creating system user $QE_PG_USER"
+		useradd --system --user-group --home-dir /var/lib/postgresql \
+			--shell /bin/bash "$QE_PG_USER" || qe_die "could not create user $QE_PG_USER"
+	fi
+	if [ ! -d /var/run/postgresql ]; then
+		install -d -m 2775 -o "$QE_PG_USER" -g "$(id -gn "$QE_PG_USER")" /var/run/postgresql
+	fi
+}
+
+# Run a command as QE_PG_USER with a clean, explicit environment (extra
+# VAR=value words may precede the command).
+qe_as_pg()
+{
+	local home
+	home=$(getent passwd "$QE_PG_USER" | cut -d: -f6)
+	runuser -u "$QE_PG_USER" -- env -i \
+		PATH="$PG_BINDIR:/usr/local/bin:/usr/bin:/bin" \
+		HOME="${home:-/tmp}" LANG=C.UTF-8 LC_ALL=C.UTF-8 TZ="${TZ:-UTC}" \
+		"$@"
+}
+
+# Copy the source tree SRC (without .git or build products) into DST.  The
+# checkout itself is never written to: other people may be working in it,
+# and in CI it belongs to root.
+qe_copy_tree()
+{
+	local src=$1 dst=$2
+
+	mkdir -p "$dst"
+	tar -C "$src" --exclude=./.git --exclude='*.o' --exclude='*.bc' \
+		--exclude='*.so' -cf - . | tar -C "$dst" -xf - ||
+		qe_die "could not copy $src to $dst"
+}
+
+# Build in DIR (a scratch copy) and install into the PostgreSQL tree.  The
+# compiler output is shown; with QE_WERROR=1 any warning fails the build.
+qe_build_install()
+{
+	local dir=$1 copt=() jobs
+
+	[ "$QE_WERROR" = 1 ] && copt=(COPT=-Werror)
+	jobs=$(nproc 2>/dev/null || echo 2)
+	qe_log "build: make PG_CONFIG=$PG_CONFIG ${copt[*]} (in $dir)"
+	make -C "$dir" -s PG_CONFIG="$PG_CONFIG" clean >/dev/null 2>&1 || true
+	make -C "$dir" --no-print-directory -j"$jobs" PG_CONFIG="$PG_CONFIG" "${copt[@]}" 2>&1 | tee "$dir/build.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || qe_die "build failed (compiler output above)"
+	if grep -q 'warning:' "$dir/build.log"; then
+		qe_warn "the build printed compiler warnings (see above)"
+	fi
+	qe_log "install: make install"
+	make -C "$dir" -s PG_CONFIG="$PG_CONFIG" install >/dev/null ||
+		qe_die "make install failed"
+	qe_log "installed $($PG_CONFIG --pkglibdir)/queue_ext.so and $($PG_CONFIG --sharedir)/extension/queue_ext*"
+}
+
+# Is TCP port $1 (on localhost) or the Unix socket for it in socket dir $2 in use?
+qe_port_busy()
+{
+	local port=$1 sockdir=${2:-/var/run/postgresql}
+
+	[ -e "$sockdir/.s.PGSQL.$port" ] && return 0
+	[ -e "$sockdir/.s.PGSQL.$port.lock" ] && return 0
+	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+	return 1
+}
+
+# Port of the server running on data directory $1, empty when it is not running.
+qe_running_port()
+{
+	local data=$1
+
+	[ -f "$data/postmaster.pid" ] || return 0
+	qe_as_pg pg_ctl -D "$data" status >/dev/null 2>&1 || return 0
+	sed -n 4p "$data/postmaster.pid"
+}
+
+# initdb DATA as QE_PG_USER: superuser "postgres", UTF8, trust authentication
+# for local connections only (these are throwaway or demo clusters).
+qe_initdb()
+{
+	local data=$1
+
+	qe_as_pg initdb -D "$data" -U postgres -E UTF8 --locale=C.UTF-8 \
+		--auth=trust >"$data.initdb.log" 2>&1 ||
+		{ cat "$data.initdb.log" >&2; qe_die "initdb failed for $data"; }
+}
+
+# Settings every queue_ext server needs, written to FILE (included from
+# postgresql.conf).  Extra lines may follow as further arguments.
+qe_write_conf()
+{
+	local file=$1
+	shift
+	{
+		echo "# written by queue_ext test/lib/cluster.sh; rewritten on every run"
+		echo "shared_preload_libraries = 'queue_ext'	# custom WAL rmgr, shared memory, workers"
+		echo "max_prepared_transactions = 10"
+		echo "max_worker_processes = 32"
+		echo "fsync = on"
+		echo "logging_collector = off"
+		echo "log_line_prefix = '%m [%p] %q%u@%d '"
+		printf '%s\n' "$@"
+	} >"$file"
+	chown "$QE_PG_USER" "$file"
+}
+
+# Start the server on DATA, logging to LOG; on failure print the log and die.
+qe_start()
+{
+	local data=$1 log=$2
+
+	if ! qe_as_pg pg_ctl -D "$data" -l "$log" -w -t 120 start >/dev/null; then
+		qe_show_log "$log" 80
+		qe_die "the server on $data did not start (log above: $log)"
+	fi
+}
+
+# Stop the server on DATA if it runs (fast, then immediate).
+qe_stop()
+{
+	local data=$1
+
+	[ -f "$data/postmaster.pid" ] || return 0
+	qe_as_pg pg_ctl -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 ||
+		qe_as_pg pg_ctl -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+}
+
+qe_show_log()
+{
+	local log=$1 lines=${2:-200}
+
+	[ -f "$log" ] || return 0
+	echo "----- last $lines lines of $log -----"
+	tail -n "$lines" "$log"
+	echo "----- end of $log -----"
+}

@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# test/run_all.sh
+#	  Build, install and test queue_ext in one command, as root, on Debian 12:
+#
+#		sudo bash test/run_all.sh [--no-tap] [--keep]
+#
+#	  1. installs the Debian packages that are missing (apt-get, non-interactive)
+#	  2. copies the tree (without .git) to a scratch directory owned by the
+#	     "postgres" user, builds there with -Werror and runs make install
+#	  3. starts a throwaway cluster (initdb in the scratch directory, port 5499
+#	     or the next free one, shared_preload_libraries = 'queue_ext')
+#	  4. smoke test: CREATE EXTENSION queue_ext in a fresh database
+#	  5. pg_regress (test/regress_schedule), then the isolation tester
+#	     (test/isolation_schedule), with make installcheck
+#	  6. TAP tests (test/t/*.pl) with prove; they start their own clusters
+#	  7. stops everything it started and prints a summary; exit status is 0
+#	     only if every phase that ran passed
+#
+#	  Options:
+#		--no-tap   skip the TAP tests (quick run while developing)
+#		--keep     keep the scratch directory even when everything passed
+#	  Environment:
+#		QE_TEST_PORT        first port to try for the test cluster (default 5499)
+#		QE_WERROR=0         build without -Werror
+#		QE_SKIP_DEPS=1      never call apt-get
+#		QE_STRICT=1         a test listed in a schedule whose file is missing fails
+#		                    the run (default: skipped with a warning)
+#		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
+#		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
+#		PG_MAJOR, PG_CONFIG see test/lib/cluster.sh
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=test/lib/cluster.sh source-path=SCRIPTDIR/..
+. "$ROOT/test/lib/cluster.sh"
+
+RUN_TAP=1
+KEEP=${QE_KEEP_WORKDIR:-0}
+for arg in "$@"; do
+	case $arg in
+		--no-tap) RUN_TAP=0 ;;
+		--keep) KEEP=1 ;;
+		-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+		*) qe_die "unknown option $arg (try --help)" ;;
+	esac
+done
+
+PORT=${QE_TEST_PORT:-5499}
+PHASE_TIMEOUT=${QE_PHASE_TIMEOUT:-1800}
+T_START=$SECONDS
+WORK=""
+DATA=""
+SERVER_LOG=""
+FAILED=0
+SUMMARY=()
+WARNINGS=()
+
+# ---------------------------------------------------------------------------
+# cleanup: stop every server this run started, then drop the scratch dir
+# ---------------------------------------------------------------------------
+# shellcheck disable=SC2317  # (runs from the EXIT trap)
+cleanup()
+{
+	local rc=$? pidfile
+
+	trap - EXIT INT TERM
+	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+		[ -n "$DATA" ] && qe_stop "$DATA"
+		# TAP clusters left behind by a killed or crashed test
+		while IFS= read -r pidfile; do
+			qe_warn "stopping leftover server $(dirname "$pidfile")"
+			qe_as_pg pg_ctl -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 || true
+		done < <(find "$WORK" -name postmaster.pid 2>/dev/null)
+		if [ "$KEEP" = 1 ] || [ "$FAILED" -ne 0 ] || [ "$rc" -ne 0 ]; then
+			echo "scratch directory kept for inspection: $WORK"
+		else
+			rm -rf "$WORK"
+		fi
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 130' INT TERM
+
+# record PHASE RESULT SECONDS [NOTE]
+record()
+{
+	SUMMARY+=("$(printf '  %-10s %-5s %5ss  %s' "$1" "$2" "$3" "${4:-}")")
+	[ "$2" = FAIL ] && FAILED=1
+	return 0
+}
+
+# Value of a variable as the Makefile computes it (REGRESS, ISOLATION, ...)
+# shellcheck disable=SC2016  # ($($*) is for make, not the shell)
+make_var()
+{
+	make -s --no-print-directory -C "$WORK" PG_CONFIG="$PG_CONFIG" \
+		--eval='qe-print-%: ; @echo $($*)' "qe-print-$1" 2>/dev/null
+}
+
+# Keep the tests of a schedule whose input file exists, in FILTERED; warn
+# about the others.  filter_existing PHASE DIR EXT test...
+filter_existing()
+{
+	local phase=$1 dir=$2 ext=$3 t
+	shift 3
+	FILTERED=""
+	for t in "$@"; do
+		if [ -f "$WORK/$dir/$t.$ext" ]; then
+			FILTERED="${FILTERED:+$FILTERED }$t"
+		else
+			WARNINGS+=("$phase: '$t' is listed but $dir/$t.$ext does not exist: skipped")
+			qe_warn "$phase: '$t' is listed but $dir/$t.$ext does not exist: skipped"
+		fi
+	done
+}
+
+# After a failed suite: show the output of tests that have no expected file
+# yet (pg_regress only says "diff command failed" for them).
+# show_unexpected EXPECTED_DIR RESULTS_DIR test...
+show_unexpected()
+{
+	local exp=$1 res=$2 t
+	shift 2
+	for t in "$@"; do
+		if [ ! -f "$WORK/$exp/$t.out" ] && [ -f "$WORK/$res/$t.out" ]; then
+			echo "----- $exp/$t.out is missing; the test produced $res/$t.out: -----"
+			cat "$WORK/$res/$t.out"
+			echo "----- end of $res/$t.out -----"
+		fi
+	done
+}
+
+# run a make installcheck phase as the postgres user against the test cluster
+# pg_make PHASE make-args...
+pg_make()
+{
+	local phase=$1
+	shift
+	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres \
+		PROVE_FLAGS="${PROVE_FLAGS:-}" \
+		timeout --kill-after=30 "$PHASE_TIMEOUT" \
+		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_CONFIG" "$@"
+	local rc=$?
+	[ $rc -eq 124 ] && qe_warn "$phase: killed after ${PHASE_TIMEOUT}s (QE_PHASE_TIMEOUT)"
+	return $rc
+}
+
+# Print the summary and exit: 0 only if no phase failed.
+finish()
+{
+	local w
+
+	echo
+	echo "SUMMARY (PostgreSQL $PG_MAJOR, $((SECONDS - T_START))s total)"
+	printf '%s\n' "${SUMMARY[@]}"
+	for w in "${WARNINGS[@]}"; do
+		echo "  warning: $w"
+	done
+	if [ "$FAILED" -ne 0 ]; then
+		echo "RESULT: FAILED"
+		exit 1
+	fi
+	echo "RESULT: OK"
+	exit 0
+}
+
+show_file()
+{
+	[ -s "$1" ] || return 0
+	echo "----- $1 -----"
+	cat "$1"
+	echo "----- end of $1 -----"
+}
+
+# ---------------------------------------------------------------------------
+# 1-2: packages, scratch copy, build, install
+# ---------------------------------------------------------------------------
+qe_require_root
+qe_install_deps
+qe_ensure_pg_user
+
+WORK=$(mktemp -d /tmp/queue_ext-test.XXXXXX)
+chmod 755 "$WORK"
+qe_copy_tree "$ROOT" "$WORK"
+
+t0=$SECONDS
+if ( qe_build_install "$WORK" ); then
+	record build PASS $((SECONDS - t0)) "$([ "$QE_WERROR" = 1 ] && echo '-Werror')"
+else
+	record build FAIL $((SECONDS - t0))
+	finish
+fi
+chown -R "$QE_PG_USER" "$WORK"
+
+# ---------------------------------------------------------------------------
+# 3: throwaway cluster
+# ---------------------------------------------------------------------------
+mkdir -p "$WORK/sock" && chown "$QE_PG_USER" "$WORK/sock"
+while qe_port_busy "$PORT" "$WORK/sock" || qe_port_busy "$PORT" /var/run/postgresql ||
+	[ "$PORT" = 5432 ] || [ "$PORT" = 5470 ]; do
+	PORT=$((PORT + 1))
+done
+DATA=$WORK/data
+SERVER_LOG=$WORK/server.log
+qe_log "test cluster: initdb $DATA, port $PORT, socket $WORK/sock"
+t0=$SECONDS
+qe_initdb "$DATA"
+qe_write_conf "$DATA/queue_ext_test.conf" \
+	"port = $PORT" \
+	"listen_addresses = ''" \
+	"unix_socket_directories = '$WORK/sock'" \
+	"max_connections = 100"
+echo "include = 'queue_ext_test.conf'" >>"$DATA/postgresql.conf"
+if ( qe_start "$DATA" "$SERVER_LOG" ); then
+	record cluster PASS $((SECONDS - t0)) "port $PORT"
+else
+	record cluster FAIL $((SECONDS - t0)) "server did not start with shared_preload_libraries = 'queue_ext'"
+	finish
+fi
+
+# ---------------------------------------------------------------------------
+# 4: smoke test
+# ---------------------------------------------------------------------------
+t0=$SECONDS
+qe_log "smoke: CREATE EXTENSION queue_ext"
+if qe_as_pg psql -X -q -v ON_ERROR_STOP=1 -h "$WORK/sock" -p "$PORT" -U postgres -d postgres <<'SQL'
+CREATE DATABASE queue_ext_smoke;
+\c queue_ext_smoke
+SET client_min_messages = warning;
+CREATE EXTENSION queue_ext;
+SELECT 'shared_preload_libraries = ' || current_setting('shared_preload_libraries') AS setting,
+       'queue_ext ' || extversion AS installed
+  FROM pg_extension WHERE extname = 'queue_ext';
+SQL
+then
+	record smoke PASS $((SECONDS - t0)) "CREATE EXTENSION queue_ext"
+else
+	record smoke FAIL $((SECONDS - t0)) "CREATE EXTENSION queue_ext failed"
+fi
+
+# ---------------------------------------------------------------------------
+# 5: pg_regress and isolation tester (make installcheck, one suite at a time)
+# ---------------------------------------------------------------------------
+# shellcheck disable=SC2046
+filter_existing regress sql sql $(make_var REGRESS)
+REGRESS_LIST=$FILTERED
+# shellcheck disable=SC2046
+filter_existing isolation test/isolation/specs spec $(make_var ISOLATION)
+ISOLATION_LIST=$FILTERED
+
+t0=$SECONDS
+if [ -z "$REGRESS_LIST" ]; then
+	qe_log "regress: no tests listed in test/regress_schedule: skipped"
+	record regress SKIP 0 "test/regress_schedule is empty"
+else
+	qe_log "regress: $REGRESS_LIST"
+	if pg_make regress installcheck REGRESS="$REGRESS_LIST" ISOLATION= TAP_TESTS=; then
+		record regress PASS $((SECONDS - t0)) "$(wc -w <<<"$REGRESS_LIST") tests"
+	else
+		show_file "$WORK/regression.diffs"
+		# shellcheck disable=SC2086
+		show_unexpected expected results $REGRESS_LIST
+		record regress FAIL $((SECONDS - t0)) "see regression.diffs above"
+	fi
+fi
+
+t0=$SECONDS
+if [ -z "$ISOLATION_LIST" ]; then
+	qe_log "isolation: no specs listed in test/isolation_schedule: skipped"
+	record isolation SKIP 0 "test/isolation_schedule is empty"
+else
+	qe_log "isolation: $ISOLATION_LIST"
+	if pg_make isolation installcheck REGRESS= ISOLATION="$ISOLATION_LIST" TAP_TESTS=; then
+		record isolation PASS $((SECONDS - t0)) "$(wc -w <<<"$ISOLATION_LIST") specs"
+	else
+		show_file "$WORK/output_iso/regression.diffs"
+		# shellcheck disable=SC2086
+		show_unexpected test/isolation/expected output_iso/results $ISOLATION_LIST
+		record isolation FAIL $((SECONDS - t0)) "see output_iso/regression.diffs above"
+	fi
+fi
+
+if [ "${QE_STRICT:-0}" = 1 ] && [ ${#WARNINGS[@]} -gt 0 ]; then
+	record schedules FAIL 0 "QE_STRICT=1 and ${#WARNINGS[@]} listed test(s) missing"
+fi
+
+# The server log tells about crashes and assertion failures the diffs only hint at.
+if grep -qE 'terminated by signal|TRAP:|PANIC:' "$SERVER_LOG"; then
+	record server FAIL 0 "a backend crashed or panicked (server log below)"
+fi
+qe_stop "$DATA"
+[ "$FAILED" -ne 0 ] && qe_show_log "$SERVER_LOG" 200
+
+# ---------------------------------------------------------------------------
+# 6: TAP tests (each starts its own clusters through PostgreSQL::Test::Cluster)
+# ---------------------------------------------------------------------------
+t0=$SECONDS
+TAP_LIST=$(make_var PROVE_TESTS)
+if [ "$RUN_TAP" = 0 ]; then
+	record tap SKIP 0 "--no-tap"
+elif [ -z "$TAP_LIST" ]; then
+	qe_log "tap: no test/t/*.pl: skipped"
+	record tap SKIP 0 "no test/t/*.pl"
+else
+	qe_log "tap: $TAP_LIST"
+	if pg_make tap installcheck REGRESS= ISOLATION= PROVE_FLAGS="--timer ${PROVE_FLAGS:-}"; then
+		record tap PASS $((SECONDS - t0)) "$(wc -w <<<"$TAP_LIST") scripts"
+	else
+		# prove does not say which script hung or died mid-way: show every log
+		for f in "$WORK"/tmp_check/log/regress_log_*; do
+			[ -f "$f" ] && qe_show_log "$f" 100
+		done
+		record tap FAIL $((SECONDS - t0)) "logs in tmp_check/log"
+	fi
+fi
+
+# ---------------------------------------------------------------------------
+# 7: summary
+# ---------------------------------------------------------------------------
+finish
