@@ -106,13 +106,17 @@ qe_copy_tree()
 qe_build_install()
 {
 	local dir=$1 copt=() jobs
+	local -
+	set -o pipefail
 
 	[ "$QE_WERROR" = 1 ] && copt=(COPT=-Werror)
 	jobs=$(nproc 2>/dev/null || echo 2)
 	qe_log "build: make PG_CONFIG=$PG_CONFIG ${copt[*]} (in $dir)"
 	make -C "$dir" -s PG_CONFIG="$PG_CONFIG" clean >/dev/null 2>&1 || true
-	make -C "$dir" --no-print-directory -j"$jobs" PG_CONFIG="$PG_CONFIG" "${copt[@]}" 2>&1 | tee "$dir/build.log"
-	[ "${PIPESTATUS[0]}" -eq 0 ] || qe_die "build failed (compiler output above)"
+	if ! make -C "$dir" --no-print-directory -j"$jobs" PG_CONFIG="$PG_CONFIG" \
+		"${copt[@]}" 2>&1 | tee "$dir/build.log"; then
+		qe_die "build failed (compiler output above)"
+	fi
 	if grep -q 'warning:' "$dir/build.log"; then
 		qe_warn "the build printed compiler warnings (see above)"
 	fi
