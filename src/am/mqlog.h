@@ -12,7 +12,9 @@
 #ifndef MQLOG_H
 #define MQLOG_H
 
+#include "access/htup_details.h"
 #include "access/tableam.h"
+#include "storage/bufpage.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
@@ -28,6 +30,251 @@ extern int	mqlog_max_row_size;
 
 /* Called from _PG_init(): registers the rmgr (when preloading) and GUCs */
 extern void mqlog_init(void);
+
+/* ----------------------------------------------------------------
+ * Page format
+ *
+ * Standard PostgreSQL pages (PageInit, line pointers, special space) so
+ * checksums, hole-free full-page images and pageinspect's get_raw_page
+ * work.  Rows use the heap tuple layout (HeapTupleHeaderData) with t_xmin =
+ * inserting (sub)transaction, t_cid = raw cmin, xmax invalid, t_ctid = own
+ * TID.  Rows are only ever appended: line pointers are never reused and
+ * tuples never move, so TIDs are stable and a pinned tuple stays valid.
+ *
+ * Two kinds of pages, told apart by the special area's flags:
+ *	- data pages hold rows;
+ *	- overflow pages hold one chunk of an out-of-line attribute value
+ *	  (self-TOAST, see mqlog_toast.c) as a single raw item.
+ * ----------------------------------------------------------------
+ */
+#define MQLOG_PAGE_MAGIC		0x4D51	/* "MQ" */
+#define MQLOG_PAGE_VERSION		1
+
+/* mq_flags bits */
+#define MQLOG_PAGE_FROZEN		0x01	/* all normal items visible to all */
+#define MQLOG_PAGE_OVERFLOW		0x02	/* chunk of an out-of-line value */
+
+typedef struct MqlogPageOpaqueData
+{
+	uint16		mq_magic;		/* MQLOG_PAGE_MAGIC */
+	uint8		mq_version;		/* MQLOG_PAGE_VERSION */
+	uint8		mq_flags;		/* MQLOG_PAGE_* bits */
+	/* data page: xmin range of its rows; overflow page: value and chunk */
+	uint32		mq_aux1;		/* min_xmin | first block of the value */
+	uint32		mq_aux2;		/* max_xmin | chunk number in the value */
+	uint32		mq_reserved;	/* zero */
+} MqlogPageOpaqueData;
+
+typedef MqlogPageOpaqueData *MqlogPageOpaque;
+
+#define MqlogPageGetOpaque(page) \
+	((MqlogPageOpaque) PageGetSpecialPointer(page))
+#define MqlogPageIsOverflow(page) \
+	((MqlogPageGetOpaque(page)->mq_flags & MQLOG_PAGE_OVERFLOW) != 0)
+#define MqlogPageIsFrozen(page) \
+	((MqlogPageGetOpaque(page)->mq_flags & MQLOG_PAGE_FROZEN) != 0)
+
+#define MQLOG_SPECIAL_SIZE	MAXALIGN(sizeof(MqlogPageOpaqueData))
+
+/* Largest row stored inline on a data page */
+#define MQLOG_MAX_INLINE_TUPLE \
+	MAXALIGN_DOWN(BLCKSZ - SizeOfPageHeaderData - sizeof(ItemIdData) - \
+				  MQLOG_SPECIAL_SIZE)
+
+/* Bytes of an out-of-line value stored per overflow page */
+#define MQLOG_OVERFLOW_CHUNK	MQLOG_MAX_INLINE_TUPLE
+
+/*
+ * Rows longer than this get their largest compressible attributes
+ * compressed first, as heap does (TOAST_TUPLE_THRESHOLD); only rows still
+ * longer than MQLOG_MAX_INLINE_TUPLE move attributes to overflow pages.
+ */
+#define MQLOG_COMPRESS_THRESHOLD	2032
+
+/* ----------------------------------------------------------------
+ * WAL records (custom resource manager, mqlog_xlog.c)
+ * ----------------------------------------------------------------
+ */
+#define XLOG_MQLOG_INSERT		0x00
+#define XLOG_MQLOG_MULTI_INSERT 0x10
+#define XLOG_MQLOG_OVERFLOW		0x20
+#define XLOG_MQLOG_FREEZE		0x30
+#define XLOG_MQLOG_OPMASK		0x70
+
+/* flag bits in xl_mqlog_insert/xl_mqlog_multi_insert */
+#define XLMQ_INIT_PAGE			0x01	/* (re)initialize the page first */
+
+/*
+ * INSERT: one row.  Block 0 is the data page; its data is the per-row
+ * header below followed by the tuple's bytes after the HeapTupleHeader
+ * (null bitmap, padding, data).  xmin comes from the record's xid, cmin is
+ * FirstCommandId at redo (masked for consistency checking).
+ */
+typedef struct xl_mqlog_insert
+{
+	OffsetNumber offnum;
+	uint8		flags;
+} xl_mqlog_insert;
+
+#define SizeOfMqlogInsert	(offsetof(xl_mqlog_insert, flags) + sizeof(uint8))
+
+/*
+ * Per-row header in INSERT and MULTI_INSERT block data (5 bytes, unaligned):
+ * uint16 length of the data after the tuple header (MULTI_INSERT only),
+ * uint16 t_infomask2, uint8 low byte of t_infomask.  t_hoff follows from
+ * natts and HEAP_HASNULL.
+ */
+#define SizeOfMqlogRowHeader	3
+#define SizeOfMqlogMultiRowHeader	5
+
+/*
+ * MULTI_INSERT: ntuples rows appended to one page at consecutive offsets
+ * starting at firstoff.
+ */
+typedef struct xl_mqlog_multi_insert
+{
+	uint8		flags;
+	OffsetNumber firstoff;
+	uint16		ntuples;
+} xl_mqlog_multi_insert;
+
+#define SizeOfMqlogMultiInsert	(offsetof(xl_mqlog_multi_insert, ntuples) + sizeof(uint16))
+
+/* OVERFLOW: block 0 is a fresh overflow page; block data = the chunk */
+typedef struct xl_mqlog_overflow
+{
+	BlockNumber first;			/* first block of the value */
+	uint32		chunkno;		/* this page's chunk number */
+} xl_mqlog_overflow;
+
+#define SizeOfMqlogOverflow	(offsetof(xl_mqlog_overflow, chunkno) + sizeof(uint32))
+
+/*
+ * FREEZE: set MQLOG_PAGE_FROZEN on block 0 and mark the listed items
+ * (aborted rows; block data = OffsetNumber array) LP_DEAD.  Hot standby
+ * queries whose xmin <= conflict_xid are cancelled: they could consider the
+ * page's newest inserter still running.
+ */
+typedef struct xl_mqlog_freeze
+{
+	TransactionId conflict_xid;
+	uint16		ndead;
+} xl_mqlog_freeze;
+
+#define SizeOfMqlogFreeze	(offsetof(xl_mqlog_freeze, ndead) + sizeof(uint16))
+
+/* ----------------------------------------------------------------
+ * Internal prototypes
+ * ----------------------------------------------------------------
+ */
+
+/* mqlog_handler.c */
+extern const TableAmRoutine mqlog_methods;
+
+/* mqlog_page.c */
+extern void mqlog_page_init(Page page, uint8 flags);
+extern bool mqlog_page_is_valid(Page page);
+extern void mqlog_page_note_xmin(Page page, TransactionId xid);
+extern Size mqlog_page_free_space(Page page);
+
+/* mqlog_visibility.c */
+typedef enum MqlogXminStatus
+{
+	MQLOG_XMIN_COMMITTED,		/* committed or page frozen */
+	MQLOG_XMIN_CURRENT,			/* inserted by the current transaction */
+	MQLOG_XMIN_IN_PROGRESS,		/* inserter still running */
+	MQLOG_XMIN_ABORTED			/* aborted or crashed */
+} MqlogXminStatus;
+
+extern MqlogXminStatus mqlog_xmin_status(HeapTupleHeader tuple, bool frozen);
+extern bool mqlog_tuple_visible(Relation rel, HeapTuple tuple, bool frozen,
+								Snapshot snapshot);
+
+/* mqlog_insert.c */
+extern void mqlog_tuple_insert(Relation rel, TupleTableSlot *slot,
+							   CommandId cid, int options,
+							   struct BulkInsertStateData *bistate);
+extern void mqlog_multi_insert(Relation rel, TupleTableSlot **slots,
+							   int nslots, CommandId cid, int options,
+							   struct BulkInsertStateData *bistate);
+
+/* mqlog_scan.c */
+extern TableScanDesc mqlog_scan_begin(Relation rel, Snapshot snapshot,
+									  int nkeys, struct ScanKeyData *key,
+									  ParallelTableScanDesc pscan,
+									  uint32 flags);
+extern void mqlog_scan_end(TableScanDesc scan);
+extern void mqlog_scan_rescan(TableScanDesc scan, struct ScanKeyData *key,
+							  bool set_params, bool allow_strat,
+							  bool allow_sync, bool allow_pagemode);
+extern bool mqlog_scan_getnextslot(TableScanDesc scan,
+								   ScanDirection direction,
+								   TupleTableSlot *slot);
+extern void mqlog_scan_set_limits(TableScanDesc scan, BlockNumber startblk,
+								  BlockNumber numblks);
+extern BlockNumber mqlog_scan_next_block(TableScanDesc scan);
+extern struct IndexFetchTableData *mqlog_index_fetch_begin(Relation rel);
+extern void mqlog_index_fetch_reset(struct IndexFetchTableData *data);
+extern void mqlog_index_fetch_end(struct IndexFetchTableData *data);
+extern bool mqlog_index_fetch_tuple(struct IndexFetchTableData *scan,
+									ItemPointer tid, Snapshot snapshot,
+									TupleTableSlot *slot,
+									bool *call_again, bool *all_dead);
+extern bool mqlog_fetch_row_version(Relation rel, ItemPointer tid,
+									Snapshot snapshot, TupleTableSlot *slot);
+extern bool mqlog_tuple_tid_valid(TableScanDesc scan, ItemPointer tid);
+extern bool mqlog_tuple_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
+										   Snapshot snapshot);
+extern TransactionId mqlog_index_delete_tuples(Relation rel,
+											   TM_IndexDeleteOp *delstate);
+extern bool mqlog_scan_analyze_next_block(TableScanDesc scan,
+										  BlockNumber blockno,
+										  BufferAccessStrategy bstrategy);
+extern bool mqlog_scan_analyze_next_tuple(TableScanDesc scan,
+										  TransactionId OldestXmin,
+										  double *liverows, double *deadrows,
+										  TupleTableSlot *slot);
+
+/* mqlog_vacuum.c */
+extern void mqlog_relation_vacuum(Relation rel, struct VacuumParams *params,
+								  BufferAccessStrategy bstrategy);
+
+/* mqlog_index.c */
+extern double mqlog_index_build_range_scan(Relation table_rel,
+										   Relation index_rel,
+										   struct IndexInfo *index_info,
+										   bool allow_sync, bool anyvisible,
+										   bool progress,
+										   BlockNumber start_blockno,
+										   BlockNumber numblocks,
+										   IndexBuildCallback callback,
+										   void *callback_state,
+										   TableScanDesc scan);
+extern void mqlog_index_validate_scan(Relation table_rel, Relation index_rel,
+									  struct IndexInfo *index_info,
+									  Snapshot snapshot,
+									  struct ValidateIndexState *state);
+
+/* mqlog_toast.c */
+extern HeapTuple mqlog_prepare_tuple(Relation rel, HeapTuple tup);
+extern void mqlog_fetch_toast_slice(Relation toastrel, Oid valueid,
+									int32 attrsize, int32 sliceoffset,
+									int32 slicelength, struct varlena *result);
+
+/* mqlog_xlog.c */
+extern void mqlog_xlog_register(void);
+extern void mqlog_log_insert(Relation rel, Buffer buf, HeapTuple tup,
+							 bool init);
+extern void mqlog_log_multi_insert(Relation rel, Buffer buf,
+								   HeapTuple *tuples, int ntuples,
+								   bool init);
+extern void mqlog_log_overflow(Relation rel, Buffer buf, BlockNumber first,
+							   uint32 chunkno, const char *data, int len);
+extern void mqlog_log_freeze(Relation rel, Buffer buf,
+							 TransactionId conflict_xid,
+							 OffsetNumber *dead, int ndead);
+
+/* mqlog_verify.c: SQL function mq.mqlog_verify(regclass) */
 
 /* ----------------------------------------------------------------
  * Interface for the message log (src/msglog.c and later the broker)

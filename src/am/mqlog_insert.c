@@ -1,0 +1,466 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqlog_insert.c
+ *	  Appending rows to an mqlog table: single-row and multi-row inserts,
+ *	  ordered appends, choosing target pages and extending the relation.
+ *
+ * Rows are only ever appended to a page (never in the middle), so TIDs are
+ * stable.  Unordered inserts go to the backend's target page
+ * (RelationGetTargetBlock), else the relation's last page, else a page left
+ * in the free space map by bulk extension, else a new page: N concurrent
+ * writers mostly touch N different pages.  Ordered inserts
+ * (mqlog_insert_ordered) only ever write the last page; see there.
+ *
+ * A page that is new (all zeros) when we hold its exclusive lock is free for
+ * the taking: whoever extends a page keeps it locked until it is
+ * initialized, so a zero page under our lock was left by a crash or by bulk
+ * extension.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/hio.h"
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/freespace.h"
+#include "storage/lmgr.h"
+#include "storage/predicate.h"
+
+#include "queue_ext.h"
+#include "am/mqlog.h"
+
+/* Free space of an empty data page, as recorded in the FSM */
+#define MQLOG_EMPTY_PAGE_FREE \
+	(BLCKSZ - SizeOfPageHeaderData - MQLOG_SPECIAL_SIZE - sizeof(ItemIdData))
+
+/*
+ * Turn the slot's contents into the tuple to store: detoast/compress/move
+ * out of line (mqlog_toast.c) and stamp the visibility header.
+ */
+static HeapTuple
+mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
+					 CommandId cid, bool *shouldFree)
+{
+	HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, shouldFree);
+	HeapTuple	heaptup;
+
+	tup->t_tableOid = RelationGetRelid(rel);
+	heaptup = mqlog_prepare_tuple(rel, tup);
+	if (heaptup != tup)
+	{
+		if (*shouldFree)
+			heap_freetuple(tup);
+		*shouldFree = true;
+	}
+
+	heaptup->t_data->t_infomask &= ~HEAP_XACT_MASK;
+	heaptup->t_data->t_infomask2 &= ~HEAP2_XACT_MASK;
+	heaptup->t_data->t_infomask |= HEAP_XMAX_INVALID;
+	HeapTupleHeaderSetXmin(heaptup->t_data, xid);
+	HeapTupleHeaderSetCmin(heaptup->t_data, cid);
+	HeapTupleHeaderSetXmax(heaptup->t_data, InvalidTransactionId);
+	heaptup->t_tableOid = RelationGetRelid(rel);
+
+	return heaptup;
+}
+
+/*
+ * Can a row of "need" bytes (MAXALIGNed) go on this exclusively locked
+ * page?  Sets *isnew for a zero page the caller must initialize.
+ */
+static bool
+mqlog_page_accepts(Page page, Size need, bool *isnew)
+{
+	*isnew = false;
+	if (PageIsNew(page))
+	{
+		*isnew = true;
+		return true;
+	}
+	if (!mqlog_page_is_valid(page) || MqlogPageIsOverflow(page) ||
+		MqlogPageIsFrozen(page))
+		return false;
+	return mqlog_page_free_space(page) >= need;
+}
+
+/*
+ * Extend the relation by one page, returned exclusively locked and zeroed.
+ * When other backends are queued on the extension lock, also add extra
+ * pages (like heap's RelationAddExtraBlocks) and publish them in the free
+ * space map, so that bursts of writers do not serialize on extension.
+ */
+static Buffer
+mqlog_extend(Relation rel, BufferAccessStrategy strategy)
+{
+	Buffer		buf;
+	bool		local = RELATION_IS_LOCAL(rel);
+
+	if (!local && !ConditionalLockRelationForExtension(rel, ExclusiveLock))
+	{
+		int			extra;
+		BlockNumber firstextra = InvalidBlockNumber;
+		BlockNumber lastextra = InvalidBlockNumber;
+
+		LockRelationForExtension(rel, ExclusiveLock);
+		extra = Min(512, RelationExtensionLockWaiterCount(rel) * 20);
+		while (extra-- > 0)
+		{
+			Buffer		xbuf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW,
+												  RBM_ZERO_AND_LOCK, strategy);
+
+			lastextra = BufferGetBlockNumber(xbuf);
+			if (firstextra == InvalidBlockNumber)
+				firstextra = lastextra;
+			UnlockReleaseBuffer(xbuf);
+			RecordPageWithFreeSpace(rel, lastextra, MQLOG_EMPTY_PAGE_FREE);
+		}
+		if (firstextra != InvalidBlockNumber)
+			FreeSpaceMapVacuumRange(rel, firstextra, lastextra + 1);
+	}
+
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, strategy);
+
+	if (!local)
+		UnlockRelationForExtension(rel, ExclusiveLock);
+	return buf;
+}
+
+/* Try block blkno as target; returns it exclusively locked or InvalidBuffer */
+static Buffer
+mqlog_try_block(Relation rel, BlockNumber blkno, Size need,
+				BufferAccessStrategy strategy, bool *isnew)
+{
+	Buffer		buf;
+
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (mqlog_page_accepts(BufferGetPage(buf), need, isnew))
+		return buf;
+	UnlockReleaseBuffer(buf);
+	return InvalidBuffer;
+}
+
+/*
+ * Find an exclusively locked page with room for "need" bytes (see the file
+ * header for the order in which pages are tried).
+ */
+static Buffer
+mqlog_get_target_buffer(Relation rel, Size need, BulkInsertState bistate,
+						bool *isnew)
+{
+	BufferAccessStrategy strategy = bistate ? bistate->strategy : NULL;
+	BlockNumber target;
+	BlockNumber nblocks;
+	Buffer		buf = InvalidBuffer;
+
+	/* COPY and friends keep their current page pinned */
+	if (bistate && BufferIsValid(bistate->current_buf))
+	{
+		buf = bistate->current_buf;
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (mqlog_page_accepts(BufferGetPage(buf), need, isnew))
+		{
+			IncrBufferRefCount(buf);
+			return buf;
+		}
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		ReleaseBuffer(buf);
+		bistate->current_buf = InvalidBuffer;
+		buf = InvalidBuffer;
+	}
+
+	nblocks = RelationGetNumberOfBlocks(rel);
+	target = RelationGetTargetBlock(rel);
+	if (target != InvalidBlockNumber && target < nblocks)
+		buf = mqlog_try_block(rel, target, need, strategy, isnew);
+
+	/* last-page fallback: short-lived sessions share the tail page */
+	if (!BufferIsValid(buf) && nblocks > 0 && nblocks - 1 != target)
+		buf = mqlog_try_block(rel, nblocks - 1, need, strategy, isnew);
+
+	/* pages left by bulk extension */
+	while (!BufferIsValid(buf))
+	{
+		BlockNumber fsmblk = GetPageWithFreeSpace(rel, need);
+
+		if (fsmblk == InvalidBlockNumber || fsmblk >= nblocks)
+			break;
+		buf = mqlog_try_block(rel, fsmblk, need, strategy, isnew);
+		if (!BufferIsValid(buf))
+			RecordPageWithFreeSpace(rel, fsmblk, 0);
+	}
+
+	if (!BufferIsValid(buf))
+	{
+		buf = mqlog_extend(rel, strategy);
+		*isnew = true;
+	}
+
+	if (bistate)
+	{
+		bistate->current_buf = buf;
+		IncrBufferRefCount(buf);
+	}
+	return buf;
+}
+
+/*
+ * Put tuples[first..] on the exclusively locked page as long as they fit,
+ * WAL-log the lot and return how many went on the page (at least one: the
+ * caller made sure the first one fits).
+ */
+static int
+mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
+				int first, int ntuples, TransactionId xid)
+{
+	Page		page = BufferGetPage(buf);
+	BlockNumber blkno = BufferGetBlockNumber(buf);
+	int			n = 0;
+
+	START_CRIT_SECTION();
+
+	if (isnew)
+		mqlog_page_init(page, 0);
+
+	while (first + n < ntuples)
+	{
+		HeapTuple	tup = tuples[first + n];
+		OffsetNumber off;
+		HeapTupleHeader item;
+
+		if (n > 0 && mqlog_page_free_space(page) < MAXALIGN(tup->t_len))
+			break;
+		off = PageAddItem(page, (Item) tup->t_data, tup->t_len,
+						  InvalidOffsetNumber, false, true);
+		if (off == InvalidOffsetNumber)
+			elog(PANIC, "failed to add row to mqlog page %u", blkno);
+		ItemPointerSet(&tup->t_self, blkno, off);
+		tup->t_data->t_ctid = tup->t_self;
+		item = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
+		item->t_ctid = tup->t_self;
+		n++;
+	}
+	mqlog_page_note_xmin(page, xid);
+	MarkBufferDirty(buf);
+
+	if (n == 1)
+		mqlog_log_insert(rel, buf, tuples[first], isnew);
+	else
+		mqlog_log_multi_insert(rel, buf, tuples + first, n, isnew);
+
+	END_CRIT_SECTION();
+
+	return n;
+}
+
+/* Common start of every insert */
+static TransactionId
+mqlog_begin_insert(Relation rel)
+{
+	mq_require_preload("writing to an mqlog table");
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	return GetCurrentTransactionId();
+}
+
+/*
+ * tuple_insert callback.
+ */
+void
+mqlog_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
+				   int options, BulkInsertState bistate)
+{
+	TransactionId xid = mqlog_begin_insert(rel);
+	bool		shouldFree;
+	HeapTuple	tup;
+	Buffer		buf;
+	bool		isnew;
+
+	tup = mqlog_prepare_insert(rel, slot, xid, cid, &shouldFree);
+
+	buf = mqlog_get_target_buffer(rel, MAXALIGN(tup->t_len), bistate, &isnew);
+	mqlog_fill_page(rel, buf, isnew, &tup, 0, 1, xid);
+	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
+	UnlockReleaseBuffer(buf);
+
+	pgstat_count_heap_insert(rel, 1);
+
+	slot->tts_tableOid = RelationGetRelid(rel);
+	slot->tts_tid = tup->t_self;
+	if (shouldFree)
+		heap_freetuple(tup);
+}
+
+/*
+ * Prepare all slots of a multi-row insert; returns the tuples.
+ */
+static HeapTuple *
+mqlog_prepare_many(Relation rel, TupleTableSlot **slots, int nslots,
+				   TransactionId xid, CommandId cid)
+{
+	HeapTuple  *tuples = palloc(nslots * sizeof(HeapTuple));
+	int			i;
+
+	for (i = 0; i < nslots; i++)
+	{
+		bool		shouldFree;
+
+		tuples[i] = mqlog_prepare_insert(rel, slots[i], xid, cid, &shouldFree);
+		/* keep our own copy: the slot's tuple may be freed or changed */
+		if (!shouldFree)
+			tuples[i] = heap_copytuple(tuples[i]);
+	}
+	return tuples;
+}
+
+static void
+mqlog_finish_many(Relation rel, TupleTableSlot **slots, HeapTuple *tuples,
+				  int nslots)
+{
+	int			i;
+
+	for (i = 0; i < nslots; i++)
+	{
+		slots[i]->tts_tableOid = RelationGetRelid(rel);
+		slots[i]->tts_tid = tuples[i]->t_self;
+		heap_freetuple(tuples[i]);
+	}
+	pfree(tuples);
+	pgstat_count_heap_insert(rel, nslots);
+}
+
+/*
+ * multi_insert callback (COPY FROM, INSERT ... SELECT in batches): as many
+ * rows per page as fit, one WAL record per page.
+ */
+void
+mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
+				   CommandId cid, int options, BulkInsertState bistate)
+{
+	TransactionId xid = mqlog_begin_insert(rel);
+	HeapTuple  *tuples = mqlog_prepare_many(rel, slots, nslots, xid, cid);
+	int			ndone = 0;
+
+	while (ndone < nslots)
+	{
+		bool		isnew;
+		Buffer		buf;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = mqlog_get_target_buffer(rel, MAXALIGN(tuples[ndone]->t_len),
+									  bistate, &isnew);
+		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
+		RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
+		UnlockReleaseBuffer(buf);
+	}
+
+	mqlog_finish_many(rel, slots, tuples, nslots);
+}
+
+/*
+ * Exclusively lock the relation's current last page (or create the first
+ * page).  Retries when the relation grew while we waited for the lock.
+ */
+static Buffer
+mqlog_lock_last_page(Relation rel, bool *isnew)
+{
+	for (;;)
+	{
+		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+		Buffer		buf;
+
+		*isnew = false;
+		if (nblocks == 0)
+		{
+			bool		local = RELATION_IS_LOCAL(rel);
+
+			if (!local)
+				LockRelationForExtension(rel, ExclusiveLock);
+			if (RelationGetNumberOfBlocks(rel) != 0)
+			{
+				if (!local)
+					UnlockRelationForExtension(rel, ExclusiveLock);
+				continue;
+			}
+			buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
+			if (!local)
+				UnlockRelationForExtension(rel, ExclusiveLock);
+			*isnew = true;
+			return buf;
+		}
+
+		buf = ReadBuffer(rel, nblocks - 1);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (RelationGetNumberOfBlocks(rel) == nblocks)
+		{
+			*isnew = PageIsNew(BufferGetPage(buf));
+			return buf;
+		}
+		/* no longer the last page: never add to it again */
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+/*
+ * Ordered append (see mqlog.h).  Rows go only to the last page, which we
+ * keep exclusively locked from the moment we verified it is the last page
+ * until we are done with it; when it is full we extend the relation while
+ * still holding it.  Readers (mqlog_read_next) leave page N only after
+ * seeing, under a share lock on N, that page N+1 exists -- and once N+1
+ * exists nobody starts adding to N.  So a cursor reader never misses a row.
+ */
+void
+mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
+					 CommandId cid, ItemPointer tids)
+{
+	TransactionId xid;
+	HeapTuple  *tuples;
+	Buffer		buf;
+	bool		isnew;
+	int			ndone = 0;
+	int			i;
+
+	if (!mqlog_is_mqlog_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	if (nslots <= 0)
+		return;
+
+	xid = mqlog_begin_insert(rel);
+	/* overflow pages are written here, before we lock the last page */
+	tuples = mqlog_prepare_many(rel, slots, nslots, xid, cid);
+
+	buf = mqlog_lock_last_page(rel, &isnew);
+	while (ndone < nslots)
+	{
+		Page		page = BufferGetPage(buf);
+
+		if (!isnew &&
+			!mqlog_page_accepts(page, MAXALIGN(tuples[ndone]->t_len), &isnew))
+		{
+			Buffer		newbuf;
+			bool		local = RELATION_IS_LOCAL(rel);
+
+			/* extend while still holding the old last page */
+			if (!local)
+				LockRelationForExtension(rel, ExclusiveLock);
+			newbuf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
+			if (!local)
+				UnlockRelationForExtension(rel, ExclusiveLock);
+			UnlockReleaseBuffer(buf);
+			buf = newbuf;
+			isnew = true;
+		}
+		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
+		isnew = false;
+	}
+	UnlockReleaseBuffer(buf);
+
+	for (i = 0; i < nslots; i++)
+		tids[i] = tuples[i]->t_self;
+	mqlog_finish_many(rel, slots, tuples, nslots);
+}
