@@ -19,6 +19,13 @@ LANGUAGE C STRICT;
 CREATE ACCESS METHOD mqlog TYPE TABLE HANDLER mq.mqlog_handler;
 COMMENT ON ACCESS METHOD mqlog IS 'append-only, WAL-logged message log';
 
+-- Structural check of an mqlog table (amcheck-style); one row per problem.
+CREATE FUNCTION mq.mqlog_verify(rel regclass)
+RETURNS TABLE(blkno bigint, offnum integer, msg text)
+AS 'MODULE_PATHNAME', 'mqlog_verify'
+LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION mq.mqlog_verify(regclass) FROM PUBLIC;
+
 -- end of mqlog section
 
 ------------------------------------------------------------------------

@@ -144,6 +144,12 @@ mqlog_externalize(Relation rel, Datum value)
 static void
 mqlog_row_too_big(Relation rel, Size size, Size limit)
 {
+	if (limit == MQLOG_MAX_INLINE_TUPLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("row is too big: size %zu, maximum size %zu", size, limit),
+				 errdetail("Only attributes whose storage is not PLAIN can be moved out of a row of mqlog table \"%s\".",
+						   RelationGetRelationName(rel))));
 	ereport(ERROR,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("row is too big: size %zu, maximum size %zu", size, limit),
