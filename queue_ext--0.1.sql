@@ -29,6 +29,414 @@ REVOKE ALL ON FUNCTION mq.mqlog_verify(regclass) FROM PUBLIC;
 -- end of mqlog section
 
 ------------------------------------------------------------------------
+-- Broker catalog (src/catalog.c caches it per backend)
+------------------------------------------------------------------------
+CREATE TABLE mq.cat_exchange (
+	id			serial PRIMARY KEY,
+	name		text NOT NULL UNIQUE,
+	type		text NOT NULL,
+	durable		boolean NOT NULL,
+	alternate_exchange text,
+	arguments	jsonb NOT NULL DEFAULT '{}',
+	owner		oid NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE mq.cat_queue (
+	id			serial PRIMARY KEY,
+	name		text NOT NULL UNIQUE,
+	type		text NOT NULL,
+	durable		boolean NOT NULL,
+	arguments	jsonb NOT NULL DEFAULT '{}',
+	lanes		oid[] NOT NULL,		-- entry log per priority lane (lane 0 first)
+	owner		oid NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE mq.cat_binding (
+	exchange_id int NOT NULL REFERENCES mq.cat_exchange ON DELETE CASCADE,
+	queue_id	int NOT NULL REFERENCES mq.cat_queue ON DELETE CASCADE,
+	binding_key text NOT NULL,
+	arguments	jsonb NOT NULL DEFAULT '{}',
+	PRIMARY KEY (exchange_id, queue_id, binding_key, arguments)
+);
+
+-- Message log segments: mqlog tables holding a contiguous range of ids
+CREATE TABLE mq.cat_segment (
+	segno		bigint PRIMARY KEY,
+	relid		oid NOT NULL,
+	durable		boolean NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT now()
+);
+
+-- Privileges on queues and exchanges (owners have all of them)
+CREATE TABLE mq.cat_grant (
+	object_kind "char" NOT NULL,	-- 'q' queue, 'x' exchange
+	object_id	int NOT NULL,
+	grantee		oid NOT NULL,
+	privilege	text NOT NULL CHECK (privilege IN ('configure', 'publish', 'consume')),
+	PRIMARY KEY (object_kind, object_id, grantee, privilege)
+);
+
+-- Settlement logs: append-only records of acks, dead-letters and
+-- consumer floors, replayed into shared memory after a restart.
+CREATE TABLE mq.settle_log (
+	queue_id	int4 NOT NULL,
+	kind		int2 NOT NULL,
+	qpos		int8 NOT NULL,
+	msg_id		int8 NOT NULL
+) USING mqlog;
+CREATE UNLOGGED TABLE mq.settle_log_unlogged (
+	queue_id	int4 NOT NULL,
+	kind		int2 NOT NULL,
+	qpos		int8 NOT NULL,
+	msg_id		int8 NOT NULL
+) USING mqlog;
+
+REVOKE ALL ON ALL TABLES IN SCHEMA mq FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA mq FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_exchange', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_queue', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_binding', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_grant', '');
+
+-- end of broker catalog section
+
+------------------------------------------------------------------------
+-- Topology: declare / delete / bind
+--
+-- Public functions are C (src/topology.c): they check the caller's
+-- privileges in C, then run the internal implementation below through SPI
+-- as the extension owner.  The _impl functions are not executable by PUBLIC.
+------------------------------------------------------------------------
+
+-- Validate and normalise queue arguments; raises on anything unknown.
+CREATE FUNCTION mq._queue_args_check(queue text, type text, arguments jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	k text;
+	v jsonb;
+	known constant text[] := ARRAY['x-message-ttl', 'x-max-length', 'x-overflow',
+		'x-dead-letter-exchange', 'x-dead-letter-routing-key', 'x-delivery-limit',
+		'x-max-priority', 'x-queue-type'];
+BEGIN
+	IF arguments IS NULL THEN
+		RETURN '{}';
+	END IF;
+	IF jsonb_typeof(arguments) <> 'object' THEN
+		RAISE EXCEPTION 'arguments of queue "%" must be a JSON object', queue
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	FOR k, v IN SELECT * FROM jsonb_each(arguments) LOOP
+		IF NOT k = ANY (known) THEN
+			RAISE EXCEPTION 'unknown argument "%" for queue "%"', k, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Supported arguments: ' || array_to_string(known, ', ') || '.';
+		END IF;
+		IF k IN ('x-message-ttl', 'x-max-length', 'x-delivery-limit', 'x-max-priority') THEN
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 0
+			   OR v::numeric > 2147483647 THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a non-negative integer.';
+			END IF;
+			IF k = 'x-max-priority' AND (v::int < 1 OR v::int > 255) THEN
+				RAISE EXCEPTION 'invalid value % for argument "x-max-priority" of queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The maximum priority must be between 1 and 255.';
+			END IF;
+		ELSIF k = 'x-overflow' THEN
+			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' NOT IN ('drop-head', 'reject-publish') THEN
+				RAISE EXCEPTION 'invalid value % for argument "x-overflow" of queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'Supported values are "drop-head" and "reject-publish".';
+			END IF;
+		ELSIF k = 'x-queue-type' THEN
+			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' <> type THEN
+				RAISE EXCEPTION 'argument "x-queue-type" % of queue "%" contradicts type "%"', v, queue, type
+					USING ERRCODE = 'invalid_parameter_value';
+			END IF;
+		ELSE
+			IF jsonb_typeof(v) <> 'string' THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a string.';
+			END IF;
+		END IF;
+	END LOOP;
+	RETURN arguments - 'x-queue-type';
+END
+$$;
+
+CREATE FUNCTION mq._exchange_declare_impl(exchange text, type text, durable boolean,
+	alternate_exchange text, arguments jsonb, caller oid)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	ex mq.cat_exchange;
+BEGIN
+	IF type IS NULL OR type NOT IN ('direct', 'topic', 'fanout', 'headers') THEN
+		RAISE EXCEPTION 'invalid exchange type "%" for exchange "%"', type, exchange
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Exchange types are direct, topic, fanout and headers.';
+	END IF;
+	IF arguments IS NULL THEN arguments := '{}'; END IF;
+	IF jsonb_typeof(arguments) <> 'object' THEN
+		RAISE EXCEPTION 'arguments of exchange "%" must be a JSON object', exchange
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF arguments ? 'alternate-exchange' THEN
+		IF alternate_exchange IS NOT NULL AND alternate_exchange <> arguments->>'alternate-exchange' THEN
+			RAISE EXCEPTION 'exchange "%" has two different alternate exchanges', exchange
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		alternate_exchange := arguments->>'alternate-exchange';
+		arguments := arguments - 'alternate-exchange';
+	END IF;
+	IF arguments <> '{}' THEN
+		RAISE EXCEPTION 'unknown argument "%" for exchange "%"',
+			(SELECT min(k) FROM jsonb_object_keys(arguments) k), exchange
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Exchanges accept only "alternate-exchange".';
+	END IF;
+	SELECT * INTO ex FROM mq.cat_exchange e WHERE e.name = exchange FOR UPDATE;
+	IF FOUND THEN
+		IF ex.type <> type THEN
+			RAISE EXCEPTION 'exchange "%" already exists with type "%"', exchange, ex.type
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('It was declared with type "%s", not "%s".', ex.type, type);
+		ELSIF ex.durable <> durable THEN
+			RAISE EXCEPTION 'exchange "%" already exists with durable = %', exchange, ex.durable
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF ex.alternate_exchange IS DISTINCT FROM alternate_exchange THEN
+			RAISE EXCEPTION 'exchange "%" already exists with alternate exchange %', exchange,
+				coalesce(quote_literal(ex.alternate_exchange), 'none')
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		END IF;
+		RETURN;
+	END IF;
+	IF exchange LIKE 'amq.%' THEN
+		RAISE EXCEPTION 'exchange name "%" is reserved', exchange
+			USING ERRCODE = 'reserved_name',
+				  DETAIL = 'Names starting with "amq." are reserved for predeclared exchanges.';
+	END IF;
+	INSERT INTO mq.cat_exchange (name, type, durable, alternate_exchange, arguments, owner)
+	VALUES (exchange, type, durable, alternate_exchange, arguments, caller);
+	PERFORM mq._topology_changed();
+END
+$$;
+
+CREATE FUNCTION mq._exchange_delete_impl(exchange text, if_unused boolean)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	ex mq.cat_exchange;
+BEGIN
+	SELECT * INTO ex FROM mq.cat_exchange e WHERE e.name = exchange FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'exchange "%" does not exist', exchange
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF exchange = '' OR exchange LIKE 'amq.%' THEN
+		RAISE EXCEPTION 'cannot delete predeclared exchange "%"', exchange
+			USING ERRCODE = 'reserved_name';
+	END IF;
+	IF if_unused AND EXISTS (SELECT 1 FROM mq.cat_binding b WHERE b.exchange_id = ex.id) THEN
+		RAISE EXCEPTION 'exchange "%" is in use', exchange
+			USING ERRCODE = 'object_in_use',
+				  DETAIL = 'It has bindings and if_unused is true.';
+	END IF;
+	DELETE FROM mq.cat_exchange e WHERE e.id = ex.id;
+	DELETE FROM mq.cat_grant g WHERE g.object_kind = 'x' AND g.object_id = ex.id;
+	PERFORM mq._topology_changed();
+END
+$$;
+
+CREATE FUNCTION mq._queue_declare_impl(queue text, type text, durable boolean, arguments jsonb, caller oid)
+RETURNS text LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	q mq.cat_queue;
+	qid int;
+	nlanes int;
+	lane_oids oid[] := '{}';
+	relname text;
+BEGIN
+	IF type IS NULL OR type NOT IN ('classic', 'quorum', 'stream') THEN
+		RAISE EXCEPTION 'invalid queue type "%" for queue "%"', type, queue
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Queue types are classic, quorum and stream.';
+	END IF;
+	IF type = 'stream' THEN
+		RAISE EXCEPTION 'stream queues are not implemented yet'
+			USING ERRCODE = 'feature_not_supported';
+	END IF;
+	IF type = 'quorum' AND NOT durable THEN
+		RAISE EXCEPTION 'quorum queue "%" must be durable', queue
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	arguments := mq._queue_args_check(queue, type, arguments);
+	IF type = 'quorum' AND arguments ? 'x-max-priority' THEN
+		RAISE EXCEPTION 'quorum queue "%" does not support "x-max-priority"', queue
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	SELECT * INTO q FROM mq.cat_queue c WHERE c.name = queue FOR UPDATE;
+	IF FOUND THEN
+		IF q.type <> type THEN
+			RAISE EXCEPTION 'queue "%" already exists with type "%"', queue, q.type
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('It was declared with type "%s", not "%s".', q.type, type);
+		ELSIF q.durable <> durable THEN
+			RAISE EXCEPTION 'queue "%" already exists with durable = %', queue, q.durable
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF q.arguments <> arguments THEN
+			RAISE EXCEPTION 'queue "%" already exists with different arguments', queue
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Existing arguments: %s; requested: %s.', q.arguments, arguments);
+		END IF;
+		RETURN queue;
+	END IF;
+	IF queue LIKE 'amq.%' AND queue NOT LIKE 'amq.gen-%' THEN
+		RAISE EXCEPTION 'queue name "%" is reserved', queue
+			USING ERRCODE = 'reserved_name',
+				  DETAIL = 'Names starting with "amq." are reserved for server-named queues.';
+	END IF;
+	qid := nextval(pg_get_serial_sequence('mq.cat_queue', 'id'));
+	nlanes := coalesce((arguments->>'x-max-priority')::int, 0) + 1;
+	FOR lane IN 0 .. nlanes - 1 LOOP
+		relname := format('q%s_%s', qid, lane);
+		EXECUTE format('CREATE %s TABLE mq.%I (msg_id int8 NOT NULL, visible_at timestamptz NOT NULL, '
+					   'expires_at timestamptz NOT NULL) USING mqlog',
+					   CASE WHEN durable THEN '' ELSE 'UNLOGGED' END, relname);
+		lane_oids := lane_oids || format('mq.%I', relname)::regclass::oid;
+	END LOOP;
+	INSERT INTO mq.cat_queue (id, name, type, durable, arguments, lanes, owner)
+	VALUES (qid, queue, type, durable, arguments, lane_oids, caller);
+	PERFORM mq._topology_changed();
+	RETURN queue;
+END
+$$;
+
+CREATE FUNCTION mq._queue_delete_impl(queue text, if_unused boolean, if_empty boolean,
+	queue_messages bigint, queue_consumers int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	q mq.cat_queue;
+	rel oid;
+BEGIN
+	SELECT * INTO q FROM mq.cat_queue c WHERE c.name = queue FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF if_unused AND queue_consumers > 0 THEN
+		RAISE EXCEPTION 'queue "%" is in use', queue
+			USING ERRCODE = 'object_in_use',
+				  DETAIL = format('It has %s consumer(s) and if_unused is true.', queue_consumers);
+	END IF;
+	IF if_empty AND queue_messages > 0 THEN
+		RAISE EXCEPTION 'queue "%" is not empty', queue
+			USING ERRCODE = 'object_in_use',
+				  DETAIL = format('It holds %s message(s) and if_empty is true.', queue_messages);
+	END IF;
+	DELETE FROM mq.cat_queue c WHERE c.id = q.id;
+	DELETE FROM mq.cat_grant g WHERE g.object_kind = 'q' AND g.object_id = q.id;
+	FOREACH rel IN ARRAY q.lanes LOOP
+		EXECUTE format('DROP TABLE %s', rel::regclass);
+	END LOOP;
+	PERFORM mq._topology_changed();
+END
+$$;
+
+CREATE FUNCTION mq._bind_impl(queue text, exchange text, binding_key text, arguments jsonb, unbind boolean)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	qid int;
+	ex mq.cat_exchange;
+BEGIN
+	SELECT c.id INTO qid FROM mq.cat_queue c WHERE c.name = queue;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue USING ERRCODE = 'undefined_object';
+	END IF;
+	SELECT * INTO ex FROM mq.cat_exchange e WHERE e.name = exchange;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'exchange "%" does not exist', exchange USING ERRCODE = 'undefined_object';
+	END IF;
+	IF exchange = '' THEN
+		RAISE EXCEPTION 'cannot % queue "%" %s the default exchange',
+			CASE WHEN unbind THEN 'unbind' ELSE 'bind' END, queue,
+			CASE WHEN unbind THEN 'from' ELSE 'to' END
+			USING ERRCODE = 'reserved_name',
+				  DETAIL = 'Every queue is bound to the default exchange by its name.';
+	END IF;
+	IF binding_key IS NULL THEN binding_key := ''; END IF;
+	IF arguments IS NULL THEN arguments := '{}'; END IF;
+	IF jsonb_typeof(arguments) <> 'object' THEN
+		RAISE EXCEPTION 'binding arguments must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF ex.type = 'headers' THEN
+		PERFORM mq.headers_match(arguments, NULL);	-- validates x-match
+	END IF;
+	IF unbind THEN
+		DELETE FROM mq.cat_binding b
+		 WHERE b.exchange_id = ex.id AND b.queue_id = qid
+		   AND b.binding_key = _bind_impl.binding_key AND b.arguments = _bind_impl.arguments;
+	ELSE
+		INSERT INTO mq.cat_binding (exchange_id, queue_id, binding_key, arguments)
+		VALUES (ex.id, qid, binding_key, arguments)
+		ON CONFLICT DO NOTHING;
+	END IF;
+	PERFORM mq._topology_changed();
+END
+$$;
+
+CREATE FUNCTION mq._grant_impl(privilege text, object_type text, object_name text, role regrole, revoke boolean)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	kind "char";
+	oid_ int;
+BEGIN
+	IF privilege NOT IN ('configure', 'publish', 'consume') THEN
+		RAISE EXCEPTION 'invalid privilege "%"', privilege
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Privileges are configure, publish and consume.';
+	END IF;
+	IF object_type = 'queue' THEN
+		kind := 'q';
+		SELECT c.id INTO oid_ FROM mq.cat_queue c WHERE c.name = object_name;
+	ELSIF object_type = 'exchange' THEN
+		kind := 'x';
+		SELECT e.id INTO oid_ FROM mq.cat_exchange e WHERE e.name = object_name;
+	ELSE
+		RAISE EXCEPTION 'invalid object type "%"', object_type
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Use queue or exchange.';
+	END IF;
+	IF oid_ IS NULL THEN
+		RAISE EXCEPTION '% "%" does not exist', object_type, object_name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF revoke THEN
+		DELETE FROM mq.cat_grant g WHERE g.object_kind = kind AND g.object_id = oid_
+		   AND g.grantee = coalesce(role::oid, 0) AND g.privilege = _grant_impl.privilege;
+	ELSE
+		INSERT INTO mq.cat_grant VALUES (kind, oid_, coalesce(role::oid, 0), privilege)
+		ON CONFLICT DO NOTHING;
+	END IF;
+	PERFORM mq._topology_changed();
+END
+$$;
+
+REVOKE ALL ON FUNCTION mq._exchange_declare_impl, mq._exchange_delete_impl,
+	mq._queue_declare_impl, mq._queue_delete_impl, mq._bind_impl, mq._grant_impl FROM PUBLIC;
+
+-- end of topology section
+
+------------------------------------------------------------------------
 -- routing matchers (src/routing_*.c)
 ------------------------------------------------------------------------
 -- RabbitMQ topic matching of one binding key against one routing key
@@ -51,3 +459,333 @@ AS 'MODULE_PATHNAME', 'mq_headers_match_sql'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- end of routing matchers section
+
+------------------------------------------------------------------------
+-- Message log segments (src/msglog.c)
+------------------------------------------------------------------------
+CREATE FUNCTION mq._segment_create(segno bigint, durable boolean)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	rel text := format('log_%s', segno);
+BEGIN
+	-- serialise concurrent roll-overs; the loser finds the table there
+	PERFORM pg_advisory_xact_lock(7170001, 0);
+	IF to_regclass(format('mq.%I', rel)) IS NOT NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE format('CREATE %s TABLE mq.%I (published_at timestamptz NOT NULL, '
+				   'exchange text, routing_key text, headers jsonb, body bytea, key text, '
+				   'tag text, message_group text, dedup_id text, properties jsonb) USING mqlog',
+				   CASE WHEN durable THEN '' ELSE 'UNLOGGED' END, rel);
+	EXECUTE format('CREATE INDEX %I ON mq.%I (key) WHERE key IS NOT NULL', rel || '_key', rel);
+	EXECUTE format('CREATE INDEX %I ON mq.%I (dedup_id) WHERE dedup_id IS NOT NULL',
+				   rel || '_dedup', rel);
+	INSERT INTO mq.cat_segment (segno, relid, durable)
+	VALUES (segno, format('mq.%I', rel)::regclass, durable);
+END
+$$;
+
+CREATE FUNCTION mq._segment_newest(durable boolean)
+RETURNS bigint LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+	SELECT max(s.segno) FROM mq.cat_segment s
+	 WHERE s.durable = _segment_newest.durable
+	   AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = s.relid)
+$$;
+
+-- msg_id of a row of segment segno: segno << 26 | block << 9 | offset
+CREATE FUNCTION mq._msg_id(segno bigint, tid tid)
+RETURNS bigint LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+	SELECT (segno << 26) | (((tid::text::point)[0])::bigint << 9) | ((tid::text::point)[1])::bigint
+$$;
+
+CREATE FUNCTION mq._log_find_key(key text, unused int, max_messages int)
+RETURNS SETOF bigint LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s record;
+	found int := 0;
+	id bigint;
+BEGIN
+	FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c ORDER BY c.segno DESC LOOP
+		FOR id IN EXECUTE format('SELECT mq._msg_id(%s, ctid) FROM %s WHERE key = $1 ORDER BY published_at DESC',
+								 s.segno, s.relid::regclass) USING key LOOP
+			RETURN NEXT id;
+			found := found + 1;
+			IF found >= max_messages THEN
+				RETURN;
+			END IF;
+		END LOOP;
+	END LOOP;
+END
+$$;
+
+CREATE FUNCTION mq._log_find_dedup(dedup_id text, since timestamptz, max_messages int)
+RETURNS SETOF bigint LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s record;
+	id bigint;
+BEGIN
+	FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c ORDER BY c.segno DESC LOOP
+		EXECUTE format('SELECT mq._msg_id(%s, ctid) FROM %s WHERE dedup_id = $1 AND published_at >= $2 LIMIT 1',
+					   s.segno, s.relid::regclass) INTO id USING dedup_id, since;
+		IF id IS NOT NULL THEN
+			RETURN NEXT id;
+			RETURN;
+		END IF;
+	END LOOP;
+END
+$$;
+
+-- x-death header of a dead-lettered message, as RabbitMQ writes it
+CREATE FUNCTION mq._x_death(headers jsonb, reason text, queue text, exchange text, routing_key text)
+RETURNS jsonb LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	deaths jsonb := coalesce(headers->'x-death', '[]');
+	prev jsonb;
+	cnt bigint := 1;
+	rest jsonb := '[]';
+	d jsonb;
+BEGIN
+	IF jsonb_typeof(deaths) <> 'array' THEN
+		deaths := '[]';
+	END IF;
+	FOR d IN SELECT * FROM jsonb_array_elements(deaths) LOOP
+		IF d->>'queue' = queue AND d->>'reason' = reason THEN
+			cnt := coalesce((d->>'count')::bigint, 0) + 1;
+		ELSE
+			rest := rest || jsonb_build_array(d);
+		END IF;
+	END LOOP;
+	headers := coalesce(headers, '{}') || jsonb_build_object(
+		'x-death', jsonb_build_array(jsonb_build_object(
+			'count', cnt, 'reason', reason, 'queue', queue,
+			'time', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+			'exchange', exchange, 'routing-keys', jsonb_build_array(routing_key))) || rest);
+	IF NOT headers ? 'x-first-death-reason' THEN
+		headers := headers || jsonb_build_object('x-first-death-reason', reason,
+			'x-first-death-queue', queue, 'x-first-death-exchange', exchange);
+	END IF;
+	RETURN headers || jsonb_build_object('x-last-death-reason', reason,
+		'x-last-death-queue', queue, 'x-last-death-exchange', exchange);
+END
+$$;
+
+REVOKE ALL ON FUNCTION mq._segment_create, mq._segment_newest, mq._log_find_key,
+	mq._log_find_dedup, mq._x_death FROM PUBLIC;
+
+CREATE FUNCTION mq._topology_changed() RETURNS void
+AS 'MODULE_PATHNAME', 'mq_topology_changed' LANGUAGE C;
+REVOKE ALL ON FUNCTION mq._topology_changed() FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- Public API: topology (src/topology.c)
+------------------------------------------------------------------------
+CREATE FUNCTION mq.exchange_declare(exchange text, type text DEFAULT 'direct',
+	durable boolean DEFAULT true, alternate_exchange text DEFAULT NULL,
+	arguments jsonb DEFAULT '{}')
+RETURNS void AS 'MODULE_PATHNAME', 'mq_exchange_declare' LANGUAGE C;
+
+CREATE FUNCTION mq.exchange_delete(exchange text, if_unused boolean DEFAULT false)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_exchange_delete' LANGUAGE C;
+
+CREATE FUNCTION mq.queue_declare(queue text, type text DEFAULT 'classic',
+	durable boolean DEFAULT true, arguments jsonb DEFAULT '{}')
+RETURNS text AS 'MODULE_PATHNAME', 'mq_queue_declare' LANGUAGE C;
+
+CREATE FUNCTION mq.queue_delete(queue text, if_unused boolean DEFAULT false,
+	if_empty boolean DEFAULT false)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_queue_delete' LANGUAGE C;
+
+CREATE FUNCTION mq.queue_purge(queue text)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_queue_purge' LANGUAGE C;
+
+CREATE FUNCTION mq.bind(queue text, exchange text, binding_key text DEFAULT '',
+	arguments jsonb DEFAULT '{}')
+RETURNS void AS 'MODULE_PATHNAME', 'mq_bind' LANGUAGE C;
+
+CREATE FUNCTION mq.unbind(queue text, exchange text, binding_key text DEFAULT '',
+	arguments jsonb DEFAULT '{}')
+RETURNS void AS 'MODULE_PATHNAME', 'mq_unbind' LANGUAGE C;
+
+CREATE FUNCTION mq.grant(privilege text, object_type text, object_name text, role regrole)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_grant' LANGUAGE C;
+
+CREATE FUNCTION mq.revoke(privilege text, object_type text, object_name text, role regrole)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_revoke' LANGUAGE C;
+
+------------------------------------------------------------------------
+-- Public API: publish (src/publish_sql.c)
+------------------------------------------------------------------------
+CREATE FUNCTION mq.publish(exchange text, routing_key text, body bytea,
+	headers jsonb DEFAULT NULL, mandatory boolean DEFAULT false,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
+
+CREATE FUNCTION mq.publish(exchange text, routing_key text, body text,
+	headers jsonb DEFAULT NULL, mandatory boolean DEFAULT false,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
+
+CREATE FUNCTION mq.publish(exchange text, routing_key text, body jsonb,
+	headers jsonb DEFAULT NULL, mandatory boolean DEFAULT false,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
+
+CREATE FUNCTION mq.send(queue text, body bytea, headers jsonb DEFAULT NULL,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
+
+CREATE FUNCTION mq.send(queue text, body text, headers jsonb DEFAULT NULL,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
+
+CREATE FUNCTION mq.send(queue text, body jsonb, headers jsonb DEFAULT NULL,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
+
+CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies bytea[],
+	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
+	durability text DEFAULT NULL, delay interval DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
+CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies text[],
+	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
+	durability text DEFAULT NULL, delay interval DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
+CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies jsonb[],
+	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
+	durability text DEFAULT NULL, delay interval DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
+
+CREATE FUNCTION mq.send_batch(queue text, bodies bytea[], headers jsonb[] DEFAULT NULL,
+	delay interval DEFAULT NULL, durability text DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
+CREATE FUNCTION mq.send_batch(queue text, bodies text[], headers jsonb[] DEFAULT NULL,
+	delay interval DEFAULT NULL, durability text DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
+CREATE FUNCTION mq.send_batch(queue text, bodies jsonb[], headers jsonb[] DEFAULT NULL,
+	delay interval DEFAULT NULL, durability text DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
+
+------------------------------------------------------------------------
+-- Public API: consume and settle (src/consume.c, src/settle.c)
+------------------------------------------------------------------------
+CREATE FUNCTION mq.consume(queue text, max_messages int DEFAULT 1,
+	wait interval DEFAULT '0', lease interval DEFAULT '30 seconds',
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	auto_ack boolean DEFAULT false, prefetch int DEFAULT NULL)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
+
+CREATE FUNCTION mq.browse(queue text, max_messages int DEFAULT 10)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_browse' LANGUAGE C;
+
+CREATE FUNCTION mq.message(msg_id bigint)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_message' LANGUAGE C STRICT;
+
+CREATE FUNCTION mq.messages_by_key(key text, max_messages int DEFAULT 10)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C STRICT;
+
+CREATE FUNCTION mq.ack(queue text, msg_ids bigint[], group_name text DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_ack' LANGUAGE C;
+
+CREATE FUNCTION mq.nack(queue text, msg_ids bigint[], requeue boolean DEFAULT true,
+	delay interval DEFAULT NULL, group_name text DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
+
+CREATE FUNCTION mq.reject(queue text, msg_id bigint, requeue boolean DEFAULT true)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_reject' LANGUAGE C;
+
+CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
+
+------------------------------------------------------------------------
+-- Inspection (src/stats.c)
+------------------------------------------------------------------------
+CREATE FUNCTION mq._queue_stats()
+RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
+	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
+	last_delivery timestamptz, arguments jsonb)
+AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
+
+CREATE VIEW mq.queues AS
+	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
+		   oldest_ready_age, last_delivery, arguments
+	  FROM mq._queue_stats();
+
+CREATE VIEW mq.exchanges AS
+	SELECT e.name AS exchange, e.type, e.durable, e.alternate_exchange, e.arguments,
+		   e.owner::regrole AS owner,
+		   (e.name = '' OR e.name LIKE 'amq.%') AS predeclared
+	  FROM mq.cat_exchange e;
+
+CREATE VIEW mq.bindings AS
+	SELECT e.name AS exchange, q.name AS queue, b.binding_key, b.arguments
+	  FROM mq.cat_binding b
+	  JOIN mq.cat_exchange e ON e.id = b.exchange_id
+	  JOIN mq.cat_queue q ON q.id = b.queue_id
+	UNION ALL
+	SELECT '' AS exchange, q.name, q.name, '{}'::jsonb
+	  FROM mq.cat_queue q;
+
+GRANT SELECT ON mq.queues, mq.exchanges, mq.bindings TO PUBLIC;
+
+-- Predeclared exchanges, usable (publish, bind) by everyone
+INSERT INTO mq.cat_exchange (name, type, durable, owner)
+SELECT x.name, x.type, true, (SELECT oid FROM pg_roles WHERE rolname = current_user)
+  FROM (VALUES ('', 'direct'), ('amq.direct', 'direct'), ('amq.topic', 'topic'),
+			   ('amq.fanout', 'fanout'), ('amq.headers', 'headers')) AS x(name, type);
+INSERT INTO mq.cat_grant (object_kind, object_id, grantee, privilege)
+SELECT 'x', e.id, 0, p.priv
+  FROM mq.cat_exchange e, (VALUES ('publish'), ('consume')) AS p(priv);
+
+-- end of broker API section

@@ -11,8 +11,15 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "utils/guc.h"
+
 #include "queue_ext.h"
 #include "am/mqlog.h"
+#include "queue_state.h"
+
+extern int	mq_segment_blocks;
+extern int	mq_dedup_window_ms;
+extern bool mq_quorum_requires_standby;
 
 PG_MODULE_MAGIC;
 
@@ -31,6 +38,36 @@ _PG_init(void)
 	mq_preloaded = process_shared_preload_libraries_in_progress;
 
 	mqlog_init();
+
+	DefineCustomIntVariable("mq.segment_size",
+							"Size at which the message log starts a new segment.",
+							"Whole segments are retired once every queue entry in them is settled.",
+							&mq_segment_blocks, 32768, 16, (1 << 17) / 2,
+							PGC_SUSET, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.dedup_window",
+							"How long a publish dedup_id is remembered.",
+							NULL,
+							&mq_dedup_window_ms, 5 * 60 * 1000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("mq.quorum_requires_standby",
+							 "Refuse quorum-durable commits when no synchronous standby is configured.",
+							 "When off, such commits only raise a warning.",
+							 &mq_quorum_requires_standby, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.max_queues",
+							"Most queues (in all databases) with consumer state in shared memory.",
+							NULL,
+							&mq_max_queues, 1024, 16, 1 << 20,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.max_in_flight",
+							"Most messages tracked at once in shared memory (leased, awaiting redelivery or settlement).",
+							NULL,
+							&mq_max_tracked, 65536, 1024, 1 << 26,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("mq");
+
+	if (mq_preloaded)
+		mq_queue_state_shmem_init();
 }
 
 /*

@@ -1,0 +1,744 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Per-backend cache of exchanges, queues, bindings and grants.
+ *
+ * The topology lives in ordinary heap tables (mq.cat_*).  Routing a message
+ * must not run SQL, so each backend loads the whole topology once into
+ * memory (routing structures included) and reloads it only after a change:
+ * every change calls mq._topology_changed(), which queues a relcache
+ * invalidation of mq.cat_exchange; all backends receive it at commit and
+ * mark their cache stale.  Reloading happens only at the start of a SQL
+ * entry point (mq_catalog_refresh), so pointers into the cache stay valid
+ * for the duration of one call.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "queue_ext.h"
+#include "catalog.h"
+
+PG_FUNCTION_INFO_V1(mq_topology_changed);
+
+static MemoryContext mq_cache_cxt = NULL;
+static bool mq_cache_valid = false;
+static bool mq_callback_registered = false;
+static Oid	mq_cat_exchange_relid = InvalidOid;
+static bool mq_changed_in_xact = false;
+
+static HTAB *mq_queue_by_name = NULL;	/* name -> MqQueue* */
+static HTAB *mq_queue_by_id_htab = NULL;	/* id -> MqQueue* */
+static HTAB *mq_exchange_by_name = NULL;	/* name -> MqExchange* */
+static HTAB *mq_exchange_by_id = NULL;	/* id -> MqExchange* */
+
+#define MQ_NAME_KEYSIZE 256
+
+typedef struct NameEntry
+{
+	char		name[MQ_NAME_KEYSIZE];
+	void	   *ptr;
+} NameEntry;
+
+typedef struct IdEntry
+{
+	int32		id;
+	void	   *ptr;
+} IdEntry;
+
+typedef struct DirectEntry
+{
+	char		key[MQ_NAME_KEYSIZE];
+	MqRouteSet	set;
+} DirectEntry;
+
+/*
+ * Relcache callback: any invalidation of mq.cat_exchange (or a full reset)
+ * makes the cache stale.
+ */
+static void
+mq_catalog_relcache_cb(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == mq_cat_exchange_relid)
+		mq_cache_valid = false;
+}
+
+/* Abort of a transaction that changed the topology: forget what it loaded */
+static void
+mq_catalog_xact_cb(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		if (mq_changed_in_xact)
+			mq_cache_valid = false;
+		mq_changed_in_xact = false;
+	}
+	else if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
+		mq_changed_in_xact = false;
+}
+
+void
+mq_catalog_invalidate(void)
+{
+	mq_cache_valid = false;
+	mq_changed_in_xact = true;
+}
+
+/*
+ * mq._topology_changed(): called by every function that changes the
+ * mq.cat_* tables.
+ */
+Datum
+mq_topology_changed(PG_FUNCTION_ARGS)
+{
+	CacheInvalidateRelcacheByRelid(mq_internal_relid("cat_exchange"));
+	mq_catalog_invalidate();
+	PG_RETURN_VOID();
+}
+
+/*
+ * Relation id of a table in schema mq; errors if the extension is not
+ * installed in this database.
+ */
+Oid
+mq_internal_relid(const char *relname)
+{
+	Oid			nsp = get_namespace_oid(MQ_SCHEMA, true);
+	Oid			relid = InvalidOid;
+
+	if (OidIsValid(nsp))
+		relid = get_relname_relid(relname, nsp);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("queue_ext is not installed in this database"),
+				 errdetail("Relation \"%s.%s\" does not exist.", MQ_SCHEMA, relname),
+				 errhint("Run CREATE EXTENSION queue_ext.")));
+	return relid;
+}
+
+Oid
+mq_settle_log_relid(bool durable)
+{
+	return mq_internal_relid(durable ? "settle_log" : "settle_log_unlogged");
+}
+
+/* Owner of the extension: internal tables are accessed as this role */
+Oid
+mq_extension_owner(void)
+{
+	static Oid	owner = InvalidOid;
+	static Oid	owner_db = InvalidOid;
+
+	if (!OidIsValid(owner) || owner_db != MyDatabaseId)
+	{
+		Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+		HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for namespace %u", nsp);
+		owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+		owner_db = MyDatabaseId;
+		ReleaseSysCache(tup);
+	}
+	return owner;
+}
+
+void
+mq_become_owner(Oid *save_userid, int *save_sec_context)
+{
+	GetUserIdAndSecContext(save_userid, save_sec_context);
+	SetUserIdAndSecContext(mq_extension_owner(),
+						   *save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+mq_restore_user(Oid save_userid, int save_sec_context)
+{
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+static HTAB *
+make_name_htab(const char *what, long n)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = MQ_NAME_KEYSIZE;
+	ctl.entrysize = sizeof(NameEntry);
+	ctl.hcxt = mq_cache_cxt;
+	return hash_create(what, Max(n, 16), &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+static HTAB *
+make_id_htab(const char *what, long n)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(IdEntry);
+	ctl.hcxt = mq_cache_cxt;
+	return hash_create(what, Max(n, 16), &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+static char *
+spi_text(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	if (isnull)
+		return NULL;
+	return TextDatumGetCString(d);
+}
+
+static Jsonb *
+spi_jsonb(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	if (isnull)
+		return NULL;
+	return DatumGetJsonbPCopy(d);
+}
+
+/* Numeric/string value of one queue argument, or NULL */
+static char *
+jsonb_arg(Jsonb *args, const char *key)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	if (args == NULL)
+		return NULL;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	v = findJsonbValueFromContainer(&args->root, JB_FOBJECT, &k);
+	if (v == NULL)
+		return NULL;
+	if (v->type == jbvString)
+		return pnstrdup(v->val.string.val, v->val.string.len);
+	if (v->type == jbvNumeric)
+		return DatumGetCString(DirectFunctionCall1(numeric_out,
+												   NumericGetDatum(v->val.numeric)));
+	return NULL;
+}
+
+static int64
+jsonb_arg_int(Jsonb *args, const char *key, int64 dflt)
+{
+	char	   *s = jsonb_arg(args, key);
+
+	return s ? strtoll(s, NULL, 10) : dflt;
+}
+
+static int
+priv_from_name(const char *s)
+{
+	if (strcmp(s, "configure") == 0)
+		return MQ_PRIV_CONFIGURE;
+	if (strcmp(s, "publish") == 0)
+		return MQ_PRIV_PUBLISH;
+	return MQ_PRIV_CONSUME;
+}
+
+const char *
+mq_priv_name(int priv)
+{
+	switch (priv)
+	{
+		case MQ_PRIV_CONFIGURE:
+			return "configure";
+		case MQ_PRIV_PUBLISH:
+			return "publish";
+		default:
+			return "consume";
+	}
+}
+
+static void
+acl_add(MqAcl *acl, Oid grantee, int priv)
+{
+	for (int i = 0; i < acl->ngrants; i++)
+	{
+		if (acl->grants[i].grantee == grantee)
+		{
+			acl->grants[i].privs |= priv;
+			return;
+		}
+	}
+	if (acl->grants == NULL)
+		acl->grants = palloc(sizeof(MqGrant) * 4);
+	else if ((acl->ngrants & 3) == 0)
+		acl->grants = repalloc(acl->grants, sizeof(MqGrant) * (acl->ngrants + 4));
+	acl->grants[acl->ngrants].grantee = grantee;
+	acl->grants[acl->ngrants].privs = priv;
+	acl->ngrants++;
+}
+
+static void
+load_queues(void)
+{
+	int			ret;
+
+	ret = SPI_execute("SELECT id, name, type, durable, arguments, lanes, owner "
+					  "FROM mq.cat_queue", true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read mq.cat_queue: %s", SPI_result_code_string(ret));
+
+	mq_queue_by_name = make_name_htab("mq queues by name", SPI_processed);
+	mq_queue_by_id_htab = make_id_htab("mq queues by id", SPI_processed);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+		MqQueue    *q = palloc0(sizeof(MqQueue));
+		bool		isnull;
+		ArrayType  *lanes;
+		Datum	   *elems;
+		int			nelems;
+		NameEntry  *ne;
+		IdEntry    *ie;
+		char	   *type;
+
+		q->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		q->name = spi_text(tup, desc, 2);
+		type = spi_text(tup, desc, 3);
+		q->type = strcmp(type, "quorum") == 0 ? MQ_QUEUE_QUORUM : MQ_QUEUE_CLASSIC;
+		q->durable = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		q->arguments = spi_jsonb(tup, desc, 5);
+		lanes = DatumGetArrayTypePCopy(SPI_getbinval(tup, desc, 6, &isnull));
+		deconstruct_array(lanes, OIDOID, sizeof(Oid), true, TYPALIGN_INT,
+						  &elems, NULL, &nelems);
+		q->nlanes = nelems;
+		q->lanes = palloc(sizeof(Oid) * nelems);
+		for (int l = 0; l < nelems; l++)
+			q->lanes[l] = DatumGetObjectId(elems[l]);
+		q->acl.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+
+		q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
+		q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);
+		{
+			char	   *ov = jsonb_arg(q->arguments, "x-overflow");
+
+			q->overflow_reject = ov && strcmp(ov, "reject-publish") == 0;
+		}
+		q->dead_letter_exchange = jsonb_arg(q->arguments, "x-dead-letter-exchange");
+		q->dead_letter_routing_key = jsonb_arg(q->arguments, "x-dead-letter-routing-key");
+		q->delivery_limit = (int32) jsonb_arg_int(q->arguments, "x-delivery-limit", -1);
+
+		ne = hash_search(mq_queue_by_name, q->name, HASH_ENTER, NULL);
+		ne->ptr = q;
+		ie = hash_search(mq_queue_by_id_htab, &q->id, HASH_ENTER, NULL);
+		ie->ptr = q;
+		MemoryContextSwitchTo(old);
+	}
+}
+
+static void
+load_exchanges(void)
+{
+	int			ret;
+
+	ret = SPI_execute("SELECT id, name, type, durable, alternate_exchange, owner "
+					  "FROM mq.cat_exchange", true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read mq.cat_exchange: %s", SPI_result_code_string(ret));
+
+	mq_exchange_by_name = make_name_htab("mq exchanges by name", SPI_processed);
+	mq_exchange_by_id = make_id_htab("mq exchanges by id", SPI_processed);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+		MqExchange *ex = palloc0(sizeof(MqExchange));
+		bool		isnull;
+		char	   *type;
+		NameEntry  *ne;
+		IdEntry    *ie;
+
+		ex->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		ex->name = spi_text(tup, desc, 2);
+		type = spi_text(tup, desc, 3);
+		if (strcmp(type, "topic") == 0)
+			ex->type = MQ_EXCHANGE_TOPIC;
+		else if (strcmp(type, "fanout") == 0)
+			ex->type = MQ_EXCHANGE_FANOUT;
+		else if (strcmp(type, "headers") == 0)
+			ex->type = MQ_EXCHANGE_HEADERS;
+		else
+			ex->type = MQ_EXCHANGE_DIRECT;
+		ex->durable = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		ex->alternate_exchange = spi_text(tup, desc, 5);
+		ex->acl.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+		mq_route_set_init(&ex->fanout);
+		if (ex->type == MQ_EXCHANGE_TOPIC)
+			ex->trie = mq_topic_trie_create(mq_cache_cxt);
+		if (ex->type == MQ_EXCHANGE_DIRECT)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = MQ_NAME_KEYSIZE;
+			ctl.entrysize = sizeof(DirectEntry);
+			ctl.hcxt = mq_cache_cxt;
+			ex->direct = hash_create("mq direct bindings", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		}
+
+		ne = hash_search(mq_exchange_by_name, ex->name, HASH_ENTER, NULL);
+		ne->ptr = ex;
+		ie = hash_search(mq_exchange_by_id, &ex->id, HASH_ENTER, NULL);
+		ie->ptr = ex;
+		MemoryContextSwitchTo(old);
+	}
+}
+
+static void
+load_bindings(void)
+{
+	int			ret;
+
+	ret = SPI_execute("SELECT exchange_id, queue_id, binding_key, arguments "
+					  "FROM mq.cat_binding", true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read mq.cat_binding: %s", SPI_result_code_string(ret));
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+		bool		isnull;
+		int32		exid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		char	   *key = spi_text(tup, desc, 3);
+		IdEntry    *ie = hash_search(mq_exchange_by_id, &exid, HASH_FIND, NULL);
+		MqExchange *ex;
+
+		if (ie == NULL)
+		{
+			MemoryContextSwitchTo(old);
+			continue;
+		}
+		ex = ie->ptr;
+		ex->nbindings++;
+		switch (ex->type)
+		{
+			case MQ_EXCHANGE_DIRECT:
+				{
+					char		k[MQ_NAME_KEYSIZE];
+					DirectEntry *de;
+					bool		found;
+
+					strlcpy(k, key, sizeof(k));
+					de = hash_search(ex->direct, k, HASH_ENTER, &found);
+					if (!found)
+						mq_route_set_init(&de->set);
+					mq_route_set_add(&de->set, qid);
+					break;
+				}
+			case MQ_EXCHANGE_TOPIC:
+				mq_topic_trie_add(ex->trie, key, qid);
+				break;
+			case MQ_EXCHANGE_FANOUT:
+				mq_route_set_add(&ex->fanout, qid);
+				break;
+			case MQ_EXCHANGE_HEADERS:
+				{
+					MqHeadersBinding *hb = palloc(sizeof(MqHeadersBinding));
+
+					hb->arguments = spi_jsonb(tup, desc, 4);
+					hb->queue_id = qid;
+					ex->headers = lappend(ex->headers, hb);
+					break;
+				}
+		}
+		MemoryContextSwitchTo(old);
+	}
+}
+
+static void
+load_grants(void)
+{
+	int			ret;
+
+	ret = SPI_execute("SELECT object_kind::text, object_id, grantee, privilege "
+					  "FROM mq.cat_grant", true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read mq.cat_grant: %s", SPI_result_code_string(ret));
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+		bool		isnull;
+		char	   *kind = spi_text(tup, desc, 1);
+		int32		objid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		Oid			grantee = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+		int			priv = priv_from_name(spi_text(tup, desc, 4));
+		IdEntry    *ie;
+
+		if (kind[0] == 'q')
+		{
+			ie = hash_search(mq_queue_by_id_htab, &objid, HASH_FIND, NULL);
+			if (ie)
+				acl_add(&((MqQueue *) ie->ptr)->acl, grantee, priv);
+		}
+		else
+		{
+			ie = hash_search(mq_exchange_by_id, &objid, HASH_FIND, NULL);
+			if (ie)
+				acl_add(&((MqExchange *) ie->ptr)->acl, grantee, priv);
+		}
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * Reload the whole topology if it changed since we last looked.
+ */
+void
+mq_catalog_refresh(void)
+{
+	Oid			save_userid;
+	int			save_sec;
+
+	if (!mq_callback_registered)
+	{
+		mq_cat_exchange_relid = mq_internal_relid("cat_exchange");
+		CacheRegisterRelcacheCallback(mq_catalog_relcache_cb, (Datum) 0);
+		RegisterXactCallback(mq_catalog_xact_cb, NULL);
+		mq_callback_registered = true;
+	}
+	else
+		AcceptInvalidationMessages();
+
+	if (mq_cache_valid)
+		return;
+
+	if (mq_cache_cxt == NULL)
+		mq_cache_cxt = AllocSetContextCreate(CacheMemoryContext,
+											 "queue_ext topology cache",
+											 ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(mq_cache_cxt);
+	mq_queue_by_name = mq_queue_by_id_htab = NULL;
+	mq_exchange_by_name = mq_exchange_by_id = NULL;
+
+	/* the relid may differ after DROP/CREATE EXTENSION */
+	mq_cat_exchange_relid = mq_internal_relid("cat_exchange");
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PG_TRY();
+	{
+		load_queues();
+		load_exchanges();
+		load_bindings();
+		load_grants();
+	}
+	PG_CATCH();
+	{
+		MemoryContextReset(mq_cache_cxt);
+		mq_queue_by_name = mq_queue_by_id_htab = NULL;
+		mq_exchange_by_name = mq_exchange_by_id = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+
+	mq_cache_valid = true;
+}
+
+MqQueue *
+mq_queue_lookup(const char *name, bool missing_ok)
+{
+	NameEntry  *ne = NULL;
+
+	if (name != NULL && strlen(name) < MQ_NAME_KEYSIZE)
+		ne = hash_search(mq_queue_by_name, name, HASH_FIND, NULL);
+	if (ne == NULL)
+	{
+		if (missing_ok)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("queue \"%s\" does not exist", name ? name : "")));
+	}
+	return ne->ptr;
+}
+
+MqQueue *
+mq_queue_by_id(int32 id)
+{
+	IdEntry    *ie = hash_search(mq_queue_by_id_htab, &id, HASH_FIND, NULL);
+
+	return ie ? ie->ptr : NULL;
+}
+
+MqExchange *
+mq_exchange_lookup(const char *name, bool missing_ok)
+{
+	NameEntry  *ne = NULL;
+
+	if (name != NULL && strlen(name) < MQ_NAME_KEYSIZE)
+		ne = hash_search(mq_exchange_by_name, name, HASH_FIND, NULL);
+	if (ne == NULL)
+	{
+		if (missing_ok)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("exchange \"%s\" does not exist", name ? name : "")));
+	}
+	return ne->ptr;
+}
+
+/* All queues (palloc'd list of MqQueue*), for the monitoring views */
+List *
+mq_queue_list(void)
+{
+	HASH_SEQ_STATUS st;
+	IdEntry    *ie;
+	List	   *res = NIL;
+
+	hash_seq_init(&st, mq_queue_by_id_htab);
+	while ((ie = hash_seq_search(&st)) != NULL)
+		res = lappend(res, ie->ptr);
+	return res;
+}
+
+/*
+ * Route a message: add the ids of the queues it goes to (without following
+ * the alternate exchange, which the publisher handles) to out.
+ */
+void
+mq_route(MqExchange *ex, const char *routing_key, Jsonb *headers, MqRouteSet *out)
+{
+	ListCell   *lc;
+
+	/* The default exchange routes to the queue named by the routing key */
+	if (ex->name[0] == '\0')
+	{
+		MqQueue    *q = mq_queue_lookup(routing_key, true);
+
+		if (q)
+			mq_route_set_add(out, q->id);
+		return;
+	}
+
+	switch (ex->type)
+	{
+		case MQ_EXCHANGE_DIRECT:
+			if (strlen(routing_key) < MQ_NAME_KEYSIZE)
+			{
+				DirectEntry *de = hash_search(ex->direct, routing_key, HASH_FIND, NULL);
+
+				if (de)
+					for (int i = 0; i < de->set.n; i++)
+						mq_route_set_add(out, de->set.ids[i]);
+			}
+			break;
+		case MQ_EXCHANGE_TOPIC:
+			mq_topic_trie_match(ex->trie, routing_key, out);
+			break;
+		case MQ_EXCHANGE_FANOUT:
+			for (int i = 0; i < ex->fanout.n; i++)
+				mq_route_set_add(out, ex->fanout.ids[i]);
+			break;
+		case MQ_EXCHANGE_HEADERS:
+			foreach(lc, ex->headers)
+			{
+				MqHeadersBinding *hb = lfirst(lc);
+
+				if (mq_headers_match(hb->arguments, headers))
+					mq_route_set_add(out, hb->queue_id);
+			}
+			break;
+	}
+}
+
+/*
+ * Does the current user hold priv on an object with this acl?  Superusers
+ * and members of the owner role hold everything.
+ */
+bool
+mq_acl_allows(const MqAcl *acl, int priv)
+{
+	Oid			user = GetUserId();
+
+	if (superuser_arg(user) || has_privs_of_role(user, acl->owner))
+		return true;
+	for (int i = 0; i < acl->ngrants; i++)
+	{
+		if ((acl->grants[i].privs & priv) == 0)
+			continue;
+		if (acl->grants[i].grantee == InvalidOid ||
+			has_privs_of_role(user, acl->grants[i].grantee))
+			return true;
+	}
+	return false;
+}
+
+void
+mq_check_queue_privilege(MqQueue *q, int priv)
+{
+	if (!mq_acl_allows(&q->acl, priv))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s queue \"%s\"", mq_priv_name(priv), q->name),
+				 errhint("The queue's owner can run mq.grant('%s', 'queue', '%s', role).",
+						 mq_priv_name(priv), q->name)));
+}
+
+void
+mq_check_exchange_privilege(MqExchange *ex, int priv)
+{
+	if (!mq_acl_allows(&ex->acl, priv))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s exchange \"%s\"", mq_priv_name(priv), ex->name),
+				 errhint("The exchange's owner can run mq.grant('%s', 'exchange', '%s', role).",
+						 mq_priv_name(priv), ex->name)));
+}
+
+/*
+ * Creating new queues and exchanges needs CREATE on schema mq (or
+ * superuser), as creating tables needs CREATE on a schema.
+ */
+void
+mq_check_create_privilege(const char *kind, const char *name)
+{
+	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+
+	if (pg_namespace_aclcheck(nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to create %s \"%s\"", kind, name),
+				 errhint("Creating queues and exchanges needs CREATE on schema mq.")));
+}

@@ -1,0 +1,124 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  Per-backend cache of the broker's topology: exchanges, queues,
+ *	  bindings and privileges, loaded from the mq.cat_* tables and
+ *	  invalidated whenever they change.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_CATALOG_H
+#define MQ_CATALOG_H
+
+#include "postgres.h"
+
+#include "nodes/pg_list.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+
+#include "routing.h"
+
+typedef enum MqExchangeType
+{
+	MQ_EXCHANGE_DIRECT,
+	MQ_EXCHANGE_TOPIC,
+	MQ_EXCHANGE_FANOUT,
+	MQ_EXCHANGE_HEADERS
+} MqExchangeType;
+
+typedef enum MqQueueType
+{
+	MQ_QUEUE_CLASSIC,
+	MQ_QUEUE_QUORUM
+} MqQueueType;
+
+/* Privileges on queues and exchanges (bit mask) */
+#define MQ_PRIV_CONFIGURE	0x01
+#define MQ_PRIV_PUBLISH		0x02
+#define MQ_PRIV_CONSUME		0x04
+
+typedef struct MqGrant
+{
+	Oid			grantee;		/* InvalidOid = PUBLIC */
+	int			privs;
+} MqGrant;
+
+typedef struct MqAcl
+{
+	Oid			owner;
+	int			ngrants;
+	MqGrant    *grants;
+} MqAcl;
+
+typedef struct MqQueue
+{
+	int32		id;
+	char	   *name;
+	MqQueueType type;
+	bool		durable;
+	int			nlanes;			/* 1 + x-max-priority */
+	Oid		   *lanes;			/* entry log relation per priority lane */
+	int64		message_ttl_ms; /* -1: none */
+	int64		max_length;		/* -1: unlimited */
+	bool		overflow_reject;	/* reject-publish rather than drop-head */
+	char	   *dead_letter_exchange;	/* NULL: none */
+	char	   *dead_letter_routing_key;	/* NULL: keep the message's */
+	int32		delivery_limit; /* -1: unlimited */
+	Jsonb	   *arguments;
+	MqAcl		acl;
+} MqQueue;
+
+typedef struct MqHeadersBinding
+{
+	Jsonb	   *arguments;
+	int32		queue_id;
+} MqHeadersBinding;
+
+typedef struct MqExchange
+{
+	int32		id;
+	char	   *name;
+	MqExchangeType type;
+	bool		durable;
+	char	   *alternate_exchange; /* NULL: none */
+	MqAcl		acl;
+	int			nbindings;
+	/* routing structures, by type */
+	HTAB	   *direct;			/* binding key -> MqRouteSet */
+	MqTopicTrie *trie;
+	MqRouteSet	fanout;
+	List	   *headers;		/* of MqHeadersBinding */
+} MqExchange;
+
+/* Bring the cache up to date; call at the start of every SQL entry point */
+extern void mq_catalog_refresh(void);
+
+/* Mark the cache stale (after this backend changed the topology) */
+extern void mq_catalog_invalidate(void);
+
+extern MqQueue *mq_queue_lookup(const char *name, bool missing_ok);
+extern MqQueue *mq_queue_by_id(int32 id);
+extern MqExchange *mq_exchange_lookup(const char *name, bool missing_ok);
+extern List *mq_queue_list(void);
+
+/* Routing: destination queue ids for a message published to ex */
+extern void mq_route(MqExchange *ex, const char *routing_key, Jsonb *headers,
+					 MqRouteSet *out);
+
+/* Privileges */
+extern bool mq_acl_allows(const MqAcl *acl, int priv);
+extern void mq_check_queue_privilege(MqQueue *q, int priv);
+extern void mq_check_exchange_privilege(MqExchange *ex, int priv);
+extern void mq_check_create_privilege(const char *kind, const char *name);
+extern const char *mq_priv_name(int priv);
+
+/* Run internal SQL as the extension owner (bypassing caller's privileges) */
+extern Oid	mq_extension_owner(void);
+extern void mq_become_owner(Oid *save_userid, int *save_sec_context);
+extern void mq_restore_user(Oid save_userid, int save_sec_context);
+
+/* Relation ids of internal tables, looked up once per backend */
+extern Oid	mq_settle_log_relid(bool durable);
+extern Oid	mq_internal_relid(const char *relname);
+
+#endif							/* MQ_CATALOG_H */

@@ -1,0 +1,315 @@
+/*-------------------------------------------------------------------------
+ *
+ * consume.c
+ *	  SQL entry points that read messages: mq.consume (with long polling),
+ *	  mq.browse, and lookups by id and by business key.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "queue_ext.h"
+#include "msglog.h"
+#include "publish.h"
+#include "queue_state.h"
+
+PG_FUNCTION_INFO_V1(mq_consume);
+PG_FUNCTION_INFO_V1(mq_browse);
+PG_FUNCTION_INFO_V1(mq_message);
+PG_FUNCTION_INFO_V1(mq_messages_by_key);
+
+/* Upper bound of max_messages in one call */
+#define MQ_MAX_BATCH 10000
+
+/* Columns of a delivery row (see mq.consume in the install script) */
+#define MQ_DELIVERY_NATTS 16
+
+static int64
+interval_ms(Interval *iv)
+{
+	return (int64) iv->time / 1000 +
+		((int64) iv->day * SECS_PER_DAY + (int64) iv->month * DAYS_PER_MONTH * SECS_PER_DAY) * 1000;
+}
+
+static char *
+jsonb_prop(Jsonb *props, const char *key)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	if (props == NULL)
+		return NULL;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	v = findJsonbValueFromContainer(&props->root, JB_FOBJECT, &k);
+	if (v == NULL || v->type != jbvNumeric)
+		return NULL;
+	return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+}
+
+/* Emit one delivery row */
+static void
+put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
+		bool redelivered, int32 delivery_count)
+{
+	Datum		values[MQ_DELIVERY_NATTS];
+	bool		nulls[MQ_DELIVERY_NATTS];
+	char	   *prio;
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = Int64GetDatum(m->msg_id);
+	values[1] = CStringGetTextDatum(queue);
+	values[2] = CStringGetTextDatum(m->exchange ? m->exchange : "");
+	values[3] = CStringGetTextDatum(m->routing_key ? m->routing_key : "");
+	values[4] = PointerGetDatum(m->body);
+	nulls[4] = m->body == NULL;
+	values[5] = m->headers ? JsonbPGetDatum(m->headers) : (Datum) 0;
+	nulls[5] = m->headers == NULL;
+	values[6] = TimestampTzGetDatum(m->published_at);
+	values[7] = BoolGetDatum(redelivered);
+	values[8] = Int32GetDatum(delivery_count);
+	nulls[9] = nulls[10] = true;	/* partition, offset: streams only */
+#define TEXTVAL(i, s) do { if (s) values[i] = CStringGetTextDatum(s); else nulls[i] = true; } while (0)
+	TEXTVAL(11, m->key);
+	TEXTVAL(12, m->tag);
+	TEXTVAL(13, m->message_group);
+#undef TEXTVAL
+	prio = jsonb_prop(m->properties, "priority");
+	if (prio)
+		values[14] = Int32GetDatum(atoi(prio));
+	else
+		nulls[14] = true;
+	values[15] = m->properties ? JsonbPGetDatum(m->properties) : (Datum) 0;
+	nulls[15] = m->properties == NULL;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+static void
+reject_group_name(FunctionCallInfo fcinfo, int argno)
+{
+	if (!PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("consumer groups are not supported on classic and quorum queues"),
+				 errhint("Competing consumers of a classic queue share it without a group; consumer groups belong to stream queues.")));
+}
+
+static MqQueue *
+queue_arg(FunctionCallInfo fcinfo, int argno, int priv)
+{
+	MqQueue    *q;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queue must not be null")));
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(argno)), false);
+	mq_check_queue_privilege(q, priv);
+	return q;
+}
+
+/*
+ * mq.consume(queue, max_messages, wait, lease, group_name, consumer,
+ *			  auto_ack, prefetch)
+ */
+Datum
+mq_consume(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	int			max_messages = PG_ARGISNULL(1) ? 1 : PG_GETARG_INT32(1);
+	int64		wait_ms = PG_ARGISNULL(2) ? 0 : interval_ms(PG_GETARG_INTERVAL_P(2));
+	int64		lease_ms = PG_ARGISNULL(3) ? 30000 : interval_ms(PG_GETARG_INTERVAL_P(3));
+	char	   *consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	bool		auto_ack = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
+	int			prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
+	MqTakeMode	mode = auto_ack ? MQ_TAKE_AUTO_ACK : MQ_TAKE_LEASE;
+	TimestampTz deadline;
+	MqDelivery *dl;
+	int			got;
+	bool		any_settled = false;
+
+	reject_group_name(fcinfo, 4);
+	if (max_messages < 1 || max_messages > MQ_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_messages must be between 1 and %d", MQ_MAX_BATCH)));
+	if (wait_ms < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must not be negative")));
+	if (lease_ms <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease must be positive")));
+	if (prefetch < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("prefetch must not be negative")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	dl = palloc(sizeof(MqDelivery) * max_messages);
+	deadline = GetCurrentTimestamp() + wait_ms * 1000;
+
+	for (;;)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		long		remaining;
+
+		got = mq_queue_take(q, max_messages, now + lease_ms * 1000, mode,
+							consumer, prefetch, dl);
+		remaining = (long) ((deadline - GetCurrentTimestamp()) / 1000);
+		if (got > 0 || remaining <= 0)
+			break;
+		/* long poll: sleep until a publish to q commits or time is up */
+		mq_queue_prepare_wait(q);
+		got = mq_queue_take(q, max_messages, now + lease_ms * 1000, mode,
+							consumer, prefetch, dl);
+		if (got > 0)
+		{
+			mq_queue_cancel_wait();
+			break;
+		}
+		/* wake at least every second: delayed and expiring leases */
+		mq_queue_wait(q, Min(remaining, 1000));
+		mq_queue_cancel_wait();
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	for (int i = 0; i < got; i++)
+	{
+		MqMessage	m;
+
+		if (dl[i].dead)
+		{
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
+			any_settled = true;
+			continue;
+		}
+		if (auto_ack)
+		{
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_ACK, dl[i].qpos, dl[i].msg_id);
+			any_settled = true;
+		}
+		if (!mq_log_fetch(dl[i].msg_id, &m))
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("message " INT64_FORMAT " of queue \"%s\" is missing from the message log",
+							dl[i].msg_id, q->name)));
+			continue;
+		}
+		put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
+	}
+	if (any_settled)
+	{
+		if (q->type == MQ_QUEUE_QUORUM)
+			mq_require_durability(MQ_DURABILITY_QUORUM);
+		mq_queue_write_floors(q);
+	}
+	return (Datum) 0;
+}
+
+/* mq.browse(queue, max_messages): ready messages, not taken */
+Datum
+mq_browse(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	int			n = PG_ARGISNULL(1) ? 10 : PG_GETARG_INT32(1);
+	int64	   *ids;
+	int32	   *counts;
+	int			got;
+
+	if (n < 1 || n > MQ_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_messages must be between 1 and %d", MQ_MAX_BATCH)));
+	InitMaterializedSRF(fcinfo, 0);
+	ids = palloc(sizeof(int64) * n);
+	counts = palloc(sizeof(int32) * n);
+	got = mq_queue_peek(q, n, ids, counts);
+	for (int i = 0; i < got; i++)
+	{
+		MqMessage	m;
+
+		if (mq_log_fetch(ids[i], &m))
+			put_row(rsinfo, q->name, &m, counts[i] > 0, counts[i]);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * Reading a message outside a queue needs consume on the exchange it was
+ * published to (for the default exchange: on the queue it named).
+ */
+static bool
+may_read_message(MqMessage *m)
+{
+	MqExchange *ex;
+
+	if (m->exchange && m->exchange[0] == '\0')
+	{
+		MqQueue    *q = mq_queue_lookup(m->routing_key, true);
+
+		return q ? mq_acl_allows(&q->acl, MQ_PRIV_CONSUME) : superuser();
+	}
+	ex = mq_exchange_lookup(m->exchange, true);
+	return ex ? mq_acl_allows(&ex->acl, MQ_PRIV_CONSUME) : superuser();
+}
+
+static void
+message_rows(FunctionCallInfo fcinfo, List *ids)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, ids)
+	{
+		MqMessage	m;
+
+		if (!mq_log_fetch(*(int64 *) lfirst(lc), &m))
+			continue;
+		if (!may_read_message(&m))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to read message " INT64_FORMAT, m.msg_id),
+					 errdetail("Reading a message needs consume on exchange \"%s\".", m.exchange)));
+		put_row(rsinfo, "", &m, false, 0);
+	}
+}
+
+/* mq.message(msg_id): one message by id (no row if none) */
+Datum
+mq_message(PG_FUNCTION_ARGS)
+{
+	int64	   *id = palloc(sizeof(int64));
+
+	mq_catalog_refresh();
+	*id = PG_GETARG_INT64(0);
+	message_rows(fcinfo, list_make1(id));
+	return (Datum) 0;
+}
+
+/* mq.messages_by_key(key, max_messages): newest first */
+Datum
+mq_messages_by_key(PG_FUNCTION_ARGS)
+{
+	char	   *key = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int			n = PG_ARGISNULL(1) ? 10 : PG_GETARG_INT32(1);
+
+	mq_catalog_refresh();
+	message_rows(fcinfo, mq_log_lookup_key(key, n));
+	return (Datum) 0;
+}

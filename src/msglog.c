@@ -1,0 +1,429 @@
+/*-------------------------------------------------------------------------
+ *
+ * msglog.c
+ *	  The message log: append and fetch messages, append queue entries
+ *	  and settlement records.
+ *
+ * Messages live in segments, mqlog tables mq.log_<segno> (durable) and
+ * mq.ulog_<segno> (unlogged, for messages that only reach non-durable
+ * queues).  A backend appends to the newest segment of the chain it needs;
+ * when that reaches mq.segment_size a new segment is created.  Whole
+ * segments are retired (dropped) once no queue entry refers to them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "queue_ext.h"
+#include "am/mqlog.h"
+#include "msglog.h"
+
+/* GUC: segment size in blocks (mq.segment_size) */
+int			mq_segment_blocks = 32768;
+
+/* Newest segment per chain as seen by this backend (0: unknown) */
+static int64 current_segno[2] = {0, 0};
+static Oid	current_db = InvalidOid;
+
+char *
+mq_segment_relname(int64 segno)
+{
+	return psprintf("log_%lld", (long long) segno);
+}
+
+/* relid of a segment, or InvalidOid */
+static Oid
+segment_relid(int64 segno)
+{
+	return get_relname_relid(mq_segment_relname(segno),
+							 get_namespace_oid(MQ_SCHEMA, false));
+}
+
+/*
+ * Create segment segno (as the extension owner) unless it exists.
+ * Serialised by an advisory transaction lock so that two backends rolling
+ * over at once create it once.
+ */
+static void
+segment_create(int64 segno, bool durable)
+{
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[2] = {INT8OID, BOOLOID};
+	Datum		values[2] = {Int64GetDatum(segno), BoolGetDatum(durable)};
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT mq._segment_create($1, $2)", 2, types, values,
+							  NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not create message log segment %lld", (long long) segno);
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+}
+
+/* Find the newest segment of a chain from pg_class */
+static int64
+segment_newest(bool durable)
+{
+	Oid			save_userid;
+	int			save_sec;
+	int64		segno = 0;
+	Oid			types[1] = {BOOLOID};
+	Datum		values[1] = {BoolGetDatum(durable)};
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT mq._segment_newest($1)", 1, types, values,
+							  NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not find the newest message log segment");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			segno = DatumGetInt64(d);
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+	return segno;
+}
+
+/*
+ * Open the segment to append to, rolling over to a new one when the
+ * current one is full.
+ */
+static Relation
+segment_open_for_append(bool durable, int64 *segno_out)
+{
+	int			chain = durable ? 0 : 1;
+
+	if (current_db != MyDatabaseId)
+	{
+		current_segno[0] = current_segno[1] = 0;
+		current_db = MyDatabaseId;
+	}
+
+	for (;;)
+	{
+		int64		segno = current_segno[chain];
+		Oid			relid;
+		Relation	rel;
+
+		if (segno == 0)
+		{
+			segno = segment_newest(durable);
+			if (segno == 0)
+			{
+				/* first segment of the chain: segment numbers are shared */
+				segno = Max(segment_newest(!durable), 0) + 1;
+				segment_create(segno, durable);
+			}
+			current_segno[chain] = segno;
+		}
+
+		relid = segment_relid(segno);
+		if (!OidIsValid(relid))
+		{
+			/* retired or rolled back: look again */
+			current_segno[chain] = 0;
+			continue;
+		}
+		rel = table_open(relid, RowExclusiveLock);
+		if (RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_blocks)
+		{
+			*segno_out = segno;
+			return rel;
+		}
+		table_close(rel, RowExclusiveLock);
+
+		/* full: move to the newest segment, creating one if needed */
+		{
+			int64		newest = Max(segment_newest(true), segment_newest(false));
+
+			if (newest > segno && OidIsValid(segment_relid(newest)) &&
+				segment_newest(durable) == newest)
+				current_segno[chain] = newest;
+			else
+			{
+				segment_create(newest + 1, durable);
+				current_segno[chain] = newest + 1;
+			}
+		}
+	}
+}
+
+static void
+fill_values(MqMessage *m, Datum *values, bool *isnull)
+{
+	memset(isnull, 0, sizeof(bool) * MQ_LOG_NATTS);
+	values[0] = TimestampTzGetDatum(m->published_at);
+#define TEXTCOL(i, s) \
+	do { if ((s) != NULL) values[i] = CStringGetTextDatum(s); else isnull[i] = true; } while (0)
+	TEXTCOL(1, m->exchange);
+	TEXTCOL(2, m->routing_key);
+	if (m->headers)
+		values[3] = JsonbPGetDatum(m->headers);
+	else
+		isnull[3] = true;
+	values[4] = PointerGetDatum(m->body);
+	TEXTCOL(5, m->key);
+	TEXTCOL(6, m->tag);
+	TEXTCOL(7, m->message_group);
+	TEXTCOL(8, m->dedup_id);
+#undef TEXTCOL
+	if (m->properties)
+		values[9] = JsonbPGetDatum(m->properties);
+	else
+		isnull[9] = true;
+}
+
+/* Insert index entries for the partial indexes on key and dedup_id */
+static void
+insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	if (m->key == NULL && m->dedup_id == NULL)
+		return;
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), RowExclusiveLock);
+		int			attno = idx->rd_index->indkey.values[0];
+		char	   *val = attno == 6 ? m->key : attno == 9 ? m->dedup_id : NULL;
+
+		if (val != NULL)
+		{
+			Datum		d = CStringGetTextDatum(val);
+			bool		n = false;
+			IndexInfo  *ii = BuildIndexInfo(idx);
+
+			index_insert(idx, &d, &n, tid, rel, UNIQUE_CHECK_NO, false, ii);
+		}
+		index_close(idx, RowExclusiveLock);
+	}
+	list_free(indexes);
+}
+
+void
+mq_log_append(MqMessage **msgs, int n, bool durable)
+{
+	int64		segno;
+	Relation	rel = segment_open_for_append(durable, &segno);
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
+	CommandId	cid = GetCurrentCommandId(true);
+
+	for (int i = 0; i < n; i++)
+	{
+		slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+		ExecClearTuple(slots[i]);
+		fill_values(msgs[i], slots[i]->tts_values, slots[i]->tts_isnull);
+		ExecStoreVirtualTuple(slots[i]);
+	}
+	if (n == 1)
+		table_tuple_insert(rel, slots[0], cid, 0, NULL);
+	else
+		table_multi_insert(rel, slots, n, cid, 0, NULL);
+
+	for (int i = 0; i < n; i++)
+	{
+		msgs[i]->msg_id = mq_msgid_make(segno, &slots[i]->tts_tid);
+		insert_index_entries(rel, msgs[i], &slots[i]->tts_tid);
+		ExecDropSingleTupleTableSlot(slots[i]);
+	}
+	pfree(slots);
+	table_close(rel, NoLock);
+}
+
+static char *
+slot_text(TupleTableSlot *slot, int attno)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, attno, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+static Jsonb *
+slot_jsonb(TupleTableSlot *slot, int attno)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, attno, &isnull);
+
+	return isnull ? NULL : DatumGetJsonbPCopy(d);
+}
+
+/* Deform a log row into *out (copies everything into CurrentMemoryContext) */
+static void
+message_from_slot(TupleTableSlot *slot, MqMessage *out)
+{
+	bool		isnull;
+
+	out->published_at = DatumGetTimestampTz(slot_getattr(slot, 1, &isnull));
+	out->exchange = slot_text(slot, 2);
+	out->routing_key = slot_text(slot, 3);
+	out->headers = slot_jsonb(slot, 4);
+	{
+		Datum		d = slot_getattr(slot, 5, &isnull);
+
+		out->body = isnull ? NULL : DatumGetByteaPCopy(d);
+	}
+	out->key = slot_text(slot, 6);
+	out->tag = slot_text(slot, 7);
+	out->message_group = slot_text(slot, 8);
+	out->dedup_id = slot_text(slot, 9);
+	out->properties = slot_jsonb(slot, 10);
+}
+
+bool
+mq_log_fetch(int64 msg_id, MqMessage *out)
+{
+	Oid			relid;
+	Relation	rel;
+	TupleTableSlot *slot;
+	ItemPointerData tid;
+	MqlogRowState state;
+	bool		found;
+
+	if (msg_id <= 0)
+		return false;
+	relid = segment_relid(mq_msgid_segno(msg_id));
+	if (!OidIsValid(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	mq_msgid_tid(msg_id, &tid);
+	found = mqlog_fetch_row(rel, &tid, &state, slot) &&
+		(state == MQLOG_ROW_COMMITTED || state == MQLOG_ROW_OWN);
+	if (found)
+	{
+		message_from_slot(slot, out);
+		out->msg_id = msg_id;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * Look up messages by an indexed column (key or dedup_id) through SPI:
+ * returns msg_ids, newest first.
+ */
+static List *
+lookup_indexed(const char *fn, const char *value, Datum extra, Oid extratype, int limit)
+{
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[3] = {TEXTOID, extratype, INT4OID};
+	Datum		values[3] = {CStringGetTextDatum(value), extra, Int32GetDatum(limit)};
+	char		sql[128];
+	List	   *res = NIL;
+
+	snprintf(sql, sizeof(sql), "SELECT * FROM mq.%s($1, $2, $3)", fn);
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, 3, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "%s failed", fn);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		int64	   *id;
+
+		if (isnull)
+			continue;
+		id = MemoryContextAlloc(TopTransactionContext, sizeof(int64));
+		*id = DatumGetInt64(d);
+		res = lappend(res, id);
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+	return res;
+}
+
+List *
+mq_log_lookup_key(const char *key, int limit)
+{
+	return lookup_indexed("_log_find_key", key, Int32GetDatum(0), INT4OID, limit);
+}
+
+int64
+mq_log_find_dedup(const char *dedup_id, TimestampTz since)
+{
+	List	   *ids = lookup_indexed("_log_find_dedup", dedup_id,
+									 TimestampTzGetDatum(since), TIMESTAMPTZOID, 1);
+
+	return ids == NIL ? 0 : *(int64 *) linitial(ids);
+}
+
+void
+mq_entry_append(MqQueue *q, int lane, MqEntry *entries, int n, uint64 *qpos)
+{
+	Relation	rel = table_open(q->lanes[lane], RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
+	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
+
+	for (int i = 0; i < n; i++)
+	{
+		TupleTableSlot *s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+
+		ExecClearTuple(s);
+		s->tts_values[0] = Int64GetDatum(entries[i].msg_id);
+		s->tts_values[1] = TimestampTzGetDatum(entries[i].visible_at);
+		s->tts_values[2] = TimestampTzGetDatum(entries[i].expires_at);
+		s->tts_isnull[0] = s->tts_isnull[1] = s->tts_isnull[2] = false;
+		ExecStoreVirtualTuple(s);
+		slots[i] = s;
+	}
+	mqlog_insert_ordered(rel, slots, n, GetCurrentCommandId(true), tids);
+	for (int i = 0; i < n; i++)
+	{
+		qpos[i] = mq_qpos_make(lane, &tids[i]);
+		ExecDropSingleTupleTableSlot(slots[i]);
+	}
+	pfree(slots);
+	pfree(tids);
+	table_close(rel, NoLock);
+}
+
+void
+mq_settle_append(bool durable, int32 queue_id, int16 kind, uint64 qpos, int64 msg_id)
+{
+	Relation	rel = table_open(mq_settle_log_relid(durable), RowExclusiveLock);
+	TupleTableSlot *s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+
+	ExecClearTuple(s);
+	s->tts_values[0] = Int32GetDatum(queue_id);
+	s->tts_values[1] = Int16GetDatum(kind);
+	s->tts_values[2] = Int64GetDatum((int64) qpos);
+	s->tts_values[3] = Int64GetDatum(msg_id);
+	memset(s->tts_isnull, 0, sizeof(bool) * 4);
+	ExecStoreVirtualTuple(s);
+	table_tuple_insert(rel, s, GetCurrentCommandId(true), 0, NULL);
+	ExecDropSingleTupleTableSlot(s);
+	table_close(rel, NoLock);
+}

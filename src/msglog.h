@@ -1,0 +1,130 @@
+/*-------------------------------------------------------------------------
+ *
+ * msglog.h
+ *	  The message log: segments of mqlog tables holding every message
+ *	  once, per-queue entry logs, and the settlement log.
+ *
+ * A message id is the message's position in the log, like RocketMQ's
+ * physical offset: (segment number, block, line pointer) packed in 63 bits,
+ * so finding a message by id needs no index.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_MSGLOG_H
+#define MQ_MSGLOG_H
+
+#include "postgres.h"
+
+#include "storage/itemptr.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+
+/* msg_id = segno << 26 | block << 9 | offset */
+#define MQ_MSGID_OFF_BITS	9
+#define MQ_MSGID_BLK_BITS	17
+#define MQ_SEGMENT_MAX_BLOCKS	((BlockNumber) 1 << MQ_MSGID_BLK_BITS)
+
+static inline int64
+mq_msgid_make(int64 segno, ItemPointer tid)
+{
+	return (segno << (MQ_MSGID_OFF_BITS + MQ_MSGID_BLK_BITS)) |
+		((int64) ItemPointerGetBlockNumber(tid) << MQ_MSGID_OFF_BITS) |
+		ItemPointerGetOffsetNumber(tid);
+}
+
+static inline int64
+mq_msgid_segno(int64 msg_id)
+{
+	return msg_id >> (MQ_MSGID_OFF_BITS + MQ_MSGID_BLK_BITS);
+}
+
+static inline void
+mq_msgid_tid(int64 msg_id, ItemPointer tid)
+{
+	ItemPointerSet(tid,
+				   (BlockNumber) ((msg_id >> MQ_MSGID_OFF_BITS) & (MQ_SEGMENT_MAX_BLOCKS - 1)),
+				   (OffsetNumber) (msg_id & ((1 << MQ_MSGID_OFF_BITS) - 1)));
+}
+
+/*
+ * Queue position: where an entry sits in a queue's entry log, with the
+ * priority lane in the top bits: lane << 48 | block << 16 | offset.
+ */
+static inline uint64
+mq_qpos_make(int lane, ItemPointer tid)
+{
+	return ((uint64) lane << 48) |
+		((uint64) ItemPointerGetBlockNumber(tid) << 16) |
+		ItemPointerGetOffsetNumber(tid);
+}
+
+static inline int
+mq_qpos_lane(uint64 qpos)
+{
+	return (int) (qpos >> 48);
+}
+
+static inline void
+mq_qpos_tid(uint64 qpos, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) ((qpos >> 16) & 0xFFFFFFFF),
+				   (OffsetNumber) (qpos & 0xFFFF));
+}
+
+/* One message as stored in the log */
+typedef struct MqMessage
+{
+	int64		msg_id;
+	TimestampTz published_at;
+	char	   *exchange;
+	char	   *routing_key;
+	Jsonb	   *headers;		/* may be NULL */
+	bytea	   *body;
+	char	   *key;			/* business key, may be NULL */
+	char	   *tag;
+	char	   *message_group;
+	char	   *dedup_id;
+	Jsonb	   *properties;		/* content_type, correlation_id, ... */
+} MqMessage;
+
+/* Columns of a log segment */
+#define MQ_LOG_NATTS 10
+
+/* Append messages to the log (durable or unlogged chain); sets msg_id */
+extern void mq_log_append(MqMessage **msgs, int n, bool durable);
+
+/* Read a message by id; false if there is no committed (or own) message */
+extern bool mq_log_fetch(int64 msg_id, MqMessage *out);
+
+/* Find the newest message published with this business key */
+extern List *mq_log_lookup_key(const char *key, int limit);
+
+/* Find a message published with dedup_id since 'since'; 0 if none */
+extern int64 mq_log_find_dedup(const char *dedup_id, TimestampTz since);
+
+/* A queue entry: how a message belongs to a queue */
+typedef struct MqEntry
+{
+	int64		msg_id;
+	TimestampTz visible_at;		/* not deliverable before */
+	TimestampTz expires_at;		/* DT_NOEND: never */
+} MqEntry;
+
+/* Append entries to one lane of a queue, in order; qpos[] gets positions */
+extern void mq_entry_append(MqQueue *q, int lane, MqEntry *entries, int n,
+							uint64 *qpos);
+
+/* Settlement record kinds */
+#define MQ_SETTLE_ACK		1	/* acked (or auto-acked) */
+#define MQ_SETTLE_DEAD		2	/* dead-lettered or dropped */
+#define MQ_SETTLE_FLOOR		3	/* every entry of the lane below qpos settled */
+
+extern void mq_settle_append(bool durable, int32 queue_id, int16 kind,
+							 uint64 qpos, int64 msg_id);
+
+/* Names of log segment relations */
+extern char *mq_segment_relname(int64 segno);
+
+#endif							/* MQ_MSGLOG_H */

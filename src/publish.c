@@ -1,0 +1,428 @@
+/*-------------------------------------------------------------------------
+ *
+ * publish.c
+ *	  Publish path: route, store the message once in the log, append one
+ *	  entry per destination queue, and make the commit as durable as the
+ *	  destinations require.  Also dead-lettering, which republishes.
+ *
+ * Publishing happens inside the caller's transaction: the "confirm" is its
+ * COMMIT, and routing to several queues is all-or-nothing with it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "queue_ext.h"
+#include "msglog.h"
+#include "publish.h"
+#include "queue_state.h"
+
+/* GUCs */
+int			mq_dedup_window_ms = 5 * 60 * 1000;
+bool		mq_quorum_requires_standby = false;
+
+/* Durability already arranged for the current transaction */
+static MqDurability xact_durability = MQ_DURABILITY_DEFAULT;
+static TransactionId xact_durability_xid = InvalidTransactionId;
+
+void
+mq_publish_opts_init(MqPublishOpts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->check_privileges = true;
+	o->priority = -1;
+	o->expiration_ms = -1;
+	o->durability = MQ_DURABILITY_DEFAULT;
+}
+
+/*
+ * Raise synchronous_commit for this transaction so that its COMMIT waits
+ * for what the destination queues (or the publisher) ask: local WAL flush,
+ * or also the synchronous standbys (quorum).  Never lowers it.
+ */
+void
+mq_require_durability(MqDurability level)
+{
+	const char *value;
+	TransactionId xid = GetTopTransactionIdIfAny();
+
+	if (xact_durability_xid != xid || !TransactionIdIsValid(xid))
+	{
+		xact_durability = MQ_DURABILITY_DEFAULT;
+		xact_durability_xid = xid;
+	}
+	if (level <= xact_durability)
+		return;
+
+	switch (level)
+	{
+		case MQ_DURABILITY_QUORUM:
+			if (SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0')
+			{
+				ereport(mq_quorum_requires_standby ? ERROR : WARNING,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("quorum durability requested but no synchronous standbys are configured"),
+						 errdetail("The commit is durable on this server only."),
+						 errhint("Set synchronous_standby_names (e.g. 'ANY 1 (s1, s2)') so that quorum queues wait for standbys.")));
+				value = "local";
+			}
+			else
+				value = "on";
+			break;
+		case MQ_DURABILITY_LOCAL:
+			if (synchronous_commit >= SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
+			{
+				xact_durability = level;
+				return;
+			}
+			value = "local";
+			break;
+		default:
+			return;
+	}
+	(void) set_config_option("synchronous_commit", value, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	xact_durability = level;
+}
+
+/* Build the properties jsonb (NULL when there are none) */
+static Jsonb *
+build_properties(const MqPublishOpts *o)
+{
+	StringInfoData buf;
+	bool		any = false;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+#define PROP_STR(name, val) \
+	do { if (val) { if (any) appendStringInfoString(&buf, ", "); \
+		escape_json(&buf, name); appendStringInfoString(&buf, ": "); \
+		escape_json(&buf, val); any = true; } } while (0)
+	PROP_STR("content_type", o->content_type);
+	PROP_STR("correlation_id", o->correlation_id);
+	PROP_STR("reply_to", o->reply_to);
+#undef PROP_STR
+	if (o->priority >= 0)
+	{
+		appendStringInfo(&buf, "%s\"priority\": %d", any ? ", " : "", o->priority);
+		any = true;
+	}
+	if (o->expiration_ms >= 0)
+	{
+		appendStringInfo(&buf, "%s\"expiration\": " INT64_FORMAT, any ? ", " : "",
+						 o->expiration_ms);
+		any = true;
+	}
+	appendStringInfoChar(&buf, '}');
+	if (!any)
+		return NULL;
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/* Route one message, following alternate exchanges (each at most once) */
+static void
+route_with_alternates(MqExchange *ex, const char *rk, Jsonb *headers,
+					  bool check_privileges, MqRouteSet *set)
+{
+	int			hops = 0;
+
+	while (ex)
+	{
+		if (check_privileges && ex->name[0] != '\0' && hops == 0)
+			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
+		mq_route(ex, rk, headers, set);
+		if (set->n > 0 || ex->alternate_exchange == NULL || ++hops > 8)
+			break;
+		ex = mq_exchange_lookup(ex->alternate_exchange, true);
+	}
+}
+
+/* Per destination queue and lane: the entries to append */
+typedef struct Dest
+{
+	MqQueue    *q;
+	int			n;
+	int			cap;
+	int		   *msg_index;		/* which message */
+	int		   *lane;
+} Dest;
+
+static Dest *
+dest_for(Dest **dests, int *ndests, MqQueue *q)
+{
+	for (int i = 0; i < *ndests; i++)
+		if ((*dests)[i].q == q)
+			return &(*dests)[i];
+	*dests = *ndests == 0 ? palloc(sizeof(Dest) * 8) :
+		((*ndests % 8) == 0 ? repalloc(*dests, sizeof(Dest) * (*ndests + 8)) : *dests);
+	(*dests)[*ndests].q = q;
+	(*dests)[*ndests].n = 0;
+	(*dests)[*ndests].cap = 16;
+	(*dests)[*ndests].msg_index = palloc(sizeof(int) * 16);
+	(*dests)[*ndests].lane = palloc(sizeof(int) * 16);
+	return &(*dests)[(*ndests)++];
+}
+
+static void
+dest_add(Dest *d, int msg_index, int lane)
+{
+	if (d->n == d->cap)
+	{
+		d->cap *= 2;
+		d->msg_index = repalloc(d->msg_index, sizeof(int) * d->cap);
+		d->lane = repalloc(d->lane, sizeof(int) * d->cap);
+	}
+	d->msg_index[d->n] = msg_index;
+	d->lane[d->n] = lane;
+	d->n++;
+}
+
+void
+mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
+		   Jsonb **headers, const MqPublishOpts *o, int64 *ids)
+{
+	MqRouteSet *sets = palloc(sizeof(MqRouteSet) * n);
+	Dest	   *dests = NULL;
+	int			ndests = 0;
+	bool		durable = false;
+	bool		quorum = false;
+	int			nrouted = 0;
+	MqMessage **msgs = palloc(sizeof(MqMessage *) * n);
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz visible_at = o->deliver_at > now ? o->deliver_at : now;
+	TimestampTz expires_at = DT_NOEND;
+	Jsonb	   *props = build_properties(o);
+
+	if (o->expiration_ms >= 0)
+		expires_at = visible_at + o->expiration_ms * 1000;
+
+	/* 1. route everything first: nothing is written if one fails */
+	for (int i = 0; i < n; i++)
+	{
+		mq_routing_key_check(routing_keys[i], "routing key");
+		mq_route_set_init(&sets[i]);
+		route_with_alternates(ex, routing_keys[i], headers ? headers[i] : NULL,
+							  o->check_privileges, &sets[i]);
+		ids[i] = 0;
+		if (sets[i].n == 0)
+		{
+			if (o->mandatory)
+				ereport(ERROR,
+						(errcode(ERRCODE_NO_DATA_FOUND),
+						 errmsg("message to exchange \"%s\" with routing key \"%s\" is unroutable",
+								ex->name, routing_keys[i]),
+						 errdetail("No queue is bound that matches, and mandatory is true.")));
+			continue;
+		}
+		for (int j = 0; j < sets[i].n; j++)
+		{
+			MqQueue    *q = mq_queue_by_id(sets[i].ids[j]);
+			int			lane = 0;
+
+			if (q == NULL)
+				continue;
+			/* the default exchange needs publish on the queue itself */
+			if (o->check_privileges && ex->name[0] == '\0')
+				mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
+			if (o->priority > 0 && q->nlanes > 1)
+				lane = Min(o->priority, q->nlanes - 1);
+			dest_add(dest_for(&dests, &ndests, q), i, lane);
+			durable |= q->durable;
+			quorum |= q->type == MQ_QUEUE_QUORUM;
+		}
+		nrouted++;
+	}
+	if (nrouted == 0)
+		return;
+
+	/* 2. reject-publish overflow */
+	for (int d = 0; d < ndests; d++)
+	{
+		MqQueue    *q = dests[d].q;
+
+		if (q->max_length >= 0 && q->overflow_reject &&
+			mq_queue_ready_for_publish(q) + dests[d].n > q->max_length)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("queue \"%s\" is full", q->name),
+					 errdetail("It holds its x-max-length of " INT64_FORMAT " ready messages and x-overflow is reject-publish.",
+							   q->max_length)));
+	}
+
+	/* 3. dedup: a retried publish returns the first id */
+	if (o->dedup_id && n == 1)
+	{
+		int64		first;
+
+		DirectFunctionCall1(pg_advisory_xact_lock_int8,
+							Int64GetDatum((int64) hash_bytes((unsigned char *) o->dedup_id,
+															 strlen(o->dedup_id)) | ((int64) 0x6d71 << 32)));
+		first = mq_log_find_dedup(o->dedup_id, now - (int64) mq_dedup_window_ms * 1000);
+		if (first != 0)
+		{
+			ids[0] = first;
+			return;
+		}
+	}
+
+	/* 4. store each routed message once */
+	{
+		int			m = 0;
+
+		for (int i = 0; i < n; i++)
+		{
+			MqMessage  *msg;
+
+			if (sets[i].n == 0)
+				continue;
+			msg = palloc0(sizeof(MqMessage));
+			msg->published_at = now;
+			msg->exchange = ex->name;
+			msg->routing_key = routing_keys[i];
+			msg->headers = headers ? headers[i] : NULL;
+			msg->body = bodies[i];
+			msg->key = o->key;
+			msg->tag = o->tag;
+			msg->message_group = o->message_group;
+			msg->dedup_id = o->dedup_id;
+			msg->properties = props;
+			msgs[m++] = msg;
+		}
+		mq_log_append(msgs, m, durable);
+		m = 0;
+		for (int i = 0; i < n; i++)
+			if (sets[i].n > 0)
+				ids[i] = msgs[m++]->msg_id;
+	}
+
+	/* 5. one entry per destination queue, in order, per lane */
+	for (int d = 0; d < ndests; d++)
+	{
+		Dest	   *dst = &dests[d];
+		MqEntry    *entries = palloc(sizeof(MqEntry) * dst->n);
+		uint64	   *qpos = palloc(sizeof(uint64) * dst->n);
+
+		for (int lane = 0; lane < dst->q->nlanes; lane++)
+		{
+			int			k = 0;
+
+			for (int e = 0; e < dst->n; e++)
+			{
+				if (dst->lane[e] != lane)
+					continue;
+				entries[k].msg_id = ids[dst->msg_index[e]];
+				entries[k].visible_at = visible_at;
+				entries[k].expires_at = expires_at;
+				k++;
+			}
+			if (k > 0)
+				mq_entry_append(dst->q, lane, entries, k, qpos);
+		}
+		mq_queue_note_publish(dst->q, dst->n);
+		pfree(entries);
+		pfree(qpos);
+	}
+
+	/* 6. drop-head overflow: dead-letter the oldest ready messages */
+	for (int d = 0; d < ndests; d++)
+	{
+		MqQueue    *q = dests[d].q;
+		int64		excess;
+
+		if (q->max_length < 0 || q->overflow_reject)
+			continue;
+		excess = mq_queue_ready_for_publish(q) - q->max_length;
+		if (excess > 0)
+		{
+			MqDelivery *dl = palloc(sizeof(MqDelivery) * excess);
+			int			got = mq_queue_take(q, (int) excess, 0, MQ_TAKE_DROP_HEAD,
+											NULL, 0, dl);
+
+			for (int i = 0; i < got; i++)
+			{
+				mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+				mq_dead_letter(q, dl[i].msg_id, "maxlen");
+			}
+			pfree(dl);
+		}
+	}
+
+	/* 7. durability of the commit */
+	if (quorum || o->durability == MQ_DURABILITY_QUORUM)
+		mq_require_durability(MQ_DURABILITY_QUORUM);
+	else if (durable || o->durability == MQ_DURABILITY_LOCAL)
+		mq_require_durability(MQ_DURABILITY_LOCAL);
+}
+
+/*
+ * Dead-letter: republish a copy of the message to the queue's dead-letter
+ * exchange with an x-death header (RabbitMQ's format); drop it when the
+ * queue has none or the exchange does not exist.
+ */
+void
+mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
+{
+	MqExchange *dlx;
+	MqMessage	m;
+	MqPublishOpts o;
+	Jsonb	   *headers;
+	char	   *rk;
+	int64		id;
+
+	if (q->dead_letter_exchange == NULL)
+		return;
+	dlx = mq_exchange_lookup(q->dead_letter_exchange, true);
+	if (dlx == NULL || !mq_log_fetch(msg_id, &m))
+		return;
+
+	/* x-death via SQL: rare path, and jsonb editing is clearer there */
+	{
+		Oid			save_userid;
+		int			save_sec;
+		Oid			types[5] = {JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		values[5];
+		char		nulls[5] = "     ";
+		bool		isnull;
+
+		values[0] = m.headers ? JsonbPGetDatum(m.headers) : (Datum) 0;
+		if (m.headers == NULL)
+			nulls[0] = 'n';
+		values[1] = CStringGetTextDatum(reason);
+		values[2] = CStringGetTextDatum(q->name);
+		values[3] = CStringGetTextDatum(m.exchange ? m.exchange : "");
+		values[4] = CStringGetTextDatum(m.routing_key ? m.routing_key : "");
+		mq_become_owner(&save_userid, &save_sec);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (SPI_execute_with_args("SELECT mq._x_death($1, $2, $3, $4, $5)", 5, types,
+								  values, nulls, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not build x-death header");
+		headers = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0],
+																 SPI_tuptable->tupdesc, 1, &isnull),
+												   false, -1));
+		SPI_finish();
+		mq_restore_user(save_userid, save_sec);
+	}
+
+	mq_publish_opts_init(&o);
+	o.check_privileges = false;
+	o.key = m.key;
+	o.tag = m.tag;
+	o.message_group = m.message_group;
+	rk = q->dead_letter_routing_key ? q->dead_letter_routing_key :
+		(m.routing_key ? m.routing_key : "");
+	mq_publish(dlx, 1, &rk, &m.body, &headers, &o, &id);
+}

@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * publish.h
+ *	  Publishing: route a message, store it once, append queue entries.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_PUBLISH_H
+#define MQ_PUBLISH_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+
+/* Durability a publish asks for (mq.publish's durability property) */
+typedef enum MqDurability
+{
+	MQ_DURABILITY_DEFAULT = -1,
+	MQ_DURABILITY_ASYNC = 0,
+	MQ_DURABILITY_LOCAL = 1,
+	MQ_DURABILITY_QUORUM = 2
+} MqDurability;
+
+typedef struct MqPublishOpts
+{
+	bool		mandatory;
+	bool		check_privileges;	/* false for internal republishing */
+	TimestampTz deliver_at;		/* 0: now */
+	int			priority;		/* -1: none */
+	int64		expiration_ms;	/* -1: none */
+	char	   *key;
+	char	   *tag;
+	char	   *message_group;
+	char	   *dedup_id;
+	char	   *content_type;
+	char	   *correlation_id;
+	char	   *reply_to;
+	MqDurability durability;
+} MqPublishOpts;
+
+extern void mq_publish_opts_init(MqPublishOpts *o);
+
+/*
+ * Publish n messages to exchange ex.  ids[i] receives the message id, or 0
+ * when the message was not routed anywhere (and not mandatory).
+ */
+extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
+					   bytea **bodies, Jsonb **headers,
+					   const MqPublishOpts *o, int64 *ids);
+
+/* Dead-letter a message taken from q: republish it to q's DLX */
+extern void mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
+
+/* Make this transaction's commit at least as durable as level */
+extern void mq_require_durability(MqDurability level);
+
+#endif							/* MQ_PUBLISH_H */

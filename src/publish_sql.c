@@ -1,0 +1,393 @@
+/*-------------------------------------------------------------------------
+ *
+ * publish_sql.c
+ *	  SQL entry points of the publish path: mq.publish, mq.send,
+ *	  mq.publish_batch and mq.send_batch, for bytea, text and jsonb bodies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "queue_ext.h"
+#include "publish.h"
+
+PG_FUNCTION_INFO_V1(mq_publish_sql);
+PG_FUNCTION_INFO_V1(mq_send);
+PG_FUNCTION_INFO_V1(mq_publish_batch);
+PG_FUNCTION_INFO_V1(mq_send_batch);
+
+/* RocketMQ's delay levels 1..18, in seconds */
+static const int delay_levels[] = {1, 5, 10, 30, 60, 120, 180, 240, 300, 360,
+420, 480, 540, 600, 1200, 1800, 3600, 7200};
+
+/* Positions of the optional properties among a function's arguments */
+typedef struct PropArgs
+{
+	int			headers,
+				mandatory,
+				delay,
+				deliver_at,
+				key,
+				tag,
+				message_group,
+				priority,
+				expiration,
+				dedup_id,
+				content_type,
+				correlation_id,
+				reply_to,
+				durability,
+				delay_level;
+} PropArgs;
+
+/* mq.publish(exchange, routing_key, body, headers, mandatory, delay, ...) */
+static const PropArgs publish_args = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+
+/* mq.send(queue, body, headers, delay, ...): always mandatory */
+static const PropArgs send_args = {2, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+static bool
+has_arg(FunctionCallInfo fcinfo, int i)
+{
+	return i >= 0 && i < PG_NARGS() && !PG_ARGISNULL(i);
+}
+
+static char *
+opt_text(FunctionCallInfo fcinfo, int i)
+{
+	return has_arg(fcinfo, i) ? text_to_cstring(PG_GETARG_TEXT_PP(i)) : NULL;
+}
+
+static int64
+interval_us(Interval *iv)
+{
+	return iv->time +
+		((int64) iv->day + (int64) iv->month * DAYS_PER_MONTH) * USECS_PER_DAY;
+}
+
+static MqDurability
+parse_durability(const char *s)
+{
+	if (s == NULL)
+		return MQ_DURABILITY_DEFAULT;
+	if (strcmp(s, "async") == 0)
+		return MQ_DURABILITY_ASYNC;
+	if (strcmp(s, "local") == 0)
+		return MQ_DURABILITY_LOCAL;
+	if (strcmp(s, "quorum") == 0)
+		return MQ_DURABILITY_QUORUM;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid durability \"%s\"", s),
+			 errhint("Valid values are async, local and quorum.")));
+	return MQ_DURABILITY_DEFAULT;
+}
+
+/* Read the optional publish properties of a call */
+static void
+parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			ntimes = 0;
+
+	mq_publish_opts_init(o);
+	o->mandatory = a->mandatory < 0 ? true :
+		(has_arg(fcinfo, a->mandatory) && PG_GETARG_BOOL(a->mandatory));
+	if (has_arg(fcinfo, a->delay))
+	{
+		int64		us = interval_us(PG_GETARG_INTERVAL_P(a->delay));
+
+		if (us < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("delay must not be negative")));
+		o->deliver_at = now + us;
+		ntimes++;
+	}
+	if (has_arg(fcinfo, a->deliver_at))
+	{
+		o->deliver_at = PG_GETARG_TIMESTAMPTZ(a->deliver_at);
+		if (TIMESTAMP_NOT_FINITE(o->deliver_at))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("deliver_at must be finite")));
+		ntimes++;
+	}
+	if (has_arg(fcinfo, a->delay_level))
+	{
+		int			level = PG_GETARG_INT32(a->delay_level);
+
+		if (level < 1 || level > (int) lengthof(delay_levels))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("delay_level %d is out of range", level),
+					 errdetail("RocketMQ delay levels are 1 to 18 (1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h).")));
+		o->deliver_at = now + (int64) delay_levels[level - 1] * USECS_PER_SEC;
+		ntimes++;
+	}
+	if (ntimes > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("only one of delay, deliver_at and delay_level may be given")));
+	o->key = opt_text(fcinfo, a->key);
+	o->tag = opt_text(fcinfo, a->tag);
+	o->message_group = opt_text(fcinfo, a->message_group);
+	if (has_arg(fcinfo, a->priority))
+	{
+		o->priority = PG_GETARG_INT32(a->priority);
+		if (o->priority < 0 || o->priority > 255)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("priority %d is out of range", o->priority),
+					 errdetail("Priorities are 0 to 255.")));
+	}
+	if (has_arg(fcinfo, a->expiration))
+	{
+		int64		us = interval_us(PG_GETARG_INTERVAL_P(a->expiration));
+
+		if (us < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("expiration must not be negative")));
+		o->expiration_ms = us / 1000;
+	}
+	o->dedup_id = opt_text(fcinfo, a->dedup_id);
+	o->content_type = opt_text(fcinfo, a->content_type);
+	o->correlation_id = opt_text(fcinfo, a->correlation_id);
+	o->reply_to = opt_text(fcinfo, a->reply_to);
+	o->durability = parse_durability(opt_text(fcinfo, a->durability));
+}
+
+/* A body of type bytea, text or jsonb as bytea */
+static bytea *
+body_bytes(Datum d, Oid type)
+{
+	if (type == JSONBOID)
+	{
+		Jsonb	   *jb = DatumGetJsonbP(d);
+		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+
+		return (bytea *) cstring_to_text(s);
+	}
+	/* text and bytea share the varlena layout */
+	return (bytea *) PG_DETOAST_DATUM(d);
+}
+
+static Jsonb *
+headers_arg(FunctionCallInfo fcinfo, int i)
+{
+	Jsonb	   *h;
+
+	if (!has_arg(fcinfo, i))
+		return NULL;
+	h = PG_GETARG_JSONB_P(i);
+	if (!JB_ROOT_IS_OBJECT(h))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("headers must be a JSON object")));
+	return h;
+}
+
+static char *
+required_text(FunctionCallInfo fcinfo, int i, const char *what)
+{
+	if (!has_arg(fcinfo, i))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+static void
+default_content_type(MqPublishOpts *o, Oid body_type)
+{
+	if (o->content_type == NULL && body_type == JSONBOID)
+		o->content_type = "application/json";
+}
+
+static Datum
+publish_one(FunctionCallInfo fcinfo, MqExchange *ex, char *rk, int body_arg,
+			const PropArgs *a)
+{
+	MqPublishOpts o;
+	Oid			body_type = get_fn_expr_argtype(fcinfo->flinfo, body_arg);
+	bytea	   *body;
+	Jsonb	   *headers;
+	int64		id;
+
+	if (!has_arg(fcinfo, body_arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("body must not be null")));
+	parse_props(fcinfo, a, &o);
+	default_content_type(&o, body_type);
+	body = body_bytes(PG_GETARG_DATUM(body_arg), body_type);
+	headers = headers_arg(fcinfo, a->headers);
+	mq_publish(ex, 1, &rk, &body, &headers, &o, &id);
+	if (id == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(id);
+}
+
+Datum
+mq_publish_sql(PG_FUNCTION_ARGS)
+{
+	char	   *exname = required_text(fcinfo, 0, "exchange");
+	char	   *rk = has_arg(fcinfo, 1) ? text_to_cstring(PG_GETARG_TEXT_PP(1)) : "";
+	MqExchange *ex;
+
+	mq_catalog_refresh();
+	ex = mq_exchange_lookup(exname, false);
+	return publish_one(fcinfo, ex, rk, 2, &publish_args);
+}
+
+Datum
+mq_send(PG_FUNCTION_ARGS)
+{
+	char	   *qname = required_text(fcinfo, 0, "queue");
+
+	mq_catalog_refresh();
+	(void) mq_queue_lookup(qname, false);
+	return publish_one(fcinfo, mq_exchange_lookup("", false), qname, 1, &send_args);
+}
+
+/* Elements of a text[] / jsonb[] / bytea[] argument */
+static Datum *
+array_elems(FunctionCallInfo fcinfo, int i, Oid elemtype, int *n, const char *what)
+{
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(i);
+	Datum	   *elems;
+	bool	   *nulls;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", what)));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, n);
+	for (int k = 0; k < *n; k++)
+		if (nulls[k])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not contain nulls", what)));
+	return elems;
+}
+
+/*
+ * Shared by publish_batch and send_batch: rks has 1 or n elements;
+ * headers is NULL or has n elements.
+ */
+static Datum
+publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
+			 int bodies_arg, int headers_arg_no, MqPublishOpts *o)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			arrtype = get_fn_expr_argtype(fcinfo->flinfo, bodies_arg);
+	Oid			elemtype = get_element_type(arrtype);
+	int			n;
+	Datum	   *elems;
+	bytea	  **bodies;
+	Jsonb	  **headers = NULL;
+	char	  **keys;
+	int64	   *ids;
+
+	if (!has_arg(fcinfo, bodies_arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("bodies must not be null")));
+	elems = array_elems(fcinfo, bodies_arg, elemtype, &n, "bodies");
+	if (nrks != 1 && nrks != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("routing_keys has %d elements but bodies has %d", nrks, n),
+				 errhint("Give one routing key for all, or one per body.")));
+	default_content_type(o, elemtype);
+	bodies = palloc(sizeof(bytea *) * Max(n, 1));
+	keys = palloc(sizeof(char *) * Max(n, 1));
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bodies[i] = body_bytes(elems[i], elemtype);
+		keys[i] = rks[nrks == 1 ? 0 : i];
+	}
+	if (has_arg(fcinfo, headers_arg_no))
+	{
+		int			nh;
+		Datum	   *h = array_elems(fcinfo, headers_arg_no, JSONBOID, &nh, "headers");
+
+		if (nh != n)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("headers has %d elements but bodies has %d", nh, n)));
+		headers = palloc(sizeof(Jsonb *) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			headers[i] = DatumGetJsonbP(h[i]);
+	}
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (n > 0)
+		mq_publish(ex, n, keys, bodies, headers, o, ids);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		v = Int64GetDatum(ids[i]);
+		bool		isnull = ids[i] == 0;
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &isnull);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * mq.publish_batch(exchange, routing_keys, bodies, headers, mandatory,
+ *					durability, delay)
+ */
+Datum
+mq_publish_batch(PG_FUNCTION_ARGS)
+{
+	char	   *exname = required_text(fcinfo, 0, "exchange");
+	MqExchange *ex;
+	Datum	   *rkd;
+	int			nrks;
+	char	  **rks;
+	MqPublishOpts o;
+	static const PropArgs a = {-1, 4, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 5, -1};
+
+	mq_catalog_refresh();
+	ex = mq_exchange_lookup(exname, false);
+	if (!has_arg(fcinfo, 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("routing_keys must not be null")));
+	rkd = array_elems(fcinfo, 1, TEXTOID, &nrks, "routing_keys");
+	rks = palloc(sizeof(char *) * Max(nrks, 1));
+	for (int i = 0; i < nrks; i++)
+		rks[i] = TextDatumGetCString(rkd[i]);
+	parse_props(fcinfo, &a, &o);
+	return publish_many(fcinfo, ex, rks, nrks, 2, 3, &o);
+}
+
+/* mq.send_batch(queue, bodies, headers, delay, durability) */
+Datum
+mq_send_batch(PG_FUNCTION_ARGS)
+{
+	char	   *qname = required_text(fcinfo, 0, "queue");
+	MqPublishOpts o;
+	static const PropArgs a = {-1, -1, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 4, -1};
+
+	mq_catalog_refresh();
+	(void) mq_queue_lookup(qname, false);
+	parse_props(fcinfo, &a, &o);
+	return publish_many(fcinfo, mq_exchange_lookup("", false), &qname, 1, 1, 2, &o);
+}

@@ -1,0 +1,1204 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_state.c
+ *	  Shared-memory consumer state of classic and quorum queues: scan
+ *	  positions, leases, redelivery, settlement and its replay.
+ *
+ * Invariants, per queue and priority lane:
+ *	- every entry before the lane's floor is settled (acked, dead-lettered,
+ *	  or written by an aborted transaction);
+ *	- every entry between the floor and scan_pos that is not settled is on
+ *	  the queue's tracked list (LEASED, READY for redelivery, ACKING by an
+ *	  open transaction, or PENDING: its publisher had not finished when we
+ *	  scanned it);
+ *	- entries at or after scan_pos have not been looked at.
+ * Publishers commit out of order, so an entry is never skipped because a
+ * later one is already visible: it stays PENDING until its transaction
+ * ends, and the floor cannot pass it.  Aborted entries are simply dropped.
+ *
+ * The tracked list is bounded by what is in flight, not by the backlog or
+ * the history.  Settlements go to the settlement log in the settling
+ * transaction; every MQ_FLOOR_INTERVAL settlements a FLOOR record per lane
+ * is added so that a restart replays only what lies above the floors.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "queue_ext.h"
+#include "am/mqlog.h"
+#include "queue_state.h"
+
+int			mq_max_queues = 1024;
+int			mq_max_tracked = 65536;
+
+#define MQ_FLOOR_INTERVAL 1024
+
+typedef enum MqTrackedState
+{
+	MQ_T_PENDING,				/* publisher still in progress */
+	MQ_T_READY,					/* deliverable (from lease_until on) */
+	MQ_T_LEASED,				/* delivered, waiting for settlement */
+	MQ_T_ACKING,				/* settled by an open transaction */
+	MQ_T_SETTLED				/* settled; dropped once below the floor */
+} MqTrackedState;
+
+typedef struct MqTracked
+{
+	dlist_node	node;			/* in queue's tracked list, or free list */
+	int64		msg_id;
+	uint64		qpos;
+	uint8		state;
+	bool		redelivered;
+	int32		delivery_count;
+	int			owner;			/* pgprocno of the holder, -1: none */
+	uint32		consumer_hash;	/* consumer name of the holder */
+	TimestampTz until;			/* LEASED: lease end; READY: not before */
+	TimestampTz visible_at;
+	TimestampTz expires_at;
+} MqTracked;
+
+typedef struct MqQueueKey
+{
+	Oid			dbid;
+	int32		queue_id;
+} MqQueueKey;
+
+typedef struct MqQueueShared
+{
+	MqQueueKey	key;
+	LWLock		lock;
+	ConditionVariable cv;
+	bool		loaded;
+	int			nlanes;
+	int64		backlog;		/* committed, unsettled entries */
+	int64		unacked;		/* LEASED + ACKING */
+	int32		ntracked;
+	int32		nwaiting;
+	int32		settled_since_floor;
+	TimestampTz last_delivery;
+	dlist_head	tracked;
+	uint64		floor_written[MQ_MAX_LANES];
+	uint64		scan_pos[MQ_MAX_LANES];
+} MqQueueShared;
+
+typedef struct MqSharedState
+{
+	int			tranche_id;
+	LWLock		lock;			/* protects the queue hash */
+	slock_t		pool_lock;		/* protects the free list */
+	dlist_head	free_tracked;
+	int32		nfree;
+	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];
+} MqSharedState;
+
+static MqSharedState *mq_shared = NULL;
+static HTAB *mq_queue_htab = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* ---------- backend-local bookkeeping for transaction ends ---------- */
+
+typedef enum MqLocalKind
+{
+	MQ_L_LEASE,					/* lease taken in this transaction */
+	MQ_L_ACK,					/* settlement pending in this transaction */
+	MQ_L_PUBLISH				/* entries appended in this transaction */
+} MqLocalKind;
+
+typedef struct MqLocalAction
+{
+	MqLocalKind kind;
+	int			nest;			/* (sub)transaction nesting level */
+	MqQueueKey	qkey;
+	int64		msg_id;			/* PUBLISH: number of entries */
+	bool		prev_leased;	/* ACK: message was leased before */
+} MqLocalAction;
+
+static MqLocalAction *local_actions = NULL;
+static int	nlocal = 0;
+static int	maxlocal = 0;
+
+/* Queues this session holds leases on (for release at exit) */
+static MqQueueKey *leased_queues = NULL;
+static int	nleased_queues = 0;
+static bool callbacks_registered = false;
+
+static MqQueueShared *waiting_on = NULL;
+
+static void mq_xact_callback(XactEvent event, void *arg);
+static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								SubTransactionId parentSubid, void *arg);
+static void mq_session_exit(int code, Datum arg);
+
+/* ---------- shared memory ---------- */
+
+static Size
+shared_size(void)
+{
+	return add_size(offsetof(MqSharedState, pool),
+					mul_size(sizeof(MqTracked), mq_max_tracked));
+}
+
+static void
+mq_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(add_size(shared_size(),
+									hash_estimate_size(mq_max_queues, sizeof(MqQueueShared))));
+}
+
+static void
+mq_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		ctl;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	mq_shared = ShmemInitStruct("queue_ext state", shared_size(), &found);
+	if (!found)
+	{
+		mq_shared->tranche_id = LWLockNewTrancheId();
+		LWLockInitialize(&mq_shared->lock, mq_shared->tranche_id);
+		SpinLockInit(&mq_shared->pool_lock);
+		dlist_init(&mq_shared->free_tracked);
+		for (int i = 0; i < mq_max_tracked; i++)
+			dlist_push_tail(&mq_shared->free_tracked, &mq_shared->pool[i].node);
+		mq_shared->nfree = mq_max_tracked;
+	}
+	ctl.keysize = sizeof(MqQueueKey);
+	ctl.entrysize = sizeof(MqQueueShared);
+	mq_queue_htab = ShmemInitHash("queue_ext queues", mq_max_queues, mq_max_queues,
+								  &ctl, HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+	LWLockRegisterTranche(mq_shared->tranche_id, "queue_ext");
+}
+
+void
+mq_queue_state_shmem_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = mq_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = mq_shmem_startup;
+}
+
+static void
+register_callbacks(void)
+{
+	if (callbacks_registered)
+		return;
+	RegisterXactCallback(mq_xact_callback, NULL);
+	RegisterSubXactCallback(mq_subxact_callback, NULL);
+	before_shmem_exit(mq_session_exit, (Datum) 0);
+	local_actions = MemoryContextAlloc(TopMemoryContext, sizeof(MqLocalAction) * 64);
+	maxlocal = 64;
+	callbacks_registered = true;
+}
+
+static void
+local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
+{
+	if (nlocal == maxlocal)
+	{
+		maxlocal *= 2;
+		local_actions = repalloc(local_actions, sizeof(MqLocalAction) * maxlocal);
+	}
+	local_actions[nlocal].kind = kind;
+	local_actions[nlocal].nest = GetCurrentTransactionNestLevel();
+	local_actions[nlocal].qkey = qs->key;
+	local_actions[nlocal].msg_id = msg_id;
+	local_actions[nlocal].prev_leased = prev_leased;
+	nlocal++;
+}
+
+static void
+note_leased_queue(MqQueueKey key)
+{
+	for (int i = 0; i < nleased_queues; i++)
+		if (leased_queues[i].dbid == key.dbid && leased_queues[i].queue_id == key.queue_id)
+			return;
+	if (leased_queues == NULL)
+		leased_queues = MemoryContextAlloc(TopMemoryContext, sizeof(MqQueueKey) * 16);
+	else if (nleased_queues % 16 == 0)
+		leased_queues = repalloc(leased_queues, sizeof(MqQueueKey) * (nleased_queues + 16));
+	leased_queues[nleased_queues++] = key;
+}
+
+static MqTracked *
+tracked_alloc(void)
+{
+	MqTracked  *t = NULL;
+
+	SpinLockAcquire(&mq_shared->pool_lock);
+	if (!dlist_is_empty(&mq_shared->free_tracked))
+	{
+		t = dlist_container(MqTracked, node, dlist_pop_head_node(&mq_shared->free_tracked));
+		mq_shared->nfree--;
+	}
+	SpinLockRelease(&mq_shared->pool_lock);
+	return t;
+}
+
+static void
+tracked_free(MqQueueShared *qs, MqTracked *t)
+{
+	dlist_delete(&t->node);
+	qs->ntracked--;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	dlist_push_head(&mq_shared->free_tracked, &t->node);
+	mq_shared->nfree++;
+	SpinLockRelease(&mq_shared->pool_lock);
+}
+
+static MqTracked *
+tracked_find(MqQueueShared *qs, int64 msg_id)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->msg_id == msg_id)
+			return t;
+	}
+	return NULL;
+}
+
+/* Find (optionally create) the shared entry of a queue */
+static MqQueueShared *
+queue_shared(Oid dbid, int32 queue_id, bool create)
+{
+	MqQueueKey	key;
+	MqQueueShared *qs;
+	bool		found;
+
+	if (mq_shared == NULL)
+		mq_require_preload("consuming and publishing");
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = dbid;
+	key.queue_id = queue_id;
+
+	LWLockAcquire(&mq_shared->lock, LW_SHARED);
+	qs = hash_search(mq_queue_htab, &key, HASH_FIND, NULL);
+	LWLockRelease(&mq_shared->lock);
+	if (qs || !create)
+		return qs;
+
+	LWLockAcquire(&mq_shared->lock, LW_EXCLUSIVE);
+	qs = hash_search(mq_queue_htab, &key, HASH_ENTER_NULL, &found);
+	if (qs == NULL)
+	{
+		LWLockRelease(&mq_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many active queues"),
+				 errhint("Increase mq.max_queues (currently %d) and restart the server.",
+						 mq_max_queues)));
+	}
+	if (!found)
+	{
+		LWLockInitialize(&qs->lock, mq_shared->tranche_id);
+		ConditionVariableInit(&qs->cv);
+		qs->loaded = false;
+		dlist_init(&qs->tracked);
+		qs->ntracked = 0;
+		qs->nwaiting = 0;
+	}
+	LWLockRelease(&mq_shared->lock);
+	return qs;
+}
+
+/* ---------- replay after a restart ---------- */
+
+static void
+track_settled(MqQueueShared *qs, uint64 qpos, int64 msg_id)
+{
+	MqTracked  *t = tracked_find(qs, msg_id);
+
+	if (t == NULL)
+	{
+		t = tracked_alloc();
+		if (t == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("out of tracked message slots while loading queue state"),
+					 errhint("Increase mq.max_in_flight and restart the server.")));
+		memset(t, 0, sizeof(MqTracked));
+		t->msg_id = msg_id;
+		t->qpos = qpos;
+		t->owner = -1;
+		dlist_push_tail(&qs->tracked, &t->node);
+		qs->ntracked++;
+	}
+	t->state = MQ_T_SETTLED;
+}
+
+/*
+ * Rebuild a queue's state from the settlement log and its entry logs.
+ * Called with qs->lock held exclusively.
+ */
+static void
+queue_load(MqQueue *q, MqQueueShared *qs)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	uint64		floor[MQ_MAX_LANES];
+
+	memset(floor, 0, sizeof(floor));
+	qs->nlanes = q->nlanes;
+	qs->backlog = 0;
+	qs->unacked = 0;
+	qs->settled_since_floor = 0;
+	qs->last_delivery = 0;
+	while (!dlist_is_empty(&qs->tracked))
+		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+
+	/* Pass 1: floors, then settlements above them */
+	rel = table_open(mq_settle_log_relid(q->durable), AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			int32		qid = DatumGetInt32(slot_getattr(slot, 1, &isnull));
+			int16		kind;
+			uint64		qpos;
+			int			lane;
+
+			if (qid != q->id)
+				continue;
+			kind = DatumGetInt16(slot_getattr(slot, 2, &isnull));
+			qpos = (uint64) DatumGetInt64(slot_getattr(slot, 3, &isnull));
+			lane = mq_qpos_lane(qpos);
+			if (lane >= q->nlanes)
+				continue;
+			if (pass == 0 && kind == MQ_SETTLE_FLOOR)
+			{
+				if (qpos > floor[lane])
+					floor[lane] = qpos;
+			}
+			else if (pass == 1 && kind != MQ_SETTLE_FLOOR && qpos >= floor[lane])
+				track_settled(qs, qpos, DatumGetInt64(slot_getattr(slot, 4, &isnull)));
+		}
+		table_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+
+	/* Pass 2: count the backlog above the floors */
+	for (int lane = 0; lane < q->nlanes; lane++)
+	{
+		ItemPointerData pos;
+		MqlogRowState state;
+
+		qs->scan_pos[lane] = floor[lane] ? floor[lane] : mq_qpos_make(lane, &(ItemPointerData) {{0, 0}, 1});
+		qs->floor_written[lane] = floor[lane];
+		rel = table_open(q->lanes[lane], AccessShareLock);
+		slot = table_slot_create(rel, NULL);
+		mq_qpos_tid(qs->scan_pos[lane], &pos);
+		while (mqlog_read_next(rel, &pos, &state, slot) == MQLOG_READ_ROW)
+		{
+			bool		isnull;
+
+			if (state == MQLOG_ROW_COMMITTED)
+			{
+				int64		msg_id = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+				MqTracked  *t = tracked_find(qs, msg_id);
+
+				if (t == NULL || t->state != MQ_T_SETTLED)
+					qs->backlog++;
+			}
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+			CHECK_FOR_INTERRUPTS();
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	qs->loaded = true;
+}
+
+/* Shared state of q, loaded; returns with qs->lock held in mode */
+static MqQueueShared *
+queue_lock(MqQueue *q, LWLockMode mode)
+{
+	MqQueueShared *qs = queue_shared(MyDatabaseId, q->id, true);
+
+	register_callbacks();
+	LWLockAcquire(&qs->lock, mode);
+	if (!qs->loaded || qs->nlanes != q->nlanes)
+	{
+		if (mode != LW_EXCLUSIVE)
+		{
+			LWLockRelease(&qs->lock);
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		}
+		if (!qs->loaded || qs->nlanes != q->nlanes)
+			queue_load(q, qs);
+	}
+	return qs;
+}
+
+/* ---------- floors ---------- */
+
+static uint64
+lane_floor(MqQueueShared *qs, int lane)
+{
+	uint64		f = qs->scan_pos[lane];
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state != MQ_T_SETTLED && mq_qpos_lane(t->qpos) == lane && t->qpos < f)
+			f = t->qpos;
+	}
+	return f;
+}
+
+/*
+ * Drop settled entries below their lane's floor; optionally return the
+ * floors that moved since they were last written.
+ */
+static void
+compact(MqQueueShared *qs, uint64 *floors)
+{
+	uint64		f[MQ_MAX_LANES];
+	dlist_mutable_iter it;
+
+	for (int lane = 0; lane < qs->nlanes; lane++)
+		f[lane] = lane_floor(qs, lane);
+	dlist_foreach_modify(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_SETTLED && t->qpos < f[mq_qpos_lane(t->qpos)])
+			tracked_free(qs, t);
+	}
+	if (floors)
+		memcpy(floors, f, sizeof(uint64) * qs->nlanes);
+}
+
+/* ---------- taking messages ---------- */
+
+static bool
+entry_expired(MqQueue *q, MqTracked *t, TimestampTz now)
+{
+	if (t->expires_at != DT_NOEND && t->expires_at <= now)
+		return true;
+	if (q->message_ttl_ms >= 0 &&
+		t->visible_at + q->message_ttl_ms * 1000 <= now)
+		return true;
+	return false;
+}
+
+static uint32
+consumer_hash(const char *consumer)
+{
+	uint32		h = 0;
+
+	if (consumer)
+		for (const char *p = consumer; *p; p++)
+			h = h * 31 + (unsigned char) *p;
+	return h;
+}
+
+/* Copy a committed entry's columns into t, which becomes READY */
+static void
+tracked_fill(MqTracked *t, TupleTableSlot *slot)
+{
+	bool		isnull;
+
+	t->msg_id = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+	t->visible_at = DatumGetTimestampTz(slot_getattr(slot, 2, &isnull));
+	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, 3, &isnull));
+	t->state = MQ_T_READY;
+}
+
+/* Hand t over: lease, auto-ack or dead-letter it */
+static void
+take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
+		 TimestampTz lease_until, MqTakeMode mode, uint32 chash, MqDelivery *d)
+{
+	bool		was_ready = (t->state == MQ_T_READY || t->state == MQ_T_PENDING);
+
+	d->msg_id = t->msg_id;
+	d->qpos = t->qpos;
+	d->dead = false;
+	d->dead_reason = NULL;
+
+	if (mode == MQ_TAKE_DROP_HEAD)
+	{
+		d->dead = true;
+		d->dead_reason = "maxlen";
+	}
+	else if (entry_expired(q, t, now))
+	{
+		d->dead = true;
+		d->dead_reason = "expired";
+	}
+	else if (q->delivery_limit >= 0 && t->delivery_count > q->delivery_limit)
+	{
+		d->dead = true;
+		d->dead_reason = "delivery_limit";
+	}
+
+	if (!d->dead)
+	{
+		t->delivery_count++;
+		if (t->delivery_count > 1)
+			t->redelivered = true;
+	}
+	d->redelivered = t->redelivered;
+	d->delivery_count = t->delivery_count;
+
+	t->owner = MyProc->pgprocno;
+	t->consumer_hash = chash;
+	if (was_ready)
+		qs->unacked++;
+	if (d->dead || mode == MQ_TAKE_AUTO_ACK)
+	{
+		t->state = MQ_T_ACKING;
+		local_add(MQ_L_LEASE, qs, t->msg_id, false);
+		local_add(MQ_L_ACK, qs, t->msg_id, false);
+	}
+	else
+	{
+		t->state = MQ_T_LEASED;
+		t->until = lease_until;
+		local_add(MQ_L_LEASE, qs, t->msg_id, false);
+		qs->last_delivery = now;
+	}
+	note_leased_queue(qs->key);
+}
+
+int
+mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
+			  const char *consumer, int prefetch, MqDelivery *out)
+{
+	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	TimestampTz now = GetCurrentTimestamp();
+	uint32		chash = consumer_hash(consumer);
+	int			got = 0;
+
+	/* prefetch: unacked deliveries held by this consumer */
+	if (prefetch > 0 && mode != MQ_TAKE_DROP_HEAD)
+	{
+		int			held = 0;
+		dlist_iter	it;
+
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (t->state == MQ_T_LEASED && t->owner == MyProc->pgprocno &&
+				t->consumer_hash == chash)
+				held++;
+		}
+		n = Min(n, prefetch - held);
+	}
+
+	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
+	{
+		Relation	rel = NULL;
+		TupleTableSlot *slot = NULL;
+		dlist_iter	it;
+
+		/* First what we already track: redeliveries, late commits */
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (got >= n)
+				break;
+			if (mq_qpos_lane(t->qpos) != lane)
+				continue;
+			if (t->state == MQ_T_PENDING)
+			{
+				ItemPointerData tid;
+				MqlogRowState st;
+
+				if (rel == NULL)
+				{
+					rel = table_open(q->lanes[lane], AccessShareLock);
+					slot = table_slot_create(rel, NULL);
+				}
+				mq_qpos_tid(t->qpos, &tid);
+				if (!mqlog_fetch_row(rel, &tid, &st, slot) || st == MQLOG_ROW_ABORTED)
+				{
+					t->state = MQ_T_SETTLED;
+					continue;
+				}
+				if (st != MQLOG_ROW_COMMITTED)
+					continue;
+				tracked_fill(t, slot);
+			}
+			if (t->state == MQ_T_LEASED && mode != MQ_TAKE_DROP_HEAD &&
+				t->until <= now)
+			{
+				/* lease expired: back to ready, redelivered */
+				t->state = MQ_T_READY;
+				t->owner = -1;
+				t->until = 0;
+				t->redelivered = true;
+				qs->unacked--;
+			}
+			if (t->state != MQ_T_READY || t->until > now || t->visible_at > now)
+				continue;
+			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
+		}
+
+		/* Then new entries from the scan position on */
+		while (got < n)
+		{
+			ItemPointerData pos;
+			MqlogRowState st;
+			MqlogReadResult r;
+			MqTracked  *t;
+
+			if (rel == NULL)
+			{
+				rel = table_open(q->lanes[lane], AccessShareLock);
+				slot = table_slot_create(rel, NULL);
+			}
+			mq_qpos_tid(qs->scan_pos[lane], &pos);
+			r = mqlog_read_next(rel, &pos, &st, slot);
+			if (r == MQLOG_READ_END)
+				break;
+			if (st == MQLOG_ROW_ABORTED)
+			{
+				ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+				qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+				continue;
+			}
+			t = tracked_alloc();
+			if (t == NULL)
+			{
+				ereport(WARNING,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("queue_ext is tracking mq.max_in_flight = %d messages; queue \"%s\" waits for settlements",
+								mq_max_tracked, q->name)));
+				break;
+			}
+			memset(t, 0, sizeof(MqTracked));
+			t->qpos = mq_qpos_make(lane, &pos);
+			t->owner = -1;
+			t->expires_at = DT_NOEND;
+			dlist_push_tail(&qs->tracked, &t->node);
+			qs->ntracked++;
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+			qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+
+			if (st != MQLOG_ROW_COMMITTED)
+			{
+				/* in progress or our own: look again once it has ended */
+				t->state = MQ_T_PENDING;
+				t->msg_id = -(int64) t->qpos - 1;	/* placeholder, never acked */
+				continue;
+			}
+			tracked_fill(t, slot);
+			if (t->visible_at > now)
+				continue;		/* delayed: stays tracked until due */
+			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
+		}
+		if (rel)
+		{
+			ExecDropSingleTupleTableSlot(slot);
+			table_close(rel, AccessShareLock);
+		}
+	}
+	LWLockRelease(&qs->lock);
+	return got;
+}
+
+/* ---------- settling ---------- */
+
+MqSettleResult
+mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
+				uint64 *qpos, int32 *delivery_count)
+{
+	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	MqTracked  *t = tracked_find(qs, msg_id);
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (t == NULL || (t->state != MQ_T_LEASED))
+	{
+		LWLockRelease(&qs->lock);
+		return MQ_SETTLE_NOT_FOUND;
+	}
+	if (t->owner != MyProc->pgprocno)
+	{
+		LWLockRelease(&qs->lock);
+		return MQ_SETTLE_NOT_OWNER;
+	}
+	*qpos = t->qpos;
+	*delivery_count = t->delivery_count;
+	switch (op)
+	{
+		case MQ_SETTLE_OP_ACK:
+		case MQ_SETTLE_OP_DEAD:
+			t->state = MQ_T_ACKING;
+			local_add(MQ_L_ACK, qs, msg_id, true);
+			break;
+		case MQ_SETTLE_OP_REQUEUE:
+			t->state = MQ_T_READY;
+			t->owner = -1;
+			t->until = when > now ? when : 0;
+			t->redelivered = true;
+			qs->unacked--;
+			ConditionVariableBroadcast(&qs->cv);
+			break;
+		case MQ_SETTLE_OP_EXTEND:
+			t->until = when;
+			break;
+	}
+	LWLockRelease(&qs->lock);
+	return MQ_SETTLE_OK;
+}
+
+/*
+ * Called by the settling code after it appended settlement records: every
+ * MQ_FLOOR_INTERVAL settlements, record each lane's floor so that a restart
+ * replays only what lies above it.
+ */
+void
+mq_queue_write_floors(MqQueue *q)
+{
+	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	uint64		floors[MQ_MAX_LANES];
+	int			nlanes = qs->nlanes;
+	bool		due = qs->settled_since_floor >= MQ_FLOOR_INTERVAL;
+
+	if (due)
+	{
+		compact(qs, floors);
+		qs->settled_since_floor = 0;
+	}
+	LWLockRelease(&qs->lock);
+	if (!due)
+		return;
+	for (int lane = 0; lane < nlanes; lane++)
+	{
+		if (floors[lane] > qs->floor_written[lane])
+		{
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_FLOOR, floors[lane], 0);
+			qs->floor_written[lane] = floors[lane];
+		}
+	}
+}
+
+/* ---------- publishing ---------- */
+
+void
+mq_queue_note_publish(MqQueue *q, int n)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+
+	LWLockRelease(&qs->lock);
+	local_add(MQ_L_PUBLISH, qs, n, false);
+}
+
+/* Ready messages, for x-max-length (committed ones only) */
+int64
+mq_queue_ready_for_publish(MqQueue *q)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	int64		ready = Max(qs->backlog - qs->unacked, 0);
+
+	LWLockRelease(&qs->lock);
+	/* plus what this transaction already published to q */
+	for (int i = 0; i < nlocal; i++)
+		if (local_actions[i].kind == MQ_L_PUBLISH &&
+			local_actions[i].qkey.queue_id == q->id &&
+			local_actions[i].qkey.dbid == MyDatabaseId)
+			ready += local_actions[i].msg_id;
+	return ready;
+}
+
+/* ---------- waiting ---------- */
+
+void
+mq_queue_prepare_wait(MqQueue *q)
+{
+	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+
+	qs->nwaiting++;
+	LWLockRelease(&qs->lock);
+	waiting_on = qs;
+	ConditionVariablePrepareToSleep(&qs->cv);
+}
+
+bool
+mq_queue_wait(MqQueue *q, long timeout_ms)
+{
+	Assert(waiting_on != NULL);
+	return !ConditionVariableTimedSleep(&waiting_on->cv, timeout_ms,
+										PG_WAIT_EXTENSION);
+}
+
+void
+mq_queue_cancel_wait(void)
+{
+	if (waiting_on == NULL)
+		return;
+	ConditionVariableCancelSleep();
+	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
+	waiting_on->nwaiting--;
+	LWLockRelease(&waiting_on->lock);
+	waiting_on = NULL;
+}
+
+/* ---------- transaction and session ends ---------- */
+
+static MqTracked *
+local_target(MqLocalAction *a, MqQueueShared **qsp)
+{
+	MqQueueShared *qs = queue_shared(a->qkey.dbid, a->qkey.queue_id, false);
+
+	*qsp = qs;
+	if (qs == NULL || !qs->loaded)
+		return NULL;
+	if (a->kind == MQ_L_PUBLISH)
+		return NULL;
+	return tracked_find(qs, a->msg_id);
+}
+
+/* Return a message we hold to ready (abort, session end) */
+static void
+release_to_ready(MqQueueShared *qs, MqTracked *t)
+{
+	t->state = MQ_T_READY;
+	t->owner = -1;
+	t->until = 0;
+	t->redelivered = true;
+	qs->unacked--;
+}
+
+static void
+local_commit(int from)
+{
+	for (int i = from; i < nlocal; i++)
+	{
+		MqLocalAction *a = &local_actions[i];
+		MqQueueShared *qs;
+		MqTracked  *t;
+
+		if (a->kind == MQ_L_LEASE)
+			continue;
+		t = local_target(a, &qs);
+		if (qs == NULL)
+			continue;
+		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		if (a->kind == MQ_L_PUBLISH)
+		{
+			if (qs->loaded)
+				qs->backlog += a->msg_id;
+			LWLockRelease(&qs->lock);
+			ConditionVariableBroadcast(&qs->cv);
+			continue;
+		}
+		t = tracked_find(qs, a->msg_id);
+		if (t && t->state == MQ_T_ACKING && t->owner == MyProc->pgprocno)
+		{
+			t->state = MQ_T_SETTLED;
+			t->owner = -1;
+			qs->unacked--;
+			qs->backlog = Max(qs->backlog - 1, 0);
+			if (++qs->settled_since_floor % 64 == 0)
+				compact(qs, NULL);
+		}
+		LWLockRelease(&qs->lock);
+	}
+}
+
+static void
+local_abort(int from)
+{
+	/* settlements first: they go back to leased */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		for (int i = nlocal - 1; i >= from; i--)
+		{
+			MqLocalAction *a = &local_actions[i];
+			MqQueueShared *qs;
+			MqTracked  *t;
+
+			if ((pass == 0) != (a->kind == MQ_L_ACK))
+				continue;
+			if (a->kind == MQ_L_PUBLISH)
+				continue;
+			t = local_target(a, &qs);
+			if (qs == NULL)
+				continue;
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+			t = tracked_find(qs, a->msg_id);
+			if (t && t->owner == MyProc->pgprocno)
+			{
+				if (a->kind == MQ_L_ACK && t->state == MQ_T_ACKING)
+					t->state = MQ_T_LEASED;
+				else if (a->kind == MQ_L_LEASE &&
+						 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
+				{
+					release_to_ready(qs, t);
+					ConditionVariableBroadcast(&qs->cv);
+				}
+			}
+			LWLockRelease(&qs->lock);
+		}
+	}
+}
+
+static void
+mq_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			for (int i = 0; i < nlocal; i++)
+				if (local_actions[i].kind != MQ_L_PUBLISH)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot prepare a transaction that consumed or settled messages")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			local_commit(0);
+			nlocal = 0;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			local_abort(0);
+			nlocal = 0;
+			break;
+		case XACT_EVENT_PREPARE:
+			nlocal = 0;
+			break;
+		default:
+			break;
+	}
+	if (event == XACT_EVENT_ABORT && waiting_on != NULL)
+	{
+		/* ConditionVariableCancelSleep already ran in AbortTransaction */
+		LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
+		waiting_on->nwaiting--;
+		LWLockRelease(&waiting_on->lock);
+		waiting_on = NULL;
+	}
+}
+
+static void
+mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			first = nlocal;
+
+	for (int i = nlocal - 1; i >= 0 && local_actions[i].nest >= level; i--)
+		first = i;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		local_abort(first);
+		nlocal = first;
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (int i = first; i < nlocal; i++)
+			local_actions[i].nest = level - 1;
+	}
+}
+
+/* Session end: everything this session holds becomes ready at once */
+static void
+mq_session_exit(int code, Datum arg)
+{
+	if (mq_shared == NULL)
+		return;
+	for (int i = 0; i < nleased_queues; i++)
+	{
+		MqQueueShared *qs = queue_shared(leased_queues[i].dbid, leased_queues[i].queue_id, false);
+		dlist_iter	it;
+		bool		any = false;
+
+		if (qs == NULL)
+			continue;
+		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (t->owner == MyProc->pgprocno &&
+				(t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
+			{
+				release_to_ready(qs, t);
+				any = true;
+			}
+		}
+		LWLockRelease(&qs->lock);
+		if (any)
+			ConditionVariableBroadcast(&qs->cv);
+	}
+	nleased_queues = 0;
+	nlocal = 0;
+}
+
+/* ---------- inspection and administration ---------- */
+
+void
+mq_queue_counts(MqQueue *q, MqQueueCounts *c)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	TimestampTz now = GetCurrentTimestamp();
+	dlist_iter	it;
+	int			owners[64];
+	int			nowners = 0;
+
+	memset(c, 0, sizeof(*c));
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_READY && (t->visible_at > now || t->until > now))
+			c->delayed++;
+		else if (t->state == MQ_T_READY &&
+				 (c->oldest_ready == 0 || t->visible_at < c->oldest_ready))
+			c->oldest_ready = t->visible_at;
+		if (t->state == MQ_T_LEASED && t->owner >= 0)
+		{
+			bool		seen = false;
+
+			for (int i = 0; i < nowners; i++)
+				seen |= owners[i] == t->owner;
+			if (!seen && nowners < lengthof(owners))
+				owners[nowners++] = t->owner;
+		}
+	}
+	c->total = qs->backlog;
+	c->unacked = qs->unacked;
+	c->ready = Max(qs->backlog - qs->unacked - c->delayed, 0);
+	c->consumers = nowners + qs->nwaiting;
+	c->last_delivery = qs->last_delivery;
+
+	/* oldest ready not yet scanned: the first committed entry of a lane */
+	for (int lane = 0; lane < qs->nlanes && c->ready > 0; lane++)
+	{
+		Relation	rel = table_open(q->lanes[lane], AccessShareLock);
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+		ItemPointerData pos;
+		MqlogRowState st;
+
+		mq_qpos_tid(qs->scan_pos[lane], &pos);
+		while (mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED)
+			{
+				bool		isnull;
+				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, 2, &isnull));
+
+				if (c->oldest_ready == 0 || v < c->oldest_ready)
+					c->oldest_ready = v;
+				break;
+			}
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	LWLockRelease(&qs->lock);
+}
+
+/* Forget a deleted queue's state (at once; the queue is gone for good) */
+void
+mq_queue_state_drop(MqQueue *q)
+{
+	MqQueueShared *qs = queue_shared(MyDatabaseId, q->id, false);
+
+	if (qs == NULL)
+		return;
+	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+	while (!dlist_is_empty(&qs->tracked))
+		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+	qs->loaded = false;
+	LWLockRelease(&qs->lock);
+	ConditionVariableBroadcast(&qs->cv);
+}
+
+/* Browse: ids of up to n ready messages, in delivery order */
+int
+mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	TimestampTz now = GetCurrentTimestamp();
+	int			got = 0;
+
+	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
+	{
+		Relation	rel;
+		TupleTableSlot *slot;
+		ItemPointerData pos;
+		MqlogRowState st;
+		dlist_iter	it;
+
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (got >= n)
+				break;
+			if (mq_qpos_lane(t->qpos) == lane && t->state == MQ_T_READY &&
+				t->visible_at <= now && t->until <= now)
+			{
+				delivery_counts[got] = t->delivery_count;
+				msg_ids[got++] = t->msg_id;
+			}
+		}
+		rel = table_open(q->lanes[lane], AccessShareLock);
+		slot = table_slot_create(rel, NULL);
+		mq_qpos_tid(qs->scan_pos[lane], &pos);
+		while (got < n && mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED)
+			{
+				bool		isnull;
+
+				if (DatumGetTimestampTz(slot_getattr(slot, 2, &isnull)) <= now)
+				{
+					delivery_counts[got] = 0;
+					msg_ids[got++] = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+				}
+			}
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	LWLockRelease(&qs->lock);
+	return got;
+}

@@ -1,0 +1,115 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_state.h
+ *	  Consumer state of classic and quorum queues, in shared memory.
+ *
+ * The entry logs and the message log are append-only; everything that
+ * changes as messages are delivered and settled lives here instead:
+ * per queue, a scan position in each priority lane, and a bounded list of
+ * "tracked" entries between the lane's floor (everything before it is
+ * settled) and its scan position: leased, waiting for redelivery, waiting
+ * for their publisher to commit, or settled but not yet below the floor.
+ * Settlements are made durable by appending to the settlement log in the
+ * settling transaction, and this state is rebuilt from it after a restart.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_QUEUE_STATE_H
+#define MQ_QUEUE_STATE_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "msglog.h"
+
+#define MQ_MAX_LANES 256
+
+/* GUCs */
+extern int	mq_max_queues;
+extern int	mq_max_tracked;
+
+/* Shared memory setup, from _PG_init */
+extern void mq_queue_state_shmem_init(void);
+
+typedef struct MqQueueCounts
+{
+	int64		ready;
+	int64		unacked;
+	int64		delayed;
+	int64		total;
+	int32		consumers;
+	TimestampTz oldest_ready;	/* 0: none */
+	TimestampTz last_delivery;	/* 0: never */
+} MqQueueCounts;
+
+extern void mq_queue_counts(MqQueue *q, MqQueueCounts *counts);
+extern void mq_queue_state_drop(MqQueue *q);
+extern int64 mq_queue_purge_ready(MqQueue *q);
+
+/* Publishing: entries appended in this transaction (counted at commit) */
+extern void mq_queue_note_publish(MqQueue *q, int n);
+extern int64 mq_queue_ready_for_publish(MqQueue *q);
+
+/* What consume hands back for one delivery */
+typedef struct MqDelivery
+{
+	int64		msg_id;
+	uint64		qpos;
+	bool		redelivered;
+	int32		delivery_count;
+	bool		dead;			/* dead-letter instead of deliver */
+	const char *dead_reason;
+} MqDelivery;
+
+typedef enum MqTakeMode
+{
+	MQ_TAKE_LEASE,				/* normal consume */
+	MQ_TAKE_AUTO_ACK,			/* consume and settle at once */
+	MQ_TAKE_DROP_HEAD			/* overflow: dead-letter the oldest ready */
+} MqTakeMode;
+
+/*
+ * Take up to n ready messages from q (highest priority lane first).
+ * Expired and over-delivered messages come back with dead = true; the
+ * caller dead-letters them (and they count against n).
+ */
+extern int	mq_queue_take(MqQueue *q, int n, TimestampTz lease_until,
+						  MqTakeMode mode, const char *consumer, int prefetch,
+						  MqDelivery *out);
+
+/* Sleep until something is published to q or the timeout (ms) passes */
+extern void mq_queue_prepare_wait(MqQueue *q);
+extern bool mq_queue_wait(MqQueue *q, long timeout_ms);
+extern void mq_queue_cancel_wait(void);
+
+/* Settle operations; return false when the message isn't leased by us */
+typedef enum MqSettleOp
+{
+	MQ_SETTLE_OP_ACK,
+	MQ_SETTLE_OP_DEAD,
+	MQ_SETTLE_OP_REQUEUE,
+	MQ_SETTLE_OP_EXTEND
+} MqSettleOp;
+
+typedef enum MqSettleResult
+{
+	MQ_SETTLE_OK,
+	MQ_SETTLE_NOT_FOUND,		/* not delivered (unknown, settled or ready) */
+	MQ_SETTLE_NOT_OWNER			/* leased by another session */
+} MqSettleResult;
+
+extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,
+									  TimestampTz when, uint64 *qpos,
+									  int32 *delivery_count);
+
+/* Browse ready messages without taking them */
+extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts);
+
+
+
+/* Record lane floors every so many settlements (call after settling) */
+extern void mq_queue_write_floors(MqQueue *q);
+#endif							/* MQ_QUEUE_STATE_H */

@@ -1,0 +1,236 @@
+/*-------------------------------------------------------------------------
+ *
+ * settle.c
+ *	  SQL entry points that settle deliveries: mq.ack, mq.nack, mq.reject,
+ *	  mq.extend_lease, and mq.queue_purge.
+ *
+ * Settling is transactional: an ack is a settlement record appended in the
+ * caller's transaction, so consume + work + ack in one transaction is
+ * exactly-once for that work; if the transaction rolls back, the message
+ * is leased again (or ready again, if it was also consumed in it).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "queue_ext.h"
+#include "msglog.h"
+#include "publish.h"
+#include "queue_state.h"
+
+PG_FUNCTION_INFO_V1(mq_ack);
+PG_FUNCTION_INFO_V1(mq_nack);
+PG_FUNCTION_INFO_V1(mq_reject);
+PG_FUNCTION_INFO_V1(mq_extend_lease);
+
+static MqQueue *
+settle_queue(FunctionCallInfo fcinfo)
+{
+	MqQueue    *q;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queue must not be null")));
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+	return q;
+}
+
+static int64 *
+id_array(ArrayType *arr, int *n)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int64	   *ids;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("msg_ids must be a one-dimensional array")));
+	deconstruct_array(arr, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, &nulls, n);
+	ids = palloc(sizeof(int64) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("msg_ids must not contain nulls")));
+		ids[i] = DatumGetInt64(elems[i]);
+	}
+	return ids;
+}
+
+/*
+ * Settle each id with op; raises if one of them is not currently
+ * delivered to this session (everything done by the call is then rolled
+ * back with the transaction).
+ */
+static int
+settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
+		   const char *dead_reason)
+{
+	int			done = 0;
+	bool		wrote = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		uint64		qpos;
+		int32		count;
+		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &qpos, &count);
+
+		if (r == MQ_SETTLE_NOT_OWNER)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("message " INT64_FORMAT " of queue \"%s\" is leased by another consumer",
+							ids[i], q->name),
+					 errdetail("Only the session a message is delivered to can settle it; its lease may have expired and the message been redelivered.")));
+		if (r == MQ_SETTLE_NOT_FOUND)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",
+							ids[i], q->name),
+					 errdetail("It is unknown, not yet delivered, or already settled.")));
+		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD)
+		{
+			mq_settle_append(q->durable, q->id,
+							 op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK : MQ_SETTLE_DEAD,
+							 qpos, ids[i]);
+			if (op == MQ_SETTLE_OP_DEAD)
+				mq_dead_letter(q, ids[i], dead_reason);
+			wrote = true;
+		}
+		done++;
+	}
+	if (wrote)
+	{
+		if (q->type == MQ_QUEUE_QUORUM)
+			mq_require_durability(MQ_DURABILITY_QUORUM);
+		mq_queue_write_floors(q);
+	}
+	return done;
+}
+
+static int64
+interval_us(Interval *iv)
+{
+	return iv->time +
+		((int64) iv->day + (int64) iv->month * DAYS_PER_MONTH) * USECS_PER_DAY;
+}
+
+/* mq.ack(queue, msg_ids, group_name) returns the number acked */
+Datum
+mq_ack(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q = settle_queue(fcinfo);
+	int			n;
+	int64	   *ids;
+
+	if (PG_ARGISNULL(1))
+		PG_RETURN_INT32(0);
+	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
+	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_ACK, 0, NULL));
+}
+
+static int
+nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
+{
+	TimestampTz when = 0;
+
+	if (delay)
+	{
+		int64		us = interval_us(delay);
+
+		if (us < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("delay must not be negative")));
+		when = GetCurrentTimestamp() + us;
+	}
+	return settle_ids(q, ids, n, requeue ? MQ_SETTLE_OP_REQUEUE : MQ_SETTLE_OP_DEAD,
+					  when, "rejected");
+}
+
+/* mq.nack(queue, msg_ids, requeue, delay, group_name) */
+Datum
+mq_nack(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q = settle_queue(fcinfo);
+	int			n;
+	int64	   *ids;
+
+	if (PG_ARGISNULL(1))
+		PG_RETURN_INT32(0);
+	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
+	PG_RETURN_INT32(nack_common(q, ids, n, PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2),
+								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3)));
+}
+
+/* mq.reject(queue, msg_id, requeue) */
+Datum
+mq_reject(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q = settle_queue(fcinfo);
+	int64		id;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("msg_id must not be null")));
+	id = PG_GETARG_INT64(1);
+	PG_RETURN_INT32(nack_common(q, &id, 1, PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), NULL));
+}
+
+/* mq.extend_lease(queue, msg_ids, lease): lease runs for 'lease' from now */
+Datum
+mq_extend_lease(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q = settle_queue(fcinfo);
+	int			n;
+	int64	   *ids;
+	int64		us;
+
+	if (PG_ARGISNULL(1))
+		PG_RETURN_INT32(0);
+	if (PG_ARGISNULL(2) || (us = interval_us(PG_GETARG_INTERVAL_P(2))) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease must be positive")));
+	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
+	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND,
+							   GetCurrentTimestamp() + us, NULL));
+}
+
+/*
+ * Purge: settle every ready message of q (not those delivered and unacked,
+ * as in RabbitMQ), without dead-lettering.  Returns how many.
+ */
+int64
+mq_queue_purge_ready(MqQueue *q)
+{
+	int64		total = 0;
+	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
+
+	for (;;)
+	{
+		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
+
+		for (int i = 0; i < got; i++)
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+		total += got;
+		if (got < 1000)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (total > 0)
+		mq_queue_write_floors(q);
+	return total;
+}

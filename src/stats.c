@@ -1,0 +1,64 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  Monitoring: the rows of the mq.queues view.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "queue_ext.h"
+#include "queue_state.h"
+
+PG_FUNCTION_INFO_V1(mq_queue_stats);
+
+/* mq._queue_stats(): one row per queue of this database */
+Datum
+mq_queue_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	mq_catalog_refresh();
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+		MqQueueCounts c;
+		Datum		values[11];
+		bool		nulls[11];
+
+		memset(nulls, 0, sizeof(nulls));
+		mq_queue_counts(q, &c);
+		values[0] = CStringGetTextDatum(q->name);
+		values[1] = CStringGetTextDatum(q->type == MQ_QUEUE_QUORUM ? "quorum" : "classic");
+		values[2] = BoolGetDatum(q->durable);
+		values[3] = Int64GetDatum(c.ready);
+		values[4] = Int64GetDatum(c.unacked);
+		values[5] = Int64GetDatum(c.delayed);
+		values[6] = Int64GetDatum(c.total);
+		values[7] = Int32GetDatum(c.consumers);
+		if (c.oldest_ready != 0 && c.ready > 0)
+		{
+			Interval   *iv = palloc0(sizeof(Interval));
+			int64		us = now - c.oldest_ready;
+
+			iv->time = Max(us, 0);
+			values[8] = IntervalPGetDatum(iv);
+		}
+		else
+			nulls[8] = true;
+		if (c.last_delivery != 0)
+			values[9] = TimestampTzGetDatum(c.last_delivery);
+		else
+			nulls[9] = true;
+		values[10] = JsonbPGetDatum(q->arguments);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
