@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -139,6 +140,11 @@ mq_consume(PG_FUNCTION_ARGS)
 	bool		any_settled = false;
 
 	reject_group_name(fcinfo, 4);
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot consume from queue \"%s\" on a standby", q->name),
+				 errhint("Consume on the primary; mq.browse works on a hot standby.")));
 	if (max_messages < 1 || max_messages > MQ_MAX_BATCH)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

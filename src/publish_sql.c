@@ -336,7 +336,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 			headers[i] = DatumGetJsonbP(h[i]);
 	}
 
-	InitMaterializedSRF(fcinfo, 0);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (n > 0)
 		mq_publish(ex, n, keys, bodies, headers, o, ids);
 	for (int i = 0; i < n; i++)

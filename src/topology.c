@@ -58,7 +58,26 @@ run_impl(const char *fn, int nargs, Oid *types, Datum *values, const char *nulls
 	mq_become_owner(&save_userid, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args(sql.data, nargs, types, values, nulls, false, 1);
+	PG_TRY();
+	{
+		ret = SPI_execute_with_args(sql.data, nargs, types, values, nulls, false, 1);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/*
+		 * Report errors of the internal implementation as our own: its
+		 * PL/pgSQL context lines mean nothing to the caller.
+		 */
+		MemoryContextSwitchTo(callercxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		edata->context = NULL;
+		edata->internalquery = NULL;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "%s failed: %s", fn, SPI_result_code_string(ret));
 	if (SPI_processed == 1)
