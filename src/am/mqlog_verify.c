@@ -34,6 +34,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/bitmapset.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -52,6 +53,7 @@ typedef struct VerifyState
 	TransactionId relfrozenxid;
 	TransactionId nextxid;
 	List	   *toast_refs;		/* VerifyToastRef * */
+	Bitmapset  *unreadable;		/* blocks that could not be read */
 } VerifyState;
 
 typedef struct VerifyToastRef
@@ -353,6 +355,12 @@ verify_toast_ref(VerifyState *vs, VerifyToastRef *ref)
 		uint32		expected = (i < nchunks - 1) ? MQLOG_OVERFLOW_CHUNK :
 		ref->extsize - (nchunks - 1) * MQLOG_OVERFLOW_CHUNK;
 
+		if (bms_is_member((int) blk, vs->unreadable))
+		{
+			report(vs, ref->blkno, ref->offnum, "out-of-line value at block %u: chunk %d is on unreadable block %u",
+				   ref->first, i, blk);
+			return;
+		}
 		if (blk >= vs->nblocks)
 		{
 			report(vs, ref->blkno, ref->offnum, "out-of-line value at block %u: chunk %d is beyond the end of the table",
@@ -434,6 +442,7 @@ mqlog_verify(PG_FUNCTION_ARGS)
 			CurrentResourceOwner = oldowner;
 			report(&vs, blkno, InvalidOffsetNumber, "could not read block: %s",
 				   edata->message);
+			vs.unreadable = bms_add_member(vs.unreadable, (int) blkno);
 			FreeErrorData(edata);
 		}
 		PG_END_TRY();
