@@ -31,6 +31,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "lib/stringinfo.h"
 #include "utils/syscache.h"
 
 #include "queue_ext.h"
@@ -742,3 +743,62 @@ mq_check_create_privilege(const char *kind, const char *name)
 				 errmsg("permission denied to create %s \"%s\"", kind, name),
 				 errhint("Creating queues and exchanges needs CREATE on schema mq.")));
 }
+
+/*
+ * Run "SELECT <fn>($1, ...)" as the extension owner; returns the result as
+ * a palloc'd C string in the caller's context (NULL for void/NULL).
+ */
+char *
+mq_run_internal(const char *fn, int nargs, Oid *types, Datum *values, const char *nulls)
+{
+	StringInfoData sql;
+	Oid			save_userid;
+	int			save_sec;
+	char	   *result = NULL;
+	MemoryContext callercxt = CurrentMemoryContext;
+	int			ret;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s.%s(", MQ_SCHEMA, fn);
+	for (int i = 0; i < nargs; i++)
+		appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
+	appendStringInfoString(&sql, ")::text");
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PG_TRY();
+	{
+		ret = SPI_execute_with_args(sql.data, nargs, types, values, nulls, false, 1);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/*
+		 * Report errors of the internal implementation as our own: its
+		 * PL/pgSQL context lines mean nothing to the caller.
+		 */
+		MemoryContextSwitchTo(callercxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		edata->context = NULL;
+		edata->internalquery = NULL;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "%s failed: %s", fn, SPI_result_code_string(ret));
+	if (SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (v)
+			result = MemoryContextStrdup(callercxt, v);
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+	mq_catalog_invalidate();
+	return result;
+}
+

@@ -117,6 +117,13 @@ extern Oid	mq_extension_owner(void);
 extern void mq_become_owner(Oid *save_userid, int *save_sec_context);
 extern void mq_restore_user(Oid save_userid, int save_sec_context);
 
+/*
+ * Run "SELECT mq.<fn>($1, ...)" as the extension owner; returns the result
+ * as text (NULL for void) and marks the topology cache stale.
+ */
+extern char *mq_run_internal(const char *fn, int nargs, Oid *types,
+							 Datum *values, const char *nulls);
+
 /* Relation ids of internal tables, looked up once per backend */
 extern Oid	mq_settle_log_relid(bool durable);
 extern Oid	mq_internal_relid(const char *relname);

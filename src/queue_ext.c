@@ -57,7 +57,7 @@ _PG_init(void)
 	DefineCustomIntVariable("mq.max_queues",
 							"Most queues (in all databases) with consumer state in shared memory.",
 							NULL,
-							&mq_max_queues, 1024, 16, 1 << 20,
+							&mq_max_queues, 4096, 16, 1 << 20,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.max_in_flight",
 							"Most messages tracked at once in shared memory (leased, awaiting redelivery or settlement).",

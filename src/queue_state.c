@@ -47,7 +47,7 @@
 #include "am/mqlog.h"
 #include "queue_state.h"
 
-int			mq_max_queues = 1024;
+int			mq_max_queues = 4096;
 int			mq_max_tracked = 65536;
 
 #define MQ_FLOOR_INTERVAL 1024
@@ -82,9 +82,13 @@ typedef struct MqQueueKey
 	int32		queue_id;
 } MqQueueKey;
 
+#define MQ_SLOT_MAGIC 0x6d715131
+
 typedef struct MqQueueShared
 {
 	MqQueueKey	key;
+	uint32		magic;			/* lock and cv initialised (slot reuse) */
+	bool		dropped;		/* removed from the hash: look again */
 	LWLock		lock;
 	ConditionVariable cv;
 	bool		loaded;
@@ -322,8 +326,19 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 	}
 	if (!found)
 	{
-		LWLockInitialize(&qs->lock, mq_shared->tranche_id);
-		ConditionVariableInit(&qs->cv);
+		/*
+		 * dynahash reuses removed entries without clearing them; a backend
+		 * may still wait on the lock of a removed queue's slot, so a lock is
+		 * initialised only once per slot (it rechecks the key, see
+		 * queue_lock).
+		 */
+		if (qs->magic != MQ_SLOT_MAGIC)
+		{
+			LWLockInitialize(&qs->lock, mq_shared->tranche_id);
+			ConditionVariableInit(&qs->cv);
+			qs->magic = MQ_SLOT_MAGIC;
+		}
+		qs->dropped = false;
 		qs->loaded = false;
 		dlist_init(&qs->tracked);
 		qs->ntracked = 0;
@@ -449,10 +464,18 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 static MqQueueShared *
 queue_lock(MqQueue *q, LWLockMode mode)
 {
-	MqQueueShared *qs = queue_shared(MyDatabaseId, q->id, true);
+	MqQueueShared *qs;
 
 	register_callbacks();
-	LWLockAcquire(&qs->lock, mode);
+	for (;;)
+	{
+		qs = queue_shared(MyDatabaseId, q->id, true);
+		LWLockAcquire(&qs->lock, mode);
+		if (!qs->dropped && qs->key.dbid == MyDatabaseId && qs->key.queue_id == q->id)
+			break;
+		/* the slot was removed (queue deleted) or reused meanwhile */
+		LWLockRelease(&qs->lock);
+	}
 	if (!qs->loaded || qs->nlanes != q->nlanes)
 	{
 		if (mode != LW_EXCLUSIVE)
@@ -878,17 +901,29 @@ mq_queue_cancel_wait(void)
 
 /* ---------- transaction and session ends ---------- */
 
-static MqTracked *
-local_target(MqLocalAction *a, MqQueueShared **qsp)
+/*
+ * Lock the shared state of a queue known by key, if it still exists;
+ * NULL when it does not (deleted, or never loaded since a restart).
+ */
+static MqQueueShared *
+queue_lock_key(MqQueueKey key)
 {
-	MqQueueShared *qs = queue_shared(a->qkey.dbid, a->qkey.queue_id, false);
+	for (;;)
+	{
+		MqQueueShared *qs = queue_shared(key.dbid, key.queue_id, false);
 
-	*qsp = qs;
-	if (qs == NULL || !qs->loaded)
-		return NULL;
-	if (a->kind == MQ_L_PUBLISH)
-		return NULL;
-	return tracked_find(qs, a->msg_id);
+		if (qs == NULL)
+			return NULL;
+		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		if (!qs->dropped && qs->key.dbid == key.dbid && qs->key.queue_id == key.queue_id)
+		{
+			if (qs->loaded)
+				return qs;
+			LWLockRelease(&qs->lock);
+			return NULL;
+		}
+		LWLockRelease(&qs->lock);
+	}
 }
 
 /* Return a message we hold to ready (abort, session end) */
@@ -913,14 +948,12 @@ local_commit(int from)
 
 		if (a->kind == MQ_L_LEASE)
 			continue;
-		t = local_target(a, &qs);
+		qs = queue_lock_key(a->qkey);
 		if (qs == NULL)
 			continue;
-		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 		if (a->kind == MQ_L_PUBLISH)
 		{
-			if (qs->loaded)
-				qs->backlog += a->msg_id;
+			qs->backlog += a->msg_id;
 			LWLockRelease(&qs->lock);
 			ConditionVariableBroadcast(&qs->cv);
 			continue;
@@ -955,10 +988,9 @@ local_abort(int from)
 				continue;
 			if (a->kind == MQ_L_PUBLISH)
 				continue;
-			t = local_target(a, &qs);
+			qs = queue_lock_key(a->qkey);
 			if (qs == NULL)
 				continue;
-			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 			t = tracked_find(qs, a->msg_id);
 			if (t && t->owner == MyProc->pgprocno)
 			{
@@ -1043,13 +1075,12 @@ mq_session_exit(int code, Datum arg)
 		return;
 	for (int i = 0; i < nleased_queues; i++)
 	{
-		MqQueueShared *qs = queue_shared(leased_queues[i].dbid, leased_queues[i].queue_id, false);
+		MqQueueShared *qs = queue_lock_key(leased_queues[i]);
 		dlist_iter	it;
 		bool		any = false;
 
 		if (qs == NULL)
 			continue;
-		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 		dlist_foreach(it, &qs->tracked)
 		{
 			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
@@ -1142,11 +1173,15 @@ mq_queue_state_drop(MqQueue *q)
 
 	if (qs == NULL)
 		return;
+	LWLockAcquire(&mq_shared->lock, LW_EXCLUSIVE);
 	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 	while (!dlist_is_empty(&qs->tracked))
 		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
 	qs->loaded = false;
+	qs->dropped = true;
+	hash_search(mq_queue_htab, &qs->key, HASH_REMOVE, NULL);
 	LWLockRelease(&qs->lock);
+	LWLockRelease(&mq_shared->lock);
 	ConditionVariableBroadcast(&qs->cv);
 }
 

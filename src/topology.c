@@ -35,64 +35,6 @@ PG_FUNCTION_INFO_V1(mq_unbind);
 PG_FUNCTION_INFO_V1(mq_grant);
 PG_FUNCTION_INFO_V1(mq_revoke);
 
-/*
- * Run "SELECT <fn>($1, ...)" as the extension owner; returns the result as
- * a palloc'd C string in the caller's context (NULL for void/NULL).
- */
-static char *
-run_impl(const char *fn, int nargs, Oid *types, Datum *values, const char *nulls)
-{
-	StringInfoData sql;
-	Oid			save_userid;
-	int			save_sec;
-	char	   *result = NULL;
-	MemoryContext callercxt = CurrentMemoryContext;
-	int			ret;
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s.%s(", MQ_SCHEMA, fn);
-	for (int i = 0; i < nargs; i++)
-		appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
-	appendStringInfoString(&sql, ")::text");
-
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PG_TRY();
-	{
-		ret = SPI_execute_with_args(sql.data, nargs, types, values, nulls, false, 1);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		/*
-		 * Report errors of the internal implementation as our own: its
-		 * PL/pgSQL context lines mean nothing to the caller.
-		 */
-		MemoryContextSwitchTo(callercxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		edata->context = NULL;
-		edata->internalquery = NULL;
-		ReThrowError(edata);
-	}
-	PG_END_TRY();
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "%s failed: %s", fn, SPI_result_code_string(ret));
-	if (SPI_processed == 1)
-	{
-		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-		if (v)
-			result = MemoryContextStrdup(callercxt, v);
-	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
-	mq_catalog_invalidate();
-	return result;
-}
-
 static char *
 text_arg(FunctionCallInfo fcinfo, int n, const char *what)
 {
@@ -144,7 +86,7 @@ mq_exchange_declare(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("durable must not be null")));
 	values[5] = ObjectIdGetDatum(GetUserId());
-	run_impl("_exchange_declare_impl", 6, types, values, nulls);
+	mq_run_internal("_exchange_declare_impl", 6, types, values, nulls);
 	PG_RETURN_VOID();
 }
 
@@ -163,7 +105,7 @@ mq_exchange_delete(PG_FUNCTION_ARGS)
 	mq_check_exchange_privilege(ex, MQ_PRIV_CONFIGURE);
 	values[0] = CStringGetTextDatum(name);
 	values[1] = BoolGetDatum(if_unused);
-	run_impl("_exchange_delete_impl", 2, types, values, NULL);
+	mq_run_internal("_exchange_delete_impl", 2, types, values, NULL);
 	PG_RETURN_VOID();
 }
 
@@ -204,7 +146,7 @@ mq_queue_declare(PG_FUNCTION_ARGS)
 	else
 		values[3] = PG_GETARG_DATUM(3);
 	values[4] = ObjectIdGetDatum(GetUserId());
-	res = run_impl("_queue_declare_impl", 5, types, values, nulls);
+	res = mq_run_internal("_queue_declare_impl", 5, types, values, nulls);
 	PG_RETURN_TEXT_P(cstring_to_text(res));
 }
 
@@ -233,7 +175,7 @@ mq_queue_delete(PG_FUNCTION_ARGS)
 	values[2] = BoolGetDatum(if_empty);
 	values[3] = Int64GetDatum(counts.ready + counts.unacked);
 	values[4] = Int32GetDatum(counts.consumers);
-	run_impl("_queue_delete_impl", 5, types, values, NULL);
+	mq_run_internal("_queue_delete_impl", 5, types, values, NULL);
 	mq_queue_state_drop(q);
 	PG_RETURN_INT64(counts.ready + counts.unacked);
 }
@@ -280,7 +222,7 @@ bind_common(FunctionCallInfo fcinfo, bool unbind)
 			values[i] = PG_GETARG_DATUM(i);
 	}
 	values[4] = BoolGetDatum(unbind);
-	run_impl("_bind_impl", 5, types, values, nulls);
+	mq_run_internal("_bind_impl", 5, types, values, nulls);
 }
 
 /* mq.bind(queue, exchange, binding_key, arguments) */
@@ -340,7 +282,7 @@ grant_common(FunctionCallInfo fcinfo, bool revoke)
 	else
 		values[3] = PG_GETARG_DATUM(3);
 	values[4] = BoolGetDatum(revoke);
-	run_impl("_grant_impl", 5, types, values, nulls);
+	mq_run_internal("_grant_impl", 5, types, values, nulls);
 }
 
 Datum
