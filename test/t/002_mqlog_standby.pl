@@ -1,0 +1,126 @@
+# mqlog: streaming replication.  A hot standby replays the custom WAL
+# records (with wal_consistency_checking on the primary), answers the same
+# queries as the primary while recovering, survives a primary crash in the
+# middle of a load, and replays a FREEZE record.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1, extra => ['--data-checksums']);
+$primary->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'queue_ext'
+wal_consistency_checking = 'mqlog'
+});
+$primary->start;
+$primary->safe_psql('postgres', q{
+CREATE EXTENSION queue_ext;
+CREATE TABLE log (id int, body text) USING mqlog;
+CREATE INDEX log_id ON log (id);
+});
+
+$primary->backup('bkp');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'bkp', has_streaming => 1);
+$standby->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'queue_ext'
+hot_standby = on
+max_standby_streaming_delay = -1
+});
+$standby->start;
+
+my $check = q{
+SELECT count(*), sum(id), md5(string_agg(id::text || ':' || md5(body), ',' ORDER BY id, md5(body)))
+FROM log};
+
+sub compare
+{
+	my ($what) = @_;
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	my $p = $primary->safe_psql('postgres', $check);
+	my $s = $standby->safe_psql('postgres', $check);
+	is($s, $p, "standby matches primary: $what");
+	my $si = $standby->safe_psql('postgres',
+		"SET enable_seqscan = off; SELECT count(*) FROM log WHERE id BETWEEN 100 AND 200");
+	my $pi = $primary->safe_psql('postgres',
+		"SET enable_seqscan = off; SELECT count(*) FROM log WHERE id BETWEEN 100 AND 200");
+	is($si, $pi, "index scan on standby matches: $what");
+	return;
+}
+
+# every insert path: single rows, multi-row, COPY (multi_insert), large
+# values on overflow pages, aborted transactions and savepoints
+$primary->safe_psql('postgres', q{
+INSERT INTO log VALUES (1, 'one');
+INSERT INTO log SELECT g, repeat('m', g % 500) FROM generate_series(2, 3000) g;
+COPY log FROM PROGRAM 'seq 3001 6000 | sed s/$/,copied/' (FORMAT csv);
+INSERT INTO log SELECT 7000 + g, (SELECT string_agg(md5(h::text), '') FROM generate_series(1, 20000 * g) h)
+  FROM generate_series(1, 3) g;
+BEGIN; INSERT INTO log VALUES (-1, 'aborted'); ROLLBACK;
+BEGIN; SAVEPOINT a; INSERT INTO log VALUES (-2, 'rolled back'); ROLLBACK TO a;
+INSERT INTO log VALUES (8000, 'kept'); COMMIT;
+});
+compare('after inserts');
+is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't',
+	'standby reads while in recovery');
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM log WHERE id < 0'),
+	'0', 'no aborted rows on the standby');
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM mq.mqlog_verify(\'log\')'),
+	'0', 'verification clean on the standby');
+
+# an open transaction on the primary: its rows are invisible on the
+# standby until it commits
+my $bg = $primary->background_psql('postgres');
+$bg->query_safe("BEGIN; INSERT INTO log SELECT g, 'late' FROM generate_series(9001, 9100) g;");
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+is($standby->safe_psql('postgres', "SELECT count(*) FROM log WHERE body = 'late'"),
+	'0', 'uncommitted rows invisible on the standby');
+$bg->query_safe("COMMIT");
+$bg->quit;
+compare('after a late commit');
+
+# freezing: burn xids, VACUUM with freeze_min_age 0 on the primary
+$primary->safe_psql('postgres', q{
+DO $$ BEGIN FOR i IN 1..200 LOOP INSERT INTO log VALUES (10000 + i, 'burn'); COMMIT; END LOOP; END $$;
+});
+$primary->safe_psql('postgres', 'SET vacuum_freeze_min_age = 0; VACUUM log');
+cmp_ok($primary->safe_psql('postgres',
+	"SELECT age(relfrozenxid) FROM pg_class WHERE relname = 'log'"),
+	'<', 10, 'relfrozenxid advanced on the primary');
+compare('after VACUUM freeze');
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM mq.mqlog_verify(\'log\')'),
+	'0', 'verification clean on the standby after freeze');
+
+# the primary crashes in the middle of a load and restarts
+my $script = '';
+$script .= "INSERT INTO log SELECT 20000 + $_ * 10 + k, 'crash' FROM generate_series(0, 9) k;\n"
+  for 1 .. 5000;
+my $sf = $primary->basedir . '/load.sql';
+open(my $fh, '>', $sf) or die;
+print $fh $script;
+close($fh);
+my $load = IPC::Run::start(
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $primary->connstr('postgres'), '-f', $sf ],
+	'>', '/dev/null', '2>', '/dev/null');
+my $deadline = time() + 60;
+while (time() < $deadline)
+{
+	last if $primary->safe_psql('postgres', "SELECT count(*) FROM log WHERE body = 'crash'") >= 2000;
+	select(undef, undef, undef, 0.2);
+}
+$primary->stop('immediate');
+$load->finish;
+$primary->start;
+cmp_ok($primary->safe_psql('postgres', "SELECT count(*) FROM log WHERE body = 'crash'"),
+	'>=', 2000, 'primary kept the committed part of the load');
+$primary->safe_psql('postgres', "INSERT INTO log VALUES (99999, 'after crash')");
+compare('after a primary crash mid-load');
+is($primary->safe_psql('postgres', 'SELECT count(*) FROM mq.mqlog_verify(\'log\')'),
+	'0', 'verification clean on the primary after the crash');
+
+$standby->stop;
+$primary->stop;
+done_testing();
