@@ -789,3 +789,125 @@ SELECT 'x', e.id, 0, p.priv
   FROM mq.cat_exchange e, (VALUES ('publish'), ('consume')) AS p(priv);
 
 -- end of broker API section
+
+------------------------------------------------------------------------
+-- Transactional (half) messages (src/half.c, checked back by the worker)
+------------------------------------------------------------------------
+CREATE TABLE mq.cat_producer_group (
+	name		text PRIMARY KEY,
+	check_function regprocedure NOT NULL,
+	check_after interval NOT NULL,
+	check_interval interval NOT NULL,
+	max_checks	int NOT NULL,
+	on_exhausted text NOT NULL,
+	owner		oid NOT NULL
+);
+
+-- One row per half message; small and short-lived (decided ones are
+-- deleted by the maintenance worker after mq.half_retention).
+CREATE TABLE mq.half (
+	half_id		bigint PRIMARY KEY,
+	producer_group text NOT NULL REFERENCES mq.cat_producer_group ON DELETE CASCADE,
+	exchange	text NOT NULL,
+	routing_key text NOT NULL,
+	state		text NOT NULL DEFAULT 'pending',
+	checks		int NOT NULL DEFAULT 0,
+	last_check	timestamptz,
+	last_outcome text,
+	created_at	timestamptz NOT NULL DEFAULT now(),
+	decided_at	timestamptz,
+	decided_by	text
+);
+CREATE INDEX half_pending ON mq.half (created_at) WHERE state = 'pending';
+REVOKE ALL ON mq.cat_producer_group, mq.half FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_producer_group', '');
+
+CREATE FUNCTION mq._producer_group_declare_impl(producer_group text, check_function regprocedure,
+	check_after interval, check_interval interval, max_checks int, on_exhausted text, caller oid)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	pg mq.cat_producer_group;
+	fn pg_proc;
+BEGIN
+	SELECT * INTO fn FROM pg_proc WHERE oid = check_function;
+	IF fn.pronargs <> 3 OR fn.proargtypes[0] <> 'bigint'::regtype OR fn.proargtypes[1] <> 'jsonb'::regtype
+	   OR fn.proargtypes[2] <> 'bytea'::regtype OR fn.prorettype <> 'text'::regtype THEN
+		RAISE EXCEPTION 'check function % has the wrong signature', check_function
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'It must be f(half_id bigint, headers jsonb, body bytea) RETURNS text.';
+	END IF;
+	IF check_after IS NULL OR check_after < '0' OR check_interval IS NULL OR check_interval <= '0' THEN
+		RAISE EXCEPTION 'check_after must not be negative and check_interval must be positive'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF max_checks IS NULL OR max_checks < 1 THEN
+		RAISE EXCEPTION 'max_checks must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF on_exhausted IS NULL OR on_exhausted NOT IN ('commit', 'rollback') THEN
+		RAISE EXCEPTION 'invalid on_exhausted "%"', on_exhausted
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Use commit or rollback.';
+	END IF;
+	SELECT * INTO pg FROM mq.cat_producer_group g WHERE g.name = producer_group FOR UPDATE;
+	IF FOUND THEN
+		IF (pg.check_function, pg.check_after, pg.check_interval, pg.max_checks, pg.on_exhausted)
+		   IS DISTINCT FROM (check_function, check_after, check_interval, max_checks, on_exhausted) THEN
+			RAISE EXCEPTION 'producer group "%" already exists with different settings', producer_group
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		END IF;
+		RETURN;
+	END IF;
+	INSERT INTO mq.cat_producer_group VALUES (producer_group, check_function, check_after,
+		check_interval, max_checks, on_exhausted, caller);
+END
+$$;
+REVOKE ALL ON FUNCTION mq._producer_group_declare_impl FROM PUBLIC;
+
+CREATE FUNCTION mq.producer_group_declare(producer_group text, check_function regprocedure,
+	check_after interval DEFAULT '6 seconds', check_interval interval DEFAULT '60 seconds',
+	max_checks int DEFAULT 15, on_exhausted text DEFAULT 'rollback')
+RETURNS void AS 'MODULE_PATHNAME', 'mq_producer_group_declare' LANGUAGE C;
+
+CREATE FUNCTION mq.publish_half(exchange text, routing_key text, body bytea,
+	producer_group text, headers jsonb DEFAULT NULL, key text DEFAULT NULL,
+	tag text DEFAULT NULL, message_group text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_half' LANGUAGE C;
+CREATE FUNCTION mq.publish_half(exchange text, routing_key text, body text,
+	producer_group text, headers jsonb DEFAULT NULL, key text DEFAULT NULL,
+	tag text DEFAULT NULL, message_group text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_half' LANGUAGE C;
+CREATE FUNCTION mq.publish_half(exchange text, routing_key text, body jsonb,
+	producer_group text, headers jsonb DEFAULT NULL, key text DEFAULT NULL,
+	tag text DEFAULT NULL, message_group text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_half' LANGUAGE C;
+
+-- Decide a half message: 'commit' routes it (to the queues bound at this
+-- moment), 'rollback' discards it.  Returns the message id when committed.
+CREATE FUNCTION mq.end_half(half_id bigint, action text)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_end_half' LANGUAGE C;
+
+CREATE VIEW mq.half_messages AS
+	SELECT h.half_id, h.producer_group, h.exchange, h.routing_key, h.state, h.checks,
+		   h.last_check, h.last_outcome, h.created_at, h.decided_at, h.decided_by
+	  FROM mq.half h;
+GRANT SELECT ON mq.half_messages TO PUBLIC;
+
+------------------------------------------------------------------------
+-- Delayed messages and maintenance (src/worker.c)
+------------------------------------------------------------------------
+-- Cancel a delayed message that is not due yet, in every queue holding it.
+CREATE FUNCTION mq.cancel(msg_id bigint)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_cancel' LANGUAGE C STRICT;
+
+-- Drop message log segments that no queue entry refers to any more.
+CREATE FUNCTION mq.log_retire(max_segments int DEFAULT 1000)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_log_retire' LANGUAGE C;
+
+CREATE VIEW mq.segments AS
+	SELECT s.segno, s.relid::regclass AS relation, s.durable, s.created_at,
+		   pg_relation_size(s.relid) AS bytes,
+		   s.segno << 26 AS first_msg_id, ((s.segno + 1) << 26) - 1 AS last_msg_id
+	  FROM mq.cat_segment s;
+GRANT SELECT ON mq.segments TO PUBLIC;
+
+-- end of half messages and maintenance section

@@ -185,8 +185,15 @@ mq_consume(PG_FUNCTION_ARGS)
 			mq_queue_cancel_wait();
 			break;
 		}
-		/* wake at least every second: delayed and expiring leases */
-		mq_queue_wait(q, Min(remaining, 1000));
+		/* wake when a delayed message is due, and at least every second */
+		{
+			long		sleep_ms = Min(remaining, 1000);
+			TimestampTz due = mq_queue_next_due();
+
+			if (due != 0)
+				sleep_ms = Min(sleep_ms, Max((long) ((due - GetCurrentTimestamp()) / 1000) + 1, 1));
+			mq_queue_wait(q, sleep_ms);
+		}
 		mq_queue_cancel_wait();
 		CHECK_FOR_INTERRUPTS();
 	}

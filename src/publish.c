@@ -263,7 +263,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	}
 
 	/* 3. dedup: a retried publish returns the first id */
-	if (o->dedup_id && n == 1)
+	if (o->dedup_id && n == 1 && o->existing_ids == NULL)
 	{
 		int64		first;
 
@@ -279,6 +279,13 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	}
 
 	/* 4. store each routed message once */
+	if (o->existing_ids)
+	{
+		for (int i = 0; i < n; i++)
+			if (sets[i].n > 0)
+				ids[i] = o->existing_ids[i];
+	}
+	else
 	{
 		int			m = 0;
 

@@ -39,6 +39,7 @@ typedef struct MqPublishOpts
 	char	   *correlation_id;
 	char	   *reply_to;
 	MqDurability durability;
+	const int64 *existing_ids;	/* route messages already in the log */
 } MqPublishOpts;
 
 extern void mq_publish_opts_init(MqPublishOpts *o);

@@ -17,9 +17,6 @@
 #include "am/mqlog.h"
 #include "queue_state.h"
 
-extern int	mq_segment_blocks;
-extern int	mq_dedup_window_ms;
-extern bool mq_quorum_requires_standby;
 
 PG_MODULE_MAGIC;
 
@@ -64,10 +61,33 @@ _PG_init(void)
 							NULL,
 							&mq_max_tracked, 65536, 1024, 1 << 26,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.maintenance_naptime",
+							"Time between maintenance passes of the per-database worker.",
+							"Lease expiry, TTL expiry, delayed-message wakeups and check-back run this often.",
+							&mq_maintenance_naptime_ms, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.launcher_naptime",
+							"Time between checks of the launcher for databases needing a worker.",
+							NULL,
+							&mq_launcher_naptime_ms, 10000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.retire_interval",
+							"Time between attempts to retire message log segments.",
+							NULL,
+							&mq_retire_interval_ms, 10000, 100, 24 * 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.check_timeout",
+							"Longest a half-message check function may run; longer counts as unknown.",
+							NULL,
+							&mq_check_timeout_ms, 10000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mq");
 
 	if (mq_preloaded)
+	{
 		mq_queue_state_shmem_init();
+		mq_workers_register();
+	}
 }
 
 /*

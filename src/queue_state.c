@@ -92,6 +92,7 @@ typedef struct MqQueueShared
 	LWLock		lock;
 	ConditionVariable cv;
 	bool		loaded;
+	Oid			lane0;			/* identifies the queue across re-creations */
 	int			nlanes;
 	int64		backlog;		/* committed, unsettled entries */
 	int64		unacked;		/* LEASED + ACKING */
@@ -387,6 +388,7 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 
 	memset(floor, 0, sizeof(floor));
 	qs->nlanes = q->nlanes;
+	qs->lane0 = q->lanes[0];
 	qs->backlog = 0;
 	qs->unacked = 0;
 	qs->settled_since_floor = 0;
@@ -476,14 +478,15 @@ queue_lock(MqQueue *q, LWLockMode mode)
 		/* the slot was removed (queue deleted) or reused meanwhile */
 		LWLockRelease(&qs->lock);
 	}
-	if (!qs->loaded || qs->nlanes != q->nlanes)
+	/* (the lane check catches a queue id reused after DROP EXTENSION) */
+	if (!qs->loaded || qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0])
 	{
 		if (mode != LW_EXCLUSIVE)
 		{
 			LWLockRelease(&qs->lock);
 			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 		}
-		if (!qs->loaded || qs->nlanes != q->nlanes)
+		if (!qs->loaded || qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0])
 			queue_load(q, qs);
 	}
 	return qs;
@@ -583,6 +586,11 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 		d->dead = true;
 		d->dead_reason = "maxlen";
 	}
+	else if (mode == MQ_TAKE_EXPIRE)
+	{
+		d->dead = true;
+		d->dead_reason = "expired";
+	}
 	else if (entry_expired(q, t, now))
 	{
 		d->dead = true;
@@ -623,6 +631,85 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	note_leased_queue(qs->key);
 }
 
+/*
+ * Examine the entry at a lane's scan position and advance past it.  Sets
+ * *end (returning NULL) at the end of the log or when no tracking slot is
+ * free.  Returns the new tracked entry, or NULL for an aborted one.  With
+ * expire_before != 0 (head expiry), stops instead at the first entry that
+ * is uncommitted or not expired, leaving it unscanned.
+ */
+static MqTracked *
+scan_next(MqQueue *q, MqQueueShared *qs, int lane, Relation rel,
+		  TupleTableSlot *slot, TimestampTz expire_before, bool *end)
+{
+	ItemPointerData pos;
+	MqlogRowState st;
+	MqTracked  *t;
+
+	*end = false;
+	mq_qpos_tid(qs->scan_pos[lane], &pos);
+	if (mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_END)
+	{
+		*end = true;
+		return NULL;
+	}
+	if (st == MQLOG_ROW_ABORTED)
+	{
+		ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+		qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+		return NULL;
+	}
+	if (expire_before != 0)
+	{
+		MqTracked	probe;
+
+		if (st != MQLOG_ROW_COMMITTED)
+		{
+			*end = true;
+			return NULL;
+		}
+		tracked_fill(&probe, slot);
+		if (!entry_expired(q, &probe, expire_before))
+		{
+			*end = true;
+			return NULL;
+		}
+	}
+	t = tracked_alloc();
+	if (t == NULL)
+	{
+		*end = true;
+		return NULL;
+	}
+	memset(t, 0, sizeof(MqTracked));
+	t->qpos = mq_qpos_make(lane, &pos);
+	t->owner = -1;
+	t->expires_at = DT_NOEND;
+	dlist_push_tail(&qs->tracked, &t->node);
+	qs->ntracked++;
+	ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+	qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+
+	if (st != MQLOG_ROW_COMMITTED)
+	{
+		/* in progress or our own: look again once it has ended */
+		t->state = MQ_T_PENDING;
+		t->msg_id = -(int64) t->qpos - 1;	/* placeholder, never acked */
+		return t;
+	}
+	tracked_fill(t, slot);
+	return t;
+}
+
+/* Earliest time a tracked entry becomes deliverable, from the last take */
+static TimestampTz next_due = 0;
+
+TimestampTz
+mq_queue_next_due(void)
+{
+	return next_due;
+}
+
 int
 mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			  const char *consumer, int prefetch, MqDelivery *out)
@@ -631,9 +718,12 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	TimestampTz now = GetCurrentTimestamp();
 	uint32		chash = consumer_hash(consumer);
 	int			got = 0;
+	bool		wake = false;
+
+	next_due = 0;
 
 	/* prefetch: unacked deliveries held by this consumer */
-	if (prefetch > 0 && mode != MQ_TAKE_DROP_HEAD)
+	if (prefetch > 0 && mode != MQ_TAKE_DROP_HEAD && mode != MQ_TAKE_EXPIRE)
 	{
 		int			held = 0;
 		dlist_iter	it;
@@ -684,8 +774,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 					continue;
 				tracked_fill(t, slot);
 			}
-			if (t->state == MQ_T_LEASED && mode != MQ_TAKE_DROP_HEAD &&
-				t->until <= now)
+			if (t->state == MQ_T_LEASED && t->until <= now)
 			{
 				/* lease expired: back to ready, redelivered */
 				t->state = MQ_T_READY;
@@ -693,63 +782,56 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 				t->until = 0;
 				t->redelivered = true;
 				qs->unacked--;
+				wake = true;
 			}
-			if (t->state != MQ_T_READY || t->until > now || t->visible_at > now)
+			if (t->state != MQ_T_READY)
 				continue;
+			if (t->until > now || t->visible_at > now)
+			{
+				TimestampTz due = Max(t->until, t->visible_at);
+
+				if (next_due == 0 || due < next_due)
+					next_due = due;
+				continue;
+			}
+			if (mode == MQ_TAKE_EXPIRE && !entry_expired(q, t, now))
+			{
+				wake = true;	/* a ready message: consumers may be waiting */
+				continue;
+			}
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 		}
 
 		/* Then new entries from the scan position on */
 		while (got < n)
 		{
-			ItemPointerData pos;
-			MqlogRowState st;
-			MqlogReadResult r;
 			MqTracked  *t;
+			bool		end;
 
 			if (rel == NULL)
 			{
 				rel = table_open(q->lanes[lane], AccessShareLock);
 				slot = table_slot_create(rel, NULL);
 			}
-			mq_qpos_tid(qs->scan_pos[lane], &pos);
-			r = mqlog_read_next(rel, &pos, &st, slot);
-			if (r == MQLOG_READ_END)
-				break;
-			if (st == MQLOG_ROW_ABORTED)
+			t = scan_next(q, qs, lane, rel, slot, mode == MQ_TAKE_EXPIRE ? now : 0, &end);
+			if (end)
 			{
-				ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
-				qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
-				continue;
-			}
-			t = tracked_alloc();
-			if (t == NULL)
-			{
-				ereport(WARNING,
-						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-						 errmsg("queue_ext is tracking mq.max_in_flight = %d messages; queue \"%s\" waits for settlements",
-								mq_max_tracked, q->name)));
+				if (t == NULL && got == 0 && qs->ntracked > 0 && mq_shared->nfree == 0)
+					ereport(WARNING,
+							(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+							 errmsg("queue_ext is tracking mq.max_in_flight = %d messages; queue \"%s\" waits for settlements",
+									mq_max_tracked, q->name)));
 				break;
 			}
-			memset(t, 0, sizeof(MqTracked));
-			t->qpos = mq_qpos_make(lane, &pos);
-			t->owner = -1;
-			t->expires_at = DT_NOEND;
-			dlist_push_tail(&qs->tracked, &t->node);
-			qs->ntracked++;
-			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
-			qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
-
-			if (st != MQLOG_ROW_COMMITTED)
-			{
-				/* in progress or our own: look again once it has ended */
-				t->state = MQ_T_PENDING;
-				t->msg_id = -(int64) t->qpos - 1;	/* placeholder, never acked */
+			if (t == NULL || t->state != MQ_T_READY)
 				continue;
-			}
-			tracked_fill(t, slot);
 			if (t->visible_at > now)
-				continue;		/* delayed: stays tracked until due */
+			{
+				/* delayed: stays tracked until due */
+				if (next_due == 0 || t->visible_at < next_due)
+					next_due = t->visible_at;
+				continue;
+			}
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 		}
 		if (rel)
@@ -759,6 +841,8 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 		}
 	}
 	LWLockRelease(&qs->lock);
+	if (wake)
+		ConditionVariableBroadcast(&qs->cv);
 	return got;
 }
 
@@ -1236,4 +1320,105 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 	}
 	LWLockRelease(&qs->lock);
 	return got;
+}
+
+/*
+ * Cancel a delayed message of q.  Entries not scanned yet are scanned (and
+ * tracked) up to the one we look for; a found entry is settled in the
+ * caller's transaction (the caller appends the settlement record).
+ */
+MqCancelResult
+mq_queue_cancel(MqQueue *q, int64 msg_id, uint64 *qpos)
+{
+	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	TimestampTz now = GetCurrentTimestamp();
+	MqTracked  *t = tracked_find(qs, msg_id);
+	MqCancelResult res;
+
+	for (int lane = 0; t == NULL && lane < qs->nlanes; lane++)
+	{
+		Relation	rel = table_open(q->lanes[lane], AccessShareLock);
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+		for (;;)
+		{
+			bool		end;
+			MqTracked  *s = scan_next(q, qs, lane, rel, slot, 0, &end);
+
+			if (end)
+				break;
+			if (s && s->msg_id == msg_id)
+			{
+				t = s;
+				break;
+			}
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	if (t == NULL)
+		res = MQ_CANCEL_NOT_FOUND;
+	else if (t->state != MQ_T_READY || t->visible_at <= now)
+		res = MQ_CANCEL_TOO_LATE;
+	else
+	{
+		t->state = MQ_T_ACKING;
+		t->owner = MyProc->pgprocno;
+		qs->unacked++;
+		local_add(MQ_L_LEASE, qs, msg_id, false);
+		local_add(MQ_L_ACK, qs, msg_id, false);
+		note_leased_queue(qs->key);
+		*qpos = t->qpos;
+		res = MQ_CANCEL_OK;
+	}
+	LWLockRelease(&qs->lock);
+	return res;
+}
+
+/*
+ * Lowest message log segment that an unsettled entry of q refers to: the
+ * tracked entries, then every committed entry not scanned yet (this reads
+ * the backlog, so it is for maintenance only).  The caller holds an
+ * exclusive lock on the segments it wants to drop, so no entry referring
+ * to them is still being written.
+ */
+int64
+mq_queue_min_segno(MqQueue *q)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	int64		min = PG_INT64_MAX;
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state != MQ_T_SETTLED && t->msg_id > 0)
+			min = Min(min, mq_msgid_segno(t->msg_id));
+	}
+	for (int lane = 0; lane < qs->nlanes; lane++)
+	{
+		Relation	rel = table_open(q->lanes[lane], AccessShareLock);
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+		ItemPointerData pos;
+		MqlogRowState st;
+
+		mq_qpos_tid(qs->scan_pos[lane], &pos);
+		while (mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED || st == MQLOG_ROW_OWN)
+			{
+				bool		isnull;
+
+				min = Min(min, mq_msgid_segno(DatumGetInt64(slot_getattr(slot, 1, &isnull))));
+			}
+			else if (st == MQLOG_ROW_IN_PROGRESS)
+				min = 0;		/* cannot tell yet: keep everything */
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	LWLockRelease(&qs->lock);
+	return min;
 }

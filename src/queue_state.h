@@ -68,7 +68,8 @@ typedef enum MqTakeMode
 {
 	MQ_TAKE_LEASE,				/* normal consume */
 	MQ_TAKE_AUTO_ACK,			/* consume and settle at once */
-	MQ_TAKE_DROP_HEAD			/* overflow: dead-letter the oldest ready */
+	MQ_TAKE_DROP_HEAD,			/* overflow: dead-letter the oldest ready */
+	MQ_TAKE_EXPIRE				/* maintenance: dead-letter expired ones at the head */
 } MqTakeMode;
 
 /*
@@ -79,6 +80,21 @@ typedef enum MqTakeMode
 extern int	mq_queue_take(MqQueue *q, int n, TimestampTz lease_until,
 						  MqTakeMode mode, const char *consumer, int prefetch,
 						  MqDelivery *out);
+
+/* Earliest due time of a delayed message seen by the last take (0: none) */
+extern TimestampTz mq_queue_next_due(void);
+
+/* Cancel a delayed message that is not yet due; returns its qpos */
+typedef enum MqCancelResult
+{
+	MQ_CANCEL_OK,
+	MQ_CANCEL_NOT_FOUND,
+	MQ_CANCEL_TOO_LATE			/* already due or delivered */
+} MqCancelResult;
+extern MqCancelResult mq_queue_cancel(MqQueue *q, int64 msg_id, uint64 *qpos);
+
+/* Lowest log segment an unsettled entry of q refers to (INT64_MAX: none) */
+extern int64 mq_queue_min_segno(MqQueue *q);
 
 /* Sleep until something is published to q or the timeout (ms) passes */
 extern void mq_queue_prepare_wait(MqQueue *q);

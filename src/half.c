@@ -1,0 +1,430 @@
+/*-------------------------------------------------------------------------
+ *
+ * half.c
+ *	  Transactional (half) messages, RocketMQ style: a producer whose local
+ *	  transaction is outside this database publishes a half message
+ *	  (durable, invisible), runs its transaction, then commits or rolls the
+ *	  half message back; when it never says, the maintenance worker asks
+ *	  the producer group's check function.
+ *
+ * The body is stored in the message log at publish_half; committing routes
+ * it (to the queues bound at that moment) and appends the queue entries,
+ * so nothing is copied.  Decisions live in the small table mq.half.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timeout.h"
+
+#include "queue_ext.h"
+#include "half.h"
+#include "msglog.h"
+#include "publish.h"
+
+PG_FUNCTION_INFO_V1(mq_publish_half);
+PG_FUNCTION_INFO_V1(mq_end_half);
+PG_FUNCTION_INFO_V1(mq_producer_group_declare);
+
+int			mq_check_timeout_ms = 10000;
+
+/* Run one internal statement as the extension owner; SPI must be connected */
+static void
+spi_exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
+		 int expected)
+{
+	int			ret = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (ret != expected)
+		elog(ERROR, "internal query failed (%s): %s", SPI_result_code_string(ret), sql);
+}
+
+/* mq.producer_group_declare(...) */
+Datum
+mq_producer_group_declare(PG_FUNCTION_ARGS)
+{
+	Oid			types[7] = {TEXTOID, REGPROCEDUREOID, INTERVALOID, INTERVALOID, INT4OID, TEXTOID, OIDOID};
+	Datum		values[7];
+	char		nulls[7] = "       ";
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("producer_group and check_function must not be null")));
+	mq_check_create_privilege("producer group", text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	for (int i = 0; i < 6; i++)
+	{
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		if (PG_ARGISNULL(i))
+			nulls[i] = 'n';
+	}
+	values[6] = ObjectIdGetDatum(GetUserId());
+	mq_run_internal("_producer_group_declare_impl", 7, types, values, nulls);
+	PG_RETURN_VOID();
+}
+
+/*
+ * mq.publish_half(exchange, routing_key, body, producer_group, headers,
+ *				   key, tag, message_group) returns the half id
+ */
+Datum
+mq_publish_half(PG_FUNCTION_ARGS)
+{
+	Oid			body_type = get_fn_expr_argtype(fcinfo->flinfo, 2);
+	MqExchange *ex;
+	MqMessage	m;
+	MqMessage  *mp = &m;
+	char	   *group;
+	Oid			save_userid;
+	int			save_sec;
+
+	for (int i = 0; i < 4; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("exchange, routing_key, body and producer_group must not be null")));
+	mq_catalog_refresh();
+	ex = mq_exchange_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
+	group = text_to_cstring(PG_GETARG_TEXT_PP(3));
+
+	memset(&m, 0, sizeof(m));
+	m.published_at = GetCurrentTimestamp();
+	m.exchange = ex->name;
+	m.routing_key = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	mq_routing_key_check(m.routing_key, "routing key");
+	if (body_type == JSONBOID)
+	{
+		Jsonb	   *jb = PG_GETARG_JSONB_P(2);
+
+		m.body = (bytea *) cstring_to_text(JsonbToCString(NULL, &jb->root, VARSIZE(jb)));
+	}
+	else
+		m.body = (bytea *) PG_DETOAST_DATUM(PG_GETARG_DATUM(2));
+	m.headers = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+	m.key = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	m.tag = PG_ARGISNULL(6) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(6));
+	m.message_group = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	{
+		Oid			types[1] = {TEXTOID};
+		Datum		values[1] = {CStringGetTextDatum(group)};
+
+		spi_exec("SELECT 1 FROM mq.cat_producer_group WHERE name = $1", 1, types, values,
+				 NULL, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("producer group \"%s\" does not exist", group),
+					 errhint("Declare it with mq.producer_group_declare().")));
+	}
+	mq_log_append(&mp, 1, true);
+	{
+		Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		values[4] = {Int64GetDatum(m.msg_id), CStringGetTextDatum(group),
+		CStringGetTextDatum(ex->name), CStringGetTextDatum(m.routing_key)};
+
+		spi_exec("INSERT INTO mq.half (half_id, producer_group, exchange, routing_key) "
+				 "VALUES ($1, $2, $3, $4)", 4, types, values, NULL, SPI_OK_INSERT);
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+	mq_require_durability(MQ_DURABILITY_LOCAL);
+	PG_RETURN_INT64(m.msg_id);
+}
+
+/*
+ * Decide a half message.  Returns the message id when it is (or already
+ * was) committed, 0 when rolled back.  Deciding again the same way is a
+ * no-op; the other way is an error.
+ */
+static int64
+half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
+{
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	char	   *exname;
+	char	   *rk;
+	char	   *state;
+	int64		result = 0;
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	values[0] = Int64GetDatum(half_id);
+	spi_exec("SELECT exchange, routing_key, state FROM mq.half WHERE half_id = $1 FOR UPDATE",
+			 1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("half message " INT64_FORMAT " does not exist", half_id)));
+	exname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	rk = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+
+	if (strcmp(state, "pending") != 0)
+	{
+		bool		was_commit = strcmp(state, "committed") == 0;
+
+		if (was_commit != commit)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("half message " INT64_FORMAT " was already %s", half_id,
+							was_commit ? "committed" : "rolled back")));
+		SPI_finish();
+		mq_restore_user(save_userid, save_sec);
+		return commit ? half_id : 0;
+	}
+
+	if (commit)
+	{
+		MqExchange *ex;
+		MqMessage	m;
+
+		mq_restore_user(save_userid, save_sec);
+		mq_catalog_refresh();
+		ex = mq_exchange_lookup(exname, true);
+		if (ex && check_privileges)
+			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
+		if (ex == NULL)
+			ereport(WARNING,
+					(errmsg("exchange \"%s\" of half message " INT64_FORMAT " no longer exists; the message is dropped",
+							exname, half_id)));
+		else if (!mq_log_fetch(half_id, &m))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("half message " INT64_FORMAT " is missing from the message log", half_id)));
+		else
+		{
+			MqPublishOpts o;
+			int64		id;
+
+			mq_publish_opts_init(&o);
+			o.check_privileges = false;
+			o.existing_ids = &half_id;
+			mq_publish(ex, 1, &rk, &m.body, &m.headers, &o, &id);
+		}
+		result = half_id;
+		mq_become_owner(&save_userid, &save_sec);
+	}
+	else if (check_privileges)
+	{
+		MqExchange *ex;
+
+		mq_restore_user(save_userid, save_sec);
+		mq_catalog_refresh();
+		ex = mq_exchange_lookup(exname, true);
+		if (ex)
+			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
+		mq_become_owner(&save_userid, &save_sec);
+	}
+
+	values[1] = CStringGetTextDatum(commit ? "committed" : "rolled_back");
+	values[2] = CStringGetTextDatum(by);
+	spi_exec("UPDATE mq.half SET state = $2, decided_at = now(), decided_by = $3 WHERE half_id = $1",
+			 3, types, values, NULL, SPI_OK_UPDATE);
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+	mq_require_durability(MQ_DURABILITY_LOCAL);
+	return result;
+}
+
+/* mq.end_half(half_id, action) */
+Datum
+mq_end_half(PG_FUNCTION_ARGS)
+{
+	char	   *action;
+	int64		id;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("half_id and action must not be null")));
+	action = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (strcmp(action, "commit") != 0 && strcmp(action, "rollback") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid action \"%s\"", action),
+				 errhint("Use commit or rollback.")));
+	mq_catalog_refresh();
+	id = half_decide(PG_GETARG_INT64(0), action[0] == 'c', "producer", true);
+	if (id == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(id);
+}
+
+/*
+ * Call a check function in a subtransaction, as the producer group's
+ * owner, with mq.check_timeout; any error or timeout means "unknown".
+ */
+static char *
+run_check(Oid fn, Oid owner, int64 half_id, MqMessage *m, char **error)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	char	   *outcome = NULL;
+	Oid			save_userid;
+	int			save_sec;
+
+	*error = NULL;
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		Datum		r;
+		LOCAL_FCINFO(fcinfo, 3);
+		FmgrInfo	flinfo;
+
+		SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+		if (mq_check_timeout_ms > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, mq_check_timeout_ms);
+		fmgr_info(fn, &flinfo);
+		InitFunctionCallInfoData(*fcinfo, &flinfo, 3, InvalidOid, NULL, NULL);
+		fcinfo->args[0].value = Int64GetDatum(half_id);
+		fcinfo->args[0].isnull = false;
+		fcinfo->args[1].value = m->headers ? JsonbPGetDatum(m->headers) : (Datum) 0;
+		fcinfo->args[1].isnull = m->headers == NULL;
+		fcinfo->args[2].value = PointerGetDatum(m->body);
+		fcinfo->args[2].isnull = false;
+		r = FunctionCallInvoke(fcinfo);
+		if (mq_check_timeout_ms > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		if (!fcinfo->isnull)
+			outcome = MemoryContextStrdup(oldcxt, TextDatumGetCString(r));
+		SetUserIdAndSecContext(save_userid, save_sec);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		if (mq_check_timeout_ms > 0)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		SetUserIdAndSecContext(save_userid, save_sec);
+		*error = edata->message ? pstrdup(edata->message) : "error";
+		outcome = NULL;
+	}
+	PG_END_TRY();
+	return outcome;
+}
+
+int
+mq_half_check_due(void)
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			n;
+	int64	   *ids;
+	Oid		   *fns;
+	Oid		   *owners;
+	int		   *checks;
+	int		   *max_checks;
+	bool	   *exhaust_commit;
+	MemoryContext callercxt = CurrentMemoryContext;
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	spi_exec("SELECT h.half_id, g.check_function::oid, g.owner, h.checks, g.max_checks, "
+			 "g.on_exhausted = 'commit' "
+			 "FROM mq.half h JOIN mq.cat_producer_group g ON g.name = h.producer_group "
+			 "WHERE h.state = 'pending' AND h.created_at + g.check_after <= now() "
+			 "AND (h.last_check IS NULL OR h.last_check + g.check_interval <= now()) "
+			 "ORDER BY h.created_at LIMIT 100", 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	n = (int) SPI_processed;
+	/* the results must outlive SPI_finish */
+	MemoryContextSwitchTo(callercxt);
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	fns = palloc(sizeof(Oid) * Max(n, 1));
+	owners = palloc(sizeof(Oid) * Max(n, 1));
+	checks = palloc(sizeof(int) * Max(n, 1));
+	max_checks = palloc(sizeof(int) * Max(n, 1));
+	exhaust_commit = palloc(sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		fns[i] = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		owners[i] = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+		checks[i] = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+		max_checks[i] = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+		exhaust_commit[i] = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+
+	for (int i = 0; i < n; i++)
+	{
+		MqMessage	m;
+		char	   *error = NULL;
+		char	   *outcome;
+		const char *recorded;
+
+		if (!mq_log_fetch(ids[i], &m))
+		{
+			outcome = NULL;
+			error = "message missing from the log";
+		}
+		else
+			outcome = run_check(fns[i], owners[i], ids[i], &m, &error);
+		if (outcome && (strcmp(outcome, "commit") == 0 || strcmp(outcome, "rollback") == 0))
+			recorded = outcome;
+		else
+		{
+			if (error == NULL)
+				error = psprintf("check function returned %s", outcome ? outcome : "NULL");
+			if (!(outcome && strcmp(outcome, "unknown") == 0))
+				ereport(LOG,
+						(errmsg("queue_ext: check of half message " INT64_FORMAT " failed: %s",
+								ids[i], error)));
+			recorded = "unknown";
+		}
+
+		{
+			Oid			types[2] = {INT8OID, TEXTOID};
+			Datum		values[2] = {Int64GetDatum(ids[i]), CStringGetTextDatum(recorded)};
+
+			mq_become_owner(&save_userid, &save_sec);
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			spi_exec("UPDATE mq.half SET checks = checks + 1, last_check = now(), last_outcome = $2 "
+					 "WHERE half_id = $1", 2, types, values, NULL, SPI_OK_UPDATE);
+			SPI_finish();
+			mq_restore_user(save_userid, save_sec);
+		}
+		if (strcmp(recorded, "commit") == 0)
+			half_decide(ids[i], true, "check", false);
+		else if (strcmp(recorded, "rollback") == 0)
+			half_decide(ids[i], false, "check", false);
+		else if (checks[i] + 1 >= max_checks[i])
+			half_decide(ids[i], exhaust_commit[i], "exhausted", false);
+	}
+	return n;
+}

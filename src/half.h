@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * half.h
+ *	  Transactional (half) messages and their check-back.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_HALF_H
+#define MQ_HALF_H
+
+#include "postgres.h"
+
+/* GUC: longest a check function may run (mq.check_timeout, ms) */
+extern int	mq_check_timeout_ms;
+
+/* Ask producers about undecided half messages; returns how many checked */
+extern int	mq_half_check_due(void);
+
+#endif							/* MQ_HALF_H */

@@ -1,0 +1,216 @@
+/*-------------------------------------------------------------------------
+ *
+ * maintenance.c
+ *	  Queue maintenance shared by the background worker and SQL: expiry
+ *	  of leases and of messages at the head of queues, delayed-message
+ *	  wakeups, cancelling delayed messages, retiring log segments.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "queue_ext.h"
+#include "maintenance.h"
+#include "msglog.h"
+#include "publish.h"
+#include "queue_state.h"
+
+PG_FUNCTION_INFO_V1(mq_cancel);
+PG_FUNCTION_INFO_V1(mq_log_retire);
+
+TimestampTz
+mq_maintain_queues(void)
+{
+	ListCell   *lc;
+	TimestampTz next = 0;
+	MqDelivery	dl[64];
+
+	mq_catalog_refresh();
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+		int			got;
+		TimestampTz due;
+
+		/* expired leases back to ready; expired messages at the head out */
+		got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
+		due = mq_queue_next_due();
+		for (int i = 0; i < got; i++)
+		{
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
+		}
+		if (got > 0)
+			mq_queue_write_floors(q);
+		if (due != 0 && (next == 0 || due < next))
+			next = due;
+	}
+	return next;
+}
+
+/* mq.cancel(msg_id): cancel a delayed message in every queue holding it */
+Datum
+mq_cancel(PG_FUNCTION_ARGS)
+{
+	int64		msg_id = PG_GETARG_INT64(0);
+	ListCell   *lc;
+	int			cancelled = 0;
+	bool		too_late = false;
+
+	mq_catalog_refresh();
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+		uint64		qpos;
+		MqCancelResult r;
+
+		if (!mq_acl_allows(&q->acl, MQ_PRIV_CONSUME) &&
+			!mq_acl_allows(&q->acl, MQ_PRIV_PUBLISH))
+			continue;
+		r = mq_queue_cancel(q, msg_id, &qpos);
+		if (r == MQ_CANCEL_OK)
+		{
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, qpos, msg_id);
+			cancelled++;
+		}
+		else if (r == MQ_CANCEL_TOO_LATE)
+			too_late = true;
+	}
+	if (cancelled == 0)
+	{
+		if (too_late)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("message " INT64_FORMAT " is already due or delivered", msg_id)));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("no delayed message with id " INT64_FORMAT, msg_id)));
+	}
+	PG_RETURN_INT32(cancelled);
+}
+
+/*
+ * Retire segments: every segment older than the newest of its chain that
+ * no unsettled queue entry and no undecided half message refers to.  The
+ * segment is locked exclusively first (skipped if busy), so no publisher
+ * is still writing entries that refer to it.
+ */
+int
+mq_retire_segments(int max_segments)
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			n;
+	int64	   *segnos;
+	Oid		   *relids;
+	int64		newest[2] = {0, 0};
+	int64		min_ref = PG_INT64_MAX;
+	int			retired = 0;
+	ListCell   *lc;
+	MemoryContext callercxt = CurrentMemoryContext;
+
+	mq_catalog_refresh();
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT segno, relid, durable FROM mq.cat_segment ORDER BY segno",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list message log segments");
+	n = (int) SPI_processed;
+	/* the results must outlive SPI_finish */
+	segnos = MemoryContextAlloc(callercxt, sizeof(int64) * Max(n, 1));
+	relids = MemoryContextAlloc(callercxt, sizeof(Oid) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		bool		durable;
+
+		segnos[i] = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		relids[i] = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+		durable = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
+		newest[durable ? 0 : 1] = Max(newest[durable ? 0 : 1], segnos[i]);
+	}
+	if (SPI_execute("SELECT min(half_id) FROM mq.half WHERE state = 'pending'", true, 0) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			min_ref = mq_msgid_segno(DatumGetInt64(d));
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+
+	/*
+	 * Candidates: not the newest of either chain, lockable right now.  Lock
+	 * them all first: once locked, nobody writes entries pointing into
+	 * them, so what the queues refer to can be computed once.
+	 */
+	{
+		bool	   *locked = palloc0(sizeof(bool) * Max(n, 1));
+		int			nlocked = 0;
+
+		for (int i = 0; i < n && nlocked < max_segments; i++)
+		{
+			if (segnos[i] == newest[0] || segnos[i] == newest[1] || segnos[i] >= min_ref)
+				continue;
+			if (ConditionalLockRelationOid(relids[i], AccessExclusiveLock))
+			{
+				locked[i] = true;
+				nlocked++;
+			}
+		}
+		if (nlocked > 0)
+			foreach(lc, mq_queue_list())
+				min_ref = Min(min_ref, mq_queue_min_segno(lfirst(lc)));
+
+		for (int i = 0; i < n; i++)
+		{
+			Oid			types[1] = {INT8OID};
+			Datum		values[1];
+			char		sql[128];
+
+			if (!locked[i] || segnos[i] >= min_ref)
+				continue;
+			values[0] = Int64GetDatum(segnos[i]);
+			snprintf(sql, sizeof(sql), "DROP TABLE mq.%s", mq_segment_relname(segnos[i]));
+			mq_become_owner(&save_userid, &save_sec);
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+				elog(ERROR, "could not drop message log segment %lld", (long long) segnos[i]);
+			if (SPI_execute_with_args("DELETE FROM mq.cat_segment WHERE segno = $1", 1, types,
+									  values, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not forget message log segment %lld", (long long) segnos[i]);
+			SPI_finish();
+			mq_restore_user(save_userid, save_sec);
+			retired++;
+		}
+	}
+	return retired;
+}
+
+/* mq.log_retire(max_segments): retire what can be retired now */
+Datum
+mq_log_retire(PG_FUNCTION_ARGS)
+{
+	int			max_segments = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
+
+	if (!superuser() && !has_privs_of_role(GetUserId(), mq_extension_owner()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be the owner of extension queue_ext to retire message log segments")));
+	PG_RETURN_INT32(mq_retire_segments(max_segments));
+}

@@ -1,0 +1,272 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  Background workers: a launcher that starts one worker per database,
+ *	  and the per-database worker that runs maintenance, delayed-message
+ *	  wakeups and half-message check-back.
+ *
+ * Like autovacuum, the launcher connects to no database: it lists the
+ * databases every mq.launcher_naptime and starts a worker in each that has
+ * none.  A worker in a database without the extension exits at once and
+ * is tried again only after the next launcher nap, so such databases cost
+ * nothing.  Workers that die are restarted the same way.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+
+#include "queue_ext.h"
+#include "half.h"
+#include "maintenance.h"
+
+PGDLLEXPORT void mq_launcher_main(Datum arg);
+PGDLLEXPORT void mq_worker_main(Datum arg);
+
+/* GUCs */
+int			mq_maintenance_naptime_ms = 1000;
+int			mq_launcher_naptime_ms = 10000;
+int			mq_retire_interval_ms = 10000;
+
+/* Register the launcher; from _PG_init while preloading */
+void
+mq_workers_register(void)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 5;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "queue_ext");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mq_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "queue_ext launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "queue_ext launcher");
+	RegisterBackgroundWorker(&bgw);
+}
+
+typedef struct DbWorker
+{
+	Oid			dbid;
+	BackgroundWorkerHandle *handle;
+	TimestampTz started;		/* last start, to pace restarts */
+} DbWorker;
+
+/* Databases that accept connections (reads pg_database directly) */
+static List *
+database_list(void)
+{
+	List	   *dbs = NIL;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while (HeapTupleIsValid(tup = heap_getnext(scan, ForwardScanDirection)))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+		MemoryContext old;
+
+		if (!db->datallowconn || db->datistemplate)
+			continue;
+		old = MemoryContextSwitchTo(cxt);
+		dbs = lappend_oid(dbs, db->oid);
+		MemoryContextSwitchTo(old);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return dbs;
+}
+
+static BackgroundWorkerHandle *
+start_worker(Oid dbid)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "queue_ext");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mq_worker_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "queue_ext worker for database %u", dbid);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "queue_ext worker");
+	bgw.bgw_main_arg = ObjectIdGetDatum(dbid);
+	bgw.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+		return NULL;
+	return handle;
+}
+
+void
+mq_launcher_main(Datum arg)
+{
+	MemoryContext cxt;
+	List	   *workers = NIL;	/* of DbWorker */
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("queue_ext launcher");
+
+	cxt = AllocSetContextCreate(TopMemoryContext, "queue_ext launcher",
+								ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		List	   *dbs;
+
+		ListCell   *lc;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		dbs = database_list();
+		old = MemoryContextSwitchTo(cxt);
+		foreach(lc, dbs)
+		{
+			Oid			dbid = lfirst_oid(lc);
+			DbWorker   *w = NULL;
+			ListCell   *wc;
+			pid_t		pid;
+
+			foreach(wc, workers)
+				if (((DbWorker *) lfirst(wc))->dbid == dbid)
+					w = lfirst(wc);
+			if (w == NULL)
+			{
+				w = palloc0(sizeof(DbWorker));
+				w->dbid = dbid;
+				workers = lappend(workers, w);
+			}
+			/*
+			 * (Re)start a stopped worker, at most once per naptime: a worker
+			 * that finds no extension, or fails, exits, and we notice at
+			 * once because we are its notify_pid.
+			 */
+			if ((w->handle == NULL ||
+				 GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED) &&
+				TimestampDifferenceExceeds(w->started, GetCurrentTimestamp(),
+										   mq_launcher_naptime_ms))
+			{
+				if (w->handle)
+					pfree(w->handle);
+				w->handle = start_worker(dbid);
+				w->started = GetCurrentTimestamp();
+			}
+		}
+		MemoryContextSwitchTo(old);
+		list_free(dbs);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 mq_launcher_naptime_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* Is the extension installed in the database we are connected to? */
+static bool
+extension_present(void)
+{
+	bool		present;
+
+	StartTransactionCommand();
+	present = OidIsValid(get_extension_oid("queue_ext", true));
+	CommitTransactionCommand();
+	return present;
+}
+
+void
+mq_worker_main(Datum arg)
+{
+	Oid			dbid = DatumGetObjectId(arg);
+	TimestampTz last_retire = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGINT, StatementCancelHandler);	/* mq.check_timeout */
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	pgstat_report_appname("queue_ext worker");
+
+	if (!extension_present())
+		proc_exit(0);
+
+	for (;;)
+	{
+		TimestampTz next_due = 0;
+		TimestampTz now;
+		long		sleep_ms = mq_maintenance_naptime_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (!OidIsValid(get_extension_oid("queue_ext", true)))
+		{
+			/* DROP EXTENSION: nothing left to do here */
+			PopActiveSnapshot();
+			CommitTransactionCommand();
+			proc_exit(0);
+		}
+		pgstat_report_activity(STATE_RUNNING, "queue_ext maintenance");
+		next_due = mq_maintain_queues();
+		(void) mq_half_check_due();
+		now = GetCurrentTimestamp();
+		if (now - last_retire >= (int64) mq_retire_interval_ms * 1000)
+		{
+			(void) mq_retire_segments(100);
+			last_retire = now;
+		}
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		pgstat_report_stat(false);
+		pgstat_report_activity(STATE_IDLE, NULL);
+
+		if (next_due != 0)
+		{
+			long		until_due = (long) ((next_due - GetCurrentTimestamp()) / 1000) + 1;
+
+			sleep_ms = Max(Min(sleep_ms, until_due), 1);
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
