@@ -1,0 +1,119 @@
+--
+-- broker_privileges: publish / consume / configure are separate privileges
+-- checked in C; internal tables are not readable; CREATE ON SCHEMA mq lets
+-- a role declare queues it owns.  Roles regress_mq_alice / regress_mq_bob.
+--
+\set VERBOSITY sqlstate
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS regress_mq_alice;
+DROP ROLE IF EXISTS regress_mq_bob;
+RESET client_min_messages;
+CREATE ROLE regress_mq_alice;
+CREATE ROLE regress_mq_bob;
+SELECT mq.queue_declare('bpv_q');
+SELECT mq.exchange_declare('bpv_x', 'direct');
+SELECT mq.bind('bpv_q', 'bpv_x', 'k');
+SELECT count(*) FROM mq.send_batch('bpv_q', ARRAY['m1', 'm2', 'm3']::text[]);
+
+-- no grants: cannot publish, consume, declare, delete, bind, purge, grant
+SET ROLE regress_mq_alice;
+SELECT mq.publish('bpv_x', 'k', 'x'::text);
+SELECT mq.send('bpv_q', 'x'::text);
+SELECT mq.publish('', 'bpv_q', 'x'::text);
+SELECT * FROM mq.consume('bpv_q');
+SELECT * FROM mq.browse('bpv_q');
+SELECT mq.ack('bpv_q', ARRAY[1]::bigint[]);
+SELECT mq.queue_declare('bpv_alice');
+SELECT mq.exchange_declare('bpv_alice_x');
+SELECT mq.queue_delete('bpv_q');
+SELECT mq.queue_purge('bpv_q');
+SELECT mq.exchange_delete('bpv_x');
+SELECT mq.bind('bpv_q', 'bpv_x', 'other');
+SELECT mq.grant('consume', 'queue', 'bpv_q', 'regress_mq_alice');
+-- the inspection views are readable
+SELECT queue, ready FROM mq.queues WHERE queue = 'bpv_q';
+SELECT exchange, type FROM mq.exchanges WHERE exchange = 'bpv_x';
+-- internal tables are not
+SELECT count(*) FROM mq.cat_queue;
+SELECT count(*) FROM mq.cat_exchange;
+SELECT count(*) FROM mq.cat_grant;
+SELECT count(*) FROM mq.settle_log;
+RESET ROLE;
+SELECT format('mq.%I', c.relname) AS lane_rel FROM mq.cat_queue q, pg_class c
+ WHERE q.name = 'bpv_q' AND c.oid = q.lanes[1] \gset
+SELECT format('mq.%I', c.relname) AS seg_rel FROM mq.cat_segment s, pg_class c
+ WHERE c.oid = s.relid ORDER BY s.segno LIMIT 1 \gset
+SET ROLE regress_mq_alice;
+SELECT count(*) FROM :lane_rel;
+SELECT count(*) FROM :seg_rel;
+-- nor writable
+INSERT INTO mq.cat_grant VALUES ('q', 1, 0, 'consume');
+-- internal functions are not executable
+SELECT mq._queue_declare_impl('bpv_evil', 'classic', true, '{}', 0);
+RESET ROLE;
+
+-- publish on the exchange: alice can publish, but not consume
+SELECT mq.grant('publish', 'exchange', 'bpv_x', 'regress_mq_alice');
+SET ROLE regress_mq_alice;
+SELECT mq.publish('bpv_x', 'k', 'from alice'::text) AS alice_id \gset
+SELECT :alice_id > 0 AS published;
+SELECT * FROM mq.consume('bpv_q');
+SELECT mq.send('bpv_q', 'x'::text);          -- needs publish on the queue
+SELECT msg_id FROM mq.message(:alice_id);    -- reading needs consume on the exchange
+RESET ROLE;
+
+-- consume on the queue: bob can consume and ack, not publish
+SELECT mq.grant('consume', 'queue', 'bpv_q', 'regress_mq_bob');
+SET ROLE regress_mq_bob;
+SELECT mq.publish('bpv_x', 'k', 'x'::text);
+SELECT count(*) FROM mq.browse('bpv_q');
+CREATE TEMP TABLE bpv_got AS SELECT msg_id, convert_from(body, 'UTF8') AS body FROM mq.consume('bpv_q', 10);
+SELECT body FROM bpv_got ORDER BY 1;
+SELECT mq.ack('bpv_q', ARRAY(SELECT msg_id FROM bpv_got));
+SELECT mq.queue_purge('bpv_q');              -- purge is configure
+DROP TABLE bpv_got;
+RESET ROLE;
+-- publish on the queue lets alice send through the default exchange
+SELECT mq.grant('publish', 'queue', 'bpv_q', 'regress_mq_alice');
+SET ROLE regress_mq_alice;
+SELECT mq.send('bpv_q', 'sent by alice'::text) IS NOT NULL AS sent;
+RESET ROLE;
+-- revoke
+SELECT mq.revoke('publish', 'exchange', 'bpv_x', 'regress_mq_alice');
+SET ROLE regress_mq_alice;
+SELECT mq.publish('bpv_x', 'k', 'x'::text);
+RESET ROLE;
+SELECT convert_from(body, 'UTF8') FROM mq.consume('bpv_q', 10, auto_ack => true);
+
+-- CREATE on schema mq: alice declares her own queue and owns it
+GRANT CREATE ON SCHEMA mq TO regress_mq_alice;
+SET ROLE regress_mq_alice;
+SELECT mq.queue_declare('bpv_alice');
+SELECT mq.exchange_declare('bpv_alice_x', 'fanout');
+SELECT mq.bind('bpv_alice', 'bpv_alice_x');
+SELECT mq.publish('bpv_alice_x', '', 'mine'::text) IS NOT NULL AS published;
+SELECT convert_from(body, 'UTF8') FROM mq.consume('bpv_alice', auto_ack => true);
+-- but not other people's objects
+SELECT mq.queue_delete('bpv_q');
+SELECT mq.bind('bpv_q', 'bpv_alice_x');
+-- she grants consume on her queue to bob
+SELECT mq.grant('consume', 'queue', 'bpv_alice', 'regress_mq_bob');
+SELECT mq.send('bpv_alice', 'for bob'::text) IS NOT NULL AS sent;
+RESET ROLE;
+SELECT exchange, owner FROM mq.exchanges WHERE exchange = 'bpv_alice_x';
+SELECT q.name, q.owner::regrole FROM mq.cat_queue q WHERE q.name = 'bpv_alice';
+SET ROLE regress_mq_bob;
+SELECT convert_from(body, 'UTF8') FROM mq.consume('bpv_alice', auto_ack => true);
+SELECT mq.queue_delete('bpv_alice');
+RESET ROLE;
+SET ROLE regress_mq_alice;
+SELECT mq.queue_delete('bpv_alice');
+SELECT mq.exchange_delete('bpv_alice_x');
+RESET ROLE;
+
+-- clean up
+SELECT mq.queue_delete('bpv_q');
+SELECT mq.exchange_delete('bpv_x');
+REVOKE CREATE ON SCHEMA mq FROM regress_mq_alice;
+DROP ROLE regress_mq_alice;
+DROP ROLE regress_mq_bob;
