@@ -895,6 +895,18 @@ GRANT SELECT ON mq.half_messages TO PUBLIC;
 ------------------------------------------------------------------------
 -- Delayed messages and maintenance (src/worker.c)
 ------------------------------------------------------------------------
+-- Timers of delayed messages, fired by the worker (src/timers.c)
+CREATE TABLE mq.timer (
+	due			timestamptz NOT NULL,
+	queue_id	int4 NOT NULL,
+	lane		int2 NOT NULL,
+	msg_id		int8 NOT NULL,
+	expires_at	timestamptz NOT NULL
+);
+CREATE INDEX timer_due ON mq.timer (due);
+CREATE INDEX timer_msg ON mq.timer (msg_id);
+REVOKE ALL ON mq.timer FROM PUBLIC;
+
 -- Cancel a delayed message that is not due yet, in every queue holding it.
 CREATE FUNCTION mq.cancel(msg_id bigint)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_cancel' LANGUAGE C STRICT;

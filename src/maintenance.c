@@ -25,7 +25,6 @@
 #include "publish.h"
 #include "queue_state.h"
 
-PG_FUNCTION_INFO_V1(mq_cancel);
 PG_FUNCTION_INFO_V1(mq_log_retire);
 
 TimestampTz
@@ -56,47 +55,6 @@ mq_maintain_queues(void)
 			next = due;
 	}
 	return next;
-}
-
-/* mq.cancel(msg_id): cancel a delayed message in every queue holding it */
-Datum
-mq_cancel(PG_FUNCTION_ARGS)
-{
-	int64		msg_id = PG_GETARG_INT64(0);
-	ListCell   *lc;
-	int			cancelled = 0;
-	bool		too_late = false;
-
-	mq_catalog_refresh();
-	foreach(lc, mq_queue_list())
-	{
-		MqQueue    *q = lfirst(lc);
-		uint64		qpos;
-		MqCancelResult r;
-
-		if (!mq_acl_allows(&q->acl, MQ_PRIV_CONSUME) &&
-			!mq_acl_allows(&q->acl, MQ_PRIV_PUBLISH))
-			continue;
-		r = mq_queue_cancel(q, msg_id, &qpos);
-		if (r == MQ_CANCEL_OK)
-		{
-			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, qpos, msg_id);
-			cancelled++;
-		}
-		else if (r == MQ_CANCEL_TOO_LATE)
-			too_late = true;
-	}
-	if (cancelled == 0)
-	{
-		if (too_late)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("message " INT64_FORMAT " is already due or delivered", msg_id)));
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("no delayed message with id " INT64_FORMAT, msg_id)));
-	}
-	PG_RETURN_INT32(cancelled);
 }
 
 /*
@@ -141,7 +99,8 @@ mq_retire_segments(int max_segments)
 		durable = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
 		newest[durable ? 0 : 1] = Max(newest[durable ? 0 : 1], segnos[i]);
 	}
-	if (SPI_execute("SELECT min(half_id) FROM mq.half WHERE state = 'pending'", true, 0) == SPI_OK_SELECT &&
+	if (SPI_execute("SELECT least((SELECT min(half_id) FROM mq.half WHERE state = 'pending'), "
+					"(SELECT min(msg_id) FROM mq.timer))", true, 0) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
 		bool		isnull;

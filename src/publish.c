@@ -29,6 +29,7 @@
 #include "msglog.h"
 #include "publish.h"
 #include "queue_state.h"
+#include "timers.h"
 
 /* GUCs */
 int			mq_dedup_window_ms = 5 * 60 * 1000;
@@ -203,6 +204,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	MqMessage **msgs = palloc(sizeof(MqMessage *) * n);
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz visible_at = o->deliver_at > now ? o->deliver_at : now;
+	bool		delayed = o->deliver_at > now;
 	TimestampTz expires_at = DT_NOEND;
 	Jsonb	   *props = build_properties(o);
 
@@ -308,7 +310,8 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			msg->properties = props;
 			msgs[m++] = msg;
 		}
-		mq_log_append(msgs, m, durable);
+		/* delayed messages wait in durable timers: their body must too */
+		mq_log_append(msgs, m, durable || delayed);
 		m = 0;
 		for (int i = 0; i < n; i++)
 			if (sets[i].n > 0)
@@ -335,10 +338,13 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 				entries[k].expires_at = expires_at;
 				k++;
 			}
-			if (k > 0)
+			if (k > 0 && delayed)
+				mq_timers_add(dst->q, lane, entries, k);
+			else if (k > 0)
 				mq_entry_append(dst->q, lane, entries, k, qpos);
 		}
-		mq_queue_note_publish(dst->q, dst->n);
+		if (!delayed)
+			mq_queue_note_publish(dst->q, dst->n);
 		pfree(entries);
 		pfree(qpos);
 	}

@@ -105,6 +105,15 @@ typedef struct MqQueueShared
 	uint64		scan_pos[MQ_MAX_LANES];
 } MqQueueShared;
 
+#define MQ_MAX_DB_WORKERS 64
+
+typedef struct MqWorkerSlot
+{
+	Oid			dbid;			/* InvalidOid: free */
+	int			pgprocno;
+	TimestampTz next_wake;		/* when the worker plans to wake up */
+} MqWorkerSlot;
+
 typedef struct MqSharedState
 {
 	int			tranche_id;
@@ -112,6 +121,8 @@ typedef struct MqSharedState
 	slock_t		pool_lock;		/* protects the free list */
 	dlist_head	free_tracked;
 	int32		nfree;
+	/* per-database workers, so that publishers can wake them */
+	MqWorkerSlot workers[MQ_MAX_DB_WORKERS];
 	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];
 } MqSharedState;
 
@@ -148,6 +159,19 @@ static int	nleased_queues = 0;
 static bool callbacks_registered = false;
 
 static MqQueueShared *waiting_on = NULL;
+
+static void register_callbacks(void);
+
+/* Earliest timer added by this transaction (0: none) */
+static TimestampTz timer_due = 0;
+
+void
+mq_note_timer(TimestampTz due)
+{
+	register_callbacks();
+	if (timer_due == 0 || due < timer_due)
+		timer_due = due;
+}
 
 static void mq_xact_callback(XactEvent event, void *arg);
 static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -1108,11 +1132,15 @@ mq_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			local_commit(0);
 			nlocal = 0;
+			if (timer_due != 0)
+				mq_worker_wake(timer_due);
+			timer_due = 0;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			local_abort(0);
 			nlocal = 0;
+			timer_due = 0;
 			break;
 		case XACT_EVENT_PREPARE:
 			nlocal = 0;
@@ -1323,59 +1351,6 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 }
 
 /*
- * Cancel a delayed message of q.  Entries not scanned yet are scanned (and
- * tracked) up to the one we look for; a found entry is settled in the
- * caller's transaction (the caller appends the settlement record).
- */
-MqCancelResult
-mq_queue_cancel(MqQueue *q, int64 msg_id, uint64 *qpos)
-{
-	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
-	TimestampTz now = GetCurrentTimestamp();
-	MqTracked  *t = tracked_find(qs, msg_id);
-	MqCancelResult res;
-
-	for (int lane = 0; t == NULL && lane < qs->nlanes; lane++)
-	{
-		Relation	rel = table_open(q->lanes[lane], AccessShareLock);
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-
-		for (;;)
-		{
-			bool		end;
-			MqTracked  *s = scan_next(q, qs, lane, rel, slot, 0, &end);
-
-			if (end)
-				break;
-			if (s && s->msg_id == msg_id)
-			{
-				t = s;
-				break;
-			}
-		}
-		ExecDropSingleTupleTableSlot(slot);
-		table_close(rel, AccessShareLock);
-	}
-	if (t == NULL)
-		res = MQ_CANCEL_NOT_FOUND;
-	else if (t->state != MQ_T_READY || t->visible_at <= now)
-		res = MQ_CANCEL_TOO_LATE;
-	else
-	{
-		t->state = MQ_T_ACKING;
-		t->owner = MyProc->pgprocno;
-		qs->unacked++;
-		local_add(MQ_L_LEASE, qs, msg_id, false);
-		local_add(MQ_L_ACK, qs, msg_id, false);
-		note_leased_queue(qs->key);
-		*qpos = t->qpos;
-		res = MQ_CANCEL_OK;
-	}
-	LWLockRelease(&qs->lock);
-	return res;
-}
-
-/*
  * Lowest message log segment that an unsettled entry of q refers to: the
  * tracked entries, then every committed entry not scanned yet (this reads
  * the backlog, so it is for maintenance only).  The caller holds an
@@ -1421,4 +1396,79 @@ mq_queue_min_segno(MqQueue *q)
 	}
 	LWLockRelease(&qs->lock);
 	return min;
+}
+
+/* ---------- waking the per-database worker ---------- */
+
+static MqWorkerSlot *
+worker_slot(Oid dbid, bool create)
+{
+	MqWorkerSlot *free_slot = NULL;
+
+	for (int i = 0; i < MQ_MAX_DB_WORKERS; i++)
+	{
+		MqWorkerSlot *w = &mq_shared->workers[i];
+
+		if (w->dbid == dbid)
+			return w;
+		if (w->dbid == InvalidOid && free_slot == NULL)
+			free_slot = w;
+	}
+	if (create && free_slot)
+		free_slot->dbid = dbid;
+	return create ? free_slot : NULL;
+}
+
+/* The worker of this database announces itself and its next wake-up */
+void
+mq_worker_announce(TimestampTz next_wake)
+{
+	MqWorkerSlot *w;
+
+	if (mq_shared == NULL)
+		return;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	w = worker_slot(MyDatabaseId, true);
+	if (w)
+	{
+		w->pgprocno = MyProc->pgprocno;
+		w->next_wake = next_wake;
+	}
+	SpinLockRelease(&mq_shared->pool_lock);
+}
+
+/* The worker of this database exits */
+void
+mq_worker_retire(void)
+{
+	MqWorkerSlot *w;
+
+	if (mq_shared == NULL)
+		return;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	w = worker_slot(MyDatabaseId, false);
+	if (w && w->pgprocno == MyProc->pgprocno)
+		w->dbid = InvalidOid;
+	SpinLockRelease(&mq_shared->pool_lock);
+}
+
+/* Wake this database's worker if it would sleep past 'due' */
+void
+mq_worker_wake(TimestampTz due)
+{
+	MqWorkerSlot *w;
+	int			procno = -1;
+
+	if (mq_shared == NULL)
+		return;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	w = worker_slot(MyDatabaseId, false);
+	if (w && (w->next_wake == 0 || due < w->next_wake))
+	{
+		procno = w->pgprocno;
+		w->next_wake = due;
+	}
+	SpinLockRelease(&mq_shared->pool_lock);
+	if (procno >= 0)
+		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
 }

@@ -84,15 +84,6 @@ extern int	mq_queue_take(MqQueue *q, int n, TimestampTz lease_until,
 /* Earliest due time of a delayed message seen by the last take (0: none) */
 extern TimestampTz mq_queue_next_due(void);
 
-/* Cancel a delayed message that is not yet due; returns its qpos */
-typedef enum MqCancelResult
-{
-	MQ_CANCEL_OK,
-	MQ_CANCEL_NOT_FOUND,
-	MQ_CANCEL_TOO_LATE			/* already due or delivered */
-} MqCancelResult;
-extern MqCancelResult mq_queue_cancel(MqQueue *q, int64 msg_id, uint64 *qpos);
-
 /* Lowest log segment an unsettled entry of q refers to (INT64_MAX: none) */
 extern int64 mq_queue_min_segno(MqQueue *q);
 
@@ -128,4 +119,10 @@ extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_coun
 
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);
+/* Waking the per-database worker (timers) */
+extern void mq_worker_announce(TimestampTz next_wake);
+extern void mq_worker_retire(void);
+extern void mq_worker_wake(TimestampTz due);
+extern void mq_note_timer(TimestampTz due);
+
 #endif							/* MQ_QUEUE_STATE_H */

@@ -13,6 +13,7 @@
 
 #include "queue_ext.h"
 #include "queue_state.h"
+#include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_queue_stats);
 
@@ -35,6 +36,7 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 
 		memset(nulls, 0, sizeof(nulls));
 		mq_queue_counts(q, &c);
+		c.delayed += mq_timers_count(q->id);
 		values[0] = CStringGetTextDatum(q->name);
 		values[1] = CStringGetTextDatum(q->type == MQ_QUEUE_QUORUM ? "quorum" : "classic");
 		values[2] = BoolGetDatum(q->durable);

@@ -37,6 +37,8 @@
 #include "queue_ext.h"
 #include "half.h"
 #include "maintenance.h"
+#include "queue_state.h"
+#include "timers.h"
 
 PGDLLEXPORT void mq_launcher_main(Datum arg);
 PGDLLEXPORT void mq_worker_main(Datum arg);
@@ -206,6 +208,12 @@ extension_present(void)
 	return present;
 }
 
+static void
+worker_exit(int code, Datum arg)
+{
+	mq_worker_retire();
+}
+
 void
 mq_worker_main(Datum arg)
 {
@@ -221,6 +229,7 @@ mq_worker_main(Datum arg)
 
 	if (!extension_present())
 		proc_exit(0);
+	before_shmem_exit(worker_exit, (Datum) 0);
 
 	for (;;)
 	{
@@ -246,7 +255,14 @@ mq_worker_main(Datum arg)
 			proc_exit(0);
 		}
 		pgstat_report_activity(STATE_RUNNING, "queue_ext maintenance");
-		next_due = mq_maintain_queues();
+		{
+			int			fired;
+			TimestampTz timer_next = mq_timers_fire(&fired);
+
+			next_due = mq_maintain_queues();
+			if (timer_next != 0 && (next_due == 0 || timer_next < next_due))
+				next_due = timer_next;
+		}
 		(void) mq_half_check_due();
 		now = GetCurrentTimestamp();
 		if (now - last_retire >= (int64) mq_retire_interval_ms * 1000)
@@ -263,8 +279,10 @@ mq_worker_main(Datum arg)
 		{
 			long		until_due = (long) ((next_due - GetCurrentTimestamp()) / 1000) + 1;
 
-			sleep_ms = Max(Min(sleep_ms, until_due), 1);
+			sleep_ms = Max(Min(sleep_ms, until_due), 0);
 		}
+		/* publishers arming an earlier timer set our latch */
+		mq_worker_announce(GetCurrentTimestamp() + (int64) sleep_ms * 1000);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

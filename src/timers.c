@@ -1,0 +1,237 @@
+/*-------------------------------------------------------------------------
+ *
+ * timers.c
+ *	  Delayed messages.  A message published with a delay is stored once
+ *	  in the message log like any other; instead of queue entries it gets
+ *	  one timer row per destination queue in mq.timer (a heap table indexed
+ *	  by due time).  The per-database worker fires due timers in order,
+ *	  appending the queue entries, so consumers never see a message early,
+ *	  a delayed message never blocks ready ones, and the cost of a firing
+ *	  pass does not depend on how many timers are not yet due.  Timers are
+ *	  rows of a transaction: they survive crashes and an aborted publish
+ *	  leaves none.
+ *
+ * Unlike the hot path this table gets updates and deletes, one per
+ * delayed message; that trade is deliberate (see docs/architecture.md).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "queue_ext.h"
+#include "publish.h"
+#include "queue_state.h"
+#include "timers.h"
+
+PG_FUNCTION_INFO_V1(mq_cancel);
+
+/* Timers fired per transaction of the worker */
+#define MQ_TIMER_BATCH 1000
+
+void
+mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
+{
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[5] = {TIMESTAMPTZOID, INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID};
+	static SPIPlanPtr plan = NULL;
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan == NULL)
+	{
+		plan = SPI_prepare("INSERT INTO mq.timer (due, queue_id, lane, msg_id, expires_at) "
+						   "VALUES ($1, $2, $3, $4, $5)", 5, types);
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare timer insert");
+	}
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[5];
+
+		values[0] = TimestampTzGetDatum(entries[i].visible_at);
+		values[1] = Int32GetDatum(q->id);
+		values[2] = Int16GetDatum((int16) lane);
+		values[3] = Int64GetDatum(entries[i].msg_id);
+		values[4] = TimestampTzGetDatum(entries[i].expires_at);
+		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not arm a timer");
+		mq_note_timer(entries[i].visible_at);
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+}
+
+TimestampTz
+mq_timers_fire(int *fired)
+{
+	Oid			save_userid;
+	int			save_sec;
+	MemoryContext callercxt = CurrentMemoryContext;
+	int			n;
+	int32	   *qids;
+	int16	   *lanes;
+	MqEntry    *entries;
+	TimestampTz next = 0;
+
+	mq_catalog_refresh();
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("DELETE FROM mq.timer WHERE ctid IN (SELECT ctid FROM mq.timer "
+					"WHERE due <= clock_timestamp() ORDER BY due LIMIT 1000 FOR UPDATE SKIP LOCKED) "
+					"RETURNING queue_id, lane, msg_id, due, expires_at", false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "could not fire timers");
+	n = (int) SPI_processed;
+	qids = MemoryContextAlloc(callercxt, sizeof(int32) * Max(n, 1));
+	lanes = MemoryContextAlloc(callercxt, sizeof(int16) * Max(n, 1));
+	entries = MemoryContextAlloc(callercxt, sizeof(MqEntry) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		qids[i] = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		lanes[i] = DatumGetInt16(SPI_getbinval(tup, desc, 2, &isnull));
+		entries[i].msg_id = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		entries[i].visible_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+		entries[i].expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	}
+	if (SPI_execute("SELECT min(due) FROM mq.timer", true, 0) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			next = DatumGetTimestampTz(d);
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+
+	/* append the entries, grouped by queue and lane, in due order */
+	for (int i = 0; i < n; i++)
+	{
+		MqQueue    *q;
+		int			k = 0;
+		MqEntry    *batch;
+		uint64	   *qpos;
+
+		if (qids[i] == 0)
+			continue;
+		q = mq_queue_by_id(qids[i]);
+		batch = palloc(sizeof(MqEntry) * (n - i));
+		qpos = palloc(sizeof(uint64) * (n - i));
+		for (int j = i; j < n; j++)
+		{
+			if (qids[j] == qids[i] && lanes[j] == lanes[i])
+			{
+				batch[k++] = entries[j];
+				if (j != i)
+					qids[j] = 0;
+			}
+		}
+		if (q && lanes[i] < q->nlanes)
+		{
+			mq_entry_append(q, lanes[i], batch, k, qpos);
+			mq_queue_note_publish(q, k);
+		}
+		qids[i] = 0;
+		pfree(batch);
+		pfree(qpos);
+	}
+	if (n == MQ_TIMER_BATCH)
+		next = GetCurrentTimestamp();	/* more are due: come back at once */
+	*fired = n;
+	return next;
+}
+
+int64
+mq_timers_count(int32 queue_id)
+{
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(queue_id)};
+	int64		count = 0;
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT count(*) FROM mq.timer WHERE queue_id = $1", 1, types,
+							  values, NULL, true, 0) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+
+		count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+	return count;
+}
+
+/*
+ * mq.cancel(msg_id): disarm the timers of a delayed message that is not
+ * due yet.  Needs publish or consume on each queue it was headed for.
+ */
+Datum
+mq_cancel(PG_FUNCTION_ARGS)
+{
+	int64		msg_id = PG_GETARG_INT64(0);
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(msg_id)};
+	MemoryContext callercxt = CurrentMemoryContext;
+	int			n;
+	int32	   *qids;
+
+	mq_catalog_refresh();
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("DELETE FROM mq.timer WHERE msg_id = $1 RETURNING queue_id",
+							  1, types, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "could not cancel timers");
+	n = (int) SPI_processed;
+	qids = MemoryContextAlloc(callercxt, sizeof(int32) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		qids[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+
+	for (int i = 0; i < n; i++)
+	{
+		MqQueue    *q = mq_queue_by_id(qids[i]);
+
+		if (q && !mq_acl_allows(&q->acl, MQ_PRIV_PUBLISH) &&
+			!mq_acl_allows(&q->acl, MQ_PRIV_CONSUME))
+			mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
+	}
+	if (n == 0)
+	{
+		MqMessage	m;
+
+		if (mq_log_fetch(msg_id, &m))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("message " INT64_FORMAT " is not a pending delayed message", msg_id),
+					 errdetail("It is already due, delivered or cancelled, or was not delayed.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("message " INT64_FORMAT " does not exist", msg_id)));
+	}
+	PG_RETURN_INT32(n);
+}
