@@ -344,6 +344,7 @@ BEGIN
 	END IF;
 	DELETE FROM mq.cat_queue c WHERE c.id = q.id;
 	DELETE FROM mq.cat_grant g WHERE g.object_kind = 'q' AND g.object_id = q.id;
+	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
 	FOREACH rel IN ARRAY q.lanes LOOP
 		EXECUTE format('DROP TABLE %s', rel::regclass);
 	END LOOP;
@@ -367,7 +368,7 @@ BEGIN
 		RAISE EXCEPTION 'exchange "%" does not exist', exchange USING ERRCODE = 'undefined_object';
 	END IF;
 	IF exchange = '' THEN
-		RAISE EXCEPTION 'cannot % queue "%" %s the default exchange',
+		RAISE EXCEPTION 'cannot % queue "%" % the default exchange',
 			CASE WHEN unbind THEN 'unbind' ELSE 'bind' END, queue,
 			CASE WHEN unbind THEN 'from' ELSE 'to' END
 			USING ERRCODE = 'reserved_name',
@@ -574,6 +575,11 @@ BEGIN
 		'x-last-death-queue', queue, 'x-last-death-exchange', exchange);
 END
 $$;
+
+-- The first segment of each chain exists from the start, so that the first
+-- publishers do not create a table inside their transactions.
+SELECT mq._segment_create(1, true);
+SELECT mq._segment_create(2, false);
 
 REVOKE ALL ON FUNCTION mq._segment_create, mq._segment_newest, mq._log_find_key,
 	mq._log_find_dedup, mq._x_death FROM PUBLIC;

@@ -119,6 +119,47 @@ queue_arg(FunctionCallInfo fcinfo, int argno, int priv)
 }
 
 /*
+ * Hand out what mq_queue_take returned: dead-letter the dead ones, settle
+ * at once with auto_ack, emit a row for the others.  Returns the number of
+ * rows emitted.
+ */
+static int
+deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ack,
+		bool *any_settled)
+{
+	int			live = 0;
+
+	for (int i = 0; i < got; i++)
+	{
+		MqMessage	m;
+
+		if (dl[i].dead)
+		{
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
+			*any_settled = true;
+			continue;
+		}
+		if (auto_ack)
+		{
+			mq_settle_append(q->durable, q->id, MQ_SETTLE_ACK, dl[i].qpos, dl[i].msg_id);
+			*any_settled = true;
+		}
+		if (!mq_log_fetch(dl[i].msg_id, &m))
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("message " INT64_FORMAT " of queue \"%s\" is missing from the message log",
+							dl[i].msg_id, q->name)));
+			continue;
+		}
+		put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
+		live++;
+	}
+	return live;
+}
+
+/*
  * mq.consume(queue, max_messages, wait, lease, group_name, consumer,
  *			  auto_ack, prefetch)
  */
@@ -137,6 +178,7 @@ mq_consume(PG_FUNCTION_ARGS)
 	TimestampTz deadline;
 	MqDelivery *dl;
 	int			got;
+	int			delivered = 0;
 	bool		any_settled = false;
 
 	reject_group_name(fcinfo, 4);
@@ -166,63 +208,47 @@ mq_consume(PG_FUNCTION_ARGS)
 	dl = palloc(sizeof(MqDelivery) * max_messages);
 	deadline = GetCurrentTimestamp() + wait_ms * 1000;
 
+	/*
+	 * Take, deliver, and take again while dead-lettered (expired, over the
+	 * delivery limit) messages used up part of the batch; long-poll only
+	 * while nothing at all was delivered.
+	 */
 	for (;;)
 	{
 		TimestampTz now = GetCurrentTimestamp();
-		long		remaining;
+		int			live;
 
-		got = mq_queue_take(q, max_messages, now + lease_ms * 1000, mode,
+		got = mq_queue_take(q, max_messages - delivered, now + lease_ms * 1000, mode,
 							consumer, prefetch, dl);
-		remaining = (long) ((deadline - GetCurrentTimestamp()) / 1000);
-		if (got > 0 || remaining <= 0)
-			break;
-		/* long poll: sleep until a publish to q commits or time is up */
-		mq_queue_prepare_wait(q);
-		got = mq_queue_take(q, max_messages, now + lease_ms * 1000, mode,
-							consumer, prefetch, dl);
-		if (got > 0)
+		if (got == 0)
 		{
+			long		remaining = (long) ((deadline - GetCurrentTimestamp()) / 1000);
+
+			if (delivered > 0 || remaining <= 0)
+				break;
+			/* long poll: sleep until a publish to q commits or time is up */
+			mq_queue_prepare_wait(q);
+			got = mq_queue_take(q, max_messages, now + lease_ms * 1000, mode,
+								consumer, prefetch, dl);
+			if (got == 0)
+			{
+				/* wake when a delayed message is due, and at least every second */
+				long		sleep_ms = Min(remaining, 1000);
+				TimestampTz due = mq_queue_next_due();
+
+				if (due != 0)
+					sleep_ms = Min(sleep_ms, Max((long) ((due - GetCurrentTimestamp()) / 1000) + 1, 1));
+				mq_queue_wait(q, sleep_ms);
+				mq_queue_cancel_wait();
+				CHECK_FOR_INTERRUPTS();
+				continue;
+			}
 			mq_queue_cancel_wait();
+		}
+		live = deliver(rsinfo, q, dl, got, auto_ack, &any_settled);
+		delivered += live;
+		if (delivered >= max_messages || (live == got && delivered > 0))
 			break;
-		}
-		/* wake when a delayed message is due, and at least every second */
-		{
-			long		sleep_ms = Min(remaining, 1000);
-			TimestampTz due = mq_queue_next_due();
-
-			if (due != 0)
-				sleep_ms = Min(sleep_ms, Max((long) ((due - GetCurrentTimestamp()) / 1000) + 1, 1));
-			mq_queue_wait(q, sleep_ms);
-		}
-		mq_queue_cancel_wait();
-		CHECK_FOR_INTERRUPTS();
-	}
-
-	for (int i = 0; i < got; i++)
-	{
-		MqMessage	m;
-
-		if (dl[i].dead)
-		{
-			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
-			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
-			any_settled = true;
-			continue;
-		}
-		if (auto_ack)
-		{
-			mq_settle_append(q->durable, q->id, MQ_SETTLE_ACK, dl[i].qpos, dl[i].msg_id);
-			any_settled = true;
-		}
-		if (!mq_log_fetch(dl[i].msg_id, &m))
-		{
-			ereport(WARNING,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("message " INT64_FORMAT " of queue \"%s\" is missing from the message log",
-							dl[i].msg_id, q->name)));
-			continue;
-		}
-		put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
 	}
 	if (any_settled)
 	{

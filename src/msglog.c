@@ -427,3 +427,34 @@ mq_settle_append(bool durable, int32 queue_id, int16 kind, uint64 qpos, int64 ms
 	ExecDropSingleTupleTableSlot(s);
 	table_close(rel, NoLock);
 }
+
+/*
+ * Create the next segment of each chain ahead of time once the newest is
+ * half full (called by the maintenance worker), so that publishers roll
+ * over without creating a table inside their own transaction.
+ */
+void
+mq_segments_prepare(void)
+{
+	for (int chain = 0; chain < 2; chain++)
+	{
+		bool		durable = chain == 0;
+		int64		newest = segment_newest(durable);
+		Oid			relid;
+		BlockNumber nblocks;
+
+		if (newest == 0)
+			continue;
+		relid = segment_relid(newest);
+		if (!OidIsValid(relid))
+			continue;
+		{
+			Relation	rel = table_open(relid, AccessShareLock);
+
+			nblocks = RelationGetNumberOfBlocks(rel);
+			table_close(rel, AccessShareLock);
+		}
+		if (nblocks >= (BlockNumber) mq_segment_blocks / 2)
+			segment_create(Max(segment_newest(true), segment_newest(false)) + 1, durable);
+	}
+}

@@ -124,6 +124,9 @@ extern void mq_entry_append(MqQueue *q, int lane, MqEntry *entries, int n,
 extern void mq_settle_append(bool durable, int32 queue_id, int16 kind,
 							 uint64 qpos, int64 msg_id);
 
+/* Create the next segments ahead of need (maintenance worker) */
+extern void mq_segments_prepare(void);
+
 /* Names of log segment relations */
 extern char *mq_segment_relname(int64 segno);
 

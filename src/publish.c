@@ -206,7 +206,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	TimestampTz visible_at = o->deliver_at > now ? o->deliver_at : now;
 	bool		delayed = o->deliver_at > now;
 	TimestampTz expires_at = DT_NOEND;
-	Jsonb	   *props = build_properties(o);
+	Jsonb	   *props = o->properties ? o->properties : build_properties(o);
 
 	if (o->expiration_ms >= 0)
 		expires_at = visible_at + o->expiration_ms * 1000;
@@ -432,6 +432,23 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 
 	mq_publish_opts_init(&o);
 	o.check_privileges = false;
+	/* properties travel along, except the per-message TTL (as RabbitMQ) */
+	if (m.properties)
+	{
+		JsonbValue	k;
+		JsonbValue *v;
+
+		k.type = jbvString;
+		k.val.string.val = "priority";
+		k.val.string.len = strlen("priority");
+		v = findJsonbValueFromContainer(&m.properties->root, JB_FOBJECT, &k);
+		if (v && v->type == jbvNumeric)
+			o.priority = DatumGetInt32(DirectFunctionCall1(numeric_int4,
+														   NumericGetDatum(v->val.numeric)));
+		o.properties = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete,
+														  JsonbPGetDatum(m.properties),
+														  CStringGetTextDatum("expiration")));
+	}
 	o.key = m.key;
 	o.tag = m.tag;
 	o.message_group = m.message_group;

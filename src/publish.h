@@ -40,6 +40,7 @@ typedef struct MqPublishOpts
 	char	   *reply_to;
 	MqDurability durability;
 	const int64 *existing_ids;	/* route messages already in the log */
+	Jsonb	   *properties;		/* stored as is instead of the fields above */
 } MqPublishOpts;
 
 extern void mq_publish_opts_init(MqPublishOpts *o);

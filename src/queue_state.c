@@ -70,6 +70,7 @@ typedef struct MqTracked
 	bool		redelivered;
 	int32		delivery_count;
 	int			owner;			/* pgprocno of the holder, -1: none */
+	int			prev_owner;		/* holder whose lease ran out, until retaken */
 	uint32		consumer_hash;	/* consumer name of the holder */
 	TimestampTz until;			/* LEASED: lease end; READY: not before */
 	TimestampTz visible_at;
@@ -111,7 +112,9 @@ typedef struct MqWorkerSlot
 {
 	Oid			dbid;			/* InvalidOid: free */
 	int			pgprocno;
+	pid_t		pid;
 	TimestampTz next_wake;		/* when the worker plans to wake up */
+	TimestampTz paused_until;	/* DROP DATABASE in progress: stay away */
 } MqWorkerSlot;
 
 typedef struct MqSharedState
@@ -392,6 +395,7 @@ track_settled(MqQueueShared *qs, uint64 qpos, int64 msg_id)
 		t->msg_id = msg_id;
 		t->qpos = qpos;
 		t->owner = -1;
+		t->prev_owner = -1;
 		dlist_push_tail(&qs->tracked, &t->node);
 		qs->ntracked++;
 	}
@@ -636,6 +640,7 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	d->delivery_count = t->delivery_count;
 
 	t->owner = MyProc->pgprocno;
+	t->prev_owner = -1;
 	t->consumer_hash = chash;
 	if (was_ready)
 		qs->unacked++;
@@ -708,6 +713,7 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, Relation rel,
 	memset(t, 0, sizeof(MqTracked));
 	t->qpos = mq_qpos_make(lane, &pos);
 	t->owner = -1;
+	t->prev_owner = -1;
 	t->expires_at = DT_NOEND;
 	dlist_push_tail(&qs->tracked, &t->node);
 	qs->ntracked++;
@@ -802,6 +808,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			{
 				/* lease expired: back to ready, redelivered */
 				t->state = MQ_T_READY;
+				t->prev_owner = t->owner;
 				t->owner = -1;
 				t->until = 0;
 				t->redelivered = true;
@@ -880,6 +887,15 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 	MqTracked  *t = tracked_find(qs, msg_id);
 	TimestampTz now = GetCurrentTimestamp();
 
+	if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
+	{
+		/* our lease ran out but nobody has taken the message since: ours */
+		t->state = MQ_T_LEASED;
+		t->owner = MyProc->pgprocno;
+		t->prev_owner = -1;
+		t->until = now;
+		qs->unacked++;
+	}
 	if (t == NULL || (t->state != MQ_T_LEASED))
 	{
 		LWLockRelease(&qs->lock);
@@ -902,6 +918,7 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 		case MQ_SETTLE_OP_REQUEUE:
 			t->state = MQ_T_READY;
 			t->owner = -1;
+			t->prev_owner = -1;
 			t->until = when > now ? when : 0;
 			t->redelivered = true;
 			qs->unacked--;
@@ -1040,6 +1057,7 @@ release_to_ready(MqQueueShared *qs, MqTracked *t)
 {
 	t->state = MQ_T_READY;
 	t->owner = -1;
+	t->prev_owner = -1;
 	t->until = 0;
 	t->redelivered = true;
 	qs->unacked--;
@@ -1203,6 +1221,8 @@ mq_session_exit(int code, Datum arg)
 				release_to_ready(qs, t);
 				any = true;
 			}
+			if (t->prev_owner == MyProc->pgprocno)
+				t->prev_owner = -1;	/* our procno will be someone else's */
 		}
 		LWLockRelease(&qs->lock);
 		if (any)
@@ -1415,7 +1435,13 @@ worker_slot(Oid dbid, bool create)
 			free_slot = w;
 	}
 	if (create && free_slot)
+	{
 		free_slot->dbid = dbid;
+		free_slot->pid = 0;
+		free_slot->pgprocno = -1;
+		free_slot->next_wake = 0;
+		free_slot->paused_until = 0;
+	}
 	return create ? free_slot : NULL;
 }
 
@@ -1432,6 +1458,7 @@ mq_worker_announce(TimestampTz next_wake)
 	if (w)
 	{
 		w->pgprocno = MyProc->pgprocno;
+		w->pid = MyProcPid;
 		w->next_wake = next_wake;
 	}
 	SpinLockRelease(&mq_shared->pool_lock);
@@ -1448,7 +1475,11 @@ mq_worker_retire(void)
 	SpinLockAcquire(&mq_shared->pool_lock);
 	w = worker_slot(MyDatabaseId, false);
 	if (w && w->pgprocno == MyProc->pgprocno)
-		w->dbid = InvalidOid;
+	{
+		w->pid = 0;
+		w->pgprocno = -1;
+		w->next_wake = 0;
+	}
 	SpinLockRelease(&mq_shared->pool_lock);
 }
 
@@ -1463,7 +1494,7 @@ mq_worker_wake(TimestampTz due)
 		return;
 	SpinLockAcquire(&mq_shared->pool_lock);
 	w = worker_slot(MyDatabaseId, false);
-	if (w && (w->next_wake == 0 || due < w->next_wake))
+	if (w && w->pgprocno >= 0 && (w->next_wake == 0 || due < w->next_wake))
 	{
 		procno = w->pgprocno;
 		w->next_wake = due;
@@ -1471,4 +1502,46 @@ mq_worker_wake(TimestampTz due)
 	SpinLockRelease(&mq_shared->pool_lock);
 	if (procno >= 0)
 		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
+/*
+ * Stop the worker of a database about to be dropped or renamed (which
+ * needs it to have no connections), and keep the launcher from starting
+ * another for a while.
+ */
+void
+mq_worker_stop_for(Oid dbid, int pause_ms)
+{
+	MqWorkerSlot *w;
+	pid_t		pid = 0;
+
+	if (mq_shared == NULL || !OidIsValid(dbid))
+		return;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	w = worker_slot(dbid, true);
+	if (w)
+	{
+		w->paused_until = GetCurrentTimestamp() + (int64) pause_ms * 1000;
+		pid = w->pid;
+	}
+	SpinLockRelease(&mq_shared->pool_lock);
+	if (pid > 0)
+		kill(pid, SIGTERM);
+}
+
+/* May the launcher start a worker in this database now? */
+bool
+mq_worker_paused(Oid dbid)
+{
+	MqWorkerSlot *w;
+	bool		paused = false;
+
+	if (mq_shared == NULL)
+		return false;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	w = worker_slot(dbid, false);
+	if (w && w->paused_until > GetCurrentTimestamp())
+		paused = true;
+	SpinLockRelease(&mq_shared->pool_lock);
+	return paused;
 }

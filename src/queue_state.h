@@ -124,5 +124,7 @@ extern void mq_worker_announce(TimestampTz next_wake);
 extern void mq_worker_retire(void);
 extern void mq_worker_wake(TimestampTz due);
 extern void mq_note_timer(TimestampTz due);
+extern void mq_worker_stop_for(Oid dbid, int pause_ms);
+extern bool mq_worker_paused(Oid dbid);
 
 #endif							/* MQ_QUEUE_STATE_H */

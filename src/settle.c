@@ -30,9 +30,15 @@ PG_FUNCTION_INFO_V1(mq_reject);
 PG_FUNCTION_INFO_V1(mq_extend_lease);
 
 static MqQueue *
-settle_queue(FunctionCallInfo fcinfo)
+settle_queue(FunctionCallInfo fcinfo, int group_arg)
 {
 	MqQueue    *q;
+
+	if (group_arg >= 0 && !PG_ARGISNULL(group_arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("consumer groups are not supported on classic and quorum queues"),
+				 errhint("Competing consumers of a classic queue share it without a group; consumer groups belong to stream queues.")));
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -130,7 +136,7 @@ interval_us(Interval *iv)
 Datum
 mq_ack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo);
+	MqQueue    *q = settle_queue(fcinfo, 2);
 	int			n;
 	int64	   *ids;
 
@@ -163,7 +169,7 @@ nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
 Datum
 mq_nack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo);
+	MqQueue    *q = settle_queue(fcinfo, 4);
 	int			n;
 	int64	   *ids;
 
@@ -178,7 +184,7 @@ mq_nack(PG_FUNCTION_ARGS)
 Datum
 mq_reject(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo);
+	MqQueue    *q = settle_queue(fcinfo, -1);
 	int64		id;
 
 	if (PG_ARGISNULL(1))
@@ -193,7 +199,7 @@ mq_reject(PG_FUNCTION_ARGS)
 Datum
 mq_extend_lease(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo);
+	MqQueue    *q = settle_queue(fcinfo, -1);
 	int			n;
 	int64	   *ids;
 	int64		us;

@@ -24,6 +24,7 @@
 #include "queue_ext.h"
 #include "catalog.h"
 #include "queue_state.h"
+#include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_exchange_declare);
 PG_FUNCTION_INFO_V1(mq_exchange_delete);
@@ -68,6 +69,7 @@ mq_exchange_declare(PG_FUNCTION_ARGS)
 	char		nulls[6] = "      ";
 
 	check_name(name, "exchange");
+	(void) text_arg(fcinfo, 1, "type");
 	mq_catalog_refresh();
 	ex = mq_exchange_lookup(name, true);
 	if (ex)
@@ -169,6 +171,7 @@ mq_queue_delete(PG_FUNCTION_ARGS)
 	q = mq_queue_lookup(name, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
 	mq_queue_counts(q, &counts);
+	counts.ready += mq_timers_count(q->id);
 
 	values[0] = CStringGetTextDatum(name);
 	values[1] = BoolGetDatum(if_unused);

@@ -28,7 +28,9 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "commands/dbcommands.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -37,6 +39,7 @@
 #include "queue_ext.h"
 #include "half.h"
 #include "maintenance.h"
+#include "msglog.h"
 #include "queue_state.h"
 #include "timers.h"
 
@@ -47,6 +50,45 @@ PGDLLEXPORT void mq_worker_main(Datum arg);
 int			mq_maintenance_naptime_ms = 1000;
 int			mq_launcher_naptime_ms = 10000;
 int			mq_retire_interval_ms = 10000;
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/*
+ * DROP DATABASE and ALTER DATABASE ... RENAME need the database to have no
+ * connections; ours would make them fail after a 5 s wait, so stop our
+ * worker there first.
+ */
+static void
+mq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				  ProcessUtilityContext context, ParamListInfo params,
+				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *node = pstmt->utilityStmt;
+	const char *dbname = NULL;
+
+	if (IsA(node, DropdbStmt))
+		dbname = ((DropdbStmt *) node)->dbname;
+	else if (IsA(node, RenameStmt) && ((RenameStmt *) node)->renameType == OBJECT_DATABASE)
+		dbname = ((RenameStmt *) node)->subname;
+	else if (IsA(node, AlterDatabaseStmt))
+		dbname = ((AlterDatabaseStmt *) node)->dbname;	/* SET TABLESPACE */
+	if (dbname)
+	{
+		Oid			dbid = get_database_oid(dbname, true);
+
+		if (OidIsValid(dbid) && dbid != MyDatabaseId)
+		{
+			mq_worker_stop_for(dbid, 15000);
+			pg_usleep(100 * 1000L);		/* let it go before the check */
+		}
+	}
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+}
 
 /* Register the launcher; from _PG_init while preloading */
 void
@@ -63,6 +105,9 @@ mq_workers_register(void)
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "queue_ext launcher");
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "queue_ext launcher");
 	RegisterBackgroundWorker(&bgw);
+
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = mq_ProcessUtility;
 }
 
 typedef struct DbWorker
@@ -178,6 +223,7 @@ mq_launcher_main(Datum arg)
 			 */
 			if ((w->handle == NULL ||
 				 GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED) &&
+				!mq_worker_paused(dbid) &&
 				TimestampDifferenceExceeds(w->started, GetCurrentTimestamp(),
 										   mq_launcher_naptime_ms))
 			{
@@ -268,6 +314,7 @@ mq_worker_main(Datum arg)
 		if (now - last_retire >= (int64) mq_retire_interval_ms * 1000)
 		{
 			(void) mq_retire_segments(100);
+			mq_segments_prepare();
 			last_retire = now;
 		}
 		PopActiveSnapshot();
