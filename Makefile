@@ -25,3 +25,6 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 PG_CONFIG ?= $(shell command -v pg_config || echo /usr/lib/postgresql/15/bin/pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: rebuild everything when a header changes
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/am/*.h)

@@ -14,6 +14,8 @@ $primary->init(allows_streaming => 1, extra => ['--data-checksums']);
 $primary->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'queue_ext'
 wal_consistency_checking = 'mqlog'
+# keep the WAL the standby still needs across the primary's crash restart
+wal_keep_size = '1GB'
 });
 $primary->start;
 $primary->safe_psql('postgres', q{
