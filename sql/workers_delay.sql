@@ -7,6 +7,17 @@
 --
 \set VERBOSITY sqlstate
 
+-- timers are fired by this database's worker: wait until the launcher has
+-- started it (a new database gets one within mq.launcher_naptime)
+DO $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity
+						   WHERE backend_type = 'queue_ext worker' AND datname = current_database());
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+
 -- argument checks: out-of-range levels are errors, never clamped
 SELECT mq.queue_declare('wd_q');
 SELECT mq.send('wd_q', 'x', delay_level => 0);                             -- 22023
@@ -121,7 +132,7 @@ SELECT mq.cancel(NULL);                                            -- strict: nu
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c3'));       -- ready, not delayed: 55000
 SELECT pg_sleep(2);
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c2'));       -- due: 55000
-SELECT convert_from(body, 'UTF8') AS body FROM mq.consume('wd_c', 10, auto_ack => true);
+SELECT convert_from(body, 'UTF8') AS body FROM mq.consume('wd_c', 10, auto_ack => true) ORDER BY 1;
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c2'));       -- delivered: 55000
 -- the cancelled one never comes
 SELECT queue, ready, unacked, delayed, total FROM mq.queues WHERE queue = 'wd_c';
