@@ -100,6 +100,7 @@ typedef struct MqQueueShared
 	int32		ntracked;
 	int32		nwaiting;
 	int32		settled_since_floor;
+	int32		nreplayed;		/* settled entries from replay not yet scanned */
 	TimestampTz last_delivery;
 	dlist_head	tracked;
 	uint64		floor_written[MQ_MAX_LANES];
@@ -378,10 +379,11 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 
 /* ---------- replay after a restart ---------- */
 
-static void
+static bool
 track_settled(MqQueueShared *qs, uint64 qpos, int64 msg_id)
 {
 	MqTracked  *t = tracked_find(qs, msg_id);
+	bool		created = (t == NULL);
 
 	if (t == NULL)
 	{
@@ -400,6 +402,7 @@ track_settled(MqQueueShared *qs, uint64 qpos, int64 msg_id)
 		qs->ntracked++;
 	}
 	t->state = MQ_T_SETTLED;
+	return created;
 }
 
 /*
@@ -420,6 +423,7 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->backlog = 0;
 	qs->unacked = 0;
 	qs->settled_since_floor = 0;
+	qs->nreplayed = 0;
 	qs->last_delivery = 0;
 	while (!dlist_is_empty(&qs->tracked))
 		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
@@ -451,7 +455,10 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 					floor[lane] = qpos;
 			}
 			else if (pass == 1 && kind != MQ_SETTLE_FLOOR && qpos >= floor[lane])
-				track_settled(qs, qpos, DatumGetInt64(slot_getattr(slot, 4, &isnull)));
+			{
+				if (track_settled(qs, qpos, DatumGetInt64(slot_getattr(slot, 4, &isnull))))
+					qs->nreplayed++;
+			}
 		}
 		table_endscan(scan);
 	}
@@ -687,6 +694,29 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, Relation rel,
 		ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 		qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
 		return NULL;
+	}
+	/*
+	 * After a restart, entries settled above the floor are tracked as
+	 * SETTLED by the replay: the scan must pass over them, not deliver them
+	 * again.
+	 */
+	if (qs->nreplayed > 0)
+	{
+		uint64		qpos = mq_qpos_make(lane, &pos);
+		dlist_iter	it;
+
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *r = dlist_container(MqTracked, node, it.cur);
+
+			if (r->qpos == qpos && r->state == MQ_T_SETTLED)
+			{
+				qs->nreplayed--;
+				ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+				qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+				return NULL;
+			}
+		}
 	}
 	if (expire_before != 0)
 	{

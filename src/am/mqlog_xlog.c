@@ -74,6 +74,18 @@ mqlog_compute_hoff(uint16 infomask2, uint16 infomask)
 }
 
 /*
+ * Where the logged bytes of a row start: after the fixed header when the
+ * row has a null bitmap (which must be logged), else at t_hoff (the
+ * alignment padding before it is zeros, rebuilt at redo).
+ */
+static inline Size
+mqlog_logged_start(uint16 infomask2, uint16 infomask)
+{
+	return (infomask & HEAP_HASNULL) ? SizeofHeapTupleHeader :
+		mqlog_compute_hoff(infomask2, infomask);
+}
+
+/*
  * Append the bits of a row needed to rebuild its header at redo.  The low
  * byte of t_infomask holds all non-visibility flags (HASNULL, HASVARWIDTH,
  * HASEXTERNAL); the visibility bits are always "xmax invalid".
@@ -88,7 +100,7 @@ mqlog_append_row_header(StringInfo buf, HeapTuple tup, bool with_len)
 	Assert(htup->t_hoff == mqlog_compute_hoff(infomask2, htup->t_infomask));
 	if (with_len)
 	{
-		uint16		datalen = tup->t_len - htup->t_hoff;
+		uint16		datalen = tup->t_len - mqlog_logged_start(infomask2, htup->t_infomask);
 
 		appendBinaryStringInfo(buf, (char *) &datalen, sizeof(uint16));
 	}
@@ -116,8 +128,12 @@ mqlog_log_insert(Relation rel, Buffer buf, HeapTuple tup, bool init)
 	XLogRegisterData((char *) &xlrec, SizeOfMqlogInsert);
 	XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (init ? REGBUF_WILL_INIT : 0));
 	XLogRegisterBufData(0, hdr.data, hdr.len);
-	XLogRegisterBufData(0, (char *) tup->t_data + tup->t_data->t_hoff,
-						tup->t_len - tup->t_data->t_hoff);
+	{
+		Size		start = mqlog_logged_start(tup->t_data->t_infomask2,
+											   tup->t_data->t_infomask);
+
+		XLogRegisterBufData(0, (char *) tup->t_data + start, tup->t_len - start);
+	}
 	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT);
 	PageSetLSN(BufferGetPage(buf), recptr);
 }
@@ -145,8 +161,12 @@ mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
 
 		Assert(ItemPointerGetOffsetNumber(&tup->t_self) == xlrec.firstoff + i);
 		mqlog_append_row_header(&data, tup, true);
-		appendBinaryStringInfo(&data, (char *) tup->t_data + tup->t_data->t_hoff,
-							   tup->t_len - tup->t_data->t_hoff);
+		{
+			Size		start = mqlog_logged_start(tup->t_data->t_infomask2,
+												   tup->t_data->t_infomask);
+
+			appendBinaryStringInfo(&data, (char *) tup->t_data + start, tup->t_len - start);
+		}
 	}
 
 	XLogBeginInsert();
@@ -217,6 +237,7 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, OffsetNumber offnum,
 	uint16		infomask2;
 	uint8		infomask_lo;
 	uint8		hoff;
+	Size		start;
 	Size		len;
 
 	memcpy(&infomask2, ptr, sizeof(uint16));
@@ -225,7 +246,8 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, OffsetNumber offnum,
 	ptr += sizeof(uint8);
 
 	hoff = mqlog_compute_hoff(infomask2, infomask_lo);
-	len = hoff + datalen;
+	start = mqlog_logged_start(infomask2, infomask_lo);
+	len = start + datalen;
 	if (len > MaxHeapTupleSize)
 		elog(PANIC, "mqlog_redo: invalid row length %zu", len);
 
@@ -237,7 +259,8 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, OffsetNumber offnum,
 	HeapTupleHeaderSetCmin(scratch, FirstCommandId);
 	HeapTupleHeaderSetXmax(scratch, InvalidTransactionId);
 	ItemPointerSet(&scratch->t_ctid, blkno, offnum);
-	memcpy((char *) scratch + hoff, ptr, datalen);
+	/* the null bitmap, if any, is part of the logged bytes */
+	memcpy((char *) scratch + start, ptr, datalen);
 
 	if (PageGetMaxOffsetNumber(page) + 1 != offnum)
 		elog(PANIC, "mqlog_redo: row at offset %u does not append to block %u",

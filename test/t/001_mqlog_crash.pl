@@ -18,7 +18,7 @@ $node->start;
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
-CREATE TABLE log (client int, n int, body text) USING mqlog;
+CREATE TABLE log (client int, n int, body text, tag text) USING mqlog;
 CREATE INDEX log_cn ON log (client, n);
 CREATE UNLOGGED TABLE ulog (n int) USING mqlog;
 INSERT INTO ulog SELECT generate_series(1, 1000);
@@ -48,7 +48,7 @@ for my $c (1 .. 4)
 		}
 		else
 		{
-			$script .= "INSERT INTO log VALUES ($c, $i, repeat('x', $i % 300));\n\\echo committed $c $i\n";
+			$script .= "INSERT INTO log VALUES ($c, $i, repeat('x', $i % 300), 't$i');\n\\echo committed $c $i\n";
 		}
 	}
 	my $base = $node->basedir . "/client$c";
@@ -121,6 +121,16 @@ my @extra = sort grep { !$expected{$_} } keys %present;
 cmp_ok(scalar(@extra), '<=', 4 * 5,
 	"at most in-flight rows beyond the acknowledged ones (" . scalar(@extra) . ")")
   or diag("extra: @extra[0 .. 19]");
+
+# rows with and without nulls (tag is NULL except in the 'x' rows) come back
+# with every column intact: redo must restore the null bitmap
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM log WHERE n > 0 AND n < 1000000 AND body ~ '^x*$'
+	   AND (length(body) <> n % 300 OR tag IS DISTINCT FROM 't' || n)}),
+	'0', 'rows replayed with their nulls and values intact');
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM log WHERE n > 0 AND body IS NULL}),
+	'0', 'no replayed row lost its body');
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM mq.mqlog_verify(\'log\')'),
 	'0', 'verification is clean after recovery');
