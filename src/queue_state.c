@@ -116,6 +116,7 @@ typedef struct MqWorkerSlot
 	pid_t		pid;
 	TimestampTz next_wake;		/* when the worker plans to wake up */
 	TimestampTz paused_until;	/* DROP DATABASE in progress: stay away */
+	bool		wanted;			/* a backend asked for a worker here */
 } MqWorkerSlot;
 
 typedef struct MqSharedState
@@ -127,6 +128,7 @@ typedef struct MqSharedState
 	int32		nfree;
 	/* per-database workers, so that publishers can wake them */
 	MqWorkerSlot workers[MQ_MAX_DB_WORKERS];
+	int			launcher_procno;	/* -1: not running */
 	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];
 } MqSharedState;
 
@@ -220,6 +222,7 @@ mq_shmem_startup(void)
 		for (int i = 0; i < mq_max_tracked; i++)
 			dlist_push_tail(&mq_shared->free_tracked, &mq_shared->pool[i].node);
 		mq_shared->nfree = mq_max_tracked;
+		mq_shared->launcher_procno = -1;
 	}
 	ctl.keysize = sizeof(MqQueueKey);
 	ctl.entrysize = sizeof(MqQueueShared);
@@ -1471,6 +1474,7 @@ worker_slot(Oid dbid, bool create)
 		free_slot->pgprocno = -1;
 		free_slot->next_wake = 0;
 		free_slot->paused_until = 0;
+		free_slot->wanted = false;
 	}
 	return create ? free_slot : NULL;
 }
@@ -1513,7 +1517,10 @@ mq_worker_retire(void)
 	SpinLockRelease(&mq_shared->pool_lock);
 }
 
-/* Wake this database's worker if it would sleep past 'due' */
+/*
+ * Wake this database's worker if it would sleep past 'due'; if it has none
+ * (a new database, or it exited), ask the launcher for one at once.
+ */
 void
 mq_worker_wake(TimestampTz due)
 {
@@ -1523,11 +1530,19 @@ mq_worker_wake(TimestampTz due)
 	if (mq_shared == NULL)
 		return;
 	SpinLockAcquire(&mq_shared->pool_lock);
-	w = worker_slot(MyDatabaseId, false);
-	if (w && w->pgprocno >= 0 && (w->next_wake == 0 || due < w->next_wake))
+	w = worker_slot(MyDatabaseId, true);
+	if (w && w->pgprocno >= 0)
 	{
-		procno = w->pgprocno;
-		w->next_wake = due;
+		if (w->next_wake == 0 || due < w->next_wake)
+		{
+			procno = w->pgprocno;
+			w->next_wake = due;
+		}
+	}
+	else if (w)
+	{
+		w->wanted = true;
+		procno = mq_shared->launcher_procno;
 	}
 	SpinLockRelease(&mq_shared->pool_lock);
 	if (procno >= 0)
@@ -1574,4 +1589,35 @@ mq_worker_paused(Oid dbid)
 		paused = true;
 	SpinLockRelease(&mq_shared->pool_lock);
 	return paused;
+}
+
+/* The launcher announces itself (procno) or leaves (-1) */
+void
+mq_launcher_announce(int procno)
+{
+	if (mq_shared == NULL)
+		return;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	mq_shared->launcher_procno = procno;
+	SpinLockRelease(&mq_shared->pool_lock);
+}
+
+/* Did a backend ask for a worker in this database?  Clears the request. */
+bool
+mq_worker_wanted(Oid dbid)
+{
+	MqWorkerSlot *w;
+	bool		wanted = false;
+
+	if (mq_shared == NULL)
+		return false;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	w = worker_slot(dbid, false);
+	if (w && w->wanted)
+	{
+		wanted = true;
+		w->wanted = false;
+	}
+	SpinLockRelease(&mq_shared->pool_lock);
+	return wanted;
 }

@@ -126,5 +126,7 @@ extern void mq_worker_wake(TimestampTz due);
 extern void mq_note_timer(TimestampTz due);
 extern void mq_worker_stop_for(Oid dbid, int pause_ms);
 extern bool mq_worker_paused(Oid dbid);
+extern void mq_launcher_announce(int procno);
+extern bool mq_worker_wanted(Oid dbid);
 
 #endif							/* MQ_QUEUE_STATE_H */

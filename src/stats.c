@@ -36,7 +36,13 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 
 		memset(nulls, 0, sizeof(nulls));
 		mq_queue_counts(q, &c);
-		c.delayed += mq_timers_count(q->id);
+		{
+			int64		timers = mq_timers_count(q->id);
+
+			/* total = ready + unacked + delayed (messages not yet due) */
+			c.delayed += timers;
+			c.total += timers;
+		}
 		values[0] = CStringGetTextDatum(q->name);
 		values[1] = CStringGetTextDatum(q->type == MQ_QUEUE_QUORUM ? "quorum" : "classic");
 		values[2] = BoolGetDatum(q->durable);

@@ -183,6 +183,7 @@ mq_launcher_main(Datum arg)
 
 	cxt = AllocSetContextCreate(TopMemoryContext, "queue_ext launcher",
 								ALLOCSET_DEFAULT_SIZES);
+	mq_launcher_announce(MyProc->pgprocno);
 
 	for (;;)
 	{
@@ -224,8 +225,9 @@ mq_launcher_main(Datum arg)
 			if ((w->handle == NULL ||
 				 GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED) &&
 				!mq_worker_paused(dbid) &&
-				TimestampDifferenceExceeds(w->started, GetCurrentTimestamp(),
-										   mq_launcher_naptime_ms))
+				(mq_worker_wanted(dbid) ||
+				 TimestampDifferenceExceeds(w->started, GetCurrentTimestamp(),
+											mq_launcher_naptime_ms)))
 			{
 				if (w->handle)
 					pfree(w->handle);
