@@ -13,12 +13,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
 
-# Known failure (reported): after the immediate restart, mq.ack of messages
-# just returned by mq.consume in the same session fails with "message ... is
-# not delivered to this session".  Run with QE_WORKERS_CRASH=1 until fixed.
-plan skip_all => 'known bug: ack after crash restart fails; set QE_WORKERS_CRASH=1 to run'
-  unless $ENV{QE_WORKERS_CRASH};
-
 my $node = PostgreSQL::Test::Cluster->new('workers_crash');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
