@@ -48,7 +48,7 @@ CREATE TABLE mq.cat_queue (
 	type		text NOT NULL,
 	durable		boolean NOT NULL,
 	arguments	jsonb NOT NULL DEFAULT '{}',
-	lanes		oid[] NOT NULL,		-- entry log per priority lane (lane 0 first)
+	lanes		oid[] NOT NULL,		-- first entry log of each priority lane (identity)
 	owner		oid NOT NULL,
 	created_at	timestamptz NOT NULL DEFAULT now()
 );
@@ -77,21 +77,6 @@ CREATE TABLE mq.cat_grant (
 	privilege	text NOT NULL CHECK (privilege IN ('configure', 'publish', 'consume')),
 	PRIMARY KEY (object_kind, object_id, grantee, privilege)
 );
-
--- Settlement logs: append-only records of acks, dead-letters and
--- consumer floors, replayed into shared memory after a restart.
-CREATE TABLE mq.settle_log (
-	queue_id	int4 NOT NULL,
-	kind		int2 NOT NULL,
-	qpos		int8 NOT NULL,
-	msg_id		int8 NOT NULL
-) USING mqlog;
-CREATE UNLOGGED TABLE mq.settle_log_unlogged (
-	queue_id	int4 NOT NULL,
-	kind		int2 NOT NULL,
-	qpos		int8 NOT NULL,
-	msg_id		int8 NOT NULL
-) USING mqlog;
 
 REVOKE ALL ON ALL TABLES IN SCHEMA mq FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA mq FROM PUBLIC;
@@ -254,6 +239,41 @@ BEGIN
 END
 $$;
 
+-- One generation of a priority lane: its entry log (append-only, ordered)
+-- and its settlement log.  See src/queue_state.c.
+CREATE FUNCTION mq._lane_create(queue_id int, lane int, gen int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	persistence text;
+BEGIN
+	SELECT CASE WHEN c.durable THEN '' ELSE 'UNLOGGED' END INTO persistence
+	  FROM mq.cat_queue c WHERE c.id = queue_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue % does not exist', queue_id USING ERRCODE = 'undefined_object';
+	END IF;
+	IF to_regclass(format('mq.%I', format('q%s_%s_%s', queue_id, lane, gen))) IS NOT NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE format('CREATE %s TABLE mq.%I (msg_id int8 NOT NULL, visible_at timestamptz NOT NULL, '
+				   'expires_at timestamptz NOT NULL) USING mqlog',
+				   persistence, format('q%s_%s_%s', queue_id, lane, gen));
+	EXECUTE format('CREATE %s TABLE mq.%I (kind int2 NOT NULL, qpos int8 NOT NULL, '
+				   'msg_id int8 NOT NULL) USING mqlog',
+				   persistence, format('s%s_%s_%s', queue_id, lane, gen));
+END
+$$;
+
+CREATE FUNCTION mq._lane_drop(queue_id int, lane int, gen int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	EXECUTE format('DROP TABLE IF EXISTS mq.%I, mq.%I',
+				   format('q%s_%s_%s', queue_id, lane, gen),
+				   format('s%s_%s_%s', queue_id, lane, gen));
+END
+$$;
+
 CREATE FUNCTION mq._queue_declare_impl(queue text, type text, durable boolean, arguments jsonb, caller oid)
 RETURNS text LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
@@ -305,15 +325,13 @@ BEGIN
 	END IF;
 	qid := nextval(pg_get_serial_sequence('mq.cat_queue', 'id'));
 	nlanes := coalesce((arguments->>'x-max-priority')::int, 0) + 1;
-	FOR lane IN 0 .. nlanes - 1 LOOP
-		relname := format('q%s_%s', qid, lane);
-		EXECUTE format('CREATE %s TABLE mq.%I (msg_id int8 NOT NULL, visible_at timestamptz NOT NULL, '
-					   'expires_at timestamptz NOT NULL) USING mqlog',
-					   CASE WHEN durable THEN '' ELSE 'UNLOGGED' END, relname);
-		lane_oids := lane_oids || format('mq.%I', relname)::regclass::oid;
-	END LOOP;
 	INSERT INTO mq.cat_queue (id, name, type, durable, arguments, lanes, owner)
-	VALUES (qid, queue, type, durable, arguments, lane_oids, caller);
+	VALUES (qid, queue, type, durable, arguments, '{}', caller);
+	FOR lane IN 0 .. nlanes - 1 LOOP
+		PERFORM mq._lane_create(qid, lane, 0);
+		lane_oids := lane_oids || format('mq.%I', format('q%s_%s_0', qid, lane))::regclass::oid;
+	END LOOP;
+	UPDATE mq.cat_queue c SET lanes = lane_oids WHERE c.id = qid;
 	PERFORM mq._topology_changed();
 	RETURN queue;
 END
@@ -345,7 +363,10 @@ BEGIN
 	DELETE FROM mq.cat_queue c WHERE c.id = q.id;
 	DELETE FROM mq.cat_grant g WHERE g.object_kind = 'q' AND g.object_id = q.id;
 	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
-	FOREACH rel IN ARRAY q.lanes LOOP
+	-- every generation of every lane: entry logs q<id>_*, settlement logs s<id>_*
+	FOR rel IN SELECT c.oid FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND (c.relname LIKE 'q' || q.id || '\_%' OR c.relname LIKE 's' || q.id || '\_%') LOOP
 		EXECUTE format('DROP TABLE %s', rel::regclass);
 	END LOOP;
 	PERFORM mq._topology_changed();
@@ -432,6 +453,7 @@ BEGIN
 END
 $$;
 
+REVOKE ALL ON FUNCTION mq._lane_create, mq._lane_drop FROM PUBLIC;
 REVOKE ALL ON FUNCTION mq._exchange_declare_impl, mq._exchange_delete_impl,
 	mq._queue_declare_impl, mq._queue_delete_impl, mq._bind_impl, mq._grant_impl FROM PUBLIC;
 

@@ -37,14 +37,17 @@ SELECT exchange, type FROM mq.exchanges WHERE exchange = 'bpv_x';
 SELECT count(*) FROM mq.cat_queue;
 SELECT count(*) FROM mq.cat_exchange;
 SELECT count(*) FROM mq.cat_grant;
-SELECT count(*) FROM mq.settle_log;
+SELECT count(*) FROM mq.timer;
 RESET ROLE;
 SELECT format('mq.%I', c.relname) AS lane_rel FROM mq.cat_queue q, pg_class c
  WHERE q.name = 'bpv_q' AND c.oid = q.lanes[1] \gset
+SELECT format('mq.%I', 's' || q.id || '_0_0') AS settle_rel FROM mq.cat_queue q
+ WHERE q.name = 'bpv_q' \gset
 SELECT format('mq.%I', c.relname) AS seg_rel FROM mq.cat_segment s, pg_class c
  WHERE c.oid = s.relid ORDER BY s.segno LIMIT 1 \gset
 SET ROLE regress_mq_alice;
 SELECT count(*) FROM :lane_rel;
+SELECT count(*) FROM :settle_rel;
 SELECT count(*) FROM :seg_rel;
 -- nor writable
 INSERT INTO mq.cat_grant VALUES ('q', 1, 0, 'consume');

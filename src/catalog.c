@@ -135,12 +135,6 @@ mq_internal_relid(const char *relname)
 	return relid;
 }
 
-Oid
-mq_settle_log_relid(bool durable)
-{
-	return mq_internal_relid(durable ? "settle_log" : "settle_log_unlogged");
-}
-
 /* Owner of the extension: internal tables are accessed as this role */
 Oid
 mq_extension_owner(void)

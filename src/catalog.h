@@ -57,7 +57,7 @@ typedef struct MqQueue
 	MqQueueType type;
 	bool		durable;
 	int			nlanes;			/* 1 + x-max-priority */
-	Oid		   *lanes;			/* entry log relation per priority lane */
+	Oid		   *lanes;			/* first entry log of each lane: identifies the queue */
 	int64		message_ttl_ms; /* -1: none */
 	int64		max_length;		/* -1: unlimited */
 	bool		overflow_reject;	/* reject-publish rather than drop-head */
@@ -125,7 +125,6 @@ extern char *mq_run_internal(const char *fn, int nargs, Oid *types,
 							 Datum *values, const char *nulls);
 
 /* Relation ids of internal tables, looked up once per backend */
-extern Oid	mq_settle_log_relid(bool durable);
 extern Oid	mq_internal_relid(const char *relname);
 
 #endif							/* MQ_CATALOG_H */

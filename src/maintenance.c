@@ -46,13 +46,14 @@ mq_maintain_queues(void)
 		due = mq_queue_next_due();
 		for (int i = 0; i < got; i++)
 		{
-			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
 			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
 		}
 		if (got > 0)
 			mq_queue_write_floors(q);
 		if (due != 0 && (next == 0 || due < next))
 			next = due;
+		mq_queue_rotate(q);
 	}
 	return next;
 }

@@ -379,10 +379,51 @@ mq_log_find_dedup(const char *dedup_id, TimestampTz since)
 	return ids == NIL ? 0 : *(int64 *) linitial(ids);
 }
 
-void
-mq_entry_append(MqQueue *q, int lane, MqEntry *entries, int n, uint64 *qpos)
+Oid
+mq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 {
-	Relation	rel = table_open(q->lanes[lane], RowExclusiveLock);
+	char		name[NAMEDATALEN];
+
+	snprintf(name, sizeof(name), "%c%d_%d_%d", settle ? 's' : 'q', queue_id, lane, gen);
+	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+}
+
+/* Run SELECT mq.<fn>(queue, lane, gen) as the extension owner */
+static void
+lane_ddl(const char *fn, int32 queue_id, int lane, int gen)
+{
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(queue_id), Int32GetDatum(lane), Int32GetDatum(gen)};
+	char		sql[64];
+
+	snprintf(sql, sizeof(sql), "SELECT mq.%s($1, $2, $3)", fn);
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, 3, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "%s failed for queue %d lane %d generation %d", fn, queue_id, lane, gen);
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+}
+
+void
+mq_lane_create(MqQueue *q, int lane, int gen)
+{
+	lane_ddl("_lane_create", q->id, lane, gen);
+}
+
+void
+mq_lane_drop(int32 queue_id, int lane, int gen)
+{
+	lane_ddl("_lane_drop", queue_id, lane, gen);
+}
+
+void
+mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
+{
+	Relation	rel = table_open(relid, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
 	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
@@ -402,7 +443,12 @@ mq_entry_append(MqQueue *q, int lane, MqEntry *entries, int n, uint64 *qpos)
 	mqlog_insert_ordered(rel, slots, n, GetCurrentCommandId(true), tids);
 	for (int i = 0; i < n; i++)
 	{
-		qpos[i] = mq_qpos_make(lane, &tids[i]);
+		if (ItemPointerGetBlockNumber(&tids[i]) >= MQ_LANE_MAX_BLOCKS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("entry log \"%s\" is full", RelationGetRelationName(rel)),
+					 errhint("The maintenance worker starts a new generation long before this; check that it runs.")));
+		qpos[i] = mq_qpos_make(lane, gen, &tids[i]);
 		ExecDropSingleTupleTableSlot(slots[i]);
 	}
 	pfree(slots);
@@ -410,18 +456,27 @@ mq_entry_append(MqQueue *q, int lane, MqEntry *entries, int n, uint64 *qpos)
 	table_close(rel, NoLock);
 }
 
+/*
+ * Settlement records go to the settlement log of the generation the entry
+ * belongs to, so they are dropped together with it.
+ */
 void
-mq_settle_append(bool durable, int32 queue_id, int16 kind, uint64 qpos, int64 msg_id)
+mq_settle_append(MqQueue *q, int16 kind, uint64 qpos, int64 msg_id)
 {
-	Relation	rel = table_open(mq_settle_log_relid(durable), RowExclusiveLock);
-	TupleTableSlot *s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	Oid			relid = mq_lane_relid(q->id, mq_qpos_lane(qpos), mq_qpos_gen(qpos), true);
+	Relation	rel;
+	TupleTableSlot *s;
 
+	if (!OidIsValid(relid))
+		elog(ERROR, "settlement log of queue \"%s\" lane %d generation %d does not exist",
+			 q->name, mq_qpos_lane(qpos), mq_qpos_gen(qpos));
+	rel = table_open(relid, RowExclusiveLock);
+	s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	ExecClearTuple(s);
-	s->tts_values[0] = Int32GetDatum(queue_id);
-	s->tts_values[1] = Int16GetDatum(kind);
-	s->tts_values[2] = Int64GetDatum((int64) qpos);
-	s->tts_values[3] = Int64GetDatum(msg_id);
-	memset(s->tts_isnull, 0, sizeof(bool) * 4);
+	s->tts_values[0] = Int16GetDatum(kind);
+	s->tts_values[1] = Int64GetDatum((int64) qpos);
+	s->tts_values[2] = Int64GetDatum(msg_id);
+	memset(s->tts_isnull, 0, sizeof(bool) * 3);
 	ExecStoreVirtualTuple(s);
 	table_tuple_insert(rel, s, GetCurrentCommandId(true), 0, NULL);
 	ExecDropSingleTupleTableSlot(s);

@@ -49,27 +49,50 @@ mq_msgid_tid(int64 msg_id, ItemPointer tid)
 }
 
 /*
- * Queue position: where an entry sits in a queue's entry log, with the
- * priority lane in the top bits: lane << 48 | block << 16 | offset.
+ * Queue position: where an entry sits in a queue's entry logs.  Each
+ * priority lane is a chain of generations (tables q<queue>_<lane>_<gen>,
+ * see queue_state.c), so a position is
+ *		lane (8 bits) | generation (16) | block (24) | line pointer (16)
+ * and positions of one lane grow in the order entries were written.
  */
+#define MQ_QPOS_LANE_SHIFT	56
+#define MQ_QPOS_GEN_SHIFT	40
+#define MQ_QPOS_MAX_GEN		0xFFFF
+#define MQ_LANE_MAX_BLOCKS	((BlockNumber) 1 << 24)
+
 static inline uint64
-mq_qpos_make(int lane, ItemPointer tid)
+mq_qpos_make(int lane, int gen, ItemPointer tid)
 {
-	return ((uint64) lane << 48) |
+	return ((uint64) lane << MQ_QPOS_LANE_SHIFT) |
+		((uint64) gen << MQ_QPOS_GEN_SHIFT) |
 		((uint64) ItemPointerGetBlockNumber(tid) << 16) |
 		ItemPointerGetOffsetNumber(tid);
+}
+
+/* Position of the first entry of a generation */
+static inline uint64
+mq_qpos_gen_start(int lane, int gen)
+{
+	return ((uint64) lane << MQ_QPOS_LANE_SHIFT) |
+		((uint64) gen << MQ_QPOS_GEN_SHIFT) | 1;
 }
 
 static inline int
 mq_qpos_lane(uint64 qpos)
 {
-	return (int) (qpos >> 48);
+	return (int) (qpos >> MQ_QPOS_LANE_SHIFT);
+}
+
+static inline int
+mq_qpos_gen(uint64 qpos)
+{
+	return (int) ((qpos >> MQ_QPOS_GEN_SHIFT) & MQ_QPOS_MAX_GEN);
 }
 
 static inline void
 mq_qpos_tid(uint64 qpos, ItemPointer tid)
 {
-	ItemPointerSet(tid, (BlockNumber) ((qpos >> 16) & 0xFFFFFFFF),
+	ItemPointerSet(tid, (BlockNumber) ((qpos >> 16) & (MQ_LANE_MAX_BLOCKS - 1)),
 				   (OffsetNumber) (qpos & 0xFFFF));
 }
 
@@ -112,17 +135,32 @@ typedef struct MqEntry
 	TimestampTz expires_at;		/* DT_NOEND: never */
 } MqEntry;
 
-/* Append entries to one lane of a queue, in order; qpos[] gets positions */
-extern void mq_entry_append(MqQueue *q, int lane, MqEntry *entries, int n,
-							uint64 *qpos);
+/*
+ * Relation of a lane generation's entry log (settle = false) or
+ * settlement log (settle = true); InvalidOid if it does not exist.
+ */
+extern Oid	mq_lane_relid(int32 queue_id, int lane, int gen, bool settle);
+
+/* Create both tables of a lane generation (as the extension owner) */
+extern void mq_lane_create(MqQueue *q, int lane, int gen);
+
+/* Drop both tables of a lane generation (as the extension owner) */
+extern void mq_lane_drop(int32 queue_id, int lane, int gen);
+
+/*
+ * Append entries to an entry log relation, in order (the caller chose the
+ * generation); qpos[] gets their positions.
+ */
+extern void mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
+							int n, uint64 *qpos);
 
 /* Settlement record kinds */
 #define MQ_SETTLE_ACK		1	/* acked (or auto-acked) */
 #define MQ_SETTLE_DEAD		2	/* dead-lettered or dropped */
 #define MQ_SETTLE_FLOOR		3	/* every entry of the lane below qpos settled */
 
-extern void mq_settle_append(bool durable, int32 queue_id, int16 kind,
-							 uint64 qpos, int64 msg_id);
+/* Append a settlement record for the entry at qpos of queue q */
+extern void mq_settle_append(MqQueue *q, int16 kind, uint64 qpos, int64 msg_id);
 
 /* Create the next segments ahead of need (maintenance worker) */
 extern void mq_segments_prepare(void);

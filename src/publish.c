@@ -323,7 +323,6 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	{
 		Dest	   *dst = &dests[d];
 		MqEntry    *entries = palloc(sizeof(MqEntry) * dst->n);
-		uint64	   *qpos = palloc(sizeof(uint64) * dst->n);
 
 		for (int lane = 0; lane < dst->q->nlanes; lane++)
 		{
@@ -341,12 +340,11 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			if (k > 0 && delayed)
 				mq_timers_add(dst->q, lane, entries, k);
 			else if (k > 0)
-				mq_entry_append(dst->q, lane, entries, k, qpos);
+				mq_queue_append(dst->q, lane, entries, k);
 		}
 		if (!delayed)
 			mq_queue_note_publish(dst->q, dst->n);
 		pfree(entries);
-		pfree(qpos);
 	}
 
 	/* 6. drop-head overflow: dead-letter the oldest ready messages */
@@ -366,7 +364,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 
 			for (int i = 0; i < got; i++)
 			{
-				mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+				mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
 				mq_dead_letter(q, dl[i].msg_id, "maxlen");
 			}
 			pfree(dl);

@@ -15,6 +15,7 @@
 
 #include "queue_ext.h"
 #include "am/mqlog.h"
+#include "msglog.h"
 #include "queue_state.h"
 
 
@@ -41,6 +42,11 @@ _PG_init(void)
 							"Whole segments are retired once every queue entry in them is settled.",
 							&mq_segment_blocks, 32768, 16, (1 << 17) / 2,
 							PGC_SUSET, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.lane_segment_size",
+							"Size at which a queue's entry log starts a new generation.",
+							"Generations whose entries are all settled are dropped whole.",
+							&mq_lane_segment_blocks, 8192, 2, MQ_LANE_MAX_BLOCKS / 2,
+							PGC_SIGHUP, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.dedup_window",
 							"How long a publish dedup_id is remembered.",
 							NULL,

@@ -35,6 +35,7 @@
 #include "pgstat.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -47,7 +48,8 @@
 #include "am/mqlog.h"
 #include "queue_state.h"
 
-int			mq_max_queues = 4096;
+int			mq_max_queues = 1024;
+int			mq_lane_segment_blocks = 8192;
 int			mq_max_tracked = 65536;
 
 #define MQ_FLOOR_INTERVAL 1024
@@ -85,6 +87,23 @@ typedef struct MqQueueKey
 
 #define MQ_SLOT_MAGIC 0x6d715131
 
+/*
+ * A priority lane is a chain of generations, each an entry log
+ * q<queue>_<lane>_<gen> and a settlement log s<queue>_<lane>_<gen>.
+ * Publishers append to write_gen; once the worker switches to the next
+ * generation (holding gen_lock exclusively, so no append is in flight), the
+ * old one never grows again and a reader that reaches its end moves on.
+ * Generations below the floor are dropped whole: disk use follows the live
+ * backlog, not the history.
+ */
+typedef struct MqLaneState
+{
+	uint64		scan_pos;		/* next entry to examine */
+	uint64		floor_written;	/* last FLOOR record written */
+	int			write_gen;		/* generation publishers append to */
+	int			low_gen;		/* oldest generation still present */
+} MqLaneState;
+
 typedef struct MqQueueShared
 {
 	MqQueueKey	key;
@@ -103,8 +122,8 @@ typedef struct MqQueueShared
 	int32		nreplayed;		/* settled entries from replay not yet scanned */
 	TimestampTz last_delivery;
 	dlist_head	tracked;
-	uint64		floor_written[MQ_MAX_LANES];
-	uint64		scan_pos[MQ_MAX_LANES];
+	LWLock		gen_lock;		/* appenders share it; switching gens takes it */
+	MqLaneState lanes[MQ_MAX_LANES];
 } MqQueueShared;
 
 #define MQ_MAX_DB_WORKERS 64
@@ -367,6 +386,7 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 		if (qs->magic != MQ_SLOT_MAGIC)
 		{
 			LWLockInitialize(&qs->lock, mq_shared->tranche_id);
+			LWLockInitialize(&qs->gen_lock, mq_shared->tranche_id);
 			ConditionVariableInit(&qs->cv);
 			qs->magic = MQ_SLOT_MAGIC;
 		}
@@ -408,19 +428,147 @@ track_settled(MqQueueShared *qs, uint64 qpos, int64 msg_id)
 	return created;
 }
 
+/* ---------- reading lanes across generations ---------- */
+
+/* Relations of lane generations opened during one operation */
+typedef struct LaneRels
+{
+	int			n;
+	struct
+	{
+		int			lane;
+		int			gen;
+		Relation	rel;
+		TupleTableSlot *slot;
+	}			e[8];
+} LaneRels;
+
+static void
+lane_rels_init(LaneRels *lr)
+{
+	lr->n = 0;
+}
+
+/* Entry log of (lane, gen) with a slot, or NULL rel if it is gone */
+static Relation
+lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
+{
+	Oid			relid;
+	Relation	rel;
+
+	for (int i = 0; i < lr->n; i++)
+		if (lr->e[i].lane == lane && lr->e[i].gen == gen)
+		{
+			*slot = lr->e[i].slot;
+			return lr->e[i].rel;
+		}
+	relid = mq_lane_relid(q->id, lane, gen, false);
+	rel = OidIsValid(relid) ? try_table_open(relid, AccessShareLock) : NULL;
+	if (rel == NULL)
+	{
+		*slot = NULL;
+		return NULL;
+	}
+	if (lr->n == lengthof(lr->e))
+	{
+		/* evict the oldest */
+		ExecDropSingleTupleTableSlot(lr->e[0].slot);
+		table_close(lr->e[0].rel, AccessShareLock);
+		memmove(&lr->e[0], &lr->e[1], sizeof(lr->e[0]) * (lr->n - 1));
+		lr->n--;
+	}
+	lr->e[lr->n].lane = lane;
+	lr->e[lr->n].gen = gen;
+	lr->e[lr->n].rel = rel;
+	lr->e[lr->n].slot = table_slot_create(rel, NULL);
+	*slot = lr->e[lr->n].slot;
+	lr->n++;
+	return rel;
+}
+
+static void
+lane_rels_close(LaneRels *lr)
+{
+	for (int i = 0; i < lr->n; i++)
+	{
+		ExecDropSingleTupleTableSlot(lr->e[i].slot);
+		table_close(lr->e[i].rel, AccessShareLock);
+	}
+	lr->n = 0;
+}
+
 /*
- * Rebuild a queue's state from the settlement log and its entry logs.
+ * The entry at or after *qpos in its lane, following generations up to
+ * write_gen: MQLOG_READ_ROW with *qpos set, *state classified and (for
+ * committed or own rows) *slot holding the row; or MQLOG_READ_END with
+ * *qpos at the next position to try.  A generation is left only once the
+ * lane writes to a later one, so nothing is ever skipped.
+ */
+static MqlogReadResult
+lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
+			   MqlogRowState *state, TupleTableSlot **slot)
+{
+	int			lane = mq_qpos_lane(*qpos);
+
+	for (;;)
+	{
+		int			gen = mq_qpos_gen(*qpos);
+		Relation	rel = lane_rel(lr, q, lane, gen, slot);
+		ItemPointerData pos;
+
+		if (rel != NULL)
+		{
+			mq_qpos_tid(*qpos, &pos);
+			if (mqlog_read_next(rel, &pos, state, *slot) == MQLOG_READ_ROW)
+			{
+				*qpos = mq_qpos_make(lane, gen, &pos);
+				return MQLOG_READ_ROW;
+			}
+			*qpos = mq_qpos_make(lane, gen, &pos);
+		}
+		if (gen >= qs->lanes[lane].write_gen)
+			return MQLOG_READ_END;
+		/* this generation is closed (or gone): on to the next */
+		*qpos = mq_qpos_gen_start(lane, gen + 1);
+	}
+}
+
+/* Position just after qpos */
+static inline uint64
+qpos_next(uint64 qpos)
+{
+	return qpos + 1;
+}
+
+/* Was the entry at qpos settled before a restart (tracked by the replay)? */
+static bool
+replayed_settled(MqQueueShared *qs, uint64 qpos)
+{
+	dlist_iter	it;
+
+	if (qs->nreplayed == 0)
+		return false;
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->qpos == qpos && t->state == MQ_T_SETTLED)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Rebuild a queue's state after a restart (or its first use): find each
+ * lane's generations, replay their settlement logs (the highest FLOOR,
+ * then the settlements above it) and count the backlog above the floor.
  * Called with qs->lock held exclusively.
  */
 static void
 queue_load(MqQueue *q, MqQueueShared *qs)
 {
-	Relation	rel;
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-	uint64		floor[MQ_MAX_LANES];
+	LaneRels	lr;
 
-	memset(floor, 0, sizeof(floor));
 	qs->nlanes = q->nlanes;
 	qs->lane0 = q->lanes[0];
 	qs->backlog = 0;
@@ -431,72 +579,81 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 	while (!dlist_is_empty(&qs->tracked))
 		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
 
-	/* Pass 1: floors, then settlements above them */
-	rel = table_open(mq_settle_log_relid(q->durable), AccessShareLock);
-	slot = table_slot_create(rel, NULL);
-	for (int pass = 0; pass < 2; pass++)
-	{
-		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-		{
-			bool		isnull;
-			int32		qid = DatumGetInt32(slot_getattr(slot, 1, &isnull));
-			int16		kind;
-			uint64		qpos;
-			int			lane;
-
-			if (qid != q->id)
-				continue;
-			kind = DatumGetInt16(slot_getattr(slot, 2, &isnull));
-			qpos = (uint64) DatumGetInt64(slot_getattr(slot, 3, &isnull));
-			lane = mq_qpos_lane(qpos);
-			if (lane >= q->nlanes)
-				continue;
-			if (pass == 0 && kind == MQ_SETTLE_FLOOR)
-			{
-				if (qpos > floor[lane])
-					floor[lane] = qpos;
-			}
-			else if (pass == 1 && kind != MQ_SETTLE_FLOOR && qpos >= floor[lane])
-			{
-				if (track_settled(qs, qpos, DatumGetInt64(slot_getattr(slot, 4, &isnull))))
-					qs->nreplayed++;
-			}
-		}
-		table_endscan(scan);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_close(rel, AccessShareLock);
-
-	/* Pass 2: count the backlog above the floors */
+	lane_rels_init(&lr);
 	for (int lane = 0; lane < q->nlanes; lane++)
 	{
-		ItemPointerData pos;
+		MqLaneState *ls = &qs->lanes[lane];
+		uint64		floor = 0;
+		int			gen;
+		uint64		qpos;
 		MqlogRowState state;
+		TupleTableSlot *slot;
 
-		qs->scan_pos[lane] = floor[lane] ? floor[lane] : mq_qpos_make(lane, &(ItemPointerData) {{0, 0}, 1});
-		qs->floor_written[lane] = floor[lane];
-		rel = table_open(q->lanes[lane], AccessShareLock);
-		slot = table_slot_create(rel, NULL);
-		mq_qpos_tid(qs->scan_pos[lane], &pos);
-		while (mqlog_read_next(rel, &pos, &state, slot) == MQLOG_READ_ROW)
+		/* generations present: low_gen .. write_gen, by name */
+		gen = 0;
+		while (gen < MQ_QPOS_MAX_GEN && !OidIsValid(mq_lane_relid(q->id, lane, gen, false)))
+			gen++;
+		if (gen == MQ_QPOS_MAX_GEN)
+			elog(ERROR, "entry log of queue \"%s\" lane %d is missing", q->name, lane);
+		ls->low_gen = gen;
+		while (gen < MQ_QPOS_MAX_GEN && OidIsValid(mq_lane_relid(q->id, lane, gen + 1, false)))
+			gen++;
+		ls->write_gen = gen;
+
+		/* replay the settlement logs: floors first, then what lies above */
+		for (int pass = 0; pass < 2; pass++)
 		{
-			bool		isnull;
+			for (gen = ls->low_gen; gen <= ls->write_gen; gen++)
+			{
+				Oid			relid = mq_lane_relid(q->id, lane, gen, true);
+				Relation	rel;
+				TableScanDesc scan;
+				TupleTableSlot *s;
 
+				if (!OidIsValid(relid))
+					continue;
+				rel = table_open(relid, AccessShareLock);
+				s = table_slot_create(rel, NULL);
+				scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+				while (table_scan_getnextslot(scan, ForwardScanDirection, s))
+				{
+					bool		isnull;
+					int16		kind = DatumGetInt16(slot_getattr(s, 1, &isnull));
+					uint64		pos = (uint64) DatumGetInt64(slot_getattr(s, 2, &isnull));
+
+					if (pass == 0 && kind == MQ_SETTLE_FLOOR)
+						floor = Max(floor, pos);
+					else if (pass == 1 && kind != MQ_SETTLE_FLOOR && pos >= floor &&
+							 track_settled(qs, pos, DatumGetInt64(slot_getattr(s, 3, &isnull))))
+						qs->nreplayed++;
+				}
+				table_endscan(scan);
+				ExecDropSingleTupleTableSlot(s);
+				table_close(rel, AccessShareLock);
+			}
+		}
+
+		ls->scan_pos = Max(floor, mq_qpos_gen_start(lane, ls->low_gen));
+		ls->floor_written = floor;
+
+		/* the backlog: committed entries above the floor not settled */
+		qpos = ls->scan_pos;
+		while (lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
+		{
 			if (state == MQLOG_ROW_COMMITTED)
 			{
+				bool		isnull;
 				int64		msg_id = DatumGetInt64(slot_getattr(slot, 1, &isnull));
 				MqTracked  *t = tracked_find(qs, msg_id);
 
 				if (t == NULL || t->state != MQ_T_SETTLED)
 					qs->backlog++;
 			}
-			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+			qpos = qpos_next(qpos);
 			CHECK_FOR_INTERRUPTS();
 		}
-		ExecDropSingleTupleTableSlot(slot);
-		table_close(rel, AccessShareLock);
 	}
+	lane_rels_close(&lr);
 	qs->loaded = true;
 }
 
@@ -535,7 +692,7 @@ queue_lock(MqQueue *q, LWLockMode mode)
 static uint64
 lane_floor(MqQueueShared *qs, int lane)
 {
-	uint64		f = qs->scan_pos[lane];
+	uint64		f = qs->lanes[lane].scan_pos;
 	dlist_iter	it;
 
 	dlist_foreach(it, &qs->tracked)
@@ -672,32 +829,35 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 
 /*
  * Examine the entry at a lane's scan position and advance past it.  Sets
- * *end (returning NULL) at the end of the log or when no tracking slot is
- * free.  Returns the new tracked entry, or NULL for an aborted one.  With
- * expire_before != 0 (head expiry), stops instead at the first entry that
- * is uncommitted or not expired, leaving it unscanned.
+ * *end (returning NULL) at the end of the lane or when no tracking slot is
+ * free.  Returns the new tracked entry, or NULL for one to ignore (aborted,
+ * or settled before a restart).  With expire_before != 0 (head expiry),
+ * stops instead at the first entry that is uncommitted or not expired,
+ * leaving it unscanned.
  */
 static MqTracked *
-scan_next(MqQueue *q, MqQueueShared *qs, int lane, Relation rel,
-		  TupleTableSlot *slot, TimestampTz expire_before, bool *end)
+scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
+		  TimestampTz expire_before, bool *end)
 {
-	ItemPointerData pos;
+	MqLaneState *ls = &qs->lanes[lane];
+	uint64		qpos = ls->scan_pos;
 	MqlogRowState st;
+	TupleTableSlot *slot;
 	MqTracked  *t;
 
 	*end = false;
-	mq_qpos_tid(qs->scan_pos[lane], &pos);
-	if (mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_END)
+	if (lane_read_next(lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_END)
 	{
+		ls->scan_pos = qpos;
 		*end = true;
 		return NULL;
 	}
 	if (st == MQLOG_ROW_ABORTED)
 	{
-		ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
-		qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+		ls->scan_pos = qpos_next(qpos);
 		return NULL;
 	}
+
 	/*
 	 * After a restart, entries settled above the floor are tracked as
 	 * SETTLED by the replay: the scan must pass over them, not deliver them
@@ -705,7 +865,6 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, Relation rel,
 	 */
 	if (qs->nreplayed > 0)
 	{
-		uint64		qpos = mq_qpos_make(lane, &pos);
 		dlist_iter	it;
 
 		dlist_foreach(it, &qs->tracked)
@@ -715,8 +874,7 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, Relation rel,
 			if (r->qpos == qpos && r->state == MQ_T_SETTLED)
 			{
 				qs->nreplayed--;
-				ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
-				qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+				ls->scan_pos = qpos_next(qpos);
 				return NULL;
 			}
 		}
@@ -744,20 +902,19 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, Relation rel,
 		return NULL;
 	}
 	memset(t, 0, sizeof(MqTracked));
-	t->qpos = mq_qpos_make(lane, &pos);
+	t->qpos = qpos;
 	t->owner = -1;
 	t->prev_owner = -1;
 	t->expires_at = DT_NOEND;
 	dlist_push_tail(&qs->tracked, &t->node);
 	qs->ntracked++;
-	ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
-	qs->scan_pos[lane] = mq_qpos_make(lane, &pos);
+	ls->scan_pos = qpos_next(qpos);
 
 	if (st != MQLOG_ROW_COMMITTED)
 	{
 		/* in progress or our own: look again once it has ended */
 		t->state = MQ_T_PENDING;
-		t->msg_id = -(int64) t->qpos - 1;	/* placeholder, never acked */
+		t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;	/* placeholder, never acked */
 		return t;
 	}
 	tracked_fill(t, slot);
@@ -782,6 +939,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	uint32		chash = consumer_hash(consumer);
 	int			got = 0;
 	bool		wake = false;
+	LaneRels	lr;
 
 	next_due = 0;
 
@@ -802,10 +960,9 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 		n = Min(n, prefetch - held);
 	}
 
+	lane_rels_init(&lr);
 	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
 	{
-		Relation	rel = NULL;
-		TupleTableSlot *slot = NULL;
 		dlist_iter	it;
 
 		/* First what we already track: redeliveries, late commits */
@@ -821,14 +978,12 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			{
 				ItemPointerData tid;
 				MqlogRowState st;
+				TupleTableSlot *slot;
+				Relation	rel = lane_rel(&lr, q, lane, mq_qpos_gen(t->qpos), &slot);
 
-				if (rel == NULL)
-				{
-					rel = table_open(q->lanes[lane], AccessShareLock);
-					slot = table_slot_create(rel, NULL);
-				}
 				mq_qpos_tid(t->qpos, &tid);
-				if (!mqlog_fetch_row(rel, &tid, &st, slot) || st == MQLOG_ROW_ABORTED)
+				if (rel == NULL || !mqlog_fetch_row(rel, &tid, &st, slot) ||
+					st == MQLOG_ROW_ABORTED)
 				{
 					t->state = MQ_T_SETTLED;
 					continue;
@@ -872,12 +1027,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			MqTracked  *t;
 			bool		end;
 
-			if (rel == NULL)
-			{
-				rel = table_open(q->lanes[lane], AccessShareLock);
-				slot = table_slot_create(rel, NULL);
-			}
-			t = scan_next(q, qs, lane, rel, slot, mode == MQ_TAKE_EXPIRE ? now : 0, &end);
+			t = scan_next(q, qs, lane, &lr, mode == MQ_TAKE_EXPIRE ? now : 0, &end);
 			if (end)
 			{
 				if (t == NULL && got == 0 && qs->ntracked > 0 && mq_shared->nfree == 0)
@@ -898,12 +1048,8 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			}
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 		}
-		if (rel)
-		{
-			ExecDropSingleTupleTableSlot(slot);
-			table_close(rel, AccessShareLock);
-		}
 	}
+	lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 	if (wake)
 		ConditionVariableBroadcast(&qs->cv);
@@ -988,15 +1134,118 @@ mq_queue_write_floors(MqQueue *q)
 		return;
 	for (int lane = 0; lane < nlanes; lane++)
 	{
-		if (floors[lane] > qs->floor_written[lane])
+		if (floors[lane] > qs->lanes[lane].floor_written)
 		{
-			mq_settle_append(q->durable, q->id, MQ_SETTLE_FLOOR, floors[lane], 0);
-			qs->floor_written[lane] = floors[lane];
+			mq_settle_append(q, MQ_SETTLE_FLOOR, floors[lane], 0);
+			qs->lanes[lane].floor_written = floors[lane];
 		}
 	}
 }
 
 /* ---------- publishing ---------- */
+
+/*
+ * Append entries to a lane.  The generation is read and the rows are
+ * written under gen_lock in shared mode, so the worker's switch to a new
+ * generation (exclusive) never overlaps an append: once a reader sees the
+ * switch, the old generation is complete.
+ */
+void
+mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	uint64	   *qpos = palloc(sizeof(uint64) * n);
+	int			gen;
+	Oid			relid;
+
+	LWLockRelease(&qs->lock);
+	LWLockAcquire(&qs->gen_lock, LW_SHARED);
+	gen = qs->lanes[lane].write_gen;
+	relid = mq_lane_relid(q->id, lane, gen, false);
+	if (!OidIsValid(relid))
+	{
+		LWLockRelease(&qs->gen_lock);
+		elog(ERROR, "entry log of queue \"%s\" lane %d generation %d does not exist",
+			 q->name, lane, gen);
+	}
+	mq_entry_append(relid, lane, gen, entries, n, qpos);
+	LWLockRelease(&qs->gen_lock);
+	pfree(qpos);
+}
+
+/*
+ * Called by the maintenance worker for each queue, in its transaction:
+ * - switch a lane to its next generation once that exists (it was created
+ *   and committed in an earlier pass), so appends move on;
+ * - create the next generation when the current one is large;
+ * - drop old generations that are entirely below the lane's floor.
+ */
+void
+mq_queue_rotate(MqQueue *q)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	int			nlanes = qs->nlanes;
+
+	LWLockRelease(&qs->lock);
+	for (int lane = 0; lane < nlanes; lane++)
+	{
+		MqLaneState *ls = &qs->lanes[lane];
+		int			write_gen = ls->write_gen;
+
+		if (write_gen < MQ_QPOS_MAX_GEN &&
+			OidIsValid(mq_lane_relid(q->id, lane, write_gen + 1, false)))
+		{
+			LWLockAcquire(&qs->gen_lock, LW_EXCLUSIVE);
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+			if (ls->write_gen == write_gen)
+				ls->write_gen = write_gen + 1;
+			LWLockRelease(&qs->lock);
+			LWLockRelease(&qs->gen_lock);
+		}
+		else if (write_gen < MQ_QPOS_MAX_GEN)
+		{
+			Oid			relid = mq_lane_relid(q->id, lane, write_gen, false);
+			Relation	rel = OidIsValid(relid) ? try_table_open(relid, AccessShareLock) : NULL;
+
+			if (rel)
+			{
+				BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+				table_close(rel, AccessShareLock);
+				if (nblocks >= (BlockNumber) mq_lane_segment_blocks)
+					mq_lane_create(q, lane, write_gen + 1);
+			}
+		}
+
+		/* drop generations every entry of which is settled */
+		for (;;)
+		{
+			int			low;
+			uint64		floor;
+
+			LWLockAcquire(&qs->lock, LW_SHARED);
+			low = ls->low_gen;
+			floor = lane_floor(qs, lane);
+			LWLockRelease(&qs->lock);
+			if (low >= ls->write_gen || floor < mq_qpos_gen_start(lane, low + 1))
+				break;
+			{
+				Oid			qrel = mq_lane_relid(q->id, lane, low, false);
+				Oid			srel = mq_lane_relid(q->id, lane, low, true);
+
+				/* nobody may be reading them; try again later if busy */
+				if ((OidIsValid(qrel) && !ConditionalLockRelationOid(qrel, AccessExclusiveLock)) ||
+					(OidIsValid(srel) && !ConditionalLockRelationOid(srel, AccessExclusiveLock)))
+					break;
+				mq_lane_drop(q->id, lane, low);
+			}
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+			if (ls->low_gen == low)
+				ls->low_gen = low + 1;
+			LWLockRelease(&qs->lock);
+		}
+	}
+}
 
 void
 mq_queue_note_publish(MqQueue *q, int n)
@@ -1123,7 +1372,12 @@ local_commit(int from)
 			t->state = MQ_T_SETTLED;
 			t->owner = -1;
 			qs->unacked--;
-			qs->backlog = Max(qs->backlog - 1, 0);
+			/*
+			 * No clamp: a consumer can settle a message before its
+			 * publisher's commit callback has counted it; the two meet in
+			 * the middle.  Readers clamp what they show.
+			 */
+			qs->backlog--;
 			if (++qs->settled_since_floor % 64 == 0)
 				compact(qs, NULL);
 		}
@@ -1275,6 +1529,7 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	dlist_iter	it;
 	int			owners[64];
 	int			nowners = 0;
+	LaneRels	lr;
 
 	memset(c, 0, sizeof(*c));
 	dlist_foreach(it, &qs->tracked)
@@ -1296,24 +1551,23 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 				owners[nowners++] = t->owner;
 		}
 	}
-	c->total = qs->backlog;
+	c->total = Max(qs->backlog, 0);
 	c->unacked = qs->unacked;
 	c->ready = Max(qs->backlog - qs->unacked - c->delayed, 0);
 	c->consumers = nowners + qs->nwaiting;
 	c->last_delivery = qs->last_delivery;
 
 	/* oldest ready not yet scanned: the first committed entry of a lane */
+	lane_rels_init(&lr);
 	for (int lane = 0; lane < qs->nlanes && c->ready > 0; lane++)
 	{
-		Relation	rel = table_open(q->lanes[lane], AccessShareLock);
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-		ItemPointerData pos;
+		uint64		qpos = qs->lanes[lane].scan_pos;
 		MqlogRowState st;
+		TupleTableSlot *slot;
 
-		mq_qpos_tid(qs->scan_pos[lane], &pos);
-		while (mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_ROW)
+		while (lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
-			if (st == MQLOG_ROW_COMMITTED)
+			if (st == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
 			{
 				bool		isnull;
 				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, 2, &isnull));
@@ -1322,11 +1576,10 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 					c->oldest_ready = v;
 				break;
 			}
-			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+			qpos = qpos_next(qpos);
 		}
-		ExecDropSingleTupleTableSlot(slot);
-		table_close(rel, AccessShareLock);
 	}
+	lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 }
 
@@ -1357,12 +1610,13 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 	MqQueueShared *qs = queue_lock(q, LW_SHARED);
 	TimestampTz now = GetCurrentTimestamp();
 	int			got = 0;
+	LaneRels	lr;
 
+	lane_rels_init(&lr);
 	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
 	{
-		Relation	rel;
 		TupleTableSlot *slot;
-		ItemPointerData pos;
+		uint64		qpos;
 		MqlogRowState st;
 		dlist_iter	it;
 
@@ -1379,12 +1633,10 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 				msg_ids[got++] = t->msg_id;
 			}
 		}
-		rel = table_open(q->lanes[lane], AccessShareLock);
-		slot = table_slot_create(rel, NULL);
-		mq_qpos_tid(qs->scan_pos[lane], &pos);
-		while (got < n && mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_ROW)
+		qpos = qs->lanes[lane].scan_pos;
+		while (got < n && lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
-			if (st == MQLOG_ROW_COMMITTED)
+			if (st == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
 			{
 				bool		isnull;
 
@@ -1394,11 +1646,10 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 					msg_ids[got++] = DatumGetInt64(slot_getattr(slot, 1, &isnull));
 				}
 			}
-			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+			qpos = qpos_next(qpos);
 		}
-		ExecDropSingleTupleTableSlot(slot);
-		table_close(rel, AccessShareLock);
 	}
+	lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 	return got;
 }
@@ -1416,6 +1667,7 @@ mq_queue_min_segno(MqQueue *q)
 	MqQueueShared *qs = queue_lock(q, LW_SHARED);
 	int64		min = PG_INT64_MAX;
 	dlist_iter	it;
+	LaneRels	lr;
 
 	dlist_foreach(it, &qs->tracked)
 	{
@@ -1424,15 +1676,14 @@ mq_queue_min_segno(MqQueue *q)
 		if (t->state != MQ_T_SETTLED && t->msg_id > 0)
 			min = Min(min, mq_msgid_segno(t->msg_id));
 	}
+	lane_rels_init(&lr);
 	for (int lane = 0; lane < qs->nlanes; lane++)
 	{
-		Relation	rel = table_open(q->lanes[lane], AccessShareLock);
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-		ItemPointerData pos;
+		uint64		qpos = qs->lanes[lane].scan_pos;
 		MqlogRowState st;
+		TupleTableSlot *slot;
 
-		mq_qpos_tid(qs->scan_pos[lane], &pos);
-		while (mqlog_read_next(rel, &pos, &st, slot) == MQLOG_READ_ROW)
+		while (lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
 			if (st == MQLOG_ROW_COMMITTED || st == MQLOG_ROW_OWN)
 			{
@@ -1442,11 +1693,10 @@ mq_queue_min_segno(MqQueue *q)
 			}
 			else if (st == MQLOG_ROW_IN_PROGRESS)
 				min = 0;		/* cannot tell yet: keep everything */
-			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+			qpos = qpos_next(qpos);
 		}
-		ExecDropSingleTupleTableSlot(slot);
-		table_close(rel, AccessShareLock);
 	}
+	lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 	return min;
 }

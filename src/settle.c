@@ -107,8 +107,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 					 errdetail("It is unknown, not yet delivered, or already settled.")));
 		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD)
 		{
-			mq_settle_append(q->durable, q->id,
-							 op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK : MQ_SETTLE_DEAD,
+			mq_settle_append(q, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK : MQ_SETTLE_DEAD,
 							 qpos, ids[i]);
 			if (op == MQ_SETTLE_OP_DEAD)
 				mq_dead_letter(q, ids[i], dead_reason);
@@ -230,7 +229,7 @@ mq_queue_purge_ready(MqQueue *q)
 		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
 
 		for (int i = 0; i < got; i++)
-			mq_settle_append(q->durable, q->id, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
 		total += got;
 		if (got < 1000)
 			break;

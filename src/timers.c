@@ -123,13 +123,11 @@ mq_timers_fire(int *fired)
 		MqQueue    *q;
 		int			k = 0;
 		MqEntry    *batch;
-		uint64	   *qpos;
 
 		if (qids[i] == 0)
 			continue;
 		q = mq_queue_by_id(qids[i]);
 		batch = palloc(sizeof(MqEntry) * (n - i));
-		qpos = palloc(sizeof(uint64) * (n - i));
 		for (int j = i; j < n; j++)
 		{
 			if (qids[j] == qids[i] && lanes[j] == lanes[i])
@@ -141,12 +139,11 @@ mq_timers_fire(int *fired)
 		}
 		if (q && lanes[i] < q->nlanes)
 		{
-			mq_entry_append(q, lanes[i], batch, k, qpos);
+			mq_queue_append(q, lanes[i], batch, k);
 			mq_queue_note_publish(q, k);
 		}
 		qids[i] = 0;
 		pfree(batch);
-		pfree(qpos);
 	}
 	if (n == MQ_TIMER_BATCH)
 		next = GetCurrentTimestamp();	/* more are due: come back at once */
