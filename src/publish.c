@@ -26,6 +26,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "am/mqlog.h"
 #include "msglog.h"
 #include "publish.h"
 #include "queue_state.h"
@@ -215,6 +216,13 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	for (int i = 0; i < n; i++)
 	{
 		mq_routing_key_check(routing_keys[i], "routing key");
+		if (bodies[i] && VARSIZE_ANY_EXHDR(bodies[i]) > (Size) mqlog_max_row_size)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("message to exchange \"%s\" with routing key \"%s\" is too large",
+							ex->name, routing_keys[i]),
+					 errdetail("The body has %zu bytes; mq.max_message_size is %d bytes.",
+							   (Size) VARSIZE_ANY_EXHDR(bodies[i]), mqlog_max_row_size)));
 		mq_route_set_init(&sets[i]);
 		route_with_alternates(ex, routing_keys[i], headers ? headers[i] : NULL,
 							  o->check_privileges, &sets[i]);
