@@ -214,9 +214,8 @@ spi_jsonb(HeapTuple tup, TupleDesc desc, int col)
 	return DatumGetJsonbPCopy(d);
 }
 
-/* Numeric/string value of one queue argument, or NULL */
-static char *
-jsonb_arg(Jsonb *args, const char *key)
+char *
+mq_jsonb_get_text(Jsonb *args, const char *key)
 {
 	JsonbValue	k;
 	JsonbValue *v;
@@ -240,7 +239,7 @@ jsonb_arg(Jsonb *args, const char *key)
 static int64
 jsonb_arg_int(Jsonb *args, const char *key, int64 dflt)
 {
-	char	   *s = jsonb_arg(args, key);
+	char	   *s = mq_jsonb_get_text(args, key);
 
 	return s ? strtoll(s, NULL, 10) : dflt;
 }
@@ -334,12 +333,12 @@ load_queues(void)
 		q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
 		q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);
 		{
-			char	   *ov = jsonb_arg(q->arguments, "x-overflow");
+			char	   *ov = mq_jsonb_get_text(q->arguments, "x-overflow");
 
 			q->overflow_reject = ov && strcmp(ov, "reject-publish") == 0;
 		}
-		q->dead_letter_exchange = jsonb_arg(q->arguments, "x-dead-letter-exchange");
-		q->dead_letter_routing_key = jsonb_arg(q->arguments, "x-dead-letter-routing-key");
+		q->dead_letter_exchange = mq_jsonb_get_text(q->arguments, "x-dead-letter-exchange");
+		q->dead_letter_routing_key = mq_jsonb_get_text(q->arguments, "x-dead-letter-routing-key");
 		q->delivery_limit = (int32) jsonb_arg_int(q->arguments, "x-delivery-limit", -1);
 
 		ne = hash_search(mq_queue_by_name, q->name, HASH_ENTER, NULL);

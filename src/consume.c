@@ -32,30 +32,6 @@ PG_FUNCTION_INFO_V1(mq_messages_by_key);
 /* Columns of a delivery row (see mq.consume in the install script) */
 #define MQ_DELIVERY_NATTS 16
 
-static int64
-interval_ms(Interval *iv)
-{
-	return (int64) iv->time / 1000 +
-		((int64) iv->day * SECS_PER_DAY + (int64) iv->month * DAYS_PER_MONTH * SECS_PER_DAY) * 1000;
-}
-
-static char *
-jsonb_prop(Jsonb *props, const char *key)
-{
-	JsonbValue	k;
-	JsonbValue *v;
-
-	if (props == NULL)
-		return NULL;
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	v = findJsonbValueFromContainer(&props->root, JB_FOBJECT, &k);
-	if (v == NULL || v->type != jbvNumeric)
-		return NULL;
-	return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
-}
-
 /* Emit one delivery row */
 static void
 put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
@@ -83,7 +59,7 @@ put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	TEXTVAL(12, m->tag);
 	TEXTVAL(13, m->message_group);
 #undef TEXTVAL
-	prio = jsonb_prop(m->properties, "priority");
+	prio = mq_jsonb_get_text(m->properties, "priority");
 	if (prio)
 		values[14] = Int32GetDatum(atoi(prio));
 	else
@@ -169,8 +145,8 @@ mq_consume(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	int			max_messages = PG_ARGISNULL(1) ? 1 : PG_GETARG_INT32(1);
-	int64		wait_ms = PG_ARGISNULL(2) ? 0 : interval_ms(PG_GETARG_INTERVAL_P(2));
-	int64		lease_ms = PG_ARGISNULL(3) ? 30000 : interval_ms(PG_GETARG_INTERVAL_P(3));
+	int64		wait_ms = PG_ARGISNULL(2) ? 0 : mq_interval_us(PG_GETARG_INTERVAL_P(2)) / 1000;
+	int64		lease_ms = PG_ARGISNULL(3) ? 30000 : mq_interval_us(PG_GETARG_INTERVAL_P(3)) / 1000;
 	char	   *consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	bool		auto_ack = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	int			prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);

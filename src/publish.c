@@ -441,16 +441,10 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 	/* properties travel along, except the per-message TTL (as RabbitMQ) */
 	if (m.properties)
 	{
-		JsonbValue	k;
-		JsonbValue *v;
+		char	   *prio = mq_jsonb_get_text(m.properties, "priority");
 
-		k.type = jbvString;
-		k.val.string.val = "priority";
-		k.val.string.len = strlen("priority");
-		v = findJsonbValueFromContainer(&m.properties->root, JB_FOBJECT, &k);
-		if (v && v->type == jbvNumeric)
-			o.priority = DatumGetInt32(DirectFunctionCall1(numeric_int4,
-														   NumericGetDatum(v->val.numeric)));
+		if (prio)
+			o.priority = atoi(prio);
 		o.properties = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete,
 														  JsonbPGetDatum(m.properties),
 														  CStringGetTextDatum("expiration")));

@@ -67,13 +67,6 @@ opt_text(FunctionCallInfo fcinfo, int i)
 	return has_arg(fcinfo, i) ? text_to_cstring(PG_GETARG_TEXT_PP(i)) : NULL;
 }
 
-static int64
-interval_us(Interval *iv)
-{
-	return iv->time +
-		((int64) iv->day + (int64) iv->month * DAYS_PER_MONTH) * USECS_PER_DAY;
-}
-
 static MqDurability
 parse_durability(const char *s)
 {
@@ -104,7 +97,7 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 		(has_arg(fcinfo, a->mandatory) && PG_GETARG_BOOL(a->mandatory));
 	if (has_arg(fcinfo, a->delay))
 	{
-		int64		us = interval_us(PG_GETARG_INTERVAL_P(a->delay));
+		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->delay));
 
 		if (us < 0)
 			ereport(ERROR,
@@ -152,7 +145,7 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 	}
 	if (has_arg(fcinfo, a->expiration))
 	{
-		int64		us = interval_us(PG_GETARG_INTERVAL_P(a->expiration));
+		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->expiration));
 
 		if (us < 0)
 			ereport(ERROR,

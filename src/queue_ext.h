@@ -10,6 +10,9 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+#include "utils/jsonb.h"
+
 /* Schema that holds the public API and the extension's private tables */
 #define MQ_SCHEMA "mq"
 
@@ -18,6 +21,20 @@ extern bool mq_preloaded;
 
 /* Error out (with a hint) when a feature needs shared_preload_libraries */
 extern void mq_require_preload(const char *feature);
+
+/* An interval as microseconds (months count as 30 days) */
+static inline int64
+mq_interval_us(const Interval *iv)
+{
+	return iv->time +
+		((int64) iv->day + (int64) iv->month * DAYS_PER_MONTH) * USECS_PER_DAY;
+}
+
+/*
+ * The value of key in a jsonb object, as text (strings and numbers), or
+ * NULL when absent or of another type.
+ */
+extern char *mq_jsonb_get_text(Jsonb *obj, const char *key);
 
 /* Settings defined in _PG_init (see docs/operations.md) */
 extern int	mq_segment_blocks;

@@ -124,13 +124,6 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	return done;
 }
 
-static int64
-interval_us(Interval *iv)
-{
-	return iv->time +
-		((int64) iv->day + (int64) iv->month * DAYS_PER_MONTH) * USECS_PER_DAY;
-}
-
 /* mq.ack(queue, msg_ids, group_name) returns the number acked */
 Datum
 mq_ack(PG_FUNCTION_ARGS)
@@ -152,7 +145,7 @@ nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
 
 	if (delay)
 	{
-		int64		us = interval_us(delay);
+		int64		us = mq_interval_us(delay);
 
 		if (us < 0)
 			ereport(ERROR,
@@ -205,7 +198,7 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(1))
 		PG_RETURN_INT32(0);
-	if (PG_ARGISNULL(2) || (us = interval_us(PG_GETARG_INTERVAL_P(2))) <= 0)
+	if (PG_ARGISNULL(2) || (us = mq_interval_us(PG_GETARG_INTERVAL_P(2))) <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease must be positive")));
