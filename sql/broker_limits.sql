@@ -16,4 +16,12 @@ RESET mq.max_message_size;
 SELECT mq.send('lim_q', repeat('abcdefgh', 1024 * 1024)) IS NOT NULL AS sent;   -- 8 MB
 SELECT length(body), md5(body) = md5(convert_to(repeat('abcdefgh', 1024 * 1024), 'UTF8')) AS same
   FROM mq.consume('lim_q', auto_ack => true);
+-- read-only transactions (and hot standbys) cannot publish or settle
+BEGIN READ ONLY;
+SELECT mq.send('lim_q', 'x');
+ROLLBACK;
+SELECT mq.send('lim_q', 'ro') IS NOT NULL AS sent;
+BEGIN READ ONLY;
+SELECT count(*) FROM mq.consume('lim_q', auto_ack => true);
+ROLLBACK;
 SELECT mq.queue_delete('lim_q');

@@ -11,6 +11,7 @@
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "tcop/utility.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -163,6 +164,8 @@ mq_consume(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot consume from queue \"%s\" on a standby", q->name),
 				 errhint("Consume on the primary; mq.browse works on a hot standby.")));
+	/* taking a message is a change (leases, dead-lettering, auto_ack) */
+	PreventCommandIfReadOnly("mq.consume");
 	if (max_messages < 1 || max_messages > MQ_MAX_BATCH)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

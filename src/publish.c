@@ -19,6 +19,7 @@
 #include "miscadmin.h"
 #include "replication/syncrep.h"
 #include "storage/lmgr.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -211,6 +212,10 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 
 	if (o->expiration_ms >= 0)
 		expires_at = visible_at + o->expiration_ms * 1000;
+
+	/* read-only transactions and hot standbys cannot publish */
+	PreventCommandIfReadOnly("mq.publish");
+	PreventCommandDuringRecovery("mq.publish");
 
 	/* 1. route everything first: nothing is written if one fails */
 	for (int i = 0; i < n; i++)

@@ -15,6 +15,7 @@
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -30,7 +31,7 @@ PG_FUNCTION_INFO_V1(mq_reject);
 PG_FUNCTION_INFO_V1(mq_extend_lease);
 
 static MqQueue *
-settle_queue(FunctionCallInfo fcinfo, int group_arg)
+settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn)
 {
 	MqQueue    *q;
 
@@ -47,6 +48,7 @@ settle_queue(FunctionCallInfo fcinfo, int group_arg)
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+	PreventCommandIfReadOnly(fn);
 	return q;
 }
 
@@ -128,7 +130,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 Datum
 mq_ack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, 2);
+	MqQueue    *q = settle_queue(fcinfo, 2, "mq.ack");
 	int			n;
 	int64	   *ids;
 
@@ -161,7 +163,7 @@ nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
 Datum
 mq_nack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, 4);
+	MqQueue    *q = settle_queue(fcinfo, 4, "mq.nack");
 	int			n;
 	int64	   *ids;
 
@@ -176,7 +178,7 @@ mq_nack(PG_FUNCTION_ARGS)
 Datum
 mq_reject(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, -1);
+	MqQueue    *q = settle_queue(fcinfo, -1, "mq.reject");
 	int64		id;
 
 	if (PG_ARGISNULL(1))
@@ -191,7 +193,7 @@ mq_reject(PG_FUNCTION_ARGS)
 Datum
 mq_extend_lease(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, -1);
+	MqQueue    *q = settle_queue(fcinfo, -1, "mq.extend_lease");
 	int			n;
 	int64	   *ids;
 	int64		us;
