@@ -951,3 +951,88 @@ CREATE VIEW mq.segments AS
 GRANT SELECT ON mq.segments TO PUBLIC;
 
 -- end of half messages and maintenance section
+
+------------------------------------------------------------------------
+-- Tracing a message's life (src/consume.c checks the caller may read it)
+------------------------------------------------------------------------
+CREATE FUNCTION mq._trace_impl(msg_id bigint)
+RETURNS TABLE (event text, queue text, at timestamptz, detail jsonb)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	q record;
+	r record;
+	t record;
+	seg regclass;
+	m record;
+	mid bigint := msg_id;
+BEGIN
+	SELECT s.relid::regclass INTO seg FROM mq.cat_segment s WHERE s.segno = mid >> 26;
+	IF seg IS NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE format('SELECT published_at, exchange, routing_key, key FROM %s WHERE ctid = $1', seg)
+		INTO m USING format($f$(%s,%s)$f$, (mid >> 9) & 131071, mid & 511)::tid;
+	IF m IS NULL THEN
+		RETURN;
+	END IF;
+	event := 'published'; queue := NULL; at := m.published_at;
+	detail := jsonb_build_object('exchange', m.exchange, 'routing_key', m.routing_key, 'key', m.key);
+	RETURN NEXT;
+	FOR r IN SELECT h.state, h.checks, h.decided_at, h.decided_by FROM mq.half h WHERE h.half_id = mid LOOP
+		event := 'half_' || r.state; queue := NULL; at := r.decided_at;
+		detail := jsonb_build_object('checks', r.checks, 'decided_by', r.decided_by);
+		RETURN NEXT;
+	END LOOP;
+	FOR r IN SELECT c.name, tm.due FROM mq.timer tm JOIN mq.cat_queue c ON c.id = tm.queue_id
+			  WHERE tm.msg_id = mid LOOP
+		event := 'delayed'; queue := r.name; at := r.due; detail := NULL;
+		RETURN NEXT;
+	END LOOP;
+	FOR q IN SELECT c.id, c.name FROM mq.cat_queue c ORDER BY c.name LOOP
+		FOR t IN SELECT cl.relname FROM pg_class cl
+				  WHERE cl.relnamespace = 'mq'::regnamespace AND cl.relname LIKE 'q' || q.id || '\_%'
+				  ORDER BY cl.relname LOOP
+			FOR r IN EXECUTE format('SELECT ctid, visible_at FROM mq.%I WHERE msg_id = $1', t.relname)
+					 USING mid LOOP
+				event := 'routed'; queue := q.name; at := r.visible_at;
+				detail := jsonb_build_object('entry_log', t.relname);
+				RETURN NEXT;
+			END LOOP;
+			FOR r IN EXECUTE format('SELECT kind FROM mq.%I WHERE msg_id = $1 AND kind IN (1, 2)',
+									's' || substr(t.relname, 2)) USING mid LOOP
+				event := CASE r.kind WHEN 1 THEN 'acked' ELSE 'dead_lettered_or_dropped' END;
+				queue := q.name; at := NULL; detail := NULL;
+				RETURN NEXT;
+			END LOOP;
+		END LOOP;
+	END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION mq._trace_impl FROM PUBLIC;
+
+-- The life of a message: published, routed to which queues, delayed,
+-- acked or dead-lettered (settlements are kept until their generation of
+-- the queue is retired), half-message decisions.
+CREATE FUNCTION mq.trace(msg_id bigint)
+RETURNS TABLE (event text, queue text, at timestamptz, detail jsonb)
+AS 'MODULE_PATHNAME', 'mq_trace' LANGUAGE C STRICT;
+
+------------------------------------------------------------------------
+-- Stream queues and consumer groups: not implemented yet
+------------------------------------------------------------------------
+CREATE FUNCTION mq.group_declare(queue text, group_name text, mode text DEFAULT 'clustering',
+	start text DEFAULT 'latest', filter text DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_streams_not_supported' LANGUAGE C;
+CREATE FUNCTION mq.seek(queue text, group_name text, to_offset bigint DEFAULT NULL,
+	to_time timestamptz DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_streams_not_supported' LANGUAGE C;
+
+-- No consumer groups exist until stream queues do: the view is empty.
+CREATE VIEW mq.consumer_groups AS
+	SELECT NULL::text AS queue, NULL::text AS group_name, NULL::text AS mode,
+		   NULL::int AS "partition", NULL::bigint AS "offset", NULL::bigint AS "end",
+		   NULL::bigint AS lag, NULL::int AS in_flight,
+		   NULL::double precision AS seconds_since_last_delivery
+	 WHERE false;
+GRANT SELECT ON mq.consumer_groups TO PUBLIC;

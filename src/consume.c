@@ -10,7 +10,9 @@
 
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "funcapi.h"
+#include "access/htup_details.h"
 #include "tcop/utility.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -26,6 +28,8 @@ PG_FUNCTION_INFO_V1(mq_consume);
 PG_FUNCTION_INFO_V1(mq_browse);
 PG_FUNCTION_INFO_V1(mq_message);
 PG_FUNCTION_INFO_V1(mq_messages_by_key);
+PG_FUNCTION_INFO_V1(mq_trace);
+PG_FUNCTION_INFO_V1(mq_streams_not_supported);
 
 /* Upper bound of max_messages in one call */
 #define MQ_MAX_BATCH 10000
@@ -330,4 +334,60 @@ mq_messages_by_key(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	message_rows(fcinfo, mq_log_lookup_key(key, n));
 	return (Datum) 0;
+}
+
+/*
+ * mq.trace(msg_id): the events of a message's life, for those who may
+ * read it (the work is done by mq._trace_impl as the extension owner).
+ */
+Datum
+mq_trace(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		msg_id = PG_GETARG_INT64(0);
+	MqMessage	m;
+	Oid			save_userid;
+	int			save_sec;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(msg_id)};
+
+	mq_catalog_refresh();
+	InitMaterializedSRF(fcinfo, 0);
+	if (!mq_log_fetch(msg_id, &m))
+		return (Datum) 0;
+	if (!may_read_message(&m))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to trace message " INT64_FORMAT, msg_id),
+				 errdetail("Tracing a message needs consume on exchange \"%s\".", m.exchange)));
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT * FROM mq._trace_impl($1)", 1, types, values,
+							  NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not trace message " INT64_FORMAT, msg_id);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		v[4];
+		bool		n[4];
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, v, n);
+		/* the tuplestore copies the values before SPI_finish frees them */
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+	return (Datum) 0;
+}
+
+/* mq.group_declare, mq.seek: stream queues are not implemented yet */
+Datum
+mq_streams_not_supported(PG_FUNCTION_ARGS)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("stream queues and consumer groups are not implemented yet"),
+			 errhint("Classic and quorum queues share messages among competing consumers without groups.")));
+	PG_RETURN_VOID();
 }
