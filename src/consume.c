@@ -109,21 +109,23 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 		bool *any_settled)
 {
 	int			live = 0;
+	MqSettleBatch batch;
 
+	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < got; i++)
 	{
 		MqMessage	m;
 
 		if (dl[i].dead)
 		{
-			mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
 			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
 			*any_settled = true;
 			continue;
 		}
 		if (auto_ack)
 		{
-			mq_settle_append(q, MQ_SETTLE_ACK, dl[i].qpos, dl[i].msg_id);
+			mq_settle_batch_add(&batch, MQ_SETTLE_ACK, dl[i].qpos, dl[i].msg_id);
 			*any_settled = true;
 		}
 		if (!mq_log_fetch(dl[i].msg_id, &m))
@@ -137,6 +139,7 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 		put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
 		live++;
 	}
+	mq_settle_batch_flush(&batch);
 	return live;
 }
 

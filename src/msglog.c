@@ -202,11 +202,12 @@ fill_values(MqMessage *m, Datum *values, bool *isnull)
 static void
 insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
 {
-	List	   *indexes = RelationGetIndexList(rel);
+	List	   *indexes;
 	ListCell   *lc;
 
 	if (m->key == NULL && m->dedup_id == NULL)
 		return;
+	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
 	{
 		Relation	idx = index_open(lfirst_oid(lc), RowExclusiveLock);
@@ -456,31 +457,94 @@ mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *q
 	table_close(rel, NoLock);
 }
 
+void
+mq_settle_batch_init(MqSettleBatch *b, MqQueue *q)
+{
+	memset(b, 0, sizeof(*b));
+	b->q = q;
+}
+
+void
+mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos, int64 msg_id)
+{
+	if (b->n == b->cap)
+	{
+		b->cap = b->cap ? b->cap * 2 : 64;
+		b->kinds = b->kinds ? repalloc(b->kinds, sizeof(int16) * b->cap) : palloc(sizeof(int16) * b->cap);
+		b->qpos = b->qpos ? repalloc(b->qpos, sizeof(uint64) * b->cap) : palloc(sizeof(uint64) * b->cap);
+		b->msg_ids = b->msg_ids ? repalloc(b->msg_ids, sizeof(int64) * b->cap) : palloc(sizeof(int64) * b->cap);
+	}
+	b->kinds[b->n] = kind;
+	b->qpos[b->n] = qpos;
+	b->msg_ids[b->n] = msg_id;
+	b->n++;
+}
+
 /*
- * Settlement records go to the settlement log of the generation the entry
- * belongs to, so they are dropped together with it.
+ * Write the collected settlement records.  A record goes to the settlement
+ * log of the generation its entry belongs to (so it is dropped together
+ * with it); the records of one generation are written with one
+ * multi-insert, so acking a batch costs one WAL record per page.
  */
+void
+mq_settle_batch_flush(MqSettleBatch *b)
+{
+	bool	   *done = palloc0(sizeof(bool) * Max(b->n, 1));
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * Max(b->n, 1));
+	CommandId	cid = GetCurrentCommandId(true);
+
+	for (int i = 0; i < b->n; i++)
+	{
+		int			lane = mq_qpos_lane(b->qpos[i]);
+		int			gen = mq_qpos_gen(b->qpos[i]);
+		Oid			relid;
+		Relation	rel;
+		int			k = 0;
+
+		if (done[i])
+			continue;
+		relid = mq_lane_relid(b->q->id, lane, gen, true);
+		if (!OidIsValid(relid))
+			elog(ERROR, "settlement log of queue \"%s\" lane %d generation %d does not exist",
+				 b->q->name, lane, gen);
+		rel = table_open(relid, RowExclusiveLock);
+		for (int j = i; j < b->n; j++)
+		{
+			TupleTableSlot *s;
+
+			if (done[j] || mq_qpos_lane(b->qpos[j]) != lane || mq_qpos_gen(b->qpos[j]) != gen)
+				continue;
+			s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+			ExecClearTuple(s);
+			s->tts_values[0] = Int16GetDatum(b->kinds[j]);
+			s->tts_values[1] = Int64GetDatum((int64) b->qpos[j]);
+			s->tts_values[2] = Int64GetDatum(b->msg_ids[j]);
+			memset(s->tts_isnull, 0, sizeof(bool) * 3);
+			ExecStoreVirtualTuple(s);
+			slots[k++] = s;
+			done[j] = true;
+		}
+		if (k == 1)
+			table_tuple_insert(rel, slots[0], cid, 0, NULL);
+		else
+			table_multi_insert(rel, slots, k, cid, 0, NULL);
+		for (int j = 0; j < k; j++)
+			ExecDropSingleTupleTableSlot(slots[j]);
+		table_close(rel, NoLock);
+	}
+	pfree(done);
+	pfree(slots);
+	b->n = 0;
+}
+
 void
 mq_settle_append(MqQueue *q, int16 kind, uint64 qpos, int64 msg_id)
 {
-	Oid			relid = mq_lane_relid(q->id, mq_qpos_lane(qpos), mq_qpos_gen(qpos), true);
-	Relation	rel;
-	TupleTableSlot *s;
+	MqSettleBatch b;
 
-	if (!OidIsValid(relid))
-		elog(ERROR, "settlement log of queue \"%s\" lane %d generation %d does not exist",
-			 q->name, mq_qpos_lane(qpos), mq_qpos_gen(qpos));
-	rel = table_open(relid, RowExclusiveLock);
-	s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
-	ExecClearTuple(s);
-	s->tts_values[0] = Int16GetDatum(kind);
-	s->tts_values[1] = Int64GetDatum((int64) qpos);
-	s->tts_values[2] = Int64GetDatum(msg_id);
-	memset(s->tts_isnull, 0, sizeof(bool) * 3);
-	ExecStoreVirtualTuple(s);
-	table_tuple_insert(rel, s, GetCurrentCommandId(true), 0, NULL);
-	ExecDropSingleTupleTableSlot(s);
-	table_close(rel, NoLock);
+	mq_settle_batch_init(&b, q);
+	mq_settle_batch_add(&b, kind, qpos, msg_id);
+	mq_settle_batch_flush(&b);
 }
 
 /*

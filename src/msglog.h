@@ -162,6 +162,21 @@ extern void mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
 /* Append a settlement record for the entry at qpos of queue q */
 extern void mq_settle_append(MqQueue *q, int16 kind, uint64 qpos, int64 msg_id);
 
+/* Settlement records collected and written together (one per page) */
+typedef struct MqSettleBatch
+{
+	MqQueue    *q;
+	int			n;
+	int			cap;
+	int16	   *kinds;
+	uint64	   *qpos;
+	int64	   *msg_ids;
+} MqSettleBatch;
+
+extern void mq_settle_batch_init(MqSettleBatch *b, MqQueue *q);
+extern void mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos, int64 msg_id);
+extern void mq_settle_batch_flush(MqSettleBatch *b);
+
 /* Create the next segments ahead of need (maintenance worker) */
 extern void mq_segments_prepare(void);
 

@@ -88,7 +88,9 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 {
 	int			done = 0;
 	bool		wrote = false;
+	MqSettleBatch batch;
 
+	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < n; i++)
 	{
 		uint64		qpos;
@@ -109,14 +111,15 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 					 errdetail("It is unknown, not yet delivered, or already settled.")));
 		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD)
 		{
-			mq_settle_append(q, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK : MQ_SETTLE_DEAD,
-							 qpos, ids[i]);
+			mq_settle_batch_add(&batch, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK : MQ_SETTLE_DEAD,
+								qpos, ids[i]);
 			if (op == MQ_SETTLE_OP_DEAD)
 				mq_dead_letter(q, ids[i], dead_reason);
 			wrote = true;
 		}
 		done++;
 	}
+	mq_settle_batch_flush(&batch);
 	if (wrote)
 	{
 		if (q->type == MQ_QUEUE_QUORUM)
@@ -222,9 +225,12 @@ mq_queue_purge_ready(MqQueue *q)
 	for (;;)
 	{
 		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
+		MqSettleBatch batch;
 
+		mq_settle_batch_init(&batch, q);
 		for (int i = 0; i < got; i++)
-			mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+		mq_settle_batch_flush(&batch);
 		total += got;
 		if (got < 1000)
 			break;
