@@ -41,6 +41,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -1162,6 +1163,12 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	LWLockAcquire(&qs->gen_lock, LW_SHARED);
 	gen = qs->lanes[lane].write_gen;
 	relid = mq_lane_relid(q->id, lane, gen, false);
+	if (!OidIsValid(relid))
+	{
+		/* a generation created since we last looked: refresh the caches */
+		AcceptInvalidationMessages();
+		relid = mq_lane_relid(q->id, lane, gen, false);
+	}
 	if (!OidIsValid(relid))
 	{
 		LWLockRelease(&qs->gen_lock);
