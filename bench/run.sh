@@ -5,6 +5,7 @@
 #   bench/run.sh --quick    smoke run (~4 min)
 # Env: see the headers of mqlog_vs_heap.py (H1_*) and broker_vs_skiplocked.py (H2_*);
 # BENCH_HOST/BENCH_PORT/BENCH_USER/BENCH_DB select the server; bench/server.sh sets one up.
+# queue_ext is preloaded: after `make install`, restart the server (bench/server.sh --restart).
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=full; [ "${1:-}" = "--quick" ] && mode=quick
@@ -16,7 +17,9 @@ out="results/$mode-$(date -u +%Y%m%dT%H%M%SZ).txt"
     "SELECT version()" -c "SELECT name || '=' || setting FROM pg_settings WHERE name IN
      ('shared_buffers','max_wal_size','checkpoint_timeout','synchronous_commit','fsync','wal_level','autovacuum',
       'shared_preload_libraries','mq.segment_size') ORDER BY 1"
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   python3 mqlog_vs_heap.py "$@"
   python3 broker_vs_skiplocked.py "$@"
+  echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } 2>&1 | tee "$out"
 echo "output written to bench/$out"

@@ -21,6 +21,13 @@ fsync = on
 max_connections = 100
 CONF
 fi
+if [ "${1:-}" = "--restart" ]; then
+  su postgres -c "$BIN/pg_ctl -D $D -l /tmp/bench/server.log -w restart -m fast" >/dev/null
+fi
+if [ "${1:-}" = "--fresh" ]; then   # restart and recreate the bench database
+  su postgres -c "$BIN/pg_ctl -D $D -l /tmp/bench/server.log -w restart -m fast" >/dev/null
+  psql -h /tmp/bench -p 5495 -U postgres -Xq -c "DROP DATABASE IF EXISTS bench"
+fi
 su postgres -c "$BIN/pg_ctl -D $D -l /tmp/bench/server.log -w status" >/dev/null 2>&1 || \
   su postgres -c "$BIN/pg_ctl -D $D -l /tmp/bench/server.log -w start"
 psql -h /tmp/bench -p 5495 -U postgres -XAtq -c "SELECT 1 FROM pg_database WHERE datname = 'bench'" | grep -q 1 || \
