@@ -509,6 +509,26 @@ BEGIN
 END
 $$;
 
+-- Drop a segment.  The first segments were created by the install script
+-- and belong to the extension: release them first.
+CREATE FUNCTION mq._segment_drop(segno bigint)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	rel oid := to_regclass(format('mq.%I', format('log_%s', segno)));
+BEGIN
+	IF rel IS NOT NULL THEN
+		IF EXISTS (SELECT 1 FROM pg_depend d
+					WHERE d.classid = 'pg_class'::regclass AND d.objid = rel
+					  AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e') THEN
+			EXECUTE format('ALTER EXTENSION queue_ext DROP TABLE %s', rel::regclass);
+		END IF;
+		EXECUTE format('DROP TABLE %s', rel::regclass);
+	END IF;
+	DELETE FROM mq.cat_segment s WHERE s.segno = _segment_drop.segno;
+END
+$$;
+
 CREATE FUNCTION mq._segment_newest(durable boolean)
 RETURNS bigint LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp AS $$
@@ -603,7 +623,7 @@ $$;
 SELECT mq._segment_create(1, true);
 SELECT mq._segment_create(2, false);
 
-REVOKE ALL ON FUNCTION mq._segment_create, mq._segment_newest, mq._log_find_key,
+REVOKE ALL ON FUNCTION mq._segment_create, mq._segment_drop, mq._segment_newest, mq._log_find_key,
 	mq._log_find_dedup, mq._x_death FROM PUBLIC;
 
 CREATE FUNCTION mq._topology_changed() RETURNS void

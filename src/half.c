@@ -428,3 +428,22 @@ mq_half_check_due(void)
 	}
 	return n;
 }
+
+/*
+ * Forget decided half messages an hour after their decision (their
+ * bodies stay in the log while queues refer to them).
+ */
+void
+mq_half_cleanup(void)
+{
+	Oid			save_userid;
+	int			save_sec;
+
+	mq_become_owner(&save_userid, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	spi_exec("DELETE FROM mq.half WHERE state <> 'pending' AND decided_at < now() - interval '1 hour'",
+			 0, NULL, NULL, NULL, SPI_OK_DELETE);
+	SPI_finish();
+	mq_restore_user(save_userid, save_sec);
+}

@@ -16,4 +16,7 @@ extern int	mq_check_timeout_ms;
 /* Ask producers about undecided half messages; returns how many checked */
 extern int	mq_half_check_due(void);
 
+/* Delete decided half messages an hour after the decision */
+extern void mq_half_cleanup(void);
+
 #endif							/* MQ_HALF_H */

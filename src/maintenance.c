@@ -140,20 +140,16 @@ mq_retire_segments(int max_segments)
 		{
 			Oid			types[1] = {INT8OID};
 			Datum		values[1];
-			char		sql[128];
 
 			if (!locked[i] || segnos[i] >= min_ref)
 				continue;
 			values[0] = Int64GetDatum(segnos[i]);
-			snprintf(sql, sizeof(sql), "DROP TABLE mq.%s", mq_segment_relname(segnos[i]));
 			mq_become_owner(&save_userid, &save_sec);
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "SPI_connect failed");
-			if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			if (SPI_execute_with_args("SELECT mq._segment_drop($1)", 1, types, values,
+									  NULL, false, 0) != SPI_OK_SELECT)
 				elog(ERROR, "could not drop message log segment %lld", (long long) segnos[i]);
-			if (SPI_execute_with_args("DELETE FROM mq.cat_segment WHERE segno = $1", 1, types,
-									  values, NULL, false, 0) != SPI_OK_DELETE)
-				elog(ERROR, "could not forget message log segment %lld", (long long) segnos[i]);
 			SPI_finish();
 			mq_restore_user(save_userid, save_sec);
 			retired++;

@@ -86,10 +86,20 @@ mq_timers_fire(int *fired)
 	mq_become_owner(&save_userid, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("DELETE FROM mq.timer WHERE ctid IN (SELECT ctid FROM mq.timer "
-					"WHERE due <= clock_timestamp() ORDER BY due LIMIT 1000 FOR UPDATE SKIP LOCKED) "
-					"RETURNING queue_id, lane, msg_id, due, expires_at", false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not fire timers");
+	{
+		/*
+		 * A parameter, not clock_timestamp(): a volatile bound cannot limit
+		 * the index scan, and every pending timer would be read each pass.
+		 */
+		Oid			types[1] = {TIMESTAMPTZOID};
+		Datum		values[1] = {TimestampTzGetDatum(GetCurrentTimestamp())};
+
+		if (SPI_execute_with_args("DELETE FROM mq.timer WHERE ctid IN (SELECT ctid FROM mq.timer "
+								  "WHERE due <= $1 ORDER BY due LIMIT 1000 FOR UPDATE SKIP LOCKED) "
+								  "RETURNING queue_id, lane, msg_id, due, expires_at",
+								  1, types, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
+			elog(ERROR, "could not fire timers");
+	}
 	n = (int) SPI_processed;
 	qids = MemoryContextAlloc(callercxt, sizeof(int32) * Max(n, 1));
 	lanes = MemoryContextAlloc(callercxt, sizeof(int16) * Max(n, 1));

@@ -317,6 +317,7 @@ mq_worker_main(Datum arg)
 		{
 			(void) mq_retire_segments(100);
 			mq_segments_prepare();
+			mq_half_cleanup();
 			last_retire = now;
 		}
 		PopActiveSnapshot();
