@@ -255,9 +255,13 @@ BEGIN
 	IF to_regclass(format('mq.%I', format('q%s_%s_%s', queue_id, lane, gen))) IS NOT NULL THEN
 		RETURN;
 	END IF;
-	EXECUTE format('CREATE %s TABLE mq.%I (msg_id int8 NOT NULL, visible_at timestamptz NOT NULL, '
-				   'expires_at timestamptz NOT NULL) USING mqlog',
-				   persistence, format('q%s_%s_%s', queue_id, lane, gen));
+	BEGIN
+		EXECUTE format('CREATE %s TABLE mq.%I (msg_id int8 NOT NULL, visible_at timestamptz NOT NULL, '
+					   'expires_at timestamptz NOT NULL) USING mqlog',
+					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
+	EXCEPTION WHEN duplicate_table THEN
+		RETURN;
+	END;
 	EXECUTE format('CREATE %s TABLE mq.%I (kind int2 NOT NULL, qpos int8 NOT NULL, '
 				   'msg_id int8 NOT NULL) USING mqlog',
 				   persistence, format('s%s_%s_%s', queue_id, lane, gen));
@@ -492,20 +496,26 @@ SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	rel text := format('log_%s', segno);
 BEGIN
-	-- serialise concurrent roll-overs; the loser finds the table there
+	-- serialise concurrent roll-overs; whoever comes second finds the table
+	-- (the catalog cache may not have seen it yet, hence the exception)
 	PERFORM pg_advisory_xact_lock(7170001, 0);
 	IF to_regclass(format('mq.%I', rel)) IS NOT NULL THEN
 		RETURN;
 	END IF;
-	EXECUTE format('CREATE %s TABLE mq.%I (published_at timestamptz NOT NULL, '
-				   'exchange text, routing_key text, headers jsonb, body bytea, key text, '
-				   'tag text, message_group text, dedup_id text, properties jsonb) USING mqlog',
-				   CASE WHEN durable THEN '' ELSE 'UNLOGGED' END, rel);
+	BEGIN
+		EXECUTE format('CREATE %s TABLE mq.%I (published_at timestamptz NOT NULL, '
+					   'exchange text, routing_key text, headers jsonb, body bytea, key text, '
+					   'tag text, message_group text, dedup_id text, properties jsonb) USING mqlog',
+					   CASE WHEN durable THEN '' ELSE 'UNLOGGED' END, rel);
+	EXCEPTION WHEN duplicate_table THEN
+		RETURN;
+	END;
 	EXECUTE format('CREATE INDEX %I ON mq.%I (key) WHERE key IS NOT NULL', rel || '_key', rel);
 	EXECUTE format('CREATE INDEX %I ON mq.%I (dedup_id) WHERE dedup_id IS NOT NULL',
 				   rel || '_dedup', rel);
 	INSERT INTO mq.cat_segment (segno, relid, durable)
-	VALUES (segno, format('mq.%I', rel)::regclass, durable);
+	VALUES (segno, format('mq.%I', rel)::regclass, durable)
+	ON CONFLICT DO NOTHING;
 END
 $$;
 

@@ -25,6 +25,13 @@ $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'queue_ext'
 max_connections = 40
 log_statement = none
+# tiny log segments and lane generations, so that the load crosses many of
+# them: switching generations, retiring segments and dropping settled
+# generations all happen under concurrency and across the crash
+mq.segment_size = '128kB'
+mq.lane_segment_size = '16kB'
+mq.maintenance_naptime = '100ms'
+mq.retire_interval = '500ms'
 });
 $node->start;
 $node->safe_psql('postgres', q{
