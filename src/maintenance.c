@@ -27,35 +27,32 @@
 
 PG_FUNCTION_INFO_V1(mq_log_retire);
 
+/*
+ * One queue's share of a maintenance pass: expired leases back to ready,
+ * expired messages at the head dead-lettered, lane generations rotated.
+ * Returns when the queue's next delayed redelivery is due (0: none).
+ */
 TimestampTz
-mq_maintain_queues(void)
+mq_maintain_queue(MqQueue *q)
 {
-	ListCell   *lc;
-	TimestampTz next = 0;
 	MqDelivery	dl[64];
+	int			got;
+	TimestampTz due;
+	MqSettleBatch batch;
 
-	mq_catalog_refresh();
-	foreach(lc, mq_queue_list())
+	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
+	due = mq_queue_next_due();
+	mq_settle_batch_init(&batch, q);
+	for (int i = 0; i < got; i++)
 	{
-		MqQueue    *q = lfirst(lc);
-		int			got;
-		TimestampTz due;
-
-		/* expired leases back to ready; expired messages at the head out */
-		got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
-		due = mq_queue_next_due();
-		for (int i = 0; i < got; i++)
-		{
-			mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
-			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
-		}
-		if (got > 0)
-			mq_queue_write_floors(q);
-		if (due != 0 && (next == 0 || due < next))
-			next = due;
-		mq_queue_rotate(q);
+		mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+		mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
 	}
-	return next;
+	mq_settle_batch_flush(&batch);
+	if (got > 0)
+		mq_queue_write_floors(q);
+	mq_queue_rotate(q);
+	return due;
 }
 
 /*

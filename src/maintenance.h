@@ -13,12 +13,13 @@
 
 #include "utils/timestamp.h"
 
+#include "catalog.h"
+
 /*
- * One maintenance pass over every queue of the current database; returns
- * when the next delayed message is due (0: none known).  Must run inside a
- * transaction.
+ * One queue's share of a maintenance pass (inside a transaction); returns
+ * when its next delayed redelivery is due (0: none known).
  */
-extern TimestampTz mq_maintain_queues(void);
+extern TimestampTz mq_maintain_queue(MqQueue *q);
 
 /* Drop message log segments no queue entry refers to; returns how many */
 extern int	mq_retire_segments(int max_segments);

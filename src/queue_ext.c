@@ -9,7 +9,10 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "access/xact.h"
 #include "miscadmin.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "utils/guc.h"
 
@@ -108,4 +111,45 @@ mq_require_preload(const char *feature)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s requires queue_ext to be loaded via shared_preload_libraries", feature),
 				 errhint("Add queue_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+/*
+ * Run fn(arg) in a subtransaction: an error in it is logged (prefixed with
+ * what) and rolled back, and the caller goes on.  Used by the background
+ * worker so that one failing step (a broken queue, a bad check function)
+ * does not stop the others.  Returns false if fn failed.
+ */
+bool
+mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	bool		ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ereport(LOG,
+				(errmsg("queue_ext worker: %s failed: %s", what, edata->message)));
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
 }

@@ -595,7 +595,18 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 		while (gen < MQ_QPOS_MAX_GEN && !OidIsValid(mq_lane_relid(q->id, lane, gen, false)))
 			gen++;
 		if (gen == MQ_QPOS_MAX_GEN)
-			elog(ERROR, "entry log of queue \"%s\" lane %d is missing", q->name, lane);
+		{
+			/*
+			 * Someone dropped the lane's tables: treat the lane as empty, so
+			 * the queue can still be inspected and deleted (publishing to it
+			 * fails with a clear error).
+			 */
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("entry log of queue \"%s\" lane %d is missing", q->name, lane),
+					 errhint("Delete and declare the queue again.")));
+			gen = 0;
+		}
 		ls->low_gen = gen;
 		while (gen < MQ_QPOS_MAX_GEN && OidIsValid(mq_lane_relid(q->id, lane, gen + 1, false)))
 			gen++;
@@ -1770,6 +1781,9 @@ mq_worker_retire(void)
 		w->pid = 0;
 		w->pgprocno = -1;
 		w->next_wake = 0;
+		/* free the slot unless it carries a pause or a request */
+		if (w->paused_until <= GetCurrentTimestamp() && !w->wanted)
+			w->dbid = InvalidOid;
 	}
 	SpinLockRelease(&mq_shared->pool_lock);
 }

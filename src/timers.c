@@ -70,6 +70,23 @@ mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 	mq_restore_user(save_userid, save_sec);
 }
 
+typedef struct FireGroup
+{
+	MqQueue    *q;
+	int			lane;
+	MqEntry    *entries;
+	int			n;
+} FireGroup;
+
+static void
+fire_group(void *arg)
+{
+	FireGroup  *fg = arg;
+
+	mq_queue_append(fg->q, fg->lane, fg->entries, fg->n);
+	mq_queue_note_publish(fg->q, fg->n);
+}
+
 TimestampTz
 mq_timers_fire(int *fired)
 {
@@ -127,12 +144,17 @@ mq_timers_fire(int *fired)
 	SPI_finish();
 	mq_restore_user(save_userid, save_sec);
 
-	/* append the entries, grouped by queue and lane, in due order */
+	/*
+	 * Append the entries, grouped by queue and lane, in due order; each
+	 * group in a subtransaction, so that a broken queue loses its own due
+	 * messages (logged) without holding back everybody else's.
+	 */
 	for (int i = 0; i < n; i++)
 	{
 		MqQueue    *q;
 		int			k = 0;
 		MqEntry    *batch;
+		FireGroup	fg;
 
 		if (qids[i] == 0)
 			continue;
@@ -149,8 +171,14 @@ mq_timers_fire(int *fired)
 		}
 		if (q && lanes[i] < q->nlanes)
 		{
-			mq_queue_append(q, lanes[i], batch, k);
-			mq_queue_note_publish(q, k);
+			char	   *what = psprintf("firing %d delayed messages for queue \"%s\"", k, q->name);
+
+			fg.q = q;
+			fg.lane = lanes[i];
+			fg.entries = batch;
+			fg.n = k;
+			(void) mq_run_guarded(what, fire_group, &fg);
+			pfree(what);
 		}
 		qids[i] = 0;
 		pfree(batch);

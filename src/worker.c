@@ -32,12 +32,14 @@
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
+#include "utils/resowner.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
 #include "queue_ext.h"
 #include "half.h"
+#include "catalog.h"
 #include "maintenance.h"
 #include "msglog.h"
 #include "queue_state.h"
@@ -244,6 +246,75 @@ mq_launcher_main(Datum arg)
 	}
 }
 
+typedef struct PassState
+{
+	TimestampTz next_due;
+	MqQueue    *q;
+	bool		retire;
+} PassState;
+
+static void
+note_due(PassState *ps, TimestampTz due)
+{
+	if (due != 0 && (ps->next_due == 0 || due < ps->next_due))
+		ps->next_due = due;
+}
+
+static void
+step_timers(void *arg)
+{
+	int			fired;
+
+	note_due((PassState *) arg, mq_timers_fire(&fired));
+}
+
+static void
+step_queue(void *arg)
+{
+	PassState  *ps = arg;
+
+	note_due(ps, mq_maintain_queue(ps->q));
+}
+
+static void
+step_half(void *arg)
+{
+	(void) mq_half_check_due();
+}
+
+static void
+step_retire(void *arg)
+{
+	(void) mq_retire_segments(100);
+	mq_segments_prepare();
+	mq_half_cleanup();
+}
+
+/* One maintenance pass, inside the worker's transaction */
+static TimestampTz
+maintenance_pass(bool retire)
+{
+	PassState	ps;
+	ListCell   *lc;
+
+	memset(&ps, 0, sizeof(ps));
+	mq_catalog_refresh();
+	mq_run_guarded("firing timers", step_timers, &ps);
+	foreach(lc, mq_queue_list())
+	{
+		char	   *what;
+
+		ps.q = lfirst(lc);
+		what = psprintf("maintenance of queue \"%s\"", ps.q->name);
+		mq_run_guarded(what, step_queue, &ps);
+		pfree(what);
+	}
+	mq_run_guarded("half-message check-back", step_half, &ps);
+	if (retire)
+		mq_run_guarded("retiring segments", step_retire, &ps);
+	return ps.next_due;
+}
+
 /* Is the extension installed in the database we are connected to? */
 static bool
 extension_present(void)
@@ -275,9 +346,11 @@ mq_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
 	pgstat_report_appname("queue_ext worker");
 
-	if (!extension_present())
-		proc_exit(0);
+	/* be known (and killable by DROP DATABASE) before doing anything */
 	before_shmem_exit(worker_exit, (Datum) 0);
+	mq_worker_announce(0);
+	if (mq_worker_paused(dbid) || !extension_present())
+		proc_exit(0);
 
 	for (;;)
 	{
@@ -291,6 +364,8 @@ mq_worker_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		if (mq_worker_paused(dbid))
+			proc_exit(0);		/* DROP DATABASE or RENAME in progress */
 
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
@@ -303,22 +378,13 @@ mq_worker_main(Datum arg)
 			proc_exit(0);
 		}
 		pgstat_report_activity(STATE_RUNNING, "queue_ext maintenance");
-		{
-			int			fired;
-			TimestampTz timer_next = mq_timers_fire(&fired);
-
-			next_due = mq_maintain_queues();
-			if (timer_next != 0 && (next_due == 0 || timer_next < next_due))
-				next_due = timer_next;
-		}
-		(void) mq_half_check_due();
 		now = GetCurrentTimestamp();
-		if (now - last_retire >= (int64) mq_retire_interval_ms * 1000)
 		{
-			(void) mq_retire_segments(100);
-			mq_segments_prepare();
-			mq_half_cleanup();
-			last_retire = now;
+			bool		retire = now - last_retire >= (int64) mq_retire_interval_ms * 1000;
+
+			next_due = maintenance_pass(retire);
+			if (retire)
+				last_retire = now;
 		}
 		PopActiveSnapshot();
 		CommitTransactionCommand();
