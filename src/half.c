@@ -268,68 +268,66 @@ mq_end_half(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
+/* One call of a check function (run by mq_run_guarded) */
+typedef struct CheckCall
+{
+	Oid			fn;
+	Oid			owner;
+	int64		half_id;
+	MqMessage  *m;
+	MemoryContext cxt;
+	char	   *outcome;
+} CheckCall;
+
+static void
+check_call(void *arg)
+{
+	CheckCall  *cc = arg;
+	Datum		r;
+	LOCAL_FCINFO(fcinfo, 3);
+	FmgrInfo	flinfo;
+	Oid			save_userid;
+	int			save_sec;
+
+	/* as the producer group's owner (the subtransaction restores us) */
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(cc->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (mq_check_timeout_ms > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, mq_check_timeout_ms);
+	fmgr_info(cc->fn, &flinfo);
+	InitFunctionCallInfoData(*fcinfo, &flinfo, 3, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = Int64GetDatum(cc->half_id);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = cc->m->headers ? JsonbPGetDatum(cc->m->headers) : (Datum) 0;
+	fcinfo->args[1].isnull = cc->m->headers == NULL;
+	fcinfo->args[2].value = PointerGetDatum(cc->m->body);
+	fcinfo->args[2].isnull = false;
+	r = FunctionCallInvoke(fcinfo);
+	if (mq_check_timeout_ms > 0)
+		disable_timeout(STATEMENT_TIMEOUT, false);
+	if (!fcinfo->isnull)
+		cc->outcome = MemoryContextStrdup(cc->cxt, TextDatumGetCString(r));
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
 /*
  * Call a check function in a subtransaction, as the producer group's
- * owner, with mq.check_timeout; any error or timeout means "unknown".
+ * owner, with mq.check_timeout; any error or timeout means "unknown"
+ * (returned as NULL with *error set).
  */
 static char *
 run_check(Oid fn, Oid owner, int64 half_id, MqMessage *m, char **error)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	char	   *outcome = NULL;
-	Oid			save_userid;
-	int			save_sec;
+	CheckCall	cc = {fn, owner, half_id, m, CurrentMemoryContext, NULL};
 
 	*error = NULL;
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
+	if (!mq_run_guarded("check", check_call, &cc, error))
 	{
-		Datum		r;
-		LOCAL_FCINFO(fcinfo, 3);
-		FmgrInfo	flinfo;
-
-		SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-		if (mq_check_timeout_ms > 0)
-			enable_timeout_after(STATEMENT_TIMEOUT, mq_check_timeout_ms);
-		fmgr_info(fn, &flinfo);
-		InitFunctionCallInfoData(*fcinfo, &flinfo, 3, InvalidOid, NULL, NULL);
-		fcinfo->args[0].value = Int64GetDatum(half_id);
-		fcinfo->args[0].isnull = false;
-		fcinfo->args[1].value = m->headers ? JsonbPGetDatum(m->headers) : (Datum) 0;
-		fcinfo->args[1].isnull = m->headers == NULL;
-		fcinfo->args[2].value = PointerGetDatum(m->body);
-		fcinfo->args[2].isnull = false;
-		r = FunctionCallInvoke(fcinfo);
 		if (mq_check_timeout_ms > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
-		if (!fcinfo->isnull)
-			outcome = MemoryContextStrdup(oldcxt, TextDatumGetCString(r));
-		SetUserIdAndSecContext(save_userid, save_sec);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
+		return NULL;
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		if (mq_check_timeout_ms > 0)
-			disable_timeout(STATEMENT_TIMEOUT, false);
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		SetUserIdAndSecContext(save_userid, save_sec);
-		*error = edata->message ? pstrdup(edata->message) : "error";
-		outcome = NULL;
-	}
-	PG_END_TRY();
-	return outcome;
+	return cc.outcome;
 }
 
 int

@@ -114,13 +114,14 @@ mq_require_preload(const char *feature)
 }
 
 /*
- * Run fn(arg) in a subtransaction: an error in it is logged (prefixed with
- * what) and rolled back, and the caller goes on.  Used by the background
- * worker so that one failing step (a broken queue, a bad check function)
- * does not stop the others.  Returns false if fn failed.
+ * Run fn(arg) in a subtransaction: an error in it is rolled back and the
+ * caller goes on; its message is logged (prefixed with what), or handed
+ * back in *error when error is not NULL.  Used by the background worker so
+ * that one failing step (a broken queue, a bad check function) does not
+ * stop the others.  Returns false if fn failed.
  */
 bool
-mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg)
+mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg, char **error)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -145,8 +146,11 @@ mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
-		ereport(LOG,
-				(errmsg("queue_ext worker: %s failed: %s", what, edata->message)));
+		if (error)
+			*error = pstrdup(edata->message ? edata->message : "error");
+		else
+			ereport(LOG,
+					(errmsg("queue_ext worker: %s failed: %s", what, edata->message)));
 		FreeErrorData(edata);
 		ok = false;
 	}

@@ -45,8 +45,10 @@ extern int	mq_launcher_naptime_ms;
 extern int	mq_retire_interval_ms;
 extern int	mq_check_timeout_ms;
 
-/* Run fn(arg) in a subtransaction; log and swallow its error (false) */
-extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg);
+/* Run fn(arg) in a subtransaction; swallow its error (false), logging it
+ * or handing its message back in *error */
+extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg,
+						   char **error);
 
 /* Background workers (worker.c): registers the launcher */
 extern void mq_workers_register(void);

@@ -177,7 +177,7 @@ mq_timers_fire(int *fired)
 			fg.lane = lanes[i];
 			fg.entries = batch;
 			fg.n = k;
-			(void) mq_run_guarded(what, fire_group, &fg);
+			(void) mq_run_guarded(what, fire_group, &fg, NULL);
 			pfree(what);
 		}
 		qids[i] = 0;

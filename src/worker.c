@@ -299,19 +299,19 @@ maintenance_pass(bool retire)
 
 	memset(&ps, 0, sizeof(ps));
 	mq_catalog_refresh();
-	mq_run_guarded("firing timers", step_timers, &ps);
+	mq_run_guarded("firing timers", step_timers, &ps, NULL);
 	foreach(lc, mq_queue_list())
 	{
 		char	   *what;
 
 		ps.q = lfirst(lc);
 		what = psprintf("maintenance of queue \"%s\"", ps.q->name);
-		mq_run_guarded(what, step_queue, &ps);
+		mq_run_guarded(what, step_queue, &ps, NULL);
 		pfree(what);
 	}
-	mq_run_guarded("half-message check-back", step_half, &ps);
+	mq_run_guarded("half-message check-back", step_half, &ps, NULL);
 	if (retire)
-		mq_run_guarded("retiring segments", step_retire, &ps);
+		mq_run_guarded("retiring segments", step_retire, &ps, NULL);
 	return ps.next_due;
 }
 
