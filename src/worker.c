@@ -248,9 +248,8 @@ mq_launcher_main(Datum arg)
 
 typedef struct PassState
 {
-	TimestampTz next_due;
-	MqQueue    *q;
-	bool		retire;
+	TimestampTz next_due;		/* earliest due time seen in the pass */
+	MqQueue    *q;				/* queue of step_queue */
 } PassState;
 
 static void
