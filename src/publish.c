@@ -355,8 +355,6 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			else if (k > 0)
 				mq_queue_append(dst->q, lane, entries, k);
 		}
-		if (!delayed)
-			mq_queue_note_publish(dst->q, dst->n);
 		pfree(entries);
 	}
 

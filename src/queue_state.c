@@ -1189,6 +1189,9 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	mq_entry_append(relid, lane, gen, entries, n, qpos);
 	LWLockRelease(&qs->gen_lock);
 	pfree(qpos);
+
+	/* counted in the backlog, and waiters woken, when we commit */
+	local_add(MQ_L_PUBLISH, qs, n, false);
 }
 
 /*
@@ -1263,15 +1266,6 @@ mq_queue_rotate(MqQueue *q)
 			LWLockRelease(&qs->lock);
 		}
 	}
-}
-
-void
-mq_queue_note_publish(MqQueue *q, int n)
-{
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
-
-	LWLockRelease(&qs->lock);
-	local_add(MQ_L_PUBLISH, qs, n, false);
 }
 
 /* Ready messages, for x-max-length (committed ones only) */

@@ -49,7 +49,10 @@ extern void mq_queue_counts(MqQueue *q, MqQueueCounts *counts);
 extern void mq_queue_state_drop(MqQueue *q);
 extern int64 mq_queue_purge_ready(MqQueue *q);
 
-/* Publishing: append entries to a lane's current generation */
+/*
+ * Publishing: append entries to a lane's current generation; they count in
+ * the backlog (and wake waiting consumers) when the transaction commits.
+ */
 extern void mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n);
 
 /* Maintenance: start new lane generations, drop settled ones */
@@ -58,8 +61,6 @@ extern void mq_queue_rotate(MqQueue *q);
 /* GUC: entry log size that starts a new generation (mq.lane_segment_size) */
 extern int	mq_lane_segment_blocks;
 
-/* Publishing: entries appended in this transaction (counted at commit) */
-extern void mq_queue_note_publish(MqQueue *q, int n);
 extern int64 mq_queue_ready_for_publish(MqQueue *q);
 
 /* What consume hands back for one delivery */

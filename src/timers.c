@@ -84,7 +84,6 @@ fire_group(void *arg)
 	FireGroup  *fg = arg;
 
 	mq_queue_append(fg->q, fg->lane, fg->entries, fg->n);
-	mq_queue_note_publish(fg->q, fg->n);
 }
 
 TimestampTz

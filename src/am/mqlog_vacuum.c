@@ -91,6 +91,19 @@ mqlog_freeze_page(Relation rel, Buffer buf, double *live)
 	return ndead;
 }
 
+/* Number of live (LP_NORMAL) items on a page */
+static int
+page_live_items(Page page)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	int			n = 0;
+
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		if (ItemIdIsNormal(PageGetItemId(page, off)))
+			n++;
+	return n;
+}
+
 void
 mqlog_relation_vacuum(Relation rel, VacuumParams *params,
 					  BufferAccessStrategy bstrategy)
@@ -143,12 +156,7 @@ mqlog_relation_vacuum(Relation rel, VacuumParams *params,
 		opaque = MqlogPageGetOpaque(page);
 		if (opaque->mq_flags & MQLOG_PAGE_FROZEN)
 		{
-			OffsetNumber off,
-						maxoff = PageGetMaxOffsetNumber(page);
-
-			for (off = FirstOffsetNumber; off <= maxoff; off++)
-				if (ItemIdIsNormal(PageGetItemId(page, off)))
-					live += 1;
+			live += page_live_items(page);
 			UnlockReleaseBuffer(buf);
 			continue;
 		}
@@ -184,14 +192,7 @@ mqlog_relation_vacuum(Relation rel, VacuumParams *params,
 		if (TransactionIdIsNormal(min_xmin) &&
 			TransactionIdPrecedes(min_xmin, newFrozenXid))
 			newFrozenXid = min_xmin;
-		{
-			OffsetNumber off,
-						maxoff = PageGetMaxOffsetNumber(page);
-
-			for (off = FirstOffsetNumber; off <= maxoff; off++)
-				if (ItemIdIsNormal(PageGetItemId(page, off)))
-					live += 1;
-		}
+		live += page_live_items(page);
 		UnlockReleaseBuffer(buf);
 	}
 
