@@ -14,6 +14,7 @@
 
 #include "access/htup_details.h"
 #include "access/tableam.h"
+#include "lib/stringinfo.h"
 #include "storage/bufpage.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
@@ -101,35 +102,36 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 #define XLOG_MQLOG_FREEZE		0x30
 #define XLOG_MQLOG_OPMASK		0x70
 
-/* flag bits in xl_mqlog_insert/xl_mqlog_multi_insert */
+/* flag bits in xl_mqlog_multi_insert */
 #define XLMQ_INIT_PAGE			0x01	/* (re)initialize the page first */
 
 /*
- * INSERT: one row.  Block 0 is the data page; its data is the per-row
- * header below followed by the tuple's bytes after the HeapTupleHeader
- * (null bitmap, padding, data).  xmin comes from the record's xid, cmin is
- * FirstCommandId at redo (masked for consistency checking).
- */
-typedef struct xl_mqlog_insert
-{
-	OffsetNumber offnum;
-	uint8		flags;
-} xl_mqlog_insert;
-
-#define SizeOfMqlogInsert	(offsetof(xl_mqlog_insert, flags) + sizeof(uint8))
-
-/*
- * Per-row header in INSERT and MULTI_INSERT block data (5 bytes, unaligned):
- * uint16 length of the data after the tuple header (MULTI_INSERT only),
- * uint16 t_infomask2, uint8 low byte of t_infomask.  t_hoff follows from
- * natts and HEAP_HASNULL.
+ * A row as logged (unaligned): uint16 t_infomask2, uint8 low byte of
+ * t_infomask, the null bitmap (BITMAPLEN(natts) bytes, only with
+ * HEAP_HASNULL), then the data from t_hoff on.  t_hoff follows from natts
+ * and HEAP_HASNULL; xmin comes from the record's xid, cmin is
+ * FirstCommandId at redo (masked for consistency checking), t_ctid is the
+ * row's own TID.  In an INSERT record the logged t_infomask2 carries
+ * XLMQ_ROW_INIT_PAGE (heap's HEAP_ONLY_TUPLE bit, never set on an mqlog
+ * row) when the page is to be initialized first.
  */
 #define SizeOfMqlogRowHeader	3
-#define SizeOfMqlogMultiRowHeader	5
+#define XLMQ_ROW_INIT_PAGE		HEAP_ONLY_TUPLE
+
+/*
+ * INSERT: one row on each registered block (up to MQLOG_MAX_LINKED blocks,
+ * of the same or different relations), block data = the row as logged.
+ * No main data: a row always goes to its page's next line pointer, which is
+ * where it went when it was written (rows are only ever appended).  Several
+ * blocks make one record of a message and its queue entry
+ * (mqlog_insert_linked).
+ */
+#define MQLOG_MAX_LINKED		4
 
 /*
  * MULTI_INSERT: ntuples rows appended to one page at consecutive offsets
- * starting at firstoff.
+ * starting at firstoff; block data = for each row a uint16 length of its
+ * null bitmap + data, then the row as logged.
  */
 typedef struct xl_mqlog_multi_insert
 {
@@ -265,9 +267,12 @@ extern void mqlog_fetch_toast_slice(Relation toastrel, Oid valueid,
 extern void mqlog_xlog_register(void);
 extern void mqlog_log_insert(Relation rel, Buffer buf, HeapTuple tup,
 							 bool init);
+extern void mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups,
+						   bool *inits, int n);
+extern Size mqlog_multi_insert_wal_space(void);
 extern void mqlog_log_multi_insert(Relation rel, Buffer buf,
 								   HeapTuple *tuples, int ntuples,
-								   bool init);
+								   bool init, StringInfo scratch);
 extern void mqlog_log_overflow(Relation rel, Buffer buf, BlockNumber first,
 							   uint32 chunkno, const char *data, int len);
 extern void mqlog_log_freeze(Relation rel, Buffer buf,
@@ -294,6 +299,36 @@ extern bool mqlog_is_mqlog_relation(Relation rel);
  */
 extern void mqlog_insert_ordered(Relation rel, TupleTableSlot **slots,
 								 int nslots, CommandId cid, ItemPointer tids);
+
+/*
+ * Linked insert: one row in each of up to MQLOG_MAX_LINKED mqlog relations,
+ * written in one critical section and logged as one WAL record, so a
+ * message and its queue entry cost one record header and one commit.
+ * mqlog_linked_reserve() prepares a row and exclusively locks the page it
+ * will go to (ordered: the last page, as mqlog_insert_ordered; else the
+ * page tuple_insert would choose) and sets row->tid, so the next row can
+ * refer to it; mqlog_linked_write() writes all reserved rows and releases
+ * their pages, setting each slot's tts_tid.  Callers reserve in a fixed
+ * order of relations (page locks are held across reservations) and do
+ * nothing between the two phases that could wait for another backend.
+ */
+typedef struct MqlogLinkedRow
+{
+	Relation	rel;
+	TupleTableSlot *slot;
+	bool		ordered;
+	TransactionId xid;
+	HeapTuple	tup;
+	bool		shouldFree;
+	Buffer		buf;
+	bool		isnew;
+	ItemPointerData tid;		/* where the row goes */
+} MqlogLinkedRow;
+
+extern void mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel,
+								 TupleTableSlot *slot, CommandId cid,
+								 bool ordered);
+extern void mqlog_linked_write(MqlogLinkedRow *rows, int n);
 
 /* How a reader should treat one row of an mqlog table */
 typedef enum MqlogRowState

@@ -38,8 +38,59 @@
 	(BLCKSZ - SizeOfPageHeaderData - MQLOG_SPECIAL_SIZE - sizeof(ItemIdData))
 
 /*
+ * Trailing NULL columns are not stored: a row with fewer attributes than
+ * its relation reads the missing ones as NULL (as heap reads rows written
+ * before an ADD COLUMN), so rows whose optional last columns are empty
+ * need no null bitmap, which often saves t_hoff's whole 8-byte step.
+ * Columns with a "missing" value (ADD COLUMN ... DEFAULT) are kept: their
+ * NULL would read as the default.  Works in place on a tuple we own.
+ */
+static bool
+mqlog_trailing_nulls(HeapTuple tup, TupleDesc desc, int *keep)
+{
+	HeapTupleHeader htup = tup->t_data;
+	int			natts = HeapTupleHeaderGetNatts(htup);
+
+	*keep = natts;
+	if (!HeapTupleHasNulls(tup))
+		return false;
+	while (*keep > 0 && att_isnull(*keep - 1, htup->t_bits) &&
+		   !TupleDescAttr(desc, *keep - 1)->atthasmissing)
+		(*keep)--;
+	return *keep < natts;
+}
+
+static void
+mqlog_trim_row(HeapTuple tup, int keep)
+{
+	HeapTupleHeader htup = tup->t_data;
+	bool		hasnull = false;
+	Size		bitmaplen;
+	uint8		newhoff;
+
+	for (int i = 0; i < keep && !hasnull; i++)
+		hasnull = att_isnull(i, htup->t_bits);
+	bitmaplen = hasnull ? BITMAPLEN(keep) : 0;
+	newhoff = MAXALIGN(SizeofHeapTupleHeader + bitmaplen);
+	Assert(newhoff <= htup->t_hoff);
+
+	/* data starts MAXALIGNed either way, so its alignment is unchanged */
+	memmove((char *) htup + newhoff, (char *) htup + htup->t_hoff,
+			tup->t_len - htup->t_hoff);
+	tup->t_len -= htup->t_hoff - newhoff;
+	/* the bits of the dropped (NULL) columns were zeros already */
+	memset((char *) htup + SizeofHeapTupleHeader + bitmaplen, 0,
+		   newhoff - SizeofHeapTupleHeader - bitmaplen);
+	HeapTupleHeaderSetNatts(htup, keep);
+	if (!hasnull)
+		htup->t_infomask &= ~HEAP_HASNULL;
+	htup->t_hoff = newhoff;
+}
+
+/*
  * Turn the slot's contents into the tuple to store: detoast/compress/move
- * out of line (mqlog_toast.c) and stamp the visibility header.
+ * out of line (mqlog_toast.c), drop trailing NULL columns and stamp the
+ * visibility header.
  */
 static HeapTuple
 mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
@@ -47,6 +98,7 @@ mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
 {
 	HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, shouldFree);
 	HeapTuple	heaptup;
+	int			keep;
 
 	tup->t_tableOid = RelationGetRelid(rel);
 	heaptup = mqlog_prepare_tuple(rel, tup);
@@ -55,6 +107,16 @@ mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
 		if (*shouldFree)
 			heap_freetuple(tup);
 		*shouldFree = true;
+	}
+	if (mqlog_trailing_nulls(heaptup, RelationGetDescr(rel), &keep))
+	{
+		/* the slot's own tuple may be referenced by its deformed values */
+		if (!*shouldFree)
+		{
+			heaptup = heap_copytuple(heaptup);
+			*shouldFree = true;
+		}
+		mqlog_trim_row(heaptup, keep);
 	}
 
 	heaptup->t_data->t_infomask &= ~HEAP_XACT_MASK;
@@ -220,6 +282,15 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 	Page		page = BufferGetPage(buf);
 	BlockNumber blkno = BufferGetBlockNumber(buf);
 	int			n = 0;
+	StringInfoData walbuf;
+
+	/* room for a multi-insert record, allocated before the critical section */
+	walbuf.data = NULL;
+	if (ntuples - first > 1 && RelationNeedsWAL(rel))
+	{
+		initStringInfo(&walbuf);
+		enlargeStringInfo(&walbuf, mqlog_multi_insert_wal_space());
+	}
 
 	START_CRIT_SECTION();
 
@@ -250,9 +321,12 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 	if (n == 1)
 		mqlog_log_insert(rel, buf, tuples[first], isnew);
 	else
-		mqlog_log_multi_insert(rel, buf, tuples + first, n, isnew);
+		mqlog_log_multi_insert(rel, buf, tuples + first, n, isnew, &walbuf);
 
 	END_CRIT_SECTION();
+
+	if (walbuf.data)
+		pfree(walbuf.data);
 
 	return n;
 }
@@ -405,6 +479,29 @@ mqlog_lock_last_page(Relation rel, bool *isnew)
 }
 
 /*
+ * The page an ordered append of a "need"-byte row goes to, exclusively
+ * locked: *buf (the last page, locked) if the row fits, else a new last
+ * page, added while still holding the old one (see mqlog_insert_ordered).
+ */
+static void
+mqlog_ordered_page(Relation rel, Buffer *buf, Size need, bool *isnew)
+{
+	Buffer		newbuf;
+	bool		local = RELATION_IS_LOCAL(rel);
+
+	if (*isnew || mqlog_page_accepts(BufferGetPage(*buf), need, isnew))
+		return;
+	if (!local)
+		LockRelationForExtension(rel, ExclusiveLock);
+	newbuf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
+	if (!local)
+		UnlockRelationForExtension(rel, ExclusiveLock);
+	UnlockReleaseBuffer(*buf);
+	*buf = newbuf;
+	*isnew = true;
+}
+
+/*
  * Ordered append (see mqlog.h).  Rows go only to the last page, which we
  * keep exclusively locked from the moment we verified it is the last page
  * until we are done with it; when it is full we extend the relation while
@@ -437,24 +534,7 @@ mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
 	buf = mqlog_lock_last_page(rel, &isnew);
 	while (ndone < nslots)
 	{
-		Page		page = BufferGetPage(buf);
-
-		if (!isnew &&
-			!mqlog_page_accepts(page, MAXALIGN(tuples[ndone]->t_len), &isnew))
-		{
-			Buffer		newbuf;
-			bool		local = RELATION_IS_LOCAL(rel);
-
-			/* extend while still holding the old last page */
-			if (!local)
-				LockRelationForExtension(rel, ExclusiveLock);
-			newbuf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
-			if (!local)
-				UnlockRelationForExtension(rel, ExclusiveLock);
-			UnlockReleaseBuffer(buf);
-			buf = newbuf;
-			isnew = true;
-		}
+		mqlog_ordered_page(rel, &buf, MAXALIGN(tuples[ndone]->t_len), &isnew);
 		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
 		isnew = false;
 	}
@@ -463,4 +543,96 @@ mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
 	for (i = 0; i < nslots; i++)
 		tids[i] = tuples[i]->t_self;
 	mqlog_finish_many(rel, slots, tuples, nslots);
+}
+
+/*
+ * Linked insert (see mqlog.h): the first phase prepares the row and locks
+ * the page it will go to, so its TID is known before it is written.
+ */
+void
+mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel, TupleTableSlot *slot,
+					 CommandId cid, bool ordered)
+{
+	Size		need;
+
+	if (!mqlog_is_mqlog_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	row->rel = rel;
+	row->slot = slot;
+	row->ordered = ordered;
+	row->xid = mqlog_begin_insert(rel);
+	row->tup = mqlog_prepare_insert(rel, slot, row->xid, cid, &row->shouldFree);
+	need = MAXALIGN(row->tup->t_len);
+	if (ordered)
+	{
+		row->buf = mqlog_lock_last_page(rel, &row->isnew);
+		mqlog_ordered_page(rel, &row->buf, need, &row->isnew);
+	}
+	else
+		row->buf = mqlog_get_target_buffer(rel, need, NULL, &row->isnew);
+	ItemPointerSet(&row->tid, BufferGetBlockNumber(row->buf),
+				   row->isnew ? FirstOffsetNumber :
+				   OffsetNumberNext(PageGetMaxOffsetNumber(BufferGetPage(row->buf))));
+}
+
+/*
+ * Second phase: add every reserved row to its page in one critical section
+ * and one WAL record, then release the pages.
+ */
+void
+mqlog_linked_write(MqlogLinkedRow *rows, int n)
+{
+	Relation	rels[MQLOG_MAX_LINKED];
+	Buffer		bufs[MQLOG_MAX_LINKED];
+	HeapTuple	tups[MQLOG_MAX_LINKED];
+	bool		inits[MQLOG_MAX_LINKED];
+
+	Assert(n > 0 && n <= MQLOG_MAX_LINKED);
+
+	START_CRIT_SECTION();
+	for (int i = 0; i < n; i++)
+	{
+		MqlogLinkedRow *row = &rows[i];
+		Page		page = BufferGetPage(row->buf);
+		HeapTupleHeader item;
+
+		if (row->isnew)
+			mqlog_page_init(page, 0);
+		row->tup->t_self = row->tid;
+		row->tup->t_data->t_ctid = row->tid;
+		if (PageAddItem(page, (Item) row->tup->t_data, row->tup->t_len,
+						InvalidOffsetNumber, false, true) !=
+			ItemPointerGetOffsetNumber(&row->tid))
+			elog(PANIC, "failed to add row to mqlog page %u",
+				 ItemPointerGetBlockNumber(&row->tid));
+		item = (HeapTupleHeader) PageGetItem(page,
+											 PageGetItemId(page, ItemPointerGetOffsetNumber(&row->tid)));
+		item->t_ctid = row->tid;
+		mqlog_page_note_xmin(page, row->xid);
+		MarkBufferDirty(row->buf);
+
+		rels[i] = row->rel;
+		bufs[i] = row->buf;
+		tups[i] = row->tup;
+		inits[i] = row->isnew;
+	}
+	mqlog_log_rows(rels, bufs, tups, inits, n);
+	END_CRIT_SECTION();
+
+	for (int i = 0; i < n; i++)
+	{
+		MqlogLinkedRow *row = &rows[i];
+
+		if (!row->ordered)
+			RelationSetTargetBlock(row->rel, ItemPointerGetBlockNumber(&row->tid));
+		UnlockReleaseBuffer(row->buf);
+		pgstat_count_heap_insert(row->rel, 1);
+		row->slot->tts_tableOid = RelationGetRelid(row->rel);
+		row->slot->tts_tid = row->tid;
+		if (row->shouldFree)
+			heap_freetuple(row->tup);
+		row->tup = NULL;
+	}
 }

@@ -73,77 +73,113 @@ mqlog_compute_hoff(uint16 infomask2, uint16 infomask)
 	return (uint8) MAXALIGN(len);
 }
 
-/*
- * Where the logged bytes of a row start: after the fixed header when the
- * row has a null bitmap (which must be logged), else at t_hoff (the
- * alignment padding before it is zeros, rebuilt at redo).
- */
+/* Length of a row's null bitmap (0 without one) */
 static inline Size
-mqlog_logged_start(uint16 infomask2, uint16 infomask)
+mqlog_bitmap_len(uint16 infomask2, uint16 infomask)
 {
-	return (infomask & HEAP_HASNULL) ? SizeofHeapTupleHeader :
-		mqlog_compute_hoff(infomask2, infomask);
+	return (infomask & HEAP_HASNULL) ? BITMAPLEN(infomask2 & HEAP_NATTS_MASK) : 0;
 }
 
+/* Header bits of a row as logged (see mqlog_register_row) */
+typedef struct MqlogRowHeader
+{
+	uint8		bytes[SizeOfMqlogRowHeader];
+} MqlogRowHeader;
+
 /*
- * Append the bits of a row needed to rebuild its header at redo.  The low
- * byte of t_infomask holds all non-visibility flags (HASNULL, HASVARWIDTH,
- * HASEXTERNAL); the visibility bits are always "xmax invalid".
+ * The header bits needed to rebuild a row's header at redo: t_infomask2,
+ * whose HEAP_ONLY_TUPLE bit we borrow as "initialize the page first", and
+ * the low byte of t_infomask, which holds all non-visibility flags
+ * (HASNULL, HASVARWIDTH, HASEXTERNAL); the visibility bits are always
+ * "xmax invalid".
  */
 static void
-mqlog_append_row_header(StringInfo buf, HeapTuple tup, bool with_len)
+mqlog_row_header(HeapTuple tup, bool init, MqlogRowHeader *hdr)
 {
 	HeapTupleHeader htup = tup->t_data;
 	uint16		infomask2 = htup->t_infomask2;
-	uint8		infomask_lo = (uint8) (htup->t_infomask & 0xFF);
 
 	Assert(htup->t_hoff == mqlog_compute_hoff(infomask2, htup->t_infomask));
-	if (with_len)
-	{
-		uint16		datalen = tup->t_len - mqlog_logged_start(infomask2, htup->t_infomask);
+	Assert((infomask2 & XLMQ_ROW_INIT_PAGE) == 0);
+	if (init)
+		infomask2 |= XLMQ_ROW_INIT_PAGE;
+	memcpy(hdr->bytes, &infomask2, sizeof(uint16));
+	hdr->bytes[2] = (uint8) (htup->t_infomask & 0xFF);
+}
 
-		appendBinaryStringInfo(buf, (char *) &datalen, sizeof(uint16));
+/*
+ * A row as logged: its header bits, then the null bitmap if any, then the
+ * data (the alignment padding before t_hoff is zeros, rebuilt at redo).
+ * Registered as pieces pointing into the tuple, so nothing is allocated in
+ * the caller's critical section.
+ */
+static void
+mqlog_register_row(uint8 block_id, HeapTuple tup, MqlogRowHeader *hdr)
+{
+	HeapTupleHeader htup = tup->t_data;
+	Size		bitmaplen = mqlog_bitmap_len(htup->t_infomask2, htup->t_infomask);
+
+	XLogRegisterBufData(block_id, (char *) hdr->bytes, SizeOfMqlogRowHeader);
+	if (bitmaplen > 0)
+		XLogRegisterBufData(block_id, (char *) htup->t_bits, bitmaplen);
+	XLogRegisterBufData(block_id, (char *) htup + htup->t_hoff,
+						tup->t_len - htup->t_hoff);
+}
+
+void
+mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
+			   int n)
+{
+	MqlogRowHeader hdrs[MQLOG_MAX_LINKED];
+	uint8		id = 0;
+	bool		any = false;
+	XLogRecPtr	recptr;
+
+	Assert(n <= MQLOG_MAX_LINKED);
+	for (int i = 0; i < n; i++)
+		any |= RelationNeedsWAL(rels[i]);
+	if (!any)
+		return;
+
+	XLogBeginInsert();
+	for (int i = 0; i < n; i++)
+	{
+		if (!RelationNeedsWAL(rels[i]))
+			continue;
+		mqlog_row_header(tups[i], inits[i], &hdrs[i]);
+		XLogRegisterBuffer(id, bufs[i],
+						   REGBUF_STANDARD | (inits[i] ? REGBUF_WILL_INIT : 0));
+		mqlog_register_row(id, tups[i], &hdrs[i]);
+		id++;
 	}
-	appendBinaryStringInfo(buf, (char *) &infomask2, sizeof(uint16));
-	appendBinaryStringInfo(buf, (char *) &infomask_lo, sizeof(uint8));
+	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT);
+	for (int i = 0; i < n; i++)
+		if (RelationNeedsWAL(rels[i]))
+			PageSetLSN(BufferGetPage(bufs[i]), recptr);
 }
 
 void
 mqlog_log_insert(Relation rel, Buffer buf, HeapTuple tup, bool init)
 {
-	xl_mqlog_insert xlrec;
-	StringInfoData hdr;
-	XLogRecPtr	recptr;
+	mqlog_log_rows(&rel, &buf, &tup, &init, 1);
+}
 
-	if (!RelationNeedsWAL(rel))
-		return;
-
-	xlrec.offnum = ItemPointerGetOffsetNumber(&tup->t_self);
-	xlrec.flags = init ? XLMQ_INIT_PAGE : 0;
-
-	initStringInfo(&hdr);
-	mqlog_append_row_header(&hdr, tup, false);
-
-	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, SizeOfMqlogInsert);
-	XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (init ? REGBUF_WILL_INIT : 0));
-	XLogRegisterBufData(0, hdr.data, hdr.len);
-	{
-		Size		start = mqlog_logged_start(tup->t_data->t_infomask2,
-											   tup->t_data->t_infomask);
-
-		XLogRegisterBufData(0, (char *) tup->t_data + start, tup->t_len - start);
-	}
-	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT);
-	PageSetLSN(BufferGetPage(buf), recptr);
+/*
+ * Bytes a multi-insert record needs at most for the rows that fit on one
+ * page: each logged row is shorter than its tuple (5 header bytes instead
+ * of the 23-byte tuple header), so a page's worth.
+ */
+Size
+mqlog_multi_insert_wal_space(void)
+{
+	return BLCKSZ;
 }
 
 void
 mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
-					   int ntuples, bool init)
+					   int ntuples, bool init, StringInfo scratch)
 {
 	xl_mqlog_multi_insert xlrec;
-	StringInfoData data;
 	XLogRecPtr	recptr;
 	int			i;
 
@@ -154,25 +190,31 @@ mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
 	xlrec.firstoff = ItemPointerGetOffsetNumber(&tuples[0]->t_self);
 	xlrec.ntuples = ntuples;
 
-	initStringInfo(&data);
+	/* the caller sized scratch before its critical section: no palloc here */
+	resetStringInfo(scratch);
 	for (i = 0; i < ntuples; i++)
 	{
 		HeapTuple	tup = tuples[i];
+		HeapTupleHeader htup = tup->t_data;
+		Size		bitmaplen = mqlog_bitmap_len(htup->t_infomask2, htup->t_infomask);
+		uint16		datalen = bitmaplen + tup->t_len - htup->t_hoff;
+		MqlogRowHeader hdr;
 
 		Assert(ItemPointerGetOffsetNumber(&tup->t_self) == xlrec.firstoff + i);
-		mqlog_append_row_header(&data, tup, true);
-		{
-			Size		start = mqlog_logged_start(tup->t_data->t_infomask2,
-												   tup->t_data->t_infomask);
-
-			appendBinaryStringInfo(&data, (char *) tup->t_data + start, tup->t_len - start);
-		}
+		Assert(scratch->len + sizeof(uint16) + SizeOfMqlogRowHeader + datalen < scratch->maxlen);
+		mqlog_row_header(tup, false, &hdr);
+		appendBinaryStringInfo(scratch, (char *) &datalen, sizeof(uint16));
+		appendBinaryStringInfo(scratch, (char *) hdr.bytes, SizeOfMqlogRowHeader);
+		if (bitmaplen > 0)
+			appendBinaryStringInfo(scratch, (char *) htup->t_bits, bitmaplen);
+		appendBinaryStringInfo(scratch, (char *) htup + htup->t_hoff,
+							   tup->t_len - htup->t_hoff);
 	}
 
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, SizeOfMqlogMultiInsert);
 	XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (init ? REGBUF_WILL_INIT : 0));
-	XLogRegisterBufData(0, data.data, data.len);
+	XLogRegisterBufData(0, scratch->data, scratch->len);
 	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_MULTI_INSERT);
 	PageSetLSN(BufferGetPage(buf), recptr);
 }
@@ -226,28 +268,35 @@ mqlog_log_freeze(Relation rel, Buffer buf, TransactionId conflict_xid,
  */
 
 /*
- * Rebuild one row from its logged header bits and data and append it at
- * offnum.  Returns the position after the consumed bytes.
+ * Rebuild one row from its logged header bits, null bitmap and data
+ * (loglen bytes after the header bits) and append it to the page: rows are
+ * only ever appended, so it goes to the next line pointer, as it did when
+ * it was written.  Returns the position after the consumed bytes.
  */
 static char *
-mqlog_redo_add_row(Page page, BlockNumber blkno, OffsetNumber offnum,
-				   TransactionId xid, char *ptr, Size datalen,
-				   HeapTupleHeader scratch)
+mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
+				   char *ptr, Size loglen, HeapTupleHeader scratch)
 {
 	uint16		infomask2;
 	uint8		infomask_lo;
 	uint8		hoff;
-	Size		start;
+	Size		bitmaplen;
 	Size		len;
+	OffsetNumber offnum = PageGetMaxOffsetNumber(page) + 1;
 
+	if (loglen < SizeOfMqlogRowHeader)
+		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
 	memcpy(&infomask2, ptr, sizeof(uint16));
-	ptr += sizeof(uint16);
-	infomask_lo = *(uint8 *) ptr;
-	ptr += sizeof(uint8);
+	infomask2 &= ~XLMQ_ROW_INIT_PAGE;
+	infomask_lo = *(uint8 *) (ptr + sizeof(uint16));
+	ptr += SizeOfMqlogRowHeader;
+	loglen -= SizeOfMqlogRowHeader;
 
 	hoff = mqlog_compute_hoff(infomask2, infomask_lo);
-	start = mqlog_logged_start(infomask2, infomask_lo);
-	len = start + datalen;
+	bitmaplen = mqlog_bitmap_len(infomask2, infomask_lo);
+	if (loglen < bitmaplen)
+		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
+	len = hoff + loglen - bitmaplen;
 	if (len > MaxHeapTupleSize)
 		elog(PANIC, "mqlog_redo: invalid row length %zu", len);
 
@@ -259,58 +308,91 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, OffsetNumber offnum,
 	HeapTupleHeaderSetCmin(scratch, FirstCommandId);
 	HeapTupleHeaderSetXmax(scratch, InvalidTransactionId);
 	ItemPointerSet(&scratch->t_ctid, blkno, offnum);
-	/* the null bitmap, if any, is part of the logged bytes */
-	memcpy((char *) scratch + start, ptr, datalen);
+	memcpy(scratch->t_bits, ptr, bitmaplen);
+	memcpy((char *) scratch + hoff, ptr + bitmaplen, loglen - bitmaplen);
 
-	if (PageGetMaxOffsetNumber(page) + 1 != offnum)
-		elog(PANIC, "mqlog_redo: row at offset %u does not append to block %u",
-			 offnum, blkno);
 	if (PageAddItem(page, (Item) scratch, len, offnum, false, true) == InvalidOffsetNumber)
-		elog(PANIC, "mqlog_redo: failed to add row");
+		elog(PANIC, "mqlog_redo: failed to add row to block %u", blkno);
 	mqlog_page_note_xmin(page, xid);
 
-	return ptr + datalen;
+	return ptr + loglen;
+}
+
+/* Read block block_id for redo, initializing it first when asked to */
+static XLogRedoAction
+mqlog_redo_read_block(XLogReaderState *record, uint8 block_id, bool init,
+					  Buffer *buffer)
+{
+	if (init)
+	{
+		*buffer = XLogInitBufferForRedo(record, block_id);
+		mqlog_page_init(BufferGetPage(*buffer), 0);
+		return BLK_NEEDS_REDO;
+	}
+	return XLogReadBufferForRedo(record, block_id, buffer);
 }
 
 static void
-mqlog_redo_insert(XLogReaderState *record, bool multi)
+mqlog_finish_redo_block(XLogRedoAction action, Buffer buffer, XLogRecPtr lsn)
 {
-	XLogRecPtr	lsn = record->EndRecPtr;
+	if (action == BLK_NEEDS_REDO)
+	{
+		PageSetLSN(BufferGetPage(buffer), lsn);
+		MarkBufferDirty(buffer);
+	}
+	if (BufferIsValid(buffer))
+		UnlockReleaseBuffer(buffer);
+}
+
+/* INSERT: one row on each block of the record */
+static void
+mqlog_redo_insert(XLogReaderState *record)
+{
 	TransactionId xid = XLogRecGetXid(record);
-	uint8		flags;
-	OffsetNumber offnum;
-	int			ntuples;
-	Buffer		buffer;
+	PGAlignedBlock scratch;
+
+	for (uint8 block_id = 0; block_id <= XLogRecMaxBlockId(record); block_id++)
+	{
+		Size		datalen;
+		char	   *ptr;
+		uint16		infomask2;
+		BlockNumber blkno;
+		Buffer		buffer;
+		XLogRedoAction action;
+
+		if (!XLogRecHasBlockRef(record, block_id))
+			continue;
+		XLogRecGetBlockTag(record, block_id, NULL, NULL, &blkno);
+		ptr = XLogRecGetBlockData(record, block_id, &datalen);
+		infomask2 = 0;
+		/* (with a full-page image the row is not in the record) */
+		if (ptr != NULL && datalen >= sizeof(uint16))
+			memcpy(&infomask2, ptr, sizeof(uint16));
+
+		action = mqlog_redo_read_block(record, block_id,
+									   (infomask2 & XLMQ_ROW_INIT_PAGE) != 0, &buffer);
+		if (action == BLK_NEEDS_REDO && (ptr == NULL || datalen < sizeof(uint16)))
+			elog(PANIC, "mqlog_redo: insert without row data for block %u", blkno);
+		if (action == BLK_NEEDS_REDO)
+			mqlog_redo_add_row(BufferGetPage(buffer), blkno, xid, ptr, datalen,
+							   (HeapTupleHeader) scratch.data);
+		mqlog_finish_redo_block(action, buffer, record->EndRecPtr);
+	}
+}
+
+/* MULTI_INSERT: several rows on one block */
+static void
+mqlog_redo_multi_insert(XLogReaderState *record)
+{
+	xl_mqlog_multi_insert *xlrec = (xl_mqlog_multi_insert *) XLogRecGetData(record);
+	TransactionId xid = XLogRecGetXid(record);
 	BlockNumber blkno;
+	Buffer		buffer;
 	XLogRedoAction action;
 
-	if (multi)
-	{
-		xl_mqlog_multi_insert *xlrec = (xl_mqlog_multi_insert *) XLogRecGetData(record);
-
-		flags = xlrec->flags;
-		offnum = xlrec->firstoff;
-		ntuples = xlrec->ntuples;
-	}
-	else
-	{
-		xl_mqlog_insert *xlrec = (xl_mqlog_insert *) XLogRecGetData(record);
-
-		flags = xlrec->flags;
-		offnum = xlrec->offnum;
-		ntuples = 1;
-	}
-
 	XLogRecGetBlockTag(record, 0, NULL, NULL, &blkno);
-	if (flags & XLMQ_INIT_PAGE)
-	{
-		buffer = XLogInitBufferForRedo(record, 0);
-		mqlog_page_init(BufferGetPage(buffer), 0);
-		action = BLK_NEEDS_REDO;
-	}
-	else
-		action = XLogReadBufferForRedo(record, 0, &buffer);
-
+	action = mqlog_redo_read_block(record, 0, (xlrec->flags & XLMQ_INIT_PAGE) != 0,
+								   &buffer);
 	if (action == BLK_NEEDS_REDO)
 	{
 		Page		page = BufferGetPage(buffer);
@@ -318,33 +400,27 @@ mqlog_redo_insert(XLogReaderState *record, bool multi)
 		char	   *ptr = XLogRecGetBlockData(record, 0, &datalen);
 		char	   *end = ptr + datalen;
 		PGAlignedBlock scratch;
-		int			i;
 
-		for (i = 0; i < ntuples; i++)
+		if (PageGetMaxOffsetNumber(page) + 1 != xlrec->firstoff)
+			elog(PANIC, "mqlog_redo: rows at offset %u do not append to block %u",
+				 xlrec->firstoff, blkno);
+		for (int i = 0; i < xlrec->ntuples; i++)
 		{
-			Size		rowlen;
+			uint16		l;
 
-			if (multi)
-			{
-				uint16		l;
-
-				memcpy(&l, ptr, sizeof(uint16));
-				ptr += sizeof(uint16);
-				rowlen = l;
-			}
-			else
-				rowlen = datalen - SizeOfMqlogRowHeader;
-			ptr = mqlog_redo_add_row(page, blkno, offnum + i, xid, ptr, rowlen,
+			if (end - ptr < sizeof(uint16))
+				elog(PANIC, "mqlog_redo: record length mismatch");
+			memcpy(&l, ptr, sizeof(uint16));
+			ptr += sizeof(uint16);
+			if (end - ptr < SizeOfMqlogRowHeader + l)
+				elog(PANIC, "mqlog_redo: record length mismatch");
+			ptr = mqlog_redo_add_row(page, blkno, xid, ptr, SizeOfMqlogRowHeader + l,
 									 (HeapTupleHeader) scratch.data);
 		}
 		if (ptr != end)
 			elog(PANIC, "mqlog_redo: record length mismatch");
-
-		PageSetLSN(page, lsn);
-		MarkBufferDirty(buffer);
 	}
-	if (BufferIsValid(buffer))
-		UnlockReleaseBuffer(buffer);
+	mqlog_finish_redo_block(action, buffer, record->EndRecPtr);
 }
 
 static void
@@ -418,10 +494,10 @@ mqlog_redo(XLogReaderState *record)
 	switch (info)
 	{
 		case XLOG_MQLOG_INSERT:
-			mqlog_redo_insert(record, false);
+			mqlog_redo_insert(record);
 			break;
 		case XLOG_MQLOG_MULTI_INSERT:
-			mqlog_redo_insert(record, true);
+			mqlog_redo_multi_insert(record);
 			break;
 		case XLOG_MQLOG_OVERFLOW:
 			mqlog_redo_overflow(record);
@@ -448,13 +524,20 @@ mqlog_desc(StringInfo buf, XLogReaderState *record)
 	switch (info)
 	{
 		case XLOG_MQLOG_INSERT:
+			for (uint8 block_id = 0; block_id <= XLogRecMaxBlockId(record); block_id++)
 			{
-				xl_mqlog_insert *xlrec = (xl_mqlog_insert *) rec;
+				Size		len;
+				char	   *data = XLogRecGetBlockData(record, block_id, &len);
+				uint16		infomask2;
 
-				appendStringInfo(buf, "off %u flags 0x%02X",
-								 xlrec->offnum, xlrec->flags);
-				break;
+				if (data == NULL || len < sizeof(uint16))
+					continue;
+				memcpy(&infomask2, data, sizeof(uint16));
+				appendStringInfo(buf, "%sblock %u: natts %u%s", block_id > 0 ? "; " : "",
+								 block_id, infomask2 & HEAP_NATTS_MASK,
+								 (infomask2 & XLMQ_ROW_INIT_PAGE) ? " init" : "");
 			}
+			break;
 		case XLOG_MQLOG_MULTI_INSERT:
 			{
 				xl_mqlog_multi_insert *xlrec = (xl_mqlog_multi_insert *) rec;
