@@ -256,14 +256,16 @@ BEGIN
 		RETURN;
 	END IF;
 	BEGIN
+		-- expires_at NULL: never (and then not stored: a trailing NULL)
 		EXECUTE format('CREATE %s TABLE mq.%I (msg_id int8 NOT NULL, visible_at timestamptz NOT NULL, '
-					   'expires_at timestamptz NOT NULL) USING mqlog',
+					   'expires_at timestamptz) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
 	END;
-	EXECUTE format('CREATE %s TABLE mq.%I (kind int2 NOT NULL, qpos int8 NOT NULL, '
-				   'msg_id int8 NOT NULL) USING mqlog',
+	-- one int8 per settlement: kind << 56 | the entry's position within the
+	-- lane (see mq_settle_encode in src/msglog.h)
+	EXECUTE format('CREATE %s TABLE mq.%I (settlement int8 NOT NULL) USING mqlog',
 				   persistence, format('s%s_%s_%s', queue_id, lane, gen));
 END
 $$;
@@ -503,9 +505,11 @@ BEGIN
 		RETURN;
 	END IF;
 	BEGIN
+		-- optional columns last: mqlog does not store trailing NULLs
 		EXECUTE format('CREATE %s TABLE mq.%I (published_at timestamptz NOT NULL, '
-					   'exchange text, routing_key text, headers jsonb, body bytea, key text, '
-					   'tag text, message_group text, dedup_id text, properties jsonb) USING mqlog',
+					   'exchange text, routing_key text, body bytea, headers jsonb, '
+					   'properties jsonb, key text, tag text, message_group text, dedup_id text) '
+					   'USING mqlog',
 					   CASE WHEN durable THEN '' ELSE 'UNLOGGED' END, rel);
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
@@ -996,6 +1000,8 @@ DECLARE
 	seg regclass;
 	m record;
 	mid bigint := msg_id;
+	pos bigint;
+	k bigint;
 BEGIN
 	SELECT s.relid::regclass INTO seg FROM mq.cat_segment s WHERE s.segno = mid >> 26;
 	IF seg IS NULL THEN
@@ -1028,12 +1034,17 @@ BEGIN
 				event := 'routed'; queue := q.name; at := r.visible_at;
 				detail := jsonb_build_object('entry_log', t.relname);
 				RETURN NEXT;
-			END LOOP;
-			FOR r IN EXECUTE format('SELECT kind FROM mq.%I WHERE msg_id = $1 AND kind IN (1, 2)',
-									's' || substr(t.relname, 2)) USING mid LOOP
-				event := CASE r.kind WHEN 1 THEN 'acked' ELSE 'dead_lettered_or_dropped' END;
-				queue := q.name; at := NULL; detail := NULL;
-				RETURN NEXT;
+				-- its settlement: kind << 56 | generation << 40 | block << 16 | offset
+				pos := (split_part(t.relname, '_', 3)::bigint << 40)
+					| (((r.ctid::text::point)[0])::bigint << 16) | ((r.ctid::text::point)[1])::bigint;
+				FOR k IN EXECUTE format('SELECT settlement >> 56 FROM mq.%I '
+										'WHERE settlement & ((1::bigint << 56) - 1) = $1 '
+										'AND settlement >> 56 IN (1, 2)',
+										's' || substr(t.relname, 2)) USING pos LOOP
+					event := CASE k WHEN 1 THEN 'acked' ELSE 'dead_lettered_or_dropped' END;
+					queue := q.name; at := NULL; detail := NULL;
+					RETURN NEXT;
+				END LOOP;
 			END LOOP;
 		END LOOP;
 	END LOOP;

@@ -118,14 +118,14 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 
 		if (dl[i].dead)
 		{
-			mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+			mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos);
 			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
 			*any_settled = true;
 			continue;
 		}
 		if (auto_ack)
 		{
-			mq_settle_batch_add(&batch, MQ_SETTLE_ACK, dl[i].qpos, dl[i].msg_id);
+			mq_settle_batch_add(&batch, MQ_SETTLE_ACK, dl[i].qpos);
 			*any_settled = true;
 		}
 		if (!mq_log_fetch(dl[i].msg_id, &m))

@@ -180,22 +180,19 @@ fill_values(MqMessage *m, Datum *values, bool *isnull)
 	values[0] = TimestampTzGetDatum(m->published_at);
 #define TEXTCOL(i, s) \
 	do { if ((s) != NULL) values[i] = CStringGetTextDatum(s); else isnull[i] = true; } while (0)
+#define JSONBCOL(i, j) \
+	do { if ((j) != NULL) values[i] = JsonbPGetDatum(j); else isnull[i] = true; } while (0)
 	TEXTCOL(1, m->exchange);
 	TEXTCOL(2, m->routing_key);
-	if (m->headers)
-		values[3] = JsonbPGetDatum(m->headers);
-	else
-		isnull[3] = true;
-	values[4] = PointerGetDatum(m->body);
-	TEXTCOL(5, m->key);
-	TEXTCOL(6, m->tag);
-	TEXTCOL(7, m->message_group);
-	TEXTCOL(8, m->dedup_id);
+	values[3] = PointerGetDatum(m->body);
+	JSONBCOL(4, m->headers);
+	JSONBCOL(5, m->properties);
+	TEXTCOL(6, m->key);
+	TEXTCOL(7, m->tag);
+	TEXTCOL(8, m->message_group);
+	TEXTCOL(9, m->dedup_id);
 #undef TEXTCOL
-	if (m->properties)
-		values[9] = JsonbPGetDatum(m->properties);
-	else
-		isnull[9] = true;
+#undef JSONBCOL
 }
 
 /* Insert index entries for the partial indexes on key and dedup_id */
@@ -212,7 +209,8 @@ insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
 	{
 		Relation	idx = index_open(lfirst_oid(lc), RowExclusiveLock);
 		int			attno = idx->rd_index->indkey.values[0];
-		char	   *val = attno == 6 ? m->key : attno == 9 ? m->dedup_id : NULL;
+		char	   *val = attno == MQ_LOG_ATT_KEY ? m->key :
+		attno == MQ_LOG_ATT_DEDUP_ID ? m->dedup_id : NULL;
 
 		if (val != NULL)
 		{
@@ -225,6 +223,12 @@ insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
 		index_close(idx, RowExclusiveLock);
 	}
 	list_free(indexes);
+}
+
+Relation
+mq_log_open_append(bool durable, int64 *segno)
+{
+	return segment_open_for_append(durable, segno);
 }
 
 void
@@ -285,17 +289,17 @@ message_from_slot(TupleTableSlot *slot, MqMessage *out)
 	out->published_at = DatumGetTimestampTz(slot_getattr(slot, 1, &isnull));
 	out->exchange = slot_text(slot, 2);
 	out->routing_key = slot_text(slot, 3);
-	out->headers = slot_jsonb(slot, 4);
 	{
-		Datum		d = slot_getattr(slot, 5, &isnull);
+		Datum		d = slot_getattr(slot, 4, &isnull);
 
 		out->body = isnull ? NULL : DatumGetByteaPCopy(d);
 	}
-	out->key = slot_text(slot, 6);
-	out->tag = slot_text(slot, 7);
-	out->message_group = slot_text(slot, 8);
-	out->dedup_id = slot_text(slot, 9);
-	out->properties = slot_jsonb(slot, 10);
+	out->headers = slot_jsonb(slot, 5);
+	out->properties = slot_jsonb(slot, 6);
+	out->key = slot_text(slot, MQ_LOG_ATT_KEY);
+	out->tag = slot_text(slot, 8);
+	out->message_group = slot_text(slot, 9);
+	out->dedup_id = slot_text(slot, MQ_LOG_ATT_DEDUP_ID);
 }
 
 bool
@@ -421,6 +425,28 @@ mq_lane_drop(int32 queue_id, int lane, int gen)
 	lane_ddl("_lane_drop", queue_id, lane, gen);
 }
 
+/* An entry position must fit its bits of a queue position */
+static void
+check_lane_block(Relation rel, ItemPointer tid)
+{
+	if (ItemPointerGetBlockNumber(tid) >= MQ_LANE_MAX_BLOCKS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("entry log \"%s\" is full", RelationGetRelationName(rel)),
+				 errhint("The maintenance worker starts a new generation long before this; check that it runs.")));
+}
+
+/* Columns of an entry row */
+static void
+entry_values(MqEntry *e, Datum *values, bool *isnull)
+{
+	values[0] = Int64GetDatum(e->msg_id);
+	values[1] = TimestampTzGetDatum(e->visible_at);
+	values[2] = TimestampTzGetDatum(e->expires_at);
+	isnull[0] = isnull[1] = false;
+	isnull[2] = (e->expires_at == DT_NOEND);
+}
+
 void
 mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
 {
@@ -434,27 +460,54 @@ mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *q
 		TupleTableSlot *s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 
 		ExecClearTuple(s);
-		s->tts_values[0] = Int64GetDatum(entries[i].msg_id);
-		s->tts_values[1] = TimestampTzGetDatum(entries[i].visible_at);
-		s->tts_values[2] = TimestampTzGetDatum(entries[i].expires_at);
-		s->tts_isnull[0] = s->tts_isnull[1] = s->tts_isnull[2] = false;
+		entry_values(&entries[i], s->tts_values, s->tts_isnull);
 		ExecStoreVirtualTuple(s);
 		slots[i] = s;
 	}
 	mqlog_insert_ordered(rel, slots, n, GetCurrentCommandId(true), tids);
 	for (int i = 0; i < n; i++)
 	{
-		if (ItemPointerGetBlockNumber(&tids[i]) >= MQ_LANE_MAX_BLOCKS)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("entry log \"%s\" is full", RelationGetRelationName(rel)),
-					 errhint("The maintenance worker starts a new generation long before this; check that it runs.")));
+		check_lane_block(rel, &tids[i]);
 		qpos[i] = mq_qpos_make(lane, gen, &tids[i]);
 		ExecDropSingleTupleTableSlot(slots[i]);
 	}
 	pfree(slots);
 	pfree(tids);
 	table_close(rel, NoLock);
+}
+
+void
+mq_log_append_linked(Relation seg, int64 segno, MqMessage *msg,
+					 Oid entry_relid, int lane, int gen, MqEntry *entry,
+					 uint64 *qpos)
+{
+	Relation	erel = table_open(entry_relid, RowExclusiveLock);
+	TupleTableSlot *mslot = MakeSingleTupleTableSlot(RelationGetDescr(seg), &TTSOpsVirtual);
+	TupleTableSlot *eslot = MakeSingleTupleTableSlot(RelationGetDescr(erel), &TTSOpsVirtual);
+	CommandId	cid = GetCurrentCommandId(true);
+	MqlogLinkedRow rows[2];
+
+	ExecClearTuple(mslot);
+	fill_values(msg, mslot->tts_values, mslot->tts_isnull);
+	ExecStoreVirtualTuple(mslot);
+	/* log page, then entry page: the one order in which both are locked */
+	mqlog_linked_reserve(&rows[0], seg, mslot, cid, false);
+	msg->msg_id = mq_msgid_make(segno, &rows[0].tid);
+	entry->msg_id = msg->msg_id;
+
+	ExecClearTuple(eslot);
+	entry_values(entry, eslot->tts_values, eslot->tts_isnull);
+	ExecStoreVirtualTuple(eslot);
+	mqlog_linked_reserve(&rows[1], erel, eslot, cid, true);
+	mqlog_linked_write(rows, 2);
+
+	check_lane_block(erel, &rows[1].tid);
+	*qpos = mq_qpos_make(lane, gen, &rows[1].tid);
+	insert_index_entries(seg, msg, &rows[0].tid);
+
+	ExecDropSingleTupleTableSlot(mslot);
+	ExecDropSingleTupleTableSlot(eslot);
+	table_close(erel, NoLock);
 }
 
 void
@@ -465,18 +518,16 @@ mq_settle_batch_init(MqSettleBatch *b, MqQueue *q)
 }
 
 void
-mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos, int64 msg_id)
+mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos)
 {
 	if (b->n == b->cap)
 	{
 		b->cap = b->cap ? b->cap * 2 : 64;
 		b->kinds = b->kinds ? repalloc(b->kinds, sizeof(int16) * b->cap) : palloc(sizeof(int16) * b->cap);
 		b->qpos = b->qpos ? repalloc(b->qpos, sizeof(uint64) * b->cap) : palloc(sizeof(uint64) * b->cap);
-		b->msg_ids = b->msg_ids ? repalloc(b->msg_ids, sizeof(int64) * b->cap) : palloc(sizeof(int64) * b->cap);
 	}
 	b->kinds[b->n] = kind;
 	b->qpos[b->n] = qpos;
-	b->msg_ids[b->n] = msg_id;
 	b->n++;
 }
 
@@ -516,10 +567,8 @@ mq_settle_batch_flush(MqSettleBatch *b)
 				continue;
 			s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 			ExecClearTuple(s);
-			s->tts_values[0] = Int16GetDatum(b->kinds[j]);
-			s->tts_values[1] = Int64GetDatum((int64) b->qpos[j]);
-			s->tts_values[2] = Int64GetDatum(b->msg_ids[j]);
-			memset(s->tts_isnull, 0, sizeof(bool) * 3);
+			s->tts_values[0] = Int64GetDatum(mq_settle_encode(b->kinds[j], b->qpos[j]));
+			s->tts_isnull[0] = false;
 			ExecStoreVirtualTuple(s);
 			slots[k++] = s;
 			done[j] = true;
@@ -538,12 +587,12 @@ mq_settle_batch_flush(MqSettleBatch *b)
 }
 
 void
-mq_settle_append(MqQueue *q, int16 kind, uint64 qpos, int64 msg_id)
+mq_settle_append(MqQueue *q, int16 kind, uint64 qpos)
 {
 	MqSettleBatch b;
 
 	mq_settle_batch_init(&b, q);
-	mq_settle_batch_add(&b, kind, qpos, msg_id);
+	mq_settle_batch_add(&b, kind, qpos);
 	mq_settle_batch_flush(&b);
 }
 

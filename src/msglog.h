@@ -17,6 +17,7 @@
 
 #include "storage/itemptr.h"
 #include "utils/jsonb.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
@@ -112,11 +113,46 @@ typedef struct MqMessage
 	Jsonb	   *properties;		/* content_type, correlation_id, ... */
 } MqMessage;
 
-/* Columns of a log segment */
+/*
+ * A queue entry: how a message belongs to a queue.  Stored as (msg_id,
+ * visible_at, expires_at) with expires_at NULL for "never", which mqlog
+ * does not store at all (trailing NULL).
+ */
+typedef struct MqEntry
+{
+	int64		msg_id;
+	TimestampTz visible_at;		/* not deliverable before */
+	TimestampTz expires_at;		/* DT_NOEND: never */
+} MqEntry;
+
+/*
+ * Columns of a log segment: published_at, exchange, routing_key, body,
+ * headers, properties, key, tag, message_group, dedup_id -- the optional
+ * ones last, so that a message without them stores no null bitmap (mqlog
+ * does not store trailing NULLs).
+ */
 #define MQ_LOG_NATTS 10
+#define MQ_LOG_ATT_KEY 7
+#define MQ_LOG_ATT_DEDUP_ID 10
 
 /* Append messages to the log (durable or unlogged chain); sets msg_id */
 extern void mq_log_append(MqMessage **msgs, int n, bool durable);
+
+/*
+ * Open the segment to append to (creating the next one when the newest is
+ * full); close with table_close(rel, NoLock).
+ */
+extern Relation mq_log_open_append(bool durable, int64 *segno);
+
+/*
+ * Store one message in segment seg and its entry in the entry log
+ * entry_relid (lane generation gen, chosen by the caller under the
+ * queue's gen_lock) as one WAL record; sets msg->msg_id, entry->msg_id and
+ * *qpos.
+ */
+extern void mq_log_append_linked(Relation seg, int64 segno, MqMessage *msg,
+								 Oid entry_relid, int lane, int gen,
+								 MqEntry *entry, uint64 *qpos);
 
 /* Read a message by id; false if there is no committed (or own) message */
 extern bool mq_log_fetch(int64 msg_id, MqMessage *out);
@@ -126,14 +162,6 @@ extern List *mq_log_lookup_key(const char *key, int limit);
 
 /* Find a message published with dedup_id since 'since'; 0 if none */
 extern int64 mq_log_find_dedup(const char *dedup_id, TimestampTz since);
-
-/* A queue entry: how a message belongs to a queue */
-typedef struct MqEntry
-{
-	int64		msg_id;
-	TimestampTz visible_at;		/* not deliverable before */
-	TimestampTz expires_at;		/* DT_NOEND: never */
-} MqEntry;
 
 /*
  * Relation of a lane generation's entry log (settle = false) or
@@ -159,8 +187,34 @@ extern void mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
 #define MQ_SETTLE_DEAD		2	/* dead-lettered or dropped */
 #define MQ_SETTLE_FLOOR		3	/* every entry of the lane below qpos settled */
 
+/*
+ * A settlement record is one int8: the kind in the top 8 bits (where a
+ * position has its lane, which the settlement log's name gives) and the
+ * rest of the entry's position.
+ */
+#define MQ_SETTLE_KIND_SHIFT	MQ_QPOS_LANE_SHIFT
+#define MQ_SETTLE_POS_MASK		((UINT64CONST(1) << MQ_SETTLE_KIND_SHIFT) - 1)
+
+static inline int64
+mq_settle_encode(int16 kind, uint64 qpos)
+{
+	return (int64) (((uint64) kind << MQ_SETTLE_KIND_SHIFT) | (qpos & MQ_SETTLE_POS_MASK));
+}
+
+static inline int16
+mq_settle_kind(int64 rec)
+{
+	return (int16) ((uint64) rec >> MQ_SETTLE_KIND_SHIFT);
+}
+
+static inline uint64
+mq_settle_qpos(int64 rec, int lane)
+{
+	return ((uint64) lane << MQ_QPOS_LANE_SHIFT) | ((uint64) rec & MQ_SETTLE_POS_MASK);
+}
+
 /* Append a settlement record for the entry at qpos of queue q */
-extern void mq_settle_append(MqQueue *q, int16 kind, uint64 qpos, int64 msg_id);
+extern void mq_settle_append(MqQueue *q, int16 kind, uint64 qpos);
 
 /* Settlement records collected and written together (one per page) */
 typedef struct MqSettleBatch
@@ -170,11 +224,10 @@ typedef struct MqSettleBatch
 	int			cap;
 	int16	   *kinds;
 	uint64	   *qpos;
-	int64	   *msg_ids;
 } MqSettleBatch;
 
 extern void mq_settle_batch_init(MqSettleBatch *b, MqQueue *q);
-extern void mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos, int64 msg_id);
+extern void mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos);
 extern void mq_settle_batch_flush(MqSettleBatch *b);
 
 /* Create the next segments ahead of need (maintenance worker) */

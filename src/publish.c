@@ -193,6 +193,26 @@ dest_add(Dest *d, int msg_index, int lane)
 	d->n++;
 }
 
+/* The message to store for one publish */
+static MqMessage *
+new_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
+			const MqPublishOpts *o, Jsonb *props, TimestampTz now)
+{
+	MqMessage  *msg = palloc0(sizeof(MqMessage));
+
+	msg->published_at = now;
+	msg->exchange = ex->name;
+	msg->routing_key = routing_key;
+	msg->headers = headers;
+	msg->body = body;
+	msg->key = o->key;
+	msg->tag = o->tag;
+	msg->message_group = o->message_group;
+	msg->dedup_id = o->dedup_id;
+	msg->properties = props;
+	return msg;
+}
+
 void
 mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		   Jsonb **headers, const MqPublishOpts *o, int64 *ids)
@@ -209,6 +229,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	bool		delayed = o->deliver_at > now;
 	TimestampTz expires_at = DT_NOEND;
 	Jsonb	   *props = o->properties ? o->properties : build_properties(o);
+	bool		entries_written = false;
 
 	if (o->expiration_ms >= 0)
 		expires_at = visible_at + o->expiration_ms * 1000;
@@ -293,8 +314,28 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		}
 	}
 
+	/*
+	 * 4+5 fast path: one new message for one queue lane -- the message and
+	 * its entry go in one WAL record.
+	 */
+	if (!o->existing_ids && !delayed && nrouted == 1 && ndests == 1 && dests[0].n == 1)
+	{
+		Dest	   *dst = &dests[0];
+		int			i = dst->msg_index[0];
+		MqEntry		entry;
+
+		entry.msg_id = 0;
+		entry.visible_at = visible_at;
+		entry.expires_at = expires_at;
+		mq_queue_publish_one(dst->q, dst->lane[0],
+							 new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
+										 bodies[i], o, props, now),
+							 &entry, durable);
+		ids[i] = entry.msg_id;
+		entries_written = true;
+	}
 	/* 4. store each routed message once */
-	if (o->existing_ids)
+	else if (o->existing_ids)
 	{
 		for (int i = 0; i < n; i++)
 			if (sets[i].n > 0)
@@ -305,24 +346,9 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		int			m = 0;
 
 		for (int i = 0; i < n; i++)
-		{
-			MqMessage  *msg;
-
-			if (sets[i].n == 0)
-				continue;
-			msg = palloc0(sizeof(MqMessage));
-			msg->published_at = now;
-			msg->exchange = ex->name;
-			msg->routing_key = routing_keys[i];
-			msg->headers = headers ? headers[i] : NULL;
-			msg->body = bodies[i];
-			msg->key = o->key;
-			msg->tag = o->tag;
-			msg->message_group = o->message_group;
-			msg->dedup_id = o->dedup_id;
-			msg->properties = props;
-			msgs[m++] = msg;
-		}
+			if (sets[i].n > 0)
+				msgs[m++] = new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
+										bodies[i], o, props, now);
 		/* delayed messages wait in durable timers: their body must too */
 		mq_log_append(msgs, m, durable || delayed);
 		m = 0;
@@ -332,7 +358,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	}
 
 	/* 5. one entry per destination queue, in order, per lane */
-	for (int d = 0; d < ndests; d++)
+	for (int d = 0; d < ndests && !entries_written; d++)
 	{
 		Dest	   *dst = &dests[d];
 		MqEntry    *entries = palloc(sizeof(MqEntry) * dst->n);
@@ -375,7 +401,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 
 			for (int i = 0; i < got; i++)
 			{
-				mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos, dl[i].msg_id);
+				mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos);
 				mq_dead_letter(q, dl[i].msg_id, "maxlen");
 			}
 			pfree(dl);

@@ -403,30 +403,47 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 
 /* ---------- replay after a restart ---------- */
 
-static bool
-track_settled(MqQueueShared *qs, uint64 qpos, int64 msg_id)
+static MqTracked *
+tracked_find_settled(MqQueueShared *qs, uint64 qpos)
 {
-	MqTracked  *t = tracked_find(qs, msg_id);
-	bool		created = (t == NULL);
+	dlist_iter	it;
 
-	if (t == NULL)
+	dlist_foreach(it, &qs->tracked)
 	{
-		t = tracked_alloc();
-		if (t == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("out of tracked message slots while loading queue state"),
-					 errhint("Increase mq.max_in_flight and restart the server.")));
-		memset(t, 0, sizeof(MqTracked));
-		t->msg_id = msg_id;
-		t->qpos = qpos;
-		t->owner = -1;
-		t->prev_owner = -1;
-		dlist_push_tail(&qs->tracked, &t->node);
-		qs->ntracked++;
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->qpos == qpos && t->state == MQ_T_SETTLED)
+			return t;
 	}
+	return NULL;
+}
+
+/*
+ * Track the entry at qpos as settled before the restart; false if it
+ * already was.  Settlement records do not name the message: such entries
+ * have msg_id 0 (no message has it) and are found by position.
+ */
+static bool
+track_settled(MqQueueShared *qs, uint64 qpos)
+{
+	MqTracked  *t;
+
+	if (tracked_find_settled(qs, qpos) != NULL)
+		return false;
+	t = tracked_alloc();
+	if (t == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of tracked message slots while loading queue state"),
+				 errhint("Increase mq.max_in_flight and restart the server.")));
+	memset(t, 0, sizeof(MqTracked));
+	t->qpos = qpos;
+	t->owner = -1;
+	t->prev_owner = -1;
+	dlist_push_tail(&qs->tracked, &t->node);
+	qs->ntracked++;
 	t->state = MQ_T_SETTLED;
-	return created;
+	return true;
 }
 
 /* ---------- reading lanes across generations ---------- */
@@ -545,18 +562,7 @@ qpos_next(uint64 qpos)
 static bool
 replayed_settled(MqQueueShared *qs, uint64 qpos)
 {
-	dlist_iter	it;
-
-	if (qs->nreplayed == 0)
-		return false;
-	dlist_foreach(it, &qs->tracked)
-	{
-		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
-
-		if (t->qpos == qpos && t->state == MQ_T_SETTLED)
-			return true;
-	}
-	return false;
+	return qs->nreplayed > 0 && tracked_find_settled(qs, qpos) != NULL;
 }
 
 /*
@@ -630,13 +636,14 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 				while (table_scan_getnextslot(scan, ForwardScanDirection, s))
 				{
 					bool		isnull;
-					int16		kind = DatumGetInt16(slot_getattr(s, 1, &isnull));
-					uint64		pos = (uint64) DatumGetInt64(slot_getattr(s, 2, &isnull));
+					int64		rec = DatumGetInt64(slot_getattr(s, 1, &isnull));
+					int16		kind = mq_settle_kind(rec);
+					uint64		pos = mq_settle_qpos(rec, lane);
 
 					if (pass == 0 && kind == MQ_SETTLE_FLOOR)
 						floor = Max(floor, pos);
 					else if (pass == 1 && kind != MQ_SETTLE_FLOOR && pos >= floor &&
-							 track_settled(qs, pos, DatumGetInt64(slot_getattr(s, 3, &isnull))))
+							 track_settled(qs, pos))
 						qs->nreplayed++;
 				}
 				table_endscan(scan);
@@ -652,15 +659,8 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 		qpos = ls->scan_pos;
 		while (lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
 		{
-			if (state == MQLOG_ROW_COMMITTED)
-			{
-				bool		isnull;
-				int64		msg_id = DatumGetInt64(slot_getattr(slot, 1, &isnull));
-				MqTracked  *t = tracked_find(qs, msg_id);
-
-				if (t == NULL || t->state != MQ_T_SETTLED)
-					qs->backlog++;
-			}
+			if (state == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
+				qs->backlog++;
 			qpos = qpos_next(qpos);
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -773,6 +773,8 @@ tracked_fill(MqTracked *t, TupleTableSlot *slot)
 	t->msg_id = DatumGetInt64(slot_getattr(slot, 1, &isnull));
 	t->visible_at = DatumGetTimestampTz(slot_getattr(slot, 2, &isnull));
 	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, 3, &isnull));
+	if (isnull)
+		t->expires_at = DT_NOEND;
 	t->state = MQ_T_READY;
 }
 
@@ -875,21 +877,11 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	 * SETTLED by the replay: the scan must pass over them, not deliver them
 	 * again.
 	 */
-	if (qs->nreplayed > 0)
+	if (replayed_settled(qs, qpos))
 	{
-		dlist_iter	it;
-
-		dlist_foreach(it, &qs->tracked)
-		{
-			MqTracked  *r = dlist_container(MqTracked, node, it.cur);
-
-			if (r->qpos == qpos && r->state == MQ_T_SETTLED)
-			{
-				qs->nreplayed--;
-				ls->scan_pos = qpos_next(qpos);
-				return NULL;
-			}
-		}
+		qs->nreplayed--;
+		ls->scan_pos = qpos_next(qpos);
+		return NULL;
 	}
 	if (expire_before != 0)
 	{
@@ -1148,7 +1140,7 @@ mq_queue_write_floors(MqQueue *q)
 	{
 		if (floors[lane] > qs->lanes[lane].floor_written)
 		{
-			mq_settle_append(q, MQ_SETTLE_FLOOR, floors[lane], 0);
+			mq_settle_append(q, MQ_SETTLE_FLOOR, floors[lane]);
 			qs->lanes[lane].floor_written = floors[lane];
 		}
 	}
@@ -1162,36 +1154,74 @@ mq_queue_write_floors(MqQueue *q)
  * generation (exclusive) never overlaps an append: once a reader sees the
  * switch, the old generation is complete.
  */
-void
-mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
+/*
+ * Start an append to a lane: returns the entry log of its write
+ * generation, holding gen_lock in shared mode until queue_append_end().
+ */
+static Oid
+queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
 {
 	MqQueueShared *qs = queue_lock(q, LW_SHARED);
-	uint64	   *qpos = palloc(sizeof(uint64) * n);
-	int			gen;
 	Oid			relid;
 
 	LWLockRelease(&qs->lock);
 	LWLockAcquire(&qs->gen_lock, LW_SHARED);
-	gen = qs->lanes[lane].write_gen;
-	relid = mq_lane_relid(q->id, lane, gen, false);
+	*gen = qs->lanes[lane].write_gen;
+	relid = mq_lane_relid(q->id, lane, *gen, false);
 	if (!OidIsValid(relid))
 	{
 		/* a generation created since we last looked: refresh the caches */
 		AcceptInvalidationMessages();
-		relid = mq_lane_relid(q->id, lane, gen, false);
+		relid = mq_lane_relid(q->id, lane, *gen, false);
 	}
 	if (!OidIsValid(relid))
 	{
 		LWLockRelease(&qs->gen_lock);
 		elog(ERROR, "entry log of queue \"%s\" lane %d generation %d does not exist",
-			 q->name, lane, gen);
+			 q->name, lane, *gen);
 	}
-	mq_entry_append(relid, lane, gen, entries, n, qpos);
-	LWLockRelease(&qs->gen_lock);
-	pfree(qpos);
+	*qsp = qs;
+	return relid;
+}
 
-	/* counted in the backlog, and waiters woken, when we commit */
+/* End an append of n entries: they count in the backlog when we commit */
+static void
+queue_append_end(MqQueueShared *qs, int n)
+{
+	LWLockRelease(&qs->gen_lock);
 	local_add(MQ_L_PUBLISH, qs, n, false);
+}
+
+void
+mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
+{
+	uint64	   *qpos = palloc(sizeof(uint64) * n);
+	MqQueueShared *qs;
+	int			gen;
+	Oid			relid = queue_append_begin(q, lane, &gen, &qs);
+
+	mq_entry_append(relid, lane, gen, entries, n, qpos);
+	queue_append_end(qs, n);
+	pfree(qpos);
+}
+
+void
+mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry,
+					 bool durable)
+{
+	int64		segno;
+	Relation	seg;
+	MqQueueShared *qs;
+	int			gen;
+	Oid			relid;
+	uint64		qpos;
+
+	/* first: a full segment is replaced by DDL, not to be run under gen_lock */
+	seg = mq_log_open_append(durable, &segno);
+	relid = queue_append_begin(q, lane, &gen, &qs);
+	mq_log_append_linked(seg, segno, msg, relid, lane, gen, entry, &qpos);
+	queue_append_end(qs, 1);
+	table_close(seg, NoLock);
 }
 
 /*

@@ -55,6 +55,13 @@ extern int64 mq_queue_purge_ready(MqQueue *q);
  */
 extern void mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n);
 
+/*
+ * Publish one message to one lane of q: the message and its entry are
+ * written as one WAL record (mq_log_append_linked); sets msg->msg_id.
+ */
+extern void mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg,
+								 MqEntry *entry, bool durable);
+
 /* Maintenance: start new lane generations, drop settled ones */
 extern void mq_queue_rotate(MqQueue *q);
 
