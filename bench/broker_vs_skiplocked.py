@@ -47,7 +47,6 @@ TESTS = set(E("H2_TESTS", "1,2,3,4,5,8,9").split(","))
 
 BODY = "decode(repeat('78', 100), 'hex')"           # 100-byte bytea
 BODY_TXT = "repeat('x', 100)"                        # 100-byte text for PgQ ev_data
-BODIES100 = "(SELECT array_agg(%s) FROM generate_series(1, 100))" % BODY
 
 REPORT = []   # (section title, text)
 
@@ -156,12 +155,18 @@ def pub1(sysname, q, body=BODY):
     return "SELECT pgq.insert_event('%s', 'ev', %s);\n" % (q, BODY_TXT)
 
 
-def pub100(sysname, q):
+def pub_n(sysname, q, n):
+    """n messages in one transaction (one statement)."""
+    bodies = "(SELECT array_agg(%s) FROM generate_series(1, %d))" % (BODY, n)
     if sysname == "qe":
-        return "SELECT count(*) FROM mq.send_batch('%s', %s);\n" % (q, BODIES100)
+        return "SELECT count(*) FROM mq.send_batch('%s', %s);\n" % (q, bodies)
     if sysname == "sl":
-        return "INSERT INTO %s (message) SELECT %s FROM generate_series(1, 100);\n" % (q, BODY)
-    return "SELECT count(pgq.insert_event('%s', 'ev', %s)) FROM generate_series(1, 100);\n" % (q, BODY_TXT)
+        return "INSERT INTO %s (message) SELECT %s FROM generate_series(1, %d);\n" % (q, BODY, n)
+    return "SELECT count(pgq.insert_event('%s', 'ev', %s)) FROM generate_series(1, %d);\n" % (q, BODY_TXT, n)
+
+
+def pub100(sysname, q):
+    return pub_n(sysname, q, 100)
 
 
 def cons(sysname, q, n=100, poll=False):
@@ -418,8 +423,8 @@ def test2_6_7_backlog():
             table(["system", "fresh", "with history", "history/fresh"], rows))
 
 
-def mixed(s, q, producers, consumers, seconds, hold=False):
-    """Producers: 1 msg/txn; consumers: batches of 100. Returns dict."""
+def mixed(s, q, producers, consumers, seconds, hold=False, per_txn=1):
+    """Producers: per_txn msgs/txn; consumers: batches of 100. Returns dict."""
     new(s, q)
     st0 = stats_for(s, q)
     holder = None
@@ -440,12 +445,13 @@ def mixed(s, q, producers, consumers, seconds, hold=False):
             lat = None
             b1 = produced - consumed
         else:
+            script = pub1(s, q) if per_txn == 1 else pub_n(s, q, per_txn)
             rp, rc = run_parallel([
-                lambda: pgbench(pub1(s, q), clients=producers, threads=2, seconds=seconds),
+                lambda: pgbench(script, clients=producers, threads=2, seconds=seconds),
                 lambda: pgbench(cons(s, q, poll=True), clients=consumers, threads=2, seconds=seconds,
                                 per_statement=True)])
             b1 = backlog(s, q)
-            produced = rp["tx"]
+            produced = rp["tx"] * per_txn
             consumed = b0 + produced - b1
             c = [ms for ms, txt in rc["stmts"] if "consume" in txt]
             lat = c[0] if c else float("nan")
@@ -463,12 +469,21 @@ def mixed(s, q, producers, consumers, seconds, hold=False):
 
 def test3_mixed():
     rows = []
-    for s, label in (("qe", "queue_ext"), ("sl", "SKIP LOCKED"), ("pgq", "PgQ (1 consumer)")):
-        r = mixed(s, "mix_" + s, 4, 4, MIXED)
-        rows.append([label, r["inrate"], r["outrate"], r["backlog"], r["lat"] if r["lat"] else "-"])
-        log("  t3 %-3s in %8.0f/s out %8.0f/s backlog %d" % (s, r["inrate"], r["outrate"], r["backlog"]))
-    section("3. mixed load, 4 producers (1 msg/txn) + 4 consumers (100/txn, 10 ms back-off when empty), %d s" % MIXED,
-            table(["system", "in msg/s", "out msg/s", "final backlog", "consume stmt latency ms"], rows))
+    rates = {}
+    for per_txn in (1, 10):
+        systems = (("qe", "queue_ext"), ("sl", "SKIP LOCKED"), ("pgq", "PgQ (1 consumer)"))
+        for s, label in systems if per_txn == 1 else systems[:2]:
+            r = mixed(s, "mix_" + s, 4, 4, MIXED, per_txn=per_txn)
+            rates[(s, per_txn)] = r["inrate"]
+            rows.append(["%s, %d msg/txn" % (label, per_txn), r["inrate"], r["outrate"], r["backlog"],
+                         r["lat"] if r["lat"] else "-"])
+            log("  t3 %-3s %2d/txn in %8.0f/s out %8.0f/s backlog %d"
+                % (s, per_txn, r["inrate"], r["outrate"], r["backlog"]))
+    ratios = "; ".join("%d msg/txn: queue_ext/SKIP LOCKED in-rate %.2fx" % (n, ratio(rates[("qe", n)], rates[("sl", n)]))
+                       for n in (1, 10))
+    section("3. mixed load, 4 producers (1 and 10 msg/txn) + 4 consumers (100/txn, 10 ms back-off when empty), %d s" % MIXED,
+            table(["system", "in msg/s", "out msg/s", "final backlog", "consume stmt latency ms"], rows) +
+            "\n" + ratios + " (target >= 2x)")
 
 
 def latency_run(s):
