@@ -1039,10 +1039,15 @@ BEGIN
 					| (((r.ctid::text::point)[0])::bigint << 16) | ((r.ctid::text::point)[1])::bigint;
 				FOR k IN EXECUTE format('SELECT settlement >> 56 FROM mq.%I '
 										'WHERE settlement & ((1::bigint << 56) - 1) = $1 '
-										'AND settlement >> 56 IN (1, 2)',
+										'AND settlement >> 56 IN (1, 2, 4)',
 										's' || substr(t.relname, 2)) USING pos LOOP
-					event := CASE k WHEN 1 THEN 'acked' ELSE 'dead_lettered_or_dropped' END;
 					queue := q.name; at := NULL; detail := NULL;
+					IF k = 1 THEN
+						-- an ack (or auto-ack) settles a delivery
+						event := 'delivered';
+						RETURN NEXT;
+					END IF;
+					event := CASE k WHEN 1 THEN 'acked' WHEN 2 THEN 'dead_lettered' ELSE 'dropped' END;
 					RETURN NEXT;
 				END LOOP;
 			END LOOP;

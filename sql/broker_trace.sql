@@ -15,6 +15,17 @@ SELECT event, queue FROM mq.trace(:id) ORDER BY queue NULLS FIRST, event;
 -- the dead letter is a new message whose trace starts at the dead-letter exchange
 SELECT event, queue, detail->>'exchange' AS exchange
   FROM mq.trace((SELECT msg_id FROM mq.browse('tr_dead'))) ORDER BY queue NULLS FIRST, event;
+-- in flight: delivered (leased), ready again after a nack; a purge drops it
+SELECT mq.send('tr_b', 'second'::text) AS id2 \gset
+SELECT count(*) FROM mq.consume('tr_b');
+SELECT event, queue, detail->>'delivery_count' AS n, detail->>'state' AS state,
+       (detail->>'lease_until')::timestamptz > now() AS leased_ahead
+  FROM mq.trace(:id2) WHERE event = 'delivered';
+SELECT mq.nack('tr_b', ARRAY[:id2]);
+SELECT event, queue, detail->>'delivery_count' AS n, detail->>'state' AS state
+  FROM mq.trace(:id2) WHERE event = 'delivered';
+SELECT mq.queue_purge('tr_b');
+SELECT event, queue FROM mq.trace(:id2) ORDER BY queue NULLS FIRST, event;
 -- unknown ids: no rows
 SELECT count(*) FROM mq.trace(1);
 -- a role without consume on the exchange may not trace

@@ -118,8 +118,8 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 
 		if (dl[i].dead)
 		{
-			mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos);
-			mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
+			mq_settle_batch_add(&batch, mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
+								dl[i].qpos);
 			*any_settled = true;
 			continue;
 		}
@@ -343,6 +343,35 @@ mq_messages_by_key(PG_FUNCTION_ARGS)
  * mq.trace(msg_id): the events of a message's life, for those who may
  * read it (the work is done by mq._trace_impl as the extension owner).
  */
+/*
+ * Trace row for a message delivered and not yet settled in queue qname:
+ * leases live in shared memory only, so this part of its life is known
+ * while it lasts (an ack leaves an "acked" settlement).
+ */
+static void
+trace_in_flight(ReturnSetInfo *rsinfo, const char *qname, int64 msg_id)
+{
+	MqQueue    *q = mq_queue_lookup(qname, true);
+	MqDeliveryState st;
+	StringInfoData detail;
+	Datum		v[4];
+	bool		n[4] = {false, false, true, false};
+
+	if (q == NULL || !mq_queue_delivery_state(q, msg_id, &st))
+		return;
+	initStringInfo(&detail);
+	if (st.leased)
+		appendStringInfo(&detail, "{\"delivery_count\": %d, \"state\": \"leased\", \"lease_until\": \"%s\"}",
+						 st.delivery_count, timestamptz_to_str(st.until));
+	else
+		appendStringInfo(&detail, "{\"delivery_count\": %d, \"state\": \"ready again\"}",
+						 st.delivery_count);
+	v[0] = CStringGetTextDatum("delivered");
+	v[1] = CStringGetTextDatum(qname);
+	v[3] = DirectFunctionCall1(jsonb_in, CStringGetDatum(detail.data));
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+}
+
 Datum
 mq_trace(PG_FUNCTION_ARGS)
 {
@@ -378,6 +407,8 @@ mq_trace(PG_FUNCTION_ARGS)
 		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, v, n);
 		/* the tuplestore copies the values before SPI_finish frees them */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		if (!n[0] && !n[1] && strcmp(TextDatumGetCString(v[0]), "routed") == 0)
+			trace_in_flight(rsinfo, TextDatumGetCString(v[1]), msg_id);
 	}
 	SPI_finish();
 	mq_restore_user(save_userid, save_sec);

@@ -45,8 +45,8 @@ mq_maintain_queue(MqQueue *q)
 	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < got; i++)
 	{
-		mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos);
-		mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
+		mq_settle_batch_add(&batch, mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
+							dl[i].qpos);
 	}
 	mq_settle_batch_flush(&batch);
 	if (got > 0)

@@ -184,8 +184,9 @@ extern void mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
 
 /* Settlement record kinds */
 #define MQ_SETTLE_ACK		1	/* acked (or auto-acked) */
-#define MQ_SETTLE_DEAD		2	/* dead-lettered or dropped */
+#define MQ_SETTLE_DEAD		2	/* dead-lettered: a copy went to the DLX */
 #define MQ_SETTLE_FLOOR		3	/* every entry of the lane below qpos settled */
+#define MQ_SETTLE_DROPPED	4	/* expired/rejected/purged without a DLX copy */
 
 /*
  * A settlement record is one int8: the kind in the top 8 bits (where a

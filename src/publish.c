@@ -401,8 +401,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 
 			for (int i = 0; i < got; i++)
 			{
-				mq_settle_append(q, MQ_SETTLE_DEAD, dl[i].qpos);
-				mq_dead_letter(q, dl[i].msg_id, "maxlen");
+				mq_settle_append(q, mq_dead_letter(q, dl[i].msg_id, "maxlen"), dl[i].qpos);
 			}
 			pfree(dl);
 		}
@@ -418,9 +417,11 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 /*
  * Dead-letter: republish a copy of the message to the queue's dead-letter
  * exchange with an x-death header (RabbitMQ's format); drop it when the
- * queue has none or the exchange does not exist.
+ * queue has none, the exchange does not exist or routes it nowhere.
+ * Returns the settlement kind to record: MQ_SETTLE_DEAD or
+ * MQ_SETTLE_DROPPED.
  */
-void
+int16
 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 {
 	MqExchange *dlx;
@@ -431,10 +432,10 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 	int64		id;
 
 	if (q->dead_letter_exchange == NULL)
-		return;
+		return MQ_SETTLE_DROPPED;
 	dlx = mq_exchange_lookup(q->dead_letter_exchange, true);
 	if (dlx == NULL || !mq_log_fetch(msg_id, &m))
-		return;
+		return MQ_SETTLE_DROPPED;
 
 	/* x-death via SQL: rare path, and jsonb editing is clearer there */
 	{
@@ -484,4 +485,5 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 	rk = q->dead_letter_routing_key ? q->dead_letter_routing_key :
 		(m.routing_key ? m.routing_key : "");
 	mq_publish(dlx, 1, &rk, &m.body, &headers, &o, &id);
+	return id != 0 ? MQ_SETTLE_DEAD : MQ_SETTLE_DROPPED;
 }

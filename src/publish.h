@@ -54,7 +54,7 @@ extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
 					   const MqPublishOpts *o, int64 *ids);
 
 /* Dead-letter a message taken from q: republish it to q's DLX */
-extern void mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
+extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
 
 /* Make this transaction's commit at least as durable as level */
 extern void mq_require_durability(MqDurability level);

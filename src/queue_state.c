@@ -1626,6 +1626,25 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 }
 
 /* Forget a deleted queue's state (at once; the queue is gone for good) */
+bool
+mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st)
+{
+	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	MqTracked  *t = tracked_find(qs, msg_id);
+	bool		found = false;
+
+	if (t != NULL && t->delivery_count > 0 &&
+		(t->state == MQ_T_LEASED || t->state == MQ_T_READY))
+	{
+		st->delivery_count = t->delivery_count;
+		st->leased = (t->state == MQ_T_LEASED);
+		st->until = t->until;
+		found = true;
+	}
+	LWLockRelease(&qs->lock);
+	return found;
+}
+
 void
 mq_queue_state_drop(MqQueue *q)
 {

@@ -46,6 +46,19 @@ typedef struct MqQueueCounts
 } MqQueueCounts;
 
 extern void mq_queue_counts(MqQueue *q, MqQueueCounts *counts);
+
+/*
+ * Delivery state of an unsettled message of q that was delivered at least
+ * once (false if it never was, or is settled, or is not in q).
+ */
+typedef struct MqDeliveryState
+{
+	int32		delivery_count;
+	bool		leased;			/* else ready again (redelivery pending) */
+	TimestampTz until;			/* lease end, or ready-not-before */
+} MqDeliveryState;
+
+extern bool mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st);
 extern void mq_queue_state_drop(MqQueue *q);
 extern int64 mq_queue_purge_ready(MqQueue *q);
 

@@ -111,10 +111,8 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 					 errdetail("It is unknown, not yet delivered, or already settled.")));
 		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD)
 		{
-			mq_settle_batch_add(&batch, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK : MQ_SETTLE_DEAD,
-								qpos);
-			if (op == MQ_SETTLE_OP_DEAD)
-				mq_dead_letter(q, ids[i], dead_reason);
+			mq_settle_batch_add(&batch, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK :
+								mq_dead_letter(q, ids[i], dead_reason), qpos);
 			wrote = true;
 		}
 		done++;
@@ -229,7 +227,7 @@ mq_queue_purge_ready(MqQueue *q)
 
 		mq_settle_batch_init(&batch, q);
 		for (int i = 0; i < got; i++)
-			mq_settle_batch_add(&batch, MQ_SETTLE_DEAD, dl[i].qpos);
+			mq_settle_batch_add(&batch, MQ_SETTLE_DROPPED, dl[i].qpos);
 		mq_settle_batch_flush(&batch);
 		total += got;
 		if (got < 1000)
