@@ -257,7 +257,8 @@ BEGIN
 	END IF;
 	BEGIN
 		-- expires_at NULL: never (and then not stored: a trailing NULL)
-		EXECUTE format('CREATE %s TABLE mq.%I (msg_id int8 NOT NULL, visible_at timestamptz NOT NULL, '
+		-- visible_at first: see MqEntry in src/msglog.h
+		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
 	EXCEPTION WHEN duplicate_table THEN

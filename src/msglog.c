@@ -440,11 +440,11 @@ check_lane_block(Relation rel, ItemPointer tid)
 static void
 entry_values(MqEntry *e, Datum *values, bool *isnull)
 {
-	values[0] = Int64GetDatum(e->msg_id);
-	values[1] = TimestampTzGetDatum(e->visible_at);
-	values[2] = TimestampTzGetDatum(e->expires_at);
-	isnull[0] = isnull[1] = false;
-	isnull[2] = (e->expires_at == DT_NOEND);
+	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
+	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
+	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
+	isnull[MQ_ENTRY_ATT_VISIBLE_AT - 1] = isnull[MQ_ENTRY_ATT_MSG_ID - 1] = false;
+	isnull[MQ_ENTRY_ATT_EXPIRES_AT - 1] = (e->expires_at == DT_NOEND);
 }
 
 void

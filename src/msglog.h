@@ -114,10 +114,16 @@ typedef struct MqMessage
 } MqMessage;
 
 /*
- * A queue entry: how a message belongs to a queue.  Stored as (msg_id,
- * visible_at, expires_at) with expires_at NULL for "never", which mqlog
- * does not store at all (trailing NULL).
+ * A queue entry: how a message belongs to a queue.  Stored as (visible_at,
+ * msg_id, expires_at) with expires_at NULL for "never", which mqlog does
+ * not store at all (trailing NULL); visible_at first, because for a
+ * message published for now it equals the message's published_at, and a
+ * linked insert logs leading bytes shared with the message row only once.
  */
+#define MQ_ENTRY_ATT_VISIBLE_AT	1
+#define MQ_ENTRY_ATT_MSG_ID		2
+#define MQ_ENTRY_ATT_EXPIRES_AT	3
+
 typedef struct MqEntry
 {
 	int64		msg_id;

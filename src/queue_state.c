@@ -770,9 +770,9 @@ tracked_fill(MqTracked *t, TupleTableSlot *slot)
 {
 	bool		isnull;
 
-	t->msg_id = DatumGetInt64(slot_getattr(slot, 1, &isnull));
-	t->visible_at = DatumGetTimestampTz(slot_getattr(slot, 2, &isnull));
-	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, 3, &isnull));
+	t->msg_id = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
+	t->visible_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
+	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_EXPIRES_AT, &isnull));
 	if (isnull)
 		t->expires_at = DT_NOEND;
 	t->state = MQ_T_READY;
@@ -1612,7 +1612,7 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 			if (st == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
 			{
 				bool		isnull;
-				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, 2, &isnull));
+				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
 
 				if (c->oldest_ready == 0 || v < c->oldest_ready)
 					c->oldest_ready = v;
@@ -1701,10 +1701,10 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 			{
 				bool		isnull;
 
-				if (DatumGetTimestampTz(slot_getattr(slot, 2, &isnull)) <= now)
+				if (DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull)) <= now)
 				{
 					delivery_counts[got] = 0;
-					msg_ids[got++] = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+					msg_ids[got++] = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
 				}
 			}
 			qpos = qpos_next(qpos);
@@ -1750,7 +1750,8 @@ mq_queue_min_segno(MqQueue *q)
 			{
 				bool		isnull;
 
-				min = Min(min, mq_msgid_segno(DatumGetInt64(slot_getattr(slot, 1, &isnull))));
+				min = Min(min, mq_msgid_segno(DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
+																			  &isnull))));
 			}
 			else if (st == MQLOG_ROW_IN_PROGRESS)
 				min = 0;		/* cannot tell yet: keep everything */

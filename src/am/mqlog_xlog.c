@@ -84,6 +84,7 @@ mqlog_bitmap_len(uint16 infomask2, uint16 infomask)
 typedef struct MqlogRowHeader
 {
 	uint8		bytes[SizeOfMqlogRowHeader];
+	uint8		shared;			/* linked rows: data shared with block 0's */
 } MqlogRowHeader;
 
 /*
@@ -110,20 +111,38 @@ mqlog_row_header(HeapTuple tup, bool init, MqlogRowHeader *hdr)
 /*
  * A row as logged: its header bits, then the null bitmap if any, then the
  * data (the alignment padding before t_hoff is zeros, rebuilt at redo).
- * Registered as pieces pointing into the tuple, so nothing is allocated in
- * the caller's critical section.
+ * With a base row (the row of block 0 of a linked insert), a byte saying
+ * how many leading data bytes equal the base row's comes before the data,
+ * which then starts after them (a queue entry's visible_at is its
+ * message's published_at).  Registered as pieces pointing into the tuple,
+ * so nothing is allocated in the caller's critical section.
  */
 static void
-mqlog_register_row(uint8 block_id, HeapTuple tup, MqlogRowHeader *hdr)
+mqlog_register_row(uint8 block_id, HeapTuple tup, MqlogRowHeader *hdr,
+				   HeapTuple base)
 {
 	HeapTupleHeader htup = tup->t_data;
 	Size		bitmaplen = mqlog_bitmap_len(htup->t_infomask2, htup->t_infomask);
+	char	   *data = (char *) htup + htup->t_hoff;
+	Size		datalen = tup->t_len - htup->t_hoff;
 
 	XLogRegisterBufData(block_id, (char *) hdr->bytes, SizeOfMqlogRowHeader);
 	if (bitmaplen > 0)
 		XLogRegisterBufData(block_id, (char *) htup->t_bits, bitmaplen);
-	XLogRegisterBufData(block_id, (char *) htup + htup->t_hoff,
-						tup->t_len - htup->t_hoff);
+	if (base != NULL)
+	{
+		char	   *basedata = (char *) base->t_data + base->t_data->t_hoff;
+		Size		max = Min(Min(datalen, base->t_len - base->t_data->t_hoff), PG_UINT8_MAX);
+
+		hdr->shared = 0;
+		while (hdr->shared < max && data[hdr->shared] == basedata[hdr->shared])
+			hdr->shared++;
+		XLogRegisterBufData(block_id, (char *) &hdr->shared, 1);
+		data += hdr->shared;
+		datalen -= hdr->shared;
+	}
+	if (datalen > 0)
+		XLogRegisterBufData(block_id, data, datalen);
 }
 
 void
@@ -132,24 +151,33 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 {
 	MqlogRowHeader hdrs[MQLOG_MAX_LINKED];
 	uint8		id = 0;
-	bool		any = false;
+	int			nlogged = 0;
+	HeapTuple	base = NULL;
 	XLogRecPtr	recptr;
 
 	Assert(n <= MQLOG_MAX_LINKED);
 	for (int i = 0; i < n; i++)
-		any |= RelationNeedsWAL(rels[i]);
-	if (!any)
+		nlogged += RelationNeedsWAL(rels[i]) ? 1 : 0;
+	if (nlogged == 0)
 		return;
 
 	XLogBeginInsert();
 	for (int i = 0; i < n; i++)
 	{
+		uint8		flags = REGBUF_STANDARD;
+
 		if (!RelationNeedsWAL(rels[i]))
 			continue;
+		if (inits[i])
+			flags |= REGBUF_WILL_INIT;
+		/* later rows may refer to block 0's data: keep it even with an FPI */
+		if (id == 0 && nlogged > 1)
+			flags |= REGBUF_KEEP_DATA;
 		mqlog_row_header(tups[i], inits[i], &hdrs[i]);
-		XLogRegisterBuffer(id, bufs[i],
-						   REGBUF_STANDARD | (inits[i] ? REGBUF_WILL_INIT : 0));
-		mqlog_register_row(id, tups[i], &hdrs[i]);
+		XLogRegisterBuffer(id, bufs[i], flags);
+		mqlog_register_row(id, tups[i], &hdrs[i], base);
+		if (id == 0)
+			base = tups[i];
 		id++;
 	}
 	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT);
@@ -275,12 +303,14 @@ mqlog_log_freeze(Relation rel, Buffer buf, TransactionId conflict_xid,
  */
 static char *
 mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
-				   char *ptr, Size loglen, HeapTupleHeader scratch)
+				   char *ptr, Size loglen, HeapTupleHeader scratch,
+				   const char *base, Size baselen)
 {
 	uint16		infomask2;
 	uint8		infomask_lo;
 	uint8		hoff;
 	Size		bitmaplen;
+	Size		shared = 0;
 	Size		len;
 	OffsetNumber offnum = PageGetMaxOffsetNumber(page) + 1;
 
@@ -294,9 +324,16 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 
 	hoff = mqlog_compute_hoff(infomask2, infomask_lo);
 	bitmaplen = mqlog_bitmap_len(infomask2, infomask_lo);
-	if (loglen < bitmaplen)
+	if (loglen < bitmaplen + (base ? 1 : 0))
 		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
-	len = hoff + loglen - bitmaplen;
+	if (base != NULL)
+	{
+		/* leading data bytes shared with block 0's row (see mqlog_register_row) */
+		shared = *(uint8 *) (ptr + bitmaplen);
+		if (shared > baselen)
+			elog(PANIC, "mqlog_redo: invalid shared prefix in block %u", blkno);
+	}
+	len = hoff + shared + loglen - bitmaplen - (base ? 1 : 0);
 	if (len > MaxHeapTupleSize)
 		elog(PANIC, "mqlog_redo: invalid row length %zu", len);
 
@@ -309,7 +346,14 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	HeapTupleHeaderSetXmax(scratch, InvalidTransactionId);
 	ItemPointerSet(&scratch->t_ctid, blkno, offnum);
 	memcpy(scratch->t_bits, ptr, bitmaplen);
-	memcpy((char *) scratch + hoff, ptr + bitmaplen, loglen - bitmaplen);
+	if (base != NULL)
+	{
+		memcpy((char *) scratch + hoff, base, shared);
+		memcpy((char *) scratch + hoff + shared, ptr + bitmaplen + 1,
+			   loglen - bitmaplen - 1);
+	}
+	else
+		memcpy((char *) scratch + hoff, ptr + bitmaplen, loglen - bitmaplen);
 
 	if (PageAddItem(page, (Item) scratch, len, offnum, false, true) == InvalidOffsetNumber)
 		elog(PANIC, "mqlog_redo: failed to add row to block %u", blkno);
@@ -344,12 +388,32 @@ mqlog_finish_redo_block(XLogRedoAction action, Buffer buffer, XLogRecPtr lsn)
 		UnlockReleaseBuffer(buffer);
 }
 
+/* Where block 0's row data starts in its logged bytes, and its length */
+static char *
+mqlog_row_data(char *ptr, Size loglen, Size *datalen)
+{
+	uint16		infomask2;
+	uint8		infomask_lo;
+	Size		skip;
+
+	memcpy(&infomask2, ptr, sizeof(uint16));
+	infomask_lo = *(uint8 *) (ptr + sizeof(uint16));
+	skip = SizeOfMqlogRowHeader +
+		mqlog_bitmap_len(infomask2 & ~XLMQ_ROW_INIT_PAGE, infomask_lo);
+	if (loglen < skip)
+		elog(PANIC, "mqlog_redo: truncated row");
+	*datalen = loglen - skip;
+	return ptr + skip;
+}
+
 /* INSERT: one row on each block of the record */
 static void
 mqlog_redo_insert(XLogReaderState *record)
 {
 	TransactionId xid = XLogRecGetXid(record);
 	PGAlignedBlock scratch;
+	char	   *base = NULL;
+	Size		baselen = 0;
 
 	for (uint8 block_id = 0; block_id <= XLogRecMaxBlockId(record); block_id++)
 	{
@@ -366,16 +430,24 @@ mqlog_redo_insert(XLogReaderState *record)
 		ptr = XLogRecGetBlockData(record, block_id, &datalen);
 		infomask2 = 0;
 		/* (with a full-page image the row is not in the record) */
-		if (ptr != NULL && datalen >= sizeof(uint16))
+		if (ptr != NULL && datalen >= SizeOfMqlogRowHeader)
 			memcpy(&infomask2, ptr, sizeof(uint16));
+		if (block_id == 0 && XLogRecMaxBlockId(record) > 0)
+		{
+			/* later blocks may share data with this row (REGBUF_KEEP_DATA) */
+			if (ptr == NULL || datalen < SizeOfMqlogRowHeader)
+				elog(PANIC, "mqlog_redo: linked insert without the first row");
+			base = mqlog_row_data(ptr, datalen, &baselen);
+		}
 
 		action = mqlog_redo_read_block(record, block_id,
 									   (infomask2 & XLMQ_ROW_INIT_PAGE) != 0, &buffer);
-		if (action == BLK_NEEDS_REDO && (ptr == NULL || datalen < sizeof(uint16)))
+		if (action == BLK_NEEDS_REDO && (ptr == NULL || datalen < SizeOfMqlogRowHeader))
 			elog(PANIC, "mqlog_redo: insert without row data for block %u", blkno);
 		if (action == BLK_NEEDS_REDO)
 			mqlog_redo_add_row(BufferGetPage(buffer), blkno, xid, ptr, datalen,
-							   (HeapTupleHeader) scratch.data);
+							   (HeapTupleHeader) scratch.data,
+							   block_id > 0 ? base : NULL, baselen);
 		mqlog_finish_redo_block(action, buffer, record->EndRecPtr);
 	}
 }
@@ -415,7 +487,7 @@ mqlog_redo_multi_insert(XLogReaderState *record)
 			if (end - ptr < SizeOfMqlogRowHeader + l)
 				elog(PANIC, "mqlog_redo: record length mismatch");
 			ptr = mqlog_redo_add_row(page, blkno, xid, ptr, SizeOfMqlogRowHeader + l,
-									 (HeapTupleHeader) scratch.data);
+									 (HeapTupleHeader) scratch.data, NULL, 0);
 		}
 		if (ptr != end)
 			elog(PANIC, "mqlog_redo: record length mismatch");

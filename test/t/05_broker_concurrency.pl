@@ -32,6 +32,8 @@ mq.segment_size = '128kB'
 mq.lane_segment_size = '16kB'
 mq.maintenance_naptime = '100ms'
 mq.retire_interval = '500ms'
+# crash recovery compares each replayed mqlog record with a page image
+wal_consistency_checking = 'mqlog'
 });
 $node->start;
 $node->safe_psql('postgres', q{

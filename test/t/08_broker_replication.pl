@@ -21,6 +21,9 @@ $primary->init(allows_streaming => 1);
 $primary->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'queue_ext'
 wal_keep_size = '1GB'
+# every mqlog record carries a page image the standby compares its replay
+# with (linked message + entry records included)
+wal_consistency_checking = 'mqlog'
 });
 $primary->start;
 $primary->safe_psql('postgres', q{
