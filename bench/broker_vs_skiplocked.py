@@ -13,11 +13,11 @@ Systems (all on the same server, same database, side by side in one run):
        ticker_max_count 500 (default)
 Bodies: 100 bytes.  Tests are numbered as in the issue "messaging core" (1..9).
 
-Env (defaults = full run, ~15 min; --quick ~4 min):
+Env (defaults = full run, ~25 min; --quick ~4 min):
   H2_SECONDS   pgbench duration of throughput runs (10; quick 3)
   H2_REPS      repetitions of throughput runs, medians reported (3; quick 1)
-  H2_BACKLOG   backlog drained per repetition in test 2 (200000; quick 20000)
-  H2_MIXED     duration of the mixed run, test 3 (30; quick 8)
+  H2_BACKLOG   backlog drained per repetition in test 2 (1000000 as in the issue; quick 20000)
+  H2_MIXED     duration of each mixed run, test 3 (30; quick 8; H2_REPS runs per system and size)
   H2_XMIN      duration of each held-xmin run, test 9 (60; quick 10)
   H2_LAT       duration of the latency runs, test 4 (15; quick 5)
   H2_WALN      messages per WAL-life measurement, test 5 (20000; quick 5000)
@@ -37,7 +37,7 @@ QUICK = "--quick" in sys.argv
 E = os.environ.get
 SECONDS = int(E("H2_SECONDS", 3 if QUICK else 10))
 REPS = int(E("H2_REPS", 1 if QUICK else 3))
-BACKLOG = int(E("H2_BACKLOG", 20000 if QUICK else 200000))
+BACKLOG = int(E("H2_BACKLOG", 20000 if QUICK else 1000000))
 MIXED = int(E("H2_MIXED", 8 if QUICK else 30))
 XMIN = int(E("H2_XMIN", 10 if QUICK else 60))
 LAT = int(E("H2_LAT", 5 if QUICK else 15))
@@ -63,7 +63,12 @@ SETUP_SQL = r"""
 CREATE EXTENSION IF NOT EXISTS queue_ext;
 CREATE EXTENSION IF NOT EXISTS pgq;
 
--- pgmq-style read + delete in one transaction (dynamic SQL like pgmq's functions)
+-- pgmq-style read + delete in one transaction (dynamic SQL like pgmq's functions).
+-- Under concurrent consumers the UPDATE ... IN (SELECT ... FOR UPDATE SKIP LOCKED) was seen
+-- spinning at full CPU for minutes without progress (results/t3-livelock-*.txt); consumer
+-- sessions of the mixed test run with a statement_timeout, and a call that hits it is counted
+-- in sl_stalls and returns 0 (like an empty poll), so the run goes on and the stall is reported.
+CREATE SEQUENCE IF NOT EXISTS sl_stalls;
 CREATE OR REPLACE FUNCTION sl_consume_ack(tbl text, n int) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE ids bigint[];
 BEGIN
@@ -74,6 +79,9 @@ BEGIN
   IF ids IS NULL THEN RETURN 0; END IF;
   EXECUTE format('DELETE FROM %I WHERE msg_id = ANY($1)', tbl) USING ids;
   RETURN cardinality(ids);
+EXCEPTION WHEN query_canceled THEN
+  PERFORM nextval('sl_stalls');
+  RETURN 0;
 END $$;
 
 -- same, returning publish-to-delivery latencies (seconds) of messages whose body is a timestamp
@@ -169,14 +177,17 @@ def pub100(sysname, q):
     return pub_n(sysname, q, 100)
 
 
-def cons(sysname, q, n=100, poll=False):
+def cons(sysname, q, n=100, poll=False, timeout=None):
     """consume n + ack in one transaction (one statement = one transaction).
-    poll=True: back off 10 ms when nothing was consumed (pgmq read_with_poll style)."""
+    poll=True: back off 10 ms when nothing was consumed (pgmq read_with_poll style).
+    timeout: statement_timeout for SKIP LOCKED calls (see sl_consume_ack)."""
     if sysname == "qe":
         s = ("SELECT mq.ack('%s', coalesce(array_agg(msg_id), '{}')) AS n FROM mq.consume('%s', %d)"
              % (q, q, n))
     elif sysname == "sl":
         s = "SELECT sl_consume_ack('%s', %d) AS n" % (q, n)
+        if timeout:
+            s = "SET statement_timeout = '%s';\n" % timeout + s
     else:
         raise ValueError
     if poll:
@@ -423,10 +434,15 @@ def test2_6_7_backlog():
             table(["system", "fresh", "with history", "history/fresh"], rows))
 
 
+def sl_stalls():
+    return int(psql1("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM sl_stalls"))
+
+
 def mixed(s, q, producers, consumers, seconds, hold=False, per_txn=1):
     """Producers: per_txn msgs/txn; consumers: batches of 100. Returns dict."""
     new(s, q)
     st0 = stats_for(s, q)
+    stalls0 = sl_stalls()
     holder = None
     if hold:
         holder = Pipe()
@@ -448,8 +464,8 @@ def mixed(s, q, producers, consumers, seconds, hold=False, per_txn=1):
             script = pub1(s, q) if per_txn == 1 else pub_n(s, q, per_txn)
             rp, rc = run_parallel([
                 lambda: pgbench(script, clients=producers, threads=2, seconds=seconds),
-                lambda: pgbench(cons(s, q, poll=True), clients=consumers, threads=2, seconds=seconds,
-                                per_statement=True)])
+                lambda: pgbench(cons(s, q, poll=True, timeout="5s"), clients=consumers, threads=2,
+                                seconds=seconds, per_statement=True)])
             b1 = backlog(s, q)
             produced = rp["tx"] * per_txn
             consumed = b0 + produced - b1
@@ -464,7 +480,7 @@ def mixed(s, q, producers, consumers, seconds, hold=False, per_txn=1):
     st1 = stats_for(s, q)
     drop(s, q)
     return dict(inrate=produced / seconds, outrate=consumed / seconds, backlog=b1, lat=lat,
-                st0=st0, st1=st1)
+                st0=st0, st1=st1, stalls=sl_stalls() - stalls0)
 
 
 def test3_mixed():
@@ -479,8 +495,8 @@ def test3_mixed():
             for s, label in order:
                 r = mixed(s, "mix_" + s, 4, 4, MIXED, per_txn=per_txn)
                 runs.setdefault(s, []).append(r)
-                log("  t3 rep %d %-3s %2d/txn in %8.0f/s out %8.0f/s backlog %d"
-                    % (rep + 1, s, per_txn, r["inrate"], r["outrate"], r["backlog"]))
+                log("  t3 rep %d %-3s %2d/txn in %8.0f/s out %8.0f/s backlog %d stalled calls %d"
+                    % (rep + 1, s, per_txn, r["inrate"], r["outrate"], r["backlog"], r["stalls"]))
         for s, label in systems:
             if s not in runs:
                 continue
@@ -488,12 +504,13 @@ def test3_mixed():
             m = rs[len(rs) // 2]          # the median run by in-rate
             rates[(s, per_txn)] = m["inrate"]
             rows.append(["%s, %d msg/txn" % (label, per_txn), m["inrate"], m["outrate"], m["backlog"],
-                         m["lat"] if m["lat"] else "-"])
+                         m["lat"] if m["lat"] else "-", sum(r["stalls"] for r in runs[s])])
     ratios = "; ".join("%d msg/txn: queue_ext/SKIP LOCKED in-rate %.2fx" % (n, ratio(rates[("qe", n)], rates[("sl", n)]))
                        for n in (1, 10))
     section("3. mixed load, 4 producers (1 and 10 msg/txn) + 4 consumers (100/txn, 10 ms back-off when empty), "
             "%d s, median of %d runs" % (MIXED, REPS),
-            table(["system", "in msg/s", "out msg/s", "final backlog", "consume stmt latency ms"], rows) +
+            table(["system", "in msg/s", "out msg/s", "final backlog", "consume stmt latency ms",
+                   "consumer calls stalled > 5 s (all runs)"], rows) +
             "\n" + ratios + " (target >= 2x)")
 
 
