@@ -308,9 +308,10 @@ extern void mqlog_insert_ordered(Relation rel, TupleTableSlot **slots,
  * will go to (ordered: the last page, as mqlog_insert_ordered; else the
  * page tuple_insert would choose) and sets row->tid, so the next row can
  * refer to it; mqlog_linked_write() writes all reserved rows and releases
- * their pages, setting each slot's tts_tid.  Callers reserve in a fixed
- * order of relations (page locks are held across reservations) and do
- * nothing between the two phases that could wait for another backend.
+ * their pages, setting each slot's tts_tid.  The relations must be
+ * distinct (a page is locked once).  Callers reserve in a fixed order of
+ * relations (page locks are held across reservations) and do nothing
+ * between the two phases that could wait for another backend.
  */
 typedef struct MqlogLinkedRow
 {
