@@ -78,6 +78,14 @@ CREATE TABLE mq.cat_grant (
 	PRIMARY KEY (object_kind, object_id, grantee, privilege)
 );
 
+-- named consumers' settings (mq.consumer_declare); prefetch 0 = no limit
+CREATE TABLE mq.cat_consumer (
+	queue_id	int NOT NULL,
+	consumer	text NOT NULL,
+	prefetch	int NOT NULL CHECK (prefetch >= 0),
+	PRIMARY KEY (queue_id, consumer)
+);
+
 REVOKE ALL ON ALL TABLES IN SCHEMA mq FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA mq FROM PUBLIC;
 
@@ -85,6 +93,7 @@ SELECT pg_catalog.pg_extension_config_dump('mq.cat_exchange', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_queue', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_binding', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_grant', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_consumer', '');
 
 -- end of broker catalog section
 
@@ -369,6 +378,7 @@ BEGIN
 	END IF;
 	DELETE FROM mq.cat_queue c WHERE c.id = q.id;
 	DELETE FROM mq.cat_grant g WHERE g.object_kind = 'q' AND g.object_id = q.id;
+	DELETE FROM mq.cat_consumer c WHERE c.queue_id = q.id;
 	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
 	-- every generation of every lane: entry logs q<id>_*, settlement logs s<id>_*
 	FOR rel IN SELECT c.oid FROM pg_class c
@@ -666,6 +676,40 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'mq_queue_delete' LANGUAGE C;
 
 CREATE FUNCTION mq.queue_purge(queue text)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_queue_purge' LANGUAGE C;
+
+-- A named consumer's prefetch (unacked deliveries it may hold; 0/NULL: no
+-- limit), used by mq.consume(consumer => name) when given no prefetch
+CREATE FUNCTION mq.consumer_declare(queue text, consumer text, prefetch int DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_consumer_declare' LANGUAGE C;
+CREATE FUNCTION mq.consumer_delete(queue text, consumer text)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_consumer_delete' LANGUAGE C;
+
+CREATE FUNCTION mq._consumer_declare_impl(queue text, consumer text, prefetch int, drop boolean)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+	qid int;
+BEGIN
+	SELECT c.id INTO qid FROM mq.cat_queue c WHERE c.name = queue;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue USING ERRCODE = 'undefined_object';
+	END IF;
+	IF drop THEN
+		DELETE FROM mq.cat_consumer c WHERE c.queue_id = qid AND c.consumer = _consumer_declare_impl.consumer;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'consumer "%" of queue "%" is not declared', consumer, queue
+				USING ERRCODE = 'undefined_object';
+		END IF;
+	ELSE
+		INSERT INTO mq.cat_consumer (queue_id, consumer, prefetch)
+		VALUES (qid, _consumer_declare_impl.consumer, _consumer_declare_impl.prefetch)
+		ON CONFLICT (queue_id, consumer) DO UPDATE SET prefetch = EXCLUDED.prefetch;
+	END IF;
+	PERFORM mq._topology_changed();
+END
+$$;
+REVOKE ALL ON FUNCTION mq._consumer_declare_impl FROM PUBLIC;
 
 CREATE FUNCTION mq.bind(queue text, exchange text, binding_key text DEFAULT '',
 	arguments jsonb DEFAULT '{}')

@@ -166,6 +166,23 @@ SELECT convert_from(body, 'UTF8') FROM mq.consume('bc_q', 10, consumer => 'c2', 
 SELECT queue, ready, unacked, consumers FROM mq.queues WHERE queue = 'bc_q';
 SELECT mq.queue_purge('bc_q');
 
+-- a declared consumer's prefetch applies when consume is given none
+SELECT mq.consumer_declare('bc_q', 'c3', prefetch => 1);
+SELECT mq.consumer_declare('bc_q', 'c3', prefetch => 1);     -- idempotent
+SELECT count(*) FROM mq.send_batch('bc_q', ARRAY['d1', 'd2', 'd3']::text[]);
+SELECT convert_from(body, 'UTF8') FROM mq.consume('bc_q', 10, consumer => 'c3');
+SELECT count(*) FROM mq.consume('bc_q', 10, consumer => 'c3');  -- full
+SELECT mq.consumer_declare('bc_q', 'c3', prefetch => 2);     -- raised: room for one more
+SELECT convert_from(body, 'UTF8') FROM mq.consume('bc_q', 10, consumer => 'c3');
+-- an explicit prefetch wins (0 = no limit)
+SELECT convert_from(body, 'UTF8') FROM mq.consume('bc_q', 10, consumer => 'c3', prefetch => 0);
+SELECT mq.consumer_delete('bc_q', 'c3');
+SELECT mq.consumer_delete('bc_q', 'c3');                     -- 42704
+SELECT mq.consumer_declare('bc_q', 'c3', prefetch => -1);    -- 22023
+SELECT mq.consumer_declare('bc_q', '', prefetch => 1);       -- 22023
+SELECT mq.consumer_declare('bc_nosuch', 'c3');               -- 42704
+SELECT mq.queue_purge('bc_q');
+
 -- bad consume arguments
 SELECT * FROM mq.consume('bc_q', 0);                          -- 22023
 SELECT * FROM mq.consume('bc_q', 10001);                      -- 22023

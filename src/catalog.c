@@ -511,6 +511,54 @@ load_grants(void)
 	}
 }
 
+static void
+load_consumers(void)
+{
+	int			ret;
+
+	ret = SPI_execute("SELECT queue_id, consumer, prefetch FROM mq.cat_consumer", true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read mq.cat_consumer: %s", SPI_result_code_string(ret));
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+		bool		isnull;
+		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		IdEntry    *ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
+
+		if (ie)
+		{
+			MqQueue    *q = (MqQueue *) ie->ptr;
+			MqConsumerDecl *c = palloc(sizeof(MqConsumerDecl));
+
+			c->name = spi_text(tup, desc, 2);
+			c->prefetch = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+			q->consumers = lappend(q->consumers, c);
+		}
+		MemoryContextSwitchTo(old);
+	}
+}
+
+int32
+mq_consumer_prefetch(MqQueue *q, const char *consumer)
+{
+	ListCell   *lc;
+
+	if (consumer == NULL)
+		return -1;
+	foreach(lc, q->consumers)
+	{
+		MqConsumerDecl *c = lfirst(lc);
+
+		if (strcmp(c->name, consumer) == 0)
+			return c->prefetch;
+	}
+	return -1;
+}
+
 /*
  * Reload the whole topology if it changed since we last looked.
  */
@@ -554,6 +602,7 @@ mq_catalog_refresh(void)
 		load_exchanges();
 		load_bindings();
 		load_grants();
+		load_consumers();
 	}
 	PG_CATCH();
 	{

@@ -66,7 +66,18 @@ typedef struct MqQueue
 	int32		delivery_limit; /* -1: unlimited */
 	Jsonb	   *arguments;
 	MqAcl		acl;
+	List	   *consumers;		/* of MqConsumerDecl (mq.consumer_declare) */
 } MqQueue;
+
+/* A declared consumer of a queue: its prefetch (0: unlimited) */
+typedef struct MqConsumerDecl
+{
+	char	   *name;
+	int32		prefetch;
+} MqConsumerDecl;
+
+/* Declared prefetch of consumer on q, or -1 if it was not declared */
+extern int32 mq_consumer_prefetch(MqQueue *q, const char *consumer);
 
 typedef struct MqHeadersBinding
 {

@@ -31,6 +31,8 @@ PG_FUNCTION_INFO_V1(mq_exchange_delete);
 PG_FUNCTION_INFO_V1(mq_queue_declare);
 PG_FUNCTION_INFO_V1(mq_queue_delete);
 PG_FUNCTION_INFO_V1(mq_queue_purge);
+PG_FUNCTION_INFO_V1(mq_consumer_declare);
+PG_FUNCTION_INFO_V1(mq_consumer_delete);
 PG_FUNCTION_INFO_V1(mq_bind);
 PG_FUNCTION_INFO_V1(mq_unbind);
 PG_FUNCTION_INFO_V1(mq_grant);
@@ -194,6 +196,55 @@ mq_queue_purge(PG_FUNCTION_ARGS)
 	q = mq_queue_lookup(name, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
 	PG_RETURN_INT64(mq_queue_purge_ready(q));
+}
+
+/*
+ * mq.consumer_declare(queue, consumer, prefetch) and
+ * mq.consumer_delete(queue, consumer): a named consumer's settings (like
+ * RabbitMQ's basic.qos prefetch count), used by mq.consume(consumer =>
+ * name) when it is given no prefetch.  Needs consume on the queue.
+ */
+static void
+consumer_common(FunctionCallInfo fcinfo, bool delete)
+{
+	char	   *qname = text_arg(fcinfo, 0, "queue");
+	char	   *consumer = text_arg(fcinfo, 1, "consumer");
+	int32		prefetch = (delete || PG_ARGISNULL(2)) ? 0 : PG_GETARG_INT32(2);
+	MqQueue    *q;
+	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, BOOLOID};
+	Datum		values[4];
+
+	mq_catalog_refresh();
+	q = mq_queue_lookup(qname, false);
+	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+	if (consumer[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("consumer name must not be empty")));
+	if (prefetch < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("prefetch must not be negative"),
+				 errdetail("0 or NULL means no limit.")));
+	values[0] = CStringGetTextDatum(qname);
+	values[1] = CStringGetTextDatum(consumer);
+	values[2] = Int32GetDatum(prefetch);
+	values[3] = BoolGetDatum(delete);
+	mq_run_internal("_consumer_declare_impl", 4, types, values, NULL);
+}
+
+Datum
+mq_consumer_declare(PG_FUNCTION_ARGS)
+{
+	consumer_common(fcinfo, false);
+	PG_RETURN_VOID();
+}
+
+Datum
+mq_consumer_delete(PG_FUNCTION_ARGS)
+{
+	consumer_common(fcinfo, true);
+	PG_RETURN_VOID();
 }
 
 static void
