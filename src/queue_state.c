@@ -1149,14 +1149,13 @@ mq_queue_write_floors(MqQueue *q)
 /* ---------- publishing ---------- */
 
 /*
- * Append entries to a lane.  The generation is read and the rows are
+ * Appending entries to a lane.  The generation is read and the rows are
  * written under gen_lock in shared mode, so the worker's switch to a new
  * generation (exclusive) never overlaps an append: once a reader sees the
  * switch, the old generation is complete.
- */
-/*
- * Start an append to a lane: returns the entry log of its write
- * generation, holding gen_lock in shared mode until queue_append_end().
+ *
+ * queue_append_begin returns the entry log of the lane's write generation,
+ * holding gen_lock in shared mode until queue_append_end().
  */
 static Oid
 queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
