@@ -267,8 +267,9 @@ BEGIN
 	BEGIN
 		-- expires_at NULL: never (and then not stored: a trailing NULL)
 		-- visible_at first: see MqEntry in src/msglog.h
+		-- delivery_count: deliveries before, for a message nacked with a delay
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
-					   'expires_at timestamptz) USING mqlog',
+					   'expires_at timestamptz, delivery_count int) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
@@ -1008,7 +1009,8 @@ CREATE TABLE mq.timer (
 	queue_id	int4 NOT NULL,
 	lane		int2 NOT NULL,
 	msg_id		int8 NOT NULL,
-	expires_at	timestamptz NOT NULL
+	expires_at	timestamptz NOT NULL,
+	delivery_count int				-- a nack with delay: deliveries so far
 );
 CREATE INDEX timer_due ON mq.timer (due);
 CREATE INDEX timer_msg ON mq.timer (msg_id);
@@ -1084,15 +1086,16 @@ BEGIN
 					| (((r.ctid::text::point)[0])::bigint << 16) | ((r.ctid::text::point)[1])::bigint;
 				FOR k IN EXECUTE format('SELECT settlement >> 56 FROM mq.%I '
 										'WHERE settlement & ((1::bigint << 56) - 1) = $1 '
-										'AND settlement >> 56 IN (1, 2, 4)',
+										'AND settlement >> 56 IN (1, 2, 4, 5)',
 										's' || substr(t.relname, 2)) USING pos LOOP
 					queue := q.name; at := NULL; detail := NULL;
-					IF k = 1 THEN
-						-- an ack (or auto-ack) settles a delivery
+					IF k IN (1, 5) THEN
+						-- an ack (or auto-ack) or a nack settles a delivery
 						event := 'delivered';
 						RETURN NEXT;
 					END IF;
-					event := CASE k WHEN 1 THEN 'acked' WHEN 2 THEN 'dead_lettered' ELSE 'dropped' END;
+					event := CASE k WHEN 1 THEN 'acked' WHEN 2 THEN 'dead_lettered'
+								WHEN 4 THEN 'dropped' ELSE 'requeued_with_delay' END;
 					RETURN NEXT;
 				END LOOP;
 			END LOOP;

@@ -26,6 +26,12 @@ SELECT event, queue, detail->>'delivery_count' AS n, detail->>'state' AS state
   FROM mq.trace(:id2) WHERE event = 'delivered';
 SELECT mq.queue_purge('tr_b');
 SELECT event, queue FROM mq.trace(:id2) ORDER BY queue NULLS FIRST, event;
+-- a nack with a delay settles the delivery and arms a timer
+SELECT mq.send('tr_b', 'third'::text) AS id3 \gset
+SELECT mq.nack('tr_b', ARRAY(SELECT msg_id FROM mq.consume('tr_b')), delay => '1 hour');
+SELECT event, queue FROM mq.trace(:id3) ORDER BY queue NULLS FIRST, event;
+SELECT ready, delayed FROM mq.queues WHERE queue = 'tr_b';
+SELECT mq.cancel(:id3);
 -- unknown ids: no rows
 SELECT count(*) FROM mq.trace(1);
 -- a role without consume on the exchange may not trace

@@ -443,8 +443,10 @@ entry_values(MqEntry *e, Datum *values, bool *isnull)
 	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
 	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
 	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
+	values[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = Int32GetDatum(e->delivery_count);
 	isnull[MQ_ENTRY_ATT_VISIBLE_AT - 1] = isnull[MQ_ENTRY_ATT_MSG_ID - 1] = false;
 	isnull[MQ_ENTRY_ATT_EXPIRES_AT - 1] = (e->expires_at == DT_NOEND);
+	isnull[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = (e->delivery_count == 0);
 }
 
 void

@@ -123,12 +123,14 @@ typedef struct MqMessage
 #define MQ_ENTRY_ATT_VISIBLE_AT	1
 #define MQ_ENTRY_ATT_MSG_ID		2
 #define MQ_ENTRY_ATT_EXPIRES_AT	3
+#define MQ_ENTRY_ATT_DELIVERY_COUNT 4
 
 typedef struct MqEntry
 {
 	int64		msg_id;
 	TimestampTz visible_at;		/* not deliverable before */
 	TimestampTz expires_at;		/* DT_NOEND: never */
+	int32		delivery_count; /* deliveries before (a nack with delay); 0: none */
 } MqEntry;
 
 /*
@@ -193,6 +195,7 @@ extern void mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
 #define MQ_SETTLE_DEAD		2	/* dead-lettered: a copy went to the DLX */
 #define MQ_SETTLE_FLOOR		3	/* every entry of the lane below qpos settled */
 #define MQ_SETTLE_DROPPED	4	/* expired/rejected/purged without a DLX copy */
+#define MQ_SETTLE_RETRY		5	/* nacked with a delay: a timer appends it again */
 
 /*
  * A settlement record is one int8: the kind in the top 8 bits (where a

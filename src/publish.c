@@ -327,6 +327,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		entry.msg_id = 0;
 		entry.visible_at = visible_at;
 		entry.expires_at = expires_at;
+		entry.delivery_count = 0;
 		mq_queue_publish_one(dst->q, dst->lane[0],
 							 new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
 										 bodies[i], o, props, now),
@@ -374,6 +375,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 				entries[k].msg_id = ids[dst->msg_index[e]];
 				entries[k].visible_at = visible_at;
 				entries[k].expires_at = expires_at;
+				entries[k].delivery_count = 0;
 				k++;
 			}
 			if (k > 0 && delayed)

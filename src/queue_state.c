@@ -329,6 +329,11 @@ tracked_free(MqQueueShared *qs, MqTracked *t)
 	SpinLockRelease(&mq_shared->pool_lock);
 }
 
+/*
+ * The live (not yet settled) tracked entry of msg_id.  A message can be in
+ * a queue twice over time -- nacked with a delay, it is settled and
+ * appended again -- while its settled entry waits for compaction.
+ */
 static MqTracked *
 tracked_find(MqQueueShared *qs, int64 msg_id)
 {
@@ -338,7 +343,7 @@ tracked_find(MqQueueShared *qs, int64 msg_id)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
-		if (t->msg_id == msg_id)
+		if (t->msg_id == msg_id && t->state != MQ_T_SETTLED)
 			return t;
 	}
 	return NULL;
@@ -775,6 +780,11 @@ tracked_fill(MqTracked *t, TupleTableSlot *slot)
 	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_EXPIRES_AT, &isnull));
 	if (isnull)
 		t->expires_at = DT_NOEND;
+	/* appended again after a nack with delay: it was delivered before */
+	t->delivery_count = DatumGetInt32(slot_getattr(slot, MQ_ENTRY_ATT_DELIVERY_COUNT, &isnull));
+	if (isnull)
+		t->delivery_count = 0;
+	t->redelivered = t->delivery_count > 0;
 	t->state = MQ_T_READY;
 }
 
@@ -1064,7 +1074,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 
 MqSettleResult
 mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
-				uint64 *qpos, int32 *delivery_count)
+				uint64 *qpos, int32 *delivery_count, TimestampTz *expires_at)
 {
 	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
 	MqTracked  *t = tracked_find(qs, msg_id);
@@ -1091,10 +1101,13 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 	}
 	*qpos = t->qpos;
 	*delivery_count = t->delivery_count;
+	if (expires_at)
+		*expires_at = t->expires_at;
 	switch (op)
 	{
 		case MQ_SETTLE_OP_ACK:
 		case MQ_SETTLE_OP_DEAD:
+		case MQ_SETTLE_OP_RETRY:
 			t->state = MQ_T_ACKING;
 			local_add(MQ_L_ACK, qs, msg_id, true);
 			break;

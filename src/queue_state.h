@@ -128,6 +128,7 @@ typedef enum MqSettleOp
 	MQ_SETTLE_OP_ACK,
 	MQ_SETTLE_OP_DEAD,
 	MQ_SETTLE_OP_REQUEUE,
+	MQ_SETTLE_OP_RETRY,			/* settled here, appended again by a timer */
 	MQ_SETTLE_OP_EXTEND
 } MqSettleOp;
 
@@ -140,7 +141,8 @@ typedef enum MqSettleResult
 
 extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,
 									  TimestampTz when, uint64 *qpos,
-									  int32 *delivery_count);
+									  int32 *delivery_count,
+									  TimestampTz *expires_at);
 
 /* Browse ready messages without taking them */
 extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts);

@@ -24,6 +24,7 @@
 #include "msglog.h"
 #include "publish.h"
 #include "queue_state.h"
+#include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_ack);
 PG_FUNCTION_INFO_V1(mq_nack);
@@ -89,13 +90,29 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	int			done = 0;
 	bool		wrote = false;
 	MqSettleBatch batch;
+	MqEntry    *retries = NULL;
+	int			nretries = 0;
+
+	/*
+	 * A requeue with a delay on a durable queue goes through a durable timer
+	 * (like a delayed publish), so that it is not ready earlier after a
+	 * restart: the entry is settled now and appended again when due,
+	 * carrying its delivery count.
+	 */
+	if (op == MQ_SETTLE_OP_REQUEUE && when > GetCurrentTimestamp() && q->durable)
+	{
+		op = MQ_SETTLE_OP_RETRY;
+		retries = palloc(sizeof(MqEntry) * n);
+	}
 
 	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < n; i++)
 	{
 		uint64		qpos;
 		int32		count;
-		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &qpos, &count);
+		TimestampTz expires_at;
+		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &qpos, &count,
+										   &expires_at);
 
 		if (r == MQ_SETTLE_NOT_OWNER)
 			ereport(ERROR,
@@ -113,6 +130,19 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 		{
 			mq_settle_batch_add(&batch, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK :
 								mq_dead_letter(q, ids[i], dead_reason), qpos);
+			wrote = true;
+		}
+		else if (op == MQ_SETTLE_OP_RETRY)
+		{
+			MqEntry    *e = &retries[nretries++];
+
+			mq_settle_batch_add(&batch, MQ_SETTLE_RETRY, qpos);
+			e->msg_id = ids[i];
+			e->visible_at = when;
+			e->expires_at = expires_at;
+			e->delivery_count = Max(count, 1);
+			/* the timer appends it to the lane it was in */
+			mq_timers_add(q, mq_qpos_lane(qpos), e, 1);
 			wrote = true;
 		}
 		done++;

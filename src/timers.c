@@ -40,7 +40,7 @@ mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 {
 	Oid			save_userid;
 	int			save_sec;
-	Oid			types[5] = {TIMESTAMPTZOID, INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID};
+	Oid			types[6] = {TIMESTAMPTZOID, INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID, INT4OID};
 	static SPIPlanPtr plan = NULL;
 
 	mq_become_owner(&save_userid, &save_sec);
@@ -48,21 +48,25 @@ mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 		elog(ERROR, "SPI_connect failed");
 	if (plan == NULL)
 	{
-		plan = SPI_prepare("INSERT INTO mq.timer (due, queue_id, lane, msg_id, expires_at) "
-						   "VALUES ($1, $2, $3, $4, $5)", 5, types);
+		plan = SPI_prepare("INSERT INTO mq.timer (due, queue_id, lane, msg_id, expires_at, "
+						   "delivery_count) VALUES ($1, $2, $3, $4, $5, $6)", 6, types);
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare timer insert");
 	}
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[5];
+		Datum		values[6];
+		char		nulls[6] = "      ";
 
 		values[0] = TimestampTzGetDatum(entries[i].visible_at);
 		values[1] = Int32GetDatum(q->id);
 		values[2] = Int16GetDatum((int16) lane);
 		values[3] = Int64GetDatum(entries[i].msg_id);
 		values[4] = TimestampTzGetDatum(entries[i].expires_at);
-		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_INSERT)
+		values[5] = Int32GetDatum(entries[i].delivery_count);
+		if (entries[i].delivery_count == 0)
+			nulls[5] = 'n';
+		if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not arm a timer");
 		mq_note_timer(entries[i].visible_at);
 	}
@@ -112,7 +116,7 @@ mq_timers_fire(int *fired)
 
 		if (SPI_execute_with_args("DELETE FROM mq.timer WHERE ctid IN (SELECT ctid FROM mq.timer "
 								  "WHERE due <= $1 ORDER BY due LIMIT 1000 FOR UPDATE SKIP LOCKED) "
-								  "RETURNING queue_id, lane, msg_id, due, expires_at",
+								  "RETURNING queue_id, lane, msg_id, due, expires_at, delivery_count",
 								  1, types, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
 			elog(ERROR, "could not fire timers");
 	}
@@ -131,6 +135,9 @@ mq_timers_fire(int *fired)
 		entries[i].msg_id = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		entries[i].visible_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
 		entries[i].expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+		entries[i].delivery_count = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+		if (isnull)
+			entries[i].delivery_count = 0;
 	}
 	if (SPI_execute("SELECT min(due) FROM mq.timer", true, 0) == SPI_OK_SELECT && SPI_processed == 1)
 	{

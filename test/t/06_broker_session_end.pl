@@ -75,5 +75,23 @@ $node->restart;
 is($node->safe_psql('postgres', q{SELECT count(*) FROM mq.consume('sess', 10)}), '0',
 	'acked message not redelivered after restart');
 
+# 5. a nack with a delay survives a restart (a durable timer): not ready
+# before it is due, then delivered again with its delivery count
+$node->safe_psql('postgres', q{SELECT mq.send('sess', 'four'::text)});
+is($node->safe_psql('postgres',
+		q{SELECT mq.nack('sess', ARRAY(SELECT msg_id FROM mq.consume('sess')), delay => '4 s')}),
+	'1', 'nacked with a delay');
+my $due = $node->safe_psql('postgres', q{SELECT extract(epoch FROM clock_timestamp()) + 4});
+$node->restart;
+is($node->safe_psql('postgres', q{SELECT count(*) FROM mq.consume('sess', 10)}), '0',
+	'nacked message not ready right after a restart');
+is($node->safe_psql('postgres', q{SELECT ready || '/' || delayed FROM mq.queues WHERE queue = 'sess'}),
+	'0/1', 'counted as delayed after the restart');
+is($node->safe_psql('postgres',
+		qq{SELECT convert_from(body, 'UTF8') || ' ' || redelivered || ' ' || delivery_count || ' '
+			|| (extract(epoch FROM clock_timestamp()) >= $due - 0.05)
+		   FROM mq.consume('sess', wait => '20 s', auto_ack => true)}),
+	'four true 2 true', 'delivered again when due, redelivered, second delivery');
+
 $node->stop;
 done_testing();
