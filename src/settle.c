@@ -90,8 +90,6 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	int			done = 0;
 	bool		wrote = false;
 	MqSettleBatch batch;
-	MqEntry    *retries = NULL;
-	int			nretries = 0;
 
 	/*
 	 * A requeue with a delay on a durable queue goes through a durable timer
@@ -100,10 +98,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	 * carrying its delivery count.
 	 */
 	if (op == MQ_SETTLE_OP_REQUEUE && when > GetCurrentTimestamp() && q->durable)
-	{
 		op = MQ_SETTLE_OP_RETRY;
-		retries = palloc(sizeof(MqEntry) * n);
-	}
 
 	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < n; i++)
@@ -134,15 +129,15 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 		}
 		else if (op == MQ_SETTLE_OP_RETRY)
 		{
-			MqEntry    *e = &retries[nretries++];
+			MqEntry		e;
 
 			mq_settle_batch_add(&batch, MQ_SETTLE_RETRY, qpos);
-			e->msg_id = ids[i];
-			e->visible_at = when;
-			e->expires_at = expires_at;
-			e->delivery_count = Max(count, 1);
+			e.msg_id = ids[i];
+			e.visible_at = when;
+			e.expires_at = expires_at;
+			e.delivery_count = Max(count, 1);
 			/* the timer appends it to the lane it was in */
-			mq_timers_add(q, mq_qpos_lane(qpos), e, 1);
+			mq_timers_add(q, mq_qpos_lane(qpos), &e, 1);
 			wrote = true;
 		}
 		done++;
