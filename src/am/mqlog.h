@@ -129,6 +129,13 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 #define MQLOG_MAX_LINKED		4
 
 /*
+ * Bytes a MULTI_INSERT record's block data needs at most for the rows that
+ * fit on one page: each logged row is shorter than its tuple (5 header
+ * bytes instead of the 23-byte tuple header), so a page's worth.
+ */
+#define MQLOG_MULTI_INSERT_WAL_SPACE	BLCKSZ
+
+/*
  * MULTI_INSERT: ntuples rows appended to one page at consecutive offsets
  * starting at firstoff; block data = for each row a uint16 length of its
  * null bitmap + data, then the row as logged.
@@ -269,7 +276,6 @@ extern void mqlog_log_insert(Relation rel, Buffer buf, HeapTuple tup,
 							 bool init);
 extern void mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups,
 						   bool *inits, int n);
-extern Size mqlog_multi_insert_wal_space(void);
 extern void mqlog_log_multi_insert(Relation rel, Buffer buf,
 								   HeapTuple *tuples, int ntuples,
 								   bool init, StringInfo scratch);

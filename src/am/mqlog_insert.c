@@ -271,6 +271,22 @@ mqlog_get_target_buffer(Relation rel, Size need, BulkInsertState bistate,
 }
 
 /*
+ * Append tup to the exclusively locked page (inside the caller's critical
+ * section) at its next line pointer, and set its TID: t_self, and t_ctid
+ * in the copy stored on the page.
+ */
+static void
+mqlog_page_add_row(Page page, BlockNumber blkno, HeapTuple tup)
+{
+	OffsetNumber off = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+
+	ItemPointerSet(&tup->t_self, blkno, off);
+	tup->t_data->t_ctid = tup->t_self;
+	if (PageAddItem(page, (Item) tup->t_data, tup->t_len, off, false, true) != off)
+		elog(PANIC, "failed to add row to mqlog page %u", blkno);
+}
+
+/*
  * Put tuples[first..] on the exclusively locked page as long as they fit,
  * WAL-log the lot and return how many went on the page (at least one: the
  * caller made sure the first one fits).
@@ -289,7 +305,7 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 	if (ntuples - first > 1 && RelationNeedsWAL(rel))
 	{
 		initStringInfo(&walbuf);
-		enlargeStringInfo(&walbuf, mqlog_multi_insert_wal_space());
+		enlargeStringInfo(&walbuf, MQLOG_MULTI_INSERT_WAL_SPACE);
 	}
 
 	START_CRIT_SECTION();
@@ -300,19 +316,10 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 	while (first + n < ntuples)
 	{
 		HeapTuple	tup = tuples[first + n];
-		OffsetNumber off;
-		HeapTupleHeader item;
 
 		if (n > 0 && mqlog_page_free_space(page) < MAXALIGN(tup->t_len))
 			break;
-		off = PageAddItem(page, (Item) tup->t_data, tup->t_len,
-						  InvalidOffsetNumber, false, true);
-		if (off == InvalidOffsetNumber)
-			elog(PANIC, "failed to add row to mqlog page %u", blkno);
-		ItemPointerSet(&tup->t_self, blkno, off);
-		tup->t_data->t_ctid = tup->t_self;
-		item = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, off));
-		item->t_ctid = tup->t_self;
+		mqlog_page_add_row(page, blkno, tup);
 		n++;
 	}
 	mqlog_page_note_xmin(page, xid);
@@ -596,20 +603,13 @@ mqlog_linked_write(MqlogLinkedRow *rows, int n)
 	{
 		MqlogLinkedRow *row = &rows[i];
 		Page		page = BufferGetPage(row->buf);
-		HeapTupleHeader item;
 
 		if (row->isnew)
 			mqlog_page_init(page, 0);
-		row->tup->t_self = row->tid;
-		row->tup->t_data->t_ctid = row->tid;
-		if (PageAddItem(page, (Item) row->tup->t_data, row->tup->t_len,
-						InvalidOffsetNumber, false, true) !=
-			ItemPointerGetOffsetNumber(&row->tid))
-			elog(PANIC, "failed to add row to mqlog page %u",
-				 ItemPointerGetBlockNumber(&row->tid));
-		item = (HeapTupleHeader) PageGetItem(page,
-											 PageGetItemId(page, ItemPointerGetOffsetNumber(&row->tid)));
-		item->t_ctid = row->tid;
+		mqlog_page_add_row(page, ItemPointerGetBlockNumber(&row->tid), row->tup);
+		/* the page was locked since the TID was promised */
+		if (!ItemPointerEquals(&row->tup->t_self, &row->tid))
+			elog(PANIC, "mqlog row did not go where it was reserved");
 		mqlog_page_note_xmin(page, row->xid);
 		MarkBufferDirty(row->buf);
 

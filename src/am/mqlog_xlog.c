@@ -192,17 +192,6 @@ mqlog_log_insert(Relation rel, Buffer buf, HeapTuple tup, bool init)
 	mqlog_log_rows(&rel, &buf, &tup, &init, 1);
 }
 
-/*
- * Bytes a multi-insert record needs at most for the rows that fit on one
- * page: each logged row is shorter than its tuple (5 header bytes instead
- * of the 23-byte tuple header), so a page's worth.
- */
-Size
-mqlog_multi_insert_wal_space(void)
-{
-	return BLCKSZ;
-}
-
 void
 mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
 					   int ntuples, bool init, StringInfo scratch)
