@@ -190,8 +190,8 @@ mq_consume(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("prefetch must not be negative")));
 	/* no prefetch given: the one declared for this consumer, if any */
-	if (PG_ARGISNULL(7) && mq_consumer_prefetch(q, consumer) > 0)
-		prefetch = mq_consumer_prefetch(q, consumer);
+	if (PG_ARGISNULL(7))
+		prefetch = Max(mq_consumer_prefetch(q, consumer), 0);
 
 	InitMaterializedSRF(fcinfo, 0);
 	dl = palloc(sizeof(MqDelivery) * max_messages);

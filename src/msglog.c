@@ -113,8 +113,8 @@ segment_newest(bool durable)
  * Open the segment to append to, rolling over to a new one when the
  * current one is full.
  */
-static Relation
-segment_open_for_append(bool durable, int64 *segno_out)
+Relation
+mq_log_open_append(bool durable, int64 *segno_out)
 {
 	int			chain = durable ? 0 : 1;
 
@@ -225,17 +225,11 @@ insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
 	list_free(indexes);
 }
 
-Relation
-mq_log_open_append(bool durable, int64 *segno)
-{
-	return segment_open_for_append(durable, segno);
-}
-
 void
 mq_log_append(MqMessage **msgs, int n, bool durable)
 {
 	int64		segno;
-	Relation	rel = segment_open_for_append(durable, &segno);
+	Relation	rel = mq_log_open_append(durable, &segno);
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
 	CommandId	cid = GetCurrentCommandId(true);
