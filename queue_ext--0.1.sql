@@ -26,6 +26,14 @@ AS 'MODULE_PATHNAME', 'mqlog_verify'
 LANGUAGE C STRICT;
 REVOKE ALL ON FUNCTION mq.mqlog_verify(regclass) FROM PUBLIC;
 
+-- The rows of one page, decoded (pageinspect's heap_page_items for mqlog).
+CREATE FUNCTION mq.mqlog_page_items(rel regclass, blkno bigint)
+RETURNS TABLE(lp integer, lp_off integer, lp_len integer, xmin xid,
+			  cmin bigint, natts integer, nulls text, data_len integer)
+AS 'MODULE_PATHNAME', 'mqlog_page_items'
+LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION mq.mqlog_page_items(regclass, bigint) FROM PUBLIC;
+
 -- end of mqlog section
 
 ------------------------------------------------------------------------

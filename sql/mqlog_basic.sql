@@ -140,9 +140,19 @@ COPY mql_trail FROM stdin;
 \.
 SELECT * FROM mql_trail ORDER BY a;
 SELECT a FROM mql_trail WHERE c IS NULL AND d IS NULL ORDER BY a;
-CREATE EXTENSION pageinspect;
-SELECT lp, lp_len, t_hoff, t_infomask2 & 2047 AS natts, t_bits
-  FROM heap_page_items(get_raw_page('mql_trail', 0)) ORDER BY lp;
+SELECT lp, lp_len, cmin, natts, nulls, data_len
+  FROM mq.mqlog_page_items('mql_trail', 0) ORDER BY lp;
+-- a row stores its cmin only when it is not the transaction's first command
+CREATE TABLE mql_cid (a int8) USING mqlog;
+BEGIN;
+INSERT INTO mql_cid VALUES (1);
+INSERT INTO mql_cid VALUES (2);
+SELECT a FROM mql_cid ORDER BY a;
+COMMIT;
+SELECT lp, lp_len, cmin, natts, data_len FROM mq.mqlog_page_items('mql_cid', 0) ORDER BY lp;
+SELECT * FROM mq.mqlog_page_items('mql_cid', 1);
+SELECT * FROM mq.mqlog_page_items('pg_class', 0);
+DROP TABLE mql_cid;
 -- a column added with a default reads as the default in older rows, but an
 -- explicit NULL in it stays NULL (such a NULL is stored, not trimmed)
 ALTER TABLE mql_trail ADD COLUMN e text DEFAULT 'dflt';
@@ -150,7 +160,6 @@ INSERT INTO mql_trail VALUES (7, 'u', NULL, NULL, NULL);
 INSERT INTO mql_trail (a, b) VALUES (8, 't');
 SELECT a, d, e FROM mql_trail ORDER BY a;
 SELECT * FROM mq.mqlog_verify('mql_trail');
-DROP EXTENSION pageinspect;
 
 DROP TABLE mql, mql_tx, mql_temp, mql_temp2, mql_unlogged, mql_heap, mql_ctas, mql_trail;
 DROP FUNCTION mql_count();

@@ -37,10 +37,9 @@ extern void mqlog_init(void);
  *
  * Standard PostgreSQL pages (PageInit, line pointers, special space) so
  * checksums, hole-free full-page images and pageinspect's get_raw_page
- * work.  Rows use the heap tuple layout (HeapTupleHeaderData) with t_xmin =
- * inserting (sub)transaction, t_cid = raw cmin, xmax invalid, t_ctid = own
- * TID.  Rows are only ever appended: line pointers are never reused and
- * tuples never move, so TIDs are stable and a pinned tuple stays valid.
+ * work.  Rows use the compact row format below, not heap's tuple header.
+ * Rows are only ever appended: line pointers are never reused and rows
+ * never move, so TIDs are stable and a pinned row stays valid.
  *
  * Two kinds of pages, told apart by the special area's flags:
  *	- data pages hold rows;
@@ -49,7 +48,7 @@ extern void mqlog_init(void);
  * ----------------------------------------------------------------
  */
 #define MQLOG_PAGE_MAGIC		0x4D51	/* "MQ" */
-#define MQLOG_PAGE_VERSION		1
+#define MQLOG_PAGE_VERSION		2
 
 /* mq_flags bits */
 #define MQLOG_PAGE_FROZEN		0x01	/* all normal items visible to all */
@@ -77,18 +76,104 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 
 #define MQLOG_SPECIAL_SIZE	MAXALIGN(sizeof(MqlogPageOpaqueData))
 
-/* Largest row stored inline on a data page */
-#define MQLOG_MAX_INLINE_TUPLE \
-	MAXALIGN_DOWN(BLCKSZ - SizeOfPageHeaderData - sizeof(ItemIdData) - \
-				  MQLOG_SPECIAL_SIZE)
+/*
+ * Rows on a data page (page version 2).  An append-only row needs no xmax,
+ * no update chain and no alignment padding, so it is stored at any byte
+ * offset with a 6-byte header instead of heap's 24 bytes:
+ *
+ *	uint32	xmin	the inserting (sub)transaction
+ *	uint16	info	natts (low 11 bits) | MQLOG_ROW_* flags
+ *	uint32	cmin	only with MQLOG_ROW_HAS_CID (cmin != FirstCommandId)
+ *	bits8	nulls[]	BITMAPLEN(natts) bytes, only with MQLOG_ROW_HASNULL
+ *	data			the attributes, byte for byte as after t_hoff in a heap
+ *					tuple (their alignment is relative to the data's start)
+ *
+ * Readers copy a row into a heap tuple (mqlog_row_to_tuple): the data lands
+ * at a MAXALIGNed t_hoff, so its alignment is restored and heap's deforming
+ * code reads it.  All fields are read and written with memcpy.
+ */
+#define MQLOG_ROW_NATTS_MASK	0x07FF
+#define MQLOG_ROW_HASNULL		0x0800	/* null bitmap present */
+#define MQLOG_ROW_HASEXTERNAL	0x1000	/* holds out-of-line values */
+#define MQLOG_ROW_HAS_CID		0x2000	/* cmin stored */
+#define MQLOG_ROW_LOG_INIT		0x4000	/* WAL only: initialize the page first */
+#define MQLOG_ROW_FLAGS			(MQLOG_ROW_HASNULL | MQLOG_ROW_HASEXTERNAL | \
+								 MQLOG_ROW_HAS_CID)
+
+#define MQLOG_ROW_HEADER_SIZE	(sizeof(TransactionId) + sizeof(uint16))
+
+/* Most bytes a row of natts attributes needs besides its data */
+#define MQLOG_ROW_MAX_OVERHEAD(natts) \
+	(MQLOG_ROW_HEADER_SIZE + sizeof(CommandId) + BITMAPLEN(natts))
+
+static inline TransactionId
+mqlog_row_xmin(const char *row)
+{
+	TransactionId xmin;
+
+	memcpy(&xmin, row, sizeof(TransactionId));
+	return xmin;
+}
+
+static inline uint16
+mqlog_row_info(const char *row)
+{
+	uint16		info;
+
+	memcpy(&info, row + sizeof(TransactionId), sizeof(uint16));
+	return info;
+}
+
+static inline CommandId
+mqlog_row_cmin(const char *row)
+{
+	CommandId	cid = FirstCommandId;
+
+	if (mqlog_row_info(row) & MQLOG_ROW_HAS_CID)
+		memcpy(&cid, row + MQLOG_ROW_HEADER_SIZE, sizeof(CommandId));
+	return cid;
+}
+
+/* Bytes of a row's null bitmap (0 without one) */
+static inline Size
+mqlog_row_bitmap_len(uint16 info)
+{
+	return (info & MQLOG_ROW_HASNULL) ?
+		BITMAPLEN(info & MQLOG_ROW_NATTS_MASK) : 0;
+}
+
+/* Bytes from the start of a row to its null bitmap */
+static inline Size
+mqlog_row_bitmap_offset(uint16 info)
+{
+	return MQLOG_ROW_HEADER_SIZE +
+		((info & MQLOG_ROW_HAS_CID) ? sizeof(CommandId) : 0);
+}
+
+/* Bytes from the start of a row to its data */
+static inline Size
+mqlog_row_data_offset(uint16 info)
+{
+	return mqlog_row_bitmap_offset(info) + mqlog_row_bitmap_len(info);
+}
+
+/* Largest row (on-page bytes) stored inline on a data page */
+#define MQLOG_MAX_INLINE_ROW \
+	(BLCKSZ - SizeOfPageHeaderData - sizeof(ItemIdData) - MQLOG_SPECIAL_SIZE)
 
 /* Bytes of an out-of-line value stored per overflow page */
-#define MQLOG_OVERFLOW_CHUNK	MQLOG_MAX_INLINE_TUPLE
+#define MQLOG_OVERFLOW_CHUNK	MAXALIGN_DOWN(MQLOG_MAX_INLINE_ROW)
+
+/*
+ * Line pointers per page are capped at heap's maximum, which core code
+ * sizing per-page arrays (TID bitmaps) assumes for any table.
+ */
+#define MQLOG_MAX_ROWS_PER_PAGE	MaxHeapTuplesPerPage
 
 /*
  * Rows longer than this get their largest compressible attributes
  * compressed first, as heap does (TOAST_TUPLE_THRESHOLD); only rows still
- * longer than MQLOG_MAX_INLINE_TUPLE move attributes to overflow pages.
+ * longer than MQLOG_MAX_INLINE_ROW move attributes to overflow pages.
  */
 #define MQLOG_COMPRESS_THRESHOLD	2032
 
@@ -106,17 +191,13 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 #define XLMQ_INIT_PAGE			0x01	/* (re)initialize the page first */
 
 /*
- * A row as logged (unaligned): uint16 t_infomask2, uint8 low byte of
- * t_infomask, the null bitmap (BITMAPLEN(natts) bytes, only with
- * HEAP_HASNULL), then the data from t_hoff on.  t_hoff follows from natts
- * and HEAP_HASNULL; xmin comes from the record's xid, cmin is
- * FirstCommandId at redo (masked for consistency checking), t_ctid is the
- * row's own TID.  In an INSERT record the logged t_infomask2 carries
- * XLMQ_ROW_INIT_PAGE (heap's HEAP_ONLY_TUPLE bit, never set on an mqlog
- * row) when the page is to be initialized first.
+ * A row as logged: the row without its xmin (the record's xid) and without
+ * its cmin (the flag MQLOG_ROW_HAS_CID stays; redo stores FirstCommandId,
+ * masked for consistency checking): uint16 info, null bitmap, data.  In an
+ * INSERT record the logged info carries MQLOG_ROW_LOG_INIT when the page
+ * is to be initialized first.
  */
-#define SizeOfMqlogRowHeader	3
-#define XLMQ_ROW_INIT_PAGE		HEAP_ONLY_TUPLE
+#define SizeOfMqlogRowHeader	sizeof(uint16)
 
 /*
  * INSERT: one row on each registered block (up to MQLOG_MAX_LINKED blocks,
@@ -130,8 +211,8 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 
 /*
  * Bytes a MULTI_INSERT record's block data needs at most for the rows that
- * fit on one page: each logged row is shorter than its tuple (5 header
- * bytes instead of the 23-byte tuple header), so a page's worth.
+ * fit on one page: each logged row with its 2-byte length is no longer than
+ * the row plus its line pointer, so a page's worth.
  */
 #define MQLOG_MULTI_INSERT_WAL_SPACE	BLCKSZ
 
@@ -185,6 +266,17 @@ extern void mqlog_page_init(Page page, uint8 flags);
 extern bool mqlog_page_is_valid(Page page);
 extern void mqlog_page_note_xmin(Page page, TransactionId xid);
 extern Size mqlog_page_free_space(Page page);
+extern char *mqlog_page_add_item(Page page, Size len, OffsetNumber *off);
+
+/* mqlog_row.c */
+extern uint16 mqlog_row_info_of(HeapTuple tup);
+extern Size mqlog_row_size(HeapTuple tup);
+extern void mqlog_row_write(char *dst, HeapTuple tup);
+extern HeapTuple mqlog_row_to_tuple(const char *row, Size len,
+									MemoryContext mcxt);
+extern void mqlog_row_store(TupleTableSlot *slot, Relation rel, Page page,
+							BlockNumber blkno, OffsetNumber off);
+extern const char *mqlog_row_check(const char *row, Size len, int relnatts);
 
 /* mqlog_visibility.c */
 typedef enum MqlogXminStatus
@@ -195,9 +287,9 @@ typedef enum MqlogXminStatus
 	MQLOG_XMIN_ABORTED			/* aborted or crashed */
 } MqlogXminStatus;
 
-extern MqlogXminStatus mqlog_xmin_status(HeapTupleHeader tuple, bool frozen);
-extern bool mqlog_tuple_visible(Relation rel, HeapTuple tuple, bool frozen,
-								Snapshot snapshot);
+extern MqlogXminStatus mqlog_xmin_status(TransactionId xmin, bool frozen);
+extern bool mqlog_row_visible(Relation rel, const char *row, bool frozen,
+							  Snapshot snapshot);
 
 /* mqlog_insert.c */
 extern void mqlog_tuple_insert(Relation rel, TupleTableSlot *slot,

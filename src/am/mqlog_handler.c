@@ -198,7 +198,7 @@ mqlog_ExecutorStart(QueryDesc *queryDesc, int eflags)
 static const TupleTableSlotOps *
 mqlog_slot_callbacks(Relation rel)
 {
-	return &TTSOpsBufferHeapTuple;
+	return &TTSOpsHeapTuple;
 }
 
 static void
@@ -337,7 +337,7 @@ mqlog_relation_estimate_size(Relation rel, int32 *attr_widths,
 {
 	table_block_relation_estimate_size(rel, attr_widths, pages, tuples,
 									   allvisfrac,
-									   MAXALIGN(SizeofHeapTupleHeader) + sizeof(ItemIdData),
+									   MQLOG_ROW_HEADER_SIZE + sizeof(ItemIdData),
 									   BLCKSZ - SizeOfPageHeaderData - MQLOG_SPECIAL_SIZE);
 }
 

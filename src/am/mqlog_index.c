@@ -91,7 +91,7 @@ mqlog_index_build_range_scan(Relation table_rel, Relation index_rel,
 		bool		frozen;
 		OffsetNumber off,
 					maxoff;
-		OffsetNumber tolist[MaxHeapTuplesPerPage];
+		OffsetNumber tolist[MQLOG_MAX_ROWS_PER_PAGE];
 		int			n = 0,
 					i;
 
@@ -107,21 +107,17 @@ mqlog_index_build_range_scan(Relation table_rel, Relation index_rel,
 			maxoff = PageGetMaxOffsetNumber(page);
 			for (off = FirstOffsetNumber; off <= maxoff; off++)
 			{
-				HeapTupleData tuple;
 				ItemId		iid = PageGetItemId(page, off);
+				const char *row;
 				bool		indexit;
 
 				if (!ItemIdIsNormal(iid))
 					continue;
-				tuple.t_data = (HeapTupleHeader) PageGetItem(page, iid);
-				tuple.t_len = ItemIdGetLength(iid);
-				tuple.t_tableOid = RelationGetRelid(table_rel);
-				ItemPointerSet(&tuple.t_self, blkno, off);
-
+				row = (const char *) PageGetItem(page, iid);
 				if (snapshot == SnapshotAny)
-					indexit = mqlog_xmin_status(tuple.t_data, frozen) != MQLOG_XMIN_ABORTED;
+					indexit = mqlog_xmin_status(mqlog_row_xmin(row), frozen) != MQLOG_XMIN_ABORTED;
 				else
-					indexit = mqlog_tuple_visible(table_rel, &tuple, frozen, snapshot);
+					indexit = mqlog_row_visible(table_rel, row, frozen, snapshot);
 				if (indexit)
 					tolist[n++] = off;
 			}
@@ -131,23 +127,15 @@ mqlog_index_build_range_scan(Relation table_rel, Relation index_rel,
 		/* rows never change: form index entries with only the pin held */
 		for (i = 0; i < n; i++)
 		{
-			HeapTupleData tuple;
-			ItemId		iid = PageGetItemId(page, tolist[i]);
-
-			tuple.t_data = (HeapTupleHeader) PageGetItem(page, iid);
-			tuple.t_len = ItemIdGetLength(iid);
-			tuple.t_tableOid = RelationGetRelid(table_rel);
-			ItemPointerSet(&tuple.t_self, blkno, tolist[i]);
-
 			MemoryContextReset(econtext->ecxt_per_tuple_memory);
-			ExecStoreBufferHeapTuple(&tuple, slot, buf);
+			mqlog_row_store(slot, table_rel, page, blkno, tolist[i]);
 			reltuples += 1;
 
 			if (predicate != NULL && !ExecQual(predicate, econtext))
 				continue;
 
 			FormIndexDatum(index_info, slot, estate, values, isnull);
-			callback(index_rel, &tuple.t_self, values, isnull, true,
+			callback(index_rel, &slot->tts_tid, values, isnull, true,
 					 callback_state);
 		}
 		ExecClearTuple(slot);

@@ -41,7 +41,7 @@
  * Trailing NULL columns are not stored: a row with fewer attributes than
  * its relation reads the missing ones as NULL (as heap reads rows written
  * before an ADD COLUMN), so rows whose optional last columns are empty
- * need no null bitmap, which often saves t_hoff's whole 8-byte step.
+ * need no null bitmap.
  * Columns with a "missing" value (ADD COLUMN ... DEFAULT) are kept: their
  * NULL would read as the default.  Works in place on a tuple we own.
  */
@@ -131,7 +131,7 @@ mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
 }
 
 /*
- * Can a row of "need" bytes (MAXALIGNed) go on this exclusively locked
+ * Can a row of "need" bytes (on-page size) go on this exclusively locked
  * page?  Sets *isnew for a zero page the caller must initialize.
  */
 static bool
@@ -271,19 +271,20 @@ mqlog_get_target_buffer(Relation rel, Size need, BulkInsertState bistate,
 }
 
 /*
- * Append tup to the exclusively locked page (inside the caller's critical
- * section) at its next line pointer, and set its TID: t_self, and t_ctid
- * in the copy stored on the page.
+ * Append tup as a row to the exclusively locked page (inside the caller's
+ * critical section) at its next line pointer, and set tup->t_self.
  */
 static void
 mqlog_page_add_row(Page page, BlockNumber blkno, HeapTuple tup)
 {
-	OffsetNumber off = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+	OffsetNumber off;
+	char	   *dst = mqlog_page_add_item(page, mqlog_row_size(tup), &off);
 
+	if (dst == NULL)
+		elog(PANIC, "failed to add row to mqlog page %u", blkno);
+	mqlog_row_write(dst, tup);
 	ItemPointerSet(&tup->t_self, blkno, off);
 	tup->t_data->t_ctid = tup->t_self;
-	if (PageAddItem(page, (Item) tup->t_data, tup->t_len, off, false, true) != off)
-		elog(PANIC, "failed to add row to mqlog page %u", blkno);
 }
 
 /*
@@ -317,7 +318,7 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 	{
 		HeapTuple	tup = tuples[first + n];
 
-		if (n > 0 && mqlog_page_free_space(page) < MAXALIGN(tup->t_len))
+		if (n > 0 && mqlog_page_free_space(page) < mqlog_row_size(tup))
 			break;
 		mqlog_page_add_row(page, blkno, tup);
 		n++;
@@ -362,7 +363,7 @@ mqlog_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 
 	tup = mqlog_prepare_insert(rel, slot, xid, cid, &shouldFree);
 
-	buf = mqlog_get_target_buffer(rel, MAXALIGN(tup->t_len), bistate, &isnew);
+	buf = mqlog_get_target_buffer(rel, mqlog_row_size(tup), bistate, &isnew);
 	mqlog_fill_page(rel, buf, isnew, &tup, 0, 1, xid);
 	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 	UnlockReleaseBuffer(buf);
@@ -431,7 +432,7 @@ mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		Buffer		buf;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = mqlog_get_target_buffer(rel, MAXALIGN(tuples[ndone]->t_len),
+		buf = mqlog_get_target_buffer(rel, mqlog_row_size(tuples[ndone]),
 									  bistate, &isnew);
 		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
 		RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
@@ -541,7 +542,7 @@ mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
 	buf = mqlog_lock_last_page(rel, &isnew);
 	while (ndone < nslots)
 	{
-		mqlog_ordered_page(rel, &buf, MAXALIGN(tuples[ndone]->t_len), &isnew);
+		mqlog_ordered_page(rel, &buf, mqlog_row_size(tuples[ndone]), &isnew);
 		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
 		isnew = false;
 	}
@@ -571,7 +572,7 @@ mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel, TupleTableSlot *slot,
 	row->ordered = ordered;
 	row->xid = mqlog_begin_insert(rel);
 	row->tup = mqlog_prepare_insert(rel, slot, row->xid, cid, &row->shouldFree);
-	need = MAXALIGN(row->tup->t_len);
+	need = mqlog_row_size(row->tup);
 	if (ordered)
 	{
 		row->buf = mqlog_lock_last_page(rel, &row->isnew);

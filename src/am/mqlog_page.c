@@ -69,13 +69,33 @@ mqlog_page_note_xmin(Page page, TransactionId xid)
 }
 
 /*
- * Space available for one more row (tuple bytes, MAXALIGNed by caller),
- * counting its line pointer.  Zero once MaxHeapTuplesPerPage items exist.
+ * Space available for one more row (its on-page bytes), counting its line
+ * pointer.  Zero once MQLOG_MAX_ROWS_PER_PAGE items exist.
  */
 Size
 mqlog_page_free_space(Page page)
 {
-	if (PageGetMaxOffsetNumber(page) >= MaxHeapTuplesPerPage)
+	if (PageGetMaxOffsetNumber(page) >= MQLOG_MAX_ROWS_PER_PAGE)
 		return 0;
 	return PageGetFreeSpace(page);
+}
+
+/*
+ * Append an item of len bytes at the page's next line pointer and return
+ * where to write it (*off receives its offset number), or NULL when it does
+ * not fit.  Unlike PageAddItem the item is not MAXALIGNed: rows are read
+ * with memcpy (see mqlog.h), so padding would only waste space.
+ */
+char *
+mqlog_page_add_item(Page page, Size len, OffsetNumber *off)
+{
+	PageHeader	ph = (PageHeader) page;
+
+	if (mqlog_page_free_space(page) < len || len == 0)
+		return NULL;
+	*off = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+	ph->pd_upper -= len;
+	ph->pd_lower += sizeof(ItemIdData);
+	ItemIdSetNormal(PageGetItemId(page, *off), ph->pd_upper, len);
+	return (char *) page + ph->pd_upper;
 }

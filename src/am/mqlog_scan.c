@@ -7,9 +7,9 @@
  *
  * Scans work a page at a time like heap's page mode: share-lock the page,
  * collect the offsets of the rows visible to the snapshot, unlock, then
- * return the rows with only a pin held.  Rows never move or change, so a
- * pinned tuple stays valid.  Overflow pages and new (all-zero) pages hold
- * no rows and are skipped.
+ * return copies of the rows (mqlog_row_store) with only a pin held.  Rows
+ * never move or change, so a pinned row stays valid.  Overflow pages and
+ * new (all-zero) pages hold no rows and are skipped.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,7 +42,7 @@ typedef struct MqlogScanDescData
 	Buffer		rs_cbuf;		/* its buffer, pinned */
 	int			rs_ntuples;		/* visible rows on it */
 	int			rs_cindex;		/* index in rs_vistuples last returned */
-	OffsetNumber rs_vistuples[MaxHeapTuplesPerPage];
+	OffsetNumber rs_vistuples[MQLOG_MAX_ROWS_PER_PAGE];
 
 	/* parallel scans */
 	ParallelBlockTableScanWorkerData *rs_parallelworkerdata;
@@ -76,36 +76,11 @@ mqlog_is_data_page(Relation rel, Page page, BlockNumber blkno)
 	return !MqlogPageIsOverflow(page);
 }
 
-/* Fill *tuple for item off of a page (caller checked ItemIdIsNormal) */
-static inline void
-mqlog_page_tuple(Relation rel, Page page, BlockNumber blkno,
-				 OffsetNumber off, HeapTuple tuple)
+/* The row at item off of a page (caller checked ItemIdIsNormal) */
+static inline const char *
+mqlog_page_row(Page page, OffsetNumber off)
 {
-	ItemId		iid = PageGetItemId(page, off);
-
-	tuple->t_data = (HeapTupleHeader) PageGetItem(page, iid);
-	tuple->t_len = ItemIdGetLength(iid);
-	tuple->t_tableOid = RelationGetRelid(rel);
-	ItemPointerSet(&tuple->t_self, blkno, off);
-}
-
-/*
- * Store an on-page row into the slot: zero-copy (pinning buf) for our own
- * slot type, a copy for any other slot.
- */
-static void
-mqlog_store_in_slot(TupleTableSlot *slot, HeapTuple tuple, Buffer buf)
-{
-	if (TTS_IS_BUFFERTUPLE(slot))
-	{
-		BufferHeapTupleTableSlot *bslot = (BufferHeapTupleTableSlot *) slot;
-
-		bslot->base.tupdata = *tuple;
-		ExecStoreBufferHeapTuple(&bslot->base.tupdata, slot, buf);
-	}
-	else
-		ExecForceStoreHeapTuple(heap_copytuple(tuple), slot, true);
-	slot->tts_tableOid = tuple->t_tableOid;
+	return (const char *) PageGetItem(page, PageGetItemId(page, off));
 }
 
 /* ----------------------------------------------------------------
@@ -332,12 +307,9 @@ mqlog_scan_load_page(MqlogScanDesc scan, BlockNumber blkno)
 
 		for (off = FirstOffsetNumber; off <= maxoff; off++)
 		{
-			HeapTupleData tuple;
-
 			if (!ItemIdIsNormal(PageGetItemId(page, off)))
 				continue;
-			mqlog_page_tuple(rel, page, blkno, off, &tuple);
-			if (mqlog_tuple_visible(rel, &tuple, frozen, snapshot))
+			if (mqlog_row_visible(rel, mqlog_page_row(page, off), frozen, snapshot))
 				scan->rs_vistuples[n++] = off;
 		}
 	}
@@ -360,13 +332,9 @@ mqlog_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 
 			if (next >= 0 && next < scan->rs_ntuples)
 			{
-				HeapTupleData tuple;
-				Page		page = BufferGetPage(scan->rs_cbuf);
-
 				scan->rs_cindex = next;
-				mqlog_page_tuple(sscan->rs_rd, page, scan->rs_cblock,
-								 scan->rs_vistuples[next], &tuple);
-				mqlog_store_in_slot(slot, &tuple, scan->rs_cbuf);
+				mqlog_row_store(slot, sscan->rs_rd, BufferGetPage(scan->rs_cbuf),
+								scan->rs_cblock, scan->rs_vistuples[next]);
 				pgstat_count_heap_getnext(sscan->rs_rd);
 				return true;
 			}
@@ -398,12 +366,12 @@ mqlog_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
  */
 
 /*
- * Look up tid on the share-locked page in buf.  Returns false if there is
- * no row there; *dead is set for LP_DEAD items.
+ * Look up tid on the share-locked page in buf.  Returns the row, or NULL
+ * if there is no row there; *dead is set for LP_DEAD items.
  */
-static bool
-mqlog_lookup_tid(Relation rel, Buffer buf, ItemPointer tid, HeapTuple tuple,
-				 bool *frozen, bool *dead)
+static const char *
+mqlog_lookup_tid(Relation rel, Buffer buf, ItemPointer tid, bool *frozen,
+				 bool *dead)
 {
 	Page		page = BufferGetPage(buf);
 	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
@@ -411,17 +379,24 @@ mqlog_lookup_tid(Relation rel, Buffer buf, ItemPointer tid, HeapTuple tuple,
 
 	*dead = false;
 	if (!mqlog_is_data_page(rel, page, BufferGetBlockNumber(buf)))
-		return false;
+		return NULL;
 	if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page))
-		return false;
+		return NULL;
 	iid = PageGetItemId(page, off);
 	if (ItemIdIsDead(iid))
 		*dead = true;
 	if (!ItemIdIsNormal(iid))
-		return false;
-	mqlog_page_tuple(rel, page, BufferGetBlockNumber(buf), off, tuple);
+		return NULL;
 	*frozen = MqlogPageIsFrozen(page);
-	return true;
+	return (const char *) PageGetItem(page, iid);
+}
+
+/* Store a copy of the row at tid (on the page in buf) into slot */
+static void
+mqlog_store_tid(TupleTableSlot *slot, Relation rel, Buffer buf, ItemPointer tid)
+{
+	mqlog_row_store(slot, rel, BufferGetPage(buf), BufferGetBlockNumber(buf),
+					ItemPointerGetOffsetNumber(tid));
 }
 
 struct IndexFetchTableData *
@@ -466,7 +441,7 @@ mqlog_index_fetch_tuple(struct IndexFetchTableData *data, ItemPointer tid,
 	MqlogIndexFetchData *fetch = (MqlogIndexFetchData *) data;
 	Relation	rel = fetch->xs_base.rel;
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
-	HeapTupleData tuple;
+	const char *row;
 	bool		frozen,
 				dead,
 				visible = false;
@@ -480,14 +455,14 @@ mqlog_index_fetch_tuple(struct IndexFetchTableData *data, ItemPointer tid,
 		fetch->xs_cbuf = ReleaseAndReadBuffer(fetch->xs_cbuf, rel, blkno);
 
 	LockBuffer(fetch->xs_cbuf, BUFFER_LOCK_SHARE);
-	if (mqlog_lookup_tid(rel, fetch->xs_cbuf, tid, &tuple, &frozen, &dead))
+	row = mqlog_lookup_tid(rel, fetch->xs_cbuf, tid, &frozen, &dead);
+	if (row != NULL)
 	{
-		visible = mqlog_tuple_visible(rel, &tuple, frozen, snapshot);
+		visible = mqlog_row_visible(rel, row, frozen, snapshot);
 		if (visible)
-			PredicateLockTID(rel, tid, snapshot,
-							 HeapTupleHeaderGetRawXmin(tuple.t_data));
+			PredicateLockTID(rel, tid, snapshot, mqlog_row_xmin(row));
 		else if (all_dead &&
-				 mqlog_xmin_status(tuple.t_data, frozen) == MQLOG_XMIN_ABORTED)
+				 mqlog_xmin_status(mqlog_row_xmin(row), frozen) == MQLOG_XMIN_ABORTED)
 			*all_dead = true;
 	}
 	else if (dead && all_dead)
@@ -496,7 +471,7 @@ mqlog_index_fetch_tuple(struct IndexFetchTableData *data, ItemPointer tid,
 
 	if (visible)
 	{
-		mqlog_store_in_slot(slot, &tuple, fetch->xs_cbuf);
+		mqlog_store_tid(slot, rel, fetch->xs_cbuf, tid);
 		pgstat_count_heap_fetch(rel);
 	}
 	return visible;
@@ -510,7 +485,7 @@ mqlog_fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 						TupleTableSlot *slot)
 {
 	Buffer		buf;
-	HeapTupleData tuple;
+	const char *row;
 	bool		frozen,
 				dead,
 				visible = false;
@@ -521,12 +496,13 @@ mqlog_fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 
 	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	if (mqlog_lookup_tid(rel, buf, tid, &tuple, &frozen, &dead))
-		visible = mqlog_tuple_visible(rel, &tuple, frozen, snapshot);
+	row = mqlog_lookup_tid(rel, buf, tid, &frozen, &dead);
+	if (row != NULL)
+		visible = mqlog_row_visible(rel, row, frozen, snapshot);
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 
 	if (visible)
-		mqlog_store_in_slot(slot, &tuple, buf);
+		mqlog_store_tid(slot, rel, buf, tid);
 	ReleaseBuffer(buf);
 	return visible;
 }
@@ -543,7 +519,7 @@ mqlog_tuple_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
 							   Snapshot snapshot)
 {
 	Buffer		buf;
-	HeapTupleData tuple;
+	const char *row;
 	bool		frozen,
 				dead,
 				visible = false;
@@ -555,8 +531,9 @@ mqlog_tuple_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
 	/* rows never change: check the stored version by its TID */
 	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&slot->tts_tid));
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	if (mqlog_lookup_tid(rel, buf, &slot->tts_tid, &tuple, &frozen, &dead))
-		visible = mqlog_tuple_visible(rel, &tuple, frozen, snapshot);
+	row = mqlog_lookup_tid(rel, buf, &slot->tts_tid, &frozen, &dead);
+	if (row != NULL)
+		visible = mqlog_row_visible(rel, row, frozen, snapshot);
 	UnlockReleaseBuffer(buf);
 	return visible;
 }
@@ -580,7 +557,7 @@ mqlog_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
 		TM_IndexDelete *del = &delstate->deltids[i];
 		TM_IndexStatus *status = &delstate->status[del->id];
 		BlockNumber blkno = ItemPointerGetBlockNumber(&del->tid);
-		HeapTupleData tuple;
+		const char *row;
 		bool		frozen,
 					dead;
 
@@ -591,9 +568,10 @@ mqlog_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
 		if (!BufferIsValid(buf) || BufferGetBlockNumber(buf) != blkno)
 			buf = ReleaseAndReadBuffer(buf, rel, blkno);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		if (mqlog_lookup_tid(rel, buf, &del->tid, &tuple, &frozen, &dead))
+		row = mqlog_lookup_tid(rel, buf, &del->tid, &frozen, &dead);
+		if (row != NULL)
 			status->knowndeletable =
-				(mqlog_xmin_status(tuple.t_data, frozen) == MQLOG_XMIN_ABORTED);
+				(mqlog_xmin_status(mqlog_row_xmin(row), frozen) == MQLOG_XMIN_ABORTED);
 		else
 			status->knowndeletable = dead;
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
@@ -642,7 +620,6 @@ mqlog_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 		for (; scan->rs_aoffset <= maxoff; scan->rs_aoffset++)
 		{
 			ItemId		iid = PageGetItemId(page, scan->rs_aoffset);
-			HeapTupleData tuple;
 
 			if (ItemIdIsDead(iid))
 			{
@@ -651,14 +628,14 @@ mqlog_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 			}
 			if (!ItemIdIsNormal(iid))
 				continue;
-			mqlog_page_tuple(rel, page, scan->rs_cblock, scan->rs_aoffset, &tuple);
-			switch (mqlog_xmin_status(tuple.t_data, frozen))
+			switch (mqlog_xmin_status(mqlog_row_xmin(mqlog_page_row(page, scan->rs_aoffset)),
+									  frozen))
 			{
 				case MQLOG_XMIN_COMMITTED:
 				case MQLOG_XMIN_CURRENT:
 					*liverows += 1;
+					mqlog_row_store(slot, rel, page, scan->rs_cblock, scan->rs_aoffset);
 					scan->rs_aoffset++;
-					mqlog_store_in_slot(slot, &tuple, scan->rs_cbuf);
 					return true;
 				case MQLOG_XMIN_IN_PROGRESS:
 					/* counted by the inserter's own stats report */
@@ -682,9 +659,9 @@ mqlog_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
  */
 
 static MqlogRowState
-mqlog_row_state(HeapTupleHeader htup, bool frozen)
+mqlog_row_state(const char *row, bool frozen)
 {
-	switch (mqlog_xmin_status(htup, frozen))
+	switch (mqlog_xmin_status(mqlog_row_xmin(row), frozen))
 	{
 		case MQLOG_XMIN_COMMITTED:
 			return MQLOG_ROW_COMMITTED;
@@ -698,18 +675,25 @@ mqlog_row_state(HeapTupleHeader htup, bool frozen)
 	return MQLOG_ROW_ABORTED;
 }
 
-/* Copy a row out for the caller (no pin kept) */
+/*
+ * Classify row off of a share-locked data page and copy it out for the
+ * caller (no pin kept) when it is readable.
+ */
 static void
-mqlog_copy_to_slot(TupleTableSlot *slot, HeapTuple tuple, MqlogRowState state)
+mqlog_read_row(Relation rel, Page page, BlockNumber blkno, OffsetNumber off,
+			   MqlogRowState *state, TupleTableSlot *slot)
 {
+	*state = mqlog_row_state(mqlog_page_row(page, off), MqlogPageIsFrozen(page));
 	if (slot == NULL)
 		return;
-	if (state == MQLOG_ROW_COMMITTED || state == MQLOG_ROW_OWN)
-		ExecForceStoreHeapTuple(heap_copytuple(tuple), slot, true);
+	if (*state == MQLOG_ROW_COMMITTED || *state == MQLOG_ROW_OWN)
+		mqlog_row_store(slot, rel, page, blkno, off);
 	else
+	{
 		ExecClearTuple(slot);
-	slot->tts_tableOid = tuple->t_tableOid;
-	slot->tts_tid = tuple->t_self;
+		slot->tts_tableOid = RelationGetRelid(rel);
+	}
+	ItemPointerSet(&slot->tts_tid, blkno, off);
 }
 
 bool
@@ -752,18 +736,12 @@ mqlog_read_next(Relation rel, ItemPointer pos, MqlogRowState *state,
 		page = BufferGetPage(buf);
 		if (mqlog_is_data_page(rel, page, blkno))
 		{
-			bool		frozen = MqlogPageIsFrozen(page);
-
 			maxoff = PageGetMaxOffsetNumber(page);
 			for (; off <= maxoff; off++)
 			{
-				HeapTupleData tuple;
-
 				if (!ItemIdIsNormal(PageGetItemId(page, off)))
 					continue;	/* LP_DEAD: a frozen aborted row */
-				mqlog_page_tuple(rel, page, blkno, off, &tuple);
-				*state = mqlog_row_state(tuple.t_data, frozen);
-				mqlog_copy_to_slot(slot, &tuple, *state);
+				mqlog_read_row(rel, page, blkno, off, state, slot);
 				UnlockReleaseBuffer(buf);
 				ItemPointerSet(pos, blkno, off);
 				return MQLOG_READ_ROW;
@@ -797,7 +775,6 @@ mqlog_fetch_row(Relation rel, ItemPointer tid, MqlogRowState *state,
 				TupleTableSlot *slot)
 {
 	Buffer		buf;
-	HeapTupleData tuple;
 	bool		frozen,
 				dead,
 				found;
@@ -813,12 +790,10 @@ mqlog_fetch_row(Relation rel, ItemPointer tid, MqlogRowState *state,
 
 	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	found = mqlog_lookup_tid(rel, buf, tid, &tuple, &frozen, &dead);
+	found = mqlog_lookup_tid(rel, buf, tid, &frozen, &dead) != NULL;
 	if (found)
-	{
-		*state = mqlog_row_state(tuple.t_data, frozen);
-		mqlog_copy_to_slot(slot, &tuple, *state);
-	}
+		mqlog_read_row(rel, BufferGetPage(buf), ItemPointerGetBlockNumber(tid),
+					   ItemPointerGetOffsetNumber(tid), state, slot);
 	UnlockReleaseBuffer(buf);
 	return found;
 }

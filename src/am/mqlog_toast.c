@@ -144,7 +144,7 @@ mqlog_externalize(Relation rel, Datum value)
 static void
 mqlog_row_too_big(Relation rel, Size size, Size limit)
 {
-	if (limit == MQLOG_MAX_INLINE_TUPLE)
+	if (limit == MQLOG_MAX_INLINE_ROW)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("row is too big: size %zu, maximum size %zu", size, limit),
@@ -203,7 +203,7 @@ mqlog_prepare_tuple(Relation rel, HeapTuple tup)
 	/* 2. size limit, before touching any buffer */
 	{
 		Size		size = heap_compute_data_size(tupdesc, values, isnull) +
-		SizeofHeapTupleHeader;
+		MQLOG_ROW_MAX_OVERHEAD(natts);
 
 		if (size > (Size) mqlog_max_row_size)
 			mqlog_row_too_big(rel, size, mqlog_max_row_size);
@@ -211,7 +211,7 @@ mqlog_prepare_tuple(Relation rel, HeapTuple tup)
 
 	/* 3. compress the largest compressible attributes, as heap would */
 	while (heap_compute_data_size(tupdesc, values, isnull) +
-		   MAXALIGN(SizeofHeapTupleHeader + BITMAPLEN(natts)) > MQLOG_COMPRESS_THRESHOLD)
+		   MQLOG_ROW_MAX_OVERHEAD(natts) > MQLOG_COMPRESS_THRESHOLD)
 	{
 		int			biggest = -1;
 		Size		bigsize = 0;
@@ -252,7 +252,7 @@ mqlog_prepare_tuple(Relation rel, HeapTuple tup)
 	/* 4. move the largest attributes out of line until the row fits */
 	memset(done, 0, natts * sizeof(bool));
 	while (heap_compute_data_size(tupdesc, values, isnull) +
-		   MAXALIGN(SizeofHeapTupleHeader + BITMAPLEN(natts)) > MQLOG_MAX_INLINE_TUPLE)
+		   MQLOG_ROW_MAX_OVERHEAD(natts) > MQLOG_MAX_INLINE_ROW)
 	{
 		int			biggest = -1;
 		Size		bigsize = 0;
@@ -278,8 +278,8 @@ mqlog_prepare_tuple(Relation rel, HeapTuple tup)
 		if (biggest < 0 || bigsize <= TOAST_POINTER_SIZE)
 			mqlog_row_too_big(rel,
 							  heap_compute_data_size(tupdesc, values, isnull) +
-							  SizeofHeapTupleHeader,
-							  MQLOG_MAX_INLINE_TUPLE);
+							  MQLOG_ROW_MAX_OVERHEAD(natts),
+							  MQLOG_MAX_INLINE_ROW);
 		done[biggest] = true;
 		values[biggest] = mqlog_externalize(rel, values[biggest]);
 		changed = true;

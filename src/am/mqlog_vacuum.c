@@ -45,7 +45,7 @@ mqlog_freeze_page(Relation rel, Buffer buf, double *live)
 {
 	Page		page = BufferGetPage(buf);
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
-	OffsetNumber dead[MaxHeapTuplesPerPage];
+	OffsetNumber dead[MQLOG_MAX_ROWS_PER_PAGE];
 	int			ndead = 0;
 	TransactionId conflict = InvalidTransactionId;
 	OffsetNumber off;
@@ -53,14 +53,12 @@ mqlog_freeze_page(Relation rel, Buffer buf, double *live)
 	for (off = FirstOffsetNumber; off <= maxoff; off++)
 	{
 		ItemId		iid = PageGetItemId(page, off);
-		HeapTupleHeader htup;
 		TransactionId xmin;
 
 		if (!ItemIdIsNormal(iid))
 			continue;
-		htup = (HeapTupleHeader) PageGetItem(page, iid);
-		xmin = HeapTupleHeaderGetRawXmin(htup);
-		switch (mqlog_xmin_status(htup, false))
+		xmin = mqlog_row_xmin((const char *) PageGetItem(page, iid));
+		switch (mqlog_xmin_status(xmin, false))
 		{
 			case MQLOG_XMIN_COMMITTED:
 				if (TransactionIdIsNormal(xmin) &&

@@ -9,8 +9,9 @@
  *	- the block can be read (checksum, page header), header bounds,
  *	  special area size, magic, format version and flags;
  *	- line pointers: only LP_NORMAL, or LP_DEAD on frozen pages; item
- *	  bounds inside [pd_upper, pd_special), MAXALIGNed;
- *	- tuple headers: t_hoff, natts, t_ctid, xmax;
+ *	  bounds inside [pd_upper, pd_special);
+ *	- row headers: flags, natts; the attributes (by their lengths and
+ *	  alignment) end exactly at the end of the row;
  *	- xmin: normal, before the next xid, not older than relfrozenxid on
  *	  unfrozen pages, inside the page's [min_xmin, max_xmin] (which must
  *	  be exact), and committed for every row of a frozen page whose xid is
@@ -100,63 +101,86 @@ report(VerifyState *vs, BlockNumber blkno, OffsetNumber offnum,
 						 values, nulls);
 }
 
+/*
+ * Do the attributes of tup, walked by their lengths and alignment, end
+ * exactly where its data ends?  Returns NULL or what is wrong.
+ */
+static char *
+verify_row_data(HeapTuple tup, TupleDesc desc)
+{
+	HeapTupleHeader htup = tup->t_data;
+	char	   *tp = (char *) htup + htup->t_hoff;
+	Size		datalen = tup->t_len - htup->t_hoff;
+	Size		off = 0;
+	int			natts = HeapTupleHeaderGetNatts(htup);
+
+	for (int i = 0; i < natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Size		len;
+
+		if (HeapTupleHasNulls(tup) && att_isnull(i, htup->t_bits))
+			continue;
+		if (off >= datalen)
+			return psprintf("attribute %d starts at data offset %zu, past the row's %zu data bytes",
+							i + 1, off, datalen);
+		off = att_align_pointer(off, att->attalign, att->attlen, tp + off);
+		if (att->attlen > 0)
+			len = att->attlen;
+		else if (att->attlen == -1)
+		{
+			char	   *v = tp + off;
+
+			if (off >= datalen ||
+				(!VARATT_IS_1B(v) && !VARATT_IS_1B_E(v) && datalen - off < VARHDRSZ) ||
+				(VARATT_IS_1B_E(v) && datalen - off < VARHDRSZ_EXTERNAL))
+				return psprintf("attribute %d: varlena header at data offset %zu is truncated",
+								i + 1, off);
+			len = VARSIZE_ANY(v);
+		}
+		else
+			len = strnlen(tp + off, datalen - off) + 1;
+		if (off + len > datalen)
+			return psprintf("attribute %d (%zu bytes at data offset %zu) ends past the row's %zu data bytes",
+							i + 1, len, off, datalen);
+		off += len;
+	}
+	if (off != datalen)
+		return psprintf("row has %zu data bytes but its attributes end at %zu",
+						datalen, off);
+	return NULL;
+}
+
 /* Check one row of a data page; returns its xmin if usable, else Invalid */
 static TransactionId
 verify_row(VerifyState *vs, Page page, BlockNumber blkno, OffsetNumber off,
 		   bool frozen)
 {
 	ItemId		iid = PageGetItemId(page, off);
-	HeapTupleHeader htup;
+	const char *row;
+	HeapTuple	tup;
 	TupleDesc	tupdesc = RelationGetDescr(vs->rel);
 	unsigned	lp_off = ItemIdGetOffset(iid);
 	unsigned	lp_len = ItemIdGetLength(iid);
 	PageHeader	ph = (PageHeader) page;
 	TransactionId xmin;
-	int			natts;
-	uint8		hoff;
-	ItemPointerData self;
+	const char *problem;
+	char	   *dataproblem;
 
-	if (lp_off < ph->pd_upper || lp_off + lp_len > ph->pd_special ||
-		lp_off != MAXALIGN(lp_off))
+	if (lp_off < ph->pd_upper || lp_off + lp_len > ph->pd_special)
 	{
-		report(vs, blkno, off, "line pointer (offset %u, length %u) outside the tuple area [%u, %u)",
+		report(vs, blkno, off, "line pointer (offset %u, length %u) outside the row area [%u, %u)",
 			   lp_off, lp_len, ph->pd_upper, ph->pd_special);
 		return InvalidTransactionId;
 	}
-	if (lp_len < SizeofHeapTupleHeader)
+	row = (const char *) PageGetItem(page, iid);
+	problem = mqlog_row_check(row, lp_len, tupdesc->natts);
+	if (problem != NULL)
 	{
-		report(vs, blkno, off, "tuple length %u is shorter than a tuple header", lp_len);
+		report(vs, blkno, off, "%s", problem);
 		return InvalidTransactionId;
 	}
-
-	htup = (HeapTupleHeader) PageGetItem(page, iid);
-	natts = HeapTupleHeaderGetNatts(htup);
-	hoff = SizeofHeapTupleHeader;
-	if (htup->t_infomask & HEAP_HASNULL)
-		hoff += BITMAPLEN(natts);
-	hoff = MAXALIGN(hoff);
-	if (htup->t_hoff != hoff || htup->t_hoff > lp_len)
-	{
-		report(vs, blkno, off, "t_hoff %u does not match natts %d (expected %u) or exceeds length %u",
-			   htup->t_hoff, natts, hoff, lp_len);
-		return InvalidTransactionId;
-	}
-	if (natts > tupdesc->natts)
-	{
-		report(vs, blkno, off, "tuple has %d attributes, relation has %d",
-			   natts, tupdesc->natts);
-		return InvalidTransactionId;
-	}
-	ItemPointerSet(&self, blkno, off);
-	if (!ItemPointerEquals(&self, &htup->t_ctid))
-		report(vs, blkno, off, "t_ctid (%u,%u) is not the tuple's own TID",
-			   ItemPointerGetBlockNumberNoCheck(&htup->t_ctid),
-			   ItemPointerGetOffsetNumberNoCheck(&htup->t_ctid));
-	if (!(htup->t_infomask & HEAP_XMAX_INVALID) ||
-		HeapTupleHeaderGetRawXmax(htup) != InvalidTransactionId)
-		report(vs, blkno, off, "tuple has an xmax");
-
-	xmin = HeapTupleHeaderGetRawXmin(htup);
+	xmin = mqlog_row_xmin(row);
 	if (!TransactionIdIsNormal(xmin))
 	{
 		report(vs, blkno, off, "xmin %u is not a normal transaction id", xmin);
@@ -180,20 +204,26 @@ verify_row(VerifyState *vs, Page page, BlockNumber blkno, OffsetNumber off,
 	else if (frozen && !TransactionIdDidCommit(xmin))
 		report(vs, blkno, off, "frozen page holds a row of uncommitted transaction %u", xmin);
 
-	/* out-of-line values stored in this table */
-	if (htup->t_infomask & HEAP_HASEXTERNAL)
+	tup = mqlog_row_to_tuple(row, lp_len, CurrentMemoryContext);
+	ItemPointerSet(&tup->t_self, blkno, off);
+	tup->t_tableOid = RelationGetRelid(vs->rel);
+	dataproblem = verify_row_data(tup, tupdesc);
+	if (dataproblem != NULL)
 	{
-		HeapTupleData tuple;
+		report(vs, blkno, off, "%s", dataproblem);
+		heap_freetuple(tup);
+		return InvalidTransactionId;
+	}
+
+	/* out-of-line values stored in this table */
+	if (HeapTupleHasExternal(tup))
+	{
 		Datum	   *values = palloc(tupdesc->natts * sizeof(Datum));
 		bool	   *isnull = palloc(tupdesc->natts * sizeof(bool));
 		int			i;
 
-		tuple.t_data = htup;
-		tuple.t_len = lp_len;
-		tuple.t_self = self;
-		tuple.t_tableOid = RelationGetRelid(vs->rel);
-		heap_deform_tuple(&tuple, tupdesc, values, isnull);
-		for (i = 0; i < natts; i++)
+		heap_deform_tuple(tup, tupdesc, values, isnull);
+		for (i = 0; i < HeapTupleHeaderGetNatts(tup->t_data); i++)
 		{
 			struct varlena *v;
 			struct varatt_external ptr;
@@ -226,6 +256,7 @@ verify_row(VerifyState *vs, Page page, BlockNumber blkno, OffsetNumber off,
 		pfree(values);
 		pfree(isnull);
 	}
+	heap_freetuple(tup);
 
 	return xmin;
 }
@@ -278,10 +309,10 @@ verify_page(VerifyState *vs, Page page, BlockNumber blkno)
 	}
 
 	maxoff = PageGetMaxOffsetNumber(page);
-	if (maxoff > MaxHeapTuplesPerPage)
+	if (maxoff > MQLOG_MAX_ROWS_PER_PAGE)
 	{
 		report(vs, blkno, InvalidOffsetNumber, "%u line pointers exceed the maximum of %u",
-			   maxoff, (unsigned) MaxHeapTuplesPerPage);
+			   maxoff, (unsigned) MQLOG_MAX_ROWS_PER_PAGE);
 		return;
 	}
 

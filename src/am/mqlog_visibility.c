@@ -31,10 +31,8 @@
  * Classify the inserter of a row, independent of any snapshot.
  */
 MqlogXminStatus
-mqlog_xmin_status(HeapTupleHeader tuple, bool frozen)
+mqlog_xmin_status(TransactionId xmin, bool frozen)
 {
-	TransactionId xmin = HeapTupleHeaderGetRawXmin(tuple);
-
 	if (frozen || xmin == FrozenTransactionId ||
 		xmin == BootstrapTransactionId)
 		return MQLOG_XMIN_COMMITTED;
@@ -56,16 +54,15 @@ mqlog_xmin_status(HeapTupleHeader tuple, bool frozen)
  * concurrent.
  */
 static bool
-mqlog_visible_mvcc(Relation rel, HeapTuple tuple, Snapshot snapshot)
+mqlog_visible_mvcc(Relation rel, const char *row, Snapshot snapshot)
 {
-	HeapTupleHeader htup = tuple->t_data;
-	TransactionId xmin = HeapTupleHeaderGetRawXmin(htup);
+	TransactionId xmin = mqlog_row_xmin(row);
 
 	if (!TransactionIdIsNormal(xmin))
 		return xmin == FrozenTransactionId || xmin == BootstrapTransactionId;
 
 	if (TransactionIdIsCurrentTransactionId(xmin))
-		return HeapTupleHeaderGetRawCommandId(htup) < snapshot->curcid;
+		return mqlog_row_cmin(row) < snapshot->curcid;
 
 	if (XidInMVCCSnapshot(xmin, snapshot))
 	{
@@ -89,9 +86,10 @@ mqlog_visible_mvcc(Relation rel, HeapTuple tuple, Snapshot snapshot)
  * (callers read it under the buffer lock they hold for the page).
  */
 bool
-mqlog_tuple_visible(Relation rel, HeapTuple tuple, bool frozen,
-					Snapshot snapshot)
+mqlog_row_visible(Relation rel, const char *row, bool frozen,
+				  Snapshot snapshot)
 {
+	TransactionId xmin = mqlog_row_xmin(row);
 	MqlogXminStatus status;
 
 	if (frozen)
@@ -100,14 +98,14 @@ mqlog_tuple_visible(Relation rel, HeapTuple tuple, bool frozen,
 	switch (snapshot->snapshot_type)
 	{
 		case SNAPSHOT_MVCC:
-			return mqlog_visible_mvcc(rel, tuple, snapshot);
+			return mqlog_visible_mvcc(rel, row, snapshot);
 
 		case SNAPSHOT_ANY:
 		case SNAPSHOT_TOAST:
 			return true;
 
 		case SNAPSHOT_SELF:
-			status = mqlog_xmin_status(tuple->t_data, false);
+			status = mqlog_xmin_status(xmin, false);
 			return status == MQLOG_XMIN_CURRENT ||
 				status == MQLOG_XMIN_COMMITTED;
 
@@ -115,18 +113,18 @@ mqlog_tuple_visible(Relation rel, HeapTuple tuple, bool frozen,
 			/* the caller's struct is uninitialized: reset what we report */
 			snapshot->xmin = snapshot->xmax = InvalidTransactionId;
 			snapshot->speculativeToken = 0;
-			status = mqlog_xmin_status(tuple->t_data, false);
+			status = mqlog_xmin_status(xmin, false);
 			if (status == MQLOG_XMIN_IN_PROGRESS)
 			{
 				/* caller waits for the inserter, then rechecks */
-				snapshot->xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
+				snapshot->xmin = xmin;
 				return true;
 			}
 			return status != MQLOG_XMIN_ABORTED;
 
 		case SNAPSHOT_NON_VACUUMABLE:
 			/* rows are never deleted: only aborted inserts are dead */
-			return mqlog_xmin_status(tuple->t_data, false) != MQLOG_XMIN_ABORTED;
+			return mqlog_xmin_status(xmin, false) != MQLOG_XMIN_ABORTED;
 
 		case SNAPSHOT_HISTORIC_MVCC:
 			ereport(ERROR,

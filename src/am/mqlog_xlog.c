@@ -4,10 +4,10 @@
  *	  WAL for the mqlog access method: a custom resource manager.
  *
  * All WAL the access method writes is emitted here.  Records are modelled
- * on heap's: a single-row insert logs only the tuple's data and the header
- * bits that cannot be derived (xmin is the record's xid, cmin is
- * FirstCommandId at redo, t_ctid is the row's own TID); a multi-row insert
- * logs one record per page with a 5-byte header per row.  The first record
+ * on heap's: a single-row insert logs the row without what redo can derive
+ * (xmin is the record's xid, cmin is FirstCommandId at redo, the offset is
+ * the page's next one); a multi-row insert logs one record per page with a
+ * 2-byte length per row.  The first record
  * touching a fresh page carries XLMQ_INIT_PAGE so replay never depends on
  * what the block held before.
  *
@@ -62,55 +62,23 @@ mqlog_xlog_register(void)
  * ----------------------------------------------------------------
  */
 
-/* t_hoff of a row, derived from natts and HEAP_HASNULL */
-static inline uint8
-mqlog_compute_hoff(uint16 infomask2, uint16 infomask)
-{
-	Size		len = SizeofHeapTupleHeader;
-
-	if (infomask & HEAP_HASNULL)
-		len += BITMAPLEN(infomask2 & HEAP_NATTS_MASK);
-	return (uint8) MAXALIGN(len);
-}
-
-/* Length of a row's null bitmap (0 without one) */
-static inline Size
-mqlog_bitmap_len(uint16 infomask2, uint16 infomask)
-{
-	return (infomask & HEAP_HASNULL) ? BITMAPLEN(infomask2 & HEAP_NATTS_MASK) : 0;
-}
-
 /* Header bits of a row as logged (see mqlog_register_row) */
 typedef struct MqlogRowHeader
 {
-	uint8		bytes[SizeOfMqlogRowHeader];
+	uint16		info;			/* the row's info, maybe | MQLOG_ROW_LOG_INIT */
 	uint8		shared;			/* linked rows: data shared with block 0's */
 } MqlogRowHeader;
 
-/*
- * The header bits needed to rebuild a row's header at redo: t_infomask2,
- * whose HEAP_ONLY_TUPLE bit we borrow as "initialize the page first", and
- * the low byte of t_infomask, which holds all non-visibility flags
- * (HASNULL, HASVARWIDTH, HASEXTERNAL); the visibility bits are always
- * "xmax invalid".
- */
 static void
 mqlog_row_header(HeapTuple tup, bool init, MqlogRowHeader *hdr)
 {
-	HeapTupleHeader htup = tup->t_data;
-	uint16		infomask2 = htup->t_infomask2;
-
-	Assert(htup->t_hoff == mqlog_compute_hoff(infomask2, htup->t_infomask));
-	Assert((infomask2 & XLMQ_ROW_INIT_PAGE) == 0);
+	hdr->info = mqlog_row_info_of(tup);
 	if (init)
-		infomask2 |= XLMQ_ROW_INIT_PAGE;
-	memcpy(hdr->bytes, &infomask2, sizeof(uint16));
-	hdr->bytes[2] = (uint8) (htup->t_infomask & 0xFF);
+		hdr->info |= MQLOG_ROW_LOG_INIT;
 }
 
 /*
- * A row as logged: its header bits, then the null bitmap if any, then the
- * data (the alignment padding before t_hoff is zeros, rebuilt at redo).
+ * A row as logged: its info, then the null bitmap if any, then the data.
  * With a base row (the row of block 0 of a linked insert), a byte saying
  * how many leading data bytes equal the base row's comes before the data,
  * which then starts after them (a queue entry's visible_at is its
@@ -122,11 +90,11 @@ mqlog_register_row(uint8 block_id, HeapTuple tup, MqlogRowHeader *hdr,
 				   HeapTuple base)
 {
 	HeapTupleHeader htup = tup->t_data;
-	Size		bitmaplen = mqlog_bitmap_len(htup->t_infomask2, htup->t_infomask);
+	Size		bitmaplen = mqlog_row_bitmap_len(hdr->info);
 	char	   *data = (char *) htup + htup->t_hoff;
 	Size		datalen = tup->t_len - htup->t_hoff;
 
-	XLogRegisterBufData(block_id, (char *) hdr->bytes, SizeOfMqlogRowHeader);
+	XLogRegisterBufData(block_id, (char *) &hdr->info, SizeOfMqlogRowHeader);
 	if (bitmaplen > 0)
 		XLogRegisterBufData(block_id, (char *) htup->t_bits, bitmaplen);
 	if (base != NULL)
@@ -213,15 +181,17 @@ mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
 	{
 		HeapTuple	tup = tuples[i];
 		HeapTupleHeader htup = tup->t_data;
-		Size		bitmaplen = mqlog_bitmap_len(htup->t_infomask2, htup->t_infomask);
-		uint16		datalen = bitmaplen + tup->t_len - htup->t_hoff;
 		MqlogRowHeader hdr;
+		Size		bitmaplen;
+		uint16		datalen;
 
+		mqlog_row_header(tup, false, &hdr);
+		bitmaplen = mqlog_row_bitmap_len(hdr.info);
+		datalen = bitmaplen + tup->t_len - htup->t_hoff;
 		Assert(ItemPointerGetOffsetNumber(&tup->t_self) == xlrec.firstoff + i);
 		Assert(scratch->len + sizeof(uint16) + SizeOfMqlogRowHeader + datalen < scratch->maxlen);
-		mqlog_row_header(tup, false, &hdr);
 		appendBinaryStringInfo(scratch, (char *) &datalen, sizeof(uint16));
-		appendBinaryStringInfo(scratch, (char *) hdr.bytes, SizeOfMqlogRowHeader);
+		appendBinaryStringInfo(scratch, (char *) &hdr.info, SizeOfMqlogRowHeader);
 		if (bitmaplen > 0)
 			appendBinaryStringInfo(scratch, (char *) htup->t_bits, bitmaplen);
 		appendBinaryStringInfo(scratch, (char *) htup + htup->t_hoff,
@@ -285,67 +255,57 @@ mqlog_log_freeze(Relation rel, Buffer buf, TransactionId conflict_xid,
  */
 
 /*
- * Rebuild one row from its logged header bits, null bitmap and data
- * (loglen bytes after the header bits) and append it to the page: rows are
- * only ever appended, so it goes to the next line pointer, as it did when
- * it was written.  Returns the position after the consumed bytes.
+ * Rebuild one row from its logged info, null bitmap and data (loglen bytes
+ * in all) and append it to the page: rows are only ever appended, so it
+ * goes to the next line pointer, as it did when it was written.  Returns
+ * the position after the consumed bytes.
  */
 static char *
 mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
-				   char *ptr, Size loglen, HeapTupleHeader scratch,
-				   const char *base, Size baselen)
+				   char *ptr, Size loglen, const char *base, Size baselen)
 {
-	uint16		infomask2;
-	uint8		infomask_lo;
-	uint8		hoff;
+	uint16		info;
 	Size		bitmaplen;
 	Size		shared = 0;
+	Size		restlen;
 	Size		len;
-	OffsetNumber offnum = PageGetMaxOffsetNumber(page) + 1;
+	OffsetNumber off;
+	char	   *dst;
 
 	if (loglen < SizeOfMqlogRowHeader)
 		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
-	memcpy(&infomask2, ptr, sizeof(uint16));
-	infomask2 &= ~XLMQ_ROW_INIT_PAGE;
-	infomask_lo = *(uint8 *) (ptr + sizeof(uint16));
-	ptr += SizeOfMqlogRowHeader;
-	loglen -= SizeOfMqlogRowHeader;
-
-	hoff = mqlog_compute_hoff(infomask2, infomask_lo);
-	bitmaplen = mqlog_bitmap_len(infomask2, infomask_lo);
-	if (loglen < bitmaplen + (base ? 1 : 0))
+	memcpy(&info, ptr, sizeof(uint16));
+	info &= ~MQLOG_ROW_LOG_INIT;
+	bitmaplen = mqlog_row_bitmap_len(info);
+	if (loglen < SizeOfMqlogRowHeader + bitmaplen + (base ? 1 : 0))
 		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
 	if (base != NULL)
 	{
 		/* leading data bytes shared with block 0's row (see mqlog_register_row) */
-		shared = *(uint8 *) (ptr + bitmaplen);
+		shared = *(uint8 *) (ptr + SizeOfMqlogRowHeader + bitmaplen);
 		if (shared > baselen)
 			elog(PANIC, "mqlog_redo: invalid shared prefix in block %u", blkno);
 	}
-	len = hoff + shared + loglen - bitmaplen - (base ? 1 : 0);
-	if (len > MaxHeapTupleSize)
-		elog(PANIC, "mqlog_redo: invalid row length %zu", len);
+	restlen = loglen - SizeOfMqlogRowHeader - bitmaplen - (base ? 1 : 0);
+	len = mqlog_row_data_offset(info) + shared + restlen;
 
-	MemSet(scratch, 0, hoff);
-	scratch->t_infomask2 = infomask2;
-	scratch->t_infomask = infomask_lo | HEAP_XMAX_INVALID;
-	scratch->t_hoff = hoff;
-	HeapTupleHeaderSetXmin(scratch, xid);
-	HeapTupleHeaderSetCmin(scratch, FirstCommandId);
-	HeapTupleHeaderSetXmax(scratch, InvalidTransactionId);
-	ItemPointerSet(&scratch->t_ctid, blkno, offnum);
-	memcpy(scratch->t_bits, ptr, bitmaplen);
-	if (base != NULL)
-	{
-		memcpy((char *) scratch + hoff, base, shared);
-		memcpy((char *) scratch + hoff + shared, ptr + bitmaplen + 1,
-			   loglen - bitmaplen - 1);
-	}
-	else
-		memcpy((char *) scratch + hoff, ptr + bitmaplen, loglen - bitmaplen);
-
-	if (PageAddItem(page, (Item) scratch, len, offnum, false, true) == InvalidOffsetNumber)
+	dst = mqlog_page_add_item(page, len, &off);
+	if (dst == NULL)
 		elog(PANIC, "mqlog_redo: failed to add row to block %u", blkno);
+	memcpy(dst, &xid, sizeof(TransactionId));
+	memcpy(dst + sizeof(TransactionId), &info, sizeof(uint16));
+	if (info & MQLOG_ROW_HAS_CID)
+	{
+		CommandId	cid = FirstCommandId;
+
+		memcpy(dst + MQLOG_ROW_HEADER_SIZE, &cid, sizeof(CommandId));
+	}
+	dst += mqlog_row_bitmap_offset(info);
+	memcpy(dst, ptr + SizeOfMqlogRowHeader, bitmaplen);
+	dst += bitmaplen;
+	memcpy(dst, base, shared);
+	dst += shared;
+	memcpy(dst, ptr + loglen - restlen, restlen);
 	mqlog_page_note_xmin(page, xid);
 
 	return ptr + loglen;
@@ -381,14 +341,11 @@ mqlog_finish_redo_block(XLogRedoAction action, Buffer buffer, XLogRecPtr lsn)
 static char *
 mqlog_row_data(char *ptr, Size loglen, Size *datalen)
 {
-	uint16		infomask2;
-	uint8		infomask_lo;
+	uint16		info;
 	Size		skip;
 
-	memcpy(&infomask2, ptr, sizeof(uint16));
-	infomask_lo = *(uint8 *) (ptr + sizeof(uint16));
-	skip = SizeOfMqlogRowHeader +
-		mqlog_bitmap_len(infomask2 & ~XLMQ_ROW_INIT_PAGE, infomask_lo);
+	memcpy(&info, ptr, sizeof(uint16));
+	skip = SizeOfMqlogRowHeader + mqlog_row_bitmap_len(info);
 	if (loglen < skip)
 		elog(PANIC, "mqlog_redo: truncated row");
 	*datalen = loglen - skip;
@@ -400,7 +357,6 @@ static void
 mqlog_redo_insert(XLogReaderState *record)
 {
 	TransactionId xid = XLogRecGetXid(record);
-	PGAlignedBlock scratch;
 	char	   *base = NULL;
 	Size		baselen = 0;
 
@@ -408,7 +364,7 @@ mqlog_redo_insert(XLogReaderState *record)
 	{
 		Size		datalen;
 		char	   *ptr;
-		uint16		infomask2;
+		uint16		info;
 		BlockNumber blkno;
 		Buffer		buffer;
 		XLogRedoAction action;
@@ -417,10 +373,10 @@ mqlog_redo_insert(XLogReaderState *record)
 			continue;
 		XLogRecGetBlockTag(record, block_id, NULL, NULL, &blkno);
 		ptr = XLogRecGetBlockData(record, block_id, &datalen);
-		infomask2 = 0;
+		info = 0;
 		/* (with a full-page image the row is not in the record) */
 		if (ptr != NULL && datalen >= SizeOfMqlogRowHeader)
-			memcpy(&infomask2, ptr, sizeof(uint16));
+			memcpy(&info, ptr, sizeof(uint16));
 		if (block_id == 0 && XLogRecMaxBlockId(record) > 0)
 		{
 			/* later blocks may share data with this row (REGBUF_KEEP_DATA) */
@@ -430,12 +386,11 @@ mqlog_redo_insert(XLogReaderState *record)
 		}
 
 		action = mqlog_redo_read_block(record, block_id,
-									   (infomask2 & XLMQ_ROW_INIT_PAGE) != 0, &buffer);
+									   (info & MQLOG_ROW_LOG_INIT) != 0, &buffer);
 		if (action == BLK_NEEDS_REDO && (ptr == NULL || datalen < SizeOfMqlogRowHeader))
 			elog(PANIC, "mqlog_redo: insert without row data for block %u", blkno);
 		if (action == BLK_NEEDS_REDO)
 			mqlog_redo_add_row(BufferGetPage(buffer), blkno, xid, ptr, datalen,
-							   (HeapTupleHeader) scratch.data,
 							   block_id > 0 ? base : NULL, baselen);
 		mqlog_finish_redo_block(action, buffer, record->EndRecPtr);
 	}
@@ -460,7 +415,6 @@ mqlog_redo_multi_insert(XLogReaderState *record)
 		Size		datalen;
 		char	   *ptr = XLogRecGetBlockData(record, 0, &datalen);
 		char	   *end = ptr + datalen;
-		PGAlignedBlock scratch;
 
 		if (PageGetMaxOffsetNumber(page) + 1 != xlrec->firstoff)
 			elog(PANIC, "mqlog_redo: rows at offset %u do not append to block %u",
@@ -476,7 +430,7 @@ mqlog_redo_multi_insert(XLogReaderState *record)
 			if (end - ptr < SizeOfMqlogRowHeader + l)
 				elog(PANIC, "mqlog_redo: record length mismatch");
 			ptr = mqlog_redo_add_row(page, blkno, xid, ptr, SizeOfMqlogRowHeader + l,
-									 (HeapTupleHeader) scratch.data, NULL, 0);
+									 NULL, 0);
 		}
 		if (ptr != end)
 			elog(PANIC, "mqlog_redo: record length mismatch");
@@ -589,14 +543,14 @@ mqlog_desc(StringInfo buf, XLogReaderState *record)
 			{
 				Size		len;
 				char	   *data = XLogRecGetBlockData(record, block_id, &len);
-				uint16		infomask2;
+				uint16		info;
 
 				if (data == NULL || len < sizeof(uint16))
 					continue;
-				memcpy(&infomask2, data, sizeof(uint16));
+				memcpy(&info, data, sizeof(uint16));
 				appendStringInfo(buf, "%sblock %u: natts %u%s", block_id > 0 ? "; " : "",
-								 block_id, infomask2 & HEAP_NATTS_MASK,
-								 (infomask2 & XLMQ_ROW_INIT_PAGE) ? " init" : "");
+								 block_id, info & MQLOG_ROW_NATTS_MASK,
+								 (info & MQLOG_ROW_LOG_INIT) ? " init" : "");
 			}
 			break;
 		case XLOG_MQLOG_MULTI_INSERT:
@@ -645,7 +599,7 @@ mqlog_identify(uint8 info)
 
 /*
  * Mask what legitimately differs between a page on the primary and after
- * replay: LSN, checksum, the unused hole and each row's cmin (redo uses
+ * replay: LSN, checksum, the unused hole and each stored cmin (redo uses
  * FirstCommandId).
  */
 static void
@@ -666,11 +620,12 @@ mqlog_mask(char *pagedata, BlockNumber blkno)
 	{
 		ItemId		iid = PageGetItemId(page, off);
 
-		if (ItemIdIsNormal(iid))
+		if (ItemIdIsNormal(iid) && ItemIdGetLength(iid) >= MQLOG_ROW_HEADER_SIZE)
 		{
-			HeapTupleHeader htup = (HeapTupleHeader) PageGetItem(page, iid);
+			char	   *row = (char *) PageGetItem(page, iid);
 
-			htup->t_choice.t_heap.t_field3.t_cid = MASK_MARKER;
+			if (mqlog_row_info(row) & MQLOG_ROW_HAS_CID)
+				memset(row + MQLOG_ROW_HEADER_SIZE, MASK_MARKER, sizeof(CommandId));
 		}
 	}
 }
