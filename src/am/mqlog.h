@@ -97,6 +97,7 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 #define MQLOG_ROW_HASEXTERNAL	0x1000	/* holds out-of-line values */
 #define MQLOG_ROW_HAS_CID		0x2000	/* cmin stored */
 #define MQLOG_ROW_LOG_INIT		0x4000	/* WAL only: initialize the page first */
+#define MQLOG_ROW_LOG_DELTA		0x8000	/* WAL only: data is a delta (mqlog_delta.c) */
 #define MQLOG_ROW_FLAGS			(MQLOG_ROW_HASNULL | MQLOG_ROW_HASEXTERNAL | \
 								 MQLOG_ROW_HAS_CID)
 
@@ -195,7 +196,8 @@ mqlog_row_data_offset(uint16 info)
  * its cmin (the flag MQLOG_ROW_HAS_CID stays; redo stores FirstCommandId,
  * masked for consistency checking): uint16 info, null bitmap, data.  In an
  * INSERT record the logged info carries MQLOG_ROW_LOG_INIT when the page
- * is to be initialized first.
+ * is to be initialized first.  With MQLOG_ROW_LOG_DELTA the data is encoded
+ * against the data of the row before it on its page (mqlog_delta.c).
  */
 #define SizeOfMqlogRowHeader	sizeof(uint16)
 
@@ -212,7 +214,8 @@ mqlog_row_data_offset(uint16 info)
 /*
  * Bytes a MULTI_INSERT record's block data needs at most for the rows that
  * fit on one page: each logged row with its 2-byte length is no longer than
- * the row plus its line pointer, so a page's worth.
+ * the row plus its line pointer (a delta is only used when shorter than the
+ * data), so a page's worth.
  */
 #define MQLOG_MULTI_INSERT_WAL_SPACE	BLCKSZ
 
@@ -267,6 +270,13 @@ extern bool mqlog_page_is_valid(Page page);
 extern void mqlog_page_note_xmin(Page page, TransactionId xid);
 extern Size mqlog_page_free_space(Page page);
 extern char *mqlog_page_add_item(Page page, Size len, OffsetNumber *off);
+
+/* mqlog_delta.c */
+extern int	mqlog_delta_encode(const char *data, Size len, const char *base,
+							   Size baselen, char *out);
+extern int	mqlog_delta_decoded_len(const char *enc, Size enclen, Size baselen);
+extern void mqlog_delta_decode(const char *enc, Size enclen, const char *base,
+							   char *out);
 
 /* mqlog_row.c */
 extern uint16 mqlog_row_info_of(HeapTuple tup);

@@ -78,22 +78,78 @@ mqlog_row_header(HeapTuple tup, bool init, MqlogRowHeader *hdr)
 }
 
 /*
+ * The data of the row before offset off on a page, NULL if there is none:
+ * the base of a delta-encoded row.  Redo sees the page as it was when the
+ * row was logged, so it finds the same base.
+ */
+static const char *
+mqlog_prev_row_data(Page page, OffsetNumber off, Size *len)
+{
+	ItemId		iid;
+	const char *row;
+	Size		dataoff;
+
+	if (off <= FirstOffsetNumber || off - 1 > PageGetMaxOffsetNumber(page))
+		return NULL;
+	iid = PageGetItemId(page, off - 1);
+	if (!ItemIdIsNormal(iid))
+		return NULL;
+	row = (const char *) PageGetItem(page, iid);
+	dataoff = mqlog_row_data_offset(mqlog_row_info(row));
+	if (dataoff > ItemIdGetLength(iid))
+		elog(PANIC, "mqlog: malformed row at offset %u", off - 1);
+	*len = ItemIdGetLength(iid) - dataoff;
+	return row + dataoff;
+}
+
+/*
+ * Try to encode the data of tup, just placed on page, as a delta against
+ * the row before it (mqlog_delta.c) into out (room for its data length).
+ * Returns the encoded length or -1.
+ */
+static int
+mqlog_encode_row(Page page, HeapTuple tup, char *out)
+{
+	HeapTupleHeader htup = tup->t_data;
+	const char *base;
+	Size		baselen;
+
+	base = mqlog_prev_row_data(page, ItemPointerGetOffsetNumber(&tup->t_self),
+							   &baselen);
+	if (base == NULL)
+		return -1;
+	return mqlog_delta_encode((char *) htup + htup->t_hoff,
+							  tup->t_len - htup->t_hoff, base, baselen, out);
+}
+
+/*
  * A row as logged: its info, then the null bitmap if any, then the data.
- * With a base row (the row of block 0 of a linked insert), a byte saying
- * how many leading data bytes equal the base row's comes before the data,
- * which then starts after them (a queue entry's visible_at is its
- * message's published_at).  Registered as pieces pointing into the tuple,
- * so nothing is allocated in the caller's critical section.
+ * The data of a row logged alone is a delta against the previous row on its
+ * page when that is shorter (scratch holds the encoding).  With a base row
+ * (the row of block 0 of a linked insert), a byte saying how many leading
+ * data bytes equal the base row's comes before the data, which then starts
+ * after them (a queue entry's visible_at is its message's published_at).
+ * Registered as pieces pointing into the tuple or scratch, so nothing is
+ * allocated in the caller's critical section.
  */
 static void
-mqlog_register_row(uint8 block_id, HeapTuple tup, MqlogRowHeader *hdr,
-				   HeapTuple base)
+mqlog_register_row(uint8 block_id, Page page, HeapTuple tup,
+				   MqlogRowHeader *hdr, HeapTuple base, char *scratch)
 {
 	HeapTupleHeader htup = tup->t_data;
 	Size		bitmaplen = mqlog_row_bitmap_len(hdr->info);
 	char	   *data = (char *) htup + htup->t_hoff;
 	Size		datalen = tup->t_len - htup->t_hoff;
+	int			enclen = -1;
 
+	if (scratch != NULL && (hdr->info & MQLOG_ROW_LOG_INIT) == 0)
+		enclen = mqlog_encode_row(page, tup, scratch);
+	if (enclen >= 0)
+	{
+		hdr->info |= MQLOG_ROW_LOG_DELTA;
+		data = scratch;
+		datalen = enclen;
+	}
 	XLogRegisterBufData(block_id, (char *) &hdr->info, SizeOfMqlogRowHeader);
 	if (bitmaplen > 0)
 		XLogRegisterBufData(block_id, (char *) htup->t_bits, bitmaplen);
@@ -122,6 +178,7 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 	int			nlogged = 0;
 	HeapTuple	base = NULL;
 	XLogRecPtr	recptr;
+	PGAlignedBlock scratch;
 
 	Assert(n <= MQLOG_MAX_LINKED);
 	for (int i = 0; i < n; i++)
@@ -143,7 +200,14 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 			flags |= REGBUF_KEEP_DATA;
 		mqlog_row_header(tups[i], inits[i], &hdrs[i]);
 		XLogRegisterBuffer(id, bufs[i], flags);
-		mqlog_register_row(id, tups[i], &hdrs[i], base);
+
+		/*
+		 * A row logged alone may be a delta against its page's previous row;
+		 * in a linked record block 0's data stays plain, as later blocks
+		 * share its leading bytes.
+		 */
+		mqlog_register_row(id, BufferGetPage(bufs[i]), tups[i], &hdrs[i], base,
+						   nlogged == 1 ? scratch.data : NULL);
 		if (id == 0)
 			base = tups[i];
 		id++;
@@ -185,17 +249,34 @@ mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
 		Size		bitmaplen;
 		uint16		datalen;
 
+		int			lenpos,
+					enclen;
+
 		mqlog_row_header(tup, false, &hdr);
 		bitmaplen = mqlog_row_bitmap_len(hdr.info);
 		datalen = bitmaplen + tup->t_len - htup->t_hoff;
 		Assert(ItemPointerGetOffsetNumber(&tup->t_self) == xlrec.firstoff + i);
 		Assert(scratch->len + sizeof(uint16) + SizeOfMqlogRowHeader + datalen < scratch->maxlen);
+		lenpos = scratch->len;
 		appendBinaryStringInfo(scratch, (char *) &datalen, sizeof(uint16));
 		appendBinaryStringInfo(scratch, (char *) &hdr.info, SizeOfMqlogRowHeader);
 		if (bitmaplen > 0)
 			appendBinaryStringInfo(scratch, (char *) htup->t_bits, bitmaplen);
-		appendBinaryStringInfo(scratch, (char *) htup + htup->t_hoff,
-							   tup->t_len - htup->t_hoff);
+
+		/* the data, as a delta against the previous row when shorter */
+		enclen = mqlog_encode_row(BufferGetPage(buf), tup, scratch->data + scratch->len);
+		if (enclen >= 0)
+		{
+			hdr.info |= MQLOG_ROW_LOG_DELTA;
+			memcpy(scratch->data + lenpos + sizeof(uint16), &hdr.info, SizeOfMqlogRowHeader);
+			datalen = bitmaplen + enclen;
+			memcpy(scratch->data + lenpos, &datalen, sizeof(uint16));
+			scratch->len += enclen;
+			scratch->data[scratch->len] = '\0';
+		}
+		else
+			appendBinaryStringInfo(scratch, (char *) htup + htup->t_hoff,
+								   tup->t_len - htup->t_hoff);
 	}
 
 	XLogBeginInsert();
@@ -272,10 +353,15 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	OffsetNumber off;
 	char	   *dst;
 
+	const char *delta_base = NULL;
+	Size		delta_baselen = 0;
+	bool		delta;
+
 	if (loglen < SizeOfMqlogRowHeader)
 		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
 	memcpy(&info, ptr, sizeof(uint16));
-	info &= ~MQLOG_ROW_LOG_INIT;
+	delta = (info & MQLOG_ROW_LOG_DELTA) != 0;
+	info &= ~(MQLOG_ROW_LOG_INIT | MQLOG_ROW_LOG_DELTA);
 	bitmaplen = mqlog_row_bitmap_len(info);
 	if (loglen < SizeOfMqlogRowHeader + bitmaplen + (base ? 1 : 0))
 		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
@@ -288,6 +374,20 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	}
 	restlen = loglen - SizeOfMqlogRowHeader - bitmaplen - (base ? 1 : 0);
 	len = mqlog_row_data_offset(info) + shared + restlen;
+	if (delta)
+	{
+		int			datalen;
+
+		delta_base = mqlog_prev_row_data(page, PageGetMaxOffsetNumber(page) + 1,
+										 &delta_baselen);
+		if (delta_base == NULL || base != NULL)
+			elog(PANIC, "mqlog_redo: delta-encoded row without a base in block %u", blkno);
+		datalen = mqlog_delta_decoded_len(ptr + loglen - restlen, restlen,
+										  delta_baselen);
+		if (datalen < 0)
+			elog(PANIC, "mqlog_redo: malformed delta-encoded row in block %u", blkno);
+		len = mqlog_row_data_offset(info) + datalen;
+	}
 
 	dst = mqlog_page_add_item(page, len, &off);
 	if (dst == NULL)
@@ -303,9 +403,14 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	dst += mqlog_row_bitmap_offset(info);
 	memcpy(dst, ptr + SizeOfMqlogRowHeader, bitmaplen);
 	dst += bitmaplen;
-	memcpy(dst, base, shared);
-	dst += shared;
-	memcpy(dst, ptr + loglen - restlen, restlen);
+	if (delta)
+		mqlog_delta_decode(ptr + loglen - restlen, restlen, delta_base, dst);
+	else
+	{
+		memcpy(dst, base, shared);
+		dst += shared;
+		memcpy(dst, ptr + loglen - restlen, restlen);
+	}
 	mqlog_page_note_xmin(page, xid);
 
 	return ptr + loglen;

@@ -66,6 +66,32 @@ BEGIN; SAVEPOINT a; INSERT INTO log VALUES (-2, 'rolled back'); ROLLBACK TO a;
 INSERT INTO log VALUES (8000, 'kept'); COMMIT;
 });
 compare('after inserts');
+
+# rows of many shapes, so that WAL rows logged as deltas against the row
+# before them meet NULLs, length changes, long runs (two-byte run lengths)
+# and rows that store their cmin
+$primary->safe_psql('postgres', q{
+CREATE TABLE shapes (a int8, b text, c bytea, d int) USING mqlog;
+INSERT INTO shapes
+  SELECT g, CASE WHEN g % 3 = 0 THEN NULL ELSE repeat('k', g % 300) || g END,
+		 CASE WHEN g % 5 = 0 THEN NULL ELSE decode(repeat(md5((g / 7)::text), 1 + g % 20), 'hex') END,
+		 CASE WHEN g % 2 = 0 THEN g END
+  FROM generate_series(1, 3000) g;
+COPY shapes (a, b) FROM PROGRAM 'seq 1 2000 | sed s/$/,same-prefix-then-/' (FORMAT csv);
+DO $$
+BEGIN
+	FOR i IN 1..400 LOOP
+		INSERT INTO shapes VALUES (i, repeat('x', i * 7 % 1000), CASE WHEN i % 4 = 0 THEN '\x00'::bytea END, i);
+	END LOOP;
+END $$;
+});
+my $shapes = q{SELECT count(*), md5(string_agg(a || ':' || coalesce(b, '-') || ':' ||
+  coalesce(encode(c, 'hex'), '-') || ':' || coalesce(d::text, '-'), ',' ORDER BY a, b, c, d)) FROM shapes};
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+is($standby->safe_psql('postgres', $shapes), $primary->safe_psql('postgres', $shapes),
+	'rows of many shapes replay identically');
+is($standby->safe_psql('postgres', q{SELECT count(*) FROM mq.mqlog_verify('shapes')}),
+	'0', 'verification clean for them on the standby');
 is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't',
 	'standby reads while in recovery');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM log WHERE id < 0'),

@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqlog_delta.c
+ *	  Delta encoding of a row's data against the row before it on the same
+ *	  page, used in WAL records (mqlog_xlog.c).
+ *
+ * Consecutive rows of a log are much alike: the same exchange, routing key
+ * and headers, the same publish time within a transaction, ids one apart.
+ * A row logged as a delta is a sequence of runs against a base (the data
+ * of the page's previous row, which redo finds on the page in the same
+ * state):
+ *
+ *		{ varint same; varint lit; lit literal bytes }...
+ *
+ * "same" bytes are copied from the base at the current position, then "lit"
+ * bytes from the record; the row's data ends where the encoding ends.  A
+ * varint is one byte below 128, else two (high bit set in the first; rows
+ * are shorter than a page).  heap_update's prefix/suffix compression is the
+ * same idea restricted to one run at each end.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "am/mqlog.h"
+
+/* An equal run shorter than this is cheaper left inside a literal */
+#define MIN_SAME_RUN	4
+
+static inline char *
+put_varint(char *p, Size v)
+{
+	Assert(v < 0x8000);
+	if (v < 0x80)
+		*p++ = (char) v;
+	else
+	{
+		*p++ = (char) (0x80 | (v >> 8));
+		*p++ = (char) (v & 0xFF);
+	}
+	return p;
+}
+
+static inline bool
+get_varint(const char **p, const char *end, Size *v)
+{
+	uint8		b;
+
+	if (*p >= end)
+		return false;
+	b = (uint8) *(*p)++;
+	if (b < 0x80)
+	{
+		*v = b;
+		return true;
+	}
+	if (*p >= end)
+		return false;
+	*v = ((Size) (b & 0x7F) << 8) | (uint8) *(*p)++;
+	return true;
+}
+
+/* Length of the run of equal bytes at pos */
+static inline Size
+same_run(const char *data, Size len, const char *base, Size baselen, Size pos)
+{
+	Size		n = 0;
+	Size		max = Min(len, baselen);
+
+	while (pos + n < max && data[pos + n] == base[pos + n])
+		n++;
+	return n;
+}
+
+/*
+ * Encode data (len bytes) against base into out, which has room for len
+ * bytes.  Returns the encoded length, or -1 when the encoding would not be
+ * shorter than the data itself (log it plainly then).  Allocates nothing.
+ */
+int
+mqlog_delta_encode(const char *data, Size len, const char *base,
+				   Size baselen, char *out)
+{
+	char	   *p = out;
+	char	   *end = out + len;
+	Size		pos = 0;
+
+	if (len >= 0x8000 || baselen >= 0x8000)
+		return -1;
+	while (pos < len)
+	{
+		Size		same = same_run(data, len, base, baselen, pos);
+		Size		litstart = pos + same;
+		Size		lit = 0;
+
+		/* extend the literal up to the next worthwhile equal run */
+		while (litstart + lit < len)
+		{
+			Size		run = same_run(data, len, base, baselen, litstart + lit);
+
+			if (run >= MIN_SAME_RUN || litstart + lit + run == len)
+				break;
+			lit += Max(run, 1);
+		}
+		/* worst case 4 bytes of varints before the literal */
+		if (end - p < (ptrdiff_t) (4 + lit))
+			return -1;
+		p = put_varint(p, same);
+		p = put_varint(p, lit);
+		memcpy(p, data + litstart, lit);
+		p += lit;
+		pos = litstart + lit;
+	}
+	if (p - out >= (ptrdiff_t) len)
+		return -1;
+	return (int) (p - out);
+}
+
+/*
+ * Length of the data an encoding decodes to, checking it against the base;
+ * -1 if the encoding is malformed.
+ */
+int
+mqlog_delta_decoded_len(const char *enc, Size enclen, Size baselen)
+{
+	const char *p = enc;
+	const char *end = enc + enclen;
+	Size		pos = 0;
+
+	while (p < end)
+	{
+		Size		same,
+					lit;
+
+		if (!get_varint(&p, end, &same) || !get_varint(&p, end, &lit))
+			return -1;
+		if (pos + same > baselen || (Size) (end - p) < lit)
+			return -1;
+		pos += same + lit;
+		p += lit;
+	}
+	return (int) pos;
+}
+
+/* Decode (after mqlog_delta_decoded_len accepted it) into out */
+void
+mqlog_delta_decode(const char *enc, Size enclen, const char *base, char *out)
+{
+	const char *p = enc;
+	const char *end = enc + enclen;
+	Size		pos = 0;
+
+	while (p < end)
+	{
+		Size		same = 0,
+					lit = 0;
+
+		(void) get_varint(&p, end, &same);
+		(void) get_varint(&p, end, &lit);
+		memcpy(out + pos, base + pos, same);
+		pos += same;
+		memcpy(out + pos, p, lit);
+		pos += lit;
+		p += lit;
+	}
+}
