@@ -97,7 +97,6 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 #define MQLOG_ROW_HASEXTERNAL	0x1000	/* holds out-of-line values */
 #define MQLOG_ROW_HAS_CID		0x2000	/* cmin stored */
 #define MQLOG_ROW_LOG_INIT		0x4000	/* WAL only: initialize the page first */
-#define MQLOG_ROW_LOG_DELTA		0x8000	/* WAL only: data is a delta (mqlog_delta.c) */
 #define MQLOG_ROW_FLAGS			(MQLOG_ROW_HASNULL | MQLOG_ROW_HASEXTERNAL | \
 								 MQLOG_ROW_HAS_CID)
 
@@ -187,17 +186,21 @@ mqlog_row_data_offset(uint16 info)
 #define XLOG_MQLOG_OVERFLOW		0x20
 #define XLOG_MQLOG_FREEZE		0x30
 #define XLOG_MQLOG_OPMASK		0x70
+/* INSERT of one row whose image is a delta (see below) */
+#define XLOG_MQLOG_DELTA		0x80
 
 /* flag bits in xl_mqlog_multi_insert */
 #define XLMQ_INIT_PAGE			0x01	/* (re)initialize the page first */
 
 /*
- * A row as logged: the row without its xmin (the record's xid) and without
- * its cmin (the flag MQLOG_ROW_HAS_CID stays; redo stores FirstCommandId,
- * masked for consistency checking): uint16 info, null bitmap, data.  In an
- * INSERT record the logged info carries MQLOG_ROW_LOG_INIT when the page
- * is to be initialized first.  With MQLOG_ROW_LOG_DELTA the data is encoded
- * against the data of the row before it on its page (mqlog_delta.c).
+ * A row as logged, its "image": the row without its xmin (the record's
+ * xid) and without its cmin (the flag MQLOG_ROW_HAS_CID stays; redo stores
+ * FirstCommandId, masked for consistency checking): uint16 info, null
+ * bitmap, data.  In an INSERT record the logged info carries
+ * MQLOG_ROW_LOG_INIT when the page is to be initialized first.  An image may
+ * instead be logged as a delta against the image of the row before it on
+ * its page (mqlog_delta.c): an INSERT record of one row with
+ * XLOG_MQLOG_DELTA, a MULTI_INSERT row with XLMQ_ROW_DELTA in its length.
  */
 #define SizeOfMqlogRowHeader	sizeof(uint16)
 
@@ -221,9 +224,10 @@ mqlog_row_data_offset(uint16 info)
 
 /*
  * MULTI_INSERT: ntuples rows appended to one page at consecutive offsets
- * starting at firstoff; block data = for each row a uint16 length of its
- * null bitmap + data, then the row as logged.
+ * starting at firstoff; block data = for each row a uint16 length, then
+ * its image (or with XLMQ_ROW_DELTA in the length, its delta).
  */
+#define XLMQ_ROW_DELTA			0x8000
 typedef struct xl_mqlog_multi_insert
 {
 	uint8		flags;

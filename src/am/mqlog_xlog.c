@@ -78,78 +78,88 @@ mqlog_row_header(HeapTuple tup, bool init, MqlogRowHeader *hdr)
 }
 
 /*
- * The data of the row before offset off on a page, NULL if there is none:
- * the base of a delta-encoded row.  Redo sees the page as it was when the
- * row was logged, so it finds the same base.
+ * A row's image as logged (see mqlog.h): info, null bitmap, data, written
+ * to out (room for a page); returns its length.
  */
-static const char *
-mqlog_prev_row_data(Page page, OffsetNumber off, Size *len)
+static Size
+mqlog_tuple_image(HeapTuple tup, uint16 info, char *out)
+{
+	HeapTupleHeader htup = tup->t_data;
+	Size		bitmaplen = mqlog_row_bitmap_len(info);
+	Size		datalen = tup->t_len - htup->t_hoff;
+
+	memcpy(out, &info, sizeof(uint16));
+	memcpy(out + sizeof(uint16), htup->t_bits, bitmaplen);
+	memcpy(out + sizeof(uint16) + bitmaplen, (char *) htup + htup->t_hoff, datalen);
+	return sizeof(uint16) + bitmaplen + datalen;
+}
+
+/*
+ * The image as logged of the row at off on a page (info, null bitmap,
+ * data: the row without xmin and cmin), written to out; -1 if there is no
+ * row there.  Redo sees the page as it was when a row after it was logged,
+ * so it builds the same image.
+ */
+static int
+mqlog_page_row_image(Page page, OffsetNumber off, char *out)
 {
 	ItemId		iid;
 	const char *row;
-	Size		dataoff;
+	uint16		info;
+	Size		len;
+	Size		bitmapoff;
 
-	if (off <= FirstOffsetNumber || off - 1 > PageGetMaxOffsetNumber(page))
-		return NULL;
-	iid = PageGetItemId(page, off - 1);
+	if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page))
+		return -1;
+	iid = PageGetItemId(page, off);
 	if (!ItemIdIsNormal(iid))
-		return NULL;
+		return -1;
 	row = (const char *) PageGetItem(page, iid);
-	dataoff = mqlog_row_data_offset(mqlog_row_info(row));
-	if (dataoff > ItemIdGetLength(iid))
-		elog(PANIC, "mqlog: malformed row at offset %u", off - 1);
-	*len = ItemIdGetLength(iid) - dataoff;
-	return row + dataoff;
+	len = ItemIdGetLength(iid);
+	info = mqlog_row_info(row);
+	bitmapoff = mqlog_row_bitmap_offset(info);
+	if (len < mqlog_row_data_offset(info))
+		elog(PANIC, "mqlog: malformed row at offset %u", off);
+	memcpy(out, &info, sizeof(uint16));
+	memcpy(out + sizeof(uint16), row + bitmapoff, len - bitmapoff);
+	return (int) (sizeof(uint16) + len - bitmapoff);
 }
 
 /*
- * Try to encode the data of tup, just placed on page, as a delta against
- * the row before it (mqlog_delta.c) into out (room for its data length).
- * Returns the encoded length or -1.
+ * Encode the image of the row at off (img, imglen) as a delta against the
+ * image of the row before it on the page, into out (room for imglen).
+ * Returns the encoded length, or -1 to log the image plainly.
  */
 static int
-mqlog_encode_row(Page page, HeapTuple tup, char *out)
+mqlog_encode_image(Page page, OffsetNumber off, const char *img, Size imglen,
+				   char *out)
 {
-	HeapTupleHeader htup = tup->t_data;
-	const char *base;
-	Size		baselen;
+	PGAlignedBlock base;
+	int			baselen = mqlog_page_row_image(page, off - 1, base.data);
 
-	base = mqlog_prev_row_data(page, ItemPointerGetOffsetNumber(&tup->t_self),
-							   &baselen);
-	if (base == NULL)
+	if (baselen < 0)
 		return -1;
-	return mqlog_delta_encode((char *) htup + htup->t_hoff,
-							  tup->t_len - htup->t_hoff, base, baselen, out);
+	return mqlog_delta_encode(img, imglen, base.data, baselen, out);
 }
 
 /*
- * A row as logged: its info, then the null bitmap if any, then the data.
- * The data of a row logged alone is a delta against the previous row on its
- * page when that is shorter (scratch holds the encoding).  With a base row
- * (the row of block 0 of a linked insert), a byte saying how many leading
- * data bytes equal the base row's comes before the data, which then starts
- * after them (a queue entry's visible_at is its message's published_at).
- * Registered as pieces pointing into the tuple or scratch, so nothing is
- * allocated in the caller's critical section.
+ * A row as logged in a (possibly linked) INSERT record: its info, then the
+ * null bitmap if any, then the data.  With a base row (the row of block 0
+ * of a linked insert), a byte saying how many leading data bytes equal the
+ * base row's comes before the data, which then starts after them (a queue
+ * entry's visible_at is its message's published_at).  Registered as
+ * pieces pointing into the tuple, so nothing is allocated in the caller's
+ * critical section.
  */
 static void
-mqlog_register_row(uint8 block_id, Page page, HeapTuple tup,
-				   MqlogRowHeader *hdr, HeapTuple base, char *scratch)
+mqlog_register_row(uint8 block_id, HeapTuple tup, MqlogRowHeader *hdr,
+				   HeapTuple base)
 {
 	HeapTupleHeader htup = tup->t_data;
 	Size		bitmaplen = mqlog_row_bitmap_len(hdr->info);
 	char	   *data = (char *) htup + htup->t_hoff;
 	Size		datalen = tup->t_len - htup->t_hoff;
-	int			enclen = -1;
 
-	if (scratch != NULL && (hdr->info & MQLOG_ROW_LOG_INIT) == 0)
-		enclen = mqlog_encode_row(page, tup, scratch);
-	if (enclen >= 0)
-	{
-		hdr->info |= MQLOG_ROW_LOG_DELTA;
-		data = scratch;
-		datalen = enclen;
-	}
 	XLogRegisterBufData(block_id, (char *) &hdr->info, SizeOfMqlogRowHeader);
 	if (bitmaplen > 0)
 		XLogRegisterBufData(block_id, (char *) htup->t_bits, bitmaplen);
@@ -178,7 +188,7 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 	int			nlogged = 0;
 	HeapTuple	base = NULL;
 	XLogRecPtr	recptr;
-	PGAlignedBlock scratch;
+	uint8		info = XLOG_MQLOG_INSERT;
 
 	Assert(n <= MQLOG_MAX_LINKED);
 	for (int i = 0; i < n; i++)
@@ -187,6 +197,39 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 		return;
 
 	XLogBeginInsert();
+	if (nlogged == 1)
+	{
+		/* a row logged alone: as a delta when shorter (XLOG_MQLOG_DELTA) */
+		int			i = 0;
+		PGAlignedBlock img;
+		PGAlignedBlock enc;
+		Size		imglen;
+		int			enclen = -1;
+
+		while (!RelationNeedsWAL(rels[i]))
+			i++;
+		mqlog_row_header(tups[i], inits[i], &hdrs[0]);
+		XLogRegisterBuffer(0, bufs[i], REGBUF_STANDARD |
+						   (inits[i] ? REGBUF_WILL_INIT : 0));
+		if (!inits[i])
+		{
+			imglen = mqlog_tuple_image(tups[i], hdrs[0].info, img.data);
+			enclen = mqlog_encode_image(BufferGetPage(bufs[i]),
+										ItemPointerGetOffsetNumber(&tups[i]->t_self),
+										img.data, imglen, enc.data);
+		}
+		if (enclen >= 0)
+		{
+			XLogRegisterBufData(0, enc.data, enclen);
+			info |= XLOG_MQLOG_DELTA;
+		}
+		else
+			mqlog_register_row(0, tups[i], &hdrs[0], NULL);
+		recptr = XLogInsert(MQLOG_RMGR_ID, info);
+		PageSetLSN(BufferGetPage(bufs[i]), recptr);
+		return;
+	}
+
 	for (int i = 0; i < n; i++)
 	{
 		uint8		flags = REGBUF_STANDARD;
@@ -195,24 +238,17 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 			continue;
 		if (inits[i])
 			flags |= REGBUF_WILL_INIT;
-		/* later rows may refer to block 0's data: keep it even with an FPI */
-		if (id == 0 && nlogged > 1)
+		/* later rows refer to block 0's data: keep it even with an FPI */
+		if (id == 0)
 			flags |= REGBUF_KEEP_DATA;
 		mqlog_row_header(tups[i], inits[i], &hdrs[i]);
 		XLogRegisterBuffer(id, bufs[i], flags);
-
-		/*
-		 * A row logged alone may be a delta against its page's previous row;
-		 * in a linked record block 0's data stays plain, as later blocks
-		 * share its leading bytes.
-		 */
-		mqlog_register_row(id, BufferGetPage(bufs[i]), tups[i], &hdrs[i], base,
-						   nlogged == 1 ? scratch.data : NULL);
+		mqlog_register_row(id, tups[i], &hdrs[i], base);
 		if (id == 0)
 			base = tups[i];
 		id++;
 	}
-	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT);
+	recptr = XLogInsert(MQLOG_RMGR_ID, info);
 	for (int i = 0; i < n; i++)
 		if (RelationNeedsWAL(rels[i]))
 			PageSetLSN(BufferGetPage(bufs[i]), recptr);
@@ -239,44 +275,37 @@ mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
 	xlrec.firstoff = ItemPointerGetOffsetNumber(&tuples[0]->t_self);
 	xlrec.ntuples = ntuples;
 
-	/* the caller sized scratch before its critical section: no palloc here */
+	/*
+	 * The caller sized scratch before its critical section: no palloc here.
+	 * Each row: uint16 length (| XLMQ_ROW_DELTA) and its image, or its
+	 * image's delta against the row before it on the page.
+	 */
 	resetStringInfo(scratch);
 	for (i = 0; i < ntuples; i++)
 	{
 		HeapTuple	tup = tuples[i];
-		HeapTupleHeader htup = tup->t_data;
 		MqlogRowHeader hdr;
-		Size		bitmaplen;
-		uint16		datalen;
+		PGAlignedBlock enc;
+		char	   *img;
+		uint16		len;
+		int			enclen;
 
-		int			lenpos,
-					enclen;
-
-		mqlog_row_header(tup, false, &hdr);
-		bitmaplen = mqlog_row_bitmap_len(hdr.info);
-		datalen = bitmaplen + tup->t_len - htup->t_hoff;
 		Assert(ItemPointerGetOffsetNumber(&tup->t_self) == xlrec.firstoff + i);
-		Assert(scratch->len + sizeof(uint16) + SizeOfMqlogRowHeader + datalen < scratch->maxlen);
-		lenpos = scratch->len;
-		appendBinaryStringInfo(scratch, (char *) &datalen, sizeof(uint16));
-		appendBinaryStringInfo(scratch, (char *) &hdr.info, SizeOfMqlogRowHeader);
-		if (bitmaplen > 0)
-			appendBinaryStringInfo(scratch, (char *) htup->t_bits, bitmaplen);
-
-		/* the data, as a delta against the previous row when shorter */
-		enclen = mqlog_encode_row(BufferGetPage(buf), tup, scratch->data + scratch->len);
+		mqlog_row_header(tup, false, &hdr);
+		img = scratch->data + scratch->len + sizeof(uint16);
+		len = mqlog_tuple_image(tup, hdr.info, img);
+		Assert(scratch->len + sizeof(uint16) + len < scratch->maxlen);
+		enclen = mqlog_encode_image(BufferGetPage(buf),
+									ItemPointerGetOffsetNumber(&tup->t_self),
+									img, len, enc.data);
 		if (enclen >= 0)
 		{
-			hdr.info |= MQLOG_ROW_LOG_DELTA;
-			memcpy(scratch->data + lenpos + sizeof(uint16), &hdr.info, SizeOfMqlogRowHeader);
-			datalen = bitmaplen + enclen;
-			memcpy(scratch->data + lenpos, &datalen, sizeof(uint16));
-			scratch->len += enclen;
-			scratch->data[scratch->len] = '\0';
+			memcpy(img, enc.data, enclen);
+			len = enclen | XLMQ_ROW_DELTA;
 		}
-		else
-			appendBinaryStringInfo(scratch, (char *) htup + htup->t_hoff,
-								   tup->t_len - htup->t_hoff);
+		memcpy(scratch->data + scratch->len, &len, sizeof(uint16));
+		scratch->len += sizeof(uint16) + (len & ~XLMQ_ROW_DELTA);
+		scratch->data[scratch->len] = '\0';
 	}
 
 	XLogBeginInsert();
@@ -353,15 +382,10 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	OffsetNumber off;
 	char	   *dst;
 
-	const char *delta_base = NULL;
-	Size		delta_baselen = 0;
-	bool		delta;
-
 	if (loglen < SizeOfMqlogRowHeader)
 		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
 	memcpy(&info, ptr, sizeof(uint16));
-	delta = (info & MQLOG_ROW_LOG_DELTA) != 0;
-	info &= ~(MQLOG_ROW_LOG_INIT | MQLOG_ROW_LOG_DELTA);
+	info &= ~MQLOG_ROW_LOG_INIT;
 	bitmaplen = mqlog_row_bitmap_len(info);
 	if (loglen < SizeOfMqlogRowHeader + bitmaplen + (base ? 1 : 0))
 		elog(PANIC, "mqlog_redo: truncated row in block %u", blkno);
@@ -374,20 +398,6 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	}
 	restlen = loglen - SizeOfMqlogRowHeader - bitmaplen - (base ? 1 : 0);
 	len = mqlog_row_data_offset(info) + shared + restlen;
-	if (delta)
-	{
-		int			datalen;
-
-		delta_base = mqlog_prev_row_data(page, PageGetMaxOffsetNumber(page) + 1,
-										 &delta_baselen);
-		if (delta_base == NULL || base != NULL)
-			elog(PANIC, "mqlog_redo: delta-encoded row without a base in block %u", blkno);
-		datalen = mqlog_delta_decoded_len(ptr + loglen - restlen, restlen,
-										  delta_baselen);
-		if (datalen < 0)
-			elog(PANIC, "mqlog_redo: malformed delta-encoded row in block %u", blkno);
-		len = mqlog_row_data_offset(info) + datalen;
-	}
 
 	dst = mqlog_page_add_item(page, len, &off);
 	if (dst == NULL)
@@ -403,17 +413,34 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	dst += mqlog_row_bitmap_offset(info);
 	memcpy(dst, ptr + SizeOfMqlogRowHeader, bitmaplen);
 	dst += bitmaplen;
-	if (delta)
-		mqlog_delta_decode(ptr + loglen - restlen, restlen, delta_base, dst);
-	else
-	{
-		memcpy(dst, base, shared);
-		dst += shared;
-		memcpy(dst, ptr + loglen - restlen, restlen);
-	}
+	memcpy(dst, base, shared);
+	dst += shared;
+	memcpy(dst, ptr + loglen - restlen, restlen);
 	mqlog_page_note_xmin(page, xid);
 
 	return ptr + loglen;
+}
+
+/*
+ * Decode a row image logged as a delta against the image of the page's
+ * last row (see mqlog_encode_image) into out; returns its length.
+ */
+static Size
+mqlog_redo_decode(Page page, BlockNumber blkno, const char *enc, Size enclen,
+				  char *out)
+{
+	PGAlignedBlock base;
+	int			baselen = mqlog_page_row_image(page, PageGetMaxOffsetNumber(page),
+											   base.data);
+	int			len;
+
+	if (baselen < 0)
+		elog(PANIC, "mqlog_redo: delta-encoded row without a base in block %u", blkno);
+	len = mqlog_delta_decoded_len(enc, enclen, baselen);
+	if (len < SizeOfMqlogRowHeader || len > BLCKSZ)
+		elog(PANIC, "mqlog_redo: malformed delta-encoded row in block %u", blkno);
+	mqlog_delta_decode(enc, enclen, base.data, out);
+	return len;
 }
 
 /* Read block block_id for redo, initializing it first when asked to */
@@ -462,6 +489,7 @@ static void
 mqlog_redo_insert(XLogReaderState *record)
 {
 	TransactionId xid = XLogRecGetXid(record);
+	bool		delta = (XLogRecGetInfo(record) & XLOG_MQLOG_DELTA) != 0;
 	char	   *base = NULL;
 	Size		baselen = 0;
 
@@ -480,7 +508,7 @@ mqlog_redo_insert(XLogReaderState *record)
 		ptr = XLogRecGetBlockData(record, block_id, &datalen);
 		info = 0;
 		/* (with a full-page image the row is not in the record) */
-		if (ptr != NULL && datalen >= SizeOfMqlogRowHeader)
+		if (ptr != NULL && datalen >= SizeOfMqlogRowHeader && !delta)
 			memcpy(&info, ptr, sizeof(uint16));
 		if (block_id == 0 && XLogRecMaxBlockId(record) > 0)
 		{
@@ -494,7 +522,16 @@ mqlog_redo_insert(XLogReaderState *record)
 									   (info & MQLOG_ROW_LOG_INIT) != 0, &buffer);
 		if (action == BLK_NEEDS_REDO && (ptr == NULL || datalen < SizeOfMqlogRowHeader))
 			elog(PANIC, "mqlog_redo: insert without row data for block %u", blkno);
-		if (action == BLK_NEEDS_REDO)
+		if (action == BLK_NEEDS_REDO && delta)
+		{
+			PGAlignedBlock img;
+			Size		len = mqlog_redo_decode(BufferGetPage(buffer), blkno,
+												ptr, datalen, img.data);
+
+			mqlog_redo_add_row(BufferGetPage(buffer), blkno, xid, img.data, len,
+							   NULL, 0);
+		}
+		else if (action == BLK_NEEDS_REDO)
 			mqlog_redo_add_row(BufferGetPage(buffer), blkno, xid, ptr, datalen,
 							   block_id > 0 ? base : NULL, baselen);
 		mqlog_finish_redo_block(action, buffer, record->EndRecPtr);
@@ -532,10 +569,20 @@ mqlog_redo_multi_insert(XLogReaderState *record)
 				elog(PANIC, "mqlog_redo: record length mismatch");
 			memcpy(&l, ptr, sizeof(uint16));
 			ptr += sizeof(uint16);
-			if (end - ptr < SizeOfMqlogRowHeader + l)
+			if (end - ptr < (l & ~XLMQ_ROW_DELTA))
 				elog(PANIC, "mqlog_redo: record length mismatch");
-			ptr = mqlog_redo_add_row(page, blkno, xid, ptr, SizeOfMqlogRowHeader + l,
-									 NULL, 0);
+			if (l & XLMQ_ROW_DELTA)
+			{
+				PGAlignedBlock img;
+				Size		len;
+
+				l &= ~XLMQ_ROW_DELTA;
+				len = mqlog_redo_decode(page, blkno, ptr, l, img.data);
+				mqlog_redo_add_row(page, blkno, xid, img.data, len, NULL, 0);
+				ptr += l;
+			}
+			else
+				ptr = mqlog_redo_add_row(page, blkno, xid, ptr, l, NULL, 0);
 		}
 		if (ptr != end)
 			elog(PANIC, "mqlog_redo: record length mismatch");
@@ -650,6 +697,11 @@ mqlog_desc(StringInfo buf, XLogReaderState *record)
 				char	   *data = XLogRecGetBlockData(record, block_id, &len);
 				uint16		info;
 
+				if (XLogRecGetInfo(record) & XLOG_MQLOG_DELTA)
+				{
+					appendStringInfo(buf, "block 0: delta of %zu bytes", len);
+					continue;
+				}
 				if (data == NULL || len < sizeof(uint16))
 					continue;
 				memcpy(&info, data, sizeof(uint16));
@@ -691,7 +743,7 @@ mqlog_identify(uint8 info)
 	switch (info & XLOG_MQLOG_OPMASK)
 	{
 		case XLOG_MQLOG_INSERT:
-			return "INSERT";
+			return (info & XLOG_MQLOG_DELTA) ? "INSERT+DELTA" : "INSERT";
 		case XLOG_MQLOG_MULTI_INSERT:
 			return "MULTI_INSERT";
 		case XLOG_MQLOG_OVERFLOW:
