@@ -206,6 +206,18 @@ mqlog_try_block(Relation rel, BlockNumber blkno, Size need,
 	return InvalidBuffer;
 }
 
+/* COPY and friends keep the page they insert into pinned */
+static Buffer
+mqlog_keep_bulk_buffer(BulkInsertState bistate, Buffer buf)
+{
+	if (bistate)
+	{
+		bistate->current_buf = buf;
+		IncrBufferRefCount(buf);
+	}
+	return buf;
+}
+
 /*
  * Find an exclusively locked page with room for "need" bytes (see the file
  * header for the order in which pages are tried).
@@ -235,13 +247,21 @@ mqlog_get_target_buffer(Relation rel, Size need, BulkInsertState bistate,
 		buf = InvalidBuffer;
 	}
 
-	nblocks = RelationGetNumberOfBlocks(rel);
+	/*
+	 * The target block, if any, exists: it is forgotten when the relation
+	 * is truncated (smgr invalidation), and relations only grow otherwise.
+	 * So, like heap, ask for the relation's size (an lseek) only when the
+	 * target page is full.
+	 */
 	target = RelationGetTargetBlock(rel);
-	if (target != InvalidBlockNumber && target < nblocks)
+	if (target != InvalidBlockNumber)
 		buf = mqlog_try_block(rel, target, need, strategy, isnew);
+	if (BufferIsValid(buf))
+		return mqlog_keep_bulk_buffer(bistate, buf);
 
 	/* last-page fallback: short-lived sessions share the tail page */
-	if (!BufferIsValid(buf) && nblocks > 0 && nblocks - 1 != target)
+	nblocks = RelationGetNumberOfBlocks(rel);
+	if (nblocks > 0 && nblocks - 1 != target)
 		buf = mqlog_try_block(rel, nblocks - 1, need, strategy, isnew);
 
 	/* pages left by bulk extension */
@@ -262,12 +282,7 @@ mqlog_get_target_buffer(Relation rel, Size need, BulkInsertState bistate,
 		*isnew = true;
 	}
 
-	if (bistate)
-	{
-		bistate->current_buf = buf;
-		IncrBufferRefCount(buf);
-	}
-	return buf;
+	return mqlog_keep_bulk_buffer(bistate, buf);
 }
 
 /*
