@@ -186,7 +186,7 @@ mqlog_row_data_offset(uint16 info)
 #define XLOG_MQLOG_OVERFLOW		0x20
 #define XLOG_MQLOG_FREEZE		0x30
 #define XLOG_MQLOG_OPMASK		0x70
-/* INSERT of one row whose image is a delta (see below) */
+/* INSERT whose rows are all logged as deltas (see below) */
 #define XLOG_MQLOG_DELTA		0x80
 
 /* flag bits in xl_mqlog_multi_insert */
@@ -199,7 +199,7 @@ mqlog_row_data_offset(uint16 info)
  * bitmap, data.  In an INSERT record the logged info carries
  * MQLOG_ROW_LOG_INIT when the page is to be initialized first.  An image may
  * instead be logged as a delta against the image of the row before it on
- * its page (mqlog_delta.c): an INSERT record of one row with
+ * its page (mqlog_delta.c): every row of an INSERT record with
  * XLOG_MQLOG_DELTA, a MULTI_INSERT row with XLMQ_ROW_DELTA in its length.
  */
 #define SizeOfMqlogRowHeader	sizeof(uint16)

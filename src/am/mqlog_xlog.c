@@ -179,6 +179,53 @@ mqlog_register_row(uint8 block_id, HeapTuple tup, MqlogRowHeader *hdr,
 		XLogRegisterBufData(block_id, data, datalen);
 }
 
+/*
+ * Log the rows of an INSERT record each as a delta against the row before
+ * it on its page (XLOG_MQLOG_DELTA), if every one of them has such a row
+ * and encodes shorter.  Returns false, having registered nothing, when the
+ * record is to be logged plainly instead.  Called after XLogBeginInsert.
+ */
+static bool
+mqlog_log_rows_delta(Relation *rels, Buffer *bufs, HeapTuple *tups,
+					 bool *inits, int n)
+{
+	PGAlignedBlock encs[MQLOG_MAX_LINKED];
+	int			enclens[MQLOG_MAX_LINKED];
+	PGAlignedBlock img;
+	uint8		id = 0;
+	XLogRecPtr	recptr;
+
+	for (int i = 0; i < n; i++)
+	{
+		Size		imglen;
+
+		if (!RelationNeedsWAL(rels[i]))
+			continue;
+		if (inits[i])
+			return false;
+		imglen = mqlog_tuple_image(tups[i], mqlog_row_info_of(tups[i]), img.data);
+		enclens[i] = mqlog_encode_image(BufferGetPage(bufs[i]),
+										ItemPointerGetOffsetNumber(&tups[i]->t_self),
+										img.data, imglen, encs[i].data);
+		if (enclens[i] < 0)
+			return false;
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		if (!RelationNeedsWAL(rels[i]))
+			continue;
+		XLogRegisterBuffer(id, bufs[i], REGBUF_STANDARD);
+		XLogRegisterBufData(id, encs[i].data, enclens[i]);
+		id++;
+	}
+	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT | XLOG_MQLOG_DELTA);
+	for (int i = 0; i < n; i++)
+		if (RelationNeedsWAL(rels[i]))
+			PageSetLSN(BufferGetPage(bufs[i]), recptr);
+	return true;
+}
+
 void
 mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 			   int n)
@@ -188,7 +235,6 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 	int			nlogged = 0;
 	HeapTuple	base = NULL;
 	XLogRecPtr	recptr;
-	uint8		info = XLOG_MQLOG_INSERT;
 
 	Assert(n <= MQLOG_MAX_LINKED);
 	for (int i = 0; i < n; i++)
@@ -197,38 +243,8 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 		return;
 
 	XLogBeginInsert();
-	if (nlogged == 1)
-	{
-		/* a row logged alone: as a delta when shorter (XLOG_MQLOG_DELTA) */
-		int			i = 0;
-		PGAlignedBlock img;
-		PGAlignedBlock enc;
-		Size		imglen;
-		int			enclen = -1;
-
-		while (!RelationNeedsWAL(rels[i]))
-			i++;
-		mqlog_row_header(tups[i], inits[i], &hdrs[0]);
-		XLogRegisterBuffer(0, bufs[i], REGBUF_STANDARD |
-						   (inits[i] ? REGBUF_WILL_INIT : 0));
-		if (!inits[i])
-		{
-			imglen = mqlog_tuple_image(tups[i], hdrs[0].info, img.data);
-			enclen = mqlog_encode_image(BufferGetPage(bufs[i]),
-										ItemPointerGetOffsetNumber(&tups[i]->t_self),
-										img.data, imglen, enc.data);
-		}
-		if (enclen >= 0)
-		{
-			XLogRegisterBufData(0, enc.data, enclen);
-			info |= XLOG_MQLOG_DELTA;
-		}
-		else
-			mqlog_register_row(0, tups[i], &hdrs[0], NULL);
-		recptr = XLogInsert(MQLOG_RMGR_ID, info);
-		PageSetLSN(BufferGetPage(bufs[i]), recptr);
+	if (mqlog_log_rows_delta(rels, bufs, tups, inits, n))
 		return;
-	}
 
 	for (int i = 0; i < n; i++)
 	{
@@ -239,7 +255,7 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 		if (inits[i])
 			flags |= REGBUF_WILL_INIT;
 		/* later rows refer to block 0's data: keep it even with an FPI */
-		if (id == 0)
+		if (id == 0 && nlogged > 1)
 			flags |= REGBUF_KEEP_DATA;
 		mqlog_row_header(tups[i], inits[i], &hdrs[i]);
 		XLogRegisterBuffer(id, bufs[i], flags);
@@ -248,7 +264,7 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 			base = tups[i];
 		id++;
 	}
-	recptr = XLogInsert(MQLOG_RMGR_ID, info);
+	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT);
 	for (int i = 0; i < n; i++)
 		if (RelationNeedsWAL(rels[i]))
 			PageSetLSN(BufferGetPage(bufs[i]), recptr);
@@ -510,7 +526,7 @@ mqlog_redo_insert(XLogReaderState *record)
 		/* (with a full-page image the row is not in the record) */
 		if (ptr != NULL && datalen >= SizeOfMqlogRowHeader && !delta)
 			memcpy(&info, ptr, sizeof(uint16));
-		if (block_id == 0 && XLogRecMaxBlockId(record) > 0)
+		if (block_id == 0 && XLogRecMaxBlockId(record) > 0 && !delta)
 		{
 			/* later blocks may share data with this row (REGBUF_KEEP_DATA) */
 			if (ptr == NULL || datalen < SizeOfMqlogRowHeader)
@@ -699,7 +715,8 @@ mqlog_desc(StringInfo buf, XLogReaderState *record)
 
 				if (XLogRecGetInfo(record) & XLOG_MQLOG_DELTA)
 				{
-					appendStringInfo(buf, "block 0: delta of %zu bytes", len);
+					appendStringInfo(buf, "%sblock %u: delta of %zu bytes",
+									 block_id > 0 ? "; " : "", block_id, len);
 					continue;
 				}
 				if (data == NULL || len < sizeof(uint16))
