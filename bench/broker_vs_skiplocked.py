@@ -17,7 +17,10 @@ Env (defaults = full run, ~25 min; --quick ~4 min):
   H2_SECONDS   pgbench duration of throughput runs (10; quick 3)
   H2_REPS      repetitions of throughput runs, medians reported (3; quick 1)
   H2_BACKLOG   backlog drained per repetition in test 2 (1000000 as in the issue; quick 20000)
-  H2_MIXED     duration of each mixed run, test 3 (30; quick 8; H2_REPS runs per system and size)
+  H2_HISTORY   messages put through each system before tests 6 and 7 measure (5000000 as in the
+               issue; quick 40000): test 2's timed repetitions, then untimed fill+drain rounds
+  H2_MIXED     duration of each mixed run, test 3 (60 as in the issue; quick 8; H2_REPS runs per
+               system and size)
   H2_XMIN      duration of each held-xmin run, test 9 (60; quick 10)
   H2_LAT       duration of the latency runs, test 4 (15; quick 5)
   H2_WALN      messages per WAL-life measurement, test 5 (20000; quick 5000)
@@ -38,7 +41,8 @@ E = os.environ.get
 SECONDS = int(E("H2_SECONDS", 3 if QUICK else 10))
 REPS = int(E("H2_REPS", 1 if QUICK else 3))
 BACKLOG = int(E("H2_BACKLOG", 20000 if QUICK else 1000000))
-MIXED = int(E("H2_MIXED", 8 if QUICK else 30))
+HISTORY = int(E("H2_HISTORY", 40000 if QUICK else 5000000))
+MIXED = int(E("H2_MIXED", 8 if QUICK else 60))
 XMIN = int(E("H2_XMIN", 10 if QUICK else 60))
 LAT = int(E("H2_LAT", 5 if QUICK else 15))
 WALN = int(E("H2_WALN", 5000 if QUICK else 20000))
@@ -400,6 +404,20 @@ def test2_6_7_backlog():
                 through[s] += n
                 log("  t2 rep %d %-3s fill %8.0f msg/s  drain %8.0f msg/s (%d consumed in timed part, %d left after)" % (
                     rep + 1, s, res[(s, "fill")][-1], res[(s, "drain")][-1], got, left))
+        # history for tests 6 and 7: more untimed rounds up to HISTORY messages
+        for s in ("qe", "sl", "pgq"):
+            q = "hist_" + s
+            while through[s] < HISTORY:
+                n, _ = fill(s, q, min(BACKLOG, HISTORY - through[s]))
+                if s == "pgq":
+                    time.sleep(0.3)
+                    pgq_drain(q, n)
+                else:
+                    while backlog(s, q) > 0:
+                        pgbench(cons(s, q), clients=consumers, threads=2,
+                                transactions=backlog(s, q) // (100 * consumers) + 1)
+                through[s] += n
+            log("  t2 history %-3s %d messages through" % (s, through[s]))
     finally:
         tick.stop()
     after = {s: stats_for(s, "hist_" + s) for s in ("qe", "sl", "pgq")}
