@@ -60,16 +60,42 @@ get_varint(const char **p, const char *end, Size *v)
 	return true;
 }
 
-/* Length of the run of equal bytes at pos */
+/* Length of the run of equal bytes at pos (8 bytes at a time) */
 static inline Size
 same_run(const char *data, Size len, const char *base, Size baselen, Size pos)
 {
-	Size		n = 0;
 	Size		max = Min(len, baselen);
+	Size		p = pos;
 
-	while (pos + n < max && data[pos + n] == base[pos + n])
-		n++;
-	return n;
+	while (p + sizeof(uint64) <= max)
+	{
+		uint64		a,
+					b;
+
+		memcpy(&a, data + p, sizeof(uint64));
+		memcpy(&b, base + p, sizeof(uint64));
+		if (a != b)
+			break;
+		p += sizeof(uint64);
+	}
+	while (p < max && data[p] == base[p])
+		p++;
+	return p - pos;
+}
+
+/* Do MIN_SAME_RUN bytes at pos equal the base's? */
+static inline bool
+worth_a_run(const char *data, Size len, const char *base, Size baselen, Size pos)
+{
+	uint32		a,
+				b;
+
+	StaticAssertStmt(MIN_SAME_RUN == sizeof(uint32), "MIN_SAME_RUN is one uint32");
+	if (pos + MIN_SAME_RUN > Min(len, baselen))
+		return false;
+	memcpy(&a, data + pos, sizeof(uint32));
+	memcpy(&b, base + pos, sizeof(uint32));
+	return a == b;
 }
 
 /*
@@ -93,15 +119,10 @@ mqlog_delta_encode(const char *data, Size len, const char *base,
 		Size		litstart = pos + same;
 		Size		lit = 0;
 
-		/* extend the literal up to the next worthwhile equal run */
-		while (litstart + lit < len)
-		{
-			Size		run = same_run(data, len, base, baselen, litstart + lit);
-
-			if (run >= MIN_SAME_RUN || litstart + lit + run == len)
-				break;
-			lit += Max(run, 1);
-		}
+		/* the literal runs up to the next MIN_SAME_RUN equal bytes */
+		while (litstart + lit < len &&
+			   !worth_a_run(data, len, base, baselen, litstart + lit))
+			lit++;
 		/* worst case 4 bytes of varints before the literal */
 		if (end - p < (ptrdiff_t) (4 + lit))
 			return -1;
