@@ -429,7 +429,8 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 	dst += mqlog_row_bitmap_offset(info);
 	memcpy(dst, ptr + SizeOfMqlogRowHeader, bitmaplen);
 	dst += bitmaplen;
-	memcpy(dst, base, shared);
+	if (shared > 0)
+		memcpy(dst, base, shared);
 	dst += shared;
 	memcpy(dst, ptr + loglen - restlen, restlen);
 	mqlog_page_note_xmin(page, xid);
