@@ -46,8 +46,10 @@ mqlog_page_is_valid(Page page)
 	if (PageGetSpecialSize(page) != MQLOG_SPECIAL_SIZE)
 		return false;
 	opaque = MqlogPageGetOpaque(page);
+	/* readers size per-page arrays by MQLOG_MAX_ROWS_PER_PAGE */
 	return opaque->mq_magic == MQLOG_PAGE_MAGIC &&
-		opaque->mq_version == MQLOG_PAGE_VERSION;
+		opaque->mq_version == MQLOG_PAGE_VERSION &&
+		PageGetMaxOffsetNumber(page) <= MQLOG_MAX_ROWS_PER_PAGE;
 }
 
 /*

@@ -85,12 +85,21 @@ mqlog_row_to_tuple(const char *row, Size len, MemoryContext mcxt)
 	uint16		info = mqlog_row_info(row);
 	Size		bitmaplen = mqlog_row_bitmap_len(info);
 	Size		dataoff = mqlog_row_data_offset(info);
-	Size		datalen = len - dataoff;
-	uint8		hoff = MAXALIGN(SizeofHeapTupleHeader + bitmaplen);
+	Size		datalen;
+	uint8		hoff;
 	HeapTuple	tup;
 	HeapTupleHeader htup;
 
-	Assert(len >= dataoff);
+	/* a damaged header must not make us copy past the row or the copy */
+	if (len < dataoff ||
+		(info & MQLOG_ROW_NATTS_MASK) > MaxTupleAttributeNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupted row in mqlog table: %zu bytes, header 0x%04X",
+						len, info),
+				 errhint("mq.mqlog_verify() reports every damaged row of a table.")));
+	datalen = len - dataoff;
+	hoff = MAXALIGN(SizeofHeapTupleHeader + bitmaplen);
 	tup = (HeapTuple) MemoryContextAlloc(mcxt, HEAPTUPLESIZE + hoff + datalen);
 	htup = (HeapTupleHeader) ((char *) tup + HEAPTUPLESIZE);
 	tup->t_data = htup;

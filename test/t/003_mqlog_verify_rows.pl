@@ -57,5 +57,10 @@ like($report, qr/^0,9: attribute 2 .* ends past the row's \d+ data bytes$/m,
 	'a row cut short by its line pointer is reported');
 is(scalar(split /\n/, $report), 2, 'and nothing else');
 
+# reading the damaged row is a clean error, not a copy past its end
+my ($ret, $out, $err) = $node->psql('postgres', 'SELECT count(*) FROM log');
+isnt($ret, 0, 'a scan reaching the damaged row fails');
+like($err, qr/corrupted row in mqlog table/, 'with a data-corruption error');
+
 $node->stop;
 done_testing();
