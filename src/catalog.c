@@ -288,15 +288,22 @@ acl_add(MqAcl *acl, Oid grantee, int priv)
 	acl->ngrants++;
 }
 
+/* Read a whole catalog table into SPI_tuptable (sql names one mq.cat_* table) */
+static void
+catalog_read(const char *sql)
+{
+	int			ret = SPI_execute(sql, true, 0);
+
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read the queue_ext catalog (%s): %s",
+			 sql, SPI_result_code_string(ret));
+}
+
 static void
 load_queues(void)
 {
-	int			ret;
-
-	ret = SPI_execute("SELECT id, name, type, durable, arguments, lanes, owner "
-					  "FROM mq.cat_queue", true, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read mq.cat_queue: %s", SPI_result_code_string(ret));
+	catalog_read("SELECT id, name, type, durable, arguments, lanes, owner "
+					  "FROM mq.cat_queue");
 
 	mq_queue_by_name = make_name_htab("mq queues by name", SPI_processed);
 	mq_queue_by_id_htab = make_id_htab("mq queues by id", SPI_processed);
@@ -352,12 +359,8 @@ load_queues(void)
 static void
 load_exchanges(void)
 {
-	int			ret;
-
-	ret = SPI_execute("SELECT id, name, type, durable, alternate_exchange, owner "
-					  "FROM mq.cat_exchange", true, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read mq.cat_exchange: %s", SPI_result_code_string(ret));
+	catalog_read("SELECT id, name, type, durable, alternate_exchange, owner "
+					  "FROM mq.cat_exchange");
 
 	mq_exchange_by_name = make_name_htab("mq exchanges by name", SPI_processed);
 	mq_exchange_by_id = make_id_htab("mq exchanges by id", SPI_processed);
@@ -412,12 +415,8 @@ load_exchanges(void)
 static void
 load_bindings(void)
 {
-	int			ret;
-
-	ret = SPI_execute("SELECT exchange_id, queue_id, binding_key, arguments "
-					  "FROM mq.cat_binding", true, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read mq.cat_binding: %s", SPI_result_code_string(ret));
+	catalog_read("SELECT exchange_id, queue_id, binding_key, arguments "
+					  "FROM mq.cat_binding");
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -476,12 +475,8 @@ load_bindings(void)
 static void
 load_grants(void)
 {
-	int			ret;
-
-	ret = SPI_execute("SELECT object_kind::text, object_id, grantee, privilege "
-					  "FROM mq.cat_grant", true, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read mq.cat_grant: %s", SPI_result_code_string(ret));
+	catalog_read("SELECT object_kind::text, object_id, grantee, privilege "
+					  "FROM mq.cat_grant");
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -514,11 +509,7 @@ load_grants(void)
 static void
 load_consumers(void)
 {
-	int			ret;
-
-	ret = SPI_execute("SELECT queue_id, consumer, prefetch FROM mq.cat_consumer", true, 0);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read mq.cat_consumer: %s", SPI_result_code_string(ret));
+	catalog_read("SELECT queue_id, consumer, prefetch FROM mq.cat_consumer");
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
