@@ -439,14 +439,15 @@ mqlog_redo_add_row(Page page, BlockNumber blkno, TransactionId xid,
 }
 
 /*
- * Decode a row image logged as a delta against the image of the page's
- * last row (see mqlog_encode_image) into out; returns its length.
+ * Append a row whose image was logged as a delta against the image of the
+ * page's last row (see mqlog_encode_image): decode, then add as any row.
  */
-static Size
-mqlog_redo_decode(Page page, BlockNumber blkno, const char *enc, Size enclen,
-				  char *out)
+static void
+mqlog_redo_add_delta_row(Page page, BlockNumber blkno, TransactionId xid,
+						 const char *enc, Size enclen)
 {
 	PGAlignedBlock base;
+	PGAlignedBlock img;
 	int			baselen = mqlog_page_row_image(page, PageGetMaxOffsetNumber(page),
 											   base.data);
 	int			len;
@@ -456,8 +457,8 @@ mqlog_redo_decode(Page page, BlockNumber blkno, const char *enc, Size enclen,
 	len = mqlog_delta_decoded_len(enc, enclen, baselen);
 	if (len < SizeOfMqlogRowHeader || len > BLCKSZ)
 		elog(PANIC, "mqlog_redo: malformed delta-encoded row in block %u", blkno);
-	mqlog_delta_decode(enc, enclen, base.data, out);
-	return len;
+	mqlog_delta_decode(enc, enclen, base.data, img.data);
+	mqlog_redo_add_row(page, blkno, xid, img.data, len, NULL, 0);
 }
 
 /* Read block block_id for redo, initializing it first when asked to */
@@ -540,14 +541,7 @@ mqlog_redo_insert(XLogReaderState *record)
 		if (action == BLK_NEEDS_REDO && (ptr == NULL || datalen < SizeOfMqlogRowHeader))
 			elog(PANIC, "mqlog_redo: insert without row data for block %u", blkno);
 		if (action == BLK_NEEDS_REDO && delta)
-		{
-			PGAlignedBlock img;
-			Size		len = mqlog_redo_decode(BufferGetPage(buffer), blkno,
-												ptr, datalen, img.data);
-
-			mqlog_redo_add_row(BufferGetPage(buffer), blkno, xid, img.data, len,
-							   NULL, 0);
-		}
+			mqlog_redo_add_delta_row(BufferGetPage(buffer), blkno, xid, ptr, datalen);
 		else if (action == BLK_NEEDS_REDO)
 			mqlog_redo_add_row(BufferGetPage(buffer), blkno, xid, ptr, datalen,
 							   block_id > 0 ? base : NULL, baselen);
@@ -590,12 +584,8 @@ mqlog_redo_multi_insert(XLogReaderState *record)
 				elog(PANIC, "mqlog_redo: record length mismatch");
 			if (l & XLMQ_ROW_DELTA)
 			{
-				PGAlignedBlock img;
-				Size		len;
-
 				l &= ~XLMQ_ROW_DELTA;
-				len = mqlog_redo_decode(page, blkno, ptr, l, img.data);
-				mqlog_redo_add_row(page, blkno, xid, img.data, len, NULL, 0);
+				mqlog_redo_add_delta_row(page, blkno, xid, ptr, l);
 				ptr += l;
 			}
 			else
