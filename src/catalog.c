@@ -36,6 +36,7 @@
 
 #include "queue_ext.h"
 #include "catalog.h"
+#include "owner.h"
 
 PG_FUNCTION_INFO_V1(mq_topology_changed);
 
@@ -133,41 +134,6 @@ mq_internal_relid(const char *relname)
 				 errdetail("Relation \"%s.%s\" does not exist.", MQ_SCHEMA, relname),
 				 errhint("Run CREATE EXTENSION queue_ext.")));
 	return relid;
-}
-
-/* Owner of the extension: internal tables are accessed as this role */
-Oid
-mq_extension_owner(void)
-{
-	static Oid	owner = InvalidOid;
-	static Oid	owner_db = InvalidOid;
-
-	if (!OidIsValid(owner) || owner_db != MyDatabaseId)
-	{
-		Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
-		HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
-
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for namespace %u", nsp);
-		owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
-		owner_db = MyDatabaseId;
-		ReleaseSysCache(tup);
-	}
-	return owner;
-}
-
-void
-mq_become_owner(Oid *save_userid, int *save_sec_context)
-{
-	GetUserIdAndSecContext(save_userid, save_sec_context);
-	SetUserIdAndSecContext(mq_extension_owner(),
-						   *save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-void
-mq_restore_user(Oid save_userid, int save_sec_context)
-{
-	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
 static HTAB *
@@ -292,11 +258,8 @@ acl_add(MqAcl *acl, Oid grantee, int priv)
 static void
 catalog_read(const char *sql)
 {
-	int			ret = SPI_execute(sql, true, 0);
-
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "could not read the queue_ext catalog (%s): %s",
-			 sql, SPI_result_code_string(ret));
+	mq_owner_exec(sql, 0, NULL, NULL, NULL, true, SPI_OK_SELECT,
+				  "read its catalog");
 }
 
 static void
@@ -475,7 +438,7 @@ load_bindings(void)
 static void
 load_grants(void)
 {
-	catalog_read("SELECT object_kind::text, object_id, grantee, privilege "
+	catalog_read("SELECT object_kind::pg_catalog.text, object_id, grantee, privilege "
 					  "FROM mq.cat_grant");
 
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -556,8 +519,7 @@ mq_consumer_prefetch(MqQueue *q, const char *consumer)
 void
 mq_catalog_refresh(void)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 
 	if (!mq_callback_registered)
 	{
@@ -584,9 +546,7 @@ mq_catalog_refresh(void)
 	/* the relid may differ after DROP/CREATE EXTENSION */
 	mq_cat_exchange_relid = mq_internal_relid("cat_exchange");
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	mq_owner_enter(&owner);
 	PG_TRY();
 	{
 		load_queues();
@@ -603,8 +563,7 @@ mq_catalog_refresh(void)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 
 	mq_cache_valid = true;
 }
@@ -785,8 +744,7 @@ char *
 mq_run_internal(const char *fn, int nargs, Oid *types, Datum *values, const char *nulls)
 {
 	StringInfoData sql;
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	char	   *result = NULL;
 	MemoryContext callercxt = CurrentMemoryContext;
 	int			ret;
@@ -795,11 +753,9 @@ mq_run_internal(const char *fn, int nargs, Oid *types, Datum *values, const char
 	appendStringInfo(&sql, "SELECT %s.%s(", MQ_SCHEMA, fn);
 	for (int i = 0; i < nargs; i++)
 		appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
-	appendStringInfoString(&sql, ")::text");
+	appendStringInfoString(&sql, ")::pg_catalog.text");
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	mq_owner_enter(&owner);
 	PG_TRY();
 	{
 		ret = SPI_execute_with_args(sql.data, nargs, types, values, nulls, false, 1);
@@ -829,8 +785,7 @@ mq_run_internal(const char *fn, int nargs, Oid *types, Datum *values, const char
 		if (v)
 			result = MemoryContextStrdup(callercxt, v);
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 	mq_catalog_invalidate();
 	return result;
 }

@@ -123,11 +123,6 @@ extern void mq_check_exchange_privilege(MqExchange *ex, int priv);
 extern void mq_check_create_privilege(const char *kind, const char *name);
 extern const char *mq_priv_name(int priv);
 
-/* Run internal SQL as the extension owner (bypassing caller's privileges) */
-extern Oid	mq_extension_owner(void);
-extern void mq_become_owner(Oid *save_userid, int *save_sec_context);
-extern void mq_restore_user(Oid save_userid, int save_sec_context);
-
 /*
  * Run "SELECT mq.<fn>($1, ...)" as the extension owner; returns the result
  * as text (NULL for void) and marks the topology cache stale.

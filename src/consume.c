@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "owner.h"
 #include "msglog.h"
 #include "publish.h"
 #include "queue_state.h"
@@ -381,8 +382,7 @@ mq_trace(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int64		msg_id = PG_GETARG_INT64(0);
 	MqMessage	m;
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(msg_id)};
 
@@ -396,12 +396,9 @@ mq_trace(PG_FUNCTION_ARGS)
 				 errmsg("permission denied to trace message " INT64_FORMAT, msg_id),
 				 errdetail("Tracing a message needs consume on exchange \"%s\".", m.exchange)));
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT * FROM mq._trace_impl($1)", 1, types, values,
-							  NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not trace message " INT64_FORMAT, msg_id);
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT * FROM mq._trace_impl($1)", 1, types, values, NULL,
+				  true, SPI_OK_SELECT, "trace a message");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		v[4];
@@ -413,8 +410,7 @@ mq_trace(PG_FUNCTION_ARGS)
 		if (!n[0] && !n[1] && strcmp(TextDatumGetCString(v[0]), "routed") == 0)
 			trace_in_flight(rsinfo, TextDatumGetCString(v[1]), msg_id);
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 	return (Datum) 0;
 }
 

@@ -28,6 +28,7 @@
 #include "utils/timeout.h"
 
 #include "queue_ext.h"
+#include "owner.h"
 #include "half.h"
 #include "msglog.h"
 #include "publish.h"
@@ -37,17 +38,6 @@ PG_FUNCTION_INFO_V1(mq_end_half);
 PG_FUNCTION_INFO_V1(mq_producer_group_declare);
 
 int			mq_check_timeout_ms = 10000;
-
-/* Run one internal statement as the extension owner; SPI must be connected */
-static void
-spi_exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
-		 int expected)
-{
-	int			ret = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-
-	if (ret != expected)
-		elog(ERROR, "internal query failed (%s): %s", SPI_result_code_string(ret), sql);
-}
 
 /* mq.producer_group_declare(...) */
 Datum
@@ -85,8 +75,7 @@ mq_publish_half(PG_FUNCTION_ARGS)
 	MqMessage	m;
 	MqMessage  *mp = &m;
 	char	   *group;
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 
 	for (int i = 0; i < 4; i++)
 		if (PG_ARGISNULL(i))
@@ -116,15 +105,13 @@ mq_publish_half(PG_FUNCTION_ARGS)
 	m.tag = PG_ARGISNULL(6) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(6));
 	m.message_group = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	mq_owner_enter(&owner);
 	{
 		Oid			types[1] = {TEXTOID};
 		Datum		values[1] = {CStringGetTextDatum(group)};
 
-		spi_exec("SELECT 1 FROM mq.cat_producer_group WHERE name = $1", 1, types, values,
-				 NULL, SPI_OK_SELECT);
+		mq_owner_exec("SELECT 1 FROM mq.cat_producer_group WHERE name OPERATOR(pg_catalog.=) $1",
+					  1, types, values, NULL, true, SPI_OK_SELECT, "look up a producer group");
 		if (SPI_processed == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -137,11 +124,11 @@ mq_publish_half(PG_FUNCTION_ARGS)
 		Datum		values[4] = {Int64GetDatum(m.msg_id), CStringGetTextDatum(group),
 		CStringGetTextDatum(ex->name), CStringGetTextDatum(m.routing_key)};
 
-		spi_exec("INSERT INTO mq.half (half_id, producer_group, exchange, routing_key) "
-				 "VALUES ($1, $2, $3, $4)", 4, types, values, NULL, SPI_OK_INSERT);
+		mq_owner_exec("INSERT INTO mq.half (half_id, producer_group, exchange, routing_key) "
+					  "VALUES ($1, $2, $3, $4)", 4, types, values, NULL, false, SPI_OK_INSERT,
+					  "record a half message");
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 	mq_require_durability(MQ_DURABILITY_LOCAL);
 	PG_RETURN_INT64(m.msg_id);
 }
@@ -154,28 +141,33 @@ mq_publish_half(PG_FUNCTION_ARGS)
 static int64
 half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
 	Datum		values[3];
+	MemoryContext callercxt = CurrentMemoryContext;
 	char	   *exname;
 	char	   *rk;
 	char	   *state;
+	MqExchange *ex = NULL;
 	int64		result = 0;
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	mq_owner_enter(&owner);
 	values[0] = Int64GetDatum(half_id);
-	spi_exec("SELECT exchange, routing_key, state FROM mq.half WHERE half_id = $1 FOR UPDATE",
-			 1, types, values, NULL, SPI_OK_SELECT);
+	mq_owner_exec("SELECT exchange, routing_key, state FROM mq.half "
+				  "WHERE half_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+				  1, types, values, NULL, false, SPI_OK_SELECT, "lock a half message");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("half message " INT64_FORMAT " does not exist", half_id)));
-	exname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	rk = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	/* the row stays locked; its values must outlive SPI_finish */
+	exname = MemoryContextStrdup(callercxt, SPI_getvalue(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc, 1));
+	rk = MemoryContextStrdup(callercxt, SPI_getvalue(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, 2));
+	state = MemoryContextStrdup(callercxt, SPI_getvalue(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 3));
+	mq_owner_leave(&owner);
 
 	if (strcmp(state, "pending") != 0)
 	{
@@ -186,21 +178,21 @@ half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("half message " INT64_FORMAT " was already %s", half_id,
 							was_commit ? "committed" : "rolled back")));
-		SPI_finish();
-		mq_restore_user(save_userid, save_sec);
 		return commit ? half_id : 0;
 	}
 
-	if (commit)
+	/* privileges and the publish itself are the caller's own */
+	if (commit || check_privileges)
 	{
-		MqExchange *ex;
-		MqMessage	m;
-
-		mq_restore_user(save_userid, save_sec);
 		mq_catalog_refresh();
 		ex = mq_exchange_lookup(exname, true);
 		if (ex && check_privileges)
 			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
+	}
+	if (commit)
+	{
+		MqMessage	m;
+
 		if (ex == NULL)
 			ereport(WARNING,
 					(errmsg("exchange \"%s\" of half message " INT64_FORMAT " no longer exists; the message is dropped",
@@ -220,26 +212,15 @@ half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
 			mq_publish(ex, 1, &rk, &m.body, &m.headers, &o, &id);
 		}
 		result = half_id;
-		mq_become_owner(&save_userid, &save_sec);
-	}
-	else if (check_privileges)
-	{
-		MqExchange *ex;
-
-		mq_restore_user(save_userid, save_sec);
-		mq_catalog_refresh();
-		ex = mq_exchange_lookup(exname, true);
-		if (ex)
-			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
-		mq_become_owner(&save_userid, &save_sec);
 	}
 
+	mq_owner_enter(&owner);
 	values[1] = CStringGetTextDatum(commit ? "committed" : "rolled_back");
 	values[2] = CStringGetTextDatum(by);
-	spi_exec("UPDATE mq.half SET state = $2, decided_at = now(), decided_by = $3 WHERE half_id = $1",
-			 3, types, values, NULL, SPI_OK_UPDATE);
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_exec("UPDATE mq.half SET state = $2, decided_at = pg_catalog.now(), decided_by = $3 "
+				  "WHERE half_id OPERATOR(pg_catalog.=) $1",
+				  3, types, values, NULL, false, SPI_OK_UPDATE, "decide a half message");
+	mq_owner_leave(&owner);
 	mq_require_durability(MQ_DURABILITY_LOCAL);
 	return result;
 }
@@ -333,8 +314,7 @@ run_check(Oid fn, Oid owner, int64 half_id, MqMessage *m, char **error)
 int
 mq_half_check_due(void)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	int			n;
 	int64	   *ids;
 	Oid		   *fns;
@@ -344,15 +324,18 @@ mq_half_check_due(void)
 	bool	   *exhaust_commit;
 	MemoryContext callercxt = CurrentMemoryContext;
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	spi_exec("SELECT h.half_id, g.check_function::oid, g.owner, h.checks, g.max_checks, "
-			 "g.on_exhausted = 'commit' "
-			 "FROM mq.half h JOIN mq.cat_producer_group g ON g.name = h.producer_group "
-			 "WHERE h.state = 'pending' AND h.created_at + g.check_after <= now() "
-			 "AND (h.last_check IS NULL OR h.last_check + g.check_interval <= now()) "
-			 "ORDER BY h.created_at LIMIT 100", 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT h.half_id, g.check_function::pg_catalog.oid, g.owner, h.checks, "
+				  "g.max_checks, g.on_exhausted OPERATOR(pg_catalog.=) 'commit' "
+				  "FROM mq.half h JOIN mq.cat_producer_group g "
+				  "ON g.name OPERATOR(pg_catalog.=) h.producer_group "
+				  "WHERE h.state OPERATOR(pg_catalog.=) 'pending' "
+				  "AND h.created_at OPERATOR(pg_catalog.+) g.check_after "
+				  "OPERATOR(pg_catalog.<=) pg_catalog.now() "
+				  "AND (h.last_check IS NULL OR h.last_check OPERATOR(pg_catalog.+) g.check_interval "
+				  "OPERATOR(pg_catalog.<=) pg_catalog.now()) "
+				  "ORDER BY h.created_at LIMIT 100", 0, NULL, NULL, NULL, true, SPI_OK_SELECT,
+				  "list half messages to check");
 	n = (int) SPI_processed;
 	/* the results must outlive SPI_finish */
 	MemoryContextSwitchTo(callercxt);
@@ -375,8 +358,7 @@ mq_half_check_due(void)
 		max_checks[i] = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 		exhaust_commit[i] = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -409,13 +391,12 @@ mq_half_check_due(void)
 			Oid			types[2] = {INT8OID, TEXTOID};
 			Datum		values[2] = {Int64GetDatum(ids[i]), CStringGetTextDatum(recorded)};
 
-			mq_become_owner(&save_userid, &save_sec);
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "SPI_connect failed");
-			spi_exec("UPDATE mq.half SET checks = checks + 1, last_check = now(), last_outcome = $2 "
-					 "WHERE half_id = $1", 2, types, values, NULL, SPI_OK_UPDATE);
-			SPI_finish();
-			mq_restore_user(save_userid, save_sec);
+			mq_owner_enter(&owner);
+			mq_owner_exec("UPDATE mq.half SET checks = checks OPERATOR(pg_catalog.+) 1, "
+						  "last_check = pg_catalog.now(), last_outcome = $2 "
+						  "WHERE half_id OPERATOR(pg_catalog.=) $1", 2, types, values, NULL,
+						  false, SPI_OK_UPDATE, "count a check of a half message");
+			mq_owner_leave(&owner);
 		}
 		if (strcmp(recorded, "commit") == 0)
 			half_decide(ids[i], true, "check", false);
@@ -434,14 +415,12 @@ mq_half_check_due(void)
 void
 mq_half_cleanup(void)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	spi_exec("DELETE FROM mq.half WHERE state <> 'pending' AND decided_at < now() - interval '1 hour'",
-			 0, NULL, NULL, NULL, SPI_OK_DELETE);
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_enter(&owner);
+	mq_owner_exec("DELETE FROM mq.half WHERE state OPERATOR(pg_catalog.<>) 'pending' "
+				  "AND decided_at OPERATOR(pg_catalog.<) "
+				  "pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::pg_catalog.interval",
+				  0, NULL, NULL, NULL, false, SPI_OK_DELETE, "forget decided half messages");
+	mq_owner_leave(&owner);
 }

@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 
 #include "queue_ext.h"
+#include "owner.h"
 #include "maintenance.h"
 #include "msglog.h"
 #include "publish.h"
@@ -64,8 +65,7 @@ mq_maintain_queue(MqQueue *q)
 int
 mq_retire_segments(int max_segments)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	int			n;
 	int64	   *segnos;
 	Oid		   *relids;
@@ -76,12 +76,9 @@ mq_retire_segments(int max_segments)
 	MemoryContext callercxt = CurrentMemoryContext;
 
 	mq_catalog_refresh();
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT segno, relid, durable FROM mq.cat_segment ORDER BY segno",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list message log segments");
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT segno, relid, durable FROM mq.cat_segment ORDER BY segno",
+				  0, NULL, NULL, NULL, true, SPI_OK_SELECT, "list message log segments");
 	n = (int) SPI_processed;
 	/* the results must outlive SPI_finish */
 	segnos = MemoryContextAlloc(callercxt, sizeof(int64) * Max(n, 1));
@@ -97,9 +94,12 @@ mq_retire_segments(int max_segments)
 		durable = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
 		newest[durable ? 0 : 1] = Max(newest[durable ? 0 : 1], segnos[i]);
 	}
-	if (SPI_execute("SELECT least((SELECT min(half_id) FROM mq.half WHERE state = 'pending'), "
-					"(SELECT min(msg_id) FROM mq.timer))", true, 0) == SPI_OK_SELECT &&
-		SPI_processed == 1)
+	mq_owner_exec("SELECT least((SELECT pg_catalog.min(half_id) FROM mq.half "
+				  "WHERE state OPERATOR(pg_catalog.=) 'pending'), "
+				  "(SELECT pg_catalog.min(msg_id) FROM mq.timer))",
+				  0, NULL, NULL, NULL, true, SPI_OK_SELECT,
+				  "find the oldest message still referenced");
+	if (SPI_processed == 1)
 	{
 		bool		isnull;
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -107,8 +107,7 @@ mq_retire_segments(int max_segments)
 		if (!isnull)
 			min_ref = mq_msgid_segno(DatumGetInt64(d));
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 
 	/*
 	 * Candidates: not the newest of either chain, lockable right now.  Lock
@@ -141,14 +140,10 @@ mq_retire_segments(int max_segments)
 			if (!locked[i] || segnos[i] >= min_ref)
 				continue;
 			values[0] = Int64GetDatum(segnos[i]);
-			mq_become_owner(&save_userid, &save_sec);
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "SPI_connect failed");
-			if (SPI_execute_with_args("SELECT mq._segment_drop($1)", 1, types, values,
-									  NULL, false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "could not drop message log segment %lld", (long long) segnos[i]);
-			SPI_finish();
-			mq_restore_user(save_userid, save_sec);
+			mq_owner_enter(&owner);
+			mq_owner_exec("SELECT mq._segment_drop($1)", 1, types, values, NULL, false,
+						  SPI_OK_SELECT, "drop a message log segment");
+			mq_owner_leave(&owner);
 			retired++;
 		}
 	}

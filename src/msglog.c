@@ -33,6 +33,7 @@
 #include "utils/snapmgr.h"
 
 #include "queue_ext.h"
+#include "owner.h"
 #include "am/mqlog.h"
 #include "msglog.h"
 
@@ -65,37 +66,28 @@ segment_relid(int64 segno)
 static void
 segment_create(int64 segno, bool durable)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[2] = {INT8OID, BOOLOID};
 	Datum		values[2] = {Int64GetDatum(segno), BoolGetDatum(durable)};
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT mq._segment_create($1, $2)", 2, types, values,
-							  NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not create message log segment %lld", (long long) segno);
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT mq._segment_create($1, $2)", 2, types, values, NULL, false,
+				  SPI_OK_SELECT, "create a message log segment");
+	mq_owner_leave(&owner);
 }
 
 /* Find the newest segment of a chain from pg_class */
 static int64
 segment_newest(bool durable)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	int64		segno = 0;
 	Oid			types[1] = {BOOLOID};
 	Datum		values[1] = {BoolGetDatum(durable)};
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT mq._segment_newest($1)", 1, types, values,
-							  NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not find the newest message log segment");
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT mq._segment_newest($1)", 1, types, values, NULL, true,
+				  SPI_OK_SELECT, "find the newest message log segment");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -104,8 +96,7 @@ segment_newest(bool durable)
 		if (!isnull)
 			segno = DatumGetInt64(d);
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 	return segno;
 }
 
@@ -333,19 +324,15 @@ mq_log_fetch(int64 msg_id, MqMessage *out)
 static List *
 lookup_indexed(const char *fn, const char *value, Datum extra, Oid extratype, int limit)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[3] = {TEXTOID, extratype, INT4OID};
 	Datum		values[3] = {CStringGetTextDatum(value), extra, Int32GetDatum(limit)};
 	char		sql[128];
 	List	   *res = NIL;
 
 	snprintf(sql, sizeof(sql), "SELECT * FROM mq.%s($1, $2, $3)", fn);
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 3, types, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "%s failed", fn);
+	mq_owner_enter(&owner);
+	mq_owner_exec(sql, 3, types, values, NULL, true, SPI_OK_SELECT, "look messages up");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -358,8 +345,7 @@ lookup_indexed(const char *fn, const char *value, Datum extra, Oid extratype, in
 		*id = DatumGetInt64(d);
 		res = lappend(res, id);
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 	return res;
 }
 
@@ -391,20 +377,16 @@ mq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 static void
 lane_ddl(const char *fn, int32 queue_id, int lane, int gen)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
 	Datum		values[3] = {Int32GetDatum(queue_id), Int32GetDatum(lane), Int32GetDatum(gen)};
 	char		sql[64];
 
 	snprintf(sql, sizeof(sql), "SELECT mq.%s($1, $2, $3)", fn);
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 3, types, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "%s failed for queue %d lane %d generation %d", fn, queue_id, lane, gen);
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_enter(&owner);
+	mq_owner_exec(sql, 3, types, values, NULL, false, SPI_OK_SELECT,
+				  "create or drop a queue's log");
+	mq_owner_leave(&owner);
 }
 
 void

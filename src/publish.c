@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "owner.h"
 #include "am/mqlog.h"
 #include "msglog.h"
 #include "publish.h"
@@ -441,8 +442,7 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 
 	/* x-death via SQL: rare path, and jsonb editing is clearer there */
 	{
-		Oid			save_userid;
-		int			save_sec;
+		MqOwnerScope owner;
 		Oid			types[5] = {JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 		Datum		values[5];
 		char		nulls[5] = "     ";
@@ -455,17 +455,13 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 		values[2] = CStringGetTextDatum(q->name);
 		values[3] = CStringGetTextDatum(m.exchange ? m.exchange : "");
 		values[4] = CStringGetTextDatum(m.routing_key ? m.routing_key : "");
-		mq_become_owner(&save_userid, &save_sec);
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (SPI_execute_with_args("SELECT mq._x_death($1, $2, $3, $4, $5)", 5, types,
-								  values, nulls, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not build x-death header");
+		mq_owner_enter(&owner);
+		mq_owner_exec("SELECT mq._x_death($1, $2, $3, $4, $5)", 5, types, values, nulls,
+					  true, SPI_OK_SELECT, "build an x-death header");
 		headers = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0],
 																 SPI_tuptable->tupdesc, 1, &isnull),
 												   false, -1));
-		SPI_finish();
-		mq_restore_user(save_userid, save_sec);
+		mq_owner_leave(&owner);
 	}
 
 	mq_publish_opts_init(&o);

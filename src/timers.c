@@ -26,6 +26,7 @@
 #include "utils/memutils.h"
 
 #include "queue_ext.h"
+#include "owner.h"
 #include "publish.h"
 #include "queue_state.h"
 #include "timers.h"
@@ -38,14 +39,11 @@ PG_FUNCTION_INFO_V1(mq_cancel);
 void
 mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[6] = {TIMESTAMPTZOID, INT4OID, INT2OID, INT8OID, TIMESTAMPTZOID, INT4OID};
 	static SPIPlanPtr plan = NULL;
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	mq_owner_enter(&owner);
 	if (plan == NULL)
 	{
 		plan = SPI_prepare("INSERT INTO mq.timer (due, queue_id, lane, msg_id, expires_at, "
@@ -70,8 +68,7 @@ mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 			elog(ERROR, "could not arm a timer");
 		mq_note_timer(entries[i].visible_at);
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 }
 
 typedef struct FireGroup
@@ -93,8 +90,7 @@ fire_group(void *arg)
 TimestampTz
 mq_timers_fire(int *fired)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	MemoryContext callercxt = CurrentMemoryContext;
 	int			n;
 	int32	   *qids;
@@ -103,9 +99,7 @@ mq_timers_fire(int *fired)
 	TimestampTz next = 0;
 
 	mq_catalog_refresh();
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	mq_owner_enter(&owner);
 	{
 		/*
 		 * A parameter, not clock_timestamp(): a volatile bound cannot limit
@@ -114,11 +108,11 @@ mq_timers_fire(int *fired)
 		Oid			types[1] = {TIMESTAMPTZOID};
 		Datum		values[1] = {TimestampTzGetDatum(GetCurrentTimestamp())};
 
-		if (SPI_execute_with_args("DELETE FROM mq.timer WHERE ctid IN (SELECT ctid FROM mq.timer "
-								  "WHERE due <= $1 ORDER BY due LIMIT 1000 FOR UPDATE SKIP LOCKED) "
-								  "RETURNING queue_id, lane, msg_id, due, expires_at, delivery_count",
-								  1, types, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
-			elog(ERROR, "could not fire timers");
+		mq_owner_exec("DELETE FROM mq.timer WHERE ctid OPERATOR(pg_catalog.=) ANY "
+					  "(SELECT ctid FROM mq.timer WHERE due OPERATOR(pg_catalog.<=) $1 "
+					  "ORDER BY due LIMIT 1000 FOR UPDATE SKIP LOCKED) "
+					  "RETURNING queue_id, lane, msg_id, due, expires_at, delivery_count",
+					  1, types, values, NULL, false, SPI_OK_DELETE_RETURNING, "fire timers");
 	}
 	n = (int) SPI_processed;
 	qids = MemoryContextAlloc(callercxt, sizeof(int32) * Max(n, 1));
@@ -139,7 +133,9 @@ mq_timers_fire(int *fired)
 		if (isnull)
 			entries[i].delivery_count = 0;
 	}
-	if (SPI_execute("SELECT min(due) FROM mq.timer", true, 0) == SPI_OK_SELECT && SPI_processed == 1)
+	mq_owner_exec("SELECT pg_catalog.min(due) FROM mq.timer", 0, NULL, NULL, NULL, true,
+				  SPI_OK_SELECT, "find the next due timer");
+	if (SPI_processed == 1)
 	{
 		bool		isnull;
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -147,8 +143,7 @@ mq_timers_fire(int *fired)
 		if (!isnull)
 			next = DatumGetTimestampTz(d);
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 
 	/*
 	 * Append the entries, grouped by queue and lane, in due order; each
@@ -198,24 +193,21 @@ mq_timers_fire(int *fired)
 int64
 mq_timers_count(int32 queue_id)
 {
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(queue_id)};
 	int64		count = 0;
 
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT count(*) FROM mq.timer WHERE queue_id = $1", 1, types,
-							  values, NULL, true, 0) == SPI_OK_SELECT && SPI_processed == 1)
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT pg_catalog.count(*) FROM mq.timer WHERE queue_id OPERATOR(pg_catalog.=) $1",
+				  1, types, values, NULL, true, SPI_OK_SELECT, "count delayed messages");
+	if (SPI_processed == 1)
 	{
 		bool		isnull;
 
 		count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 	return count;
 }
 
@@ -227,8 +219,7 @@ Datum
 mq_cancel(PG_FUNCTION_ARGS)
 {
 	int64		msg_id = PG_GETARG_INT64(0);
-	Oid			save_userid;
-	int			save_sec;
+	MqOwnerScope owner;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(msg_id)};
 	MemoryContext callercxt = CurrentMemoryContext;
@@ -236,12 +227,9 @@ mq_cancel(PG_FUNCTION_ARGS)
 	int32	   *qids;
 
 	mq_catalog_refresh();
-	mq_become_owner(&save_userid, &save_sec);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("DELETE FROM mq.timer WHERE msg_id = $1 RETURNING queue_id",
-							  1, types, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not cancel timers");
+	mq_owner_enter(&owner);
+	mq_owner_exec("DELETE FROM mq.timer WHERE msg_id OPERATOR(pg_catalog.=) $1 RETURNING queue_id",
+				  1, types, values, NULL, false, SPI_OK_DELETE_RETURNING, "cancel timers");
 	n = (int) SPI_processed;
 	qids = MemoryContextAlloc(callercxt, sizeof(int32) * Max(n, 1));
 	for (int i = 0; i < n; i++)
@@ -250,8 +238,7 @@ mq_cancel(PG_FUNCTION_ARGS)
 
 		qids[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	SPI_finish();
-	mq_restore_user(save_userid, save_sec);
+	mq_owner_leave(&owner);
 
 	for (int i = 0; i < n; i++)
 	{
