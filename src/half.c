@@ -330,9 +330,9 @@ mq_half_check_due(void)
 				  "FROM mq.half h JOIN mq.cat_producer_group g "
 				  "ON g.name OPERATOR(pg_catalog.=) h.producer_group "
 				  "WHERE h.state OPERATOR(pg_catalog.=) 'pending' "
-				  "AND h.created_at OPERATOR(pg_catalog.+) g.check_after "
+				  "AND (h.created_at OPERATOR(pg_catalog.+) g.check_after) "
 				  "OPERATOR(pg_catalog.<=) pg_catalog.now() "
-				  "AND (h.last_check IS NULL OR h.last_check OPERATOR(pg_catalog.+) g.check_interval "
+				  "AND (h.last_check IS NULL OR (h.last_check OPERATOR(pg_catalog.+) g.check_interval) "
 				  "OPERATOR(pg_catalog.<=) pg_catalog.now()) "
 				  "ORDER BY h.created_at LIMIT 100", 0, NULL, NULL, NULL, true, SPI_OK_SELECT,
 				  "list half messages to check");
@@ -420,7 +420,7 @@ mq_half_cleanup(void)
 	mq_owner_enter(&owner);
 	mq_owner_exec("DELETE FROM mq.half WHERE state OPERATOR(pg_catalog.<>) 'pending' "
 				  "AND decided_at OPERATOR(pg_catalog.<) "
-				  "pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::pg_catalog.interval",
+				  "(pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::pg_catalog.interval)",
 				  0, NULL, NULL, NULL, false, SPI_OK_DELETE, "forget decided half messages");
 	mq_owner_leave(&owner);
 }
