@@ -185,7 +185,9 @@ mqlog_row_data_offset(uint16 info)
 #define XLOG_MQLOG_MULTI_INSERT 0x10
 #define XLOG_MQLOG_OVERFLOW		0x20
 #define XLOG_MQLOG_FREEZE		0x30
-#define XLOG_MQLOG_OPMASK		0x70
+#define XLOG_MQLOG_OPMASK		0x30
+/* INSERT or MULTI_INSERT of frozen rows: xmin is FrozenTransactionId */
+#define XLOG_MQLOG_FROZEN		0x40
 /* INSERT whose rows are all logged as deltas (see below) */
 #define XLOG_MQLOG_DELTA		0x80
 

@@ -354,12 +354,19 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 	return n;
 }
 
-/* Common start of every insert */
+/*
+ * Common start of every insert: the xmin of the new rows.  With
+ * TABLE_INSERT_FROZEN the rows are visible to everyone whatever becomes of
+ * the transaction, which need not even have an xid (queue_ext's delivery
+ * records: a delivery happened even if the consumer rolls back).
+ */
 static TransactionId
-mqlog_begin_insert(Relation rel)
+mqlog_begin_insert(Relation rel, int options)
 {
 	mq_require_preload("writing to an mqlog table");
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	if (options & TABLE_INSERT_FROZEN)
+		return FrozenTransactionId;
 	return GetCurrentTransactionId();
 }
 
@@ -370,7 +377,7 @@ void
 mqlog_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 				   int options, BulkInsertState bistate)
 {
-	TransactionId xid = mqlog_begin_insert(rel);
+	TransactionId xid = mqlog_begin_insert(rel, options);
 	bool		shouldFree;
 	HeapTuple	tup;
 	Buffer		buf;
@@ -437,7 +444,7 @@ void
 mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 				   CommandId cid, int options, BulkInsertState bistate)
 {
-	TransactionId xid = mqlog_begin_insert(rel);
+	TransactionId xid = mqlog_begin_insert(rel, options);
 	HeapTuple  *tuples = mqlog_prepare_many(rel, slots, nslots, xid, cid);
 	int			ndone = 0;
 
@@ -550,7 +557,7 @@ mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
 	if (nslots <= 0)
 		return;
 
-	xid = mqlog_begin_insert(rel);
+	xid = mqlog_begin_insert(rel, 0);
 	/* overflow pages are written here, before we lock the last page */
 	tuples = mqlog_prepare_many(rel, slots, nslots, xid, cid);
 
@@ -585,7 +592,7 @@ mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel, TupleTableSlot *slot,
 	row->rel = rel;
 	row->slot = slot;
 	row->ordered = ordered;
-	row->xid = mqlog_begin_insert(rel);
+	row->xid = mqlog_begin_insert(rel, 0);
 	row->tup = mqlog_prepare_insert(rel, slot, row->xid, cid, &row->shouldFree);
 	need = mqlog_row_size(row->tup);
 	if (ordered)

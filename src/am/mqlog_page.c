@@ -62,6 +62,9 @@ mqlog_page_note_xmin(Page page, TransactionId xid)
 {
 	MqlogPageOpaque opaque = MqlogPageGetOpaque(page);
 
+	/* frozen rows need no freezing: they do not widen the page's range */
+	if (!TransactionIdIsNormal(xid))
+		return;
 	if (!TransactionIdIsNormal(opaque->mq_aux1) ||
 		TransactionIdPrecedes(xid, opaque->mq_aux1))
 		opaque->mq_aux1 = xid;

@@ -12,7 +12,7 @@
  *	  bounds inside [pd_upper, pd_special);
  *	- row headers: flags, natts; the attributes (by their lengths and
  *	  alignment) end exactly at the end of the row;
- *	- xmin: normal, before the next xid, not older than relfrozenxid on
+ *	- xmin: FrozenTransactionId (rows written frozen), or normal, before the next xid, not older than relfrozenxid on
  *	  unfrozen pages, inside the page's [min_xmin, max_xmin] (which must
  *	  be exact), and committed for every row of a frozen page whose xid is
  *	  still resolvable;
@@ -31,6 +31,7 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -181,18 +182,22 @@ verify_row(VerifyState *vs, Page page, BlockNumber blkno, OffsetNumber off,
 		return InvalidTransactionId;
 	}
 	xmin = mqlog_row_xmin(row);
-	if (!TransactionIdIsNormal(xmin))
+	if (xmin == FrozenTransactionId)
+	{
+		/* written frozen (TABLE_INSERT_FROZEN): visible to everyone */
+	}
+	else if (!TransactionIdIsNormal(xmin))
 	{
 		report(vs, blkno, off, "xmin %u is not a normal transaction id", xmin);
 		return InvalidTransactionId;
 	}
-	if (!TransactionIdPrecedes(xmin, vs->nextxid))
+	else if (!TransactionIdPrecedes(xmin, vs->nextxid))
 	{
 		report(vs, blkno, off, "xmin %u equals or exceeds next transaction id %u",
 			   xmin, vs->nextxid);
 		return InvalidTransactionId;
 	}
-	if (TransactionIdPrecedes(xmin, vs->relfrozenxid))
+	else if (TransactionIdPrecedes(xmin, vs->relfrozenxid))
 	{
 		if (!frozen)
 		{
@@ -437,6 +442,14 @@ mqlog_verify(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an mqlog table",
 						RelationGetRelationName(vs.rel))));
+	/* a standby has only the init fork of an unlogged relation */
+	if (RecoveryInProgress() &&
+		vs.rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot verify unlogged relation \"%s\" during recovery",
+						RelationGetRelationName(vs.rel)),
+				 errdetail("Unlogged relations are not replicated; a standby holds only their initialization fork.")));
 
 	vs.nblocks = RelationGetNumberOfBlocks(vs.rel);
 	vs.relfrozenxid = vs.rel->rd_rel->relfrozenxid;

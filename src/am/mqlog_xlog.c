@@ -36,6 +36,25 @@ static void mqlog_desc(StringInfo buf, XLogReaderState *record);
 static const char *mqlog_identify(uint8 info);
 static void mqlog_mask(char *pagedata, BlockNumber blkno);
 
+/*
+ * Rows written outside any transaction's fate (TABLE_INSERT_FROZEN, e.g.
+ * delivery records) carry FrozenTransactionId; their records say so,
+ * because redo otherwise takes xmin from the record's xid.
+ */
+static inline uint8
+mqlog_frozen_flag(HeapTuple tup)
+{
+	return HeapTupleHeaderGetRawXmin(tup->t_data) == FrozenTransactionId ?
+		XLOG_MQLOG_FROZEN : 0;
+}
+
+static inline TransactionId
+mqlog_redo_xid(XLogReaderState *record)
+{
+	return (XLogRecGetInfo(record) & XLOG_MQLOG_FROZEN) ?
+		FrozenTransactionId : XLogRecGetXid(record);
+}
+
 static RmgrData mqlog_rmgr = {
 	.rm_name = MQLOG_RMGR_NAME,
 	.rm_redo = mqlog_redo,
@@ -219,7 +238,8 @@ mqlog_log_rows_delta(Relation *rels, Buffer *bufs, HeapTuple *tups,
 		XLogRegisterBufData(id, encs[i].data, enclens[i]);
 		id++;
 	}
-	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT | XLOG_MQLOG_DELTA);
+	recptr = XLogInsert(MQLOG_RMGR_ID,
+						XLOG_MQLOG_INSERT | XLOG_MQLOG_DELTA | mqlog_frozen_flag(tups[0]));
 	for (int i = 0; i < n; i++)
 		if (RelationNeedsWAL(rels[i]))
 			PageSetLSN(BufferGetPage(bufs[i]), recptr);
@@ -264,7 +284,7 @@ mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups, bool *inits,
 			base = tups[i];
 		id++;
 	}
-	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT);
+	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_INSERT | mqlog_frozen_flag(tups[0]));
 	for (int i = 0; i < n; i++)
 		if (RelationNeedsWAL(rels[i]))
 			PageSetLSN(BufferGetPage(bufs[i]), recptr);
@@ -328,7 +348,8 @@ mqlog_log_multi_insert(Relation rel, Buffer buf, HeapTuple *tuples,
 	XLogRegisterData((char *) &xlrec, SizeOfMqlogMultiInsert);
 	XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (init ? REGBUF_WILL_INIT : 0));
 	XLogRegisterBufData(0, scratch->data, scratch->len);
-	recptr = XLogInsert(MQLOG_RMGR_ID, XLOG_MQLOG_MULTI_INSERT);
+	recptr = XLogInsert(MQLOG_RMGR_ID,
+						XLOG_MQLOG_MULTI_INSERT | mqlog_frozen_flag(tuples[0]));
 	PageSetLSN(BufferGetPage(buf), recptr);
 }
 
@@ -506,7 +527,7 @@ mqlog_row_data(char *ptr, Size loglen, Size *datalen)
 static void
 mqlog_redo_insert(XLogReaderState *record)
 {
-	TransactionId xid = XLogRecGetXid(record);
+	TransactionId xid = mqlog_redo_xid(record);
 	bool		delta = (XLogRecGetInfo(record) & XLOG_MQLOG_DELTA) != 0;
 	char	   *base = NULL;
 	Size		baselen = 0;
@@ -554,7 +575,7 @@ static void
 mqlog_redo_multi_insert(XLogReaderState *record)
 {
 	xl_mqlog_multi_insert *xlrec = (xl_mqlog_multi_insert *) XLogRecGetData(record);
-	TransactionId xid = XLogRecGetXid(record);
+	TransactionId xid = mqlog_redo_xid(record);
 	BlockNumber blkno;
 	Buffer		buffer;
 	XLogRedoAction action;
