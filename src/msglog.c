@@ -520,7 +520,8 @@ mq_settle_batch_flush(MqSettleBatch *b)
 {
 	bool	   *done = palloc0(sizeof(bool) * Max(b->n, 1));
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * Max(b->n, 1));
-	CommandId	cid = GetCurrentCommandId(true);
+	int			options = b->frozen ? TABLE_INSERT_FROZEN : 0;
+	CommandId	cid = b->frozen ? FirstCommandId : GetCurrentCommandId(true);
 
 	for (int i = 0; i < b->n; i++)
 	{
@@ -552,9 +553,9 @@ mq_settle_batch_flush(MqSettleBatch *b)
 			done[j] = true;
 		}
 		if (k == 1)
-			table_tuple_insert(rel, slots[0], cid, 0, NULL);
+			table_tuple_insert(rel, slots[0], cid, options, NULL);
 		else
-			table_multi_insert(rel, slots, k, cid, 0, NULL);
+			table_multi_insert(rel, slots, k, cid, options, NULL);
 		for (int j = 0; j < k; j++)
 			ExecDropSingleTupleTableSlot(slots[j]);
 		table_close(rel, NoLock);

@@ -198,6 +198,24 @@ extern void mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
 #define MQ_SETTLE_RETRY		5	/* nacked with a delay: a timer appends it again */
 
 /*
+ * Delivery records: not settlements, but what a restart must know of
+ * deliveries.  They are written frozen (visible whatever becomes of the
+ * consuming transaction: a delivery happened even if it rolls back) and
+ * without an xid, so they cost one unflushed WAL record per consume call.
+ */
+#define MQ_SETTLE_DELIVERED	6	/* the entry at qpos was delivered once more
+								 * (queues that count deliveries) */
+#define MQ_SETTLE_MARK		7	/* entries below qpos may have been delivered */
+
+/* Is a settlement-log record kind a settlement of its entry? */
+static inline bool
+mq_settle_kind_settles(int16 kind)
+{
+	return kind == MQ_SETTLE_ACK || kind == MQ_SETTLE_DEAD ||
+		kind == MQ_SETTLE_DROPPED || kind == MQ_SETTLE_RETRY;
+}
+
+/*
  * A settlement record is one int8: the kind in the top 8 bits (where a
  * position has its lane, which the settlement log's name gives) and the
  * rest of the entry's position.
@@ -230,6 +248,7 @@ extern void mq_settle_append(MqQueue *q, int16 kind, uint64 qpos);
 typedef struct MqSettleBatch
 {
 	MqQueue    *q;
+	bool		frozen;			/* delivery records: outside the transaction */
 	int			n;
 	int			cap;
 	int16	   *kinds;

@@ -29,6 +29,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "executor/tuptable.h"
 #include "lib/ilist.h"
 #include "miscadmin.h"
@@ -101,6 +102,8 @@ typedef struct MqLaneState
 {
 	uint64		scan_pos;		/* next entry to examine */
 	uint64		floor_written;	/* last FLOOR record written */
+	uint64		mark;			/* MARK record written: entries below it may
+								 * have been delivered (see MQ_MARK_AHEAD) */
 	int			write_gen;		/* generation publishers append to */
 	int			low_gen;		/* oldest generation still present */
 } MqLaneState;
@@ -113,6 +116,8 @@ typedef struct MqQueueShared
 	LWLock		lock;
 	ConditionVariable cv;
 	bool		loaded;
+	bool		loaded_in_recovery; /* by a hot standby: WAL replay does not
+									 * maintain it, reload on every use */
 	Oid			lane0;			/* identifies the queue across re-creations */
 	int			nlanes;
 	int64		backlog;		/* committed, unsettled entries */
@@ -187,6 +192,8 @@ static bool callbacks_registered = false;
 static MqQueueShared *waiting_on = NULL;
 
 static void register_callbacks(void);
+static void tracked_fill(MqTracked *t, TupleTableSlot *slot);
+static void track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
 
 /* Earliest timer added by this transaction (0: none) */
 static TimestampTz timer_due = 0;
@@ -406,6 +413,27 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 	return qs;
 }
 
+/*
+ * A new tracked entry for the entry at qpos, at the end of the queue's
+ * list, with nothing known of it yet; NULL when no slot is free.
+ */
+static MqTracked *
+track_new(MqQueueShared *qs, uint64 qpos)
+{
+	MqTracked  *t = tracked_alloc();
+
+	if (t == NULL)
+		return NULL;
+	memset(t, 0, sizeof(MqTracked));
+	t->qpos = qpos;
+	t->owner = -1;
+	t->prev_owner = -1;
+	t->expires_at = DT_NOEND;
+	dlist_push_tail(&qs->tracked, &t->node);
+	qs->ntracked++;
+	return t;
+}
+
 /* ---------- replay after a restart ---------- */
 
 static MqTracked *
@@ -435,18 +463,12 @@ track_settled(MqQueueShared *qs, uint64 qpos)
 
 	if (tracked_find_settled(qs, qpos) != NULL)
 		return false;
-	t = tracked_alloc();
+	t = track_new(qs, qpos);
 	if (t == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("out of tracked message slots while loading queue state"),
 				 errhint("Increase mq.max_in_flight and restart the server.")));
-	memset(t, 0, sizeof(MqTracked));
-	t->qpos = qpos;
-	t->owner = -1;
-	t->prev_owner = -1;
-	dlist_push_tail(&qs->tracked, &t->node);
-	qs->ntracked++;
 	t->state = MQ_T_SETTLED;
 	return true;
 }
@@ -571,15 +593,87 @@ replayed_settled(MqQueueShared *qs, uint64 qpos)
 }
 
 /*
+ * Does q record every delivery (MQ_SETTLE_DELIVERED), so that delivery
+ * counts survive restarts and failover?  Quorum queues do, as RabbitMQ's
+ * keep the count in their replicated log, and so does every queue with an
+ * x-delivery-limit, which would otherwise start counting again after each
+ * crash.  Other queues only write a MARK every few blocks of entries.
+ */
+static inline bool
+queue_counts_deliveries(MqQueue *q)
+{
+	return q->type == MQ_QUEUE_QUORUM || q->delivery_limit >= 0;
+}
+
+/*
+ * A MARK record covers this many entry positions after a delivery, and is
+ * written again once deliveries come within half of that: one small
+ * record per eight deliveries or more (a position's line pointer number
+ * never comes near overflowing into its block number).  After a restart
+ * every unsettled entry below the mark is flagged redelivered, so a few
+ * that were never delivered may be too (as RabbitMQ allows: the flag means
+ * "may have been delivered before").
+ */
+#define MQ_MARK_AHEAD 16
+
+/* Deliveries recorded before a restart, per entry position */
+typedef struct ReplayedDelivery
+{
+	uint64		qpos;
+	int32		count;
+} ReplayedDelivery;
+
+/*
+ * Track the entry at qpos (the lane's scan position) again as it stood
+ * before the restart: delivered count times (at least once: below a MARK),
+ * so it comes back redelivered with its delivery count.  Settled and
+ * aborted entries are passed over.  False when no tracking slot is free:
+ * the rest is then scanned as new.
+ */
+static bool
+replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
+				 MqlogRowState st, TupleTableSlot *slot, int32 count)
+{
+	MqTracked  *t;
+
+	if (replayed_settled(qs, qpos))
+		qs->nreplayed--;
+	else if (st != MQLOG_ROW_ABORTED)
+	{
+		t = track_new(qs, qpos);
+		if (t == NULL)
+			return false;
+		track_examined(t, st, slot);
+		if (t->state == MQ_T_READY && count > 0)
+		{
+			t->delivery_count += count;
+			t->redelivered = true;
+		}
+	}
+	ls->scan_pos = qpos_next(qpos);
+	return true;
+}
+
+/*
  * Rebuild a queue's state after a restart (or its first use): find each
  * lane's generations, replay their settlement logs (the highest FLOOR,
- * then the settlements above it) and count the backlog above the floor.
- * Called with qs->lock held exclusively.
+ * then the settlements above it), take up again what may have been
+ * delivered (DELIVERED and MARK records) and count the backlog above the
+ * floor.  Called with qs->lock held exclusively.
  */
 static void
 queue_load(MqQueue *q, MqQueueShared *qs)
 {
 	LaneRels	lr;
+	bool		counted = queue_counts_deliveries(q);
+	HTAB	   *delivered;
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(ReplayedDelivery);
+	ctl.hcxt = CurrentMemoryContext;
+	delivered = hash_create("queue_ext replayed deliveries", 64, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	qs->nlanes = q->nlanes;
 	qs->lane0 = q->lanes[0];
@@ -588,6 +682,7 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->settled_since_floor = 0;
 	qs->nreplayed = 0;
 	qs->last_delivery = 0;
+	qs->loaded_in_recovery = RecoveryInProgress();
 	while (!dlist_is_empty(&qs->tracked))
 		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
 
@@ -596,6 +691,8 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 	{
 		MqLaneState *ls = &qs->lanes[lane];
 		uint64		floor = 0;
+		uint64		mark = 0;
+		bool		redeliver = true;
 		int			gen;
 		uint64		qpos;
 		MqlogRowState state;
@@ -632,6 +729,7 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 				Relation	rel;
 				TableScanDesc scan;
 				TupleTableSlot *s;
+				bool		found;
 
 				if (!OidIsValid(relid))
 					continue;
@@ -647,7 +745,16 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 
 					if (pass == 0 && kind == MQ_SETTLE_FLOOR)
 						floor = Max(floor, pos);
-					else if (pass == 1 && kind != MQ_SETTLE_FLOOR && pos >= floor &&
+					else if (pass == 0 && kind == MQ_SETTLE_MARK)
+						mark = Max(mark, pos);
+					else if (pass == 1 && kind == MQ_SETTLE_DELIVERED && pos >= floor)
+					{
+						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
+
+						d->count = found ? d->count + 1 : 1;
+						mark = Max(mark, pos + 1);
+					}
+					else if (pass == 1 && mq_settle_kind_settles(kind) && pos >= floor &&
 							 track_settled(qs, pos))
 						qs->nreplayed++;
 				}
@@ -659,19 +766,47 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 
 		ls->scan_pos = Max(floor, mq_qpos_gen_start(lane, ls->low_gen));
 		ls->floor_written = floor;
+		ls->mark = mark;
 
-		/* the backlog: committed entries above the floor not settled */
+		/*
+		 * The backlog: committed entries above the floor not settled.  Those
+		 * that may have been delivered before (below the mark) are tracked
+		 * again at once, redelivered, with their delivery counts.
+		 */
 		qpos = ls->scan_pos;
 		while (lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
 		{
 			if (state == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
 				qs->backlog++;
+			if (redeliver && qpos < mark)
+			{
+				ReplayedDelivery *d = hash_search(delivered, &qpos, HASH_FIND, NULL);
+				int32		count = d ? d->count : (counted ? 0 : 1);
+
+				redeliver = replay_delivered(qs, ls, qpos, state, slot, count);
+			}
 			qpos = qpos_next(qpos);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
 	lane_rels_close(&lr);
+	hash_destroy(delivered);
 	qs->loaded = true;
+}
+
+/*
+ * Must q's shared state be (re)built from the logs?  Once loaded, it is
+ * kept up to date by the backends that publish and settle; but on a hot
+ * standby nothing is, since WAL replay knows nothing of it: state read
+ * there is rebuilt at every use, and once more after promotion, so that a
+ * promoted standby serves exactly what the primary had settled.  (The
+ * lane check catches a queue id reused after DROP EXTENSION.)
+ */
+static inline bool
+queue_needs_load(MqQueue *q, MqQueueShared *qs)
+{
+	return !qs->loaded || qs->loaded_in_recovery ||
+		qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
 }
 
 /* Shared state of q, loaded; returns with qs->lock held in mode */
@@ -680,6 +815,12 @@ queue_lock(MqQueue *q, LWLockMode mode)
 {
 	MqQueueShared *qs;
 
+	/* unlogged lanes: a standby has only their initialization fork */
+	if (!q->durable && RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("queue \"%s\" is not durable: its messages are not on standbys", q->name),
+				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
 	register_callbacks();
 	for (;;)
 	{
@@ -690,15 +831,14 @@ queue_lock(MqQueue *q, LWLockMode mode)
 		/* the slot was removed (queue deleted) or reused meanwhile */
 		LWLockRelease(&qs->lock);
 	}
-	/* (the lane check catches a queue id reused after DROP EXTENSION) */
-	if (!qs->loaded || qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0])
+	if (queue_needs_load(q, qs))
 	{
 		if (mode != LW_EXCLUSIVE)
 		{
 			LWLockRelease(&qs->lock);
 			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 		}
-		if (!qs->loaded || qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0])
+		if (queue_needs_load(q, qs))
 			queue_load(q, qs);
 	}
 	return qs;
@@ -786,6 +926,23 @@ tracked_fill(MqTracked *t, TupleTableSlot *slot)
 		t->delivery_count = 0;
 	t->redelivered = t->delivery_count > 0;
 	t->state = MQ_T_READY;
+}
+
+/*
+ * A newly tracked entry as the scan found it: READY when its publisher
+ * committed, else PENDING (in progress or our own), looked at again once
+ * that transaction has ended.
+ */
+static void
+track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot)
+{
+	if (st != MQLOG_ROW_COMMITTED)
+	{
+		t->state = MQ_T_PENDING;
+		t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;	/* placeholder, never acked */
+		return;
+	}
+	tracked_fill(t, slot);
 }
 
 /* Hand t over: lease, auto-ack or dead-letter it */
@@ -909,30 +1066,45 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 			return NULL;
 		}
 	}
-	t = tracked_alloc();
+	t = track_new(qs, qpos);
 	if (t == NULL)
 	{
 		*end = true;
 		return NULL;
 	}
-	memset(t, 0, sizeof(MqTracked));
-	t->qpos = qpos;
-	t->owner = -1;
-	t->prev_owner = -1;
-	t->expires_at = DT_NOEND;
-	dlist_push_tail(&qs->tracked, &t->node);
-	qs->ntracked++;
 	ls->scan_pos = qpos_next(qpos);
-
-	if (st != MQLOG_ROW_COMMITTED)
-	{
-		/* in progress or our own: look again once it has ended */
-		t->state = MQ_T_PENDING;
-		t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;	/* placeholder, never acked */
-		return t;
-	}
-	tracked_fill(t, slot);
+	track_examined(t, st, slot);
 	return t;
+}
+
+/*
+ * Collect the delivery records a restart needs for the deliveries just
+ * made (qs->lock held; the caller writes them once it is released, before
+ * the messages reach the consumer): one DELIVERED per message on queues
+ * that count deliveries, else a MARK when deliveries come near the last.
+ */
+static void
+note_deliveries(MqQueue *q, MqQueueShared *qs, MqDelivery *out, int n,
+				MqSettleBatch *records)
+{
+	bool		counted = queue_counts_deliveries(q);
+
+	mq_settle_batch_init(records, q);
+	records->frozen = true;
+	for (int i = 0; i < n; i++)
+	{
+		MqLaneState *ls = &qs->lanes[mq_qpos_lane(out[i].qpos)];
+
+		if (out[i].dead)
+			continue;			/* dead-lettered by the caller, not delivered */
+		if (counted)
+			mq_settle_batch_add(records, MQ_SETTLE_DELIVERED, out[i].qpos);
+		else if (out[i].qpos + MQ_MARK_AHEAD / 2 > ls->mark)
+		{
+			ls->mark = out[i].qpos + MQ_MARK_AHEAD;
+			mq_settle_batch_add(records, MQ_SETTLE_MARK, ls->mark);
+		}
+	}
 }
 
 /* Earliest time a tracked entry becomes deliverable, from the last take */
@@ -954,6 +1126,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	int			got = 0;
 	bool		wake = false;
 	LaneRels	lr;
+	MqSettleBatch records;
 
 	next_due = 0;
 
@@ -1064,9 +1237,12 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 		}
 	}
 	lane_rels_close(&lr);
+	note_deliveries(q, qs, out, got, &records);
 	LWLockRelease(&qs->lock);
 	if (wake)
 		ConditionVariableBroadcast(&qs->cv);
+	if (records.n > 0)
+		mq_settle_batch_flush(&records);
 	return got;
 }
 
@@ -1578,7 +1754,7 @@ mq_session_exit(int code, Datum arg)
 void
 mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	MqQueueShared *qs;
 	TimestampTz now = GetCurrentTimestamp();
 	dlist_iter	it;
 	int			owners[64];
@@ -1586,6 +1762,10 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	LaneRels	lr;
 
 	memset(c, 0, sizeof(*c));
+	/* a standby has none of a non-durable queue's messages (see queue_lock) */
+	if (!q->durable && RecoveryInProgress())
+		return;
+	qs = queue_lock(q, LW_SHARED);
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);

@@ -6,7 +6,8 @@
 #     without synchronous standbys; with one, a quorum COMMIT waits for it
 #     (even under synchronous_commit = local) and completes once it is back;
 #  4. failover: the promoted standby delivers exactly the unacked messages
-#     (never-delivered and delivered-but-unacked), never the acked ones, and
+#     (never-delivered, and delivered-but-unacked ones flagged redelivered),
+#     never the acked ones, and
 #     accepts publishing and consuming; its log segment verifies clean.
 use strict;
 use warnings;
@@ -237,12 +238,15 @@ is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 'f', 'standby 
 
 is($standby->safe_psql('postgres', q{SELECT ready || '/' || unacked FROM mq.queues WHERE queue = 'fo'}),
 	'15/0', 'new primary: the 15 unacked messages are ready');
+# the leased ones may have been seen by their consumer: redelivered = true
+# (never-delivered ones just after them may be flagged too, as RabbitMQ allows)
 my $got = $standby->safe_psql('postgres', q{
 WITH c AS (SELECT msg_id, convert_from(body, 'UTF8') AS b, redelivered FROM mq.consume('fo', 100))
-SELECT string_agg(b, ',' ORDER BY b) || ' ' || bool_or(redelivered) || ' ' || mq.ack('fo', array_agg(msg_id)) FROM c});
+SELECT string_agg(b, ',' ORDER BY b) || ' ' || bool_and(redelivered) FILTER (WHERE b <= 'm05')
+	|| ' ' || mq.ack('fo', array_agg(msg_id)) FROM c});
 is($got,
-	'm01,m02,m03,m04,m05,m11,m12,m13,m14,m15,m16,m17,m18,m19,m20 false 15',
-	'new primary delivers exactly the 15 unacked messages (redelivered false), never the acked ones');
+	'm01,m02,m03,m04,m05,m11,m12,m13,m14,m15,m16,m17,m18,m19,m20 true 15',
+	'new primary delivers exactly the 15 unacked messages, the leased ones redelivered, never the acked ones');
 is($standby->safe_psql('postgres', q{SELECT count(*) FROM mq.consume('fo', 100)}), '0',
 	'nothing more to deliver');
 
