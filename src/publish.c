@@ -194,6 +194,16 @@ dest_add(Dest *d, int msg_index, int lane)
 	d->n++;
 }
 
+/* qsort order of destinations: by queue id */
+static int
+dest_cmp_queue_id(const void *a, const void *b)
+{
+	int32		qa = ((const Dest *) a)->q->id;
+	int32		qb = ((const Dest *) b)->q->id;
+
+	return (qa > qb) - (qa < qb);
+}
+
 /* The message to store for one publish */
 static MqMessage *
 new_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
@@ -285,7 +295,18 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	if (nrouted == 0)
 		return;
 
-	/* 2. reject-publish overflow */
+	/*
+	 * 2. x-max-length: publishers to a limited queue take turns (one
+	 * transaction at a time, in queue id order so that two never wait for
+	 * each other), so that each sees what the one before committed and the
+	 * limit holds after every commit; then reject-publish overflow.
+	 */
+	if (ndests > 1)
+		qsort(dests, ndests, sizeof(Dest), dest_cmp_queue_id);
+	for (int d = 0; d < ndests; d++)
+		if (dests[d].q->max_length >= 0)
+			LockDatabaseObject(mq_internal_relid("cat_queue"), dests[d].q->id, 0,
+							   ExclusiveLock);
 	for (int d = 0; d < ndests; d++)
 	{
 		MqQueue    *q = dests[d].q;

@@ -71,6 +71,8 @@ typedef struct MqTracked
 	int64		msg_id;
 	uint64		qpos;
 	uint8		state;
+	bool		own;			/* our own transaction's entry, taken by an
+								 * overflow (drop-head) before it commits */
 	bool		redelivered;
 	int32		delivery_count;
 	int			owner;			/* pgprocno of the holder, -1: none */
@@ -193,6 +195,7 @@ static MqQueueShared *waiting_on = NULL;
 
 static void register_callbacks(void);
 static void tracked_fill(MqTracked *t, TupleTableSlot *slot);
+static void tracked_set_pending(MqTracked *t);
 static void track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
 
 /* Earliest timer added by this transaction (0: none) */
@@ -928,6 +931,14 @@ tracked_fill(MqTracked *t, TupleTableSlot *slot)
 	t->state = MQ_T_READY;
 }
 
+/* t waits for its publisher to end; a placeholder id no ack can name */
+static void
+tracked_set_pending(MqTracked *t)
+{
+	t->state = MQ_T_PENDING;
+	t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;
+}
+
 /*
  * A newly tracked entry as the scan found it: READY when its publisher
  * committed, else PENDING (in progress or our own), looked at again once
@@ -938,8 +949,7 @@ track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot)
 {
 	if (st != MQLOG_ROW_COMMITTED)
 	{
-		t->state = MQ_T_PENDING;
-		t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;	/* placeholder, never acked */
+		tracked_set_pending(t);
 		return;
 	}
 	tracked_fill(t, slot);
@@ -1107,6 +1117,40 @@ note_deliveries(MqQueue *q, MqQueueShared *qs, MqDelivery *out, int n,
 	}
 }
 
+/*
+ * Read the entry row of tracked entry t again (a PENDING one, to see how
+ * its publisher ended): false if the row is gone (its generation dropped).
+ */
+static bool
+tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
+			TupleTableSlot **slot)
+{
+	ItemPointerData tid;
+	Relation	rel = lane_rel(lr, q, mq_qpos_lane(t->qpos), mq_qpos_gen(t->qpos), slot);
+
+	mq_qpos_tid(t->qpos, &tid);
+	return rel != NULL && mqlog_fetch_row(rel, &tid, st, *slot);
+}
+
+/*
+ * x-max-length must hold once the transaction commits, so overflow
+ * (drop-head) also drops the transaction's own entries, oldest first, once
+ * no committed one is left: fill t from its row if the row is ours (the
+ * caller takes it at once).  On abort it goes back to PENDING (local_abort).
+ */
+static bool
+own_entry_fill(LaneRels *lr, MqQueue *q, MqTracked *t)
+{
+	MqlogRowState st;
+	TupleTableSlot *slot;
+
+	if (!tracked_row(lr, q, t, &st, &slot) || st != MQLOG_ROW_OWN)
+		return false;
+	tracked_fill(t, slot);
+	t->own = true;
+	return true;
+}
+
 /* Earliest time a tracked entry becomes deliverable, from the last take */
 static TimestampTz next_due = 0;
 
@@ -1163,16 +1207,20 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 				continue;
 			if (t->state == MQ_T_PENDING)
 			{
-				ItemPointerData tid;
 				MqlogRowState st;
 				TupleTableSlot *slot;
-				Relation	rel = lane_rel(&lr, q, lane, mq_qpos_gen(t->qpos), &slot);
 
-				mq_qpos_tid(t->qpos, &tid);
-				if (rel == NULL || !mqlog_fetch_row(rel, &tid, &st, slot) ||
-					st == MQLOG_ROW_ABORTED)
+				if (!tracked_row(&lr, q, t, &st, &slot) || st == MQLOG_ROW_ABORTED)
 				{
 					t->state = MQ_T_SETTLED;
+					continue;
+				}
+				if (st == MQLOG_ROW_OWN && mode == MQ_TAKE_DROP_HEAD)
+				{
+					/* taken below, at once: never READY for others to see */
+					tracked_fill(t, slot);
+					t->own = true;
+					take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 					continue;
 				}
 				if (st != MQLOG_ROW_COMMITTED)
@@ -1223,6 +1271,12 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 							 errmsg("queue_ext is tracking mq.max_in_flight = %d messages; queue \"%s\" waits for settlements",
 									mq_max_tracked, q->name)));
 				break;
+			}
+			if (t != NULL && t->state == MQ_T_PENDING && mode == MQ_TAKE_DROP_HEAD &&
+				own_entry_fill(&lr, q, t))
+			{
+				take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
+				continue;
 			}
 			if (t == NULL || t->state != MQ_T_READY)
 				continue;
@@ -1486,13 +1540,27 @@ mq_queue_rotate(MqQueue *q)
 	}
 }
 
-/* Ready messages, for x-max-length (committed ones only) */
+/* Ready messages of q as they will be once this transaction commits (x-max-length) */
 int64
 mq_queue_ready_for_publish(MqQueue *q)
 {
 	MqQueueShared *qs = queue_lock(q, LW_SHARED);
-	int64		ready = Max(qs->backlog - qs->unacked, 0);
+	int64		own_dropped = 0;
+	int64		ready;
+	dlist_iter	it;
 
+	/*
+	 * Our own entries dropped by overflow are in unacked (they are ACKING)
+	 * but not yet in the backlog: count them apart.
+	 */
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->own && t->state == MQ_T_ACKING && t->owner == MyProc->pgprocno)
+			own_dropped++;
+	}
+	ready = Max(qs->backlog - (qs->unacked - own_dropped), 0) - own_dropped;
 	LWLockRelease(&qs->lock);
 	/* plus what this transaction already published to q */
 	for (int i = 0; i < nlocal; i++)
@@ -1639,6 +1707,15 @@ local_abort(int from)
 			{
 				if (a->kind == MQ_L_ACK && t->state == MQ_T_ACKING)
 					t->state = MQ_T_LEASED;
+				else if (a->kind == MQ_L_LEASE && t->own &&
+						 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
+				{
+					/* our own entry, dropped by overflow: its row decides */
+					tracked_set_pending(t);
+					t->own = false;
+					t->owner = -1;
+					qs->unacked--;
+				}
 				else if (a->kind == MQ_L_LEASE &&
 						 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
 				{
@@ -1879,11 +1956,25 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 
 			if (got >= n)
 				break;
-			if (mq_qpos_lane(t->qpos) == lane && t->state == MQ_T_READY &&
-				t->visible_at <= now && t->until <= now)
+			if (mq_qpos_lane(t->qpos) != lane)
+				continue;
+			if (t->state == MQ_T_READY && t->visible_at <= now && t->until <= now)
 			{
 				delivery_counts[got] = t->delivery_count;
 				msg_ids[got++] = t->msg_id;
+			}
+			else if (t->state == MQ_T_PENDING &&
+					 tracked_row(&lr, q, t, &st, &slot) && st == MQLOG_ROW_COMMITTED)
+			{
+				/* its publisher committed since a consumer last looked */
+				MqTracked	probe;
+
+				tracked_fill(&probe, slot);
+				if (probe.visible_at <= now)
+				{
+					delivery_counts[got] = probe.delivery_count;
+					msg_ids[got++] = probe.msg_id;
+				}
 			}
 		}
 		qpos = qs->lanes[lane].scan_pos;
