@@ -401,6 +401,9 @@ extern void mqlog_log_freeze(Relation rel, Buffer buf,
 /* Is this relation an mqlog table? */
 extern bool mqlog_is_mqlog_relation(Relation rel);
 
+/* Open relid to inspect it (mqlog_inspect.c): 42P01 if none, 42809 if not mqlog */
+extern Relation mqlog_open_for_inspection(Oid relid);
+
 /*
  * Ordered append: rows are added only to the relation's last page, and a
  * page is never written again once a later page exists, so physical order

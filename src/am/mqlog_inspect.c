@@ -9,7 +9,7 @@
  */
 #include "postgres.h"
 
-#include "access/table.h"
+#include "access/relation.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
@@ -73,6 +73,28 @@ page_item(ReturnSetInfo *rsinfo, Page page, OffsetNumber off, int relnatts)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/*
+ * Open relid (a user-given OID) with AccessShareLock for mq.mqlog_verify and
+ * mq.mqlog_page_items: an OID of no relation is 42P01, a relation of another
+ * kind or access method 42809.
+ */
+Relation
+mqlog_open_for_inspection(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (!mqlog_is_mqlog_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel)),
+				 errdetail("Only tables created USING mqlog can be inspected.")));
+	return rel;
+}
+
 Datum
 mqlog_page_items(PG_FUNCTION_ARGS)
 {
@@ -85,11 +107,7 @@ mqlog_page_items(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 
-	rel = table_open(relid, AccessShareLock);
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	rel = mqlog_open_for_inspection(relid);
 	if (blkno < 0 || blkno >= RelationGetNumberOfBlocks(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -107,6 +125,6 @@ mqlog_page_items(PG_FUNCTION_ARGS)
 			page_item(rsinfo, page, off, RelationGetDescr(rel)->natts);
 	}
 	UnlockReleaseBuffer(buf);
-	table_close(rel, AccessShareLock);
+	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

@@ -28,7 +28,7 @@
 
 #include "access/detoast.h"
 #include "access/heapam.h"
-#include "access/table.h"
+#include "access/relation.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
@@ -431,12 +431,7 @@ mqlog_verify(PG_FUNCTION_ARGS)
 
 	memset(&vs, 0, sizeof(vs));
 	vs.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	vs.rel = table_open(relid, AccessShareLock);
-	if (!mqlog_is_mqlog_relation(vs.rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table",
-						RelationGetRelationName(vs.rel))));
+	vs.rel = mqlog_open_for_inspection(relid);
 
 	vs.nblocks = RelationGetNumberOfBlocks(vs.rel);
 	vs.relfrozenxid = vs.rel->rd_rel->relfrozenxid;
@@ -482,6 +477,6 @@ mqlog_verify(PG_FUNCTION_ARGS)
 	foreach(lc, vs.toast_refs)
 		verify_toast_ref(&vs, (VerifyToastRef *) lfirst(lc));
 
-	table_close(vs.rel, AccessShareLock);
+	relation_close(vs.rel, AccessShareLock);
 	return (Datum) 0;
 }
