@@ -46,7 +46,7 @@ SELECT mq.send('be_q', 'x'::text, delay => '-1 s');
 SELECT mq.send('be_q', 'x'::text, delay_level => 0);
 SELECT mq.send('be_q', 'x'::text, delay_level => 19);
 SELECT mq.send('be_q', 'x'::text, delay_level => -3);
-SELECT mq.send('be_q', 'x'::text, deliver_at => 'infinity');
+SELECT mq.send('be_q', 'x'::text, deliver_at => 'infinity');     -- 22008
 SELECT mq.send('be_q', 'x'::text, delay => '1 s', delay_level => 1);
 SELECT mq.send('be_q', 'x'::text, delay => '1 s', deliver_at => now() + '1 s');
 SELECT * FROM mq.send_batch('be_q', ARRAY['x']::text[], delay => '-1 s');

@@ -24,8 +24,8 @@ SELECT mq.send('wd_q', 'x', delay_level => 0);                             -- 22
 SELECT mq.send('wd_q', 'x', delay_level => 19);                            -- 22023
 SELECT mq.send('wd_q', 'x', delay_level => -1);                            -- 22023
 SELECT mq.send('wd_q', 'x', delay => '-1 s');                              -- 22023
-SELECT mq.send('wd_q', 'x', deliver_at => 'infinity');                     -- 22023
-SELECT mq.send('wd_q', 'x', deliver_at => '-infinity');                    -- 22023
+SELECT mq.send('wd_q', 'x', deliver_at => 'infinity');                     -- 22008
+SELECT mq.send('wd_q', 'x', deliver_at => '-infinity');                    -- 22008
 SELECT mq.send('wd_q', 'x', delay => '1 s', deliver_at => now());          -- 22023
 SELECT mq.send('wd_q', 'x', delay => '1 s', delay_level => 1);             -- 22023
 SELECT mq.publish('', 'wd_q', 'x', delay_level => 99);                     -- 22023

@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "msglog.h"
 #include "publish.h"
@@ -154,8 +155,10 @@ mq_consume(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	int			max_messages = PG_ARGISNULL(1) ? 1 : PG_GETARG_INT32(1);
-	int64		wait_ms = PG_ARGISNULL(2) ? 0 : mq_interval_us(PG_GETARG_INTERVAL_P(2)) / 1000;
-	int64		lease_ms = PG_ARGISNULL(3) ? 30000 : mq_interval_us(PG_GETARG_INTERVAL_P(3)) / 1000;
+	int64		wait_us = PG_ARGISNULL(2) ? 0 :
+		mq_interval_us(PG_GETARG_INTERVAL_P(2), "wait", 0);
+	int64		lease_us = PG_ARGISNULL(3) ? 30 * USECS_PER_SEC :
+		mq_interval_us(PG_GETARG_INTERVAL_P(3), "lease", 1);
 	char	   *consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	bool		auto_ack = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	int			prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
@@ -166,6 +169,8 @@ mq_consume(PG_FUNCTION_ARGS)
 	int			delivered = 0;
 	bool		any_settled = false;
 
+	deadline = mq_time_add(GetCurrentTimestamp(), wait_us, "wait");
+	(void) mq_time_add(GetCurrentTimestamp(), lease_us, "lease");
 	reject_group_name(fcinfo, 4);
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -178,14 +183,6 @@ mq_consume(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_messages must be between 1 and %d", MQ_MAX_BATCH)));
-	if (wait_ms < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("wait must not be negative")));
-	if (lease_ms <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease must be positive")));
 	if (prefetch < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -196,7 +193,6 @@ mq_consume(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	dl = palloc(sizeof(MqDelivery) * max_messages);
-	deadline = GetCurrentTimestamp() + wait_ms * 1000;
 
 	/*
 	 * Take, deliver, and take again while dead-lettered (expired, over the
@@ -206,9 +202,10 @@ mq_consume(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz lease_until = mq_time_add(now, lease_us, "lease");
 		int			live;
 
-		got = mq_queue_take(q, max_messages - delivered, now + lease_ms * 1000, mode,
+		got = mq_queue_take(q, max_messages - delivered, lease_until, mode,
 							consumer, prefetch, dl);
 		if (got == 0)
 		{
@@ -218,7 +215,7 @@ mq_consume(PG_FUNCTION_ARGS)
 				break;
 			/* long poll: sleep until a publish to q commits or time is up */
 			mq_queue_prepare_wait(q);
-			got = mq_queue_take(q, max_messages, now + lease_ms * 1000, mode,
+			got = mq_queue_take(q, max_messages, lease_until, mode,
 								consumer, prefetch, dl);
 			if (got == 0)
 			{

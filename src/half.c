@@ -28,6 +28,7 @@
 #include "utils/timeout.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "half.h"
 #include "msglog.h"
@@ -46,11 +47,24 @@ mq_producer_group_declare(PG_FUNCTION_ARGS)
 	Oid			types[7] = {TEXTOID, REGPROCEDUREOID, INTERVALOID, INTERVALOID, INT4OID, TEXTOID, OIDOID};
 	Datum		values[7];
 	char		nulls[7] = "       ";
+	TimestampTz now = GetCurrentTimestamp();
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("producer_group and check_function must not be null")));
+
+	/*
+	 * The worker adds these to the times of half messages (in SQL, by the
+	 * calendar): make sure such a time exists.  Months counted as 30 days
+	 * make the check a little stricter than the calendar.
+	 */
+	if (!PG_ARGISNULL(2))
+		(void) mq_time_add(now, mq_interval_us(PG_GETARG_INTERVAL_P(2), "check_after", 0),
+						   "check_after");
+	if (!PG_ARGISNULL(3))
+		(void) mq_time_add(now, mq_interval_us(PG_GETARG_INTERVAL_P(3), "check_interval", 1),
+						   "check_interval");
 	mq_check_create_privilege("producer group", text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	for (int i = 0; i < 6; i++)
 	{

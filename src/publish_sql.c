@@ -18,6 +18,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "publish.h"
 
 PG_FUNCTION_INFO_V1(mq_publish_sql);
@@ -97,22 +98,14 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 		(has_arg(fcinfo, a->mandatory) && PG_GETARG_BOOL(a->mandatory));
 	if (has_arg(fcinfo, a->delay))
 	{
-		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->delay));
+		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->delay), "delay", 0);
 
-		if (us < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("delay must not be negative")));
-		o->deliver_at = now + us;
+		o->deliver_at = mq_time_add(now, us, "delay");
 		ntimes++;
 	}
 	if (has_arg(fcinfo, a->deliver_at))
 	{
-		o->deliver_at = PG_GETARG_TIMESTAMPTZ(a->deliver_at);
-		if (TIMESTAMP_NOT_FINITE(o->deliver_at))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("deliver_at must be finite")));
+		o->deliver_at = mq_time_add(PG_GETARG_TIMESTAMPTZ(a->deliver_at), 0, "deliver_at");
 		ntimes++;
 	}
 	if (has_arg(fcinfo, a->delay_level))
@@ -124,7 +117,8 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("delay_level %d is out of range", level),
 					 errdetail("RocketMQ delay levels are 1 to 18 (1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h).")));
-		o->deliver_at = now + (int64) delay_levels[level - 1] * USECS_PER_SEC;
+		o->deliver_at = mq_time_add(now, (int64) delay_levels[level - 1] * USECS_PER_SEC,
+									"delay_level");
 		ntimes++;
 	}
 	if (ntimes > 1)
@@ -145,12 +139,10 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 	}
 	if (has_arg(fcinfo, a->expiration))
 	{
-		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->expiration));
+		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->expiration), "expiration", 0);
 
-		if (us < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("expiration must not be negative")));
+		/* the message expires at (when it is deliverable) + expiration */
+		(void) mq_time_add(Max(o->deliver_at, now), us, "expiration");
 		o->expiration_ms = us / 1000;
 	}
 	o->dedup_id = opt_text(fcinfo, a->dedup_id);

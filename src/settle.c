@@ -21,6 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "msglog.h"
 #include "publish.h"
 #include "queue_state.h"
@@ -172,15 +173,7 @@ nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
 	TimestampTz when = 0;
 
 	if (delay)
-	{
-		int64		us = mq_interval_us(delay);
-
-		if (us < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("delay must not be negative")));
-		when = GetCurrentTimestamp() + us;
-	}
+		when = mq_time_add(GetCurrentTimestamp(), mq_interval_us(delay, "delay", 0), "delay");
 	return settle_ids(q, ids, n, requeue ? MQ_SETTLE_OP_REQUEUE : MQ_SETTLE_OP_DEAD,
 					  when, "rejected");
 }
@@ -222,17 +215,18 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 	MqQueue    *q = settle_queue(fcinfo, -1, "mq.extend_lease");
 	int			n;
 	int64	   *ids;
-	int64		us;
+	TimestampTz until;
 
 	if (PG_ARGISNULL(1))
 		PG_RETURN_INT32(0);
-	if (PG_ARGISNULL(2) || (us = mq_interval_us(PG_GETARG_INTERVAL_P(2))) <= 0)
+	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease must be positive")));
+	until = mq_time_add(GetCurrentTimestamp(),
+						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");
 	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
-	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND,
-							   GetCurrentTimestamp() + us, NULL));
+	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND, until, NULL));
 }
 
 /*
