@@ -74,8 +74,8 @@ SELECT mq.queue_delete(NULL);
 SELECT mq.queue_purge(NULL);
 SELECT mq.bind(NULL, 'be_x');
 SELECT mq.bind('be_q', NULL);
--- a NULL routing key means '' (no error)
-SELECT mq.publish('be_x', NULL, 'x'::text) IS NULL AS unroutable;
+-- a NULL routing key is not '' (see broker_bad_inputs for every function)
+SELECT mq.publish('be_x', NULL, 'x'::text);
 
 -- routing keys: up to 255 bytes (AMQP shortstr)
 SELECT mq.bind('be_q', 'be_x', repeat('a', 255));

@@ -128,7 +128,7 @@ INSERT INTO wd_ids SELECT 'c3', mq.send('wd_c', 'c3');
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c1'));       -- 1 queue
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c1'));       -- twice: 55000
 SELECT mq.cancel(1);                                               -- unknown: 42704
-SELECT mq.cancel(NULL);                                            -- strict: null
+SELECT mq.cancel(NULL);                                            -- 22004
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c3'));       -- ready, not delayed: 55000
 SELECT pg_sleep(2);
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c2'));       -- due: 55000

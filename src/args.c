@@ -9,8 +9,59 @@
 #include "postgres.h"
 
 #include "common/int.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
 
 #include "args.h"
+
+void
+mq_null_arg_error(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("%s must not be null", name)));
+	pg_unreachable();
+}
+
+void
+mq_check_args(FunctionCallInfo fcinfo, const char *const *names, int n)
+{
+	for (int i = 0; i < n && i < PG_NARGS(); i++)
+	{
+		if (names[i] != NULL && PG_ARGISNULL(i))
+			mq_null_arg_error(names[i]);
+	}
+}
+
+Datum *
+mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
+			 int *n)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	if (PG_ARGISNULL(argno))
+		mq_null_arg_error(name);
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", name)));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, n);
+	for (int i = 0; i < *n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not contain nulls", name)));
+	}
+	return elems;
+}
 
 int64
 mq_interval_us(const Interval *iv, const char *name, int64 min_us)

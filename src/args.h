@@ -3,6 +3,8 @@
  * args.h
  *	  Checks of the arguments of the SQL entry points, shared by all of
  *	  them so that each rule (see docs/api.md) lives in one place:
+ *	  - NULL for an argument without a NULL default is 22004;
+ *	  - arrays are one-dimensional and hold no NULLs (22004);
  *	  - a user interval converted to microseconds, and a time computed
  *		from one, stay in range (22008).
  *
@@ -15,6 +17,34 @@
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+
+/*
+ * Raise 22004 for the first argument i (0-based, below n) that is NULL
+ * although names[i] is not NULL; names[i] is the argument's SQL name, or
+ * NULL for an argument whose DEFAULT is NULL (NULL meaning "not given").
+ */
+extern void mq_check_args(FunctionCallInfo fcinfo, const char *const *names, int n);
+
+/*
+ * MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", NULL, ...): the names of the
+ * function's arguments in order, NULL for those that may be NULL; later
+ * arguments not listed may be NULL too.
+ */
+#define MQ_CHECK_ARGS(fcinfo, ...) \
+	do { \
+		static const char *const mq_arg_names_[] = {__VA_ARGS__}; \
+		mq_check_args((fcinfo), mq_arg_names_, lengthof(mq_arg_names_)); \
+	} while (0)
+
+/* The 22004 error for argument name (when the check is not positional) */
+extern void mq_null_arg_error(const char *name) pg_attribute_noreturn();
+
+/*
+ * The elements of a one-dimensional array argument of element type
+ * elemtype (NULL elements: 22004).  *n receives the count.
+ */
+extern Datum *mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype,
+						   const char *name, int *n);
 
 /*
  * A user interval as microseconds (months count as 30 days): 22008 when it

@@ -86,15 +86,12 @@ reject_group_name(FunctionCallInfo fcinfo, int argno)
 				 errhint("Competing consumers of a classic queue share it without a group; consumer groups belong to stream queues.")));
 }
 
+/* The queue named by argument argno (checked not to be NULL) */
 static MqQueue *
 queue_arg(FunctionCallInfo fcinfo, int argno, int priv)
 {
 	MqQueue    *q;
 
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("queue must not be null")));
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(argno)), false);
 	mq_check_queue_privilege(q, priv);
@@ -153,24 +150,32 @@ Datum
 mq_consume(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
-	int			max_messages = PG_ARGISNULL(1) ? 1 : PG_GETARG_INT32(1);
-	int64		wait_us = PG_ARGISNULL(2) ? 0 :
-		mq_interval_us(PG_GETARG_INTERVAL_P(2), "wait", 0);
-	int64		lease_us = PG_ARGISNULL(3) ? 30 * USECS_PER_SEC :
-		mq_interval_us(PG_GETARG_INTERVAL_P(3), "lease", 1);
-	char	   *consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
-	bool		auto_ack = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
-	int			prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
-	MqTakeMode	mode = auto_ack ? MQ_TAKE_AUTO_ACK : MQ_TAKE_LEASE;
+	MqQueue    *q;
+	int			max_messages;
+	int64		wait_us;
+	int64		lease_us;
+	char	   *consumer;
+	bool		auto_ack;
+	int			prefetch;
+	MqTakeMode	mode;
 	TimestampTz deadline;
 	MqDelivery *dl;
 	int			got;
 	int			delivered = 0;
 	bool		any_settled = false;
 
+	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages", "wait", "lease", NULL, NULL, "auto_ack");
+	max_messages = PG_GETARG_INT32(1);
+	wait_us = mq_interval_us(PG_GETARG_INTERVAL_P(2), "wait", 0);
+	lease_us = mq_interval_us(PG_GETARG_INTERVAL_P(3), "lease", 1);
+	consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	auto_ack = PG_GETARG_BOOL(6);
+	prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
+	mode = auto_ack ? MQ_TAKE_AUTO_ACK : MQ_TAKE_LEASE;
 	deadline = mq_time_add(GetCurrentTimestamp(), wait_us, "wait");
 	(void) mq_time_add(GetCurrentTimestamp(), lease_us, "lease");
+
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	reject_group_name(fcinfo, 4);
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -251,12 +256,15 @@ Datum
 mq_browse(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
-	int			n = PG_ARGISNULL(1) ? 10 : PG_GETARG_INT32(1);
+	MqQueue    *q;
+	int			n;
 	int64	   *ids;
 	int32	   *counts;
 	int			got;
 
+	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages");
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	n = PG_GETARG_INT32(1);
 	if (n < 1 || n > MQ_MAX_BATCH)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -322,6 +330,7 @@ mq_message(PG_FUNCTION_ARGS)
 {
 	int64	   *id = palloc(sizeof(int64));
 
+	MQ_CHECK_ARGS(fcinfo, "msg_id");
 	mq_catalog_refresh();
 	*id = PG_GETARG_INT64(0);
 	message_rows(fcinfo, list_make1(id));
@@ -332,9 +341,12 @@ mq_message(PG_FUNCTION_ARGS)
 Datum
 mq_messages_by_key(PG_FUNCTION_ARGS)
 {
-	char	   *key = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int			n = PG_ARGISNULL(1) ? 10 : PG_GETARG_INT32(1);
+	char	   *key;
+	int			n;
 
+	MQ_CHECK_ARGS(fcinfo, "key", "max_messages");
+	key = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	n = PG_GETARG_INT32(1);
 	mq_catalog_refresh();
 	message_rows(fcinfo, mq_log_lookup_key(key, n));
 	return (Datum) 0;
@@ -377,12 +389,15 @@ Datum
 mq_trace(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		msg_id = PG_GETARG_INT64(0);
+	int64		msg_id;
 	MqMessage	m;
 	MqOwnerScope owner;
 	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(msg_id)};
+	Datum		values[1];
 
+	MQ_CHECK_ARGS(fcinfo, "msg_id");
+	msg_id = PG_GETARG_INT64(0);
+	values[0] = Int64GetDatum(msg_id);
 	mq_catalog_refresh();
 	InitMaterializedSRF(fcinfo, 0);
 	if (!mq_log_fetch(msg_id, &m))
@@ -415,6 +430,11 @@ mq_trace(PG_FUNCTION_ARGS)
 Datum
 mq_streams_not_supported(PG_FUNCTION_ARGS)
 {
+	/* the arguments are checked as they will be once implemented */
+	if (PG_NARGS() == 5)
+		MQ_CHECK_ARGS(fcinfo, "queue", "group_name", "mode", "start");	/* group_declare */
+	else
+		MQ_CHECK_ARGS(fcinfo, "queue", "group_name");	/* seek */
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("stream queues and consumer groups are not implemented yet"),

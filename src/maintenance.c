@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "maintenance.h"
 #include "msglog.h"
@@ -154,8 +155,10 @@ mq_retire_segments(int max_segments)
 Datum
 mq_log_retire(PG_FUNCTION_ARGS)
 {
-	int			max_segments = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
+	int			max_segments;
 
+	MQ_CHECK_ARGS(fcinfo, "max_segments");
+	max_segments = PG_GETARG_INT32(0);
 	if (!superuser() && !has_privs_of_role(GetUserId(), mq_extension_owner()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

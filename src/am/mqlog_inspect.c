@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
+#include "args.h"
 #include "am/mqlog.h"
 
 PG_FUNCTION_INFO_V1(mqlog_page_items);
@@ -98,13 +99,16 @@ mqlog_open_for_inspection(Oid relid)
 Datum
 mqlog_page_items(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	int64		blkno = PG_GETARG_INT64(1);
+	Oid			relid;
+	int64		blkno;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	rel;
 	Buffer		buf;
 	Page		page;
 
+	MQ_CHECK_ARGS(fcinfo, "rel", "blkno");
+	relid = PG_GETARG_OID(0);
+	blkno = PG_GETARG_INT64(1);
 	InitMaterializedSRF(fcinfo, 0);
 
 	rel = mqlog_open_for_inspection(relid);

@@ -42,6 +42,7 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 
+#include "args.h"
 #include "am/mqlog.h"
 
 PG_FUNCTION_INFO_V1(mqlog_verify);
@@ -420,13 +421,15 @@ verify_toast_ref(VerifyState *vs, VerifyToastRef *ref)
 Datum
 mqlog_verify(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
+	Oid			relid;
 	VerifyState vs;
 	BlockNumber blkno;
 	ListCell   *lc;
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 
+	MQ_CHECK_ARGS(fcinfo, "rel");
+	relid = PG_GETARG_OID(0);
 	InitMaterializedSRF(fcinfo, 0);
 
 	memset(&vs, 0, sizeof(vs));
