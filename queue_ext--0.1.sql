@@ -192,6 +192,12 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	IF arguments ? 'alternate-exchange' THEN
+		IF jsonb_typeof(arguments->'alternate-exchange') <> 'string' THEN
+			RAISE EXCEPTION 'invalid value % for argument "alternate-exchange" of exchange "%"',
+				arguments->'alternate-exchange', exchange
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = 'The value must be a string, the name of an exchange.';
+		END IF;
 		IF alternate_exchange IS NOT NULL AND alternate_exchange <> arguments->>'alternate-exchange' THEN
 			RAISE EXCEPTION 'exchange "%" has two different alternate exchanges', exchange
 				USING ERRCODE = 'invalid_parameter_value';

@@ -63,6 +63,27 @@ mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
 	return elems;
 }
 
+int32
+mq_count_arg(FunctionCallInfo fcinfo, int argno, const char *name, int32 max)
+{
+	int32		count;
+
+	if (PG_ARGISNULL(argno))
+		mq_null_arg_error(name);
+	count = PG_GETARG_INT32(argno);
+	if (count < 1 || count > max)
+	{
+		if (max == PG_INT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be at least 1", name)));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 1 and %d", name, max)));
+	}
+	return count;
+}
+
 int64
 mq_interval_us(const Interval *iv, const char *name, int64 min_us)
 {
@@ -103,4 +124,14 @@ mq_time_add(TimestampTz t, int64 us, const char *name)
 				 errmsg("%s is out of range", name),
 				 errdetail("Times must lie between 4714 BC and 294276 AD.")));
 	return result;
+}
+
+void
+mq_consumer_name_check(const char *consumer)
+{
+	if (consumer != NULL && consumer[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("consumer name must not be empty"),
+				 errhint("Give a name, or NULL for an anonymous consumer.")));
 }

@@ -6,7 +6,9 @@
  *	  - NULL for an argument without a NULL default is 22004;
  *	  - arrays are one-dimensional and hold no NULLs (22004);
  *	  - a user interval converted to microseconds, and a time computed
- *		from one, stay in range (22008).
+ *		from one, stay in range (22008);
+ *	  - counts are at least 1 (22023);
+ *	  - consumer names are not empty (22023).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +48,10 @@ extern void mq_null_arg_error(const char *name) pg_attribute_noreturn();
 extern Datum *mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype,
 						   const char *name, int *n);
 
+/* A count argument (max_messages, max_segments): 1 .. max, else 22023 */
+extern int32 mq_count_arg(FunctionCallInfo fcinfo, int argno, const char *name,
+						  int32 max);
+
 /*
  * A user interval as microseconds (months count as 30 days): 22008 when it
  * does not fit, 22023 when below min_us (0: must not be negative, 1: must
@@ -59,5 +65,8 @@ extern int64 mq_interval_us(const Interval *iv, const char *name, int64 min_us);
  * (infinity is refused).
  */
 extern TimestampTz mq_time_add(TimestampTz t, int64 us, const char *name);
+
+/* A consumer name must not be empty (22023) */
+extern void mq_consumer_name_check(const char *consumer);
 
 #endif							/* MQ_ARGS_H */

@@ -165,10 +165,11 @@ mq_consume(PG_FUNCTION_ARGS)
 	bool		any_settled = false;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages", "wait", "lease", NULL, NULL, "auto_ack");
-	max_messages = PG_GETARG_INT32(1);
+	max_messages = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	wait_us = mq_interval_us(PG_GETARG_INTERVAL_P(2), "wait", 0);
 	lease_us = mq_interval_us(PG_GETARG_INTERVAL_P(3), "lease", 1);
 	consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	mq_consumer_name_check(consumer);
 	auto_ack = PG_GETARG_BOOL(6);
 	prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
 	mode = auto_ack ? MQ_TAKE_AUTO_ACK : MQ_TAKE_LEASE;
@@ -184,10 +185,6 @@ mq_consume(PG_FUNCTION_ARGS)
 				 errhint("Consume on the primary; mq.browse works on a hot standby.")));
 	/* taking a message is a change (leases, dead-lettering, auto_ack) */
 	PreventCommandIfReadOnly("mq.consume");
-	if (max_messages < 1 || max_messages > MQ_MAX_BATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_messages must be between 1 and %d", MQ_MAX_BATCH)));
 	if (prefetch < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -263,12 +260,8 @@ mq_browse(PG_FUNCTION_ARGS)
 	int			got;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages");
+	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
-	n = PG_GETARG_INT32(1);
-	if (n < 1 || n > MQ_MAX_BATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_messages must be between 1 and %d", MQ_MAX_BATCH)));
 	InitMaterializedSRF(fcinfo, 0);
 	ids = palloc(sizeof(int64) * n);
 	counts = palloc(sizeof(int32) * n);
@@ -346,7 +339,7 @@ mq_messages_by_key(PG_FUNCTION_ARGS)
 
 	MQ_CHECK_ARGS(fcinfo, "key", "max_messages");
 	key = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	n = PG_GETARG_INT32(1);
+	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	mq_catalog_refresh();
 	message_rows(fcinfo, mq_log_lookup_key(key, n));
 	return (Datum) 0;

@@ -155,10 +155,8 @@ mq_retire_segments(int max_segments)
 Datum
 mq_log_retire(PG_FUNCTION_ARGS)
 {
-	int			max_segments;
+	int			max_segments = mq_count_arg(fcinfo, 0, "max_segments", PG_INT32_MAX);
 
-	MQ_CHECK_ARGS(fcinfo, "max_segments");
-	max_segments = PG_GETARG_INT32(0);
 	if (!superuser() && !has_privs_of_role(GetUserId(), mq_extension_owner()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

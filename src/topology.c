@@ -67,6 +67,16 @@ mq_exchange_declare(PG_FUNCTION_ARGS)
 	MQ_CHECK_ARGS(fcinfo, "exchange", "type", "durable", NULL, "arguments");
 	name = text_arg(0);
 	check_name(name, "exchange");
+
+	/*
+	 * RabbitMQ refuses any declare of the default exchange (access-refused),
+	 * even one that matches it: it is not an exchange one configures.
+	 */
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot redeclare the default exchange"),
+				 errdetail("Every queue is bound to the default exchange by its own name.")));
 	mq_catalog_refresh();
 	ex = mq_exchange_lookup(name, true);
 	if (ex)
@@ -214,13 +224,10 @@ consumer_common(FunctionCallInfo fcinfo, bool delete)
 	qname = text_arg(0);
 	consumer = text_arg(1);
 	prefetch = (delete || PG_ARGISNULL(2)) ? 0 : PG_GETARG_INT32(2);
+	mq_consumer_name_check(consumer);
 	mq_catalog_refresh();
 	q = mq_queue_lookup(qname, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
-	if (consumer[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("consumer name must not be empty")));
 	if (prefetch < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
