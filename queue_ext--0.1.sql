@@ -20,10 +20,12 @@ CREATE ACCESS METHOD mqlog TYPE TABLE HANDLER mq.mqlog_handler;
 COMMENT ON ACCESS METHOD mqlog IS 'append-only, WAL-logged message log';
 
 -- Structural check of an mqlog table (amcheck-style); one row per problem.
+-- Public functions are not STRICT: a NULL argument is an error (22004),
+-- raised in C, rather than a silent NULL result.
 CREATE FUNCTION mq.mqlog_verify(rel regclass)
 RETURNS TABLE(blkno bigint, offnum integer, msg text)
 AS 'MODULE_PATHNAME', 'mqlog_verify'
-LANGUAGE C STRICT;
+LANGUAGE C;
 REVOKE ALL ON FUNCTION mq.mqlog_verify(regclass) FROM PUBLIC;
 
 -- The rows of one page, decoded (pageinspect's heap_page_items for mqlog).
@@ -31,7 +33,7 @@ CREATE FUNCTION mq.mqlog_page_items(rel regclass, blkno bigint)
 RETURNS TABLE(lp integer, lp_off integer, lp_len integer, xmin xid,
 			  cmin bigint, natts integer, nulls text, data_len integer)
 AS 'MODULE_PATHNAME', 'mqlog_page_items'
-LANGUAGE C STRICT;
+LANGUAGE C;
 REVOKE ALL ON FUNCTION mq.mqlog_page_items(regclass, bigint) FROM PUBLIC;
 
 -- end of mqlog section
@@ -190,6 +192,12 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	IF arguments ? 'alternate-exchange' THEN
+		IF jsonb_typeof(arguments->'alternate-exchange') <> 'string' THEN
+			RAISE EXCEPTION 'invalid value % for argument "alternate-exchange" of exchange "%"',
+				arguments->'alternate-exchange', exchange
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = 'The value must be a string, the name of an exchange.';
+		END IF;
 		IF alternate_exchange IS NOT NULL AND alternate_exchange <> arguments->>'alternate-exchange' THEN
 			RAISE EXCEPTION 'exchange "%" has two different alternate exchanges', exchange
 				USING ERRCODE = 'invalid_parameter_value';
@@ -492,14 +500,14 @@ REVOKE ALL ON FUNCTION mq._exchange_declare_impl, mq._exchange_delete_impl,
 CREATE FUNCTION mq.topic_matches(binding_key text, routing_key text)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'mq_topic_matches_sql'
-LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- 1-based indexes of the binding keys matching routing_key, ascending,
 -- computed through the topic trie used by topic exchanges
 CREATE FUNCTION mq.topic_route(binding_keys text[], routing_key text)
 RETURNS int[]
 AS 'MODULE_PATHNAME', 'mq_topic_route_sql'
-LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- RabbitMQ headers-exchange matching; NULL headers = a message without headers
 CREATE FUNCTION mq.headers_match(binding_arguments jsonb, headers jsonb)
@@ -842,14 +850,14 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
 	message_group text, priority int, properties jsonb)
-AS 'MODULE_PATHNAME', 'mq_message' LANGUAGE C STRICT;
+AS 'MODULE_PATHNAME', 'mq_message' LANGUAGE C;
 
 CREATE FUNCTION mq.messages_by_key(key text, max_messages int DEFAULT 10)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
 	message_group text, priority int, properties jsonb)
-AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C STRICT;
+AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C;
 
 CREATE FUNCTION mq.ack(queue text, msg_ids bigint[], group_name text DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_ack' LANGUAGE C;
@@ -1026,7 +1034,7 @@ REVOKE ALL ON mq.timer FROM PUBLIC;
 
 -- Cancel a delayed message that is not due yet, in every queue holding it.
 CREATE FUNCTION mq.cancel(msg_id bigint)
-RETURNS int AS 'MODULE_PATHNAME', 'mq_cancel' LANGUAGE C STRICT;
+RETURNS int AS 'MODULE_PATHNAME', 'mq_cancel' LANGUAGE C;
 
 -- Drop message log segments that no queue entry refers to any more.
 CREATE FUNCTION mq.log_retire(max_segments int DEFAULT 1000)
@@ -1118,7 +1126,7 @@ REVOKE ALL ON FUNCTION mq._trace_impl FROM PUBLIC;
 -- the queue is retired), half-message decisions.
 CREATE FUNCTION mq.trace(msg_id bigint)
 RETURNS TABLE (event text, queue text, at timestamptz, detail jsonb)
-AS 'MODULE_PATHNAME', 'mq_trace' LANGUAGE C STRICT;
+AS 'MODULE_PATHNAME', 'mq_trace' LANGUAGE C;
 
 ------------------------------------------------------------------------
 -- Stream queues and consumer groups: not implemented yet

@@ -547,7 +547,7 @@ def latency_run(s):
         while not stop.is_set():
             if s == "qe":
                 out = p.query("""WITH c AS (SELECT msg_id, body FROM mq.consume('%s', 10, wait => '1 s')),
-a AS (SELECT mq.ack('%s', array_agg(msg_id)) FROM c)
+a AS (SELECT mq.ack('%s', coalesce(array_agg(msg_id), '{}')) FROM c)
 SELECT extract(epoch FROM clock_timestamp() - convert_from(body, 'UTF8')::timestamptz) FROM c, a""" % (q, q))
                 lats.extend(float(x) for x in out if x)
             elif s == "sl":

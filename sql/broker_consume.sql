@@ -29,7 +29,7 @@ SELECT mq.ack('bc_q', ARRAY(SELECT msg_id FROM bc_got WHERE body = 'm1'));  -- t
 SELECT mq.ack('bc_q', ARRAY[123456789]::bigint[]);                           -- unknown: 55000
 SELECT mq.ack('bc_q', ARRAY(SELECT msg_id FROM mq.browse('bc_q', 1)));        -- ready: 55000
 SELECT mq.ack('bc_q', ARRAY[]::bigint[]);
-SELECT mq.ack('bc_q', NULL);
+SELECT mq.ack('bc_q', NULL);                                                 -- 22004
 SELECT mq.ack('bc_q', ARRAY[NULL]::bigint[]);                                -- 22004
 SELECT mq.ack('bc_q', '{{1},{2}}'::bigint[]);                                -- 2202E
 SELECT mq.ack('bc_nosuch', ARRAY[1]::bigint[]);                              -- 42704
@@ -89,7 +89,7 @@ SELECT count(*) FROM mq.consume('bc_q');                      -- still leased
 SELECT queue, ready, unacked FROM mq.queues WHERE queue = 'bc_q';
 SELECT mq.extend_lease('bc_q', ARRAY(SELECT msg_id FROM bc_got), '0 s');          -- 22023
 SELECT mq.extend_lease('bc_q', ARRAY(SELECT msg_id FROM bc_got), '-1 s');         -- 22023
-SELECT mq.extend_lease('bc_q', ARRAY(SELECT msg_id FROM bc_got), NULL);           -- 22023
+SELECT mq.extend_lease('bc_q', ARRAY(SELECT msg_id FROM bc_got), NULL);           -- 22004
 SELECT mq.extend_lease('bc_q', ARRAY[42]::bigint[], '1 min');                     -- 55000
 SELECT mq.ack('bc_q', ARRAY(SELECT msg_id FROM bc_got));
 

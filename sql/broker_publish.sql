@@ -110,7 +110,7 @@ SELECT msg_id = :k3 AS same, exchange, routing_key, convert_from(body, 'UTF8'), 
        key, tag, priority, properties
   FROM mq.message(:k3);
 SELECT count(*) FROM mq.message(-1);
-SELECT count(*) FROM mq.message(NULL);
+SELECT count(*) FROM mq.message(NULL);                  -- 22004
 -- a consumed and acked message can still be looked up
 SELECT count(*) FROM mq.consume('bp_c', 10, auto_ack => true);
 SELECT convert_from(body, 'UTF8') FROM mq.message(:k1);

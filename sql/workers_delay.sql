@@ -24,8 +24,8 @@ SELECT mq.send('wd_q', 'x', delay_level => 0);                             -- 22
 SELECT mq.send('wd_q', 'x', delay_level => 19);                            -- 22023
 SELECT mq.send('wd_q', 'x', delay_level => -1);                            -- 22023
 SELECT mq.send('wd_q', 'x', delay => '-1 s');                              -- 22023
-SELECT mq.send('wd_q', 'x', deliver_at => 'infinity');                     -- 22023
-SELECT mq.send('wd_q', 'x', deliver_at => '-infinity');                    -- 22023
+SELECT mq.send('wd_q', 'x', deliver_at => 'infinity');                     -- 22008
+SELECT mq.send('wd_q', 'x', deliver_at => '-infinity');                    -- 22008
 SELECT mq.send('wd_q', 'x', delay => '1 s', deliver_at => now());          -- 22023
 SELECT mq.send('wd_q', 'x', delay => '1 s', delay_level => 1);             -- 22023
 SELECT mq.publish('', 'wd_q', 'x', delay_level => 99);                     -- 22023
@@ -128,7 +128,7 @@ INSERT INTO wd_ids SELECT 'c3', mq.send('wd_c', 'c3');
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c1'));       -- 1 queue
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c1'));       -- twice: 55000
 SELECT mq.cancel(1);                                               -- unknown: 42704
-SELECT mq.cancel(NULL);                                            -- strict: null
+SELECT mq.cancel(NULL);                                            -- 22004
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c3'));       -- ready, not delayed: 55000
 SELECT pg_sleep(2);
 SELECT mq.cancel((SELECT id FROM wd_ids WHERE name = 'c2'));       -- due: 55000

@@ -54,7 +54,7 @@ SELECT mq.producer_group_declare('wh_bad', 'wh_two_args(bigint,jsonb)');        
 SELECT mq.producer_group_declare('wh_bad', 'wh_returns_int(bigint,jsonb,bytea)');            -- 22023
 SELECT mq.producer_group_declare('wh_bad', 'wh_wrong_types(int,json,text)');                 -- 22023
 SELECT mq.producer_group_declare('wh_bad', 'wh_check(bigint,jsonb,bytea)', on_exhausted => 'maybe');  -- 22023
-SELECT mq.producer_group_declare('wh_bad', 'wh_check(bigint,jsonb,bytea)', on_exhausted => NULL);     -- 22023
+SELECT mq.producer_group_declare('wh_bad', 'wh_check(bigint,jsonb,bytea)', on_exhausted => NULL);     -- 22004
 SELECT mq.producer_group_declare('wh_bad', 'wh_check(bigint,jsonb,bytea)', max_checks => 0);          -- 22023
 SELECT mq.producer_group_declare('wh_bad', 'wh_check(bigint,jsonb,bytea)', max_checks => -1);         -- 22023
 SELECT mq.producer_group_declare('wh_bad', 'wh_check(bigint,jsonb,bytea)', check_interval => '0 s');  -- 22023

@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "msglog.h"
 #include "publish.h"
@@ -85,15 +86,12 @@ reject_group_name(FunctionCallInfo fcinfo, int argno)
 				 errhint("Competing consumers of a classic queue share it without a group; consumer groups belong to stream queues.")));
 }
 
+/* The queue named by argument argno (checked not to be NULL) */
 static MqQueue *
 queue_arg(FunctionCallInfo fcinfo, int argno, int priv)
 {
 	MqQueue    *q;
 
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("queue must not be null")));
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(argno)), false);
 	mq_check_queue_privilege(q, priv);
@@ -152,20 +150,33 @@ Datum
 mq_consume(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
-	int			max_messages = PG_ARGISNULL(1) ? 1 : PG_GETARG_INT32(1);
-	int64		wait_ms = PG_ARGISNULL(2) ? 0 : mq_interval_us(PG_GETARG_INTERVAL_P(2)) / 1000;
-	int64		lease_ms = PG_ARGISNULL(3) ? 30000 : mq_interval_us(PG_GETARG_INTERVAL_P(3)) / 1000;
-	char	   *consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
-	bool		auto_ack = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
-	int			prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
-	MqTakeMode	mode = auto_ack ? MQ_TAKE_AUTO_ACK : MQ_TAKE_LEASE;
+	MqQueue    *q;
+	int			max_messages;
+	int64		wait_us;
+	int64		lease_us;
+	char	   *consumer;
+	bool		auto_ack;
+	int			prefetch;
+	MqTakeMode	mode;
 	TimestampTz deadline;
 	MqDelivery *dl;
 	int			got;
 	int			delivered = 0;
 	bool		any_settled = false;
 
+	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages", "wait", "lease", NULL, NULL, "auto_ack");
+	max_messages = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
+	wait_us = mq_interval_us(PG_GETARG_INTERVAL_P(2), "wait", 0);
+	lease_us = mq_interval_us(PG_GETARG_INTERVAL_P(3), "lease", 1);
+	consumer = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	mq_consumer_name_check(consumer);
+	auto_ack = PG_GETARG_BOOL(6);
+	prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
+	mode = auto_ack ? MQ_TAKE_AUTO_ACK : MQ_TAKE_LEASE;
+	deadline = mq_time_add(GetCurrentTimestamp(), wait_us, "wait");
+	(void) mq_time_add(GetCurrentTimestamp(), lease_us, "lease");
+
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	reject_group_name(fcinfo, 4);
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -174,18 +185,6 @@ mq_consume(PG_FUNCTION_ARGS)
 				 errhint("Consume on the primary; mq.browse works on a hot standby.")));
 	/* taking a message is a change (leases, dead-lettering, auto_ack) */
 	PreventCommandIfReadOnly("mq.consume");
-	if (max_messages < 1 || max_messages > MQ_MAX_BATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_messages must be between 1 and %d", MQ_MAX_BATCH)));
-	if (wait_ms < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("wait must not be negative")));
-	if (lease_ms <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease must be positive")));
 	if (prefetch < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -196,7 +195,6 @@ mq_consume(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	dl = palloc(sizeof(MqDelivery) * max_messages);
-	deadline = GetCurrentTimestamp() + wait_ms * 1000;
 
 	/*
 	 * Take, deliver, and take again while dead-lettered (expired, over the
@@ -206,9 +204,10 @@ mq_consume(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz lease_until = mq_time_add(now, lease_us, "lease");
 		int			live;
 
-		got = mq_queue_take(q, max_messages - delivered, now + lease_ms * 1000, mode,
+		got = mq_queue_take(q, max_messages - delivered, lease_until, mode,
 							consumer, prefetch, dl);
 		if (got == 0)
 		{
@@ -218,7 +217,7 @@ mq_consume(PG_FUNCTION_ARGS)
 				break;
 			/* long poll: sleep until a publish to q commits or time is up */
 			mq_queue_prepare_wait(q);
-			got = mq_queue_take(q, max_messages, now + lease_ms * 1000, mode,
+			got = mq_queue_take(q, max_messages, lease_until, mode,
 								consumer, prefetch, dl);
 			if (got == 0)
 			{
@@ -254,16 +253,15 @@ Datum
 mq_browse(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MqQueue    *q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
-	int			n = PG_ARGISNULL(1) ? 10 : PG_GETARG_INT32(1);
+	MqQueue    *q;
+	int			n;
 	int64	   *ids;
 	int32	   *counts;
 	int			got;
 
-	if (n < 1 || n > MQ_MAX_BATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_messages must be between 1 and %d", MQ_MAX_BATCH)));
+	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages");
+	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	InitMaterializedSRF(fcinfo, 0);
 	ids = palloc(sizeof(int64) * n);
 	counts = palloc(sizeof(int32) * n);
@@ -325,6 +323,7 @@ mq_message(PG_FUNCTION_ARGS)
 {
 	int64	   *id = palloc(sizeof(int64));
 
+	MQ_CHECK_ARGS(fcinfo, "msg_id");
 	mq_catalog_refresh();
 	*id = PG_GETARG_INT64(0);
 	message_rows(fcinfo, list_make1(id));
@@ -335,9 +334,12 @@ mq_message(PG_FUNCTION_ARGS)
 Datum
 mq_messages_by_key(PG_FUNCTION_ARGS)
 {
-	char	   *key = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int			n = PG_ARGISNULL(1) ? 10 : PG_GETARG_INT32(1);
+	char	   *key;
+	int			n;
 
+	MQ_CHECK_ARGS(fcinfo, "key", "max_messages");
+	key = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	mq_catalog_refresh();
 	message_rows(fcinfo, mq_log_lookup_key(key, n));
 	return (Datum) 0;
@@ -380,12 +382,15 @@ Datum
 mq_trace(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		msg_id = PG_GETARG_INT64(0);
+	int64		msg_id;
 	MqMessage	m;
 	MqOwnerScope owner;
 	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(msg_id)};
+	Datum		values[1];
 
+	MQ_CHECK_ARGS(fcinfo, "msg_id");
+	msg_id = PG_GETARG_INT64(0);
+	values[0] = Int64GetDatum(msg_id);
 	mq_catalog_refresh();
 	InitMaterializedSRF(fcinfo, 0);
 	if (!mq_log_fetch(msg_id, &m))
@@ -418,6 +423,11 @@ mq_trace(PG_FUNCTION_ARGS)
 Datum
 mq_streams_not_supported(PG_FUNCTION_ARGS)
 {
+	/* the arguments are checked as they will be once implemented */
+	if (PG_NARGS() == 5)
+		MQ_CHECK_ARGS(fcinfo, "queue", "group_name", "mode", "start");	/* group_declare */
+	else
+		MQ_CHECK_ARGS(fcinfo, "queue", "group_name");	/* seek */
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("stream queues and consumer groups are not implemented yet"),

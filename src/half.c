@@ -28,6 +28,7 @@
 #include "utils/timeout.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "half.h"
 #include "msglog.h"
@@ -45,21 +46,25 @@ mq_producer_group_declare(PG_FUNCTION_ARGS)
 {
 	Oid			types[7] = {TEXTOID, REGPROCEDUREOID, INTERVALOID, INTERVALOID, INT4OID, TEXTOID, OIDOID};
 	Datum		values[7];
-	char		nulls[7] = "       ";
+	TimestampTz now = GetCurrentTimestamp();
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("producer_group and check_function must not be null")));
+	MQ_CHECK_ARGS(fcinfo, "producer_group", "check_function", "check_after",
+				  "check_interval", "max_checks", "on_exhausted");
+
+	/*
+	 * The worker adds these to the times of half messages (in SQL, by the
+	 * calendar): make sure such a time exists.  Months counted as 30 days
+	 * make the check a little stricter than the calendar.
+	 */
+	(void) mq_time_add(now, mq_interval_us(PG_GETARG_INTERVAL_P(2), "check_after", 0),
+					   "check_after");
+	(void) mq_time_add(now, mq_interval_us(PG_GETARG_INTERVAL_P(3), "check_interval", 1),
+					   "check_interval");
 	mq_check_create_privilege("producer group", text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	for (int i = 0; i < 6; i++)
-	{
-		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
-		if (PG_ARGISNULL(i))
-			nulls[i] = 'n';
-	}
+		values[i] = PG_GETARG_DATUM(i);
 	values[6] = ObjectIdGetDatum(GetUserId());
-	mq_run_internal("_producer_group_declare_impl", 7, types, values, nulls);
+	mq_run_internal("_producer_group_declare_impl", 7, types, values, NULL);
 	PG_RETURN_VOID();
 }
 
@@ -77,11 +82,7 @@ mq_publish_half(PG_FUNCTION_ARGS)
 	char	   *group;
 	MqOwnerScope owner;
 
-	for (int i = 0; i < 4; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("exchange, routing_key, body and producer_group must not be null")));
+	MQ_CHECK_ARGS(fcinfo, "exchange", "routing_key", "body", "producer_group");
 	mq_catalog_refresh();
 	ex = mq_exchange_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
@@ -232,10 +233,7 @@ mq_end_half(PG_FUNCTION_ARGS)
 	char	   *action;
 	int64		id;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("half_id and action must not be null")));
+	MQ_CHECK_ARGS(fcinfo, "half_id", "action");
 	action = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (strcmp(action, "commit") != 0 && strcmp(action, "rollback") != 0)
 		ereport(ERROR,

@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "maintenance.h"
 #include "msglog.h"
@@ -154,7 +155,7 @@ mq_retire_segments(int max_segments)
 Datum
 mq_log_retire(PG_FUNCTION_ARGS)
 {
-	int			max_segments = PG_ARGISNULL(0) ? 1000 : PG_GETARG_INT32(0);
+	int			max_segments = mq_count_arg(fcinfo, 0, "max_segments", PG_INT32_MAX);
 
 	if (!superuser() && !has_privs_of_role(GetUserId(), mq_extension_owner()))
 		ereport(ERROR,

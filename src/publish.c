@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "am/mqlog.h"
 #include "msglog.h"
@@ -243,7 +244,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	bool		entries_written = false;
 
 	if (o->expiration_ms >= 0)
-		expires_at = visible_at + o->expiration_ms * 1000;
+		expires_at = mq_time_add(visible_at, o->expiration_ms * 1000, "expiration");
 
 	/* read-only transactions and hot standbys cannot publish */
 	PreventCommandIfReadOnly("mq.publish");

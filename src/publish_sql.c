@@ -11,13 +11,13 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "publish.h"
 
 PG_FUNCTION_INFO_V1(mq_publish_sql);
@@ -93,26 +93,18 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 	int			ntimes = 0;
 
 	mq_publish_opts_init(o);
-	o->mandatory = a->mandatory < 0 ? true :
-		(has_arg(fcinfo, a->mandatory) && PG_GETARG_BOOL(a->mandatory));
+	/* mandatory was checked not to be NULL (MQ_CHECK_ARGS) */
+	o->mandatory = a->mandatory < 0 ? true : PG_GETARG_BOOL(a->mandatory);
 	if (has_arg(fcinfo, a->delay))
 	{
-		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->delay));
+		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->delay), "delay", 0);
 
-		if (us < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("delay must not be negative")));
-		o->deliver_at = now + us;
+		o->deliver_at = mq_time_add(now, us, "delay");
 		ntimes++;
 	}
 	if (has_arg(fcinfo, a->deliver_at))
 	{
-		o->deliver_at = PG_GETARG_TIMESTAMPTZ(a->deliver_at);
-		if (TIMESTAMP_NOT_FINITE(o->deliver_at))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("deliver_at must be finite")));
+		o->deliver_at = mq_time_add(PG_GETARG_TIMESTAMPTZ(a->deliver_at), 0, "deliver_at");
 		ntimes++;
 	}
 	if (has_arg(fcinfo, a->delay_level))
@@ -124,7 +116,8 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("delay_level %d is out of range", level),
 					 errdetail("RocketMQ delay levels are 1 to 18 (1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h).")));
-		o->deliver_at = now + (int64) delay_levels[level - 1] * USECS_PER_SEC;
+		o->deliver_at = mq_time_add(now, (int64) delay_levels[level - 1] * USECS_PER_SEC,
+									"delay_level");
 		ntimes++;
 	}
 	if (ntimes > 1)
@@ -145,12 +138,10 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 	}
 	if (has_arg(fcinfo, a->expiration))
 	{
-		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->expiration));
+		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->expiration), "expiration", 0);
 
-		if (us < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("expiration must not be negative")));
+		/* the message expires at (when it is deliverable) + expiration */
+		(void) mq_time_add(Max(o->deliver_at, now), us, "expiration");
 		o->expiration_ms = us / 1000;
 	}
 	o->dedup_id = opt_text(fcinfo, a->dedup_id);
@@ -190,16 +181,6 @@ headers_arg(FunctionCallInfo fcinfo, int i)
 	return h;
 }
 
-static char *
-required_text(FunctionCallInfo fcinfo, int i, const char *what)
-{
-	if (!has_arg(fcinfo, i))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(i));
-}
-
 static void
 default_content_type(MqPublishOpts *o, Oid body_type)
 {
@@ -217,10 +198,6 @@ publish_one(FunctionCallInfo fcinfo, MqExchange *ex, char *rk, int body_arg,
 	Jsonb	   *headers;
 	int64		id;
 
-	if (!has_arg(fcinfo, body_arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("body must not be null")));
 	parse_props(fcinfo, a, &o);
 	default_content_type(&o, body_type);
 	body = body_bytes(PG_GETARG_DATUM(body_arg), body_type);
@@ -234,10 +211,13 @@ publish_one(FunctionCallInfo fcinfo, MqExchange *ex, char *rk, int body_arg,
 Datum
 mq_publish_sql(PG_FUNCTION_ARGS)
 {
-	char	   *exname = required_text(fcinfo, 0, "exchange");
-	char	   *rk = has_arg(fcinfo, 1) ? text_to_cstring(PG_GETARG_TEXT_PP(1)) : "";
+	char	   *exname;
+	char	   *rk;
 	MqExchange *ex;
 
+	MQ_CHECK_ARGS(fcinfo, "exchange", "routing_key", "body", NULL, "mandatory");
+	exname = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	rk = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	mq_catalog_refresh();
 	ex = mq_exchange_lookup(exname, false);
 	return publish_one(fcinfo, ex, rk, 2, &publish_args);
@@ -246,36 +226,13 @@ mq_publish_sql(PG_FUNCTION_ARGS)
 Datum
 mq_send(PG_FUNCTION_ARGS)
 {
-	char	   *qname = required_text(fcinfo, 0, "queue");
+	char	   *qname;
 
+	MQ_CHECK_ARGS(fcinfo, "queue", "body");
+	qname = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	mq_catalog_refresh();
 	(void) mq_queue_lookup(qname, false);
 	return publish_one(fcinfo, mq_exchange_lookup("", false), qname, 1, &send_args);
-}
-
-/* Elements of a text[] / jsonb[] / bytea[] argument */
-static Datum *
-array_elems(FunctionCallInfo fcinfo, int i, Oid elemtype, int *n, const char *what)
-{
-	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(i);
-	Datum	   *elems;
-	bool	   *nulls;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s must be a one-dimensional array", what)));
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, n);
-	for (int k = 0; k < *n; k++)
-		if (nulls[k])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s must not contain nulls", what)));
-	return elems;
 }
 
 /*
@@ -296,11 +253,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 	char	  **keys;
 	int64	   *ids;
 
-	if (!has_arg(fcinfo, bodies_arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("bodies must not be null")));
-	elems = array_elems(fcinfo, bodies_arg, elemtype, &n, "bodies");
+	elems = mq_array_arg(fcinfo, bodies_arg, elemtype, "bodies", &n);
 	if (nrks != 1 && nrks != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -318,7 +271,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 	if (has_arg(fcinfo, headers_arg_no))
 	{
 		int			nh;
-		Datum	   *h = array_elems(fcinfo, headers_arg_no, JSONBOID, &nh, "headers");
+		Datum	   *h = mq_array_arg(fcinfo, headers_arg_no, JSONBOID, "headers", &nh);
 
 		if (nh != n)
 			ereport(ERROR,
@@ -349,7 +302,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 Datum
 mq_publish_batch(PG_FUNCTION_ARGS)
 {
-	char	   *exname = required_text(fcinfo, 0, "exchange");
+	char	   *exname;
 	MqExchange *ex;
 	Datum	   *rkd;
 	int			nrks;
@@ -357,13 +310,11 @@ mq_publish_batch(PG_FUNCTION_ARGS)
 	MqPublishOpts o;
 	static const PropArgs a = {-1, 4, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 5, -1};
 
+	MQ_CHECK_ARGS(fcinfo, "exchange", "routing_keys", "bodies", NULL, "mandatory");
+	exname = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	mq_catalog_refresh();
 	ex = mq_exchange_lookup(exname, false);
-	if (!has_arg(fcinfo, 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("routing_keys must not be null")));
-	rkd = array_elems(fcinfo, 1, TEXTOID, &nrks, "routing_keys");
+	rkd = mq_array_arg(fcinfo, 1, TEXTOID, "routing_keys", &nrks);
 	rks = palloc(sizeof(char *) * Max(nrks, 1));
 	for (int i = 0; i < nrks; i++)
 		rks[i] = TextDatumGetCString(rkd[i]);
@@ -375,10 +326,12 @@ mq_publish_batch(PG_FUNCTION_ARGS)
 Datum
 mq_send_batch(PG_FUNCTION_ARGS)
 {
-	char	   *qname = required_text(fcinfo, 0, "queue");
+	char	   *qname;
 	MqPublishOpts o;
 	static const PropArgs a = {-1, -1, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 4, -1};
 
+	MQ_CHECK_ARGS(fcinfo, "queue", "bodies");
+	qname = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	mq_catalog_refresh();
 	(void) mq_queue_lookup(qname, false);
 	parse_props(fcinfo, &a, &o);

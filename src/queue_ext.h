@@ -22,14 +22,6 @@ extern bool mq_preloaded;
 /* Error out (with a hint) when a feature needs shared_preload_libraries */
 extern void mq_require_preload(const char *feature);
 
-/* An interval as microseconds (months count as 30 days) */
-static inline int64
-mq_interval_us(const Interval *iv)
-{
-	return iv->time +
-		((int64) iv->day + (int64) iv->month * DAYS_PER_MONTH) * USECS_PER_DAY;
-}
-
 /*
  * The value of key in a jsonb object, as text (strings and numbers), or
  * NULL when absent or of another type.

@@ -895,8 +895,9 @@ entry_expired(MqQueue *q, MqTracked *t, TimestampTz now)
 {
 	if (t->expires_at != DT_NOEND && t->expires_at <= now)
 		return true;
+	/* now - ttl, not visible_at + ttl: a message due near the end of time */
 	if (q->message_ttl_ms >= 0 &&
-		t->visible_at + q->message_ttl_ms * 1000 <= now)
+		t->visible_at <= now - q->message_ttl_ms * 1000)
 		return true;
 	return false;
 }

@@ -33,6 +33,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "args.h"
 #include "routing.h"
 
 /* The x-match modes */
@@ -261,9 +262,9 @@ PG_FUNCTION_INFO_V1(mq_headers_match_sql);
 /*
  * mq.headers_match(binding_arguments jsonb, headers jsonb) RETURNS boolean
  *
- * Not strict: NULL headers mean a message without headers.  NULL binding
- * arguments give NULL.  The arguments are validated as for a new binding,
- * so a bad x-match value is an error here.
+ * NULL headers mean a message without headers (as for mq.publish); NULL
+ * binding arguments are an error.  The arguments are validated as for a new
+ * binding, so a bad x-match value is an error here.
  */
 Datum
 mq_headers_match_sql(PG_FUNCTION_ARGS)
@@ -271,8 +272,7 @@ mq_headers_match_sql(PG_FUNCTION_ARGS)
 	Jsonb	   *arguments;
 	Jsonb	   *headers = NULL;
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
+	MQ_CHECK_ARGS(fcinfo, "binding_arguments", NULL);
 	arguments = PG_GETARG_JSONB_P(0);
 	if (!PG_ARGISNULL(1))
 		headers = PG_GETARG_JSONB_P(1);

@@ -37,6 +37,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "args.h"
 #include "routing.h"
 
 /* A word of a key: points into the key, not NUL-terminated */
@@ -723,9 +724,12 @@ PG_FUNCTION_INFO_V1(mq_topic_route_sql);
 Datum
 mq_topic_matches_sql(PG_FUNCTION_ARGS)
 {
-	char	   *binding_key = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *routing_key = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *binding_key;
+	char	   *routing_key;
 
+	MQ_CHECK_ARGS(fcinfo, "binding_key", "routing_key");
+	binding_key = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	routing_key = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	PG_RETURN_BOOL(mq_topic_match(binding_key, routing_key));
 }
 
@@ -733,41 +737,32 @@ mq_topic_matches_sql(PG_FUNCTION_ARGS)
  * mq.topic_route(binding_keys text[], routing_key text) RETURNS int[]
  *
  * Builds a trie binding element i (1-based) of binding_keys to destination
- * i and returns the matching destinations in ascending order.  NULL
- * elements bind nothing.  Mostly for testing the trie against
- * mq.topic_matches().
+ * i and returns the matching destinations in ascending order.  Mostly
+ * for testing the trie against mq.topic_matches().
  */
 Datum
 mq_topic_route_sql(PG_FUNCTION_ARGS)
 {
-	ArrayType  *keys = PG_GETARG_ARRAYTYPE_P(0);
-	char	   *routing_key = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *routing_key;
 	MemoryContext triecxt;
 	MqTopicTrie *trie;
 	MqRouteSet	set;
 	Datum	   *elems;
-	bool	   *nulls;
 	int			nelems;
 	Datum	   *result;
 	int			i;
 
-	if (ARR_NDIM(keys) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("binding keys must be a one-dimensional array")));
-	deconstruct_array(keys, TEXTOID, -1, false, TYPALIGN_INT,
-					  &elems, &nulls, &nelems);
+	MQ_CHECK_ARGS(fcinfo, "binding_keys", "routing_key");
+	elems = mq_array_arg(fcinfo, 0, TEXTOID, "binding_keys", &nelems);
+	routing_key = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	triecxt = AllocSetContextCreate(CurrentMemoryContext, "mq topic trie",
 									ALLOCSET_DEFAULT_SIZES);
 	trie = mq_topic_trie_create(triecxt);
 	for (i = 0; i < nelems; i++)
 	{
-		char	   *key;
+		char	   *key = TextDatumGetCString(elems[i]);
 
-		if (nulls[i])
-			continue;
-		key = TextDatumGetCString(elems[i]);
 		mq_topic_trie_add(trie, key, i + 1);
 		pfree(key);
 	}

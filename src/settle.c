@@ -16,11 +16,11 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "msglog.h"
 #include "publish.h"
 #include "queue_state.h"
@@ -31,6 +31,7 @@ PG_FUNCTION_INFO_V1(mq_nack);
 PG_FUNCTION_INFO_V1(mq_reject);
 PG_FUNCTION_INFO_V1(mq_extend_lease);
 
+/* The queue of a settle call (its arguments already checked not NULL) */
 static MqQueue *
 settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn)
 {
@@ -42,10 +43,6 @@ settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn)
 				 errmsg("consumer groups are not supported on classic and quorum queues"),
 				 errhint("Competing consumers of a classic queue share it without a group; consumer groups belong to stream queues.")));
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("queue must not be null")));
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
@@ -53,28 +50,15 @@ settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn)
 	return q;
 }
 
+/* The msg_ids argument (argument 1) */
 static int64 *
-id_array(ArrayType *arr, int *n)
+id_array(FunctionCallInfo fcinfo, int *n)
 {
-	Datum	   *elems;
-	bool	   *nulls;
-	int64	   *ids;
+	Datum	   *elems = mq_array_arg(fcinfo, 1, INT8OID, "msg_ids", n);
+	int64	   *ids = palloc(sizeof(int64) * Max(*n, 1));
 
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("msg_ids must be a one-dimensional array")));
-	deconstruct_array(arr, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
-					  &elems, &nulls, n);
-	ids = palloc(sizeof(int64) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
-	{
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("msg_ids must not contain nulls")));
 		ids[i] = DatumGetInt64(elems[i]);
-	}
 	return ids;
 }
 
@@ -156,13 +140,13 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 Datum
 mq_ack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, 2, "mq.ack");
+	MqQueue    *q;
 	int			n;
 	int64	   *ids;
 
-	if (PG_ARGISNULL(1))
-		PG_RETURN_INT32(0);
-	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
+	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids");
+	q = settle_queue(fcinfo, 2, "mq.ack");
+	ids = id_array(fcinfo, &n);
 	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_ACK, 0, NULL));
 }
 
@@ -172,15 +156,7 @@ nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
 	TimestampTz when = 0;
 
 	if (delay)
-	{
-		int64		us = mq_interval_us(delay);
-
-		if (us < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("delay must not be negative")));
-		when = GetCurrentTimestamp() + us;
-	}
+		when = mq_time_add(GetCurrentTimestamp(), mq_interval_us(delay, "delay", 0), "delay");
 	return settle_ids(q, ids, n, requeue ? MQ_SETTLE_OP_REQUEUE : MQ_SETTLE_OP_DEAD,
 					  when, "rejected");
 }
@@ -189,14 +165,14 @@ nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
 Datum
 mq_nack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, 4, "mq.nack");
+	MqQueue    *q;
 	int			n;
 	int64	   *ids;
 
-	if (PG_ARGISNULL(1))
-		PG_RETURN_INT32(0);
-	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
-	PG_RETURN_INT32(nack_common(q, ids, n, PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2),
+	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "requeue", NULL, NULL);
+	q = settle_queue(fcinfo, 4, "mq.nack");
+	ids = id_array(fcinfo, &n);
+	PG_RETURN_INT32(nack_common(q, ids, n, PG_GETARG_BOOL(2),
 								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3)));
 }
 
@@ -204,35 +180,30 @@ mq_nack(PG_FUNCTION_ARGS)
 Datum
 mq_reject(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, -1, "mq.reject");
+	MqQueue    *q;
 	int64		id;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("msg_id must not be null")));
+	MQ_CHECK_ARGS(fcinfo, "queue", "msg_id", "requeue");
+	q = settle_queue(fcinfo, -1, "mq.reject");
 	id = PG_GETARG_INT64(1);
-	PG_RETURN_INT32(nack_common(q, &id, 1, PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), NULL));
+	PG_RETURN_INT32(nack_common(q, &id, 1, PG_GETARG_BOOL(2), NULL));
 }
 
 /* mq.extend_lease(queue, msg_ids, lease): lease runs for 'lease' from now */
 Datum
 mq_extend_lease(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q = settle_queue(fcinfo, -1, "mq.extend_lease");
+	MqQueue    *q;
 	int			n;
 	int64	   *ids;
-	int64		us;
+	TimestampTz until;
 
-	if (PG_ARGISNULL(1))
-		PG_RETURN_INT32(0);
-	if (PG_ARGISNULL(2) || (us = mq_interval_us(PG_GETARG_INTERVAL_P(2))) <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease must be positive")));
-	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
-	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND,
-							   GetCurrentTimestamp() + us, NULL));
+	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "lease");
+	q = settle_queue(fcinfo, -1, "mq.extend_lease");
+	ids = id_array(fcinfo, &n);
+	until = mq_time_add(GetCurrentTimestamp(),
+						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");
+	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND, until, NULL));
 }
 
 /*

@@ -26,6 +26,7 @@
 #include "utils/memutils.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "owner.h"
 #include "publish.h"
 #include "queue_state.h"
@@ -218,14 +219,17 @@ mq_timers_count(int32 queue_id)
 Datum
 mq_cancel(PG_FUNCTION_ARGS)
 {
-	int64		msg_id = PG_GETARG_INT64(0);
+	int64		msg_id;
 	MqOwnerScope owner;
 	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(msg_id)};
+	Datum		values[1];
 	MemoryContext callercxt = CurrentMemoryContext;
 	int			n;
 	int32	   *qids;
 
+	MQ_CHECK_ARGS(fcinfo, "msg_id");
+	msg_id = PG_GETARG_INT64(0);
+	values[0] = Int64GetDatum(msg_id);
 	mq_catalog_refresh();
 	mq_owner_enter(&owner);
 	mq_owner_exec("DELETE FROM mq.timer WHERE msg_id OPERATOR(pg_catalog.=) $1 RETURNING queue_id",

@@ -22,6 +22,7 @@
 #include "utils/jsonb.h"
 
 #include "queue_ext.h"
+#include "args.h"
 #include "catalog.h"
 #include "queue_state.h"
 #include "timers.h"
@@ -38,15 +39,8 @@ PG_FUNCTION_INFO_V1(mq_unbind);
 PG_FUNCTION_INFO_V1(mq_grant);
 PG_FUNCTION_INFO_V1(mq_revoke);
 
-static char *
-text_arg(FunctionCallInfo fcinfo, int n, const char *what)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(n));
-}
+/* A text argument already checked not to be NULL (MQ_CHECK_ARGS) */
+#define text_arg(n) text_to_cstring(PG_GETARG_TEXT_PP(n))
 
 static void
 check_name(const char *name, const char *kind)
@@ -64,14 +58,25 @@ check_name(const char *name, const char *kind)
 Datum
 mq_exchange_declare(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "exchange");
+	char	   *name;
 	MqExchange *ex;
 	Oid			types[6] = {TEXTOID, TEXTOID, BOOLOID, TEXTOID, JSONBOID, OIDOID};
 	Datum		values[6];
 	char		nulls[6] = "      ";
 
+	MQ_CHECK_ARGS(fcinfo, "exchange", "type", "durable", NULL, "arguments");
+	name = text_arg(0);
 	check_name(name, "exchange");
-	(void) text_arg(fcinfo, 1, "type");
+
+	/*
+	 * RabbitMQ refuses any declare of the default exchange (access-refused),
+	 * even one that matches it: it is not an exchange one configures.
+	 */
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot redeclare the default exchange"),
+				 errdetail("Every queue is bound to the default exchange by its own name.")));
 	mq_catalog_refresh();
 	ex = mq_exchange_lookup(name, true);
 	if (ex)
@@ -85,10 +90,6 @@ mq_exchange_declare(PG_FUNCTION_ARGS)
 		if (PG_ARGISNULL(i))
 			nulls[i] = 'n';
 	}
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("durable must not be null")));
 	values[5] = ObjectIdGetDatum(GetUserId());
 	mq_run_internal("_exchange_declare_impl", 6, types, values, nulls);
 	PG_RETURN_VOID();
@@ -98,12 +99,15 @@ mq_exchange_declare(PG_FUNCTION_ARGS)
 Datum
 mq_exchange_delete(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "exchange");
-	bool		if_unused = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	char	   *name;
+	bool		if_unused;
 	MqExchange *ex;
 	Oid			types[2] = {TEXTOID, BOOLOID};
 	Datum		values[2];
 
+	MQ_CHECK_ARGS(fcinfo, "exchange", "if_unused");
+	name = text_arg(0);
+	if_unused = PG_GETARG_BOOL(1);
 	mq_catalog_refresh();
 	ex = mq_exchange_lookup(name, false);
 	mq_check_exchange_privilege(ex, MQ_PRIV_CONFIGURE);
@@ -120,18 +124,16 @@ mq_exchange_delete(PG_FUNCTION_ARGS)
 Datum
 mq_queue_declare(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "queue");
-	char	   *type = text_arg(fcinfo, 1, "type");
+	char	   *name;
+	char	   *type;
 	MqQueue    *q;
 	Oid			types[5] = {TEXTOID, TEXTOID, BOOLOID, JSONBOID, OIDOID};
 	Datum		values[5];
-	char		nulls[5] = "     ";
 	char	   *res;
 
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("durable must not be null")));
+	MQ_CHECK_ARGS(fcinfo, "queue", "type", "durable", "arguments");
+	name = text_arg(0);
+	type = text_arg(1);
 	if (name[0] == '\0')
 		name = psprintf("amq.gen-%016llx", (unsigned long long) pg_prng_uint64(&pg_global_prng_state));
 	check_name(name, "queue");
@@ -145,12 +147,9 @@ mq_queue_declare(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(name);
 	values[1] = CStringGetTextDatum(type);
 	values[2] = PG_GETARG_DATUM(2);
-	if (PG_ARGISNULL(3))
-		nulls[3] = 'n';
-	else
-		values[3] = PG_GETARG_DATUM(3);
+	values[3] = PG_GETARG_DATUM(3);
 	values[4] = ObjectIdGetDatum(GetUserId());
-	res = mq_run_internal("_queue_declare_impl", 5, types, values, nulls);
+	res = mq_run_internal("_queue_declare_impl", 5, types, values, NULL);
 	PG_RETURN_TEXT_P(cstring_to_text(res));
 }
 
@@ -161,14 +160,18 @@ mq_queue_declare(PG_FUNCTION_ARGS)
 Datum
 mq_queue_delete(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "queue");
-	bool		if_unused = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
-	bool		if_empty = PG_ARGISNULL(2) ? false : PG_GETARG_BOOL(2);
+	char	   *name;
+	bool		if_unused;
+	bool		if_empty;
 	MqQueue    *q;
 	MqQueueCounts counts;
 	Oid			types[5] = {TEXTOID, BOOLOID, BOOLOID, INT8OID, INT4OID};
 	Datum		values[5];
 
+	MQ_CHECK_ARGS(fcinfo, "queue", "if_unused", "if_empty");
+	name = text_arg(0);
+	if_unused = PG_GETARG_BOOL(1);
+	if_empty = PG_GETARG_BOOL(2);
 	mq_catalog_refresh();
 	q = mq_queue_lookup(name, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
@@ -189,9 +192,11 @@ mq_queue_delete(PG_FUNCTION_ARGS)
 Datum
 mq_queue_purge(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "queue");
+	char	   *name;
 	MqQueue    *q;
 
+	MQ_CHECK_ARGS(fcinfo, "queue");
+	name = text_arg(0);
 	mq_catalog_refresh();
 	q = mq_queue_lookup(name, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
@@ -207,20 +212,22 @@ mq_queue_purge(PG_FUNCTION_ARGS)
 static void
 consumer_common(FunctionCallInfo fcinfo, bool delete)
 {
-	char	   *qname = text_arg(fcinfo, 0, "queue");
-	char	   *consumer = text_arg(fcinfo, 1, "consumer");
-	int32		prefetch = (delete || PG_ARGISNULL(2)) ? 0 : PG_GETARG_INT32(2);
+	char	   *qname;
+	char	   *consumer;
+	int32		prefetch;
 	MqQueue    *q;
 	Oid			types[4] = {TEXTOID, TEXTOID, INT4OID, BOOLOID};
 	Datum		values[4];
 
+	/* consumer_declare(queue, consumer, prefetch), consumer_delete(queue, consumer) */
+	MQ_CHECK_ARGS(fcinfo, "queue", "consumer");
+	qname = text_arg(0);
+	consumer = text_arg(1);
+	prefetch = (delete || PG_ARGISNULL(2)) ? 0 : PG_GETARG_INT32(2);
+	mq_consumer_name_check(consumer);
 	mq_catalog_refresh();
 	q = mq_queue_lookup(qname, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
-	if (consumer[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("consumer name must not be empty")));
 	if (prefetch < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -250,33 +257,29 @@ mq_consumer_delete(PG_FUNCTION_ARGS)
 static void
 bind_common(FunctionCallInfo fcinfo, bool unbind)
 {
-	char	   *qname = text_arg(fcinfo, 0, "queue");
-	char	   *xname = text_arg(fcinfo, 1, "exchange");
+	char	   *qname;
+	char	   *xname;
 	MqQueue    *q;
 	MqExchange *ex;
 	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
 	Datum		values[5];
-	char		nulls[5] = "     ";
 
+	MQ_CHECK_ARGS(fcinfo, "queue", "exchange", "binding_key", "arguments");
+	qname = text_arg(0);
+	xname = text_arg(1);
 	mq_catalog_refresh();
 	q = mq_queue_lookup(qname, false);
 	ex = mq_exchange_lookup(xname, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
 	mq_check_exchange_privilege(ex, MQ_PRIV_CONSUME);
-	if (!PG_ARGISNULL(2))
-		mq_routing_key_check(text_to_cstring(PG_GETARG_TEXT_PP(2)), "binding key");
+	mq_routing_key_check(text_arg(2), "binding key");
 
 	values[0] = CStringGetTextDatum(qname);
 	values[1] = CStringGetTextDatum(xname);
-	for (int i = 2; i < 4; i++)
-	{
-		if (PG_ARGISNULL(i))
-			nulls[i] = 'n';
-		else
-			values[i] = PG_GETARG_DATUM(i);
-	}
+	values[2] = PG_GETARG_DATUM(2);
+	values[3] = PG_GETARG_DATUM(3);
 	values[4] = BoolGetDatum(unbind);
-	mq_run_internal("_bind_impl", 5, types, values, nulls);
+	mq_run_internal("_bind_impl", 5, types, values, NULL);
 }
 
 /* mq.bind(queue, exchange, binding_key, arguments) */
@@ -302,14 +305,19 @@ mq_unbind(PG_FUNCTION_ARGS)
 static void
 grant_common(FunctionCallInfo fcinfo, bool revoke)
 {
-	char	   *priv = text_arg(fcinfo, 0, "privilege");
-	char	   *kind = text_arg(fcinfo, 1, "object_type");
-	char	   *name = text_arg(fcinfo, 2, "object_name");
+	char	   *priv;
+	char	   *kind;
+	char	   *name;
 	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, REGROLEOID, BOOLOID};
 	Datum		values[5];
 	char		nulls[5] = "     ";
 	const MqAcl *acl = NULL;
 
+	/* role => NULL means PUBLIC (docs/api.md) */
+	MQ_CHECK_ARGS(fcinfo, "privilege", "object_type", "object_name", NULL);
+	priv = text_arg(0);
+	kind = text_arg(1);
+	name = text_arg(2);
 	mq_catalog_refresh();
 	if (strcmp(kind, "queue") == 0)
 	{

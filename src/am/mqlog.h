@@ -14,6 +14,7 @@
 
 #include "access/htup_details.h"
 #include "access/tableam.h"
+#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "storage/bufpage.h"
 #include "storage/bufmgr.h"
@@ -31,6 +32,16 @@ extern int	mqlog_max_row_size;
 
 /* Called from _PG_init(): registers the rmgr (when preloading) and GUCs */
 extern void mqlog_init(void);
+
+/* SQL functions of the AM: NULL for argument argno is 22004 */
+static inline void
+mqlog_arg_not_null(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+}
 
 /* ----------------------------------------------------------------
  * Page format
@@ -402,6 +413,9 @@ extern void mqlog_log_freeze(Relation rel, Buffer buf,
 
 /* Is this relation an mqlog table? */
 extern bool mqlog_is_mqlog_relation(Relation rel);
+
+/* Open relid to inspect it (mqlog_inspect.c): 42P01 if none, 42809 if not mqlog */
+extern Relation mqlog_open_for_inspection(Oid relid);
 
 /*
  * Ordered append: rows are added only to the relation's last page, and a

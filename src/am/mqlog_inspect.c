@@ -9,7 +9,7 @@
  */
 #include "postgres.h"
 
-#include "access/table.h"
+#include "access/relation.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
@@ -73,23 +73,53 @@ page_item(ReturnSetInfo *rsinfo, Page page, OffsetNumber off, int relnatts)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/*
+ * Open relid (a user-given OID) with AccessShareLock for mq.mqlog_verify and
+ * mq.mqlog_page_items: an OID of no relation is 42P01, a relation of another
+ * kind or access method 42809.
+ */
+Relation
+mqlog_open_for_inspection(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (!mqlog_is_mqlog_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel)),
+				 errdetail("Only tables created USING mqlog can be inspected.")));
+	/* a standby has only the init fork of an unlogged relation */
+	if (RecoveryInProgress() &&
+		rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot verify unlogged relation \"%s\" during recovery",
+						RelationGetRelationName(rel)),
+				 errdetail("Unlogged relations are not replicated; a standby holds only their initialization fork.")));
+	return rel;
+}
+
 Datum
 mqlog_page_items(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	int64		blkno = PG_GETARG_INT64(1);
+	Oid			relid;
+	int64		blkno;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	rel;
 	Buffer		buf;
 	Page		page;
 
+	mqlog_arg_not_null(fcinfo, 0, "rel");
+	mqlog_arg_not_null(fcinfo, 1, "blkno");
+	relid = PG_GETARG_OID(0);
+	blkno = PG_GETARG_INT64(1);
 	InitMaterializedSRF(fcinfo, 0);
 
-	rel = table_open(relid, AccessShareLock);
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	rel = mqlog_open_for_inspection(relid);
 	if (blkno < 0 || blkno >= RelationGetNumberOfBlocks(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -107,6 +137,6 @@ mqlog_page_items(PG_FUNCTION_ARGS)
 			page_item(rsinfo, page, off, RelationGetDescr(rel)->natts);
 	}
 	UnlockReleaseBuffer(buf);
-	table_close(rel, AccessShareLock);
+	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

@@ -28,7 +28,7 @@
 
 #include "access/detoast.h"
 #include "access/heapam.h"
-#include "access/table.h"
+#include "access/relation.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -425,31 +425,20 @@ verify_toast_ref(VerifyState *vs, VerifyToastRef *ref)
 Datum
 mqlog_verify(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
+	Oid			relid;
 	VerifyState vs;
 	BlockNumber blkno;
 	ListCell   *lc;
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 
+	mqlog_arg_not_null(fcinfo, 0, "rel");
+	relid = PG_GETARG_OID(0);
 	InitMaterializedSRF(fcinfo, 0);
 
 	memset(&vs, 0, sizeof(vs));
 	vs.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	vs.rel = table_open(relid, AccessShareLock);
-	if (!mqlog_is_mqlog_relation(vs.rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table",
-						RelationGetRelationName(vs.rel))));
-	/* a standby has only the init fork of an unlogged relation */
-	if (RecoveryInProgress() &&
-		vs.rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot verify unlogged relation \"%s\" during recovery",
-						RelationGetRelationName(vs.rel)),
-				 errdetail("Unlogged relations are not replicated; a standby holds only their initialization fork.")));
+	vs.rel = mqlog_open_for_inspection(relid);
 
 	vs.nblocks = RelationGetNumberOfBlocks(vs.rel);
 	vs.relfrozenxid = vs.rel->rd_rel->relfrozenxid;
@@ -495,6 +484,6 @@ mqlog_verify(PG_FUNCTION_ARGS)
 	foreach(lc, vs.toast_refs)
 		verify_toast_ref(&vs, (VerifyToastRef *) lfirst(lc));
 
-	table_close(vs.rel, AccessShareLock);
+	relation_close(vs.rel, AccessShareLock);
 	return (Datum) 0;
 }
