@@ -1916,9 +1916,13 @@ mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st)
 }
 
 void
-mq_queue_state_drop(MqQueue *q)
+mq_queue_state_drop(int32 queue_id)
 {
-	MqQueueShared *qs = queue_shared(MyDatabaseId, q->id, false);
+	MqQueueShared *qs;
+
+	if (!mq_preloaded)
+		return;
+	qs = queue_shared(MyDatabaseId, queue_id, false);
 
 	if (qs == NULL)
 		return;

@@ -59,7 +59,12 @@ typedef struct MqDeliveryState
 } MqDeliveryState;
 
 extern bool mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st);
-extern void mq_queue_state_drop(MqQueue *q);
+/*
+ * Forget the shared state of a deleted queue.  Takes the queue's lock:
+ * call it holding no lock on the queue's relations (a consumer may hold
+ * the queue's lock while it waits for one of them).
+ */
+extern void mq_queue_state_drop(int32 queue_id);
 extern int64 mq_queue_purge_ready(MqQueue *q);
 
 /*

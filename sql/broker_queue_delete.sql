@@ -1,0 +1,36 @@
+--
+-- broker_queue_delete: a queue's in-memory state (leases, counts) goes
+-- only when its deletion commits: a rolled-back delete, or one in a
+-- rolled-back savepoint, leaves the queue as it was, leases included.
+-- Names start with "bqd_".
+--
+\set VERBOSITY sqlstate
+SELECT mq.queue_declare('bqd_q');
+SELECT count(*) FROM mq.send_batch('bqd_q', ARRAY['m1', 'm2', 'm3']::text[]);
+SELECT msg_id AS m1 FROM mq.consume('bqd_q', lease => '1 hour') \gset
+SELECT ready, unacked FROM mq.queues WHERE queue = 'bqd_q';
+
+-- delete, then roll back: the lease is still ours
+BEGIN;
+SELECT mq.queue_delete('bqd_q');
+ROLLBACK;
+SELECT ready, unacked FROM mq.queues WHERE queue = 'bqd_q';
+SELECT mq.extend_lease('bqd_q', ARRAY[:m1]::bigint[], '1 hour');
+
+-- in a savepoint rolled back, then the transaction commits
+BEGIN;
+SAVEPOINT sp;
+SELECT mq.queue_delete('bqd_q');
+ROLLBACK TO sp;
+COMMIT;
+SELECT ready, unacked FROM mq.queues WHERE queue = 'bqd_q';
+SELECT mq.ack('bqd_q', ARRAY[:m1]::bigint[]);
+SELECT string_agg(convert_from(body, 'UTF8'), ',' ORDER BY msg_id) FROM mq.browse('bqd_q');
+
+-- committed: gone; a new queue of the same name starts empty
+SELECT mq.queue_delete('bqd_q');
+SELECT count(*) FROM mq.queues WHERE queue = 'bqd_q';
+SELECT mq.queue_declare('bqd_q');
+SELECT ready, unacked, total FROM mq.queues WHERE queue = 'bqd_q';
+SELECT count(*) FROM mq.consume('bqd_q', 10);
+SELECT mq.queue_delete('bqd_q');
