@@ -1099,20 +1099,29 @@ note_deliveries(MqQueue *q, MqQueueShared *qs, MqDelivery *out, int n,
 				MqSettleBatch *records)
 {
 	bool		counted = queue_counts_deliveries(q);
+	uint64		last[MQ_MAX_LANES];
 
 	mq_settle_batch_init(records, q);
 	records->frozen = true;
+	memset(last, 0, sizeof(uint64) * qs->nlanes);
 	for (int i = 0; i < n; i++)
 	{
-		MqLaneState *ls = &qs->lanes[mq_qpos_lane(out[i].qpos)];
-
 		if (out[i].dead)
 			continue;			/* dead-lettered by the caller, not delivered */
 		if (counted)
 			mq_settle_batch_add(records, MQ_SETTLE_DELIVERED, out[i].qpos);
-		else if (out[i].qpos + MQ_MARK_AHEAD / 2 > ls->mark)
+		else
+			last[mq_qpos_lane(out[i].qpos)] = Max(last[mq_qpos_lane(out[i].qpos)],
+												  out[i].qpos);
+	}
+	/* one MARK per lane at most, after the furthest delivery of the call */
+	for (int lane = 0; lane < qs->nlanes && !counted; lane++)
+	{
+		MqLaneState *ls = &qs->lanes[lane];
+
+		if (last[lane] != 0 && last[lane] + MQ_MARK_AHEAD / 2 > ls->mark)
 		{
-			ls->mark = out[i].qpos + MQ_MARK_AHEAD;
+			ls->mark = last[lane] + MQ_MARK_AHEAD;
 			mq_settle_batch_add(records, MQ_SETTLE_MARK, ls->mark);
 		}
 	}
