@@ -34,7 +34,7 @@
 #include "lib/stringinfo.h"
 #include "utils/syscache.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "catalog.h"
 #include "owner.h"
 

@@ -130,6 +130,12 @@ extern const char *mq_priv_name(int priv);
 extern char *mq_run_internal(const char *fn, int nargs, Oid *types,
 							 Datum *values, const char *nulls);
 
+/*
+ * The value of key in a jsonb object, as text (strings and numbers), or
+ * NULL when absent or of another type.
+ */
+extern char *mq_jsonb_get_text(Jsonb *obj, const char *key);
+
 /* Relation ids of internal tables, looked up once per backend */
 extern Oid	mq_internal_relid(const char *relname);
 

@@ -19,7 +19,7 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "owner.h"
 #include "msglog.h"

@@ -21,13 +21,14 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timeout.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "owner.h"
 #include "half.h"
@@ -38,7 +39,19 @@ PG_FUNCTION_INFO_V1(mq_publish_half);
 PG_FUNCTION_INFO_V1(mq_end_half);
 PG_FUNCTION_INFO_V1(mq_producer_group_declare);
 
-int			mq_check_timeout_ms = 10000;
+int			mq_check_timeout = 10000;	/* mq.check_timeout, ms */
+
+
+/* Settings of transactional messages (from _PG_init) */
+void
+mq_half_init(void)
+{
+	DefineCustomIntVariable("mq.check_timeout",
+							"Longest a half-message check function may run; longer counts as unknown.",
+							NULL,
+							&mq_check_timeout, 10000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+}
 
 /* mq.producer_group_declare(...) */
 Datum
@@ -271,8 +284,8 @@ check_call(void *arg)
 	/* as the producer group's owner (the subtransaction restores us) */
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(cc->owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	if (mq_check_timeout_ms > 0)
-		enable_timeout_after(STATEMENT_TIMEOUT, mq_check_timeout_ms);
+	if (mq_check_timeout > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, mq_check_timeout);
 	fmgr_info(cc->fn, &flinfo);
 	InitFunctionCallInfoData(*fcinfo, &flinfo, 3, InvalidOid, NULL, NULL);
 	fcinfo->args[0].value = Int64GetDatum(cc->half_id);
@@ -282,7 +295,7 @@ check_call(void *arg)
 	fcinfo->args[2].value = PointerGetDatum(cc->m->body);
 	fcinfo->args[2].isnull = false;
 	r = FunctionCallInvoke(fcinfo);
-	if (mq_check_timeout_ms > 0)
+	if (mq_check_timeout > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	if (!fcinfo->isnull)
 		cc->outcome = MemoryContextStrdup(cc->cxt, TextDatumGetCString(r));
@@ -302,7 +315,7 @@ run_check(Oid fn, Oid owner, int64 half_id, MqMessage *m, char **error)
 	*error = NULL;
 	if (!mq_run_guarded("check", check_call, &cc, error))
 	{
-		if (mq_check_timeout_ms > 0)
+		if (mq_check_timeout > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
 		return NULL;
 	}

@@ -10,8 +10,11 @@
 
 #include "postgres.h"
 
-/* GUC: longest a check function may run (mq.check_timeout, ms) */
-extern int	mq_check_timeout_ms;
+/* GUC mq.check_timeout: longest a check function may run, ms */
+extern int	mq_check_timeout;
+
+/* Define the settings of transactional messages (from _PG_init) */
+extern void mq_half_init(void);
 
 /* Ask producers about undecided half messages; returns how many checked */
 extern int	mq_half_check_due(void);

@@ -19,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "owner.h"
 #include "maintenance.h"

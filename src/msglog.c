@@ -26,19 +26,32 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "utils/guc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "owner.h"
 #include "am/mqlog.h"
 #include "msglog.h"
 
 /* GUC: segment size in blocks (mq.segment_size) */
-int			mq_segment_blocks = 32768;
+int			mq_segment_size = 32768; /* mq.segment_size, in blocks */
+
+
+/* Settings of the message log (from _PG_init) */
+void
+mq_msglog_init(void)
+{
+	DefineCustomIntVariable("mq.segment_size",
+							"Size at which the message log starts a new segment.",
+							"Whole segments are retired once every queue entry in them is settled.",
+							&mq_segment_size, 32768, 16, (1 << 17) / 2,
+							PGC_SUSET, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
+}
 
 /* Newest segment per chain as seen by this backend (0: unknown) */
 static int64 current_segno[2] = {0, 0};
@@ -141,7 +154,7 @@ mq_log_open_append(bool durable, int64 *segno_out)
 			continue;
 		}
 		rel = table_open(relid, RowExclusiveLock);
-		if (RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_blocks)
+		if (RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_size)
 		{
 			*segno_out = segno;
 			return rel;
@@ -601,7 +614,7 @@ mq_segments_prepare(void)
 			nblocks = RelationGetNumberOfBlocks(rel);
 			table_close(rel, AccessShareLock);
 		}
-		if (nblocks >= (BlockNumber) mq_segment_blocks / 2)
+		if (nblocks >= (BlockNumber) mq_segment_size / 2)
 			segment_create(Max(segment_newest(true), segment_newest(false)) + 1, durable);
 	}
 }

@@ -97,6 +97,12 @@ mq_qpos_tid(uint64 qpos, ItemPointer tid)
 				   (OffsetNumber) (qpos & 0xFFFF));
 }
 
+/* GUC mq.segment_size: size at which the log starts a new segment, blocks */
+extern int	mq_segment_size;
+
+/* Define the settings of the message log (from _PG_init) */
+extern void mq_msglog_init(void);
+
 /* One message as stored in the log */
 typedef struct MqMessage
 {

@@ -27,7 +27,7 @@
 #include "utils/guc.h"
 #include "utils/syscache.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "owner.h"
 
 /* The path internal SQL runs under: nothing the caller can create first */

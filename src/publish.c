@@ -26,7 +26,7 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "owner.h"
 #include "am/mqlog.h"
@@ -36,8 +36,25 @@
 #include "timers.h"
 
 /* GUCs */
-int			mq_dedup_window_ms = 5 * 60 * 1000;
+int			mq_dedup_window = 5 * 60 * 1000;	/* mq.dedup_window, ms */
 bool		mq_quorum_requires_standby = false;
+
+
+/* Settings of publishing (from _PG_init) */
+void
+mq_publish_init(void)
+{
+	DefineCustomIntVariable("mq.dedup_window",
+							"How long a publish dedup_id is remembered.",
+							NULL,
+							&mq_dedup_window, 5 * 60 * 1000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("mq.quorum_requires_standby",
+							 "Refuse quorum-durable commits when no synchronous standby is configured.",
+							 "When off, such commits only raise a warning.",
+							 &mq_quorum_requires_standby, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+}
 
 /* Durability already arranged for the current transaction */
 static MqDurability xact_durability = MQ_DURABILITY_DEFAULT;
@@ -329,7 +346,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		DirectFunctionCall1(pg_advisory_xact_lock_int8,
 							Int64GetDatum((int64) hash_bytes((unsigned char *) o->dedup_id,
 															 strlen(o->dedup_id)) | ((int64) 0x6d71 << 32)));
-		first = mq_log_find_dedup(o->dedup_id, now - (int64) mq_dedup_window_ms * 1000);
+		first = mq_log_find_dedup(o->dedup_id, now - (int64) mq_dedup_window * 1000);
 		if (first != 0)
 		{
 			ids[0] = first;

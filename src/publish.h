@@ -43,6 +43,13 @@ typedef struct MqPublishOpts
 	Jsonb	   *properties;		/* stored as is instead of the fields above */
 } MqPublishOpts;
 
+/* GUCs mq.dedup_window (ms) and mq.quorum_requires_standby */
+extern int	mq_dedup_window;
+extern bool mq_quorum_requires_standby;
+
+/* Define the settings of publishing (from _PG_init) */
+extern void mq_publish_init(void);
+
 extern void mq_publish_opts_init(MqPublishOpts *o);
 
 /*

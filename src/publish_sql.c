@@ -16,7 +16,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "publish.h"
 

@@ -1,37 +1,35 @@
 /*-------------------------------------------------------------------------
  *
  * queue_ext.c
- *	  Module entry point: _PG_init registers settings, the WAL resource
- *	  manager, shared memory and background workers.
+ *	  Module entry point: _PG_init calls each part's init function (its
+ *	  settings, the WAL resource manager, shared memory, background
+ *	  workers).  Nothing calls into this file.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "access/xact.h"
 #include "miscadmin.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
-
 #include "utils/guc.h"
 
 #include "queue_ext.h"
 #include "am/mqlog.h"
+#include "half.h"
 #include "msglog.h"
+#include "publish.h"
 #include "queue_state.h"
 
 
 PG_MODULE_MAGIC;
-
-bool		mq_preloaded = false;
 
 void		_PG_init(void);
 
 /*
  * Module load.  The WAL resource manager and shared memory can only be set
  * up from shared_preload_libraries; loaded any other way the access method
- * still works for reading but writers refuse (see mq_require_preload).
+ * still works for reading but writers refuse (see mq_require_preload and
+ * mqlog_require_rmgr).  Each part defines its own settings.
  */
 void
 _PG_init(void)
@@ -39,27 +37,15 @@ _PG_init(void)
 	mq_preloaded = process_shared_preload_libraries_in_progress;
 
 	mqlog_init();
+	mq_msglog_init();
+	mq_publish_init();
+	mq_half_init();
 
-	DefineCustomIntVariable("mq.segment_size",
-							"Size at which the message log starts a new segment.",
-							"Whole segments are retired once every queue entry in them is settled.",
-							&mq_segment_blocks, 32768, 16, (1 << 17) / 2,
-							PGC_SUSET, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.lane_segment_size",
 							"Size at which a queue's entry log starts a new generation.",
 							"Generations whose entries are all settled are dropped whole.",
 							&mq_lane_segment_blocks, 8192, 2, MQ_LANE_MAX_BLOCKS / 2,
 							PGC_SIGHUP, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.dedup_window",
-							"How long a publish dedup_id is remembered.",
-							NULL,
-							&mq_dedup_window_ms, 5 * 60 * 1000, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomBoolVariable("mq.quorum_requires_standby",
-							 "Refuse quorum-durable commits when no synchronous standby is configured.",
-							 "When off, such commits only raise a warning.",
-							 &mq_quorum_requires_standby, false,
-							 PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.max_queues",
 							"Most queues (in all databases) with consumer state in shared memory.",
 							NULL,
@@ -85,11 +71,6 @@ _PG_init(void)
 							NULL,
 							&mq_retire_interval_ms, 10000, 100, 24 * 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.check_timeout",
-							"Longest a half-message check function may run; longer counts as unknown.",
-							NULL,
-							&mq_check_timeout_ms, 10000, 0, INT_MAX,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mq");
 
 	if (mq_preloaded)
@@ -97,63 +78,4 @@ _PG_init(void)
 		mq_queue_state_shmem_init();
 		mq_workers_register();
 	}
-}
-
-/*
- * Raise a clear error when a feature that needs shared_preload_libraries is
- * used in a server that did not preload the library.
- */
-void
-mq_require_preload(const char *feature)
-{
-	if (!mq_preloaded)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s requires queue_ext to be loaded via shared_preload_libraries", feature),
-				 errhint("Add queue_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
-}
-
-/*
- * Run fn(arg) in a subtransaction: an error in it is rolled back and the
- * caller goes on; its message is logged (prefixed with what), or handed
- * back in *error when error is not NULL.  Used by the background worker so
- * that one failing step (a broken queue, a bad check function) does not
- * stop the others.  Returns false if fn failed.
- */
-bool
-mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg, char **error)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	bool		ok = true;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		fn(arg);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (error)
-			*error = pstrdup(edata->message ? edata->message : "error");
-		else
-			ereport(LOG,
-					(errmsg("queue_ext worker: %s failed: %s", what, edata->message)));
-		FreeErrorData(edata);
-		ok = false;
-	}
-	PG_END_TRY();
-	return ok;
 }

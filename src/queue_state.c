@@ -46,7 +46,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "am/mqlog.h"
 #include "queue_state.h"
 

@@ -19,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "msglog.h"
 #include "publish.h"

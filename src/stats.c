@@ -11,7 +11,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "queue_state.h"
 #include "timers.h"
 

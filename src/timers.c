@@ -25,7 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "owner.h"
 #include "publish.h"

@@ -24,7 +24,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "args.h"
 #include "catalog.h"
 #include "queue_state.h"

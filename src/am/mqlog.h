@@ -391,6 +391,8 @@ extern void mqlog_fetch_toast_slice(Relation toastrel, Oid valueid,
 
 /* mqlog_xlog.c */
 extern void mqlog_xlog_register(void);
+/* Error out unless the resource manager is registered (writers call it) */
+extern void mqlog_require_rmgr(void);
 extern void mqlog_log_insert(Relation rel, Buffer buf, HeapTuple tup,
 							 bool init);
 extern void mqlog_log_rows(Relation *rels, Buffer *bufs, HeapTuple *tups,

@@ -30,7 +30,6 @@
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
 
-#include "queue_ext.h"
 #include "am/mqlog.h"
 
 /* Free space of an empty data page, as recorded in the FSM */
@@ -363,7 +362,7 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 static TransactionId
 mqlog_begin_insert(Relation rel, int options)
 {
-	mq_require_preload("writing to an mqlog table");
+	mqlog_require_rmgr();
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	if (options & TABLE_INSERT_FROZEN)
 		return FrozenTransactionId;

@@ -55,6 +55,9 @@ mqlog_redo_xid(XLogReaderState *record)
 		FrozenTransactionId : XLogRecGetXid(record);
 }
 
+/* RegisterCustomRmgr succeeded: writers can log what they do */
+static bool mqlog_rmgr_registered = false;
+
 static RmgrData mqlog_rmgr = {
 	.rm_name = MQLOG_RMGR_NAME,
 	.rm_redo = mqlog_redo,
@@ -73,7 +76,24 @@ void
 mqlog_xlog_register(void)
 {
 	if (process_shared_preload_libraries_in_progress)
+	{
 		RegisterCustomRmgr(MQLOG_RMGR_ID, &mqlog_rmgr);
+		mqlog_rmgr_registered = true;
+	}
+}
+
+/*
+ * Writers need the resource manager, which only shared_preload_libraries
+ * can register: without it their WAL could not be replayed.
+ */
+void
+mqlog_require_rmgr(void)
+{
+	if (!mqlog_rmgr_registered)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("writing to an mqlog table requires queue_ext to be loaded via shared_preload_libraries"),
+				 errhint("Add queue_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
 /* ----------------------------------------------------------------

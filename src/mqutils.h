@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * mqutils.h
+ *	  Small helpers every part of queue_ext uses.  A leaf: it depends on
+ *	  nothing else of queue_ext (as contrib/bloom's blutils.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_UTILS_H
+#define MQ_UTILS_H
+
+#include "postgres.h"
+
+/* Schema that holds the public API and the extension's private tables */
+#define MQ_SCHEMA "mq"
+
+/* true when the library was loaded via shared_preload_libraries */
+extern bool mq_preloaded;
+
+/* Error out (with a hint) when a feature needs shared_preload_libraries */
+extern void mq_require_preload(const char *feature);
+
+/*
+ * Run fn(arg) in a subtransaction; swallow its error (returning false),
+ * logging it prefixed with what, or handing its message back in *error.
+ */
+extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg,
+						   char **error);
+
+#endif							/* MQ_UTILS_H */
