@@ -108,25 +108,15 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 		bool *any_settled)
 {
 	int			live = 0;
-	MqSettleBatch batch;
 
-	mq_settle_batch_init(&batch, q);
+	if (mq_settle_taken(q, dl, got, auto_ack ? MQ_SETTLE_ACK : 0) > 0)
+		*any_settled = true;
 	for (int i = 0; i < got; i++)
 	{
 		MqMessage	m;
 
 		if (dl[i].dead)
-		{
-			mq_settle_batch_add(&batch, mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
-								dl[i].qpos);
-			*any_settled = true;
 			continue;
-		}
-		if (auto_ack)
-		{
-			mq_settle_batch_add(&batch, MQ_SETTLE_ACK, dl[i].qpos);
-			*any_settled = true;
-		}
 		if (!mq_log_fetch(dl[i].msg_id, &m))
 		{
 			ereport(WARNING,
@@ -138,7 +128,6 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 		put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
 		live++;
 	}
-	mq_settle_batch_flush(&batch);
 	return live;
 }
 
@@ -239,12 +228,8 @@ mq_consume(PG_FUNCTION_ARGS)
 		if (delivered >= max_messages || (live == got && delivered > 0))
 			break;
 	}
-	if (any_settled)
-	{
-		if (q->type == MQ_QUEUE_QUORUM)
-			mq_require_durability(MQ_DURABILITY_QUORUM);
-		mq_queue_write_floors(q);
-	}
+	if (any_settled && q->type == MQ_QUEUE_QUORUM)
+		mq_require_durability(MQ_DURABILITY_QUORUM);
 	return (Datum) 0;
 }
 

@@ -40,19 +40,11 @@ mq_maintain_queue(MqQueue *q)
 	MqDelivery	dl[64];
 	int			got;
 	TimestampTz due;
-	MqSettleBatch batch;
 
+	/* all taken dead (expired) */
 	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
 	due = mq_queue_next_due();
-	mq_settle_batch_init(&batch, q);
-	for (int i = 0; i < got; i++)
-	{
-		mq_settle_batch_add(&batch, mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
-							dl[i].qpos);
-	}
-	mq_settle_batch_flush(&batch);
-	if (got > 0)
-		mq_queue_write_floors(q);
+	(void) mq_settle_taken(q, dl, got, 0);
 	mq_queue_rotate(q);
 	return due;
 }

@@ -441,10 +441,8 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			int			got = mq_queue_take(q, (int) excess, 0, MQ_TAKE_DROP_HEAD,
 											NULL, 0, dl);
 
-			for (int i = 0; i < got; i++)
-			{
-				mq_settle_append(q, mq_dead_letter(q, dl[i].msg_id, "maxlen"), dl[i].qpos);
-			}
+			/* taken dead, reason maxlen */
+			(void) mq_settle_taken(q, dl, got, 0);
 			pfree(dl);
 		}
 	}
@@ -454,6 +452,39 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		mq_require_durability(MQ_DURABILITY_QUORUM);
 	else if (durable || o->durability == MQ_DURABILITY_LOCAL)
 		mq_require_durability(MQ_DURABILITY_LOCAL);
+}
+
+/*
+ * What every caller does with the messages a take handed back (consume,
+ * overflow, expiry, purge), in one place: dead-letter those taken dead
+ * (expired, over the delivery limit, overflow), give the others live_kind
+ * (MQ_SETTLE_ACK for auto-ack, MQ_SETTLE_DROPPED for a purge; 0 leaves
+ * them delivered), write the records to the settlement logs together, then
+ * the floors.  Returns how many were settled.  The commit's durability is
+ * the caller's to ask for.
+ */
+int
+mq_settle_taken(MqQueue *q, MqDelivery *dl, int n, int16 live_kind)
+{
+	MqSettleBatch batch;
+	int			settled;
+
+	mq_settle_batch_init(&batch, q);
+	for (int i = 0; i < n; i++)
+	{
+		if (dl[i].dead)
+			mq_settle_batch_add(&batch, mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
+								dl[i].qpos);
+		else if (live_kind != 0)
+			mq_settle_batch_add(&batch, live_kind, dl[i].qpos);
+	}
+	settled = batch.n;
+	if (settled > 0)
+	{
+		mq_settle_batch_flush(&batch);
+		mq_queue_write_floors(q);
+	}
+	return settled;
 }
 
 /*

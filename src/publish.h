@@ -14,6 +14,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "queue_state.h"
 
 /* Durability a publish asks for (mq.publish's durability property) */
 typedef enum MqDurability
@@ -59,6 +60,12 @@ extern void mq_publish_opts_init(MqPublishOpts *o);
 extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
 					   bytea **bodies, Jsonb **headers,
 					   const MqPublishOpts *o, int64 *ids);
+
+/*
+ * Settle what mq_queue_take handed back: dead-letter the dead ones, give
+ * the others live_kind (0: none), record it all and write the floors
+ */
+extern int	mq_settle_taken(MqQueue *q, MqDelivery *dl, int n, int16 live_kind);
 
 /* Dead-letter a message taken from q: republish it to q's DLX */
 extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);

@@ -219,18 +219,14 @@ mq_queue_purge_ready(MqQueue *q)
 	for (;;)
 	{
 		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
-		MqSettleBatch batch;
 
-		mq_settle_batch_init(&batch, q);
+		/* dropped, not dead-lettered (as RabbitMQ's purge) */
 		for (int i = 0; i < got; i++)
-			mq_settle_batch_add(&batch, MQ_SETTLE_DROPPED, dl[i].qpos);
-		mq_settle_batch_flush(&batch);
-		total += got;
+			dl[i].dead = false;
+		total += mq_settle_taken(q, dl, got, MQ_SETTLE_DROPPED);
 		if (got < 1000)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
-	if (total > 0)
-		mq_queue_write_floors(q);
 	return total;
 }
