@@ -95,6 +95,8 @@ SELECT * FROM mq.publish_batch('bi_x', ARRAY['k'], NULL::text[]);
 SELECT * FROM mq.publish_batch('bi_x', ARRAY['k'], ARRAY['x', NULL]::text[]);
 SELECT * FROM mq.publish_batch('bi_x', ARRAY['k'], ARRAY['x']::text[], ARRAY[NULL]::jsonb[]);
 SELECT * FROM mq.publish_batch('bi_x', ARRAY['nowhere'], ARRAY['x']::text[], mandatory => NULL);
+-- headers of a batch must be JSON objects, as for mq.publish (22023)
+SELECT * FROM mq.publish_batch('bi_x', ARRAY['k'], ARRAY['x']::text[], ARRAY['[1]']::jsonb[]);
 SELECT * FROM mq.send_batch(NULL, ARRAY['x']::text[]);
 SELECT * FROM mq.send_batch('bi_q', NULL::text[]);
 SELECT * FROM mq.send_batch('bi_q', ARRAY[NULL]::text[]);
@@ -143,6 +145,8 @@ SELECT mq.publish_half(NULL, 'k', 'x'::text, 'bi_pg');
 SELECT mq.publish_half('bi_x', NULL, 'x'::text, 'bi_pg');
 SELECT mq.publish_half('bi_x', 'k', NULL::text, 'bi_pg');
 SELECT mq.publish_half('bi_x', 'k', 'x'::text, NULL);
+SELECT mq.publish_half('bi_x', 'k', 'x'::text, 'bi_pg', headers => '[1]');
+SELECT mq.publish_half('bi_x', 'k', 'x'::text, 'bi_pg', headers => '"h"');
 SELECT mq.end_half(NULL, 'commit');
 SELECT mq.end_half(1, NULL);
 SELECT * FROM bi_state;

@@ -106,15 +106,8 @@ mq_publish_half(PG_FUNCTION_ARGS)
 	m.exchange = ex->name;
 	m.routing_key = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	mq_routing_key_check(m.routing_key, "routing key");
-	if (body_type == JSONBOID)
-	{
-		Jsonb	   *jb = PG_GETARG_JSONB_P(2);
-
-		m.body = (bytea *) cstring_to_text(JsonbToCString(NULL, &jb->root, VARSIZE(jb)));
-	}
-	else
-		m.body = (bytea *) PG_DETOAST_DATUM(PG_GETARG_DATUM(2));
-	m.headers = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+	m.body = mq_body_bytes(PG_GETARG_DATUM(2), body_type);
+	m.headers = PG_ARGISNULL(4) ? NULL : mq_headers_check(PG_GETARG_JSONB_P(4));
 	m.key = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	m.tag = PG_ARGISNULL(6) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(6));
 	m.message_group = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));

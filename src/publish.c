@@ -454,6 +454,32 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		mq_require_durability(MQ_DURABILITY_LOCAL);
 }
 
+/* A message body given as bytea, text or jsonb, as bytea */
+bytea *
+mq_body_bytes(Datum d, Oid type)
+{
+	if (type == JSONBOID)
+	{
+		Jsonb	   *jb = DatumGetJsonbP(d);
+		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+
+		return (bytea *) cstring_to_text(s);
+	}
+	/* text and bytea share the varlena layout */
+	return (bytea *) PG_DETOAST_DATUM(d);
+}
+
+/* Message headers must be a JSON object (22023); returns h */
+Jsonb *
+mq_headers_check(Jsonb *h)
+{
+	if (h != NULL && !JB_ROOT_IS_OBJECT(h))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("headers must be a JSON object")));
+	return h;
+}
+
 /*
  * What every caller does with the messages a take handed back (consume,
  * overflow, expiry, purge), in one place: dead-letter those taken dead

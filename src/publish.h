@@ -67,6 +67,10 @@ extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
  */
 extern int	mq_settle_taken(MqQueue *q, MqDelivery *dl, int n, int16 live_kind);
 
+/* A body given as bytea, text or jsonb, as bytea; headers checked (22023) */
+extern bytea *mq_body_bytes(Datum d, Oid type);
+extern Jsonb *mq_headers_check(Jsonb *h);
+
 /* Dead-letter a message taken from q: republish it to q's DLX */
 extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
 

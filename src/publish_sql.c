@@ -151,34 +151,12 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 	o->durability = parse_durability(opt_text(fcinfo, a->durability));
 }
 
-/* A body of type bytea, text or jsonb as bytea */
-static bytea *
-body_bytes(Datum d, Oid type)
-{
-	if (type == JSONBOID)
-	{
-		Jsonb	   *jb = DatumGetJsonbP(d);
-		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
-
-		return (bytea *) cstring_to_text(s);
-	}
-	/* text and bytea share the varlena layout */
-	return (bytea *) PG_DETOAST_DATUM(d);
-}
-
 static Jsonb *
 headers_arg(FunctionCallInfo fcinfo, int i)
 {
-	Jsonb	   *h;
-
 	if (!has_arg(fcinfo, i))
 		return NULL;
-	h = PG_GETARG_JSONB_P(i);
-	if (!JB_ROOT_IS_OBJECT(h))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("headers must be a JSON object")));
-	return h;
+	return mq_headers_check(PG_GETARG_JSONB_P(i));
 }
 
 static void
@@ -200,7 +178,7 @@ publish_one(FunctionCallInfo fcinfo, MqExchange *ex, char *rk, int body_arg,
 
 	parse_props(fcinfo, a, &o);
 	default_content_type(&o, body_type);
-	body = body_bytes(PG_GETARG_DATUM(body_arg), body_type);
+	body = mq_body_bytes(PG_GETARG_DATUM(body_arg), body_type);
 	headers = headers_arg(fcinfo, a->headers);
 	mq_publish(ex, 1, &rk, &body, &headers, &o, &id);
 	if (id == 0)
@@ -265,7 +243,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 	ids = palloc(sizeof(int64) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
-		bodies[i] = body_bytes(elems[i], elemtype);
+		bodies[i] = mq_body_bytes(elems[i], elemtype);
 		keys[i] = rks[nrks == 1 ? 0 : i];
 	}
 	if (has_arg(fcinfo, headers_arg_no))
@@ -279,7 +257,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 					 errmsg("headers has %d elements but bodies has %d", nh, n)));
 		headers = palloc(sizeof(Jsonb *) * Max(n, 1));
 		for (int i = 0; i < n; i++)
-			headers[i] = DatumGetJsonbP(h[i]);
+			headers[i] = mq_headers_check(DatumGetJsonbP(h[i]));
 	}
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
