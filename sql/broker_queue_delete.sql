@@ -34,3 +34,17 @@ SELECT mq.queue_declare('bqd_q');
 SELECT ready, unacked, total FROM mq.queues WHERE queue = 'bqd_q';
 SELECT count(*) FROM mq.consume('bqd_q', 10);
 SELECT mq.queue_delete('bqd_q');
+
+-- a queue whose logs were dropped by hand: writing to it (a publish, an
+-- ack) is XX001 with a hint; it can still be deleted
+\set VERBOSITY default
+SELECT mq.queue_declare('bqd_broken');
+SELECT mq.send('bqd_broken', 'x') IS NOT NULL;
+SELECT msg_id AS bx FROM mq.consume('bqd_broken') \gset
+SELECT format('DROP TABLE mq.%I, mq.%I', 'q' || id || '_0_0', 's' || id || '_0_0') AS drop_sql
+  FROM mq.cat_queue WHERE name = 'bqd_broken' \gset
+:drop_sql;
+SELECT mq.ack('bqd_broken', ARRAY[:bx]::bigint[]);
+SELECT mq.send('bqd_broken', 'y');
+SELECT mq.queue_delete('bqd_broken');
+SELECT count(*) FROM mq.queues WHERE queue = 'bqd_broken';

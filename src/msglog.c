@@ -548,8 +548,11 @@ mq_settle_batch_flush(MqSettleBatch *b)
 			continue;
 		relid = mq_lane_relid(b->q->id, lane, gen, true);
 		if (!OidIsValid(relid))
-			elog(ERROR, "settlement log of queue \"%s\" lane %d generation %d does not exist",
-				 b->q->name, lane, gen);
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("settlement log of queue \"%s\" lane %d is missing", b->q->name, lane),
+					 errdetail("Generation %d of the lane has no settlement log.", gen),
+					 errhint("Delete and declare the queue again.")));
 		rel = table_open(relid, RowExclusiveLock);
 		for (int j = i; j < b->n; j++)
 		{

@@ -1429,8 +1429,11 @@ queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
 	if (!OidIsValid(relid))
 	{
 		LWLockRelease(&qs->gen_lock);
-		elog(ERROR, "entry log of queue \"%s\" lane %d generation %d does not exist",
-			 q->name, lane, *gen);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("entry log of queue \"%s\" lane %d is missing", q->name, lane),
+				 errdetail("Generation %d of the lane has no entry log.", *gen),
+				 errhint("Delete and declare the queue again.")));
 	}
 	*qsp = qs;
 	return relid;
