@@ -20,6 +20,7 @@
 #include "am/mqlog.h"
 #include "msglog.h"
 #include "queue_state.h"
+#include "worker_shmem.h"
 
 
 PG_MODULE_MAGIC;
@@ -95,6 +96,7 @@ _PG_init(void)
 	if (mq_preloaded)
 	{
 		mq_queue_state_shmem_init();
+		mq_worker_shmem_init();
 		mq_workers_register();
 	}
 }

@@ -49,6 +49,7 @@
 #include "queue_ext.h"
 #include "am/mqlog.h"
 #include "queue_state.h"
+#include "worker_shmem.h"
 
 int			mq_max_queues = 1024;
 int			mq_lane_segment_blocks = 8192;
@@ -134,18 +135,6 @@ typedef struct MqQueueShared
 	MqLaneState lanes[MQ_MAX_LANES];
 } MqQueueShared;
 
-#define MQ_MAX_DB_WORKERS 64
-
-typedef struct MqWorkerSlot
-{
-	Oid			dbid;			/* InvalidOid: free */
-	int			pgprocno;
-	pid_t		pid;
-	TimestampTz next_wake;		/* when the worker plans to wake up */
-	TimestampTz paused_until;	/* DROP DATABASE in progress: stay away */
-	bool		wanted;			/* a backend asked for a worker here */
-} MqWorkerSlot;
-
 typedef struct MqSharedState
 {
 	int			tranche_id;
@@ -153,9 +142,6 @@ typedef struct MqSharedState
 	slock_t		pool_lock;		/* protects the free list */
 	dlist_head	free_tracked;
 	int32		nfree;
-	/* per-database workers, so that publishers can wake them */
-	MqWorkerSlot workers[MQ_MAX_DB_WORKERS];
-	int			launcher_procno;	/* -1: not running */
 	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];
 } MqSharedState;
 
@@ -252,7 +238,6 @@ mq_shmem_startup(void)
 		for (int i = 0; i < mq_max_tracked; i++)
 			dlist_push_tail(&mq_shared->free_tracked, &mq_shared->pool[i].node);
 		mq_shared->nfree = mq_max_tracked;
-		mq_shared->launcher_procno = -1;
 	}
 	ctl.keysize = sizeof(MqQueueKey);
 	ctl.entrysize = sizeof(MqQueueShared);
@@ -2044,178 +2029,4 @@ mq_queue_min_segno(MqQueue *q)
 	lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 	return min;
-}
-
-/* ---------- waking the per-database worker ---------- */
-
-static MqWorkerSlot *
-worker_slot(Oid dbid, bool create)
-{
-	MqWorkerSlot *free_slot = NULL;
-
-	for (int i = 0; i < MQ_MAX_DB_WORKERS; i++)
-	{
-		MqWorkerSlot *w = &mq_shared->workers[i];
-
-		if (w->dbid == dbid)
-			return w;
-		if (w->dbid == InvalidOid && free_slot == NULL)
-			free_slot = w;
-	}
-	if (create && free_slot)
-	{
-		free_slot->dbid = dbid;
-		free_slot->pid = 0;
-		free_slot->pgprocno = -1;
-		free_slot->next_wake = 0;
-		free_slot->paused_until = 0;
-		free_slot->wanted = false;
-	}
-	return create ? free_slot : NULL;
-}
-
-/* The worker of this database announces itself and its next wake-up */
-void
-mq_worker_announce(TimestampTz next_wake)
-{
-	MqWorkerSlot *w;
-
-	if (mq_shared == NULL)
-		return;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	w = worker_slot(MyDatabaseId, true);
-	if (w)
-	{
-		w->pgprocno = MyProc->pgprocno;
-		w->pid = MyProcPid;
-		w->next_wake = next_wake;
-	}
-	SpinLockRelease(&mq_shared->pool_lock);
-}
-
-/* The worker of this database exits */
-void
-mq_worker_retire(void)
-{
-	MqWorkerSlot *w;
-
-	if (mq_shared == NULL)
-		return;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	w = worker_slot(MyDatabaseId, false);
-	if (w && w->pgprocno == MyProc->pgprocno)
-	{
-		w->pid = 0;
-		w->pgprocno = -1;
-		w->next_wake = 0;
-		/* free the slot unless it carries a pause or a request */
-		if (w->paused_until <= GetCurrentTimestamp() && !w->wanted)
-			w->dbid = InvalidOid;
-	}
-	SpinLockRelease(&mq_shared->pool_lock);
-}
-
-/*
- * Wake this database's worker if it would sleep past 'due'; if it has none
- * (a new database, or it exited), ask the launcher for one at once.
- */
-void
-mq_worker_wake(TimestampTz due)
-{
-	MqWorkerSlot *w;
-	int			procno = -1;
-
-	if (mq_shared == NULL)
-		return;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	w = worker_slot(MyDatabaseId, true);
-	if (w && w->pgprocno >= 0)
-	{
-		if (w->next_wake == 0 || due < w->next_wake)
-		{
-			procno = w->pgprocno;
-			w->next_wake = due;
-		}
-	}
-	else if (w)
-	{
-		w->wanted = true;
-		procno = mq_shared->launcher_procno;
-	}
-	SpinLockRelease(&mq_shared->pool_lock);
-	if (procno >= 0)
-		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
-}
-
-/*
- * Stop the worker of a database about to be dropped or renamed (which
- * needs it to have no connections), and keep the launcher from starting
- * another for a while.
- */
-void
-mq_worker_stop_for(Oid dbid, int pause_ms)
-{
-	MqWorkerSlot *w;
-	pid_t		pid = 0;
-
-	if (mq_shared == NULL || !OidIsValid(dbid))
-		return;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	w = worker_slot(dbid, true);
-	if (w)
-	{
-		w->paused_until = GetCurrentTimestamp() + (int64) pause_ms * 1000;
-		pid = w->pid;
-	}
-	SpinLockRelease(&mq_shared->pool_lock);
-	if (pid > 0)
-		kill(pid, SIGTERM);
-}
-
-/* May the launcher start a worker in this database now? */
-bool
-mq_worker_paused(Oid dbid)
-{
-	MqWorkerSlot *w;
-	bool		paused = false;
-
-	if (mq_shared == NULL)
-		return false;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	w = worker_slot(dbid, false);
-	if (w && w->paused_until > GetCurrentTimestamp())
-		paused = true;
-	SpinLockRelease(&mq_shared->pool_lock);
-	return paused;
-}
-
-/* The launcher announces itself (procno) or leaves (-1) */
-void
-mq_launcher_announce(int procno)
-{
-	if (mq_shared == NULL)
-		return;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	mq_shared->launcher_procno = procno;
-	SpinLockRelease(&mq_shared->pool_lock);
-}
-
-/* Did a backend ask for a worker in this database?  Clears the request. */
-bool
-mq_worker_wanted(Oid dbid)
-{
-	MqWorkerSlot *w;
-	bool		wanted = false;
-
-	if (mq_shared == NULL)
-		return false;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	w = worker_slot(dbid, false);
-	if (w && w->wanted)
-	{
-		wanted = true;
-		w->wanted = false;
-	}
-	SpinLockRelease(&mq_shared->pool_lock);
-	return wanted;
 }

@@ -151,14 +151,7 @@ extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_coun
 
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);
-/* Waking the per-database worker (timers) */
-extern void mq_worker_announce(TimestampTz next_wake);
-extern void mq_worker_retire(void);
-extern void mq_worker_wake(TimestampTz due);
+/* A timer due then was armed: wake the database's worker at commit */
 extern void mq_note_timer(TimestampTz due);
-extern void mq_worker_stop_for(Oid dbid, int pause_ms);
-extern bool mq_worker_paused(Oid dbid);
-extern void mq_launcher_announce(int procno);
-extern bool mq_worker_wanted(Oid dbid);
 
 #endif							/* MQ_QUEUE_STATE_H */

@@ -42,8 +42,8 @@
 #include "catalog.h"
 #include "maintenance.h"
 #include "msglog.h"
-#include "queue_state.h"
 #include "timers.h"
+#include "worker_shmem.h"
 
 PGDLLEXPORT void mq_launcher_main(Datum arg);
 PGDLLEXPORT void mq_worker_main(Datum arg);
