@@ -49,7 +49,6 @@
 #include "queue_ext.h"
 #include "am/mqlog.h"
 #include "queue_state.h"
-#include "worker_shmem.h"
 
 int			mq_max_queues = 1024;
 int			mq_lane_segment_blocks = 8192;
@@ -183,17 +182,6 @@ static void register_callbacks(void);
 static void tracked_fill(MqTracked *t, TupleTableSlot *slot);
 static void tracked_set_pending(MqTracked *t);
 static void track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
-
-/* Earliest timer added by this transaction (0: none) */
-static TimestampTz timer_due = 0;
-
-void
-mq_note_timer(TimestampTz due)
-{
-	register_callbacks();
-	if (timer_due == 0 || due < timer_due)
-		timer_due = due;
-}
 
 static void mq_xact_callback(XactEvent event, void *arg);
 static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -1729,15 +1717,11 @@ mq_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 			local_commit(0);
 			nlocal = 0;
-			if (timer_due != 0)
-				mq_worker_wake(timer_due);
-			timer_due = 0;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			local_abort(0);
 			nlocal = 0;
-			timer_due = 0;
 			break;
 		case XACT_EVENT_PREPARE:
 			nlocal = 0;

@@ -151,7 +151,5 @@ extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_coun
 
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);
-/* A timer due then was armed: wake the database's worker at commit */
-extern void mq_note_timer(TimestampTz due);
 
 #endif							/* MQ_QUEUE_STATE_H */
