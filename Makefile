@@ -27,4 +27,4 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild everything when a header changes
-$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/am/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/am/*.h $(srcdir)/src/queue/*.h)

@@ -19,7 +19,7 @@
 #include "queue_ext.h"
 #include "am/mqlog.h"
 #include "msglog.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "worker_shmem.h"
 
 

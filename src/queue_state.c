@@ -48,7 +48,7 @@
 
 #include "queue_ext.h"
 #include "am/mqlog.h"
-#include "queue_state.h"
+#include "queue/queue_int.h"
 
 int			mq_max_queues = 1024;
 int			mq_lane_segment_blocks = 8192;
@@ -56,93 +56,7 @@ int			mq_max_tracked = 65536;
 
 #define MQ_FLOOR_INTERVAL 1024
 
-typedef enum MqTrackedState
-{
-	MQ_T_PENDING,				/* publisher still in progress */
-	MQ_T_READY,					/* deliverable (from lease_until on) */
-	MQ_T_LEASED,				/* delivered, waiting for settlement */
-	MQ_T_ACKING,				/* settled by an open transaction */
-	MQ_T_SETTLED				/* settled; dropped once below the floor */
-} MqTrackedState;
-
-typedef struct MqTracked
-{
-	dlist_node	node;			/* in queue's tracked list, or free list */
-	int64		msg_id;
-	uint64		qpos;
-	uint8		state;
-	bool		own;			/* our own transaction's entry, taken by an
-								 * overflow (drop-head) before it commits */
-	bool		redelivered;
-	int32		delivery_count;
-	int			owner;			/* pgprocno of the holder, -1: none */
-	int			prev_owner;		/* holder whose lease ran out, until retaken */
-	uint32		consumer_hash;	/* consumer name of the holder */
-	TimestampTz until;			/* LEASED: lease end; READY: not before */
-	TimestampTz visible_at;
-	TimestampTz expires_at;
-} MqTracked;
-
-typedef struct MqQueueKey
-{
-	Oid			dbid;
-	int32		queue_id;
-} MqQueueKey;
-
 #define MQ_SLOT_MAGIC 0x6d715131
-
-/*
- * A priority lane is a chain of generations, each an entry log
- * q<queue>_<lane>_<gen> and a settlement log s<queue>_<lane>_<gen>.
- * Publishers append to write_gen; once the worker switches to the next
- * generation (holding gen_lock exclusively, so no append is in flight), the
- * old one never grows again and a reader that reaches its end moves on.
- * Generations below the floor are dropped whole: disk use follows the live
- * backlog, not the history.
- */
-typedef struct MqLaneState
-{
-	uint64		scan_pos;		/* next entry to examine */
-	uint64		floor_written;	/* last FLOOR record written */
-	uint64		mark;			/* MARK record written: entries below it may
-								 * have been delivered (see MQ_MARK_AHEAD) */
-	int			write_gen;		/* generation publishers append to */
-	int			low_gen;		/* oldest generation still present */
-} MqLaneState;
-
-typedef struct MqQueueShared
-{
-	MqQueueKey	key;
-	uint32		magic;			/* lock and cv initialised (slot reuse) */
-	bool		dropped;		/* removed from the hash: look again */
-	LWLock		lock;
-	ConditionVariable cv;
-	bool		loaded;
-	bool		loaded_in_recovery; /* by a hot standby: WAL replay does not
-									 * maintain it, reload on every use */
-	Oid			lane0;			/* identifies the queue across re-creations */
-	int			nlanes;
-	int64		backlog;		/* committed, unsettled entries */
-	int64		unacked;		/* LEASED + ACKING */
-	int32		ntracked;
-	int32		nwaiting;
-	int32		settled_since_floor;
-	int32		nreplayed;		/* settled entries from replay not yet scanned */
-	TimestampTz last_delivery;
-	dlist_head	tracked;
-	LWLock		gen_lock;		/* appenders share it; switching gens takes it */
-	MqLaneState lanes[MQ_MAX_LANES];
-} MqQueueShared;
-
-typedef struct MqSharedState
-{
-	int			tranche_id;
-	LWLock		lock;			/* protects the queue hash */
-	slock_t		pool_lock;		/* protects the free list */
-	dlist_head	free_tracked;
-	int32		nfree;
-	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];
-} MqSharedState;
 
 static MqSharedState *mq_shared = NULL;
 static HTAB *mq_queue_htab = NULL;
@@ -150,13 +64,6 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* ---------- backend-local bookkeeping for transaction ends ---------- */
-
-typedef enum MqLocalKind
-{
-	MQ_L_LEASE,					/* lease taken in this transaction */
-	MQ_L_ACK,					/* settlement pending in this transaction */
-	MQ_L_PUBLISH				/* entries appended in this transaction */
-} MqLocalKind;
 
 typedef struct MqLocalAction
 {
@@ -450,19 +357,6 @@ track_settled(MqQueueShared *qs, uint64 qpos)
 }
 
 /* ---------- reading lanes across generations ---------- */
-
-/* Relations of lane generations opened during one operation */
-typedef struct LaneRels
-{
-	int			n;
-	struct
-	{
-		int			lane;
-		int			gen;
-		Relation	rel;
-		TupleTableSlot *slot;
-	}			e[8];
-} LaneRels;
 
 static void
 lane_rels_init(LaneRels *lr)

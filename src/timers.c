@@ -32,7 +32,7 @@
 #include "queue_ext.h"
 #include "owner.h"
 #include "publish.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "timers.h"
 #include "worker_shmem.h"
 

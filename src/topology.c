@@ -23,7 +23,7 @@
 
 #include "queue_ext.h"
 #include "catalog.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_exchange_declare);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * queue_state.h
- *	  Consumer state of classic and quorum queues, in shared memory.
+ * queue.h
+ *	  Consumer state of classic and quorum queues, in shared memory: the
+ *	  interface of src/queue/ for the rest of queue_ext.
  *
  * The entry logs and the message log are append-only; everything that
  * changes as messages are delivered and settled lives here instead:
@@ -12,10 +13,13 @@
  * Settlements are made durable by appending to the settlement log in the
  * settling transaction, and this state is rebuilt from it after a restart.
  *
+ * Only this header is included outside src/queue/; the files of the
+ * folder share queue/queue_int.h.
+ *
  *-------------------------------------------------------------------------
  */
-#ifndef MQ_QUEUE_STATE_H
-#define MQ_QUEUE_STATE_H
+#ifndef MQ_QUEUE_H
+#define MQ_QUEUE_H
 
 #include "postgres.h"
 
@@ -24,8 +28,6 @@
 
 #include "catalog.h"
 #include "msglog.h"
-
-#define MQ_MAX_LANES 256
 
 /* GUCs */
 extern int	mq_max_queues;
@@ -147,9 +149,7 @@ extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,
 /* Browse ready messages without taking them */
 extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts);
 
-
-
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);
 
-#endif							/* MQ_QUEUE_STATE_H */
+#endif							/* MQ_QUEUE_H */
