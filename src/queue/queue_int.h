@@ -132,4 +132,16 @@ typedef struct LaneRels
 	}			e[8];
 } LaneRels;
 
+/* queue_shmem.c */
+extern MqSharedState *mq_shared;
+extern void tracked_free(MqQueueShared *qs, MqTracked *t);
+extern MqTracked *tracked_find(MqQueueShared *qs, int64 msg_id);
+extern MqTracked *track_new(MqQueueShared *qs, uint64 qpos);
+extern MqQueueShared *queue_lock(MqQueue *q, LWLockMode mode);
+extern MqQueueShared *queue_lock_key(MqQueueKey key);
+
+/* queue_state.c */
+extern void register_callbacks(void);
+extern void queue_load(MqQueue *q, MqQueueShared *qs);
+
 #endif							/* MQ_QUEUE_INT_H */

@@ -1,0 +1,313 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_shmem.c
+ *	  Queue state in shared memory: the shared struct, the hash of queues,
+ *	  the pool of tracked entries, and locking a queue's state.
+ *
+ * One fixed-size struct holds the pool of tracked entries (mq.max_in_flight
+ * of them, shared by all queues) and the lock of a hash table of queues
+ * (mq.max_queues entries), both set up when the server starts.  A queue's
+ * entry is found or made on first use and loaded from its logs by
+ * queue_lock; it stays until the queue is deleted.  Hash entries are
+ * reused without being cleared, and a backend may still wait on the lock
+ * of a removed entry, so whoever gets a queue's lock checks that the entry
+ * still belongs to that queue.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+
+#include "queue_ext.h"
+#include "queue/queue_int.h"
+
+int			mq_max_queues = 1024;
+int			mq_max_tracked = 65536;
+
+#define MQ_SLOT_MAGIC 0x6d715131
+
+MqSharedState *mq_shared = NULL;
+static HTAB *mq_queue_htab = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+shared_size(void)
+{
+	return add_size(offsetof(MqSharedState, pool),
+					mul_size(sizeof(MqTracked), mq_max_tracked));
+}
+
+static void
+mq_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(add_size(shared_size(),
+									hash_estimate_size(mq_max_queues, sizeof(MqQueueShared))));
+}
+
+static void
+mq_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		ctl;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	mq_shared = ShmemInitStruct("queue_ext state", shared_size(), &found);
+	if (!found)
+	{
+		mq_shared->tranche_id = LWLockNewTrancheId();
+		LWLockInitialize(&mq_shared->lock, mq_shared->tranche_id);
+		SpinLockInit(&mq_shared->pool_lock);
+		dlist_init(&mq_shared->free_tracked);
+		for (int i = 0; i < mq_max_tracked; i++)
+			dlist_push_tail(&mq_shared->free_tracked, &mq_shared->pool[i].node);
+		mq_shared->nfree = mq_max_tracked;
+	}
+	ctl.keysize = sizeof(MqQueueKey);
+	ctl.entrysize = sizeof(MqQueueShared);
+	mq_queue_htab = ShmemInitHash("queue_ext queues", mq_max_queues, mq_max_queues,
+								  &ctl, HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+	LWLockRegisterTranche(mq_shared->tranche_id, "queue_ext");
+}
+
+void
+mq_queue_state_shmem_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = mq_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = mq_shmem_startup;
+}
+
+static MqTracked *
+tracked_alloc(void)
+{
+	MqTracked  *t = NULL;
+
+	SpinLockAcquire(&mq_shared->pool_lock);
+	if (!dlist_is_empty(&mq_shared->free_tracked))
+	{
+		t = dlist_container(MqTracked, node, dlist_pop_head_node(&mq_shared->free_tracked));
+		mq_shared->nfree--;
+	}
+	SpinLockRelease(&mq_shared->pool_lock);
+	return t;
+}
+
+void
+tracked_free(MqQueueShared *qs, MqTracked *t)
+{
+	dlist_delete(&t->node);
+	qs->ntracked--;
+	SpinLockAcquire(&mq_shared->pool_lock);
+	dlist_push_head(&mq_shared->free_tracked, &t->node);
+	mq_shared->nfree++;
+	SpinLockRelease(&mq_shared->pool_lock);
+}
+
+/*
+ * The live (not yet settled) tracked entry of msg_id.  A message can be in
+ * a queue twice over time -- nacked with a delay, it is settled and
+ * appended again -- while its settled entry waits for compaction.
+ */
+MqTracked *
+tracked_find(MqQueueShared *qs, int64 msg_id)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->msg_id == msg_id && t->state != MQ_T_SETTLED)
+			return t;
+	}
+	return NULL;
+}
+
+/*
+ * A new tracked entry for the entry at qpos, at the end of the queue's
+ * list, with nothing known of it yet; NULL when no slot is free.
+ */
+MqTracked *
+track_new(MqQueueShared *qs, uint64 qpos)
+{
+	MqTracked  *t = tracked_alloc();
+
+	if (t == NULL)
+		return NULL;
+	memset(t, 0, sizeof(MqTracked));
+	t->qpos = qpos;
+	t->owner = -1;
+	t->prev_owner = -1;
+	t->expires_at = DT_NOEND;
+	dlist_push_tail(&qs->tracked, &t->node);
+	qs->ntracked++;
+	return t;
+}
+
+/* Find (optionally create) the shared entry of a queue */
+static MqQueueShared *
+queue_shared(Oid dbid, int32 queue_id, bool create)
+{
+	MqQueueKey	key;
+	MqQueueShared *qs;
+	bool		found;
+
+	if (mq_shared == NULL)
+		mq_require_preload("consuming and publishing");
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = dbid;
+	key.queue_id = queue_id;
+
+	LWLockAcquire(&mq_shared->lock, LW_SHARED);
+	qs = hash_search(mq_queue_htab, &key, HASH_FIND, NULL);
+	LWLockRelease(&mq_shared->lock);
+	if (qs || !create)
+		return qs;
+
+	LWLockAcquire(&mq_shared->lock, LW_EXCLUSIVE);
+	qs = hash_search(mq_queue_htab, &key, HASH_ENTER_NULL, &found);
+	if (qs == NULL)
+	{
+		LWLockRelease(&mq_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many active queues"),
+				 errhint("Increase mq.max_queues (currently %d) and restart the server.",
+						 mq_max_queues)));
+	}
+	if (!found)
+	{
+		/*
+		 * dynahash reuses removed entries without clearing them; a backend
+		 * may still wait on the lock of a removed queue's slot, so a lock is
+		 * initialised only once per slot (it rechecks the key, see
+		 * queue_lock).
+		 */
+		if (qs->magic != MQ_SLOT_MAGIC)
+		{
+			LWLockInitialize(&qs->lock, mq_shared->tranche_id);
+			LWLockInitialize(&qs->gen_lock, mq_shared->tranche_id);
+			ConditionVariableInit(&qs->cv);
+			qs->magic = MQ_SLOT_MAGIC;
+		}
+		qs->dropped = false;
+		qs->loaded = false;
+		dlist_init(&qs->tracked);
+		qs->ntracked = 0;
+		qs->nwaiting = 0;
+	}
+	LWLockRelease(&mq_shared->lock);
+	return qs;
+}
+
+/*
+ * Must q's shared state be (re)built from the logs?  Once loaded, it is
+ * kept up to date by the backends that publish and settle; but on a hot
+ * standby nothing is, since WAL replay knows nothing of it: state read
+ * there is rebuilt at every use, and once more after promotion, so that a
+ * promoted standby serves exactly what the primary had settled.  (The
+ * lane check catches a queue id reused after DROP EXTENSION.)
+ */
+static inline bool
+queue_needs_load(MqQueue *q, MqQueueShared *qs)
+{
+	return !qs->loaded || qs->loaded_in_recovery ||
+		qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
+}
+
+/* Shared state of q, loaded; returns with qs->lock held in mode */
+MqQueueShared *
+queue_lock(MqQueue *q, LWLockMode mode)
+{
+	MqQueueShared *qs;
+
+	/* unlogged lanes: a standby has only their initialization fork */
+	if (!q->durable && RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("queue \"%s\" is not durable: its messages are not on standbys", q->name),
+				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
+	register_callbacks();
+	for (;;)
+	{
+		qs = queue_shared(MyDatabaseId, q->id, true);
+		LWLockAcquire(&qs->lock, mode);
+		if (!qs->dropped && qs->key.dbid == MyDatabaseId && qs->key.queue_id == q->id)
+			break;
+		/* the slot was removed (queue deleted) or reused meanwhile */
+		LWLockRelease(&qs->lock);
+	}
+	if (queue_needs_load(q, qs))
+	{
+		if (mode != LW_EXCLUSIVE)
+		{
+			LWLockRelease(&qs->lock);
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		}
+		if (queue_needs_load(q, qs))
+			queue_load(q, qs);
+	}
+	return qs;
+}
+
+/*
+ * Lock the shared state of a queue known by key, if it still exists;
+ * NULL when it does not (deleted, or never loaded since a restart).
+ */
+MqQueueShared *
+queue_lock_key(MqQueueKey key)
+{
+	for (;;)
+	{
+		MqQueueShared *qs = queue_shared(key.dbid, key.queue_id, false);
+
+		if (qs == NULL)
+			return NULL;
+		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		if (!qs->dropped && qs->key.dbid == key.dbid && qs->key.queue_id == key.queue_id)
+		{
+			if (qs->loaded)
+				return qs;
+			LWLockRelease(&qs->lock);
+			return NULL;
+		}
+		LWLockRelease(&qs->lock);
+	}
+}
+
+/* Forget a deleted queue's state (at once; the queue is gone for good) */
+void
+mq_queue_state_drop(MqQueue *q)
+{
+	MqQueueShared *qs = queue_shared(MyDatabaseId, q->id, false);
+
+	if (qs == NULL)
+		return;
+	LWLockAcquire(&mq_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+	while (!dlist_is_empty(&qs->tracked))
+		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+	qs->loaded = false;
+	qs->dropped = true;
+	hash_search(mq_queue_htab, &qs->key, HASH_REMOVE, NULL);
+	LWLockRelease(&qs->lock);
+	LWLockRelease(&mq_shared->lock);
+	ConditionVariableBroadcast(&qs->cv);
+}
