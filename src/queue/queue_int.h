@@ -132,6 +132,37 @@ typedef struct LaneRels
 	}			e[8];
 } LaneRels;
 
+/* Position just after qpos */
+static inline uint64
+qpos_next(uint64 qpos)
+{
+	return qpos + 1;
+}
+
+/*
+ * Does q record every delivery (MQ_SETTLE_DELIVERED), so that delivery
+ * counts survive restarts and failover?  Quorum queues do, as RabbitMQ's
+ * keep the count in their replicated log, and so does every queue with an
+ * x-delivery-limit, which would otherwise start counting again after each
+ * crash.  Other queues only write a MARK every few blocks of entries.
+ */
+static inline bool
+queue_counts_deliveries(MqQueue *q)
+{
+	return q->type == MQ_QUEUE_QUORUM || q->delivery_limit >= 0;
+}
+
+/*
+ * A MARK record covers this many entry positions after a delivery, and is
+ * written again once deliveries come within half of that: one small
+ * record per eight deliveries or more (a position's line pointer number
+ * never comes near overflowing into its block number).  After a restart
+ * every unsettled entry below the mark is flagged redelivered, so a few
+ * that were never delivered may be too (as RabbitMQ allows: the flag means
+ * "may have been delivered before").
+ */
+#define MQ_MARK_AHEAD 16
+
 /* queue_shmem.c */
 extern MqSharedState *mq_shared;
 extern void tracked_free(MqQueueShared *qs, MqTracked *t);
@@ -140,8 +171,19 @@ extern MqTracked *track_new(MqQueueShared *qs, uint64 qpos);
 extern MqQueueShared *queue_lock(MqQueue *q, LWLockMode mode);
 extern MqQueueShared *queue_lock_key(MqQueueKey key);
 
+/* queue_load.c */
+extern void lane_rels_init(LaneRels *lr);
+extern Relation lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen,
+						 TupleTableSlot **slot);
+extern void lane_rels_close(LaneRels *lr);
+extern MqlogReadResult lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs,
+									  uint64 *qpos, MqlogRowState *state,
+									  TupleTableSlot **slot);
+extern bool replayed_settled(MqQueueShared *qs, uint64 qpos);
+extern void queue_load(MqQueue *q, MqQueueShared *qs);
+
 /* queue_state.c */
 extern void register_callbacks(void);
-extern void queue_load(MqQueue *q, MqQueueShared *qs);
+extern void track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
 
 #endif							/* MQ_QUEUE_INT_H */
