@@ -182,8 +182,18 @@ extern MqlogReadResult lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *q
 extern bool replayed_settled(MqQueueShared *qs, uint64 qpos);
 extern void queue_load(MqQueue *q, MqQueueShared *qs);
 
+/* queue_take.c */
+extern void tracked_fill(MqTracked *t, TupleTableSlot *slot);
+extern void tracked_set_pending(MqTracked *t);
+extern void track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
+extern bool tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
+						TupleTableSlot **slot);
+extern void queue_wait_abort(void);
+
 /* queue_state.c */
 extern void register_callbacks(void);
-extern void track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
+extern void local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
+					  bool prev_leased);
+extern void note_leased_queue(MqQueueKey key);
 
 #endif							/* MQ_QUEUE_INT_H */
