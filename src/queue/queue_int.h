@@ -190,6 +190,10 @@ extern bool tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *s
 						TupleTableSlot **slot);
 extern void queue_wait_abort(void);
 
+/* queue_settle.c */
+extern uint64 lane_floor(MqQueueShared *qs, int lane);
+extern void compact(MqQueueShared *qs, uint64 *floors);
+
 /* queue_state.c */
 extern void register_callbacks(void);
 extern void local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,

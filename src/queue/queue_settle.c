@@ -1,0 +1,159 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_settle.c
+ *	  Settling deliveries in queue state, and the floors of the lanes.
+ *
+ * A settlement (ack, dead-letter, retry) marks the tracked entry ACKING;
+ * the caller appends the settlement record in the same transaction, and
+ * the entry becomes SETTLED when that transaction commits (queue_xact.c).
+ * A requeue makes it READY again at once, and an extension moves its
+ * lease end.
+ *
+ * A lane's floor is the lowest position not known to be settled: the
+ * lowest unsettled tracked entry, or the scan position.  Settled entries
+ * below it are dropped from the tracked list (compaction), and every
+ * MQ_FLOOR_INTERVAL settlements a FLOOR record per lane is appended, so
+ * that a restart replays only what lies above it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+
+#include "queue/queue_int.h"
+
+#define MQ_FLOOR_INTERVAL 1024
+
+/* ---------- floors ---------- */
+
+uint64
+lane_floor(MqQueueShared *qs, int lane)
+{
+	uint64		f = qs->lanes[lane].scan_pos;
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state != MQ_T_SETTLED && mq_qpos_lane(t->qpos) == lane && t->qpos < f)
+			f = t->qpos;
+	}
+	return f;
+}
+
+/*
+ * Drop settled entries below their lane's floor; optionally return the
+ * floors that moved since they were last written.
+ */
+void
+compact(MqQueueShared *qs, uint64 *floors)
+{
+	uint64		f[MQ_MAX_LANES];
+	dlist_mutable_iter it;
+
+	for (int lane = 0; lane < qs->nlanes; lane++)
+		f[lane] = lane_floor(qs, lane);
+	dlist_foreach_modify(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_SETTLED && t->qpos < f[mq_qpos_lane(t->qpos)])
+			tracked_free(qs, t);
+	}
+	if (floors)
+		memcpy(floors, f, sizeof(uint64) * qs->nlanes);
+}
+
+/* ---------- settling ---------- */
+
+MqSettleResult
+mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
+				uint64 *qpos, int32 *delivery_count, TimestampTz *expires_at)
+{
+	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	MqTracked  *t = tracked_find(qs, msg_id);
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
+	{
+		/* our lease ran out but nobody has taken the message since: ours */
+		t->state = MQ_T_LEASED;
+		t->owner = MyProc->pgprocno;
+		t->prev_owner = -1;
+		t->until = now;
+		qs->unacked++;
+	}
+	if (t == NULL || (t->state != MQ_T_LEASED))
+	{
+		LWLockRelease(&qs->lock);
+		return MQ_SETTLE_NOT_FOUND;
+	}
+	if (t->owner != MyProc->pgprocno)
+	{
+		LWLockRelease(&qs->lock);
+		return MQ_SETTLE_NOT_OWNER;
+	}
+	*qpos = t->qpos;
+	*delivery_count = t->delivery_count;
+	if (expires_at)
+		*expires_at = t->expires_at;
+	switch (op)
+	{
+		case MQ_SETTLE_OP_ACK:
+		case MQ_SETTLE_OP_DEAD:
+		case MQ_SETTLE_OP_RETRY:
+			t->state = MQ_T_ACKING;
+			local_add(MQ_L_ACK, qs, msg_id, true);
+			break;
+		case MQ_SETTLE_OP_REQUEUE:
+			t->state = MQ_T_READY;
+			t->owner = -1;
+			t->prev_owner = -1;
+			t->until = when > now ? when : 0;
+			t->redelivered = true;
+			qs->unacked--;
+			ConditionVariableBroadcast(&qs->cv);
+			break;
+		case MQ_SETTLE_OP_EXTEND:
+			t->until = when;
+			break;
+	}
+	LWLockRelease(&qs->lock);
+	return MQ_SETTLE_OK;
+}
+
+/*
+ * Called by the settling code after it appended settlement records: every
+ * MQ_FLOOR_INTERVAL settlements, record each lane's floor so that a restart
+ * replays only what lies above it.
+ */
+void
+mq_queue_write_floors(MqQueue *q)
+{
+	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	uint64		floors[MQ_MAX_LANES];
+	int			nlanes = qs->nlanes;
+	bool		due = qs->settled_since_floor >= MQ_FLOOR_INTERVAL;
+
+	if (due)
+	{
+		compact(qs, floors);
+		qs->settled_since_floor = 0;
+	}
+	LWLockRelease(&qs->lock);
+	if (!due)
+		return;
+	for (int lane = 0; lane < nlanes; lane++)
+	{
+		if (floors[lane] > qs->lanes[lane].floor_written)
+		{
+			mq_settle_append(q, MQ_SETTLE_FLOOR, floors[lane]);
+			qs->lanes[lane].floor_written = floors[lane];
+		}
+	}
+}
