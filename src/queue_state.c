@@ -50,8 +50,6 @@
 #include "am/mqlog.h"
 #include "queue/queue_int.h"
 
-int			mq_lane_segment_blocks = 8192;
-
 /* ---------- backend-local bookkeeping for transaction ends ---------- */
 
 typedef struct MqLocalAction
@@ -121,186 +119,18 @@ note_leased_queue(MqQueueKey key)
 	leased_queues[nleased_queues++] = key;
 }
 
-/* ---------- publishing ---------- */
-
-/*
- * Appending entries to a lane.  The generation is read and the rows are
- * written under gen_lock in shared mode, so the worker's switch to a new
- * generation (exclusive) never overlaps an append: once a reader sees the
- * switch, the old generation is complete.
- *
- * queue_append_begin returns the entry log of the lane's write generation,
- * holding gen_lock in shared mode until queue_append_end().
- */
-static Oid
-queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
-{
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
-	Oid			relid;
-
-	LWLockRelease(&qs->lock);
-	LWLockAcquire(&qs->gen_lock, LW_SHARED);
-	*gen = qs->lanes[lane].write_gen;
-	relid = mq_lane_relid(q->id, lane, *gen, false);
-	if (!OidIsValid(relid))
-	{
-		/* a generation created since we last looked: refresh the caches */
-		AcceptInvalidationMessages();
-		relid = mq_lane_relid(q->id, lane, *gen, false);
-	}
-	if (!OidIsValid(relid))
-	{
-		LWLockRelease(&qs->gen_lock);
-		elog(ERROR, "entry log of queue \"%s\" lane %d generation %d does not exist",
-			 q->name, lane, *gen);
-	}
-	*qsp = qs;
-	return relid;
-}
-
-/* End an append of n entries: they count in the backlog when we commit */
-static void
-queue_append_end(MqQueueShared *qs, int n)
-{
-	LWLockRelease(&qs->gen_lock);
-	local_add(MQ_L_PUBLISH, qs, n, false);
-}
-
-void
-mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
-{
-	uint64	   *qpos = palloc(sizeof(uint64) * n);
-	MqQueueShared *qs;
-	int			gen;
-	Oid			relid = queue_append_begin(q, lane, &gen, &qs);
-
-	mq_entry_append(relid, lane, gen, entries, n, qpos);
-	queue_append_end(qs, n);
-	pfree(qpos);
-}
-
-void
-mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry,
-					 bool durable)
-{
-	int64		segno;
-	Relation	seg;
-	MqQueueShared *qs;
-	int			gen;
-	Oid			relid;
-	uint64		qpos;
-
-	/* first: a full segment is replaced by DDL, not to be run under gen_lock */
-	seg = mq_log_open_append(durable, &segno);
-	relid = queue_append_begin(q, lane, &gen, &qs);
-	mq_log_append_linked(seg, segno, msg, relid, lane, gen, entry, &qpos);
-	queue_append_end(qs, 1);
-	table_close(seg, NoLock);
-}
-
-/*
- * Called by the maintenance worker for each queue, in its transaction:
- * - switch a lane to its next generation once that exists (it was created
- *   and committed in an earlier pass), so appends move on;
- * - create the next generation when the current one is large;
- * - drop old generations that are entirely below the lane's floor.
- */
-void
-mq_queue_rotate(MqQueue *q)
-{
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
-	int			nlanes = qs->nlanes;
-
-	LWLockRelease(&qs->lock);
-	for (int lane = 0; lane < nlanes; lane++)
-	{
-		MqLaneState *ls = &qs->lanes[lane];
-		int			write_gen = ls->write_gen;
-
-		if (write_gen < MQ_QPOS_MAX_GEN &&
-			OidIsValid(mq_lane_relid(q->id, lane, write_gen + 1, false)))
-		{
-			LWLockAcquire(&qs->gen_lock, LW_EXCLUSIVE);
-			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
-			if (ls->write_gen == write_gen)
-				ls->write_gen = write_gen + 1;
-			LWLockRelease(&qs->lock);
-			LWLockRelease(&qs->gen_lock);
-		}
-		else if (write_gen < MQ_QPOS_MAX_GEN)
-		{
-			Oid			relid = mq_lane_relid(q->id, lane, write_gen, false);
-			Relation	rel = OidIsValid(relid) ? try_table_open(relid, AccessShareLock) : NULL;
-
-			if (rel)
-			{
-				BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-
-				table_close(rel, AccessShareLock);
-				if (nblocks >= (BlockNumber) mq_lane_segment_blocks)
-					mq_lane_create(q, lane, write_gen + 1);
-			}
-		}
-
-		/* drop generations every entry of which is settled */
-		for (;;)
-		{
-			int			low;
-			uint64		floor;
-
-			LWLockAcquire(&qs->lock, LW_SHARED);
-			low = ls->low_gen;
-			floor = lane_floor(qs, lane);
-			LWLockRelease(&qs->lock);
-			if (low >= ls->write_gen || floor < mq_qpos_gen_start(lane, low + 1))
-				break;
-			{
-				Oid			qrel = mq_lane_relid(q->id, lane, low, false);
-				Oid			srel = mq_lane_relid(q->id, lane, low, true);
-
-				/* nobody may be reading them; try again later if busy */
-				if ((OidIsValid(qrel) && !ConditionalLockRelationOid(qrel, AccessExclusiveLock)) ||
-					(OidIsValid(srel) && !ConditionalLockRelationOid(srel, AccessExclusiveLock)))
-					break;
-				mq_lane_drop(q->id, lane, low);
-			}
-			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
-			if (ls->low_gen == low)
-				ls->low_gen = low + 1;
-			LWLockRelease(&qs->lock);
-		}
-	}
-}
-
-/* Ready messages of q as they will be once this transaction commits (x-max-length) */
+/* Entries this transaction appended to q so far (counted at commit) */
 int64
-mq_queue_ready_for_publish(MqQueue *q)
+local_published(MqQueue *q)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
-	int64		own_dropped = 0;
-	int64		ready;
-	dlist_iter	it;
+	int64		n = 0;
 
-	/*
-	 * Our own entries dropped by overflow are in unacked (they are ACKING)
-	 * but not yet in the backlog: count them apart.
-	 */
-	dlist_foreach(it, &qs->tracked)
-	{
-		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
-
-		if (t->own && t->state == MQ_T_ACKING && t->owner == MyProc->pgprocno)
-			own_dropped++;
-	}
-	ready = Max(qs->backlog - (qs->unacked - own_dropped), 0) - own_dropped;
-	LWLockRelease(&qs->lock);
-	/* plus what this transaction already published to q */
 	for (int i = 0; i < nlocal; i++)
 		if (local_actions[i].kind == MQ_L_PUBLISH &&
 			local_actions[i].qkey.queue_id == q->id &&
 			local_actions[i].qkey.dbid == MyDatabaseId)
-			ready += local_actions[i].msg_id;
-	return ready;
+			n += local_actions[i].msg_id;
+	return n;
 }
 
 /* ---------- transaction and session ends ---------- */

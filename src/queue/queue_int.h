@@ -199,5 +199,6 @@ extern void register_callbacks(void);
 extern void local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
 					  bool prev_leased);
 extern void note_leased_queue(MqQueueKey key);
+extern int64 local_published(MqQueue *q);
 
 #endif							/* MQ_QUEUE_INT_H */
