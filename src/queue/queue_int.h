@@ -194,7 +194,7 @@ extern void queue_wait_abort(void);
 extern uint64 lane_floor(MqQueueShared *qs, int lane);
 extern void compact(MqQueueShared *qs, uint64 *floors);
 
-/* queue_state.c */
+/* queue_xact.c */
 extern void register_callbacks(void);
 extern void local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
 					  bool prev_leased);
