@@ -6,6 +6,23 @@
  * Nothing outside src/queue/ includes this header: the rest of queue_ext
  * uses queue/queue.h.
  *
+ * Invariants, per queue and priority lane:
+ *	- every entry before the lane's floor is settled (acked, dead-lettered,
+ *	  or written by an aborted transaction);
+ *	- every entry between the floor and scan_pos that is not settled is on
+ *	  the queue's tracked list (LEASED, READY for redelivery, ACKING by an
+ *	  open transaction, or PENDING: its publisher had not finished when we
+ *	  scanned it);
+ *	- entries at or after scan_pos have not been looked at.
+ * Publishers commit out of order, so an entry is never skipped because a
+ * later one is already visible: it stays PENDING until its transaction
+ * ends, and the floor cannot pass it.  Aborted entries are simply dropped.
+ *
+ * The tracked list is bounded by what is in flight, not by the backlog or
+ * the history.  Settlements go to the settlement log in the settling
+ * transaction; every MQ_FLOOR_INTERVAL settlements a FLOOR record per lane
+ * is added so that a restart replays only what lies above the floors.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef MQ_QUEUE_INT_H

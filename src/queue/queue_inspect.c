@@ -1,56 +1,26 @@
 /*-------------------------------------------------------------------------
  *
- * queue_state.c
- *	  Shared-memory consumer state of classic and quorum queues: scan
- *	  positions, leases, redelivery, settlement and its replay.
+ * queue_inspect.c
+ *	  Looking at a queue's state without changing it: counts, browsing,
+ *	  the delivery state of one message, and the lowest message log
+ *	  segment a queue still refers to.
  *
- * Invariants, per queue and priority lane:
- *	- every entry before the lane's floor is settled (acked, dead-lettered,
- *	  or written by an aborted transaction);
- *	- every entry between the floor and scan_pos that is not settled is on
- *	  the queue's tracked list (LEASED, READY for redelivery, ACKING by an
- *	  open transaction, or PENDING: its publisher had not finished when we
- *	  scanned it);
- *	- entries at or after scan_pos have not been looked at.
- * Publishers commit out of order, so an entry is never skipped because a
- * later one is already visible: it stays PENDING until its transaction
- * ends, and the floor cannot pass it.  Aborted entries are simply dropped.
- *
- * The tracked list is bounded by what is in flight, not by the backlog or
- * the history.  Settlements go to the settlement log in the settling
- * transaction; every MQ_FLOOR_INTERVAL settlements a FLOOR record per lane
- * is added so that a restart replays only what lies above the floors.
+ * These read what is tracked and, where the answer depends on entries not
+ * scanned yet, the lanes from their scan positions on.  They hold the
+ * queue lock in shared mode (queue_lock takes it exclusively only to
+ * load a queue's state first).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/relation.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
 #include "access/xlog.h"
 #include "executor/tuptable.h"
-#include "lib/ilist.h"
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/condition_variable.h"
-#include "storage/ipc.h"
-#include "storage/lmgr.h"
 #include "storage/lwlock.h"
-#include "storage/proc.h"
-#include "storage/shmem.h"
-#include "storage/spin.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
+#include "utils/timestamp.h"
 
-#include "queue_ext.h"
-#include "am/mqlog.h"
 #include "queue/queue_int.h"
-
-/* ---------- inspection and administration ---------- */
 
 void
 mq_queue_counts(MqQueue *q, MqQueueCounts *c)
