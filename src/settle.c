@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * settle.c
- *	  SQL entry points that settle deliveries: mq.ack, mq.nack, mq.reject,
- *	  mq.extend_lease, and mq.queue_purge.
+ *	  SQL entry points that settle deliveries: mq.ack, mq.nack, mq.reject
+ *	  and mq.extend_lease.
  *
  * Settling is transactional: an ack is a settlement record appended in the
  * caller's transaction, so consume + work + ack in one transaction is
@@ -233,33 +233,4 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 	ids = id_array(PG_GETARG_ARRAYTYPE_P(1), &n);
 	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND,
 							   GetCurrentTimestamp() + us, NULL));
-}
-
-/*
- * Purge: settle every ready message of q (not those delivered and unacked,
- * as in RabbitMQ), without dead-lettering.  Returns how many.
- */
-int64
-mq_queue_purge_ready(MqQueue *q)
-{
-	int64		total = 0;
-	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
-
-	for (;;)
-	{
-		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
-		MqSettleBatch batch;
-
-		mq_settle_batch_init(&batch, q);
-		for (int i = 0; i < got; i++)
-			mq_settle_batch_add(&batch, MQ_SETTLE_DROPPED, dl[i].qpos);
-		mq_settle_batch_flush(&batch);
-		total += got;
-		if (got < 1000)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	if (total > 0)
-		mq_queue_write_floors(q);
-	return total;
 }

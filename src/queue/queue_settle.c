@@ -9,6 +9,9 @@
  * A requeue makes it READY again at once, and an extension moves its
  * lease end.
  *
+ * Purging settles every ready message of a queue at once, with one
+ * settlement record each.
+ *
  * A lane's floor is the lowest position not known to be settled: the
  * lowest unsettled tracked entry, or the scan position.  Settled entries
  * below it are dropped from the tracked list (compaction), and every
@@ -156,4 +159,35 @@ mq_queue_write_floors(MqQueue *q)
 			qs->lanes[lane].floor_written = floors[lane];
 		}
 	}
+}
+
+/* ---------- purge ---------- */
+
+/*
+ * Purge: settle every ready message of q (not those delivered and unacked,
+ * as in RabbitMQ), without dead-lettering.  Returns how many.
+ */
+int64
+mq_queue_purge_ready(MqQueue *q)
+{
+	int64		total = 0;
+	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
+
+	for (;;)
+	{
+		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
+		MqSettleBatch batch;
+
+		mq_settle_batch_init(&batch, q);
+		for (int i = 0; i < got; i++)
+			mq_settle_batch_add(&batch, MQ_SETTLE_DROPPED, dl[i].qpos);
+		mq_settle_batch_flush(&batch);
+		total += got;
+		if (got < 1000)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (total > 0)
+		mq_queue_write_floors(q);
+	return total;
 }
