@@ -42,7 +42,7 @@ int			mq_lane_segment_blocks = 8192;
 static Oid
 queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
 	Oid			relid;
 
 	LWLockRelease(&qs->lock);
@@ -70,7 +70,7 @@ static void
 queue_append_end(MqQueueShared *qs, int n)
 {
 	LWLockRelease(&qs->gen_lock);
-	local_add(MQ_L_PUBLISH, qs, n, false);
+	mqq_local_add(MQ_L_PUBLISH, qs, n, false);
 }
 
 void
@@ -115,7 +115,7 @@ mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry,
 void
 mq_queue_rotate(MqQueue *q)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
 	int			nlanes = qs->nlanes;
 
 	LWLockRelease(&qs->lock);
@@ -157,7 +157,7 @@ mq_queue_rotate(MqQueue *q)
 
 			LWLockAcquire(&qs->lock, LW_SHARED);
 			low = ls->low_gen;
-			floor = lane_floor(qs, lane);
+			floor = mqq_lane_floor(qs, lane);
 			LWLockRelease(&qs->lock);
 			if (low >= ls->write_gen || floor < mq_qpos_gen_start(lane, low + 1))
 				break;
@@ -183,7 +183,7 @@ mq_queue_rotate(MqQueue *q)
 int64
 mq_queue_ready_for_publish(MqQueue *q)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
 	int64		own_dropped = 0;
 	int64		ready;
 	dlist_iter	it;
@@ -202,6 +202,6 @@ mq_queue_ready_for_publish(MqQueue *q)
 	ready = Max(qs->backlog - (qs->unacked - own_dropped), 0) - own_dropped;
 	LWLockRelease(&qs->lock);
 	/* plus what this transaction already published to q */
-	ready += local_published(q);
+	ready += mqq_local_published(q);
 	return ready;
 }

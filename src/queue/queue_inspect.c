@@ -7,7 +7,7 @@
  *
  * These read what is tracked and, where the answer depends on entries not
  * scanned yet, the lanes from their scan positions on.  They hold the
- * queue lock in shared mode (queue_lock takes it exclusively only to
+ * queue lock in shared mode (mqq_queue_lock takes it exclusively only to
  * load a queue's state first).
  *
  *-------------------------------------------------------------------------
@@ -33,10 +33,10 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	LaneRels	lr;
 
 	memset(c, 0, sizeof(*c));
-	/* a standby has none of a non-durable queue's messages (see queue_lock) */
+	/* a standby has none of a non-durable queue's messages (see mqq_queue_lock) */
 	if (!q->durable && RecoveryInProgress())
 		return;
-	qs = queue_lock(q, LW_SHARED);
+	qs = mqq_queue_lock(q, LW_SHARED);
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
@@ -63,16 +63,16 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	c->last_delivery = qs->last_delivery;
 
 	/* oldest ready not yet scanned: the first committed entry of a lane */
-	lane_rels_init(&lr);
+	mqq_lane_rels_init(&lr);
 	for (int lane = 0; lane < qs->nlanes && c->ready > 0; lane++)
 	{
 		uint64		qpos = qs->lanes[lane].scan_pos;
 		MqlogRowState st;
 		TupleTableSlot *slot;
 
-		while (lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
-			if (st == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
+			if (st == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
 			{
 				bool		isnull;
 				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
@@ -81,18 +81,18 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 					c->oldest_ready = v;
 				break;
 			}
-			qpos = qpos_next(qpos);
+			qpos = mqq_qpos_next(qpos);
 		}
 	}
-	lane_rels_close(&lr);
+	mqq_lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 }
 
 bool
 mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
-	MqTracked  *t = tracked_find(qs, msg_id);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	MqTracked  *t = mqq_tracked_find(qs, msg_id);
 	bool		found = false;
 
 	if (t != NULL && t->delivery_count > 0 &&
@@ -111,12 +111,12 @@ mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st)
 int
 mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
 	TimestampTz now = GetCurrentTimestamp();
 	int			got = 0;
 	LaneRels	lr;
 
-	lane_rels_init(&lr);
+	mqq_lane_rels_init(&lr);
 	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
 	{
 		TupleTableSlot *slot;
@@ -138,12 +138,12 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 				msg_ids[got++] = t->msg_id;
 			}
 			else if (t->state == MQ_T_PENDING &&
-					 tracked_row(&lr, q, t, &st, &slot) && st == MQLOG_ROW_COMMITTED)
+					 mqq_tracked_row(&lr, q, t, &st, &slot) && st == MQLOG_ROW_COMMITTED)
 			{
 				/* its publisher committed since a consumer last looked */
 				MqTracked	probe;
 
-				tracked_fill(&probe, slot);
+				mqq_tracked_fill(&probe, slot);
 				if (probe.visible_at <= now)
 				{
 					delivery_counts[got] = probe.delivery_count;
@@ -152,9 +152,9 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 			}
 		}
 		qpos = qs->lanes[lane].scan_pos;
-		while (got < n && lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		while (got < n && mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
-			if (st == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
+			if (st == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
 			{
 				bool		isnull;
 
@@ -164,10 +164,10 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 					msg_ids[got++] = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
 				}
 			}
-			qpos = qpos_next(qpos);
+			qpos = mqq_qpos_next(qpos);
 		}
 	}
-	lane_rels_close(&lr);
+	mqq_lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 	return got;
 }
@@ -182,7 +182,7 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 int64
 mq_queue_min_segno(MqQueue *q)
 {
-	MqQueueShared *qs = queue_lock(q, LW_SHARED);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
 	int64		min = PG_INT64_MAX;
 	dlist_iter	it;
 	LaneRels	lr;
@@ -194,14 +194,14 @@ mq_queue_min_segno(MqQueue *q)
 		if (t->state != MQ_T_SETTLED && t->msg_id > 0)
 			min = Min(min, mq_msgid_segno(t->msg_id));
 	}
-	lane_rels_init(&lr);
+	mqq_lane_rels_init(&lr);
 	for (int lane = 0; lane < qs->nlanes; lane++)
 	{
 		uint64		qpos = qs->lanes[lane].scan_pos;
 		MqlogRowState st;
 		TupleTableSlot *slot;
 
-		while (lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
 			if (st == MQLOG_ROW_COMMITTED || st == MQLOG_ROW_OWN)
 			{
@@ -212,10 +212,10 @@ mq_queue_min_segno(MqQueue *q)
 			}
 			else if (st == MQLOG_ROW_IN_PROGRESS)
 				min = 0;		/* cannot tell yet: keep everything */
-			qpos = qpos_next(qpos);
+			qpos = mqq_qpos_next(qpos);
 		}
 	}
-	lane_rels_close(&lr);
+	mqq_lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 	return min;
 }

@@ -151,7 +151,7 @@ typedef struct LaneRels
 
 /* Position just after qpos */
 static inline uint64
-qpos_next(uint64 qpos)
+mqq_qpos_next(uint64 qpos)
 {
 	return qpos + 1;
 }
@@ -164,7 +164,7 @@ qpos_next(uint64 qpos)
  * crash.  Other queues only write a MARK every few blocks of entries.
  */
 static inline bool
-queue_counts_deliveries(MqQueue *q)
+mqq_counts_deliveries(MqQueue *q)
 {
 	return q->type == MQ_QUEUE_QUORUM || q->delivery_limit >= 0;
 }
@@ -181,41 +181,41 @@ queue_counts_deliveries(MqQueue *q)
 #define MQ_MARK_AHEAD 16
 
 /* queue_shmem.c */
-extern MqSharedState *mq_shared;
-extern void tracked_free(MqQueueShared *qs, MqTracked *t);
-extern MqTracked *tracked_find(MqQueueShared *qs, int64 msg_id);
-extern MqTracked *track_new(MqQueueShared *qs, uint64 qpos);
-extern MqQueueShared *queue_lock(MqQueue *q, LWLockMode mode);
-extern MqQueueShared *queue_lock_key(MqQueueKey key);
+extern MqSharedState *mqq_shared;
+extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
+extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);
+extern MqTracked *mqq_track_new(MqQueueShared *qs, uint64 qpos);
+extern MqQueueShared *mqq_queue_lock(MqQueue *q, LWLockMode mode);
+extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key);
 
 /* queue_load.c */
-extern void lane_rels_init(LaneRels *lr);
-extern Relation lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen,
-						 TupleTableSlot **slot);
-extern void lane_rels_close(LaneRels *lr);
-extern MqlogReadResult lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs,
-									  uint64 *qpos, MqlogRowState *state,
-									  TupleTableSlot **slot);
-extern bool replayed_settled(MqQueueShared *qs, uint64 qpos);
-extern void queue_load(MqQueue *q, MqQueueShared *qs);
+extern void mqq_lane_rels_init(LaneRels *lr);
+extern Relation mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen,
+							 TupleTableSlot **slot);
+extern void mqq_lane_rels_close(LaneRels *lr);
+extern MqlogReadResult mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs,
+										  uint64 *qpos, MqlogRowState *state,
+										  TupleTableSlot **slot);
+extern bool mqq_replayed_settled(MqQueueShared *qs, uint64 qpos);
+extern void mqq_queue_load(MqQueue *q, MqQueueShared *qs);
 
 /* queue_take.c */
-extern void tracked_fill(MqTracked *t, TupleTableSlot *slot);
-extern void tracked_set_pending(MqTracked *t);
-extern void track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
-extern bool tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
-						TupleTableSlot **slot);
-extern void queue_wait_abort(void);
+extern void mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot);
+extern void mqq_tracked_set_pending(MqTracked *t);
+extern void mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
+extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
+							TupleTableSlot **slot);
+extern void mqq_wait_abort(void);
 
 /* queue_settle.c */
-extern uint64 lane_floor(MqQueueShared *qs, int lane);
-extern void compact(MqQueueShared *qs, uint64 *floors);
+extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
+extern void mqq_compact(MqQueueShared *qs, uint64 *floors);
 
 /* queue_xact.c */
-extern void register_callbacks(void);
-extern void local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
-					  bool prev_leased);
-extern void note_leased_queue(MqQueueKey key);
-extern int64 local_published(MqQueue *q);
+extern void mqq_register_callbacks(void);
+extern void mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
+						  bool prev_leased);
+extern void mqq_note_leased_queue(MqQueueKey key);
+extern int64 mqq_local_published(MqQueue *q);
 
 #endif							/* MQ_QUEUE_INT_H */

@@ -36,14 +36,14 @@
 /* ---------- reading lanes across generations ---------- */
 
 void
-lane_rels_init(LaneRels *lr)
+mqq_lane_rels_init(LaneRels *lr)
 {
 	lr->n = 0;
 }
 
 /* Entry log of (lane, gen) with a slot, or NULL rel if it is gone */
 Relation
-lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
+mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
 {
 	Oid			relid;
 	Relation	rel;
@@ -79,7 +79,7 @@ lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
 }
 
 void
-lane_rels_close(LaneRels *lr)
+mqq_lane_rels_close(LaneRels *lr)
 {
 	for (int i = 0; i < lr->n; i++)
 	{
@@ -97,15 +97,15 @@ lane_rels_close(LaneRels *lr)
  * lane writes to a later one, so nothing is ever skipped.
  */
 MqlogReadResult
-lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
-			   MqlogRowState *state, TupleTableSlot **slot)
+mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
+				   MqlogRowState *state, TupleTableSlot **slot)
 {
 	int			lane = mq_qpos_lane(*qpos);
 
 	for (;;)
 	{
 		int			gen = mq_qpos_gen(*qpos);
-		Relation	rel = lane_rel(lr, q, lane, gen, slot);
+		Relation	rel = mqq_lane_rel(lr, q, lane, gen, slot);
 		ItemPointerData pos;
 
 		if (rel != NULL)
@@ -154,7 +154,7 @@ track_settled(MqQueueShared *qs, uint64 qpos)
 
 	if (tracked_find_settled(qs, qpos) != NULL)
 		return false;
-	t = track_new(qs, qpos);
+	t = mqq_track_new(qs, qpos);
 	if (t == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -166,7 +166,7 @@ track_settled(MqQueueShared *qs, uint64 qpos)
 
 /* Was the entry at qpos settled before a restart (tracked by the replay)? */
 bool
-replayed_settled(MqQueueShared *qs, uint64 qpos)
+mqq_replayed_settled(MqQueueShared *qs, uint64 qpos)
 {
 	return qs->nreplayed > 0 && tracked_find_settled(qs, qpos) != NULL;
 }
@@ -191,21 +191,21 @@ replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
 {
 	MqTracked  *t;
 
-	if (replayed_settled(qs, qpos))
+	if (mqq_replayed_settled(qs, qpos))
 		qs->nreplayed--;
 	else if (st != MQLOG_ROW_ABORTED)
 	{
-		t = track_new(qs, qpos);
+		t = mqq_track_new(qs, qpos);
 		if (t == NULL)
 			return false;
-		track_examined(t, st, slot);
+		mqq_track_examined(t, st, slot);
 		if (t->state == MQ_T_READY && count > 0)
 		{
 			t->delivery_count += count;
 			t->redelivered = true;
 		}
 	}
-	ls->scan_pos = qpos_next(qpos);
+	ls->scan_pos = mqq_qpos_next(qpos);
 	return true;
 }
 
@@ -217,10 +217,10 @@ replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
  * floor.  Called with qs->lock held exclusively.
  */
 void
-queue_load(MqQueue *q, MqQueueShared *qs)
+mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 {
 	LaneRels	lr;
-	bool		counted = queue_counts_deliveries(q);
+	bool		counted = mqq_counts_deliveries(q);
 	HTAB	   *delivered;
 	HASHCTL		ctl;
 
@@ -239,9 +239,9 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->last_delivery = 0;
 	qs->loaded_in_recovery = RecoveryInProgress();
 	while (!dlist_is_empty(&qs->tracked))
-		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+		mqq_tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
 
-	lane_rels_init(&lr);
+	mqq_lane_rels_init(&lr);
 	for (int lane = 0; lane < q->nlanes; lane++)
 	{
 		MqLaneState *ls = &qs->lanes[lane];
@@ -329,9 +329,9 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 		 * again at once, redelivered, with their delivery counts.
 		 */
 		qpos = ls->scan_pos;
-		while (lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
+		while (mqq_lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
 		{
-			if (state == MQLOG_ROW_COMMITTED && !replayed_settled(qs, qpos))
+			if (state == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
 				qs->backlog++;
 			if (redeliver && qpos < mark)
 			{
@@ -340,11 +340,11 @@ queue_load(MqQueue *q, MqQueueShared *qs)
 
 				redeliver = replay_delivered(qs, ls, qpos, state, slot, count);
 			}
-			qpos = qpos_next(qpos);
+			qpos = mqq_qpos_next(qpos);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
-	lane_rels_close(&lr);
+	mqq_lane_rels_close(&lr);
 	hash_destroy(delivered);
 	qs->loaded = true;
 }

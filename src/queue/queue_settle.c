@@ -34,7 +34,7 @@
 /* ---------- floors ---------- */
 
 uint64
-lane_floor(MqQueueShared *qs, int lane)
+mqq_lane_floor(MqQueueShared *qs, int lane)
 {
 	uint64		f = qs->lanes[lane].scan_pos;
 	dlist_iter	it;
@@ -54,19 +54,19 @@ lane_floor(MqQueueShared *qs, int lane)
  * floors that moved since they were last written.
  */
 void
-compact(MqQueueShared *qs, uint64 *floors)
+mqq_compact(MqQueueShared *qs, uint64 *floors)
 {
 	uint64		f[MQ_MAX_LANES];
 	dlist_mutable_iter it;
 
 	for (int lane = 0; lane < qs->nlanes; lane++)
-		f[lane] = lane_floor(qs, lane);
+		f[lane] = mqq_lane_floor(qs, lane);
 	dlist_foreach_modify(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
 		if (t->state == MQ_T_SETTLED && t->qpos < f[mq_qpos_lane(t->qpos)])
-			tracked_free(qs, t);
+			mqq_tracked_free(qs, t);
 	}
 	if (floors)
 		memcpy(floors, f, sizeof(uint64) * qs->nlanes);
@@ -78,8 +78,8 @@ MqSettleResult
 mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 				uint64 *qpos, int32 *delivery_count, TimestampTz *expires_at)
 {
-	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
-	MqTracked  *t = tracked_find(qs, msg_id);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+	MqTracked  *t = mqq_tracked_find(qs, msg_id);
 	TimestampTz now = GetCurrentTimestamp();
 
 	if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
@@ -111,7 +111,7 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 		case MQ_SETTLE_OP_DEAD:
 		case MQ_SETTLE_OP_RETRY:
 			t->state = MQ_T_ACKING;
-			local_add(MQ_L_ACK, qs, msg_id, true);
+			mqq_local_add(MQ_L_ACK, qs, msg_id, true);
 			break;
 		case MQ_SETTLE_OP_REQUEUE:
 			t->state = MQ_T_READY;
@@ -138,14 +138,14 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 void
 mq_queue_write_floors(MqQueue *q)
 {
-	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 	uint64		floors[MQ_MAX_LANES];
 	int			nlanes = qs->nlanes;
 	bool		due = qs->settled_since_floor >= MQ_FLOOR_INTERVAL;
 
 	if (due)
 	{
-		compact(qs, floors);
+		mqq_compact(qs, floors);
 		qs->settled_since_floor = 0;
 	}
 	LWLockRelease(&qs->lock);

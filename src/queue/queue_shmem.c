@@ -8,7 +8,7 @@
  * of them, shared by all queues) and the lock of a hash table of queues
  * (mq.max_queues entries), both set up when the server starts.  A queue's
  * entry is found or made on first use and loaded from its logs by
- * queue_lock; it stays until the queue is deleted.  Hash entries are
+ * mqq_queue_lock; it stays until the queue is deleted.  Hash entries are
  * reused without being cleared, and a backend may still wait on the lock
  * of a removed entry, so whoever gets a queue's lock checks that the entry
  * still belongs to that queue.
@@ -34,7 +34,7 @@ int			mq_max_tracked = 65536;
 
 #define MQ_SLOT_MAGIC 0x6d715131
 
-MqSharedState *mq_shared = NULL;
+MqSharedState *mqq_shared = NULL;
 static HTAB *mq_queue_htab = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -65,23 +65,23 @@ mq_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	mq_shared = ShmemInitStruct("queue_ext state", shared_size(), &found);
+	mqq_shared = ShmemInitStruct("queue_ext state", shared_size(), &found);
 	if (!found)
 	{
-		mq_shared->tranche_id = LWLockNewTrancheId();
-		LWLockInitialize(&mq_shared->lock, mq_shared->tranche_id);
-		SpinLockInit(&mq_shared->pool_lock);
-		dlist_init(&mq_shared->free_tracked);
+		mqq_shared->tranche_id = LWLockNewTrancheId();
+		LWLockInitialize(&mqq_shared->lock, mqq_shared->tranche_id);
+		SpinLockInit(&mqq_shared->pool_lock);
+		dlist_init(&mqq_shared->free_tracked);
 		for (int i = 0; i < mq_max_tracked; i++)
-			dlist_push_tail(&mq_shared->free_tracked, &mq_shared->pool[i].node);
-		mq_shared->nfree = mq_max_tracked;
+			dlist_push_tail(&mqq_shared->free_tracked, &mqq_shared->pool[i].node);
+		mqq_shared->nfree = mq_max_tracked;
 	}
 	ctl.keysize = sizeof(MqQueueKey);
 	ctl.entrysize = sizeof(MqQueueShared);
 	mq_queue_htab = ShmemInitHash("queue_ext queues", mq_max_queues, mq_max_queues,
 								  &ctl, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
-	LWLockRegisterTranche(mq_shared->tranche_id, "queue_ext");
+	LWLockRegisterTranche(mqq_shared->tranche_id, "queue_ext");
 }
 
 void
@@ -98,25 +98,25 @@ tracked_alloc(void)
 {
 	MqTracked  *t = NULL;
 
-	SpinLockAcquire(&mq_shared->pool_lock);
-	if (!dlist_is_empty(&mq_shared->free_tracked))
+	SpinLockAcquire(&mqq_shared->pool_lock);
+	if (!dlist_is_empty(&mqq_shared->free_tracked))
 	{
-		t = dlist_container(MqTracked, node, dlist_pop_head_node(&mq_shared->free_tracked));
-		mq_shared->nfree--;
+		t = dlist_container(MqTracked, node, dlist_pop_head_node(&mqq_shared->free_tracked));
+		mqq_shared->nfree--;
 	}
-	SpinLockRelease(&mq_shared->pool_lock);
+	SpinLockRelease(&mqq_shared->pool_lock);
 	return t;
 }
 
 void
-tracked_free(MqQueueShared *qs, MqTracked *t)
+mqq_tracked_free(MqQueueShared *qs, MqTracked *t)
 {
 	dlist_delete(&t->node);
 	qs->ntracked--;
-	SpinLockAcquire(&mq_shared->pool_lock);
-	dlist_push_head(&mq_shared->free_tracked, &t->node);
-	mq_shared->nfree++;
-	SpinLockRelease(&mq_shared->pool_lock);
+	SpinLockAcquire(&mqq_shared->pool_lock);
+	dlist_push_head(&mqq_shared->free_tracked, &t->node);
+	mqq_shared->nfree++;
+	SpinLockRelease(&mqq_shared->pool_lock);
 }
 
 /*
@@ -125,7 +125,7 @@ tracked_free(MqQueueShared *qs, MqTracked *t)
  * appended again -- while its settled entry waits for compaction.
  */
 MqTracked *
-tracked_find(MqQueueShared *qs, int64 msg_id)
+mqq_tracked_find(MqQueueShared *qs, int64 msg_id)
 {
 	dlist_iter	it;
 
@@ -144,7 +144,7 @@ tracked_find(MqQueueShared *qs, int64 msg_id)
  * list, with nothing known of it yet; NULL when no slot is free.
  */
 MqTracked *
-track_new(MqQueueShared *qs, uint64 qpos)
+mqq_track_new(MqQueueShared *qs, uint64 qpos)
 {
 	MqTracked  *t = tracked_alloc();
 
@@ -168,24 +168,24 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 	MqQueueShared *qs;
 	bool		found;
 
-	if (mq_shared == NULL)
+	if (mqq_shared == NULL)
 		mq_require_preload("consuming and publishing");
 
 	memset(&key, 0, sizeof(key));
 	key.dbid = dbid;
 	key.queue_id = queue_id;
 
-	LWLockAcquire(&mq_shared->lock, LW_SHARED);
+	LWLockAcquire(&mqq_shared->lock, LW_SHARED);
 	qs = hash_search(mq_queue_htab, &key, HASH_FIND, NULL);
-	LWLockRelease(&mq_shared->lock);
+	LWLockRelease(&mqq_shared->lock);
 	if (qs || !create)
 		return qs;
 
-	LWLockAcquire(&mq_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
 	qs = hash_search(mq_queue_htab, &key, HASH_ENTER_NULL, &found);
 	if (qs == NULL)
 	{
-		LWLockRelease(&mq_shared->lock);
+		LWLockRelease(&mqq_shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many active queues"),
@@ -198,12 +198,12 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 		 * dynahash reuses removed entries without clearing them; a backend
 		 * may still wait on the lock of a removed queue's slot, so a lock is
 		 * initialised only once per slot (it rechecks the key, see
-		 * queue_lock).
+		 * mqq_queue_lock).
 		 */
 		if (qs->magic != MQ_SLOT_MAGIC)
 		{
-			LWLockInitialize(&qs->lock, mq_shared->tranche_id);
-			LWLockInitialize(&qs->gen_lock, mq_shared->tranche_id);
+			LWLockInitialize(&qs->lock, mqq_shared->tranche_id);
+			LWLockInitialize(&qs->gen_lock, mqq_shared->tranche_id);
 			ConditionVariableInit(&qs->cv);
 			qs->magic = MQ_SLOT_MAGIC;
 		}
@@ -213,7 +213,7 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 		qs->ntracked = 0;
 		qs->nwaiting = 0;
 	}
-	LWLockRelease(&mq_shared->lock);
+	LWLockRelease(&mqq_shared->lock);
 	return qs;
 }
 
@@ -234,7 +234,7 @@ queue_needs_load(MqQueue *q, MqQueueShared *qs)
 
 /* Shared state of q, loaded; returns with qs->lock held in mode */
 MqQueueShared *
-queue_lock(MqQueue *q, LWLockMode mode)
+mqq_queue_lock(MqQueue *q, LWLockMode mode)
 {
 	MqQueueShared *qs;
 
@@ -244,7 +244,7 @@ queue_lock(MqQueue *q, LWLockMode mode)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("queue \"%s\" is not durable: its messages are not on standbys", q->name),
 				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
-	register_callbacks();
+	mqq_register_callbacks();
 	for (;;)
 	{
 		qs = queue_shared(MyDatabaseId, q->id, true);
@@ -262,7 +262,7 @@ queue_lock(MqQueue *q, LWLockMode mode)
 			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 		}
 		if (queue_needs_load(q, qs))
-			queue_load(q, qs);
+			mqq_queue_load(q, qs);
 	}
 	return qs;
 }
@@ -272,7 +272,7 @@ queue_lock(MqQueue *q, LWLockMode mode)
  * NULL when it does not (deleted, or never loaded since a restart).
  */
 MqQueueShared *
-queue_lock_key(MqQueueKey key)
+mqq_queue_lock_key(MqQueueKey key)
 {
 	for (;;)
 	{
@@ -300,14 +300,14 @@ mq_queue_state_drop(MqQueue *q)
 
 	if (qs == NULL)
 		return;
-	LWLockAcquire(&mq_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
 	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 	while (!dlist_is_empty(&qs->tracked))
-		tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+		mqq_tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
 	qs->loaded = false;
 	qs->dropped = true;
 	hash_search(mq_queue_htab, &qs->key, HASH_REMOVE, NULL);
 	LWLockRelease(&qs->lock);
-	LWLockRelease(&mq_shared->lock);
+	LWLockRelease(&mqq_shared->lock);
 	ConditionVariableBroadcast(&qs->cv);
 }

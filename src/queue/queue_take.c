@@ -59,7 +59,7 @@ consumer_hash(const char *consumer)
 
 /* Copy a committed entry's columns into t, which becomes READY */
 void
-tracked_fill(MqTracked *t, TupleTableSlot *slot)
+mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
 {
 	bool		isnull;
 
@@ -78,7 +78,7 @@ tracked_fill(MqTracked *t, TupleTableSlot *slot)
 
 /* t waits for its publisher to end; a placeholder id no ack can name */
 void
-tracked_set_pending(MqTracked *t)
+mqq_tracked_set_pending(MqTracked *t)
 {
 	t->state = MQ_T_PENDING;
 	t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;
@@ -90,14 +90,14 @@ tracked_set_pending(MqTracked *t)
  * that transaction has ended.
  */
 void
-track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot)
+mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot)
 {
 	if (st != MQLOG_ROW_COMMITTED)
 	{
-		tracked_set_pending(t);
+		mqq_tracked_set_pending(t);
 		return;
 	}
-	tracked_fill(t, slot);
+	mqq_tracked_fill(t, slot);
 }
 
 /* Hand t over: lease, auto-ack or dead-letter it */
@@ -150,17 +150,17 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	if (d->dead || mode == MQ_TAKE_AUTO_ACK)
 	{
 		t->state = MQ_T_ACKING;
-		local_add(MQ_L_LEASE, qs, t->msg_id, false);
-		local_add(MQ_L_ACK, qs, t->msg_id, false);
+		mqq_local_add(MQ_L_LEASE, qs, t->msg_id, false);
+		mqq_local_add(MQ_L_ACK, qs, t->msg_id, false);
 	}
 	else
 	{
 		t->state = MQ_T_LEASED;
 		t->until = lease_until;
-		local_add(MQ_L_LEASE, qs, t->msg_id, false);
+		mqq_local_add(MQ_L_LEASE, qs, t->msg_id, false);
 		qs->last_delivery = now;
 	}
-	note_leased_queue(qs->key);
+	mqq_note_leased_queue(qs->key);
 }
 
 /*
@@ -182,7 +182,7 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	MqTracked  *t;
 
 	*end = false;
-	if (lane_read_next(lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_END)
+	if (mqq_lane_read_next(lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_END)
 	{
 		ls->scan_pos = qpos;
 		*end = true;
@@ -190,7 +190,7 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	}
 	if (st == MQLOG_ROW_ABORTED)
 	{
-		ls->scan_pos = qpos_next(qpos);
+		ls->scan_pos = mqq_qpos_next(qpos);
 		return NULL;
 	}
 
@@ -199,10 +199,10 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	 * SETTLED by the replay: the scan must pass over them, not deliver them
 	 * again.
 	 */
-	if (replayed_settled(qs, qpos))
+	if (mqq_replayed_settled(qs, qpos))
 	{
 		qs->nreplayed--;
-		ls->scan_pos = qpos_next(qpos);
+		ls->scan_pos = mqq_qpos_next(qpos);
 		return NULL;
 	}
 	if (expire_before != 0)
@@ -214,21 +214,21 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 			*end = true;
 			return NULL;
 		}
-		tracked_fill(&probe, slot);
+		mqq_tracked_fill(&probe, slot);
 		if (!entry_expired(q, &probe, expire_before))
 		{
 			*end = true;
 			return NULL;
 		}
 	}
-	t = track_new(qs, qpos);
+	t = mqq_track_new(qs, qpos);
 	if (t == NULL)
 	{
 		*end = true;
 		return NULL;
 	}
-	ls->scan_pos = qpos_next(qpos);
-	track_examined(t, st, slot);
+	ls->scan_pos = mqq_qpos_next(qpos);
+	mqq_track_examined(t, st, slot);
 	return t;
 }
 
@@ -242,7 +242,7 @@ static void
 note_deliveries(MqQueue *q, MqQueueShared *qs, MqDelivery *out, int n,
 				MqSettleBatch *records)
 {
-	bool		counted = queue_counts_deliveries(q);
+	bool		counted = mqq_counts_deliveries(q);
 
 	mq_settle_batch_init(records, q);
 	records->frozen = true;
@@ -267,11 +267,11 @@ note_deliveries(MqQueue *q, MqQueueShared *qs, MqDelivery *out, int n,
  * its publisher ended): false if the row is gone (its generation dropped).
  */
 bool
-tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
-			TupleTableSlot **slot)
+mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
+				TupleTableSlot **slot)
 {
 	ItemPointerData tid;
-	Relation	rel = lane_rel(lr, q, mq_qpos_lane(t->qpos), mq_qpos_gen(t->qpos), slot);
+	Relation	rel = mqq_lane_rel(lr, q, mq_qpos_lane(t->qpos), mq_qpos_gen(t->qpos), slot);
 
 	mq_qpos_tid(t->qpos, &tid);
 	return rel != NULL && mqlog_fetch_row(rel, &tid, st, *slot);
@@ -289,9 +289,9 @@ own_entry_fill(LaneRels *lr, MqQueue *q, MqTracked *t)
 	MqlogRowState st;
 	TupleTableSlot *slot;
 
-	if (!tracked_row(lr, q, t, &st, &slot) || st != MQLOG_ROW_OWN)
+	if (!mqq_tracked_row(lr, q, t, &st, &slot) || st != MQLOG_ROW_OWN)
 		return false;
-	tracked_fill(t, slot);
+	mqq_tracked_fill(t, slot);
 	t->own = true;
 	return true;
 }
@@ -306,7 +306,7 @@ int
 mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			  const char *consumer, int prefetch, MqDelivery *out)
 {
-	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 	TimestampTz now = GetCurrentTimestamp();
 	uint32		chash = consumer_hash(consumer);
 	int			got = 0;
@@ -333,7 +333,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 		n = Min(n, prefetch - held);
 	}
 
-	lane_rels_init(&lr);
+	mqq_lane_rels_init(&lr);
 	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
 	{
 		dlist_iter	it;
@@ -352,7 +352,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 				MqlogRowState st;
 				TupleTableSlot *slot;
 
-				if (!tracked_row(&lr, q, t, &st, &slot) || st == MQLOG_ROW_ABORTED)
+				if (!mqq_tracked_row(&lr, q, t, &st, &slot) || st == MQLOG_ROW_ABORTED)
 				{
 					t->state = MQ_T_SETTLED;
 					continue;
@@ -360,14 +360,14 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 				if (st == MQLOG_ROW_OWN && mode == MQ_TAKE_DROP_HEAD)
 				{
 					/* taken below, at once: never READY for others to see */
-					tracked_fill(t, slot);
+					mqq_tracked_fill(t, slot);
 					t->own = true;
 					take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 					continue;
 				}
 				if (st != MQLOG_ROW_COMMITTED)
 					continue;
-				tracked_fill(t, slot);
+				mqq_tracked_fill(t, slot);
 			}
 			if (t->state == MQ_T_LEASED && t->until <= now)
 			{
@@ -407,7 +407,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			t = scan_next(q, qs, lane, &lr, mode == MQ_TAKE_EXPIRE ? now : 0, &end);
 			if (end)
 			{
-				if (t == NULL && got == 0 && qs->ntracked > 0 && mq_shared->nfree == 0)
+				if (t == NULL && got == 0 && qs->ntracked > 0 && mqq_shared->nfree == 0)
 					ereport(WARNING,
 							(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 							 errmsg("queue_ext is tracking mq.max_in_flight = %d messages; queue \"%s\" waits for settlements",
@@ -432,7 +432,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 		}
 	}
-	lane_rels_close(&lr);
+	mqq_lane_rels_close(&lr);
 	note_deliveries(q, qs, out, got, &records);
 	LWLockRelease(&qs->lock);
 	if (wake)
@@ -447,7 +447,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 void
 mq_queue_prepare_wait(MqQueue *q)
 {
-	MqQueueShared *qs = queue_lock(q, LW_EXCLUSIVE);
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 
 	qs->nwaiting++;
 	LWLockRelease(&qs->lock);
@@ -480,7 +480,7 @@ mq_queue_cancel_wait(void)
  * already cancelled (AbortTransaction runs ConditionVariableCancelSleep).
  */
 void
-queue_wait_abort(void)
+mqq_wait_abort(void)
 {
 	if (waiting_on == NULL)
 		return;

@@ -54,7 +54,7 @@ static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 static void mq_session_exit(int code, Datum arg);
 
 void
-register_callbacks(void)
+mqq_register_callbacks(void)
 {
 	if (callbacks_registered)
 		return;
@@ -67,7 +67,7 @@ register_callbacks(void)
 }
 
 void
-local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
+mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
 {
 	if (nlocal == maxlocal)
 	{
@@ -83,7 +83,7 @@ local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
 }
 
 void
-note_leased_queue(MqQueueKey key)
+mqq_note_leased_queue(MqQueueKey key)
 {
 	for (int i = 0; i < nleased_queues; i++)
 		if (leased_queues[i].dbid == key.dbid && leased_queues[i].queue_id == key.queue_id)
@@ -97,7 +97,7 @@ note_leased_queue(MqQueueKey key)
 
 /* Entries this transaction appended to q so far (counted at commit) */
 int64
-local_published(MqQueue *q)
+mqq_local_published(MqQueue *q)
 {
 	int64		n = 0;
 
@@ -134,7 +134,7 @@ local_commit(int from)
 
 		if (a->kind == MQ_L_LEASE)
 			continue;
-		qs = queue_lock_key(a->qkey);
+		qs = mqq_queue_lock_key(a->qkey);
 		if (qs == NULL)
 			continue;
 		if (a->kind == MQ_L_PUBLISH)
@@ -144,7 +144,7 @@ local_commit(int from)
 			ConditionVariableBroadcast(&qs->cv);
 			continue;
 		}
-		t = tracked_find(qs, a->msg_id);
+		t = mqq_tracked_find(qs, a->msg_id);
 		if (t && t->state == MQ_T_ACKING && t->owner == MyProc->pgprocno)
 		{
 			t->state = MQ_T_SETTLED;
@@ -157,7 +157,7 @@ local_commit(int from)
 			 */
 			qs->backlog--;
 			if (++qs->settled_since_floor % 64 == 0)
-				compact(qs, NULL);
+				mqq_compact(qs, NULL);
 		}
 		LWLockRelease(&qs->lock);
 	}
@@ -179,10 +179,10 @@ local_abort(int from)
 				continue;
 			if (a->kind == MQ_L_PUBLISH)
 				continue;
-			qs = queue_lock_key(a->qkey);
+			qs = mqq_queue_lock_key(a->qkey);
 			if (qs == NULL)
 				continue;
-			t = tracked_find(qs, a->msg_id);
+			t = mqq_tracked_find(qs, a->msg_id);
 			if (t && t->owner == MyProc->pgprocno)
 			{
 				if (a->kind == MQ_L_ACK && t->state == MQ_T_ACKING)
@@ -191,7 +191,7 @@ local_abort(int from)
 						 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
 				{
 					/* our own entry, dropped by overflow: its row decides */
-					tracked_set_pending(t);
+					mqq_tracked_set_pending(t);
 					t->own = false;
 					t->owner = -1;
 					qs->unacked--;
@@ -237,7 +237,7 @@ mq_xact_callback(XactEvent event, void *arg)
 			break;
 	}
 	if (event == XACT_EVENT_ABORT)
-		queue_wait_abort();
+		mqq_wait_abort();
 }
 
 static void
@@ -265,11 +265,11 @@ mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 static void
 mq_session_exit(int code, Datum arg)
 {
-	if (mq_shared == NULL)
+	if (mqq_shared == NULL)
 		return;
 	for (int i = 0; i < nleased_queues; i++)
 	{
-		MqQueueShared *qs = queue_lock_key(leased_queues[i]);
+		MqQueueShared *qs = mqq_queue_lock_key(leased_queues[i]);
 		dlist_iter	it;
 		bool		any = false;
 
