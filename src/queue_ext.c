@@ -46,11 +46,6 @@ _PG_init(void)
 							"Whole segments are retired once every queue entry in them is settled.",
 							&mq_segment_blocks, 32768, 16, (1 << 17) / 2,
 							PGC_SUSET, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.lane_segment_size",
-							"Size at which a queue's entry log starts a new generation.",
-							"Generations whose entries are all settled are dropped whole.",
-							&mq_lane_segment_blocks, 8192, 2, MQ_LANE_MAX_BLOCKS / 2,
-							PGC_SIGHUP, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.dedup_window",
 							"How long a publish dedup_id is remembered.",
 							NULL,
@@ -61,16 +56,6 @@ _PG_init(void)
 							 "When off, such commits only raise a warning.",
 							 &mq_quorum_requires_standby, false,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.max_queues",
-							"Most queues (in all databases) with consumer state in shared memory.",
-							NULL,
-							&mq_max_queues, 4096, 16, 1 << 20,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.max_in_flight",
-							"Most messages tracked at once in shared memory (leased, awaiting redelivery or settlement).",
-							NULL,
-							&mq_max_tracked, 65536, 1024, 1 << 26,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.maintenance_naptime",
 							"Time between maintenance passes of the per-database worker.",
 							"Lease expiry, TTL expiry, delayed-message wakeups and check-back run this often.",
@@ -91,11 +76,11 @@ _PG_init(void)
 							NULL,
 							&mq_check_timeout_ms, 10000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	mq_queue_init();
 	MarkGUCPrefixReserved("mq");
 
 	if (mq_preloaded)
 	{
-		mq_queue_state_shmem_init();
 		mq_worker_shmem_init();
 		mq_workers_register();
 	}

@@ -29,12 +29,12 @@
 #include "catalog.h"
 #include "msglog.h"
 
-/* GUCs */
-extern int	mq_max_queues;
-extern int	mq_max_tracked;
-
-/* Shared memory setup, from _PG_init */
-extern void mq_queue_state_shmem_init(void);
+/*
+ * From _PG_init: defines the settings of queue state (mq.max_queues,
+ * mq.max_in_flight, mq.lane_segment_size) and, when preloading, requests
+ * its shared memory.
+ */
+extern void mq_queue_init(void);
 
 typedef struct MqQueueCounts
 {
@@ -79,9 +79,6 @@ extern void mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg,
 
 /* Maintenance: start new lane generations, drop settled ones */
 extern void mq_queue_rotate(MqQueue *q);
-
-/* GUC: entry log size that starts a new generation (mq.lane_segment_size) */
-extern int	mq_lane_segment_blocks;
 
 extern int64 mq_queue_ready_for_publish(MqQueue *q);
 

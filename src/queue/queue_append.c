@@ -28,8 +28,6 @@
 
 #include "queue/queue_int.h"
 
-int			mq_lane_segment_blocks = 8192;
-
 /*
  * Appending entries to a lane.  The generation is read and the rows are
  * written under gen_lock in shared mode, so the worker's switch to a new
@@ -144,7 +142,7 @@ mq_queue_rotate(MqQueue *q)
 				BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
 				table_close(rel, AccessShareLock);
-				if (nblocks >= (BlockNumber) mq_lane_segment_blocks)
+				if (nblocks >= (BlockNumber) mq_lane_segment_size)
 					mq_lane_create(q, lane, write_gen + 1);
 			}
 		}

@@ -181,6 +181,14 @@ mqq_counts_deliveries(MqQueue *q)
 #define MQ_MARK_AHEAD 16
 
 /* queue_shmem.c */
+/*
+ * Settings: mq.max_queues, mq.max_in_flight (the size of the tracked pool)
+ * and mq.lane_segment_size (in blocks: the entry log size that starts a
+ * new generation)
+ */
+extern int	mq_max_queues;
+extern int	mq_max_in_flight;
+extern int	mq_lane_segment_size;
 extern MqSharedState *mqq_shared;
 extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
 extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);

@@ -24,13 +24,16 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 
 #include "queue_ext.h"
 #include "queue/queue_int.h"
 
-int			mq_max_queues = 1024;
-int			mq_max_tracked = 65536;
+/* Settings (see mq_queue_init) */
+int			mq_max_queues = 4096;
+int			mq_max_in_flight = 65536;
+int			mq_lane_segment_size = 8192;
 
 #define MQ_SLOT_MAGIC 0x6d715131
 
@@ -43,7 +46,7 @@ static Size
 shared_size(void)
 {
 	return add_size(offsetof(MqSharedState, pool),
-					mul_size(sizeof(MqTracked), mq_max_tracked));
+					mul_size(sizeof(MqTracked), mq_max_in_flight));
 }
 
 static void
@@ -72,9 +75,9 @@ mq_shmem_startup(void)
 		LWLockInitialize(&mqq_shared->lock, mqq_shared->tranche_id);
 		SpinLockInit(&mqq_shared->pool_lock);
 		dlist_init(&mqq_shared->free_tracked);
-		for (int i = 0; i < mq_max_tracked; i++)
+		for (int i = 0; i < mq_max_in_flight; i++)
 			dlist_push_tail(&mqq_shared->free_tracked, &mqq_shared->pool[i].node);
-		mqq_shared->nfree = mq_max_tracked;
+		mqq_shared->nfree = mq_max_in_flight;
 	}
 	ctl.keysize = sizeof(MqQueueKey);
 	ctl.entrysize = sizeof(MqQueueShared);
@@ -84,9 +87,31 @@ mq_shmem_startup(void)
 	LWLockRegisterTranche(mqq_shared->tranche_id, "queue_ext");
 }
 
+/*
+ * Define queue state's settings and, when preloading, install the hooks
+ * that request and set up its shared memory; from _PG_init.
+ */
 void
-mq_queue_state_shmem_init(void)
+mq_queue_init(void)
 {
+	DefineCustomIntVariable("mq.max_queues",
+							"Most queues (in all databases) with consumer state in shared memory.",
+							NULL,
+							&mq_max_queues, 4096, 16, 1 << 20,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.max_in_flight",
+							"Most messages tracked at once in shared memory (leased, awaiting redelivery or settlement).",
+							NULL,
+							&mq_max_in_flight, 65536, 1024, 1 << 26,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.lane_segment_size",
+							"Size at which a queue's entry log starts a new generation.",
+							"Generations whose entries are all settled are dropped whole.",
+							&mq_lane_segment_size, 8192, 2, MQ_LANE_MAX_BLOCKS / 2,
+							PGC_SIGHUP, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = mq_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;

@@ -411,7 +411,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 					ereport(WARNING,
 							(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 							 errmsg("queue_ext is tracking mq.max_in_flight = %d messages; queue \"%s\" waits for settlements",
-									mq_max_tracked, q->name)));
+									mq_max_in_flight, q->name)));
 				break;
 			}
 			if (t != NULL && t->state == MQ_T_PENDING && mode == MQ_TAKE_DROP_HEAD &&
