@@ -20,7 +20,7 @@
 #include "am/mqlog.h"
 #include "msglog.h"
 #include "queue/queue.h"
-#include "worker_shmem.h"
+#include "worker.h"
 
 
 PG_MODULE_MAGIC;
@@ -30,9 +30,16 @@ bool		mq_preloaded = false;
 void		_PG_init(void);
 
 /*
- * Module load.  The WAL resource manager and shared memory can only be set
- * up from shared_preload_libraries; loaded any other way the access method
- * still works for reading but writers refuse (see mq_require_preload).
+ * Module load.  mqlog_init (the access method), mq_queue_init (queue state)
+ * and mq_worker_init (background workers) each define their own settings
+ * and, when preloading, set up their WAL resource manager, shared memory,
+ * hooks and workers; the other settings are defined here.  Every mq.*
+ * setting must be defined before MarkGUCPrefixReserved, which would
+ * otherwise drop its value from postgresql.conf.
+ *
+ * The WAL resource manager and shared memory can only be set up from
+ * shared_preload_libraries; loaded any other way the access method still
+ * works for reading but writers refuse (see mq_require_preload).
  */
 void
 _PG_init(void)
@@ -56,34 +63,14 @@ _PG_init(void)
 							 "When off, such commits only raise a warning.",
 							 &mq_quorum_requires_standby, false,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.maintenance_naptime",
-							"Time between maintenance passes of the per-database worker.",
-							"Lease expiry, TTL expiry, delayed-message wakeups and check-back run this often.",
-							&mq_maintenance_naptime_ms, 1000, 10, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.launcher_naptime",
-							"Time between checks of the launcher for databases needing a worker.",
-							NULL,
-							&mq_launcher_naptime_ms, 10000, 100, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.retire_interval",
-							"Time between attempts to retire message log segments.",
-							NULL,
-							&mq_retire_interval_ms, 10000, 100, 24 * 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("mq.check_timeout",
 							"Longest a half-message check function may run; longer counts as unknown.",
 							NULL,
 							&mq_check_timeout_ms, 10000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	mq_queue_init();
+	mq_worker_init();
 	MarkGUCPrefixReserved("mq");
-
-	if (mq_preloaded)
-	{
-		mq_worker_shmem_init();
-		mq_workers_register();
-	}
 }
 
 /*

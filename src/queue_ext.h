@@ -40,17 +40,11 @@ extern char *mq_jsonb_get_text(Jsonb *obj, const char *key);
 extern int	mq_segment_blocks;
 extern int	mq_dedup_window_ms;
 extern bool mq_quorum_requires_standby;
-extern int	mq_maintenance_naptime_ms;
-extern int	mq_launcher_naptime_ms;
-extern int	mq_retire_interval_ms;
 extern int	mq_check_timeout_ms;
 
 /* Run fn(arg) in a subtransaction; swallow its error (false), logging it
  * or handing its message back in *error */
 extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg,
 						   char **error);
-
-/* Background workers (worker.c): registers the launcher */
-extern void mq_workers_register(void);
 
 #endif							/* QUEUE_EXT_H */

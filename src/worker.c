@@ -43,12 +43,13 @@
 #include "maintenance.h"
 #include "msglog.h"
 #include "timers.h"
+#include "worker.h"
 #include "worker_shmem.h"
 
 PGDLLEXPORT void mq_launcher_main(Datum arg);
 PGDLLEXPORT void mq_worker_main(Datum arg);
 
-/* GUCs */
+/* Settings (see mq_worker_init) */
 int			mq_maintenance_naptime_ms = 1000;
 int			mq_launcher_naptime_ms = 10000;
 int			mq_retire_interval_ms = 10000;
@@ -92,11 +93,36 @@ mq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 								queryEnv, dest, qc);
 }
 
-/* Register the launcher; from _PG_init while preloading */
+/*
+ * Define the workers' settings and, when preloading, set up the worker
+ * registry, register the launcher and install the ProcessUtility hook;
+ * from _PG_init.
+ */
 void
-mq_workers_register(void)
+mq_worker_init(void)
 {
 	BackgroundWorker bgw;
+
+	DefineCustomIntVariable("mq.maintenance_naptime",
+							"Time between maintenance passes of the per-database worker.",
+							"Lease expiry, TTL expiry, delayed-message wakeups and check-back run this often.",
+							&mq_maintenance_naptime_ms, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.launcher_naptime",
+							"Time between checks of the launcher for databases needing a worker.",
+							NULL,
+							&mq_launcher_naptime_ms, 10000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.retire_interval",
+							"Time between attempts to retire message log segments.",
+							NULL,
+							&mq_retire_interval_ms, 10000, 100, 24 * 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	mq_worker_shmem_init();
 
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
