@@ -109,13 +109,13 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &qpos, &count,
 										   &expires_at);
 
-		if (r == MQ_SETTLE_NOT_OWNER)
+		if (r == MQ_SETTLE_RESULT_NOT_OWNER)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("message " INT64_FORMAT " of queue \"%s\" is leased by another consumer",
 							ids[i], q->name),
 					 errdetail("Only the session a message is delivered to can settle it; its lease may have expired and the message been redelivered.")));
-		if (r == MQ_SETTLE_NOT_FOUND)
+		if (r == MQ_SETTLE_RESULT_NOT_FOUND)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",

@@ -133,9 +133,9 @@ typedef enum MqSettleOp
 
 typedef enum MqSettleResult
 {
-	MQ_SETTLE_OK,
-	MQ_SETTLE_NOT_FOUND,		/* not delivered (unknown, settled or ready) */
-	MQ_SETTLE_NOT_OWNER			/* leased by another session */
+	MQ_SETTLE_RESULT_OK,
+	MQ_SETTLE_RESULT_NOT_FOUND,	/* not delivered (unknown, settled or ready) */
+	MQ_SETTLE_RESULT_NOT_OWNER	/* leased by another session */
 } MqSettleResult;
 
 extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,

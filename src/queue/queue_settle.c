@@ -94,12 +94,12 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 	if (t == NULL || (t->state != MQ_T_LEASED))
 	{
 		LWLockRelease(&qs->lock);
-		return MQ_SETTLE_NOT_FOUND;
+		return MQ_SETTLE_RESULT_NOT_FOUND;
 	}
 	if (t->owner != MyProc->pgprocno)
 	{
 		LWLockRelease(&qs->lock);
-		return MQ_SETTLE_NOT_OWNER;
+		return MQ_SETTLE_RESULT_NOT_OWNER;
 	}
 	*qpos = t->qpos;
 	*delivery_count = t->delivery_count;
@@ -127,7 +127,7 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 			break;
 	}
 	LWLockRelease(&qs->lock);
-	return MQ_SETTLE_OK;
+	return MQ_SETTLE_RESULT_OK;
 }
 
 /*
