@@ -54,6 +54,7 @@ static MqWorkerShared *mq_workers = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
+/* shmem_request_hook: room for the registry */
 static void
 worker_shmem_request(void)
 {
@@ -62,6 +63,7 @@ worker_shmem_request(void)
 	RequestAddinShmemSpace(sizeof(MqWorkerShared));
 }
 
+/* shmem_startup_hook: set up the registry */
 static void
 worker_shmem_startup(void)
 {
@@ -81,6 +83,7 @@ worker_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* Install the registry's shmem hooks; from mq_worker_init, when preloading */
 void
 mq_worker_shmem_init(void)
 {

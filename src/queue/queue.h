@@ -29,6 +29,8 @@
 #include "catalog.h"
 #include "msglog.h"
 
+/* ---------- setting up, forgetting (queue_shmem.c) ---------- */
+
 /*
  * From _PG_init: defines the settings of queue state (mq.max_queues,
  * mq.max_in_flight, mq.lane_segment_size) and, when preloading, requests
@@ -36,33 +38,10 @@
  */
 extern void mq_queue_init(void);
 
-typedef struct MqQueueCounts
-{
-	int64		ready;
-	int64		unacked;
-	int64		delayed;
-	int64		total;
-	int32		consumers;
-	TimestampTz oldest_ready;	/* 0: none */
-	TimestampTz last_delivery;	/* 0: never */
-} MqQueueCounts;
-
-extern void mq_queue_counts(MqQueue *q, MqQueueCounts *counts);
-
-/*
- * Delivery state of an unsettled message of q that was delivered at least
- * once (false if it never was, or is settled, or is not in q).
- */
-typedef struct MqDeliveryState
-{
-	int32		delivery_count;
-	bool		leased;			/* else ready again (redelivery pending) */
-	TimestampTz until;			/* lease end, or ready-not-before */
-} MqDeliveryState;
-
-extern bool mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st);
+/* Forget a deleted queue's state (at once; the queue is gone for good) */
 extern void mq_queue_state_drop(MqQueue *q);
-extern int64 mq_queue_purge_ready(MqQueue *q);
+
+/* ---------- publishing (queue_append.c) ---------- */
 
 /*
  * Publishing: append entries to a lane's current generation; they count in
@@ -80,7 +59,13 @@ extern void mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg,
 /* Maintenance: start new lane generations, drop settled ones */
 extern void mq_queue_rotate(MqQueue *q);
 
+/*
+ * Ready messages of q as they will be once this transaction commits, what
+ * x-max-length is checked against
+ */
 extern int64 mq_queue_ready_for_publish(MqQueue *q);
+
+/* ---------- consuming (queue_take.c) ---------- */
 
 /* What consume hands back for one delivery */
 typedef struct MqDelivery
@@ -113,15 +98,14 @@ extern int	mq_queue_take(MqQueue *q, int n, TimestampTz lease_until,
 /* Earliest due time of a delayed message seen by the last take (0: none) */
 extern TimestampTz mq_queue_next_due(void);
 
-/* Lowest log segment an unsettled entry of q refers to (INT64_MAX: none) */
-extern int64 mq_queue_min_segno(MqQueue *q);
-
 /* Sleep until something is published to q or the timeout (ms) passes */
 extern void mq_queue_prepare_wait(MqQueue *q);
 extern bool mq_queue_wait(MqQueue *q, long timeout_ms);
 extern void mq_queue_cancel_wait(void);
 
-/* Settle operations; return false when the message isn't leased by us */
+/* ---------- settling (queue_settle.c) ---------- */
+
+/* What to do with a message leased by this session */
 typedef enum MqSettleOp
 {
 	MQ_SETTLE_OP_ACK,
@@ -138,15 +122,54 @@ typedef enum MqSettleResult
 	MQ_SETTLE_RESULT_NOT_OWNER	/* leased by another session */
 } MqSettleResult;
 
+/*
+ * Settle msg_id of q; on success *qpos, *delivery_count and *expires_at
+ * (if not NULL) describe its entry, for the settlement record the caller
+ * appends in the same transaction.
+ */
 extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,
 									  TimestampTz when, uint64 *qpos,
 									  int32 *delivery_count,
 									  TimestampTz *expires_at);
 
+/* Record lane floors every so many settlements (call after settling) */
+extern void mq_queue_write_floors(MqQueue *q);
+
+/* Settle every ready message of q without dead-lettering; returns how many */
+extern int64 mq_queue_purge_ready(MqQueue *q);
+
+/* ---------- inspection (queue_inspect.c) ---------- */
+
+typedef struct MqQueueCounts
+{
+	int64		ready;
+	int64		unacked;
+	int64		delayed;
+	int64		total;
+	int32		consumers;
+	TimestampTz oldest_ready;	/* 0: none */
+	TimestampTz last_delivery;	/* 0: never */
+} MqQueueCounts;
+
+extern void mq_queue_counts(MqQueue *q, MqQueueCounts *counts);
+
+/*
+ * Delivery state of an unsettled message of q that was delivered at least
+ * once (false if it never was, or is settled, or is not in q).
+ */
+typedef struct MqDeliveryState
+{
+	int32		delivery_count;
+	bool		leased;			/* else ready again (redelivery pending) */
+	TimestampTz until;			/* lease end, or ready-not-before */
+} MqDeliveryState;
+
+extern bool mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st);
+
 /* Browse ready messages without taking them */
 extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts);
 
-/* Record lane floors every so many settlements (call after settling) */
-extern void mq_queue_write_floors(MqQueue *q);
+/* Lowest log segment an unsettled entry of q refers to (INT64_MAX: none) */
+extern int64 mq_queue_min_segno(MqQueue *q);
 
 #endif							/* MQ_QUEUE_H */

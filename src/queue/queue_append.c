@@ -71,6 +71,7 @@ queue_append_end(MqQueueShared *qs, int n)
 	mqq_local_add(MQ_L_PUBLISH, qs, n, false);
 }
 
+/* Append n entries to a lane of q in this transaction (they count at commit) */
 void
 mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 {
@@ -84,6 +85,7 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	pfree(qpos);
 }
 
+/* Publish one message to one lane of q: message and entry in one WAL record */
 void
 mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry,
 					 bool durable)

@@ -22,6 +22,11 @@
 
 #include "queue/queue_int.h"
 
+/*
+ * What mq.queues shows of q: ready, unacked, delayed and total messages,
+ * consumers (sessions holding a lease, and waiting ones), the oldest ready
+ * message and the last delivery.
+ */
 void
 mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 {
@@ -88,6 +93,7 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	LWLockRelease(&qs->lock);
 }
 
+/* The delivery state of msg_id in q (see queue.h) */
 bool
 mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st)
 {

@@ -41,7 +41,40 @@
 #include "am/mqlog.h"
 #include "queue/queue.h"
 
-#define MQ_MAX_LANES 256
+#define MQ_MAX_LANES 256		/* 1 + the highest x-max-priority */
+
+/*
+ * Locks of queue state, in the order they are taken: while one is held,
+ * only locks further down the list may be requested.
+ *
+ *	1. the queue hash lock (MqSharedState.lock): looking a queue up in the
+ *	   hash (shared), adding or removing its entry (exclusive);
+ *	2. a queue's gen_lock: held shared by every append while it reads the
+ *	   lane's write generation and writes its rows, exclusive only to switch
+ *	   a lane to its next generation, so that no append is in flight then;
+ *	3. a queue's lock, "the queue lock": everything else in MqQueueShared,
+ *	   the queue's tracked list and the entries on it;
+ *	4. the tracked pool's spinlock (MqSharedState.pool_lock): the free list
+ *	   of tracked entries.  Nothing else is taken while it is held.
+ *
+ * Where they nest: dropping a queue's state takes 1, 3, 4
+ * (mq_queue_state_drop); switching a generation takes 2, then 3
+ * (mq_queue_rotate); whoever holds 3 takes 4 to allocate or free a tracked
+ * entry.  Looking a queue up releases 1 before it takes 3 (mqq_queue_lock),
+ * an append releases 3 before it takes 2 (queue_append_begin), and 1 and 2
+ * are never held together.
+ *
+ * Beyond these: the queue lock is held while the lanes are read, so
+ * relation locks and buffer content locks of the lane tables are taken
+ * under it (a backend holding a lane table in AccessExclusiveLock must
+ * therefore never wait for the queue lock; see mq_queue_state_drop);
+ * gen_lock is held while the entry row is written, the message log page
+ * then the entry log page locked (mq_log_append_linked), and the message
+ * log segment is opened, possibly created by DDL, before gen_lock is taken.
+ * Condition variables may be broadcast with the queue lock held.  The
+ * worker registry (worker_shmem.c) has a spinlock of its own that never
+ * nests with these.
+ */
 
 typedef enum MqTrackedState
 {
@@ -52,12 +85,17 @@ typedef enum MqTrackedState
 	MQ_T_SETTLED				/* settled; dropped once below the floor */
 } MqTrackedState;
 
+/*
+ * A tracked entry, from the pool in MqSharedState.  On a queue's tracked
+ * list it is protected by that queue's lock; on the free list, by the
+ * pool's spinlock.
+ */
 typedef struct MqTracked
 {
 	dlist_node	node;			/* in queue's tracked list, or free list */
 	int64		msg_id;
 	uint64		qpos;
-	uint8		state;
+	uint8		state;			/* MqTrackedState */
 	bool		own;			/* our own transaction's entry, taken by an
 								 * overflow (drop-head) before it commits */
 	bool		redelivered;
@@ -70,6 +108,7 @@ typedef struct MqTracked
 	TimestampTz expires_at;
 } MqTracked;
 
+/* Key of the queue hash */
 typedef struct MqQueueKey
 {
 	Oid			dbid;
@@ -84,24 +123,62 @@ typedef struct MqQueueKey
  * old one never grows again and a reader that reaches its end moves on.
  * Generations below the floor are dropped whole: disk use follows the live
  * backlog, not the history.
+ *
+ * Protected by the queue lock, except as noted.
  */
 typedef struct MqLaneState
 {
 	uint64		scan_pos;		/* next entry to examine */
-	uint64		floor_written;	/* last FLOOR record written */
 	uint64		mark;			/* MARK record written: entries below it may
 								 * have been delivered (see MQ_MARK_AHEAD) */
-	int			write_gen;		/* generation publishers append to */
 	int			low_gen;		/* oldest generation still present */
+
+	/*
+	 * Generation publishers append to.  Rotation switches it holding
+	 * gen_lock and the queue lock, both exclusively, and a load sets it
+	 * under the queue lock: appenders read it under gen_lock, readers of
+	 * the lane under the queue lock, and rotation, which alone switches it,
+	 * with neither.
+	 */
+	int			write_gen;
+
+	/*
+	 * Last FLOOR record written.  No lock: it only spares writing the same
+	 * FLOOR twice, and is read and written by mq_queue_write_floors after
+	 * it has released the queue lock (the append must not run under it).
+	 * A stale value costs a redundant FLOOR record, or one written later
+	 * than it could have been (for instance when the transaction that
+	 * wrote a FLOOR rolls back); a restart then replays a little more.
+	 * Replay takes the highest committed FLOOR of each lane, and every
+	 * settlement above it is still in the logs, so neither is an error.
+	 */
+	uint64		floor_written;
 } MqLaneState;
 
+/*
+ * A queue's state: an entry of the queue hash.
+ */
 typedef struct MqQueueShared
 {
-	MqQueueKey	key;
-	uint32		magic;			/* lock and cv initialised (slot reuse) */
+	/*
+	 * Set when the hash entry is made, under the hash lock exclusively
+	 * (nobody can find the entry before); the locks and cv once per slot,
+	 * since dynahash reuses removed entries without clearing them and a
+	 * backend may still wait on a removed entry's lock.
+	 */
+	MqQueueKey	key;			/* hash key: must be first */
+	uint32		magic;			/* lock, gen_lock and cv initialised */
+	LWLock		lock;			/* the queue lock (see below) */
+	LWLock		gen_lock;		/* appenders share it; switching gens takes it */
+	ConditionVariable cv;		/* broadcast when something may be taken */
+
+	/* Set holding the hash lock and the queue lock; read under the latter */
 	bool		dropped;		/* removed from the hash: look again */
-	LWLock		lock;
-	ConditionVariable cv;
+
+	/*
+	 * Protected by the queue lock.  (Making the entry resets dropped,
+	 * loaded, tracked, ntracked and nwaiting under the hash lock alone.)
+	 */
 	bool		loaded;
 	bool		loaded_in_recovery; /* by a hot standby: WAL replay does not
 									 * maintain it, reload on every use */
@@ -114,19 +191,29 @@ typedef struct MqQueueShared
 	int32		settled_since_floor;
 	int32		nreplayed;		/* settled entries from replay not yet scanned */
 	TimestampTz last_delivery;
-	dlist_head	tracked;
-	LWLock		gen_lock;		/* appenders share it; switching gens takes it */
+	dlist_head	tracked;		/* MqTracked entries of this queue */
+
+	/* Protected by the queue lock, except as MqLaneState says */
 	MqLaneState lanes[MQ_MAX_LANES];
 } MqQueueShared;
 
+/*
+ * The one shared struct of queue state, sized by mq.max_in_flight.  The
+ * queue hash itself is a separate shared hash table (mq.max_queues).
+ */
 typedef struct MqSharedState
 {
-	int			tranche_id;
-	LWLock		lock;			/* protects the queue hash */
-	slock_t		pool_lock;		/* protects the free list */
+	/* Immutable after startup */
+	int			tranche_id;		/* of every LWLock of queue state */
+
+	LWLock		lock;			/* the queue hash lock */
+
+	/* Protected by pool_lock */
+	slock_t		pool_lock;		/* the tracked pool's spinlock */
 	dlist_head	free_tracked;
-	int32		nfree;
-	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];
+	int32		nfree;			/* also read without it, as a hint */
+
+	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];	/* mq.max_in_flight of them */
 } MqSharedState;
 
 typedef enum MqLocalKind

@@ -35,6 +35,7 @@
 
 /* ---------- reading lanes across generations ---------- */
 
+/* Start an operation's set of open lane relations */
 void
 mqq_lane_rels_init(LaneRels *lr)
 {
@@ -78,6 +79,7 @@ mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
 	return rel;
 }
 
+/* Drop the slots and close the relations of lr */
 void
 mqq_lane_rels_close(LaneRels *lr)
 {
@@ -127,6 +129,7 @@ mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
 
 /* ---------- replay after a restart ---------- */
 
+/* The tracked entry at qpos if it is SETTLED (from the replay), else NULL */
 static MqTracked *
 tracked_find_settled(MqQueueShared *qs, uint64 qpos)
 {

@@ -33,6 +33,10 @@
 
 /* ---------- floors ---------- */
 
+/*
+ * A lane's floor: its lowest tracked entry that is not settled, or else its
+ * scan position (queue lock held).
+ */
 uint64
 mqq_lane_floor(MqQueueShared *qs, int lane)
 {
@@ -50,8 +54,8 @@ mqq_lane_floor(MqQueueShared *qs, int lane)
 }
 
 /*
- * Drop settled entries below their lane's floor; optionally return the
- * floors that moved since they were last written.
+ * Drop settled entries below their lane's floor; optionally return each
+ * lane's floor (queue lock held).
  */
 void
 mqq_compact(MqQueueShared *qs, uint64 *floors)
@@ -74,6 +78,13 @@ mqq_compact(MqQueueShared *qs, uint64 *floors)
 
 /* ---------- settling ---------- */
 
+/*
+ * Settle msg_id of q, leased by this session: ack, dead-letter or retry
+ * (ACKING until this transaction ends; the caller appends the settlement
+ * record), requeue (ready again, not before when), or extend its lease
+ * (until when).  A message whose lease ran out but that nobody has taken
+ * since is still ours.
+ */
 MqSettleResult
 mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 				uint64 *qpos, int32 *delivery_count, TimestampTz *expires_at)
@@ -151,6 +162,12 @@ mq_queue_write_floors(MqQueue *q)
 	LWLockRelease(&qs->lock);
 	if (!due)
 		return;
+
+	/*
+	 * The records are appended without the queue lock (an insert may do
+	 * I/O and wait); floor_written is only a hint, read and written here
+	 * without it (see MqLaneState).
+	 */
 	for (int lane = 0; lane < nlanes; lane++)
 	{
 		if (floors[lane] > qs->lanes[lane].floor_written)

@@ -42,6 +42,7 @@ static HTAB *mq_queue_htab = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
+/* Size of the shared struct, with its pool of mq.max_in_flight entries */
 static Size
 shared_size(void)
 {
@@ -49,6 +50,7 @@ shared_size(void)
 					mul_size(sizeof(MqTracked), mq_max_in_flight));
 }
 
+/* shmem_request_hook: room for the shared struct and the queue hash */
 static void
 mq_shmem_request(void)
 {
@@ -58,6 +60,7 @@ mq_shmem_request(void)
 									hash_estimate_size(mq_max_queues, sizeof(MqQueueShared))));
 }
 
+/* shmem_startup_hook: the shared struct, its free list and the queue hash */
 static void
 mq_shmem_startup(void)
 {
@@ -118,6 +121,7 @@ mq_queue_init(void)
 	shmem_startup_hook = mq_shmem_startup;
 }
 
+/* A tracked entry from the pool; NULL when all of them are in use */
 static MqTracked *
 tracked_alloc(void)
 {
@@ -133,6 +137,7 @@ tracked_alloc(void)
 	return t;
 }
 
+/* Take t off its queue's list and give it back to the pool (queue lock held) */
 void
 mqq_tracked_free(MqQueueShared *qs, MqTracked *t)
 {
@@ -148,6 +153,9 @@ mqq_tracked_free(MqQueueShared *qs, MqTracked *t)
  * The live (not yet settled) tracked entry of msg_id.  A message can be in
  * a queue twice over time -- nacked with a delay, it is settled and
  * appended again -- while its settled entry waits for compaction.
+ *
+ * XXX A linear walk over what the queue tracks: each settlement costs time
+ * proportional to what is in flight on the queue.
  */
 MqTracked *
 mqq_tracked_find(MqQueueShared *qs, int64 msg_id)
@@ -317,7 +325,16 @@ mqq_queue_lock_key(MqQueueKey key)
 	}
 }
 
-/* Forget a deleted queue's state (at once; the queue is gone for good) */
+/*
+ * Forget a deleted queue's state (at once; the queue is gone for good).
+ *
+ * XXX mq.queue_delete calls this after it has dropped the lane tables, so
+ * it waits for the hash lock and the queue lock while it holds those tables
+ * in AccessExclusiveLock.  A backend that holds the queue lock and waits to
+ * open one of them (a take, the worker's maintenance, a load) then waits
+ * for it: a deadlock the deadlock detector cannot see, which no cancel or
+ * terminate can end either (interrupts are held off under an LWLock).
+ */
 void
 mq_queue_state_drop(MqQueue *q)
 {

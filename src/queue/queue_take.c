@@ -35,6 +35,7 @@ static MqQueueShared *waiting_on = NULL;
 /* Earliest time a tracked entry becomes deliverable, from the last take */
 static TimestampTz next_due = 0;
 
+/* Has t expired by now (its own expiration, or the queue's x-message-ttl)? */
 static bool
 entry_expired(MqQueue *q, MqTracked *t, TimestampTz now)
 {
@@ -46,6 +47,13 @@ entry_expired(MqQueue *q, MqTracked *t, TimestampTz now)
 	return false;
 }
 
+/*
+ * Hash of a consumer name: a tracked entry remembers its holder's consumer
+ * by this hash, and prefetch counts this backend's leases with the same one.
+ *
+ * XXX Two consumer names of one session whose hashes collide share one
+ * prefetch count; names themselves would cost shared memory per entry.
+ */
 static uint32
 consumer_hash(const char *consumer)
 {
@@ -296,12 +304,23 @@ own_entry_fill(LaneRels *lr, MqQueue *q, MqTracked *t)
 	return true;
 }
 
+/* Earliest due time of a delayed message seen by the last take (0: none) */
 TimestampTz
 mq_queue_next_due(void)
 {
 	return next_due;
 }
 
+/*
+ * Take up to n messages of q for this session, highest priority lane first:
+ * first what is tracked and ready (redeliveries, expired leases, entries
+ * whose publisher committed since), then new entries from the scan
+ * position; with prefetch > 0, no more than prefetch leases per consumer.
+ * mode says what becomes of them: leased until lease_until, settled at once
+ * (auto-ack), or handed back dead, for the caller to dead-letter or drop
+ * (overflow, expiry).  The delivery records a restart needs are written
+ * once the queue lock is released, before returning.
+ */
 int
 mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			  const char *consumer, int prefetch, MqDelivery *out)
@@ -444,6 +463,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 
 /* ---------- waiting ---------- */
 
+/* Count as waiting on q, and prepare to sleep on its condition variable */
 void
 mq_queue_prepare_wait(MqQueue *q)
 {
@@ -455,6 +475,7 @@ mq_queue_prepare_wait(MqQueue *q)
 	ConditionVariablePrepareToSleep(&qs->cv);
 }
 
+/* Sleep until q is signalled (true) or timeout_ms has passed (false) */
 bool
 mq_queue_wait(MqQueue *q, long timeout_ms)
 {
@@ -463,6 +484,7 @@ mq_queue_wait(MqQueue *q, long timeout_ms)
 										PG_WAIT_EXTENSION);
 }
 
+/* Stop waiting (after mq_queue_prepare_wait); nothing to do when not waiting */
 void
 mq_queue_cancel_wait(void)
 {

@@ -53,6 +53,7 @@ static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								SubTransactionId parentSubid, void *arg);
 static void mq_session_exit(int code, Datum arg);
 
+/* Register the transaction, subtransaction and session-exit callbacks, once */
 void
 mqq_register_callbacks(void)
 {
@@ -66,6 +67,10 @@ mqq_register_callbacks(void)
 	callbacks_registered = true;
 }
 
+/*
+ * Remember what this (sub)transaction did to message msg_id of qs (for
+ * MQ_L_PUBLISH, msg_id is the number of entries appended).
+ */
 void
 mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
 {
@@ -82,6 +87,7 @@ mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_lease
 	nlocal++;
 }
 
+/* Remember that this session holds leases on the queue key, for its exit */
 void
 mqq_note_leased_queue(MqQueueKey key)
 {
@@ -123,6 +129,10 @@ release_to_ready(MqQueueShared *qs, MqTracked *t)
 	qs->unacked--;
 }
 
+/*
+ * At commit, for the actions from "from" on: appended entries count in the
+ * backlog (and wake consumers), settlements become SETTLED.
+ */
 static void
 local_commit(int from)
 {
@@ -163,6 +173,12 @@ local_commit(int from)
 	}
 }
 
+/*
+ * At the abort of a transaction or subtransaction, undo the actions from
+ * "from" on: settlements first (back to leased), then leases (back to
+ * ready, redelivered; our own entries taken by an overflow, back to
+ * pending).
+ */
 static void
 local_abort(int from)
 {
@@ -208,6 +224,10 @@ local_abort(int from)
 	}
 }
 
+/*
+ * Transaction end: make what it did to queue state hold, or undo it.  A
+ * transaction that consumed or settled cannot be prepared.
+ */
 static void
 mq_xact_callback(XactEvent event, void *arg)
 {
@@ -240,6 +260,7 @@ mq_xact_callback(XactEvent event, void *arg)
 		mqq_wait_abort();
 }
 
+/* Subtransaction end: undo its actions (abort) or pass them up (commit) */
 static void
 mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					SubTransactionId parentSubid, void *arg)
