@@ -6,7 +6,7 @@ DATA = $(wildcard queue_ext--*.sql)
 PGFILEDESC = "queue_ext - message broker with an append-only log table access method"
 
 # Every C file under src/ is part of the module.
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/am/*.c)))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/am/*.c src/queue/*.c)))
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: one test per file in sql/, run in this order.
@@ -27,4 +27,4 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild everything when a header changes
-$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/am/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/am/*.h $(srcdir)/src/queue/*.h)

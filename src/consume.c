@@ -24,7 +24,7 @@
 #include "owner.h"
 #include "msglog.h"
 #include "publish.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 
 PG_FUNCTION_INFO_V1(mq_consume);
 PG_FUNCTION_INFO_V1(mq_browse);

@@ -25,7 +25,7 @@
 #include "maintenance.h"
 #include "msglog.h"
 #include "publish.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 
 PG_FUNCTION_INFO_V1(mq_log_retire);
 

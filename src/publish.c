@@ -32,7 +32,7 @@
 #include "am/mqlog.h"
 #include "msglog.h"
 #include "publish.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "timers.h"
 
 /* GUCs */

@@ -14,7 +14,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 
 /* Durability a publish asks for (mq.publish's durability property) */
 typedef enum MqDurability

@@ -13,12 +13,13 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "am/mqlog.h"
 #include "half.h"
 #include "msglog.h"
 #include "publish.h"
-#include "queue_state.h"
+#include "queue/queue.h"
+#include "worker.h"
 
 
 PG_MODULE_MAGIC;
@@ -26,10 +27,18 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 /*
- * Module load.  The WAL resource manager and shared memory can only be set
- * up from shared_preload_libraries; loaded any other way the access method
- * still works for reading but writers refuse (see mq_require_preload and
- * mqlog_require_rmgr).  Each part defines its own settings.
+ * Module load.  Each part defines its own settings beside their variables
+ * and, when preloading, sets up what it needs: mqlog_init (the access
+ * method and its WAL resource manager), mq_msglog_init, mq_publish_init,
+ * mq_half_init, mq_queue_init (queue state, its shared memory) and
+ * mq_worker_init (background workers).  Every mq.* setting must be defined
+ * before MarkGUCPrefixReserved, which would otherwise drop its value from
+ * postgresql.conf.
+ *
+ * The WAL resource manager and shared memory can only be set up from
+ * shared_preload_libraries; loaded any other way the access method still
+ * works for reading but writers refuse (see mq_require_preload and
+ * mqlog_require_rmgr).
  */
 void
 _PG_init(void)
@@ -40,42 +49,7 @@ _PG_init(void)
 	mq_msglog_init();
 	mq_publish_init();
 	mq_half_init();
-
-	DefineCustomIntVariable("mq.lane_segment_size",
-							"Size at which a queue's entry log starts a new generation.",
-							"Generations whose entries are all settled are dropped whole.",
-							&mq_lane_segment_blocks, 8192, 2, MQ_LANE_MAX_BLOCKS / 2,
-							PGC_SIGHUP, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.max_queues",
-							"Most queues (in all databases) with consumer state in shared memory.",
-							NULL,
-							&mq_max_queues, 4096, 16, 1 << 20,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.max_in_flight",
-							"Most messages tracked at once in shared memory (leased, awaiting redelivery or settlement).",
-							NULL,
-							&mq_max_tracked, 65536, 1024, 1 << 26,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.maintenance_naptime",
-							"Time between maintenance passes of the per-database worker.",
-							"Lease expiry, TTL expiry, delayed-message wakeups and check-back run this often.",
-							&mq_maintenance_naptime_ms, 1000, 10, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.launcher_naptime",
-							"Time between checks of the launcher for databases needing a worker.",
-							NULL,
-							&mq_launcher_naptime_ms, 10000, 100, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mq.retire_interval",
-							"Time between attempts to retire message log segments.",
-							NULL,
-							&mq_retire_interval_ms, 10000, 100, 24 * 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	mq_queue_init();
+	mq_worker_init();
 	MarkGUCPrefixReserved("mq");
-
-	if (mq_preloaded)
-	{
-		mq_queue_state_shmem_init();
-		mq_workers_register();
-	}
 }

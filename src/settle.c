@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * settle.c
- *	  SQL entry points that settle deliveries: mq.ack, mq.nack, mq.reject,
- *	  mq.extend_lease, and mq.queue_purge.
+ *	  SQL entry points that settle deliveries: mq.ack, mq.nack, mq.reject
+ *	  and mq.extend_lease.
  *
  * Settling is transactional: an ack is a settlement record appended in the
  * caller's transaction, so consume + work + ack in one transaction is
@@ -23,7 +23,7 @@
 #include "args.h"
 #include "msglog.h"
 #include "publish.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_ack);
@@ -93,13 +93,13 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &qpos, &count,
 										   &expires_at);
 
-		if (r == MQ_SETTLE_NOT_OWNER)
+		if (r == MQ_SETTLE_RESULT_NOT_OWNER)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("message " INT64_FORMAT " of queue \"%s\" is leased by another consumer",
 							ids[i], q->name),
 					 errdetail("Only the session a message is delivered to can settle it; its lease may have expired and the message been redelivered.")));
-		if (r == MQ_SETTLE_NOT_FOUND)
+		if (r == MQ_SETTLE_RESULT_NOT_FOUND)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",
@@ -204,29 +204,4 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 	until = mq_time_add(GetCurrentTimestamp(),
 						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");
 	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND, until, NULL));
-}
-
-/*
- * Purge: settle every ready message of q (not those delivered and unacked,
- * as in RabbitMQ), without dead-lettering.  Returns how many.
- */
-int64
-mq_queue_purge_ready(MqQueue *q)
-{
-	int64		total = 0;
-	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
-
-	for (;;)
-	{
-		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
-
-		/* dropped, not dead-lettered (as RabbitMQ's purge) */
-		for (int i = 0; i < got; i++)
-			dl[i].dead = false;
-		total += mq_settle_taken(q, dl, got, MQ_SETTLE_DROPPED);
-		if (got < 1000)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return total;
 }

@@ -12,7 +12,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_queue_stats);

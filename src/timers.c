@@ -11,6 +11,9 @@
  *	  rows of a transaction: they survive crashes and an aborted publish
  *	  leaves none.
  *
+ * The worker sleeps until the next due time; a transaction that arms a
+ * timer due earlier sets the worker's latch when it commits.
+ *
  * Unlike the hot path this table gets updates and deletes, one per
  * delayed message; that trade is deliberate (see docs/architecture.md).
  *
@@ -18,6 +21,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -29,13 +33,56 @@
 #include "args.h"
 #include "owner.h"
 #include "publish.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "timers.h"
+#include "worker_shmem.h"
 
 PG_FUNCTION_INFO_V1(mq_cancel);
 
 /* Timers fired per transaction of the worker */
 #define MQ_TIMER_BATCH 1000
+
+/* Earliest timer armed by this transaction (0: none) */
+static TimestampTz timer_due = 0;
+static bool xact_callback_registered = false;
+
+/*
+ * At commit, wake the database's worker if a timer armed by the
+ * transaction falls due before the worker planned to wake up (the worker
+ * sleeps until its next due time); at abort the timers are gone.
+ */
+static void
+timers_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (timer_due != 0)
+				mq_worker_wake(timer_due);
+			timer_due = 0;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			timer_due = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+/* Remember that this transaction armed a timer due then */
+static void
+note_timer(TimestampTz due)
+{
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(timers_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	if (timer_due == 0 || due < timer_due)
+		timer_due = due;
+}
 
 void
 mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
@@ -67,7 +114,7 @@ mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 			nulls[5] = 'n';
 		if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not arm a timer");
-		mq_note_timer(entries[i].visible_at);
+		note_timer(entries[i].visible_at);
 	}
 	mq_owner_leave(&owner);
 }

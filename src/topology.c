@@ -27,7 +27,7 @@
 #include "mqutils.h"
 #include "args.h"
 #include "catalog.h"
-#include "queue_state.h"
+#include "queue/queue.h"
 #include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_exchange_declare);

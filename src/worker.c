@@ -37,21 +37,22 @@
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
-#include "queue_ext.h"
+#include "mqutils.h"
 #include "half.h"
 #include "catalog.h"
 #include "maintenance.h"
 #include "msglog.h"
-#include "queue_state.h"
 #include "timers.h"
+#include "worker.h"
+#include "worker_shmem.h"
 
 PGDLLEXPORT void mq_launcher_main(Datum arg);
 PGDLLEXPORT void mq_worker_main(Datum arg);
 
-/* GUCs */
-int			mq_maintenance_naptime_ms = 1000;
-int			mq_launcher_naptime_ms = 10000;
-int			mq_retire_interval_ms = 10000;
+/* Settings (see mq_worker_init) */
+int			mq_maintenance_naptime = 1000;
+int			mq_launcher_naptime = 10000;
+int			mq_retire_interval = 10000;
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -92,11 +93,36 @@ mq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 								queryEnv, dest, qc);
 }
 
-/* Register the launcher; from _PG_init while preloading */
+/*
+ * Define the workers' settings and, when preloading, set up the worker
+ * registry, register the launcher and install the ProcessUtility hook;
+ * from _PG_init.
+ */
 void
-mq_workers_register(void)
+mq_worker_init(void)
 {
 	BackgroundWorker bgw;
+
+	DefineCustomIntVariable("mq.maintenance_naptime",
+							"Time between maintenance passes of the per-database worker.",
+							"Lease expiry, TTL expiry, delayed-message wakeups and check-back run this often.",
+							&mq_maintenance_naptime, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.launcher_naptime",
+							"Time between checks of the launcher for databases needing a worker.",
+							NULL,
+							&mq_launcher_naptime, 10000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.retire_interval",
+							"Time between attempts to retire message log segments.",
+							NULL,
+							&mq_retire_interval, 10000, 100, 24 * 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	mq_worker_shmem_init();
 
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -229,7 +255,7 @@ mq_launcher_main(Datum arg)
 				!mq_worker_paused(dbid) &&
 				(mq_worker_wanted(dbid) ||
 				 TimestampDifferenceExceeds(w->started, GetCurrentTimestamp(),
-											mq_launcher_naptime_ms)))
+											mq_launcher_naptime)))
 			{
 				if (w->handle)
 					pfree(w->handle);
@@ -241,7 +267,7 @@ mq_launcher_main(Datum arg)
 		list_free(dbs);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 mq_launcher_naptime_ms, PG_WAIT_EXTENSION);
+						 mq_launcher_naptime, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }
@@ -355,7 +381,7 @@ mq_worker_main(Datum arg)
 	{
 		TimestampTz next_due = 0;
 		TimestampTz now;
-		long		sleep_ms = mq_maintenance_naptime_ms;
+		long		sleep_ms = mq_maintenance_naptime;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -379,7 +405,7 @@ mq_worker_main(Datum arg)
 		pgstat_report_activity(STATE_RUNNING, "queue_ext maintenance");
 		now = GetCurrentTimestamp();
 		{
-			bool		retire = now - last_retire >= (int64) mq_retire_interval_ms * 1000;
+			bool		retire = now - last_retire >= (int64) mq_retire_interval * 1000;
 
 			next_due = maintenance_pass(retire);
 			if (retire)

@@ -1,0 +1,210 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_append.c
+ *	  Publishing to a queue: appending entries to a lane's write
+ *	  generation, rotating generations, and the ready count that
+ *	  x-max-length is checked against.
+ *
+ * Entries are appended by the publishing transaction and count in the
+ * queue's backlog once it commits (queue_xact.c).  A lane's entry log is
+ * a chain of generations so that disk use follows the live backlog: the
+ * maintenance worker starts a new generation once the current one reaches
+ * mq.lane_segment_size, switches appends over to it under gen_lock, and
+ * drops old generations once the lane's floor has passed them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "utils/inval.h"
+#include "utils/rel.h"
+
+#include "queue/queue_int.h"
+
+/*
+ * Appending entries to a lane.  The generation is read and the rows are
+ * written under gen_lock in shared mode, so the worker's switch to a new
+ * generation (exclusive) never overlaps an append: once a reader sees the
+ * switch, the old generation is complete.
+ *
+ * queue_append_begin returns the entry log of the lane's write generation,
+ * holding gen_lock in shared mode until queue_append_end().
+ */
+static Oid
+queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	Oid			relid;
+
+	LWLockRelease(&qs->lock);
+	LWLockAcquire(&qs->gen_lock, LW_SHARED);
+	*gen = qs->lanes[lane].write_gen;
+	relid = mq_lane_relid(q->id, lane, *gen, false);
+	if (!OidIsValid(relid))
+	{
+		/* a generation created since we last looked: refresh the caches */
+		AcceptInvalidationMessages();
+		relid = mq_lane_relid(q->id, lane, *gen, false);
+	}
+	if (!OidIsValid(relid))
+	{
+		LWLockRelease(&qs->gen_lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("entry log of queue \"%s\" lane %d is missing", q->name, lane),
+				 errdetail("Generation %d of the lane has no entry log.", *gen),
+				 errhint("Delete and declare the queue again.")));
+	}
+	*qsp = qs;
+	return relid;
+}
+
+/* End an append of n entries: they count in the backlog when we commit */
+static void
+queue_append_end(MqQueueShared *qs, int n)
+{
+	LWLockRelease(&qs->gen_lock);
+	mqq_local_add(MQ_L_PUBLISH, qs, n, false);
+}
+
+/* Append n entries to a lane of q in this transaction (they count at commit) */
+void
+mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
+{
+	uint64	   *qpos = palloc(sizeof(uint64) * n);
+	MqQueueShared *qs;
+	int			gen;
+	Oid			relid = queue_append_begin(q, lane, &gen, &qs);
+
+	mq_entry_append(relid, lane, gen, entries, n, qpos);
+	queue_append_end(qs, n);
+	pfree(qpos);
+}
+
+/* Publish one message to one lane of q: message and entry in one WAL record */
+void
+mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry,
+					 bool durable)
+{
+	int64		segno;
+	Relation	seg;
+	MqQueueShared *qs;
+	int			gen;
+	Oid			relid;
+	uint64		qpos;
+
+	/* first: a full segment is replaced by DDL, not to be run under gen_lock */
+	seg = mq_log_open_append(durable, &segno);
+	relid = queue_append_begin(q, lane, &gen, &qs);
+	mq_log_append_linked(seg, segno, msg, relid, lane, gen, entry, &qpos);
+	queue_append_end(qs, 1);
+	table_close(seg, NoLock);
+}
+
+/*
+ * Called by the maintenance worker for each queue, in its transaction:
+ * - switch a lane to its next generation once that exists (it was created
+ *   and committed in an earlier pass), so appends move on;
+ * - create the next generation when the current one is large;
+ * - drop old generations that are entirely below the lane's floor.
+ */
+void
+mq_queue_rotate(MqQueue *q)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	int			nlanes = qs->nlanes;
+
+	LWLockRelease(&qs->lock);
+	for (int lane = 0; lane < nlanes; lane++)
+	{
+		MqLaneState *ls = &qs->lanes[lane];
+		int			write_gen = ls->write_gen;
+
+		if (write_gen < MQ_QPOS_MAX_GEN &&
+			OidIsValid(mq_lane_relid(q->id, lane, write_gen + 1, false)))
+		{
+			LWLockAcquire(&qs->gen_lock, LW_EXCLUSIVE);
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+			if (ls->write_gen == write_gen)
+				ls->write_gen = write_gen + 1;
+			LWLockRelease(&qs->lock);
+			LWLockRelease(&qs->gen_lock);
+		}
+		else if (write_gen < MQ_QPOS_MAX_GEN)
+		{
+			Oid			relid = mq_lane_relid(q->id, lane, write_gen, false);
+			Relation	rel = OidIsValid(relid) ? try_table_open(relid, AccessShareLock) : NULL;
+
+			if (rel)
+			{
+				BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+				table_close(rel, AccessShareLock);
+				if (nblocks >= (BlockNumber) mq_lane_segment_size)
+					mq_lane_create(q, lane, write_gen + 1);
+			}
+		}
+
+		/* drop generations every entry of which is settled */
+		for (;;)
+		{
+			int			low;
+			uint64		floor;
+
+			LWLockAcquire(&qs->lock, LW_SHARED);
+			low = ls->low_gen;
+			floor = mqq_lane_floor(qs, lane);
+			LWLockRelease(&qs->lock);
+			if (low >= ls->write_gen || floor < mq_qpos_gen_start(lane, low + 1))
+				break;
+			{
+				Oid			qrel = mq_lane_relid(q->id, lane, low, false);
+				Oid			srel = mq_lane_relid(q->id, lane, low, true);
+
+				/* nobody may be reading them; try again later if busy */
+				if ((OidIsValid(qrel) && !ConditionalLockRelationOid(qrel, AccessExclusiveLock)) ||
+					(OidIsValid(srel) && !ConditionalLockRelationOid(srel, AccessExclusiveLock)))
+					break;
+				mq_lane_drop(q->id, lane, low);
+			}
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+			if (ls->low_gen == low)
+				ls->low_gen = low + 1;
+			LWLockRelease(&qs->lock);
+		}
+	}
+}
+
+/* Ready messages of q as they will be once this transaction commits (x-max-length) */
+int64
+mq_queue_ready_for_publish(MqQueue *q)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	int64		own_dropped = 0;
+	int64		ready;
+	dlist_iter	it;
+
+	/*
+	 * Our own entries dropped by overflow are in unacked (they are ACKING)
+	 * but not yet in the backlog: count them apart.
+	 */
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->own && t->state == MQ_T_ACKING && t->owner == MyProc->pgprocno)
+			own_dropped++;
+	}
+	ready = Max(qs->backlog - (qs->unacked - own_dropped), 0) - own_dropped;
+	LWLockRelease(&qs->lock);
+	/* plus what this transaction already published to q */
+	ready += mqq_local_published(q);
+	return ready;
+}

@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_inspect.c
+ *	  Looking at a queue's state without changing it: counts, browsing,
+ *	  the delivery state of one message, and the lowest message log
+ *	  segment a queue still refers to.
+ *
+ * These read what is tracked and, where the answer depends on entries not
+ * scanned yet, the lanes from their scan positions on.  They hold the
+ * queue lock in shared mode (mqq_queue_lock takes it exclusively only to
+ * load a queue's state first).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lwlock.h"
+#include "utils/timestamp.h"
+
+#include "queue/queue_int.h"
+
+/*
+ * What mq.queues shows of q: ready, unacked, delayed and total messages,
+ * consumers (sessions holding a lease, and waiting ones), the oldest ready
+ * message and the last delivery.
+ */
+void
+mq_queue_counts(MqQueue *q, MqQueueCounts *c)
+{
+	MqQueueShared *qs;
+	TimestampTz now = GetCurrentTimestamp();
+	dlist_iter	it;
+	int			owners[64];
+	int			nowners = 0;
+	LaneRels	lr;
+
+	memset(c, 0, sizeof(*c));
+	/* a standby has none of a non-durable queue's messages (see mqq_queue_lock) */
+	if (!q->durable && RecoveryInProgress())
+		return;
+	qs = mqq_queue_lock(q, LW_SHARED);
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_READY && (t->visible_at > now || t->until > now))
+			c->delayed++;
+		else if (t->state == MQ_T_READY &&
+				 (c->oldest_ready == 0 || t->visible_at < c->oldest_ready))
+			c->oldest_ready = t->visible_at;
+		if (t->state == MQ_T_LEASED && t->owner >= 0)
+		{
+			bool		seen = false;
+
+			for (int i = 0; i < nowners; i++)
+				seen |= owners[i] == t->owner;
+			if (!seen && nowners < lengthof(owners))
+				owners[nowners++] = t->owner;
+		}
+	}
+	c->total = Max(qs->backlog, 0);
+	c->unacked = qs->unacked;
+	c->ready = Max(qs->backlog - qs->unacked - c->delayed, 0);
+	c->consumers = nowners + qs->nwaiting;
+	c->last_delivery = qs->last_delivery;
+
+	/* oldest ready not yet scanned: the first committed entry of a lane */
+	mqq_lane_rels_init(&lr);
+	for (int lane = 0; lane < qs->nlanes && c->ready > 0; lane++)
+	{
+		uint64		qpos = qs->lanes[lane].scan_pos;
+		MqlogRowState st;
+		TupleTableSlot *slot;
+
+		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
+			{
+				bool		isnull;
+				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
+
+				if (c->oldest_ready == 0 || v < c->oldest_ready)
+					c->oldest_ready = v;
+				break;
+			}
+			qpos = mqq_qpos_next(qpos);
+		}
+	}
+	mqq_lane_rels_close(&lr);
+	LWLockRelease(&qs->lock);
+}
+
+/* The delivery state of msg_id in q (see queue.h) */
+bool
+mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	MqTracked  *t = mqq_tracked_find(qs, msg_id);
+	bool		found = false;
+
+	if (t != NULL && t->delivery_count > 0 &&
+		(t->state == MQ_T_LEASED || t->state == MQ_T_READY))
+	{
+		st->delivery_count = t->delivery_count;
+		st->leased = (t->state == MQ_T_LEASED);
+		st->until = t->until;
+		found = true;
+	}
+	LWLockRelease(&qs->lock);
+	return found;
+}
+
+/* Browse: ids of up to n ready messages, in delivery order */
+int
+mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	TimestampTz now = GetCurrentTimestamp();
+	int			got = 0;
+	LaneRels	lr;
+
+	mqq_lane_rels_init(&lr);
+	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
+	{
+		TupleTableSlot *slot;
+		uint64		qpos;
+		MqlogRowState st;
+		dlist_iter	it;
+
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (got >= n)
+				break;
+			if (mq_qpos_lane(t->qpos) != lane)
+				continue;
+			if (t->state == MQ_T_READY && t->visible_at <= now && t->until <= now)
+			{
+				delivery_counts[got] = t->delivery_count;
+				msg_ids[got++] = t->msg_id;
+			}
+			else if (t->state == MQ_T_PENDING &&
+					 mqq_tracked_row(&lr, q, t, &st, &slot) && st == MQLOG_ROW_COMMITTED)
+			{
+				/* its publisher committed since a consumer last looked */
+				MqTracked	probe;
+
+				mqq_tracked_fill(&probe, slot);
+				if (probe.visible_at <= now)
+				{
+					delivery_counts[got] = probe.delivery_count;
+					msg_ids[got++] = probe.msg_id;
+				}
+			}
+		}
+		qpos = qs->lanes[lane].scan_pos;
+		while (got < n && mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
+			{
+				bool		isnull;
+
+				if (DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull)) <= now)
+				{
+					delivery_counts[got] = 0;
+					msg_ids[got++] = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
+				}
+			}
+			qpos = mqq_qpos_next(qpos);
+		}
+	}
+	mqq_lane_rels_close(&lr);
+	LWLockRelease(&qs->lock);
+	return got;
+}
+
+/*
+ * Lowest message log segment that an unsettled entry of q refers to: the
+ * tracked entries, then every committed entry not scanned yet (this reads
+ * the backlog, so it is for maintenance only).  The caller holds an
+ * exclusive lock on the segments it wants to drop, so no entry referring
+ * to them is still being written.
+ */
+int64
+mq_queue_min_segno(MqQueue *q)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	int64		min = PG_INT64_MAX;
+	dlist_iter	it;
+	LaneRels	lr;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state != MQ_T_SETTLED && t->msg_id > 0)
+			min = Min(min, mq_msgid_segno(t->msg_id));
+	}
+	mqq_lane_rels_init(&lr);
+	for (int lane = 0; lane < qs->nlanes; lane++)
+	{
+		uint64		qpos = qs->lanes[lane].scan_pos;
+		MqlogRowState st;
+		TupleTableSlot *slot;
+
+		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED || st == MQLOG_ROW_OWN)
+			{
+				bool		isnull;
+
+				min = Min(min, mq_msgid_segno(DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
+																			  &isnull))));
+			}
+			else if (st == MQLOG_ROW_IN_PROGRESS)
+				min = 0;		/* cannot tell yet: keep everything */
+			qpos = mqq_qpos_next(qpos);
+		}
+	}
+	mqq_lane_rels_close(&lr);
+	LWLockRelease(&qs->lock);
+	return min;
+}

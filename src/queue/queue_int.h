@@ -1,0 +1,316 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_int.h
+ *	  Private structs and prototypes shared by the files of src/queue/.
+ *
+ * Nothing outside src/queue/ includes this header: the rest of queue_ext
+ * uses queue/queue.h.
+ *
+ * Invariants, per queue and priority lane:
+ *	- every entry before the lane's floor is settled (acked, dead-lettered,
+ *	  or written by an aborted transaction);
+ *	- every entry between the floor and scan_pos that is not settled is on
+ *	  the queue's tracked list (LEASED, READY for redelivery, ACKING by an
+ *	  open transaction, or PENDING: its publisher had not finished when we
+ *	  scanned it);
+ *	- entries at or after scan_pos have not been looked at.
+ * Publishers commit out of order, so an entry is never skipped because a
+ * later one is already visible: it stays PENDING until its transaction
+ * ends, and the floor cannot pass it.  Aborted entries are simply dropped.
+ *
+ * The tracked list is bounded by what is in flight, not by the backlog or
+ * the history.  Settlements go to the settlement log in the settling
+ * transaction; every MQ_FLOOR_INTERVAL settlements a FLOOR record per lane
+ * is added so that a restart replays only what lies above the floors.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MQ_QUEUE_INT_H
+#define MQ_QUEUE_INT_H
+
+#include "postgres.h"
+
+#include "executor/tuptable.h"
+#include "lib/ilist.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "am/mqlog.h"
+#include "queue/queue.h"
+
+#define MQ_MAX_LANES 256		/* 1 + the highest x-max-priority */
+
+/*
+ * Locks of queue state, in the order they are taken: while one is held,
+ * only locks further down the list may be requested.
+ *
+ *	1. the queue hash lock (MqSharedState.lock): looking a queue up in the
+ *	   hash (shared), adding or removing its entry (exclusive);
+ *	2. a queue's gen_lock: held shared by every append while it reads the
+ *	   lane's write generation and writes its rows, exclusive only to switch
+ *	   a lane to its next generation, so that no append is in flight then;
+ *	3. a queue's lock, "the queue lock": everything else in MqQueueShared,
+ *	   the queue's tracked list and the entries on it;
+ *	4. the tracked pool's spinlock (MqSharedState.pool_lock): the free list
+ *	   of tracked entries.  Nothing else is taken while it is held.
+ *
+ * Where they nest: dropping a queue's state takes 1, 3, 4
+ * (mq_queue_state_drop); switching a generation takes 2, then 3
+ * (mq_queue_rotate); whoever holds 3 takes 4 to allocate or free a tracked
+ * entry.  Looking a queue up releases 1 before it takes 3 (mqq_queue_lock),
+ * an append releases 3 before it takes 2 (queue_append_begin), and 1 and 2
+ * are never held together.
+ *
+ * Beyond these: the queue lock is held while the lanes are read, so
+ * relation locks and buffer content locks of the lane tables are taken
+ * under it (a backend holding a lane table in AccessExclusiveLock must
+ * therefore never wait for the queue lock; see mq_queue_state_drop);
+ * gen_lock is held while the entry row is written, the message log page
+ * then the entry log page locked (mq_log_append_linked), and the message
+ * log segment is opened, possibly created by DDL, before gen_lock is taken.
+ * Condition variables may be broadcast with the queue lock held.  The
+ * worker registry (worker_shmem.c) has a spinlock of its own that never
+ * nests with these.
+ */
+
+typedef enum MqTrackedState
+{
+	MQ_T_PENDING,				/* publisher still in progress */
+	MQ_T_READY,					/* deliverable (from lease_until on) */
+	MQ_T_LEASED,				/* delivered, waiting for settlement */
+	MQ_T_ACKING,				/* settled by an open transaction */
+	MQ_T_SETTLED				/* settled; dropped once below the floor */
+} MqTrackedState;
+
+/*
+ * A tracked entry, from the pool in MqSharedState.  On a queue's tracked
+ * list it is protected by that queue's lock; on the free list, by the
+ * pool's spinlock.
+ */
+typedef struct MqTracked
+{
+	dlist_node	node;			/* in queue's tracked list, or free list */
+	int64		msg_id;
+	uint64		qpos;
+	uint8		state;			/* MqTrackedState */
+	bool		own;			/* our own transaction's entry, taken by an
+								 * overflow (drop-head) before it commits */
+	bool		redelivered;
+	int32		delivery_count;
+	int			owner;			/* pgprocno of the holder, -1: none */
+	int			prev_owner;		/* holder whose lease ran out, until retaken */
+	uint32		consumer_hash;	/* consumer name of the holder */
+	TimestampTz until;			/* LEASED: lease end; READY: not before */
+	TimestampTz visible_at;
+	TimestampTz expires_at;
+} MqTracked;
+
+/* Key of the queue hash */
+typedef struct MqQueueKey
+{
+	Oid			dbid;
+	int32		queue_id;
+} MqQueueKey;
+
+/*
+ * A priority lane is a chain of generations, each an entry log
+ * q<queue>_<lane>_<gen> and a settlement log s<queue>_<lane>_<gen>.
+ * Publishers append to write_gen; once the worker switches to the next
+ * generation (holding gen_lock exclusively, so no append is in flight), the
+ * old one never grows again and a reader that reaches its end moves on.
+ * Generations below the floor are dropped whole: disk use follows the live
+ * backlog, not the history.
+ *
+ * Protected by the queue lock, except as noted.
+ */
+typedef struct MqLaneState
+{
+	uint64		scan_pos;		/* next entry to examine */
+	uint64		mark;			/* MARK record written: entries below it may
+								 * have been delivered (see MQ_MARK_AHEAD) */
+	int			low_gen;		/* oldest generation still present */
+
+	/*
+	 * Generation publishers append to.  Rotation switches it holding
+	 * gen_lock and the queue lock, both exclusively, and a load sets it
+	 * under the queue lock: appenders read it under gen_lock, readers of
+	 * the lane under the queue lock, and rotation, which alone switches it,
+	 * with neither.
+	 */
+	int			write_gen;
+
+	/*
+	 * Last FLOOR record written.  No lock: it only spares writing the same
+	 * FLOOR twice, and is read and written by mq_queue_write_floors after
+	 * it has released the queue lock (the append must not run under it).
+	 * A stale value costs a redundant FLOOR record, or one written later
+	 * than it could have been (for instance when the transaction that
+	 * wrote a FLOOR rolls back); a restart then replays a little more.
+	 * Replay takes the highest committed FLOOR of each lane, and every
+	 * settlement above it is still in the logs, so neither is an error.
+	 */
+	uint64		floor_written;
+} MqLaneState;
+
+/*
+ * A queue's state: an entry of the queue hash.
+ */
+typedef struct MqQueueShared
+{
+	/*
+	 * Set when the hash entry is made, under the hash lock exclusively
+	 * (nobody can find the entry before); the locks and cv once per slot,
+	 * since dynahash reuses removed entries without clearing them and a
+	 * backend may still wait on a removed entry's lock.
+	 */
+	MqQueueKey	key;			/* hash key: must be first */
+	uint32		magic;			/* lock, gen_lock and cv initialised */
+	LWLock		lock;			/* the queue lock (see below) */
+	LWLock		gen_lock;		/* appenders share it; switching gens takes it */
+	ConditionVariable cv;		/* broadcast when something may be taken */
+
+	/* Set holding the hash lock and the queue lock; read under the latter */
+	bool		dropped;		/* removed from the hash: look again */
+
+	/*
+	 * Protected by the queue lock.  (Making the entry resets dropped,
+	 * loaded, tracked, ntracked and nwaiting under the hash lock alone.)
+	 */
+	bool		loaded;
+	bool		loaded_in_recovery; /* by a hot standby: WAL replay does not
+									 * maintain it, reload on every use */
+	Oid			lane0;			/* identifies the queue across re-creations */
+	int			nlanes;
+	int64		backlog;		/* committed, unsettled entries */
+	int64		unacked;		/* LEASED + ACKING */
+	int32		ntracked;
+	int32		nwaiting;
+	int32		settled_since_floor;
+	int32		nreplayed;		/* settled entries from replay not yet scanned */
+	TimestampTz last_delivery;
+	dlist_head	tracked;		/* MqTracked entries of this queue */
+
+	/* Protected by the queue lock, except as MqLaneState says */
+	MqLaneState lanes[MQ_MAX_LANES];
+} MqQueueShared;
+
+/*
+ * The one shared struct of queue state, sized by mq.max_in_flight.  The
+ * queue hash itself is a separate shared hash table (mq.max_queues).
+ */
+typedef struct MqSharedState
+{
+	/* Immutable after startup */
+	int			tranche_id;		/* of every LWLock of queue state */
+
+	LWLock		lock;			/* the queue hash lock */
+
+	/* Protected by pool_lock */
+	slock_t		pool_lock;		/* the tracked pool's spinlock */
+	dlist_head	free_tracked;
+	int32		nfree;			/* also read without it, as a hint */
+
+	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];	/* mq.max_in_flight of them */
+} MqSharedState;
+
+typedef enum MqLocalKind
+{
+	MQ_L_LEASE,					/* lease taken in this transaction */
+	MQ_L_ACK,					/* settlement pending in this transaction */
+	MQ_L_PUBLISH				/* entries appended in this transaction */
+} MqLocalKind;
+
+/* Relations of lane generations opened during one operation */
+typedef struct LaneRels
+{
+	int			n;
+	struct
+	{
+		int			lane;
+		int			gen;
+		Relation	rel;
+		TupleTableSlot *slot;
+	}			e[8];
+} LaneRels;
+
+/* Position just after qpos */
+static inline uint64
+mqq_qpos_next(uint64 qpos)
+{
+	return qpos + 1;
+}
+
+/*
+ * Does q record every delivery (MQ_SETTLE_DELIVERED), so that delivery
+ * counts survive restarts and failover?  Quorum queues do, as RabbitMQ's
+ * keep the count in their replicated log, and so does every queue with an
+ * x-delivery-limit, which would otherwise start counting again after each
+ * crash.  Other queues only write a MARK every few blocks of entries.
+ */
+static inline bool
+mqq_counts_deliveries(MqQueue *q)
+{
+	return q->type == MQ_QUEUE_QUORUM || q->delivery_limit >= 0;
+}
+
+/*
+ * A MARK record covers this many entry positions after a delivery, and is
+ * written again once deliveries come within half of that: one small
+ * record per eight deliveries or more (a position's line pointer number
+ * never comes near overflowing into its block number).  After a restart
+ * every unsettled entry below the mark is flagged redelivered, so a few
+ * that were never delivered may be too (as RabbitMQ allows: the flag means
+ * "may have been delivered before").
+ */
+#define MQ_MARK_AHEAD 16
+
+/* queue_shmem.c */
+/*
+ * Settings: mq.max_queues, mq.max_in_flight (the size of the tracked pool)
+ * and mq.lane_segment_size (in blocks: the entry log size that starts a
+ * new generation)
+ */
+extern int	mq_max_queues;
+extern int	mq_max_in_flight;
+extern int	mq_lane_segment_size;
+extern MqSharedState *mqq_shared;
+extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
+extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);
+extern MqTracked *mqq_track_new(MqQueueShared *qs, uint64 qpos);
+extern MqQueueShared *mqq_queue_lock(MqQueue *q, LWLockMode mode);
+extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key);
+
+/* queue_load.c */
+extern void mqq_lane_rels_init(LaneRels *lr);
+extern Relation mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen,
+							 TupleTableSlot **slot);
+extern void mqq_lane_rels_close(LaneRels *lr);
+extern MqlogReadResult mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs,
+										  uint64 *qpos, MqlogRowState *state,
+										  TupleTableSlot **slot);
+extern bool mqq_replayed_settled(MqQueueShared *qs, uint64 qpos);
+extern void mqq_queue_load(MqQueue *q, MqQueueShared *qs);
+
+/* queue_take.c */
+extern void mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot);
+extern void mqq_tracked_set_pending(MqTracked *t);
+extern void mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
+extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
+							TupleTableSlot **slot);
+extern void mqq_wait_abort(void);
+
+/* queue_settle.c */
+extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
+extern void mqq_compact(MqQueueShared *qs, uint64 *floors);
+
+/* queue_xact.c */
+extern void mqq_register_callbacks(void);
+extern void mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
+						  bool prev_leased);
+extern void mqq_note_leased_queue(MqQueueKey key);
+extern int64 mqq_local_published(MqQueue *q);
+
+#endif							/* MQ_QUEUE_INT_H */

@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_load.c
+ *	  Reading a queue's lanes across their generations, and rebuilding the
+ *	  queue's state from its logs after a restart.
+ *
+ * A lane is read with a cursor over its entry logs: the generations are
+ * separate tables, and a reader moves on to the next one only once the
+ * lane writes there (see MqLaneState), so no entry is ever passed over.
+ *
+ * Shared memory does not survive a restart; the logs do.  Loading a
+ * queue replays its settlement logs: the highest FLOOR per lane, then the
+ * settlements above it, which are tracked as SETTLED (by position: the
+ * records do not name the message) so that the scan passes over them;
+ * then the delivery records (DELIVERED, MARK), so that what may have been
+ * delivered before comes back redelivered, with its delivery count.  The
+ * cost follows the live backlog, not the history: only what lies above
+ * the floors of the live generations is read.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xlog.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/hsearch.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "queue/queue_int.h"
+
+/* ---------- reading lanes across generations ---------- */
+
+/* Start an operation's set of open lane relations */
+void
+mqq_lane_rels_init(LaneRels *lr)
+{
+	lr->n = 0;
+}
+
+/* Entry log of (lane, gen) with a slot, or NULL rel if it is gone */
+Relation
+mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
+{
+	Oid			relid;
+	Relation	rel;
+
+	for (int i = 0; i < lr->n; i++)
+		if (lr->e[i].lane == lane && lr->e[i].gen == gen)
+		{
+			*slot = lr->e[i].slot;
+			return lr->e[i].rel;
+		}
+	relid = mq_lane_relid(q->id, lane, gen, false);
+	rel = OidIsValid(relid) ? try_table_open(relid, AccessShareLock) : NULL;
+	if (rel == NULL)
+	{
+		*slot = NULL;
+		return NULL;
+	}
+	if (lr->n == lengthof(lr->e))
+	{
+		/* evict the oldest */
+		ExecDropSingleTupleTableSlot(lr->e[0].slot);
+		table_close(lr->e[0].rel, AccessShareLock);
+		memmove(&lr->e[0], &lr->e[1], sizeof(lr->e[0]) * (lr->n - 1));
+		lr->n--;
+	}
+	lr->e[lr->n].lane = lane;
+	lr->e[lr->n].gen = gen;
+	lr->e[lr->n].rel = rel;
+	lr->e[lr->n].slot = table_slot_create(rel, NULL);
+	*slot = lr->e[lr->n].slot;
+	lr->n++;
+	return rel;
+}
+
+/* Drop the slots and close the relations of lr */
+void
+mqq_lane_rels_close(LaneRels *lr)
+{
+	for (int i = 0; i < lr->n; i++)
+	{
+		ExecDropSingleTupleTableSlot(lr->e[i].slot);
+		table_close(lr->e[i].rel, AccessShareLock);
+	}
+	lr->n = 0;
+}
+
+/*
+ * The entry at or after *qpos in its lane, following generations up to
+ * write_gen: MQLOG_READ_ROW with *qpos set, *state classified and (for
+ * committed or own rows) *slot holding the row; or MQLOG_READ_END with
+ * *qpos at the next position to try.  A generation is left only once the
+ * lane writes to a later one, so nothing is ever skipped.
+ */
+MqlogReadResult
+mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
+				   MqlogRowState *state, TupleTableSlot **slot)
+{
+	int			lane = mq_qpos_lane(*qpos);
+
+	for (;;)
+	{
+		int			gen = mq_qpos_gen(*qpos);
+		Relation	rel = mqq_lane_rel(lr, q, lane, gen, slot);
+		ItemPointerData pos;
+
+		if (rel != NULL)
+		{
+			mq_qpos_tid(*qpos, &pos);
+			if (mqlog_read_next(rel, &pos, state, *slot) == MQLOG_READ_ROW)
+			{
+				*qpos = mq_qpos_make(lane, gen, &pos);
+				return MQLOG_READ_ROW;
+			}
+			*qpos = mq_qpos_make(lane, gen, &pos);
+		}
+		if (gen >= qs->lanes[lane].write_gen)
+			return MQLOG_READ_END;
+		/* this generation is closed (or gone): on to the next */
+		*qpos = mq_qpos_gen_start(lane, gen + 1);
+	}
+}
+
+/* ---------- replay after a restart ---------- */
+
+/* The tracked entry at qpos if it is SETTLED (from the replay), else NULL */
+static MqTracked *
+tracked_find_settled(MqQueueShared *qs, uint64 qpos)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->qpos == qpos && t->state == MQ_T_SETTLED)
+			return t;
+	}
+	return NULL;
+}
+
+/*
+ * Track the entry at qpos as settled before the restart; false if it
+ * already was.  Settlement records do not name the message: such entries
+ * have msg_id 0 (no message has it) and are found by position.
+ */
+static bool
+track_settled(MqQueueShared *qs, uint64 qpos)
+{
+	MqTracked  *t;
+
+	if (tracked_find_settled(qs, qpos) != NULL)
+		return false;
+	t = mqq_track_new(qs, qpos);
+	if (t == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of tracked message slots while loading queue state"),
+				 errhint("Increase mq.max_in_flight and restart the server.")));
+	t->state = MQ_T_SETTLED;
+	return true;
+}
+
+/* Was the entry at qpos settled before a restart (tracked by the replay)? */
+bool
+mqq_replayed_settled(MqQueueShared *qs, uint64 qpos)
+{
+	return qs->nreplayed > 0 && tracked_find_settled(qs, qpos) != NULL;
+}
+
+/* Deliveries recorded before a restart, per entry position */
+typedef struct ReplayedDelivery
+{
+	uint64		qpos;
+	int32		count;
+} ReplayedDelivery;
+
+/*
+ * Track the entry at qpos (the lane's scan position) again as it stood
+ * before the restart: delivered count times (at least once: below a MARK),
+ * so it comes back redelivered with its delivery count.  Settled and
+ * aborted entries are passed over.  False when no tracking slot is free:
+ * the rest is then scanned as new.
+ */
+static bool
+replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
+				 MqlogRowState st, TupleTableSlot *slot, int32 count)
+{
+	MqTracked  *t;
+
+	if (mqq_replayed_settled(qs, qpos))
+		qs->nreplayed--;
+	else if (st != MQLOG_ROW_ABORTED)
+	{
+		t = mqq_track_new(qs, qpos);
+		if (t == NULL)
+			return false;
+		mqq_track_examined(t, st, slot);
+		if (t->state == MQ_T_READY && count > 0)
+		{
+			t->delivery_count += count;
+			t->redelivered = true;
+		}
+	}
+	ls->scan_pos = mqq_qpos_next(qpos);
+	return true;
+}
+
+/*
+ * Rebuild a queue's state after a restart (or its first use): find each
+ * lane's generations, replay their settlement logs (the highest FLOOR,
+ * then the settlements above it), take up again what may have been
+ * delivered (DELIVERED and MARK records) and count the backlog above the
+ * floor.  Called with qs->lock held exclusively.
+ */
+void
+mqq_queue_load(MqQueue *q, MqQueueShared *qs)
+{
+	LaneRels	lr;
+	bool		counted = mqq_counts_deliveries(q);
+	HTAB	   *delivered;
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(ReplayedDelivery);
+	ctl.hcxt = CurrentMemoryContext;
+	delivered = hash_create("queue_ext replayed deliveries", 64, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	qs->nlanes = q->nlanes;
+	qs->lane0 = q->lanes[0];
+	qs->backlog = 0;
+	qs->unacked = 0;
+	qs->settled_since_floor = 0;
+	qs->nreplayed = 0;
+	qs->last_delivery = 0;
+	qs->loaded_in_recovery = RecoveryInProgress();
+	while (!dlist_is_empty(&qs->tracked))
+		mqq_tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+
+	mqq_lane_rels_init(&lr);
+	for (int lane = 0; lane < q->nlanes; lane++)
+	{
+		MqLaneState *ls = &qs->lanes[lane];
+		uint64		floor = 0;
+		uint64		mark = 0;
+		bool		redeliver = true;
+		int			gen;
+		uint64		qpos;
+		MqlogRowState state;
+		TupleTableSlot *slot;
+
+		/* generations present: low_gen .. write_gen, by name */
+		gen = 0;
+		while (gen < MQ_QPOS_MAX_GEN && !OidIsValid(mq_lane_relid(q->id, lane, gen, false)))
+			gen++;
+		if (gen == MQ_QPOS_MAX_GEN)
+		{
+			/*
+			 * Someone dropped the lane's tables: treat the lane as empty, so
+			 * the queue can still be inspected and deleted (publishing to it
+			 * fails with a clear error).
+			 */
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("entry log of queue \"%s\" lane %d is missing", q->name, lane),
+					 errhint("Delete and declare the queue again.")));
+			gen = 0;
+		}
+		ls->low_gen = gen;
+		while (gen < MQ_QPOS_MAX_GEN && OidIsValid(mq_lane_relid(q->id, lane, gen + 1, false)))
+			gen++;
+		ls->write_gen = gen;
+
+		/* replay the settlement logs: floors first, then what lies above */
+		for (int pass = 0; pass < 2; pass++)
+		{
+			for (gen = ls->low_gen; gen <= ls->write_gen; gen++)
+			{
+				Oid			relid = mq_lane_relid(q->id, lane, gen, true);
+				Relation	rel;
+				TableScanDesc scan;
+				TupleTableSlot *s;
+				bool		found;
+
+				if (!OidIsValid(relid))
+					continue;
+				rel = table_open(relid, AccessShareLock);
+				s = table_slot_create(rel, NULL);
+				scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+				while (table_scan_getnextslot(scan, ForwardScanDirection, s))
+				{
+					bool		isnull;
+					int64		rec = DatumGetInt64(slot_getattr(s, 1, &isnull));
+					int16		kind = mq_settle_kind(rec);
+					uint64		pos = mq_settle_qpos(rec, lane);
+
+					if (pass == 0 && kind == MQ_SETTLE_FLOOR)
+						floor = Max(floor, pos);
+					else if (pass == 0 && kind == MQ_SETTLE_MARK)
+						mark = Max(mark, pos);
+					else if (pass == 1 && kind == MQ_SETTLE_DELIVERED && pos >= floor)
+					{
+						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
+
+						d->count = found ? d->count + 1 : 1;
+						mark = Max(mark, pos + 1);
+					}
+					else if (pass == 1 && mq_settle_kind_settles(kind) && pos >= floor &&
+							 track_settled(qs, pos))
+						qs->nreplayed++;
+				}
+				table_endscan(scan);
+				ExecDropSingleTupleTableSlot(s);
+				table_close(rel, AccessShareLock);
+			}
+		}
+
+		ls->scan_pos = Max(floor, mq_qpos_gen_start(lane, ls->low_gen));
+		ls->floor_written = floor;
+		ls->mark = mark;
+
+		/*
+		 * The backlog: committed entries above the floor not settled.  Those
+		 * that may have been delivered before (below the mark) are tracked
+		 * again at once, redelivered, with their delivery counts.
+		 */
+		qpos = ls->scan_pos;
+		while (mqq_lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
+		{
+			if (state == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
+				qs->backlog++;
+			if (redeliver && qpos < mark)
+			{
+				ReplayedDelivery *d = hash_search(delivered, &qpos, HASH_FIND, NULL);
+				int32		count = d ? d->count : (counted ? 0 : 1);
+
+				redeliver = replay_delivered(qs, ls, qpos, state, slot, count);
+			}
+			qpos = mqq_qpos_next(qpos);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	mqq_lane_rels_close(&lr);
+	hash_destroy(delivered);
+	qs->loaded = true;
+}

@@ -1,0 +1,356 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_shmem.c
+ *	  Queue state in shared memory: the shared struct, the hash of queues,
+ *	  the pool of tracked entries, and locking a queue's state.
+ *
+ * One fixed-size struct holds the pool of tracked entries (mq.max_in_flight
+ * of them, shared by all queues) and the lock of a hash table of queues
+ * (mq.max_queues entries), both set up when the server starts.  A queue's
+ * entry is found or made on first use and loaded from its logs by
+ * mqq_queue_lock; it stays until the queue is deleted.  Hash entries are
+ * reused without being cleared, and a backend may still wait on the lock
+ * of a removed entry, so whoever gets a queue's lock checks that the entry
+ * still belongs to that queue.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+
+#include "mqutils.h"
+#include "queue/queue_int.h"
+
+/* Settings (see mq_queue_init) */
+int			mq_max_queues = 4096;
+int			mq_max_in_flight = 65536;
+int			mq_lane_segment_size = 8192;
+
+#define MQ_SLOT_MAGIC 0x6d715131
+
+MqSharedState *mqq_shared = NULL;
+static HTAB *mq_queue_htab = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* Size of the shared struct, with its pool of mq.max_in_flight entries */
+static Size
+shared_size(void)
+{
+	return add_size(offsetof(MqSharedState, pool),
+					mul_size(sizeof(MqTracked), mq_max_in_flight));
+}
+
+/* shmem_request_hook: room for the shared struct and the queue hash */
+static void
+mq_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(add_size(shared_size(),
+									hash_estimate_size(mq_max_queues, sizeof(MqQueueShared))));
+}
+
+/* shmem_startup_hook: the shared struct, its free list and the queue hash */
+static void
+mq_shmem_startup(void)
+{
+	bool		found;
+	HASHCTL		ctl;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	mqq_shared = ShmemInitStruct("queue_ext state", shared_size(), &found);
+	if (!found)
+	{
+		mqq_shared->tranche_id = LWLockNewTrancheId();
+		LWLockInitialize(&mqq_shared->lock, mqq_shared->tranche_id);
+		SpinLockInit(&mqq_shared->pool_lock);
+		dlist_init(&mqq_shared->free_tracked);
+		for (int i = 0; i < mq_max_in_flight; i++)
+			dlist_push_tail(&mqq_shared->free_tracked, &mqq_shared->pool[i].node);
+		mqq_shared->nfree = mq_max_in_flight;
+	}
+	ctl.keysize = sizeof(MqQueueKey);
+	ctl.entrysize = sizeof(MqQueueShared);
+	mq_queue_htab = ShmemInitHash("queue_ext queues", mq_max_queues, mq_max_queues,
+								  &ctl, HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+	LWLockRegisterTranche(mqq_shared->tranche_id, "queue_ext");
+}
+
+/*
+ * Define queue state's settings and, when preloading, install the hooks
+ * that request and set up its shared memory; from _PG_init.
+ */
+void
+mq_queue_init(void)
+{
+	DefineCustomIntVariable("mq.max_queues",
+							"Most queues (in all databases) with consumer state in shared memory.",
+							NULL,
+							&mq_max_queues, 4096, 16, 1 << 20,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.max_in_flight",
+							"Most messages tracked at once in shared memory (leased, awaiting redelivery or settlement).",
+							NULL,
+							&mq_max_in_flight, 65536, 1024, 1 << 26,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mq.lane_segment_size",
+							"Size at which a queue's entry log starts a new generation.",
+							"Generations whose entries are all settled are dropped whole.",
+							&mq_lane_segment_size, 8192, 2, MQ_LANE_MAX_BLOCKS / 2,
+							PGC_SIGHUP, GUC_UNIT_BLOCKS, NULL, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = mq_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = mq_shmem_startup;
+}
+
+/* A tracked entry from the pool; NULL when all of them are in use */
+static MqTracked *
+tracked_alloc(void)
+{
+	MqTracked  *t = NULL;
+
+	SpinLockAcquire(&mqq_shared->pool_lock);
+	if (!dlist_is_empty(&mqq_shared->free_tracked))
+	{
+		t = dlist_container(MqTracked, node, dlist_pop_head_node(&mqq_shared->free_tracked));
+		mqq_shared->nfree--;
+	}
+	SpinLockRelease(&mqq_shared->pool_lock);
+	return t;
+}
+
+/* Take t off its queue's list and give it back to the pool (queue lock held) */
+void
+mqq_tracked_free(MqQueueShared *qs, MqTracked *t)
+{
+	dlist_delete(&t->node);
+	qs->ntracked--;
+	SpinLockAcquire(&mqq_shared->pool_lock);
+	dlist_push_head(&mqq_shared->free_tracked, &t->node);
+	mqq_shared->nfree++;
+	SpinLockRelease(&mqq_shared->pool_lock);
+}
+
+/*
+ * The live (not yet settled) tracked entry of msg_id.  A message can be in
+ * a queue twice over time -- nacked with a delay, it is settled and
+ * appended again -- while its settled entry waits for compaction.
+ *
+ * XXX A linear walk over what the queue tracks: each settlement costs time
+ * proportional to what is in flight on the queue.
+ */
+MqTracked *
+mqq_tracked_find(MqQueueShared *qs, int64 msg_id)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->msg_id == msg_id && t->state != MQ_T_SETTLED)
+			return t;
+	}
+	return NULL;
+}
+
+/*
+ * A new tracked entry for the entry at qpos, at the end of the queue's
+ * list, with nothing known of it yet; NULL when no slot is free.
+ */
+MqTracked *
+mqq_track_new(MqQueueShared *qs, uint64 qpos)
+{
+	MqTracked  *t = tracked_alloc();
+
+	if (t == NULL)
+		return NULL;
+	memset(t, 0, sizeof(MqTracked));
+	t->qpos = qpos;
+	t->owner = -1;
+	t->prev_owner = -1;
+	t->expires_at = DT_NOEND;
+	dlist_push_tail(&qs->tracked, &t->node);
+	qs->ntracked++;
+	return t;
+}
+
+/* Find (optionally create) the shared entry of a queue */
+static MqQueueShared *
+queue_shared(Oid dbid, int32 queue_id, bool create)
+{
+	MqQueueKey	key;
+	MqQueueShared *qs;
+	bool		found;
+
+	if (mqq_shared == NULL)
+		mq_require_preload("consuming and publishing");
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = dbid;
+	key.queue_id = queue_id;
+
+	LWLockAcquire(&mqq_shared->lock, LW_SHARED);
+	qs = hash_search(mq_queue_htab, &key, HASH_FIND, NULL);
+	LWLockRelease(&mqq_shared->lock);
+	if (qs || !create)
+		return qs;
+
+	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
+	qs = hash_search(mq_queue_htab, &key, HASH_ENTER_NULL, &found);
+	if (qs == NULL)
+	{
+		LWLockRelease(&mqq_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many active queues"),
+				 errhint("Increase mq.max_queues (currently %d) and restart the server.",
+						 mq_max_queues)));
+	}
+	if (!found)
+	{
+		/*
+		 * dynahash reuses removed entries without clearing them; a backend
+		 * may still wait on the lock of a removed queue's slot, so a lock is
+		 * initialised only once per slot (it rechecks the key, see
+		 * mqq_queue_lock).
+		 */
+		if (qs->magic != MQ_SLOT_MAGIC)
+		{
+			LWLockInitialize(&qs->lock, mqq_shared->tranche_id);
+			LWLockInitialize(&qs->gen_lock, mqq_shared->tranche_id);
+			ConditionVariableInit(&qs->cv);
+			qs->magic = MQ_SLOT_MAGIC;
+		}
+		qs->dropped = false;
+		qs->loaded = false;
+		dlist_init(&qs->tracked);
+		qs->ntracked = 0;
+		qs->nwaiting = 0;
+	}
+	LWLockRelease(&mqq_shared->lock);
+	return qs;
+}
+
+/*
+ * Must q's shared state be (re)built from the logs?  Once loaded, it is
+ * kept up to date by the backends that publish and settle; but on a hot
+ * standby nothing is, since WAL replay knows nothing of it: state read
+ * there is rebuilt at every use, and once more after promotion, so that a
+ * promoted standby serves exactly what the primary had settled.  (The
+ * lane check catches a queue id reused after DROP EXTENSION.)
+ */
+static inline bool
+queue_needs_load(MqQueue *q, MqQueueShared *qs)
+{
+	return !qs->loaded || qs->loaded_in_recovery ||
+		qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
+}
+
+/* Shared state of q, loaded; returns with qs->lock held in mode */
+MqQueueShared *
+mqq_queue_lock(MqQueue *q, LWLockMode mode)
+{
+	MqQueueShared *qs;
+
+	/* unlogged lanes: a standby has only their initialization fork */
+	if (!q->durable && RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("queue \"%s\" is not durable: its messages are not on standbys", q->name),
+				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
+	mqq_register_callbacks();
+	for (;;)
+	{
+		qs = queue_shared(MyDatabaseId, q->id, true);
+		LWLockAcquire(&qs->lock, mode);
+		if (!qs->dropped && qs->key.dbid == MyDatabaseId && qs->key.queue_id == q->id)
+			break;
+		/* the slot was removed (queue deleted) or reused meanwhile */
+		LWLockRelease(&qs->lock);
+	}
+	if (queue_needs_load(q, qs))
+	{
+		if (mode != LW_EXCLUSIVE)
+		{
+			LWLockRelease(&qs->lock);
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		}
+		if (queue_needs_load(q, qs))
+			mqq_queue_load(q, qs);
+	}
+	return qs;
+}
+
+/*
+ * Lock the shared state of a queue known by key, if it still exists;
+ * NULL when it does not (deleted, or never loaded since a restart).
+ */
+MqQueueShared *
+mqq_queue_lock_key(MqQueueKey key)
+{
+	for (;;)
+	{
+		MqQueueShared *qs = queue_shared(key.dbid, key.queue_id, false);
+
+		if (qs == NULL)
+			return NULL;
+		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		if (!qs->dropped && qs->key.dbid == key.dbid && qs->key.queue_id == key.queue_id)
+		{
+			if (qs->loaded)
+				return qs;
+			LWLockRelease(&qs->lock);
+			return NULL;
+		}
+		LWLockRelease(&qs->lock);
+	}
+}
+
+/*
+ * Forget a deleted queue's state.  mq.queue_delete calls this only once its
+ * transaction has committed and released its locks (topology.c): called
+ * while the lane tables are held in AccessExclusiveLock, it would wait for
+ * the queue lock of a backend that waits to open one of them under it (a
+ * take, the worker's maintenance, a load), a deadlock the deadlock detector
+ * cannot see.
+ */
+void
+mq_queue_state_drop(int32 queue_id)
+{
+	MqQueueShared *qs;
+
+	if (!mq_preloaded)
+		return;
+	qs = queue_shared(MyDatabaseId, queue_id, false);
+	if (qs == NULL)
+		return;
+	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+	while (!dlist_is_empty(&qs->tracked))
+		mqq_tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+	qs->loaded = false;
+	qs->dropped = true;
+	hash_search(mq_queue_htab, &qs->key, HASH_REMOVE, NULL);
+	LWLockRelease(&qs->lock);
+	LWLockRelease(&mqq_shared->lock);
+	ConditionVariableBroadcast(&qs->cv);
+}

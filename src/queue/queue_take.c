@@ -1,0 +1,523 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_take.c
+ *	  Taking messages from a queue: the scan of its lanes, leases,
+ *	  prefetch, delivery records, and waiting for something to take.
+ *
+ * A take hands out, highest priority lane first, what is already tracked
+ * and ready (redeliveries, expired leases, entries whose publisher has
+ * committed since), then advances the lane's scan position over new
+ * entries.  The correctness rule of the design is kept here: publishers
+ * commit out of order, so an entry whose publisher is still in progress
+ * is tracked as PENDING and looked at again later, never skipped because
+ * a later one is visible already; an aborted one is dropped for good.
+ *
+ * What a restart must know of the deliveries made (DELIVERED or MARK
+ * records) is collected under the queue lock and written once it is
+ * released, before the messages reach the consumer.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+
+#include "queue/queue_int.h"
+
+/* The queue this backend waits on, between prepare_wait and cancel_wait */
+static MqQueueShared *waiting_on = NULL;
+
+/* Earliest time a tracked entry becomes deliverable, from the last take */
+static TimestampTz next_due = 0;
+
+/* Has t expired by now (its own expiration, or the queue's x-message-ttl)? */
+static bool
+entry_expired(MqQueue *q, MqTracked *t, TimestampTz now)
+{
+	if (t->expires_at != DT_NOEND && t->expires_at <= now)
+		return true;
+	/* now - ttl, not visible_at + ttl: a message due near the end of time */
+	if (q->message_ttl_ms >= 0 &&
+		t->visible_at <= now - q->message_ttl_ms * 1000)
+		return true;
+	return false;
+}
+
+/*
+ * Hash of a consumer name: a tracked entry remembers its holder's consumer
+ * by this hash, and prefetch counts this backend's leases with the same one.
+ *
+ * XXX Two consumer names of one session whose hashes collide share one
+ * prefetch count; names themselves would cost shared memory per entry.
+ */
+static uint32
+consumer_hash(const char *consumer)
+{
+	uint32		h = 0;
+
+	if (consumer)
+		for (const char *p = consumer; *p; p++)
+			h = h * 31 + (unsigned char) *p;
+	return h;
+}
+
+/* Copy a committed entry's columns into t, which becomes READY */
+void
+mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
+{
+	bool		isnull;
+
+	t->msg_id = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
+	t->visible_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
+	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_EXPIRES_AT, &isnull));
+	if (isnull)
+		t->expires_at = DT_NOEND;
+	/* appended again after a nack with delay: it was delivered before */
+	t->delivery_count = DatumGetInt32(slot_getattr(slot, MQ_ENTRY_ATT_DELIVERY_COUNT, &isnull));
+	if (isnull)
+		t->delivery_count = 0;
+	t->redelivered = t->delivery_count > 0;
+	t->state = MQ_T_READY;
+}
+
+/* t waits for its publisher to end; a placeholder id no ack can name */
+void
+mqq_tracked_set_pending(MqTracked *t)
+{
+	t->state = MQ_T_PENDING;
+	t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;
+}
+
+/*
+ * A newly tracked entry as the scan found it: READY when its publisher
+ * committed, else PENDING (in progress or our own), looked at again once
+ * that transaction has ended.
+ */
+void
+mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot)
+{
+	if (st != MQLOG_ROW_COMMITTED)
+	{
+		mqq_tracked_set_pending(t);
+		return;
+	}
+	mqq_tracked_fill(t, slot);
+}
+
+/* Hand t over: lease, auto-ack or dead-letter it */
+static void
+take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
+		 TimestampTz lease_until, MqTakeMode mode, uint32 chash, MqDelivery *d)
+{
+	bool		was_ready = (t->state == MQ_T_READY || t->state == MQ_T_PENDING);
+
+	d->msg_id = t->msg_id;
+	d->qpos = t->qpos;
+	d->dead = false;
+	d->dead_reason = NULL;
+
+	if (mode == MQ_TAKE_DROP_HEAD)
+	{
+		d->dead = true;
+		d->dead_reason = "maxlen";
+	}
+	else if (mode == MQ_TAKE_EXPIRE)
+	{
+		d->dead = true;
+		d->dead_reason = "expired";
+	}
+	else if (entry_expired(q, t, now))
+	{
+		d->dead = true;
+		d->dead_reason = "expired";
+	}
+	else if (q->delivery_limit >= 0 && t->delivery_count > q->delivery_limit)
+	{
+		d->dead = true;
+		d->dead_reason = "delivery_limit";
+	}
+
+	if (!d->dead)
+	{
+		t->delivery_count++;
+		if (t->delivery_count > 1)
+			t->redelivered = true;
+	}
+	d->redelivered = t->redelivered;
+	d->delivery_count = t->delivery_count;
+
+	t->owner = MyProc->pgprocno;
+	t->prev_owner = -1;
+	t->consumer_hash = chash;
+	if (was_ready)
+		qs->unacked++;
+	if (d->dead || mode == MQ_TAKE_AUTO_ACK)
+	{
+		t->state = MQ_T_ACKING;
+		mqq_local_add(MQ_L_LEASE, qs, t->msg_id, false);
+		mqq_local_add(MQ_L_ACK, qs, t->msg_id, false);
+	}
+	else
+	{
+		t->state = MQ_T_LEASED;
+		t->until = lease_until;
+		mqq_local_add(MQ_L_LEASE, qs, t->msg_id, false);
+		qs->last_delivery = now;
+	}
+	mqq_note_leased_queue(qs->key);
+}
+
+/*
+ * Examine the entry at a lane's scan position and advance past it.  Sets
+ * *end (returning NULL) at the end of the lane or when no tracking slot is
+ * free.  Returns the new tracked entry, or NULL for one to ignore (aborted,
+ * or settled before a restart).  With expire_before != 0 (head expiry),
+ * stops instead at the first entry that is uncommitted or not expired,
+ * leaving it unscanned.
+ */
+static MqTracked *
+scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
+		  TimestampTz expire_before, bool *end)
+{
+	MqLaneState *ls = &qs->lanes[lane];
+	uint64		qpos = ls->scan_pos;
+	MqlogRowState st;
+	TupleTableSlot *slot;
+	MqTracked  *t;
+
+	*end = false;
+	if (mqq_lane_read_next(lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_END)
+	{
+		ls->scan_pos = qpos;
+		*end = true;
+		return NULL;
+	}
+	if (st == MQLOG_ROW_ABORTED)
+	{
+		ls->scan_pos = mqq_qpos_next(qpos);
+		return NULL;
+	}
+
+	/*
+	 * After a restart, entries settled above the floor are tracked as
+	 * SETTLED by the replay: the scan must pass over them, not deliver them
+	 * again.
+	 */
+	if (mqq_replayed_settled(qs, qpos))
+	{
+		qs->nreplayed--;
+		ls->scan_pos = mqq_qpos_next(qpos);
+		return NULL;
+	}
+	if (expire_before != 0)
+	{
+		MqTracked	probe;
+
+		if (st != MQLOG_ROW_COMMITTED)
+		{
+			*end = true;
+			return NULL;
+		}
+		mqq_tracked_fill(&probe, slot);
+		if (!entry_expired(q, &probe, expire_before))
+		{
+			*end = true;
+			return NULL;
+		}
+	}
+	t = mqq_track_new(qs, qpos);
+	if (t == NULL)
+	{
+		*end = true;
+		return NULL;
+	}
+	ls->scan_pos = mqq_qpos_next(qpos);
+	mqq_track_examined(t, st, slot);
+	return t;
+}
+
+/*
+ * Collect the delivery records a restart needs for the deliveries just
+ * made (qs->lock held; the caller writes them once it is released, before
+ * the messages reach the consumer): one DELIVERED per message on queues
+ * that count deliveries, else a MARK when deliveries come near the last.
+ */
+static void
+note_deliveries(MqQueue *q, MqQueueShared *qs, MqDelivery *out, int n,
+				MqSettleBatch *records)
+{
+	bool		counted = mqq_counts_deliveries(q);
+	uint64		last[MQ_MAX_LANES];
+
+	mq_settle_batch_init(records, q);
+	records->frozen = true;
+	memset(last, 0, sizeof(uint64) * qs->nlanes);
+	for (int i = 0; i < n; i++)
+	{
+		if (out[i].dead)
+			continue;			/* dead-lettered by the caller, not delivered */
+		if (counted)
+			mq_settle_batch_add(records, MQ_SETTLE_DELIVERED, out[i].qpos);
+		else
+			last[mq_qpos_lane(out[i].qpos)] = Max(last[mq_qpos_lane(out[i].qpos)],
+												  out[i].qpos);
+	}
+	/* one MARK per lane at most, after the furthest delivery of the call */
+	for (int lane = 0; lane < qs->nlanes && !counted; lane++)
+	{
+		MqLaneState *ls = &qs->lanes[lane];
+
+		if (last[lane] != 0 && last[lane] + MQ_MARK_AHEAD / 2 > ls->mark)
+		{
+			ls->mark = last[lane] + MQ_MARK_AHEAD;
+			mq_settle_batch_add(records, MQ_SETTLE_MARK, ls->mark);
+		}
+	}
+}
+
+/*
+ * Read the entry row of tracked entry t again (a PENDING one, to see how
+ * its publisher ended): false if the row is gone (its generation dropped).
+ */
+bool
+mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
+				TupleTableSlot **slot)
+{
+	ItemPointerData tid;
+	Relation	rel = mqq_lane_rel(lr, q, mq_qpos_lane(t->qpos), mq_qpos_gen(t->qpos), slot);
+
+	mq_qpos_tid(t->qpos, &tid);
+	return rel != NULL && mqlog_fetch_row(rel, &tid, st, *slot);
+}
+
+/*
+ * x-max-length must hold once the transaction commits, so overflow
+ * (drop-head) also drops the transaction's own entries, oldest first, once
+ * no committed one is left: fill t from its row if the row is ours (the
+ * caller takes it at once).  On abort it goes back to PENDING (local_abort).
+ */
+static bool
+own_entry_fill(LaneRels *lr, MqQueue *q, MqTracked *t)
+{
+	MqlogRowState st;
+	TupleTableSlot *slot;
+
+	if (!mqq_tracked_row(lr, q, t, &st, &slot) || st != MQLOG_ROW_OWN)
+		return false;
+	mqq_tracked_fill(t, slot);
+	t->own = true;
+	return true;
+}
+
+/* Earliest due time of a delayed message seen by the last take (0: none) */
+TimestampTz
+mq_queue_next_due(void)
+{
+	return next_due;
+}
+
+/*
+ * Take up to n messages of q for this session, highest priority lane first:
+ * first what is tracked and ready (redeliveries, expired leases, entries
+ * whose publisher committed since), then new entries from the scan
+ * position; with prefetch > 0, no more than prefetch leases per consumer.
+ * mode says what becomes of them: leased until lease_until, settled at once
+ * (auto-ack), or handed back dead, for the caller to dead-letter or drop
+ * (overflow, expiry).  The delivery records a restart needs are written
+ * once the queue lock is released, before returning.
+ */
+int
+mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
+			  const char *consumer, int prefetch, MqDelivery *out)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+	TimestampTz now = GetCurrentTimestamp();
+	uint32		chash = consumer_hash(consumer);
+	int			got = 0;
+	bool		wake = false;
+	LaneRels	lr;
+	MqSettleBatch records;
+
+	next_due = 0;
+
+	/* prefetch: unacked deliveries held by this consumer */
+	if (prefetch > 0 && mode != MQ_TAKE_DROP_HEAD && mode != MQ_TAKE_EXPIRE)
+	{
+		int			held = 0;
+		dlist_iter	it;
+
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (t->state == MQ_T_LEASED && t->owner == MyProc->pgprocno &&
+				t->consumer_hash == chash)
+				held++;
+		}
+		n = Min(n, prefetch - held);
+	}
+
+	mqq_lane_rels_init(&lr);
+	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
+	{
+		dlist_iter	it;
+
+		/* First what we already track: redeliveries, late commits */
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (got >= n)
+				break;
+			if (mq_qpos_lane(t->qpos) != lane)
+				continue;
+			if (t->state == MQ_T_PENDING)
+			{
+				MqlogRowState st;
+				TupleTableSlot *slot;
+
+				if (!mqq_tracked_row(&lr, q, t, &st, &slot) || st == MQLOG_ROW_ABORTED)
+				{
+					t->state = MQ_T_SETTLED;
+					continue;
+				}
+				if (st == MQLOG_ROW_OWN && mode == MQ_TAKE_DROP_HEAD)
+				{
+					/* taken below, at once: never READY for others to see */
+					mqq_tracked_fill(t, slot);
+					t->own = true;
+					take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
+					continue;
+				}
+				if (st != MQLOG_ROW_COMMITTED)
+					continue;
+				mqq_tracked_fill(t, slot);
+			}
+			if (t->state == MQ_T_LEASED && t->until <= now)
+			{
+				/* lease expired: back to ready, redelivered */
+				t->state = MQ_T_READY;
+				t->prev_owner = t->owner;
+				t->owner = -1;
+				t->until = 0;
+				t->redelivered = true;
+				qs->unacked--;
+				wake = true;
+			}
+			if (t->state != MQ_T_READY)
+				continue;
+			if (t->until > now || t->visible_at > now)
+			{
+				TimestampTz due = Max(t->until, t->visible_at);
+
+				if (next_due == 0 || due < next_due)
+					next_due = due;
+				continue;
+			}
+			if (mode == MQ_TAKE_EXPIRE && !entry_expired(q, t, now))
+			{
+				wake = true;	/* a ready message: consumers may be waiting */
+				continue;
+			}
+			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
+		}
+
+		/* Then new entries from the scan position on */
+		while (got < n)
+		{
+			MqTracked  *t;
+			bool		end;
+
+			t = scan_next(q, qs, lane, &lr, mode == MQ_TAKE_EXPIRE ? now : 0, &end);
+			if (end)
+			{
+				if (t == NULL && got == 0 && qs->ntracked > 0 && mqq_shared->nfree == 0)
+					ereport(WARNING,
+							(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+							 errmsg("queue_ext is tracking mq.max_in_flight = %d messages; queue \"%s\" waits for settlements",
+									mq_max_in_flight, q->name)));
+				break;
+			}
+			if (t != NULL && t->state == MQ_T_PENDING && mode == MQ_TAKE_DROP_HEAD &&
+				own_entry_fill(&lr, q, t))
+			{
+				take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
+				continue;
+			}
+			if (t == NULL || t->state != MQ_T_READY)
+				continue;
+			if (t->visible_at > now)
+			{
+				/* delayed: stays tracked until due */
+				if (next_due == 0 || t->visible_at < next_due)
+					next_due = t->visible_at;
+				continue;
+			}
+			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
+		}
+	}
+	mqq_lane_rels_close(&lr);
+	note_deliveries(q, qs, out, got, &records);
+	LWLockRelease(&qs->lock);
+	if (wake)
+		ConditionVariableBroadcast(&qs->cv);
+	if (records.n > 0)
+		mq_settle_batch_flush(&records);
+	return got;
+}
+
+/* ---------- waiting ---------- */
+
+/* Count as waiting on q, and prepare to sleep on its condition variable */
+void
+mq_queue_prepare_wait(MqQueue *q)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+
+	qs->nwaiting++;
+	LWLockRelease(&qs->lock);
+	waiting_on = qs;
+	ConditionVariablePrepareToSleep(&qs->cv);
+}
+
+/* Sleep until q is signalled (true) or timeout_ms has passed (false) */
+bool
+mq_queue_wait(MqQueue *q, long timeout_ms)
+{
+	Assert(waiting_on != NULL);
+	return !ConditionVariableTimedSleep(&waiting_on->cv, timeout_ms,
+										PG_WAIT_EXTENSION);
+}
+
+/* Stop waiting (after mq_queue_prepare_wait); nothing to do when not waiting */
+void
+mq_queue_cancel_wait(void)
+{
+	if (waiting_on == NULL)
+		return;
+	ConditionVariableCancelSleep();
+	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
+	waiting_on->nwaiting--;
+	LWLockRelease(&waiting_on->lock);
+	waiting_on = NULL;
+}
+
+/*
+ * At abort: stop counting as a waiting consumer.  The sleep itself is
+ * already cancelled (AbortTransaction runs ConditionVariableCancelSleep).
+ */
+void
+mqq_wait_abort(void)
+{
+	if (waiting_on == NULL)
+		return;
+	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
+	waiting_on->nwaiting--;
+	LWLockRelease(&waiting_on->lock);
+	waiting_on = NULL;
+}

@@ -1,0 +1,318 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_xact.c
+ *	  What a backend did to queue state in its transaction, and what
+ *	  becomes of it when the transaction, a subtransaction or the session
+ *	  ends.
+ *
+ * Leases, settlements and appends change shared state at once (so that
+ * others see a leased message as taken), but they only hold if the
+ * transaction commits.  Each backend therefore keeps a list of what it
+ * did, with the (sub)transaction level that did it: at commit, settled
+ * entries become SETTLED and appended ones count in the backlog; at abort
+ * (or the abort of a subtransaction), settlements go back to leased and
+ * leases taken go back to ready, redelivered.  When the session ends,
+ * everything it still holds becomes ready at once.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+
+#include "queue/queue_int.h"
+
+/* ---------- backend-local bookkeeping for transaction ends ---------- */
+
+typedef struct MqLocalAction
+{
+	MqLocalKind kind;
+	int			nest;			/* (sub)transaction nesting level */
+	MqQueueKey	qkey;
+	int64		msg_id;			/* PUBLISH: number of entries */
+	bool		prev_leased;	/* ACK: message was leased before */
+} MqLocalAction;
+
+static MqLocalAction *local_actions = NULL;
+static int	nlocal = 0;
+static int	maxlocal = 0;
+
+/* Queues this session holds leases on (for release at exit) */
+static MqQueueKey *leased_queues = NULL;
+static int	nleased_queues = 0;
+static bool callbacks_registered = false;
+
+static void mq_xact_callback(XactEvent event, void *arg);
+static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								SubTransactionId parentSubid, void *arg);
+static void mq_session_exit(int code, Datum arg);
+
+/* Register the transaction, subtransaction and session-exit callbacks, once */
+void
+mqq_register_callbacks(void)
+{
+	if (callbacks_registered)
+		return;
+	RegisterXactCallback(mq_xact_callback, NULL);
+	RegisterSubXactCallback(mq_subxact_callback, NULL);
+	before_shmem_exit(mq_session_exit, (Datum) 0);
+	local_actions = MemoryContextAlloc(TopMemoryContext, sizeof(MqLocalAction) * 64);
+	maxlocal = 64;
+	callbacks_registered = true;
+}
+
+/*
+ * Remember what this (sub)transaction did to message msg_id of qs (for
+ * MQ_L_PUBLISH, msg_id is the number of entries appended).
+ */
+void
+mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
+{
+	if (nlocal == maxlocal)
+	{
+		maxlocal *= 2;
+		local_actions = repalloc(local_actions, sizeof(MqLocalAction) * maxlocal);
+	}
+	local_actions[nlocal].kind = kind;
+	local_actions[nlocal].nest = GetCurrentTransactionNestLevel();
+	local_actions[nlocal].qkey = qs->key;
+	local_actions[nlocal].msg_id = msg_id;
+	local_actions[nlocal].prev_leased = prev_leased;
+	nlocal++;
+}
+
+/* Remember that this session holds leases on the queue key, for its exit */
+void
+mqq_note_leased_queue(MqQueueKey key)
+{
+	for (int i = 0; i < nleased_queues; i++)
+		if (leased_queues[i].dbid == key.dbid && leased_queues[i].queue_id == key.queue_id)
+			return;
+	if (leased_queues == NULL)
+		leased_queues = MemoryContextAlloc(TopMemoryContext, sizeof(MqQueueKey) * 16);
+	else if (nleased_queues % 16 == 0)
+		leased_queues = repalloc(leased_queues, sizeof(MqQueueKey) * (nleased_queues + 16));
+	leased_queues[nleased_queues++] = key;
+}
+
+/* Entries this transaction appended to q so far (counted at commit) */
+int64
+mqq_local_published(MqQueue *q)
+{
+	int64		n = 0;
+
+	for (int i = 0; i < nlocal; i++)
+		if (local_actions[i].kind == MQ_L_PUBLISH &&
+			local_actions[i].qkey.queue_id == q->id &&
+			local_actions[i].qkey.dbid == MyDatabaseId)
+			n += local_actions[i].msg_id;
+	return n;
+}
+
+/* ---------- transaction and session ends ---------- */
+
+/* Return a message we hold to ready (abort, session end) */
+static void
+release_to_ready(MqQueueShared *qs, MqTracked *t)
+{
+	t->state = MQ_T_READY;
+	t->owner = -1;
+	t->prev_owner = -1;
+	t->until = 0;
+	t->redelivered = true;
+	qs->unacked--;
+}
+
+/*
+ * At commit, for the actions from "from" on: appended entries count in the
+ * backlog (and wake consumers), settlements become SETTLED.
+ */
+static void
+local_commit(int from)
+{
+	for (int i = from; i < nlocal; i++)
+	{
+		MqLocalAction *a = &local_actions[i];
+		MqQueueShared *qs;
+		MqTracked  *t;
+
+		if (a->kind == MQ_L_LEASE)
+			continue;
+		qs = mqq_queue_lock_key(a->qkey);
+		if (qs == NULL)
+			continue;
+		if (a->kind == MQ_L_PUBLISH)
+		{
+			qs->backlog += a->msg_id;
+			LWLockRelease(&qs->lock);
+			ConditionVariableBroadcast(&qs->cv);
+			continue;
+		}
+		t = mqq_tracked_find(qs, a->msg_id);
+		if (t && t->state == MQ_T_ACKING && t->owner == MyProc->pgprocno)
+		{
+			t->state = MQ_T_SETTLED;
+			t->owner = -1;
+			qs->unacked--;
+			/*
+			 * No clamp: a consumer can settle a message before its
+			 * publisher's commit callback has counted it; the two meet in
+			 * the middle.  Readers clamp what they show.
+			 */
+			qs->backlog--;
+			if (++qs->settled_since_floor % 64 == 0)
+				mqq_compact(qs, NULL);
+		}
+		LWLockRelease(&qs->lock);
+	}
+}
+
+/*
+ * At the abort of a transaction or subtransaction, undo the actions from
+ * "from" on: settlements first (back to leased), then leases (back to
+ * ready, redelivered; our own entries taken by an overflow, back to
+ * pending).
+ */
+static void
+local_abort(int from)
+{
+	/* settlements first: they go back to leased */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		for (int i = nlocal - 1; i >= from; i--)
+		{
+			MqLocalAction *a = &local_actions[i];
+			MqQueueShared *qs;
+			MqTracked  *t;
+
+			if ((pass == 0) != (a->kind == MQ_L_ACK))
+				continue;
+			if (a->kind == MQ_L_PUBLISH)
+				continue;
+			qs = mqq_queue_lock_key(a->qkey);
+			if (qs == NULL)
+				continue;
+			t = mqq_tracked_find(qs, a->msg_id);
+			if (t && t->owner == MyProc->pgprocno)
+			{
+				if (a->kind == MQ_L_ACK && t->state == MQ_T_ACKING)
+					t->state = MQ_T_LEASED;
+				else if (a->kind == MQ_L_LEASE && t->own &&
+						 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
+				{
+					/* our own entry, dropped by overflow: its row decides */
+					mqq_tracked_set_pending(t);
+					t->own = false;
+					t->owner = -1;
+					qs->unacked--;
+				}
+				else if (a->kind == MQ_L_LEASE &&
+						 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
+				{
+					release_to_ready(qs, t);
+					ConditionVariableBroadcast(&qs->cv);
+				}
+			}
+			LWLockRelease(&qs->lock);
+		}
+	}
+}
+
+/*
+ * Transaction end: make what it did to queue state hold, or undo it.  A
+ * transaction that consumed or settled cannot be prepared.
+ */
+static void
+mq_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			for (int i = 0; i < nlocal; i++)
+				if (local_actions[i].kind != MQ_L_PUBLISH)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot prepare a transaction that consumed or settled messages")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			local_commit(0);
+			nlocal = 0;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			local_abort(0);
+			nlocal = 0;
+			break;
+		case XACT_EVENT_PREPARE:
+			nlocal = 0;
+			break;
+		default:
+			break;
+	}
+	if (event == XACT_EVENT_ABORT)
+		mqq_wait_abort();
+}
+
+/* Subtransaction end: undo its actions (abort) or pass them up (commit) */
+static void
+mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			first = nlocal;
+
+	for (int i = nlocal - 1; i >= 0 && local_actions[i].nest >= level; i--)
+		first = i;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		local_abort(first);
+		nlocal = first;
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (int i = first; i < nlocal; i++)
+			local_actions[i].nest = level - 1;
+	}
+}
+
+/* Session end: everything this session holds becomes ready at once */
+static void
+mq_session_exit(int code, Datum arg)
+{
+	if (mqq_shared == NULL)
+		return;
+	for (int i = 0; i < nleased_queues; i++)
+	{
+		MqQueueShared *qs = mqq_queue_lock_key(leased_queues[i]);
+		dlist_iter	it;
+		bool		any = false;
+
+		if (qs == NULL)
+			continue;
+		dlist_foreach(it, &qs->tracked)
+		{
+			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+			if (t->owner == MyProc->pgprocno &&
+				(t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
+			{
+				release_to_ready(qs, t);
+				any = true;
+			}
+			if (t->prev_owner == MyProc->pgprocno)
+				t->prev_owner = -1;	/* our procno will be someone else's */
+		}
+		LWLockRelease(&qs->lock);
+		if (any)
+			ConditionVariableBroadcast(&qs->cv);
+	}
+	nleased_queues = 0;
+	nlocal = 0;
+}
