@@ -52,7 +52,7 @@ mq_msgid_tid(int64 msg_id, ItemPointer tid)
 /*
  * Queue position: where an entry sits in a queue's entry logs.  Each
  * priority lane is a chain of generations (tables q<queue>_<lane>_<gen>,
- * see queue_state.c), so a position is
+ * see src/queue/), so a position is
  *		lane (8 bits) | generation (16) | block (24) | line pointer (16)
  * and positions of one lane grow in the order entries were written.
  */

@@ -267,7 +267,12 @@ mqq_counts_deliveries(MqQueue *q)
  */
 #define MQ_MARK_AHEAD 16
 
-/* queue_shmem.c */
+/*
+ * The files of queue/ and what they share, from the bottom up: each calls
+ * only into the ones listed before it (no circle).
+ */
+
+/* queue_shmem.c: shared memory, the queue hash, tracked entries, floors */
 /*
  * Settings: mq.max_queues, mq.max_in_flight (the size of the tracked pool)
  * and mq.lane_segment_size (in blocks: the entry log size that starts a
@@ -277,13 +282,18 @@ extern int	mq_max_queues;
 extern int	mq_max_in_flight;
 extern int	mq_lane_segment_size;
 extern MqSharedState *mqq_shared;
+extern MqQueueShared *mqq_queue_shared(Oid dbid, int32 queue_id, bool create);
+extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key);
 extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
 extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);
 extern MqTracked *mqq_track_new(MqQueueShared *qs, uint64 qpos);
-extern MqQueueShared *mqq_queue_lock(MqQueue *q, LWLockMode mode);
-extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key);
+extern void mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot);
+extern void mqq_tracked_set_pending(MqTracked *t);
+extern void mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
+extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
+extern void mqq_compact(MqQueueShared *qs, uint64 *floors);
 
-/* queue_load.c */
+/* queue_load.c: reading lanes, replay after a restart, the loaded state */
 extern void mqq_lane_rels_init(LaneRels *lr);
 extern Relation mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen,
 							 TupleTableSlot **slot);
@@ -293,24 +303,20 @@ extern MqlogReadResult mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShare
 										  TupleTableSlot **slot);
 extern bool mqq_replayed_settled(MqQueueShared *qs, uint64 qpos);
 extern void mqq_queue_load(MqQueue *q, MqQueueShared *qs);
+extern MqQueueShared *mqq_queue_lock(MqQueue *q, LWLockMode mode);
 
-/* queue_take.c */
-extern void mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot);
-extern void mqq_tracked_set_pending(MqTracked *t);
-extern void mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
-extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
-							TupleTableSlot **slot);
-extern void mqq_wait_abort(void);
-
-/* queue_settle.c */
-extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
-extern void mqq_compact(MqQueueShared *qs, uint64 *floors);
-
-/* queue_xact.c */
+/*
+ * queue_xact.c: backend-local state (actions undone or completed at
+ * transaction end, leased queues, the queue waited on) and the callbacks
+ */
 extern void mqq_register_callbacks(void);
 extern void mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
 						  bool prev_leased);
 extern void mqq_note_leased_queue(MqQueueKey key);
 extern int64 mqq_local_published(MqQueue *q);
+
+/* queue_take.c */
+extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
+							TupleTableSlot **slot);
 
 #endif							/* MQ_QUEUE_INT_H */

@@ -351,3 +351,52 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	hash_destroy(delivered);
 	qs->loaded = true;
 }
+
+/*
+ * Must q's shared state be (re)built from the logs?  Once loaded, it is
+ * kept up to date by the backends that publish and settle; but on a hot
+ * standby nothing is, since WAL replay knows nothing of it: state read
+ * there is rebuilt at every use, and once more after promotion, so that a
+ * promoted standby serves exactly what the primary had settled.  (The
+ * lane check catches a queue id reused after DROP EXTENSION.)
+ */
+static inline bool
+queue_needs_load(MqQueue *q, MqQueueShared *qs)
+{
+	return !qs->loaded || qs->loaded_in_recovery ||
+		qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
+}
+
+/* Shared state of q, loaded; returns with qs->lock held in mode */
+MqQueueShared *
+mqq_queue_lock(MqQueue *q, LWLockMode mode)
+{
+	MqQueueShared *qs;
+
+	/* unlogged lanes: a standby has only their initialization fork */
+	if (!q->durable && RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("queue \"%s\" is not durable: its messages are not on standbys", q->name),
+				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
+	for (;;)
+	{
+		qs = mqq_queue_shared(MyDatabaseId, q->id, true);
+		LWLockAcquire(&qs->lock, mode);
+		if (!qs->dropped && qs->key.dbid == MyDatabaseId && qs->key.queue_id == q->id)
+			break;
+		/* the slot was removed (queue deleted) or reused meanwhile */
+		LWLockRelease(&qs->lock);
+	}
+	if (queue_needs_load(q, qs))
+	{
+		if (mode != LW_EXCLUSIVE)
+		{
+			LWLockRelease(&qs->lock);
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		}
+		if (queue_needs_load(q, qs))
+			mqq_queue_load(q, qs);
+	}
+	return qs;
+}

@@ -33,49 +33,6 @@
 
 /* ---------- floors ---------- */
 
-/*
- * A lane's floor: its lowest tracked entry that is not settled, or else its
- * scan position (queue lock held).
- */
-uint64
-mqq_lane_floor(MqQueueShared *qs, int lane)
-{
-	uint64		f = qs->lanes[lane].scan_pos;
-	dlist_iter	it;
-
-	dlist_foreach(it, &qs->tracked)
-	{
-		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
-
-		if (t->state != MQ_T_SETTLED && mq_qpos_lane(t->qpos) == lane && t->qpos < f)
-			f = t->qpos;
-	}
-	return f;
-}
-
-/*
- * Drop settled entries below their lane's floor; optionally return each
- * lane's floor (queue lock held).
- */
-void
-mqq_compact(MqQueueShared *qs, uint64 *floors)
-{
-	uint64		f[MQ_MAX_LANES];
-	dlist_mutable_iter it;
-
-	for (int lane = 0; lane < qs->nlanes; lane++)
-		f[lane] = mqq_lane_floor(qs, lane);
-	dlist_foreach_modify(it, &qs->tracked)
-	{
-		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
-
-		if (t->state == MQ_T_SETTLED && t->qpos < f[mq_qpos_lane(t->qpos)])
-			mqq_tracked_free(qs, t);
-	}
-	if (floors)
-		memcpy(floors, f, sizeof(uint64) * qs->nlanes);
-}
-
 /* ---------- settling ---------- */
 
 /*

@@ -194,8 +194,8 @@ mqq_track_new(MqQueueShared *qs, uint64 qpos)
 }
 
 /* Find (optionally create) the shared entry of a queue */
-static MqQueueShared *
-queue_shared(Oid dbid, int32 queue_id, bool create)
+MqQueueShared *
+mqq_queue_shared(Oid dbid, int32 queue_id, bool create)
 {
 	MqQueueKey	key;
 	MqQueueShared *qs;
@@ -251,56 +251,6 @@ queue_shared(Oid dbid, int32 queue_id, bool create)
 }
 
 /*
- * Must q's shared state be (re)built from the logs?  Once loaded, it is
- * kept up to date by the backends that publish and settle; but on a hot
- * standby nothing is, since WAL replay knows nothing of it: state read
- * there is rebuilt at every use, and once more after promotion, so that a
- * promoted standby serves exactly what the primary had settled.  (The
- * lane check catches a queue id reused after DROP EXTENSION.)
- */
-static inline bool
-queue_needs_load(MqQueue *q, MqQueueShared *qs)
-{
-	return !qs->loaded || qs->loaded_in_recovery ||
-		qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
-}
-
-/* Shared state of q, loaded; returns with qs->lock held in mode */
-MqQueueShared *
-mqq_queue_lock(MqQueue *q, LWLockMode mode)
-{
-	MqQueueShared *qs;
-
-	/* unlogged lanes: a standby has only their initialization fork */
-	if (!q->durable && RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("queue \"%s\" is not durable: its messages are not on standbys", q->name),
-				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
-	mqq_register_callbacks();
-	for (;;)
-	{
-		qs = queue_shared(MyDatabaseId, q->id, true);
-		LWLockAcquire(&qs->lock, mode);
-		if (!qs->dropped && qs->key.dbid == MyDatabaseId && qs->key.queue_id == q->id)
-			break;
-		/* the slot was removed (queue deleted) or reused meanwhile */
-		LWLockRelease(&qs->lock);
-	}
-	if (queue_needs_load(q, qs))
-	{
-		if (mode != LW_EXCLUSIVE)
-		{
-			LWLockRelease(&qs->lock);
-			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
-		}
-		if (queue_needs_load(q, qs))
-			mqq_queue_load(q, qs);
-	}
-	return qs;
-}
-
-/*
  * Lock the shared state of a queue known by key, if it still exists;
  * NULL when it does not (deleted, or never loaded since a restart).
  */
@@ -309,7 +259,7 @@ mqq_queue_lock_key(MqQueueKey key)
 {
 	for (;;)
 	{
-		MqQueueShared *qs = queue_shared(key.dbid, key.queue_id, false);
+		MqQueueShared *qs = mqq_queue_shared(key.dbid, key.queue_id, false);
 
 		if (qs == NULL)
 			return NULL;
@@ -340,7 +290,7 @@ mq_queue_state_drop(int32 queue_id)
 
 	if (!mq_preloaded)
 		return;
-	qs = queue_shared(MyDatabaseId, queue_id, false);
+	qs = mqq_queue_shared(MyDatabaseId, queue_id, false);
 	if (qs == NULL)
 		return;
 	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
@@ -353,4 +303,90 @@ mq_queue_state_drop(int32 queue_id)
 	LWLockRelease(&qs->lock);
 	LWLockRelease(&mqq_shared->lock);
 	ConditionVariableBroadcast(&qs->cv);
+}
+
+/* Copy a committed entry's columns into t, which becomes READY */
+void
+mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
+{
+	bool		isnull;
+
+	t->msg_id = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
+	t->visible_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
+	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_EXPIRES_AT, &isnull));
+	if (isnull)
+		t->expires_at = DT_NOEND;
+	/* appended again after a nack with delay: it was delivered before */
+	t->delivery_count = DatumGetInt32(slot_getattr(slot, MQ_ENTRY_ATT_DELIVERY_COUNT, &isnull));
+	if (isnull)
+		t->delivery_count = 0;
+	t->redelivered = t->delivery_count > 0;
+	t->state = MQ_T_READY;
+}
+
+/* t waits for its publisher to end; a placeholder id no ack can name */
+void
+mqq_tracked_set_pending(MqTracked *t)
+{
+	t->state = MQ_T_PENDING;
+	t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;
+}
+
+/*
+ * A newly tracked entry as the scan found it: READY when its publisher
+ * committed, else PENDING (in progress or our own), looked at again once
+ * that transaction has ended.
+ */
+void
+mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot)
+{
+	if (st != MQLOG_ROW_COMMITTED)
+	{
+		mqq_tracked_set_pending(t);
+		return;
+	}
+	mqq_tracked_fill(t, slot);
+}
+
+/*
+ * A lane's floor: its lowest tracked entry that is not settled, or else its
+ * scan position (queue lock held).
+ */
+uint64
+mqq_lane_floor(MqQueueShared *qs, int lane)
+{
+	uint64		f = qs->lanes[lane].scan_pos;
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state != MQ_T_SETTLED && mq_qpos_lane(t->qpos) == lane && t->qpos < f)
+			f = t->qpos;
+	}
+	return f;
+}
+
+/*
+ * Drop settled entries below their lane's floor; optionally return each
+ * lane's floor (queue lock held).
+ */
+void
+mqq_compact(MqQueueShared *qs, uint64 *floors)
+{
+	uint64		f[MQ_MAX_LANES];
+	dlist_mutable_iter it;
+
+	for (int lane = 0; lane < qs->nlanes; lane++)
+		f[lane] = mqq_lane_floor(qs, lane);
+	dlist_foreach_modify(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_SETTLED && t->qpos < f[mq_qpos_lane(t->qpos)])
+			mqq_tracked_free(qs, t);
+	}
+	if (floors)
+		memcpy(floors, f, sizeof(uint64) * qs->nlanes);
 }

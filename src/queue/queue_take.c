@@ -30,7 +30,6 @@
 #include "queue/queue_int.h"
 
 /* The queue this backend waits on, between prepare_wait and cancel_wait */
-static MqQueueShared *waiting_on = NULL;
 
 /* Earliest time a tracked entry becomes deliverable, from the last take */
 static TimestampTz next_due = 0;
@@ -64,49 +63,6 @@ consumer_hash(const char *consumer)
 		for (const char *p = consumer; *p; p++)
 			h = h * 31 + (unsigned char) *p;
 	return h;
-}
-
-/* Copy a committed entry's columns into t, which becomes READY */
-void
-mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
-{
-	bool		isnull;
-
-	t->msg_id = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
-	t->visible_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
-	t->expires_at = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_EXPIRES_AT, &isnull));
-	if (isnull)
-		t->expires_at = DT_NOEND;
-	/* appended again after a nack with delay: it was delivered before */
-	t->delivery_count = DatumGetInt32(slot_getattr(slot, MQ_ENTRY_ATT_DELIVERY_COUNT, &isnull));
-	if (isnull)
-		t->delivery_count = 0;
-	t->redelivered = t->delivery_count > 0;
-	t->state = MQ_T_READY;
-}
-
-/* t waits for its publisher to end; a placeholder id no ack can name */
-void
-mqq_tracked_set_pending(MqTracked *t)
-{
-	t->state = MQ_T_PENDING;
-	t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;
-}
-
-/*
- * A newly tracked entry as the scan found it: READY when its publisher
- * committed, else PENDING (in progress or our own), looked at again once
- * that transaction has ended.
- */
-void
-mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot)
-{
-	if (st != MQLOG_ROW_COMMITTED)
-	{
-		mqq_tracked_set_pending(t);
-		return;
-	}
-	mqq_tracked_fill(t, slot);
 }
 
 /* Hand t over: lease, auto-ack or dead-letter it */
@@ -469,55 +425,4 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	if (records.n > 0)
 		mq_settle_batch_flush(&records);
 	return got;
-}
-
-/* ---------- waiting ---------- */
-
-/* Count as waiting on q, and prepare to sleep on its condition variable */
-void
-mq_queue_prepare_wait(MqQueue *q)
-{
-	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
-
-	qs->nwaiting++;
-	LWLockRelease(&qs->lock);
-	waiting_on = qs;
-	ConditionVariablePrepareToSleep(&qs->cv);
-}
-
-/* Sleep until q is signalled (true) or timeout_ms has passed (false) */
-bool
-mq_queue_wait(MqQueue *q, long timeout_ms)
-{
-	Assert(waiting_on != NULL);
-	return !ConditionVariableTimedSleep(&waiting_on->cv, timeout_ms,
-										PG_WAIT_EXTENSION);
-}
-
-/* Stop waiting (after mq_queue_prepare_wait); nothing to do when not waiting */
-void
-mq_queue_cancel_wait(void)
-{
-	if (waiting_on == NULL)
-		return;
-	ConditionVariableCancelSleep();
-	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
-	waiting_on->nwaiting--;
-	LWLockRelease(&waiting_on->lock);
-	waiting_on = NULL;
-}
-
-/*
- * At abort: stop counting as a waiting consumer.  The sleep itself is
- * already cancelled (AbortTransaction runs ConditionVariableCancelSleep).
- */
-void
-mqq_wait_abort(void)
-{
-	if (waiting_on == NULL)
-		return;
-	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
-	waiting_on->nwaiting--;
-	LWLockRelease(&waiting_on->lock);
-	waiting_on = NULL;
 }

@@ -24,9 +24,12 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "utils/wait_event.h"
 #include "utils/memutils.h"
 
 #include "queue/queue_int.h"
+
+static void wait_abort(void);
 
 /* ---------- backend-local bookkeeping for transaction ends ---------- */
 
@@ -74,6 +77,7 @@ mqq_register_callbacks(void)
 void
 mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
 {
+	mqq_register_callbacks();
 	if (nlocal == maxlocal)
 	{
 		maxlocal *= 2;
@@ -91,6 +95,7 @@ mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_lease
 void
 mqq_note_leased_queue(MqQueueKey key)
 {
+	mqq_register_callbacks();
 	for (int i = 0; i < nleased_queues; i++)
 		if (leased_queues[i].dbid == key.dbid && leased_queues[i].queue_id == key.queue_id)
 			return;
@@ -257,7 +262,7 @@ mq_xact_callback(XactEvent event, void *arg)
 			break;
 	}
 	if (event == XACT_EVENT_ABORT)
-		mqq_wait_abort();
+		wait_abort();
 }
 
 /* Subtransaction end: undo its actions (abort) or pass them up (commit) */
@@ -315,4 +320,60 @@ mq_session_exit(int code, Datum arg)
 	}
 	nleased_queues = 0;
 	nlocal = 0;
+}
+
+/* ---------- waiting (backend-local: which queue this backend sleeps on) ---------- */
+
+/* The queue this backend is waiting on, if any */
+static MqQueueShared *waiting_on = NULL;
+
+
+/* Count as waiting on q, and prepare to sleep on its condition variable */
+void
+mq_queue_prepare_wait(MqQueue *q)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+
+	mqq_register_callbacks();	/* an error while waiting must stop the count */
+	qs->nwaiting++;
+	LWLockRelease(&qs->lock);
+	waiting_on = qs;
+	ConditionVariablePrepareToSleep(&qs->cv);
+}
+
+/* Sleep until q is signalled (true) or timeout_ms has passed (false) */
+bool
+mq_queue_wait(MqQueue *q, long timeout_ms)
+{
+	Assert(waiting_on != NULL);
+	return !ConditionVariableTimedSleep(&waiting_on->cv, timeout_ms,
+										PG_WAIT_EXTENSION);
+}
+
+/* Stop waiting (after mq_queue_prepare_wait); nothing to do when not waiting */
+void
+mq_queue_cancel_wait(void)
+{
+	if (waiting_on == NULL)
+		return;
+	ConditionVariableCancelSleep();
+	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
+	waiting_on->nwaiting--;
+	LWLockRelease(&waiting_on->lock);
+	waiting_on = NULL;
+}
+
+/*
+ * At abort: stop counting as a waiting consumer.  The sleep itself is
+ * already cancelled (AbortTransaction runs ConditionVariableCancelSleep).
+ */
+static void
+wait_abort(void)
+{
+	if (waiting_on == NULL)
+		return;
+	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
+	waiting_on->nwaiting--;
+	LWLockRelease(&waiting_on->lock);
+	waiting_on = NULL;
 }
