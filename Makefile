@@ -5,8 +5,36 @@ EXTENSION = queue_ext
 DATA = $(wildcard queue_ext--*.sql)
 PGFILEDESC = "queue_ext - message broker with an append-only log table access method"
 
-# Every C file under src/ is part of the module.
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/am/*.c src/queue/*.c)))
+# The module, by family, from the entry point down (docs/architecture.md).
+# Entry point: _PG_init calls each family's init function
+OBJS = src/queue_ext.o
+# SQL entry points: parse arguments, check privileges, call one verb
+OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o
+# Background workers: the launcher and per-database worker, their registry
+OBJS += src/worker.o src/worker_shmem.o
+# Verbs: publish (routing, overflow, dead-lettering), delayed and half
+# messages, maintenance
+OBJS += src/publish.o src/timers.o src/half.o src/maintenance.o
+# Queue state (src/queue/queue.h): consumer state of classic/quorum queues
+OBJS += src/queue/queue_take.o src/queue/queue_settle.o src/queue/queue_append.o \
+	src/queue/queue_inspect.o src/queue/queue_xact.o src/queue/queue_load.o \
+	src/queue/queue_shmem.o
+# The message log: segments, messages, entry and settlement log rows
+OBJS += src/msglog.o
+# Topology cache, privileges and the routing matchers
+OBJS += src/catalog.o src/routing_topic.o src/routing_headers.o
+# Leaves: argument checks, running SQL as the owner, small helpers
+OBJS += src/args.o src/owner.o src/mqutils.o
+# Storage (src/am/mqlog.h): the mqlog table access method
+OBJS += src/am/mqlog_handler.o src/am/mqlog_insert.o src/am/mqlog_scan.o \
+	src/am/mqlog_index.o src/am/mqlog_visibility.o src/am/mqlog_vacuum.o \
+	src/am/mqlog_toast.o src/am/mqlog_row.o src/am/mqlog_page.o \
+	src/am/mqlog_delta.o src/am/mqlog_xlog.o src/am/mqlog_verify.o \
+	src/am/mqlog_inspect.o
+# every C file must be listed above
+ifneq ($(sort $(OBJS)),$(sort $(patsubst %.c,%.o,$(wildcard src/*.c src/am/*.c src/queue/*.c))))
+$(error OBJS in the Makefile does not list exactly the C files under src/)
+endif
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: one test per file in sql/, run in this order.
