@@ -32,7 +32,6 @@
 #include "mqutils.h"
 #include "args.h"
 #include "owner.h"
-#include "publish.h"
 #include "queue/queue.h"
 #include "timers.h"
 #include "worker_shmem.h"
