@@ -327,14 +327,14 @@ mq_session_exit(int code, Datum arg)
 /* The queue this backend is waiting on, if any */
 static MqQueueShared *waiting_on = NULL;
 
-
 /* Count as waiting on q, and prepare to sleep on its condition variable */
 void
 mq_queue_prepare_wait(MqQueue *q)
 {
-	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+	MqQueueShared *qs;
 
 	mqq_register_callbacks();	/* an error while waiting must stop the count */
+	qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 	qs->nwaiting++;
 	LWLockRelease(&qs->lock);
 	waiting_on = qs;
