@@ -30,6 +30,7 @@
 
 #include "postgres.h"
 
+#include "access/xlogdefs.h"
 #include "executor/tuptable.h"
 #include "lib/ilist.h"
 #include "storage/condition_variable.h"
@@ -181,7 +182,9 @@ typedef struct MqQueueShared
 	 */
 	bool		loaded;
 	bool		loaded_in_recovery; /* by a hot standby: WAL replay does not
-									 * maintain it, reload on every use */
+									 * maintain it, reload once more WAL has
+									 * been replayed since loaded_lsn */
+	XLogRecPtr	loaded_lsn;		/* replay position when loaded in recovery */
 	Oid			lane0;			/* identifies the queue across re-creations */
 	int			nlanes;
 	int64		backlog;		/* committed, unsettled entries */

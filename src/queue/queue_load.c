@@ -25,6 +25,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
@@ -241,6 +242,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->nreplayed = 0;
 	qs->last_delivery = 0;
 	qs->loaded_in_recovery = RecoveryInProgress();
+	/* taken first: whatever is replayed during the load triggers another */
+	qs->loaded_lsn = qs->loaded_in_recovery ? GetXLogReplayRecPtr(NULL) : InvalidXLogRecPtr;
 	while (!dlist_is_empty(&qs->tracked))
 		mqq_tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
 
@@ -356,15 +359,18 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
  * Must q's shared state be (re)built from the logs?  Once loaded, it is
  * kept up to date by the backends that publish and settle; but on a hot
  * standby nothing is, since WAL replay knows nothing of it: state read
- * there is rebuilt at every use, and once more after promotion, so that a
- * promoted standby serves exactly what the primary had settled.  (The
- * lane check catches a queue id reused after DROP EXTENSION.)
+ * there is rebuilt whenever WAL has been replayed since it was loaded, and
+ * once more after promotion, so that a promoted standby serves exactly
+ * what the primary had settled.  (The lane check catches a queue id reused
+ * after DROP EXTENSION.)
  */
 static inline bool
 queue_needs_load(MqQueue *q, MqQueueShared *qs)
 {
-	return !qs->loaded || qs->loaded_in_recovery ||
-		qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
+	if (qs->loaded && qs->loaded_in_recovery &&
+		(!RecoveryInProgress() || GetXLogReplayRecPtr(NULL) != qs->loaded_lsn))
+		return true;
+	return !qs->loaded || qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
 }
 
 /* Shared state of q, loaded; returns with qs->lock held in mode */
