@@ -147,6 +147,7 @@ void
 mq_worker_retire(void)
 {
 	MqWorkerSlot *w;
+	TimestampTz now = GetCurrentTimestamp();
 
 	if (mq_workers == NULL)
 		return;
@@ -158,7 +159,7 @@ mq_worker_retire(void)
 		w->pgprocno = -1;
 		w->next_wake = 0;
 		/* free the slot unless it carries a pause or a request */
-		if (w->paused_until <= GetCurrentTimestamp() && !w->wanted)
+		if (w->paused_until <= now && !w->wanted)
 			w->dbid = InvalidOid;
 	}
 	SpinLockRelease(&mq_workers->mutex);
@@ -206,6 +207,7 @@ mq_worker_stop_for(Oid dbid, int pause_ms)
 {
 	MqWorkerSlot *w;
 	pid_t		pid = 0;
+	TimestampTz now = GetCurrentTimestamp();
 
 	if (mq_workers == NULL || !OidIsValid(dbid))
 		return;
@@ -213,7 +215,7 @@ mq_worker_stop_for(Oid dbid, int pause_ms)
 	w = worker_slot(dbid, true);
 	if (w)
 	{
-		w->paused_until = GetCurrentTimestamp() + (int64) pause_ms * 1000;
+		w->paused_until = now + (int64) pause_ms * 1000;
 		pid = w->pid;
 	}
 	SpinLockRelease(&mq_workers->mutex);
@@ -221,18 +223,19 @@ mq_worker_stop_for(Oid dbid, int pause_ms)
 		kill(pid, SIGTERM);
 }
 
-/* May the launcher start a worker in this database now? */
+/* Must workers stay away from this database for now (DROP DATABASE)? */
 bool
 mq_worker_paused(Oid dbid)
 {
 	MqWorkerSlot *w;
 	bool		paused = false;
+	TimestampTz now = GetCurrentTimestamp();
 
 	if (mq_workers == NULL)
 		return false;
 	SpinLockAcquire(&mq_workers->mutex);
 	w = worker_slot(dbid, false);
-	if (w && w->paused_until > GetCurrentTimestamp())
+	if (w && w->paused_until > now)
 		paused = true;
 	SpinLockRelease(&mq_workers->mutex);
 	return paused;
