@@ -482,11 +482,11 @@ mq_headers_check(Jsonb *h)
 
 /*
  * What every caller does with the messages a take handed back (consume,
- * overflow, expiry, purge), in one place: dead-letter those taken dead
+ * overflow, expiry), in one place: dead-letter those taken dead
  * (expired, over the delivery limit, overflow), give the others live_kind
- * (MQ_SETTLE_ACK for auto-ack, MQ_SETTLE_DROPPED for a purge; 0 leaves
- * them delivered), write the records to the settlement logs together, then
- * the floors.  Returns how many were settled.  The commit's durability is
+ * (MQ_SETTLE_ACK for auto-ack; 0 leaves them delivered), write the records
+ * to the settlement logs together, then the floors.  (Purge, which
+ * dead-letters nothing, is queue state's own: mq_queue_purge_ready.)  Returns how many were settled.  The commit's durability is
  * the caller's to ask for.
  */
 int

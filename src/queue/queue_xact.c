@@ -357,10 +357,7 @@ mq_queue_cancel_wait(void)
 	if (waiting_on == NULL)
 		return;
 	ConditionVariableCancelSleep();
-	LWLockAcquire(&waiting_on->lock, LW_EXCLUSIVE);
-	waiting_on->nwaiting--;
-	LWLockRelease(&waiting_on->lock);
-	waiting_on = NULL;
+	wait_abort();
 }
 
 /*
