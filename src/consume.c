@@ -109,7 +109,7 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 {
 	int			live = 0;
 
-	if (mq_settle_taken(q, dl, got, auto_ack ? MQ_SETTLE_ACK : 0) > 0)
+	if (mq_settle_deliveries(q, dl, got, auto_ack ? MQ_SETTLE_ACK : 0, 0) > 0)
 		*any_settled = true;
 	for (int i = 0; i < got; i++)
 	{

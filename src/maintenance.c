@@ -44,7 +44,7 @@ mq_maintain_queue(MqQueue *q)
 	/* all taken dead (expired) */
 	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
 	due = mq_queue_next_due();
-	(void) mq_settle_taken(q, dl, got, 0);
+	(void) mq_settle_deliveries(q, dl, got, 0, 0);
 	mq_queue_rotate(q);
 	return due;
 }
@@ -123,7 +123,7 @@ mq_retire_segments(int max_segments)
 		}
 		if (nlocked > 0)
 			foreach(lc, mq_queue_list())
-				min_ref = Min(min_ref, mq_queue_min_segno(lfirst(lc)));
+				min_ref = Min(min_ref, mq_msgid_segno(mq_queue_min_msg_id(lfirst(lc))));
 
 		for (int i = 0; i < n; i++)
 		{

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * msglog.c
- *	  The message log: append and fetch messages, append queue entries
- *	  and settlement records.
+ *	  The message log: append, fetch and look up messages.  It knows
+ *	  messages only; how a message belongs to a queue (entries, settlement
+ *	  records) is src/queue/'s.
  *
  * Messages live in segments, mqlog tables mq.log_<segno> (durable) and
  * mq.ulog_<segno> (unlogged, for messages that only reach non-durable
@@ -377,218 +378,30 @@ mq_log_find_dedup(const char *dedup_id, TimestampTz since)
 	return ids == NIL ? 0 : *(int64 *) linitial(ids);
 }
 
-Oid
-mq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
-{
-	char		name[NAMEDATALEN];
-
-	snprintf(name, sizeof(name), "%c%d_%d_%d", settle ? 's' : 'q', queue_id, lane, gen);
-	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
-}
-
-/* Run SELECT mq.<fn>(queue, lane, gen) as the extension owner */
-static void
-lane_ddl(const char *fn, int32 queue_id, int lane, int gen)
-{
-	MqOwnerScope owner;
-	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
-	Datum		values[3] = {Int32GetDatum(queue_id), Int32GetDatum(lane), Int32GetDatum(gen)};
-	char		sql[64];
-
-	snprintf(sql, sizeof(sql), "SELECT mq.%s($1, $2, $3)", fn);
-	mq_owner_enter(&owner);
-	mq_owner_exec(sql, 3, types, values, NULL, false, SPI_OK_SELECT,
-				  "create or drop a queue's log");
-	mq_owner_leave(&owner);
-}
-
-void
-mq_lane_create(MqQueue *q, int lane, int gen)
-{
-	lane_ddl("_lane_create", q->id, lane, gen);
-}
-
-void
-mq_lane_drop(int32 queue_id, int lane, int gen)
-{
-	lane_ddl("_lane_drop", queue_id, lane, gen);
-}
-
-/* An entry position must fit its bits of a queue position */
-static void
-check_lane_block(Relation rel, ItemPointer tid)
-{
-	if (ItemPointerGetBlockNumber(tid) >= MQ_LANE_MAX_BLOCKS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("entry log \"%s\" is full", RelationGetRelationName(rel)),
-				 errhint("The maintenance worker starts a new generation long before this; check that it runs.")));
-}
-
-/* Columns of an entry row */
-static void
-entry_values(MqEntry *e, Datum *values, bool *isnull)
-{
-	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
-	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
-	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
-	values[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = Int32GetDatum(e->delivery_count);
-	isnull[MQ_ENTRY_ATT_VISIBLE_AT - 1] = isnull[MQ_ENTRY_ATT_MSG_ID - 1] = false;
-	isnull[MQ_ENTRY_ATT_EXPIRES_AT - 1] = (e->expires_at == DT_NOEND);
-	isnull[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = (e->delivery_count == 0);
-}
-
-void
-mq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
-{
-	Relation	rel = table_open(relid, RowExclusiveLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
-	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
-
-	for (int i = 0; i < n; i++)
-	{
-		TupleTableSlot *s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-
-		ExecClearTuple(s);
-		entry_values(&entries[i], s->tts_values, s->tts_isnull);
-		ExecStoreVirtualTuple(s);
-		slots[i] = s;
-	}
-	mqlog_insert_ordered(rel, slots, n, GetCurrentCommandId(true), tids);
-	for (int i = 0; i < n; i++)
-	{
-		check_lane_block(rel, &tids[i]);
-		qpos[i] = mq_qpos_make(lane, gen, &tids[i]);
-		ExecDropSingleTupleTableSlot(slots[i]);
-	}
-	pfree(slots);
-	pfree(tids);
-	table_close(rel, NoLock);
-}
-
-void
-mq_log_append_linked(Relation seg, int64 segno, MqMessage *msg,
-					 Oid entry_relid, int lane, int gen, MqEntry *entry,
-					 uint64 *qpos)
-{
-	Relation	erel = table_open(entry_relid, RowExclusiveLock);
-	TupleTableSlot *mslot = MakeSingleTupleTableSlot(RelationGetDescr(seg), &TTSOpsVirtual);
-	TupleTableSlot *eslot = MakeSingleTupleTableSlot(RelationGetDescr(erel), &TTSOpsVirtual);
-	CommandId	cid = GetCurrentCommandId(true);
-	MqlogLinkedRow rows[2];
-
-	ExecClearTuple(mslot);
-	fill_values(msg, mslot->tts_values, mslot->tts_isnull);
-	ExecStoreVirtualTuple(mslot);
-	/* log page, then entry page: the one order in which both are locked */
-	mqlog_linked_reserve(&rows[0], seg, mslot, cid, false);
-	msg->msg_id = mq_msgid_make(segno, &rows[0].tid);
-	entry->msg_id = msg->msg_id;
-
-	ExecClearTuple(eslot);
-	entry_values(entry, eslot->tts_values, eslot->tts_isnull);
-	ExecStoreVirtualTuple(eslot);
-	mqlog_linked_reserve(&rows[1], erel, eslot, cid, true);
-	mqlog_linked_write(rows, 2);
-
-	check_lane_block(erel, &rows[1].tid);
-	*qpos = mq_qpos_make(lane, gen, &rows[1].tid);
-	insert_index_entries(seg, msg, &rows[0].tid);
-
-	ExecDropSingleTupleTableSlot(mslot);
-	ExecDropSingleTupleTableSlot(eslot);
-	table_close(erel, NoLock);
-}
-
-void
-mq_settle_batch_init(MqSettleBatch *b, MqQueue *q)
-{
-	memset(b, 0, sizeof(*b));
-	b->q = q;
-}
-
-void
-mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos)
-{
-	if (b->n == b->cap)
-	{
-		b->cap = b->cap ? b->cap * 2 : 64;
-		b->kinds = b->kinds ? repalloc(b->kinds, sizeof(int16) * b->cap) : palloc(sizeof(int16) * b->cap);
-		b->qpos = b->qpos ? repalloc(b->qpos, sizeof(uint64) * b->cap) : palloc(sizeof(uint64) * b->cap);
-	}
-	b->kinds[b->n] = kind;
-	b->qpos[b->n] = qpos;
-	b->n++;
-}
-
 /*
- * Write the collected settlement records.  A record goes to the settlement
- * log of the generation its entry belongs to (so it is dropped together
- * with it); the records of one generation are written with one
- * multi-insert, so acking a batch costs one WAL record per page.
+ * The message's half of a linked insert (publish.c writes a message and
+ * its queue entry as one WAL record): build the row and lock the log page
+ * it goes to, which fixes msg->msg_id.  The segment must be the one
+ * mq_log_open_append returned.
  */
 void
-mq_settle_batch_flush(MqSettleBatch *b)
+mq_log_link_reserve(Relation seg, int64 segno, MqMessage *msg, MqlogLinkedRow *row)
 {
-	bool	   *done = palloc0(sizeof(bool) * Max(b->n, 1));
-	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * Max(b->n, 1));
-	int			options = b->frozen ? TABLE_INSERT_FROZEN : 0;
-	CommandId	cid = b->frozen ? FirstCommandId : GetCurrentCommandId(true);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(seg), &TTSOpsVirtual);
 
-	for (int i = 0; i < b->n; i++)
-	{
-		int			lane = mq_qpos_lane(b->qpos[i]);
-		int			gen = mq_qpos_gen(b->qpos[i]);
-		Oid			relid;
-		Relation	rel;
-		int			k = 0;
-
-		if (done[i])
-			continue;
-		relid = mq_lane_relid(b->q->id, lane, gen, true);
-		if (!OidIsValid(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("settlement log of queue \"%s\" lane %d is missing", b->q->name, lane),
-					 errdetail("Generation %d of the lane has no settlement log.", gen),
-					 errhint("Delete and declare the queue again.")));
-		rel = table_open(relid, RowExclusiveLock);
-		for (int j = i; j < b->n; j++)
-		{
-			TupleTableSlot *s;
-
-			if (done[j] || mq_qpos_lane(b->qpos[j]) != lane || mq_qpos_gen(b->qpos[j]) != gen)
-				continue;
-			s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
-			ExecClearTuple(s);
-			s->tts_values[0] = Int64GetDatum(mq_settle_encode(b->kinds[j], b->qpos[j]));
-			s->tts_isnull[0] = false;
-			ExecStoreVirtualTuple(s);
-			slots[k++] = s;
-			done[j] = true;
-		}
-		if (k == 1)
-			table_tuple_insert(rel, slots[0], cid, options, NULL);
-		else
-			table_multi_insert(rel, slots, k, cid, options, NULL);
-		for (int j = 0; j < k; j++)
-			ExecDropSingleTupleTableSlot(slots[j]);
-		table_close(rel, NoLock);
-	}
-	pfree(done);
-	pfree(slots);
-	b->n = 0;
+	ExecClearTuple(slot);
+	fill_values(msg, slot->tts_values, slot->tts_isnull);
+	ExecStoreVirtualTuple(slot);
+	mqlog_linked_reserve(row, seg, slot, GetCurrentCommandId(true), false);
+	msg->msg_id = mq_msgid_make(segno, &row->tid);
 }
 
+/* After mqlog_linked_write: index the message and free the row */
 void
-mq_settle_append(MqQueue *q, int16 kind, uint64 qpos)
+mq_log_link_done(Relation seg, MqMessage *msg, MqlogLinkedRow *row)
 {
-	MqSettleBatch b;
-
-	mq_settle_batch_init(&b, q);
-	mq_settle_batch_add(&b, kind, qpos);
-	mq_settle_batch_flush(&b);
+	insert_index_entries(seg, msg, &row->tid);
+	ExecDropSingleTupleTableSlot(row->slot);
 }
 
 /*

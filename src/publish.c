@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "catalog/pg_type.h"
@@ -222,6 +223,34 @@ dest_cmp_queue_id(const void *a, const void *b)
 	return (qa > qb) - (qa < qb);
 }
 
+/*
+ * Publish one message to one lane of q, the message and its entry as one
+ * WAL record.  The message goes to the log, the entry to queue state:
+ * neither knows the other, and this is the one place that takes their
+ * locks together, in the order
+ *		the segment opened (a full one is replaced by DDL first), then
+ *		the queue's gen_lock -> the log page -> the entry page.
+ * Returns the message id.
+ */
+static int64
+publish_linked(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry, bool durable)
+{
+	int64		segno;
+	Relation	seg = mq_log_open_append(durable, &segno);
+	MqQueueLink link;
+	MqlogLinkedRow rows[2];
+
+	mq_queue_link_begin(q, lane, &link);
+	mq_log_link_reserve(seg, segno, msg, &rows[0]);
+	entry->msg_id = msg->msg_id;
+	mq_queue_link_reserve(&link, entry, &rows[1]);
+	mqlog_linked_write(rows, 2);
+	mq_queue_link_end(&link, &rows[1]);
+	mq_log_link_done(seg, msg, &rows[0]);
+	table_close(seg, NoLock);
+	return msg->msg_id;
+}
+
 /* The message to store for one publish */
 static MqMessage *
 new_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
@@ -368,11 +397,10 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		entry.visible_at = visible_at;
 		entry.expires_at = expires_at;
 		entry.delivery_count = 0;
-		mq_queue_publish_one(dst->q, dst->lane[0],
-							 new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
-										 bodies[i], o, props, now),
-							 &entry, durable);
-		ids[i] = entry.msg_id;
+		ids[i] = publish_linked(dst->q, dst->lane[0],
+								new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
+											bodies[i], o, props, now),
+								&entry, durable);
 		entries_written = true;
 	}
 	/* 4. store each routed message once */
@@ -442,7 +470,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 											NULL, 0, dl);
 
 			/* taken dead, reason maxlen */
-			(void) mq_settle_taken(q, dl, got, 0);
+			(void) mq_settle_deliveries(q, dl, got, 0, 0);
 			pfree(dl);
 		}
 	}
@@ -480,17 +508,29 @@ mq_headers_check(Jsonb *h)
 	return h;
 }
 
+/* ---------- settling deliveries: the one sequence ---------- */
+
 /*
- * What every caller does with the messages a take handed back (consume,
- * overflow, expiry), in one place: dead-letter those taken dead
- * (expired, over the delivery limit, overflow), give the others live_kind
- * (MQ_SETTLE_ACK for auto-ack; 0 leaves them delivered), write the records
- * to the settlement logs together, then the floors.  (Purge, which
- * dead-letters nothing, is queue state's own: mq_queue_purge_ready.)  Returns how many were settled.  The commit's durability is
- * the caller's to ask for.
+ * The one sequence that settles deliveries, used by every caller: consume
+ * (expired and over-limit messages; auto-ack), ack, nack and reject,
+ * purge, drop-head overflow and the maintenance worker's expiry.  dl[] are
+ * deliveries queue state has already taken or marked settling
+ * (mq_queue_take, mq_queue_settle):
+ *	1. a delivery with dead set is dead-lettered (mq_dead_letter decides
+ *	   whether a copy went anywhere: MQ_SETTLE_DEAD or MQ_SETTLE_DROPPED);
+ *	   the others get live_kind (0: none, they stay delivered);
+ *	2. MQ_SETTLE_RETRY arms a timer that appends the entry again at
+ *	   retry_at, carrying its delivery count, to the lane it was in;
+ *	3. the records go to the settlement logs together (one WAL record per
+ *	   page), then the floors.
+ * It lives here, beside dead-lettering, because dead-lettering publishes
+ * and publishing drops heads: a file of its own would call publish.c and
+ * be called by it.  Returns how many were settled.  The commit's
+ * durability is the caller's to ask for.
  */
 int
-mq_settle_taken(MqQueue *q, MqDelivery *dl, int n, int16 live_kind)
+mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
+					 TimestampTz retry_at)
 {
 	MqSettleBatch batch;
 	int			settled;
@@ -503,6 +543,16 @@ mq_settle_taken(MqQueue *q, MqDelivery *dl, int n, int16 live_kind)
 								dl[i].qpos);
 		else if (live_kind != 0)
 			mq_settle_batch_add(&batch, live_kind, dl[i].qpos);
+		if (!dl[i].dead && live_kind == MQ_SETTLE_RETRY)
+		{
+			MqEntry		e;
+
+			e.msg_id = dl[i].msg_id;
+			e.visible_at = retry_at;
+			e.expires_at = dl[i].expires_at;
+			e.delivery_count = Max(dl[i].delivery_count, 1);
+			mq_timers_add(q, mq_qpos_lane(dl[i].qpos), &e, 1);
+		}
 	}
 	settled = batch.n;
 	if (settled > 0)
@@ -511,6 +561,31 @@ mq_settle_taken(MqQueue *q, MqDelivery *dl, int n, int16 live_kind)
 		mq_queue_write_floors(q);
 	}
 	return settled;
+}
+
+/*
+ * Purge: settle every ready message of q, without dead-lettering (as
+ * RabbitMQ's queue.purge).  Returns how many.
+ */
+int64
+mq_purge(MqQueue *q)
+{
+	int64		total = 0;
+	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
+
+	for (;;)
+	{
+		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
+
+		for (int i = 0; i < got; i++)
+			dl[i].dead = false;
+		total += mq_settle_deliveries(q, dl, got, MQ_SETTLE_DROPPED, 0);
+		if (got < 1000)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(dl);
+	return total;
 }
 
 /*

@@ -62,10 +62,16 @@ extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
 					   const MqPublishOpts *o, int64 *ids);
 
 /*
- * Settle what mq_queue_take handed back: dead-letter the dead ones, give
- * the others live_kind (0: none), record it all and write the floors
+ * The one sequence that settles deliveries (consume, ack/nack/reject,
+ * purge, drop-head, expiry): dead-letter the dead ones, give the others
+ * live_kind (0: none; MQ_SETTLE_RETRY arms a timer for retry_at), record
+ * it all and write the floors.  Returns how many were settled.
  */
-extern int	mq_settle_taken(MqQueue *q, MqDelivery *dl, int n, int16 live_kind);
+extern int	mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n,
+								 int16 live_kind, TimestampTz retry_at);
+
+/* Settle every ready message of q without dead-lettering; returns how many */
+extern int64 mq_purge(MqQueue *q);
 
 /* A body given as bytea, text or jsonb, as bytea; headers checked (22023) */
 extern bytea *mq_body_bytes(Datum d, Oid type);

@@ -21,10 +21,8 @@
 
 #include "mqutils.h"
 #include "args.h"
-#include "msglog.h"
 #include "publish.h"
 #include "queue/queue.h"
-#include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_ack);
 PG_FUNCTION_INFO_V1(mq_nack);
@@ -71,9 +69,8 @@ static int
 settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 		   const char *dead_reason)
 {
-	int			done = 0;
-	bool		wrote = false;
-	MqSettleBatch batch;
+	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
+	int			k = 0;
 
 	/*
 	 * A requeue with a delay on a durable queue goes through a durable timer
@@ -84,14 +81,11 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	if (op == MQ_SETTLE_OP_REQUEUE && when > GetCurrentTimestamp() && q->durable)
 		op = MQ_SETTLE_OP_RETRY;
 
-	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < n; i++)
 	{
-		uint64		qpos;
-		int32		count;
-		TimestampTz expires_at;
-		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &qpos, &count,
-										   &expires_at);
+		MqDelivery *d = &dl[k];
+		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &d->qpos,
+										   &d->delivery_count, &d->expires_at);
 
 		if (r == MQ_SETTLE_RESULT_NOT_OWNER)
 			ereport(ERROR,
@@ -105,35 +99,22 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 					 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",
 							ids[i], q->name),
 					 errdetail("It is unknown, not yet delivered, or already settled.")));
-		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD)
+		/* a requeue or a lease extension writes no settlement record */
+		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD || op == MQ_SETTLE_OP_RETRY)
 		{
-			mq_settle_batch_add(&batch, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK :
-								mq_dead_letter(q, ids[i], dead_reason), qpos);
-			wrote = true;
+			d->msg_id = ids[i];
+			d->redelivered = false;
+			d->dead = (op == MQ_SETTLE_OP_DEAD);
+			d->dead_reason = dead_reason;
+			k++;
 		}
-		else if (op == MQ_SETTLE_OP_RETRY)
-		{
-			MqEntry		e;
-
-			mq_settle_batch_add(&batch, MQ_SETTLE_RETRY, qpos);
-			e.msg_id = ids[i];
-			e.visible_at = when;
-			e.expires_at = expires_at;
-			e.delivery_count = Max(count, 1);
-			/* the timer appends it to the lane it was in */
-			mq_timers_add(q, mq_qpos_lane(qpos), &e, 1);
-			wrote = true;
-		}
-		done++;
 	}
-	mq_settle_batch_flush(&batch);
-	if (wrote)
-	{
-		if (q->type == MQ_QUEUE_QUORUM)
-			mq_require_durability(MQ_DURABILITY_QUORUM);
-		mq_queue_write_floors(q);
-	}
-	return done;
+	if (mq_settle_deliveries(q, dl, k, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK :
+							 op == MQ_SETTLE_OP_RETRY ? MQ_SETTLE_RETRY : 0, when) > 0 &&
+		q->type == MQ_QUEUE_QUORUM)
+		mq_require_durability(MQ_DURABILITY_QUORUM);
+	pfree(dl);
+	return n;
 }
 
 /* mq.ack(queue, msg_ids, group_name) returns the number acked */

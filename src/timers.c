@@ -32,6 +32,7 @@
 #include "mqutils.h"
 #include "args.h"
 #include "owner.h"
+#include "msglog.h"
 #include "queue/queue.h"
 #include "timers.h"
 #include "worker_shmem.h"

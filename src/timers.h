@@ -13,7 +13,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
-#include "msglog.h"
+#include "queue/queue.h"
 
 /* Arm timers: entries for q's lane appear when due */
 extern void mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n);

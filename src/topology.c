@@ -27,6 +27,7 @@
 #include "mqutils.h"
 #include "args.h"
 #include "catalog.h"
+#include "publish.h"
 #include "queue/queue.h"
 #include "timers.h"
 
@@ -277,7 +278,7 @@ mq_queue_purge(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	q = mq_queue_lookup(name, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
-	PG_RETURN_INT64(mq_queue_purge_ready(q));
+	PG_RETURN_INT64(mq_purge(q));
 }
 
 /*

@@ -26,8 +26,109 @@
 #include "fmgr.h"
 #include "utils/timestamp.h"
 
+#include "am/mqlog.h"
 #include "catalog.h"
-#include "msglog.h"
+
+/* ---------- entries, positions, settlement records (queue_lane.c) ---------- */
+
+/*
+ * Queue position: where an entry sits in a queue's entry logs.  Each
+ * priority lane is a chain of generations (tables q<queue>_<lane>_<gen>,
+ * see src/queue/), so a position is
+ *		lane (8 bits) | generation (16) | block (24) | line pointer (16)
+ * and positions of one lane grow in the order entries were written.
+ */
+#define MQ_QPOS_LANE_SHIFT	56
+#define MQ_QPOS_GEN_SHIFT	40
+#define MQ_QPOS_MAX_GEN		0xFFFF
+#define MQ_LANE_MAX_BLOCKS	((BlockNumber) 1 << 24)
+
+static inline uint64
+mq_qpos_make(int lane, int gen, ItemPointer tid)
+{
+	return ((uint64) lane << MQ_QPOS_LANE_SHIFT) |
+		((uint64) gen << MQ_QPOS_GEN_SHIFT) |
+		((uint64) ItemPointerGetBlockNumber(tid) << 16) |
+		ItemPointerGetOffsetNumber(tid);
+}
+
+/* Position of the first entry of a generation */
+static inline uint64
+mq_qpos_gen_start(int lane, int gen)
+{
+	return ((uint64) lane << MQ_QPOS_LANE_SHIFT) |
+		((uint64) gen << MQ_QPOS_GEN_SHIFT) | 1;
+}
+
+static inline int
+mq_qpos_lane(uint64 qpos)
+{
+	return (int) (qpos >> MQ_QPOS_LANE_SHIFT);
+}
+
+static inline int
+mq_qpos_gen(uint64 qpos)
+{
+	return (int) ((qpos >> MQ_QPOS_GEN_SHIFT) & MQ_QPOS_MAX_GEN);
+}
+
+static inline void
+mq_qpos_tid(uint64 qpos, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) ((qpos >> 16) & (MQ_LANE_MAX_BLOCKS - 1)),
+				   (OffsetNumber) (qpos & 0xFFFF));
+}
+
+/*
+ * A queue entry: how a message belongs to a queue, the row of an entry
+ * log (see queue_int.h for its columns).
+ */
+typedef struct MqEntry
+{
+	int64		msg_id;
+	TimestampTz visible_at;		/* not deliverable before */
+	TimestampTz expires_at;		/* DT_NOEND: never */
+	int32		delivery_count; /* deliveries before (a nack with delay); 0: none */
+} MqEntry;
+
+
+/* Settlement record kinds */
+#define MQ_SETTLE_ACK		1	/* acked (or auto-acked) */
+#define MQ_SETTLE_DEAD		2	/* dead-lettered: a copy went to the DLX */
+#define MQ_SETTLE_FLOOR		3	/* every entry of the lane below qpos settled */
+#define MQ_SETTLE_DROPPED	4	/* expired/rejected/purged without a DLX copy */
+#define MQ_SETTLE_RETRY		5	/* nacked with a delay: a timer appends it again */
+
+/*
+ * Delivery records: not settlements, but what a restart must know of
+ * deliveries.  They are written frozen (visible whatever becomes of the
+ * consuming transaction: a delivery happened even if it rolls back) and
+ * without an xid, so they cost one unflushed WAL record per consume call.
+ */
+#define MQ_SETTLE_DELIVERED	6	/* the entry at qpos was delivered once more
+								 * (queues that count deliveries) */
+#define MQ_SETTLE_MARK		7	/* entries below qpos may have been delivered */
+
+/* Settlement records collected and written together (one per page) */
+typedef struct MqSettleBatch
+{
+	MqQueue    *q;
+	bool		frozen;			/* delivery records: outside the transaction */
+	int			n;
+	int			cap;
+	int16	   *kinds;
+	uint64	   *qpos;
+} MqSettleBatch;
+
+extern void mq_settle_batch_init(MqSettleBatch *b, MqQueue *q);
+extern void mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos);
+extern void mq_settle_batch_flush(MqSettleBatch *b);
+
+/*
+ * Entries reach a queue's entry logs, and settlement records its
+ * settlement logs, only through the functions of this header: the message
+ * log (msglog.h) knows nothing of queues.
+ */
 
 /* ---------- setting up, forgetting (queue_shmem.c) ---------- */
 
@@ -55,11 +156,30 @@ extern void mq_queue_state_drop(int32 queue_id);
 extern void mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n);
 
 /*
- * Publish one message to one lane of q: the message and its entry are
- * written as one WAL record (mq_log_append_linked); sets msg->msg_id.
+ * The entry's half of a linked insert (publish.c writes a message and its
+ * entry as one WAL record, in this order):
+ *	mq_queue_link_begin		gen_lock of q shared: the write generation
+ *							cannot change until mq_queue_link_end;
+ *	mq_log_link_reserve		the log page locked, msg_id known (msglog.h);
+ *	mq_queue_link_reserve	the entry page locked;
+ *	mqlog_linked_write		both rows, one WAL record, pages released;
+ *	mq_queue_link_end		gen_lock released; the entry counts at commit.
+ * The message log segment must be opened (perhaps created) before
+ * mq_queue_link_begin: DDL never runs under gen_lock.
  */
-extern void mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg,
-								 MqEntry *entry, bool durable);
+typedef struct MqQueueLink
+{
+	MqQueue    *q;
+	int			lane;
+	int			gen;
+	Relation	rel;			/* the lane's write generation */
+	void	   *shared;			/* queue state, private to src/queue/ */
+} MqQueueLink;
+
+extern void mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link);
+extern void mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry,
+								  MqlogLinkedRow *row);
+extern void mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row);
 
 /* Maintenance: start new lane generations, drop settled ones */
 extern void mq_queue_rotate(MqQueue *q);
@@ -81,6 +201,7 @@ typedef struct MqDelivery
 	int32		delivery_count;
 	bool		dead;			/* dead-letter instead of deliver */
 	const char *dead_reason;
+	TimestampTz expires_at;		/* of the entry (DT_NOEND: never) */
 } MqDelivery;
 
 typedef enum MqTakeMode
@@ -140,9 +261,6 @@ extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);
 
-/* Settle every ready message of q without dead-lettering; returns how many */
-extern int64 mq_queue_purge_ready(MqQueue *q);
-
 /* ---------- inspection (queue_inspect.c) ---------- */
 
 typedef struct MqQueueCounts
@@ -174,7 +292,10 @@ extern bool mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *s
 /* Browse ready messages without taking them */
 extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts);
 
-/* Lowest log segment an unsettled entry of q refers to (INT64_MAX: none) */
-extern int64 mq_queue_min_segno(MqQueue *q);
+/*
+ * Lowest message id an unsettled entry of q refers to (PG_INT64_MAX: none,
+ * 0: cannot tell yet)
+ */
+extern int64 mq_queue_min_msg_id(MqQueue *q);
 
 #endif							/* MQ_QUEUE_H */

@@ -46,12 +46,12 @@ queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
 	LWLockRelease(&qs->lock);
 	LWLockAcquire(&qs->gen_lock, LW_SHARED);
 	*gen = qs->lanes[lane].write_gen;
-	relid = mq_lane_relid(q->id, lane, *gen, false);
+	relid = mqq_lane_relid(q->id, lane, *gen, false);
 	if (!OidIsValid(relid))
 	{
 		/* a generation created since we last looked: refresh the caches */
 		AcceptInvalidationMessages();
-		relid = mq_lane_relid(q->id, lane, *gen, false);
+		relid = mqq_lane_relid(q->id, lane, *gen, false);
 	}
 	if (!OidIsValid(relid))
 	{
@@ -83,29 +83,47 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	int			gen;
 	Oid			relid = queue_append_begin(q, lane, &gen, &qs);
 
-	mq_entry_append(relid, lane, gen, entries, n, qpos);
+	mqq_entry_append(relid, lane, gen, entries, n, qpos);
 	queue_append_end(qs, n);
 	pfree(qpos);
 }
 
-/* Publish one message to one lane of q: message and entry in one WAL record */
+/*
+ * The entry's half of a linked insert (the sequence is in queue.h):
+ * begin takes gen_lock and opens the write generation, reserve locks the
+ * entry page, end releases gen_lock once the rows are written.
+ */
 void
-mq_queue_publish_one(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry,
-					 bool durable)
+mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link)
 {
-	int64		segno;
-	Relation	seg;
 	MqQueueShared *qs;
-	int			gen;
-	Oid			relid;
-	uint64		qpos;
+	Oid			relid = queue_append_begin(q, lane, &link->gen, &qs);
 
-	/* first: a full segment is replaced by DDL, not to be run under gen_lock */
-	seg = mq_log_open_append(durable, &segno);
-	relid = queue_append_begin(q, lane, &gen, &qs);
-	mq_log_append_linked(seg, segno, msg, relid, lane, gen, entry, &qpos);
-	queue_append_end(qs, 1);
-	table_close(seg, NoLock);
+	link->q = q;
+	link->lane = lane;
+	link->shared = qs;
+	link->rel = table_open(relid, RowExclusiveLock);
+}
+
+void
+mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(link->rel),
+													&TTSOpsVirtual);
+
+	ExecClearTuple(slot);
+	mqq_entry_values(entry, slot->tts_values, slot->tts_isnull);
+	ExecStoreVirtualTuple(slot);
+	mqlog_linked_reserve(row, link->rel, slot, GetCurrentCommandId(true), true);
+}
+
+void
+mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row)
+{
+	mqq_check_lane_block(link->rel, &row->tid);
+	ExecDropSingleTupleTableSlot(row->slot);
+	table_close(link->rel, NoLock);
+	queue_append_end((MqQueueShared *) link->shared, 1);
 }
 
 /*
@@ -128,7 +146,7 @@ mq_queue_rotate(MqQueue *q)
 		int			write_gen = ls->write_gen;
 
 		if (write_gen < MQ_QPOS_MAX_GEN &&
-			OidIsValid(mq_lane_relid(q->id, lane, write_gen + 1, false)))
+			OidIsValid(mqq_lane_relid(q->id, lane, write_gen + 1, false)))
 		{
 			LWLockAcquire(&qs->gen_lock, LW_EXCLUSIVE);
 			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
@@ -139,7 +157,7 @@ mq_queue_rotate(MqQueue *q)
 		}
 		else if (write_gen < MQ_QPOS_MAX_GEN)
 		{
-			Oid			relid = mq_lane_relid(q->id, lane, write_gen, false);
+			Oid			relid = mqq_lane_relid(q->id, lane, write_gen, false);
 			Relation	rel = OidIsValid(relid) ? try_table_open(relid, AccessShareLock) : NULL;
 
 			if (rel)
@@ -148,7 +166,7 @@ mq_queue_rotate(MqQueue *q)
 
 				table_close(rel, AccessShareLock);
 				if (nblocks >= (BlockNumber) mq_lane_segment_size)
-					mq_lane_create(q, lane, write_gen + 1);
+					mqq_lane_create(q, lane, write_gen + 1);
 			}
 		}
 
@@ -165,14 +183,14 @@ mq_queue_rotate(MqQueue *q)
 			if (low >= ls->write_gen || floor < mq_qpos_gen_start(lane, low + 1))
 				break;
 			{
-				Oid			qrel = mq_lane_relid(q->id, lane, low, false);
-				Oid			srel = mq_lane_relid(q->id, lane, low, true);
+				Oid			qrel = mqq_lane_relid(q->id, lane, low, false);
+				Oid			srel = mqq_lane_relid(q->id, lane, low, true);
 
 				/* nobody may be reading them; try again later if busy */
 				if ((OidIsValid(qrel) && !ConditionalLockRelationOid(qrel, AccessExclusiveLock)) ||
 					(OidIsValid(srel) && !ConditionalLockRelationOid(srel, AccessExclusiveLock)))
 					break;
-				mq_lane_drop(q->id, lane, low);
+				mqq_lane_drop(q->id, lane, low);
 			}
 			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 			if (ls->low_gen == low)

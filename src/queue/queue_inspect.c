@@ -179,14 +179,14 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 }
 
 /*
- * Lowest message log segment that an unsettled entry of q refers to: the
+ * Lowest message id that an unsettled entry of q refers to: the
  * tracked entries, then every committed entry not scanned yet (this reads
  * the backlog, so it is for maintenance only).  The caller holds an
  * exclusive lock on the segments it wants to drop, so no entry referring
- * to them is still being written.
+ * to them is still being written, and turns the id into a segment.
  */
 int64
-mq_queue_min_segno(MqQueue *q)
+mq_queue_min_msg_id(MqQueue *q)
 {
 	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
 	int64		min = PG_INT64_MAX;
@@ -198,7 +198,7 @@ mq_queue_min_segno(MqQueue *q)
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
 		if (t->state != MQ_T_SETTLED && t->msg_id > 0)
-			min = Min(min, mq_msgid_segno(t->msg_id));
+			min = Min(min, t->msg_id);
 	}
 	mqq_lane_rels_init(&lr);
 	for (int lane = 0; lane < qs->nlanes; lane++)
@@ -213,8 +213,8 @@ mq_queue_min_segno(MqQueue *q)
 			{
 				bool		isnull;
 
-				min = Min(min, mq_msgid_segno(DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
-																			  &isnull))));
+				min = Min(min, DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
+															  &isnull)));
 			}
 			else if (st == MQLOG_ROW_IN_PROGRESS)
 				min = 0;		/* cannot tell yet: keep everything */

@@ -69,13 +69,91 @@
  * relation locks and buffer content locks of the lane tables are taken
  * under it (a backend holding a lane table in AccessExclusiveLock must
  * therefore never wait for the queue lock; see mq_queue_state_drop);
- * gen_lock is held while the entry row is written, the message log page
- * then the entry log page locked (mq_log_append_linked), and the message
- * log segment is opened, possibly created by DDL, before gen_lock is taken.
+ * gen_lock is held while the entry row is written; in a linked publish
+ * the message log page then the entry log page are locked under it, and
+ * the message log segment is opened, possibly created by DDL, before
+ * gen_lock is taken (publish_linked in publish.c, the one place that
+ * takes them together).
  * Condition variables may be broadcast with the queue lock held.  The
  * worker registry (worker_shmem.c) has a spinlock of its own that never
  * nests with these.
  */
+
+/* ---------- entry logs and settlement logs (queue_lane.c) ---------- */
+
+/*
+ * Columns of an entry row: the entry stored as (visible_at,
+ * msg_id, expires_at) with expires_at NULL for "never", which mqlog does
+ * not store at all (trailing NULL); visible_at first, because for a
+ * message published for now it equals the message's published_at, and a
+ * linked insert logs leading bytes shared with the message row only once.
+ */
+#define MQ_ENTRY_ATT_VISIBLE_AT	1
+#define MQ_ENTRY_ATT_MSG_ID		2
+#define MQ_ENTRY_ATT_EXPIRES_AT	3
+#define MQ_ENTRY_ATT_DELIVERY_COUNT 4
+
+/* Is a settlement-log record kind a settlement of its entry? */
+static inline bool
+mq_settle_kind_settles(int16 kind)
+{
+	return kind == MQ_SETTLE_ACK || kind == MQ_SETTLE_DEAD ||
+		kind == MQ_SETTLE_DROPPED || kind == MQ_SETTLE_RETRY;
+}
+
+/*
+ * A settlement record is one int8: the kind in the top 8 bits (where a
+ * position has its lane, which the settlement log's name gives) and the
+ * rest of the entry's position.
+ */
+#define MQ_SETTLE_KIND_SHIFT	MQ_QPOS_LANE_SHIFT
+#define MQ_SETTLE_POS_MASK		((UINT64CONST(1) << MQ_SETTLE_KIND_SHIFT) - 1)
+
+static inline int64
+mq_settle_encode(int16 kind, uint64 qpos)
+{
+	return (int64) (((uint64) kind << MQ_SETTLE_KIND_SHIFT) | (qpos & MQ_SETTLE_POS_MASK));
+}
+
+static inline int16
+mq_settle_kind(int64 rec)
+{
+	return (int16) ((uint64) rec >> MQ_SETTLE_KIND_SHIFT);
+}
+
+static inline uint64
+mq_settle_qpos(int64 rec, int lane)
+{
+	return ((uint64) lane << MQ_QPOS_LANE_SHIFT) | ((uint64) rec & MQ_SETTLE_POS_MASK);
+}
+
+/* Append a settlement record for the entry at qpos of queue q */
+extern void mqq_settle_append(MqQueue *q, int16 kind, uint64 qpos);
+
+/*
+ * Relation of a lane generation's entry log (settle = false) or
+ * settlement log (settle = true); InvalidOid if it does not exist.
+ */
+extern Oid	mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle);
+
+/* Create both tables of a lane generation (as the extension owner) */
+extern void mqq_lane_create(MqQueue *q, int lane, int gen);
+
+/* Drop both tables of a lane generation (as the extension owner) */
+extern void mqq_lane_drop(int32 queue_id, int lane, int gen);
+
+/*
+ * Append entries to an entry log relation, in order (the caller chose the
+ * generation); qpos[] gets their positions.
+ */
+extern void mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
+							int n, uint64 *qpos);
+
+/* The columns of an entry row (for a linked insert) */
+extern void mqq_entry_values(MqEntry *e, Datum *values, bool *isnull);
+
+/* An entry's position must fit its bits of a queue position */
+extern void mqq_check_lane_block(Relation rel, ItemPointer tid);
 
 typedef enum MqTrackedState
 {

@@ -56,7 +56,7 @@ mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
 			*slot = lr->e[i].slot;
 			return lr->e[i].rel;
 		}
-	relid = mq_lane_relid(q->id, lane, gen, false);
+	relid = mqq_lane_relid(q->id, lane, gen, false);
 	rel = OidIsValid(relid) ? try_table_open(relid, AccessShareLock) : NULL;
 	if (rel == NULL)
 	{
@@ -261,7 +261,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 
 		/* generations present: low_gen .. write_gen, by name */
 		gen = 0;
-		while (gen < MQ_QPOS_MAX_GEN && !OidIsValid(mq_lane_relid(q->id, lane, gen, false)))
+		while (gen < MQ_QPOS_MAX_GEN && !OidIsValid(mqq_lane_relid(q->id, lane, gen, false)))
 			gen++;
 		if (gen == MQ_QPOS_MAX_GEN)
 		{
@@ -277,7 +277,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 			gen = 0;
 		}
 		ls->low_gen = gen;
-		while (gen < MQ_QPOS_MAX_GEN && OidIsValid(mq_lane_relid(q->id, lane, gen + 1, false)))
+		while (gen < MQ_QPOS_MAX_GEN && OidIsValid(mqq_lane_relid(q->id, lane, gen + 1, false)))
 			gen++;
 		ls->write_gen = gen;
 
@@ -286,7 +286,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		{
 			for (gen = ls->low_gen; gen <= ls->write_gen; gen++)
 			{
-				Oid			relid = mq_lane_relid(q->id, lane, gen, true);
+				Oid			relid = mqq_lane_relid(q->id, lane, gen, true);
 				Relation	rel;
 				TableScanDesc scan;
 				TupleTableSlot *s;

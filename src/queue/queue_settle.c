@@ -129,39 +129,8 @@ mq_queue_write_floors(MqQueue *q)
 	{
 		if (floors[lane] > qs->lanes[lane].floor_written)
 		{
-			mq_settle_append(q, MQ_SETTLE_FLOOR, floors[lane]);
+			mqq_settle_append(q, MQ_SETTLE_FLOOR, floors[lane]);
 			qs->lanes[lane].floor_written = floors[lane];
 		}
 	}
-}
-
-/* ---------- purge ---------- */
-
-/*
- * Purge: settle every ready message of q (not those delivered and unacked,
- * as in RabbitMQ), without dead-lettering.  Returns how many.
- */
-int64
-mq_queue_purge_ready(MqQueue *q)
-{
-	int64		total = 0;
-	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
-
-	for (;;)
-	{
-		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
-		MqSettleBatch batch;
-
-		mq_settle_batch_init(&batch, q);
-		for (int i = 0; i < got; i++)
-			mq_settle_batch_add(&batch, MQ_SETTLE_DROPPED, dl[i].qpos);
-		mq_settle_batch_flush(&batch);
-		total += got;
-		if (got < 1000)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	if (total > 0)
-		mq_queue_write_floors(q);
-	return total;
 }

@@ -76,6 +76,7 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	d->qpos = t->qpos;
 	d->dead = false;
 	d->dead_reason = NULL;
+	d->expires_at = t->expires_at;
 
 	if (mode == MQ_TAKE_DROP_HEAD)
 	{

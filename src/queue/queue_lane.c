@@ -1,0 +1,211 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_lane.c
+ *	  The tables of a queue: per priority lane and generation, an entry
+ *	  log (q<queue>_<lane>_<gen>) and a settlement log
+ *	  (s<queue>_<lane>_<gen>).  Creating and dropping them, appending
+ *	  entries, appending settlement records.
+ *
+ * Both are mqlog tables read in the order they were written: a position
+ * in an entry log is the qpos of queue.h, and a settlement record names
+ * the qpos it settles.  The records of a generation go to its own
+ * settlement log, so the two are dropped together once the lane's floor
+ * has passed them (queue_append.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "mqutils.h"
+#include "owner.h"
+#include "queue/queue_int.h"
+
+Oid
+mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
+{
+	char		name[NAMEDATALEN];
+
+	snprintf(name, sizeof(name), "%c%d_%d_%d", settle ? 's' : 'q', queue_id, lane, gen);
+	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+}
+
+/* Run SELECT mq.<fn>(queue, lane, gen) as the extension owner */
+static void
+lane_ddl(const char *fn, int32 queue_id, int lane, int gen)
+{
+	MqOwnerScope owner;
+	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
+	Datum		values[3] = {Int32GetDatum(queue_id), Int32GetDatum(lane), Int32GetDatum(gen)};
+	char		sql[64];
+
+	snprintf(sql, sizeof(sql), "SELECT mq.%s($1, $2, $3)", fn);
+	mq_owner_enter(&owner);
+	mq_owner_exec(sql, 3, types, values, NULL, false, SPI_OK_SELECT,
+				  "create or drop a queue's log");
+	mq_owner_leave(&owner);
+}
+
+void
+mqq_lane_create(MqQueue *q, int lane, int gen)
+{
+	lane_ddl("_lane_create", q->id, lane, gen);
+}
+
+void
+mqq_lane_drop(int32 queue_id, int lane, int gen)
+{
+	lane_ddl("_lane_drop", queue_id, lane, gen);
+}
+
+/* An entry position must fit its bits of a queue position */
+void
+mqq_check_lane_block(Relation rel, ItemPointer tid)
+{
+	if (ItemPointerGetBlockNumber(tid) >= MQ_LANE_MAX_BLOCKS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("entry log \"%s\" is full", RelationGetRelationName(rel)),
+				 errhint("The maintenance worker starts a new generation long before this; check that it runs.")));
+}
+
+/* Columns of an entry row */
+void
+mqq_entry_values(MqEntry *e, Datum *values, bool *isnull)
+{
+	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
+	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
+	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
+	values[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = Int32GetDatum(e->delivery_count);
+	isnull[MQ_ENTRY_ATT_VISIBLE_AT - 1] = isnull[MQ_ENTRY_ATT_MSG_ID - 1] = false;
+	isnull[MQ_ENTRY_ATT_EXPIRES_AT - 1] = (e->expires_at == DT_NOEND);
+	isnull[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = (e->delivery_count == 0);
+}
+
+void
+mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
+{
+	Relation	rel = table_open(relid, RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
+	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
+
+	for (int i = 0; i < n; i++)
+	{
+		TupleTableSlot *s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+
+		ExecClearTuple(s);
+		mqq_entry_values(&entries[i], s->tts_values, s->tts_isnull);
+		ExecStoreVirtualTuple(s);
+		slots[i] = s;
+	}
+	mqlog_insert_ordered(rel, slots, n, GetCurrentCommandId(true), tids);
+	for (int i = 0; i < n; i++)
+	{
+		mqq_check_lane_block(rel, &tids[i]);
+		qpos[i] = mq_qpos_make(lane, gen, &tids[i]);
+		ExecDropSingleTupleTableSlot(slots[i]);
+	}
+	pfree(slots);
+	pfree(tids);
+	table_close(rel, NoLock);
+}
+
+void
+mq_settle_batch_init(MqSettleBatch *b, MqQueue *q)
+{
+	memset(b, 0, sizeof(*b));
+	b->q = q;
+}
+
+void
+mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos)
+{
+	if (b->n == b->cap)
+	{
+		b->cap = b->cap ? b->cap * 2 : 64;
+		b->kinds = b->kinds ? repalloc(b->kinds, sizeof(int16) * b->cap) : palloc(sizeof(int16) * b->cap);
+		b->qpos = b->qpos ? repalloc(b->qpos, sizeof(uint64) * b->cap) : palloc(sizeof(uint64) * b->cap);
+	}
+	b->kinds[b->n] = kind;
+	b->qpos[b->n] = qpos;
+	b->n++;
+}
+
+/*
+ * Write the collected settlement records.  A record goes to the settlement
+ * log of the generation its entry belongs to (so it is dropped together
+ * with it); the records of one generation are written with one
+ * multi-insert, so acking a batch costs one WAL record per page.
+ */
+void
+mq_settle_batch_flush(MqSettleBatch *b)
+{
+	bool	   *done = palloc0(sizeof(bool) * Max(b->n, 1));
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * Max(b->n, 1));
+	int			options = b->frozen ? TABLE_INSERT_FROZEN : 0;
+	CommandId	cid = b->frozen ? FirstCommandId : GetCurrentCommandId(true);
+
+	for (int i = 0; i < b->n; i++)
+	{
+		int			lane = mq_qpos_lane(b->qpos[i]);
+		int			gen = mq_qpos_gen(b->qpos[i]);
+		Oid			relid;
+		Relation	rel;
+		int			k = 0;
+
+		if (done[i])
+			continue;
+		relid = mqq_lane_relid(b->q->id, lane, gen, true);
+		if (!OidIsValid(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("settlement log of queue \"%s\" lane %d is missing", b->q->name, lane),
+					 errdetail("Generation %d of the lane has no settlement log.", gen),
+					 errhint("Delete and declare the queue again.")));
+		rel = table_open(relid, RowExclusiveLock);
+		for (int j = i; j < b->n; j++)
+		{
+			TupleTableSlot *s;
+
+			if (done[j] || mq_qpos_lane(b->qpos[j]) != lane || mq_qpos_gen(b->qpos[j]) != gen)
+				continue;
+			s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+			ExecClearTuple(s);
+			s->tts_values[0] = Int64GetDatum(mq_settle_encode(b->kinds[j], b->qpos[j]));
+			s->tts_isnull[0] = false;
+			ExecStoreVirtualTuple(s);
+			slots[k++] = s;
+			done[j] = true;
+		}
+		if (k == 1)
+			table_tuple_insert(rel, slots[0], cid, options, NULL);
+		else
+			table_multi_insert(rel, slots, k, cid, options, NULL);
+		for (int j = 0; j < k; j++)
+			ExecDropSingleTupleTableSlot(slots[j]);
+		table_close(rel, NoLock);
+	}
+	pfree(done);
+	pfree(slots);
+	b->n = 0;
+}
+
+void
+mqq_settle_append(MqQueue *q, int16 kind, uint64 qpos)
+{
+	MqSettleBatch b;
+
+	mq_settle_batch_init(&b, q);
+	mq_settle_batch_add(&b, kind, qpos);
+	mq_settle_batch_flush(&b);
+}
