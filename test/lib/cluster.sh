@@ -15,7 +15,9 @@
 
 PG_MAJOR=${PG_MAJOR:-15}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
-PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
+# the server binaries of that installation (a relocated copy of it works too);
+# before the packages are installed pg_config may not exist yet
+PG_BINDIR=$("$PG_CONFIG" --bindir 2>/dev/null || echo "/usr/lib/postgresql/$PG_MAJOR/bin")
 QE_PG_USER=${QE_PG_USER:-postgres}
 QE_WERROR=${QE_WERROR:-1}
 
