@@ -139,7 +139,15 @@ BEGIN
 				USING ERRCODE = 'invalid_parameter_value',
 					  HINT = 'Supported arguments: ' || array_to_string(known, ', ') || '.';
 		END IF;
-		IF k IN ('x-message-ttl', 'x-max-length', 'x-delivery-limit', 'x-max-priority') THEN
+		IF k = 'x-delivery-limit' THEN
+			-- a negative limit is none (RabbitMQ 4: -1)
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < -2147483648
+			   OR v::numeric > 2147483647 THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be an integer; a negative one means no limit.';
+			END IF;
+		ELSIF k IN ('x-message-ttl', 'x-max-length', 'x-max-priority') THEN
 			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 0
 			   OR v::numeric > 2147483647 THEN
 				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue

@@ -71,11 +71,13 @@ SELECT mq.send('bd_rej', 'j3'::text) IS NOT NULL AS accepted;
 SELECT convert_from(body, 'UTF8') AS body FROM mq.browse('bd_rej');
 
 -- x-delivery-limit: after limit+1 unsuccessful deliveries -> dead-lettered (delivery_limit)
+-- (rejects: a nack with requeue does not count, as in RabbitMQ 4; see
+-- rabbit_delivery_limit.sql)
 SELECT mq.queue_declare('bd_lim', arguments => '{"x-delivery-limit": 2, "x-dead-letter-exchange": "bd_dlx", "x-dead-letter-routing-key": "dl-key"}');
 SELECT mq.send('bd_lim', 'poison'::text) IS NOT NULL;
-SELECT mq.nack('bd_lim', ARRAY(SELECT msg_id FROM mq.consume('bd_lim')));
-SELECT mq.nack('bd_lim', ARRAY(SELECT msg_id FROM mq.consume('bd_lim')));
-SELECT mq.nack('bd_lim', ARRAY(SELECT msg_id FROM mq.consume('bd_lim')));
+SELECT mq.reject('bd_lim', (SELECT msg_id FROM mq.consume('bd_lim')), true);
+SELECT mq.reject('bd_lim', (SELECT msg_id FROM mq.consume('bd_lim')), true);
+SELECT mq.reject('bd_lim', (SELECT msg_id FROM mq.consume('bd_lim')), true);
 SELECT count(*) FROM mq.consume('bd_lim');
 SELECT convert_from(body, 'UTF8') AS body, pg_temp.death(headers)->'x-death' AS x_death
   FROM mq.consume('bd_dead', 10, auto_ack => true);

@@ -309,7 +309,15 @@ load_queues(void)
 		}
 		q->dead_letter_exchange = mq_jsonb_get_text(q->arguments, "x-dead-letter-exchange");
 		q->dead_letter_routing_key = mq_jsonb_get_text(q->arguments, "x-dead-letter-routing-key");
-		q->delivery_limit = (int32) jsonb_arg_int(q->arguments, "x-delivery-limit", -1);
+		/*
+		 * RabbitMQ 4: quorum queues have a delivery limit of 20 unless set;
+		 * a negative one (-1) means none.
+		 */
+		q->delivery_limit = (int32) jsonb_arg_int(q->arguments, "x-delivery-limit",
+												  q->type == MQ_QUEUE_QUORUM ?
+												  MQ_QUORUM_DELIVERY_LIMIT : -1);
+		if (q->delivery_limit < 0)
+			q->delivery_limit = -1;
 
 		ne = hash_search(mq_queue_by_name, q->name, HASH_ENTER, NULL);
 		ne->ptr = q;

@@ -26,6 +26,9 @@ typedef enum MqExchangeType
 	MQ_EXCHANGE_HEADERS
 } MqExchangeType;
 
+/* x-delivery-limit of a quorum queue that sets none (RabbitMQ 4) */
+#define MQ_QUORUM_DELIVERY_LIMIT 20
+
 typedef enum MqQueueType
 {
 	MQ_QUEUE_CLASSIC,

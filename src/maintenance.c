@@ -31,7 +31,10 @@ PG_FUNCTION_INFO_V1(mq_log_retire);
 
 /*
  * One queue's share of a maintenance pass: expired leases back to ready,
- * expired messages at the head dead-lettered, lane generations rotated.
+ * expired messages at the head and messages returned over their
+ * x-delivery-limit (by a session end or an abort, which cannot publish)
+ * dead-lettered, a drop-head queue that returns took over its limit
+ * trimmed, lane generations rotated.
  * Returns when the queue's next delayed redelivery is due (0: none).
  */
 TimestampTz
@@ -45,6 +48,7 @@ mq_maintain_queue(MqQueue *q)
 	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
 	due = mq_queue_next_due();
 	(void) mq_settle_deliveries(q, dl, got, 0, 0);
+	(void) mq_overflow_drop_head(q, false);
 	mq_queue_rotate(q);
 	return due;
 }

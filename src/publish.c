@@ -456,24 +456,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 
 	/* 6. drop-head overflow: dead-letter the oldest ready messages */
 	for (int d = 0; d < ndests; d++)
-	{
-		MqQueue    *q = dests[d].q;
-		int64		excess;
-
-		if (q->max_length < 0 || q->overflow_reject)
-			continue;
-		excess = mq_queue_ready_for_publish(q) - q->max_length;
-		if (excess > 0)
-		{
-			MqDelivery *dl = palloc(sizeof(MqDelivery) * excess);
-			int			got = mq_queue_take(q, (int) excess, 0, MQ_TAKE_DROP_HEAD,
-											NULL, 0, dl);
-
-			/* taken dead, reason maxlen */
-			(void) mq_settle_deliveries(q, dl, got, 0, 0);
-			pfree(dl);
-		}
-	}
+		(void) mq_overflow_drop_head(dests[d].q, true);
 
 	/* 7. durability of the commit */
 	if (quorum || o->durability == MQ_DURABILITY_QUORUM)
@@ -561,6 +544,45 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 		mq_queue_write_floors(q);
 	}
 	return settled;
+}
+
+/*
+ * Drop-head overflow: dead-letter the oldest ready messages of q (the head
+ * in delivery order) while it holds more than x-max-length, whatever put
+ * it over: a publish, or messages returned to ready (nack, reject, a lost
+ * session, a rollback).  Takes the queue's turn first, the lock publishers
+ * to a limited queue hold until they commit, so that no count is in flight
+ * meanwhile; with wait false (the worker) a queue whose turn is taken is
+ * left to the one holding it.  Returns false in that case.
+ */
+bool
+mq_overflow_drop_head(MqQueue *q, bool wait)
+{
+	int64		excess;
+	Oid			classid;
+
+	if (q->max_length < 0 || q->overflow_reject)
+		return true;
+	classid = mq_internal_relid("cat_queue");
+	if (!wait)
+	{
+		if (!ConditionalLockDatabaseObject(classid, q->id, 0, ExclusiveLock))
+			return false;
+	}
+	else
+		LockDatabaseObject(classid, q->id, 0, ExclusiveLock);
+	excess = mq_queue_ready_for_publish(q) - q->max_length;
+	if (excess > 0)
+	{
+		MqDelivery *dl = palloc(sizeof(MqDelivery) * excess);
+		int			got = mq_queue_take(q, (int) excess, 0, MQ_TAKE_DROP_HEAD,
+										NULL, 0, dl);
+
+		/* taken dead, reason maxlen */
+		(void) mq_settle_deliveries(q, dl, got, 0, 0);
+		pfree(dl);
+	}
+	return true;
 }
 
 /*

@@ -70,6 +70,12 @@ extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
 extern int	mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n,
 								 int16 live_kind, TimestampTz retry_at);
 
+/*
+ * Dead-letter the head of a drop-head queue over its x-max-length (after a
+ * publish or a return); false if wait is false and q's turn was taken
+ */
+extern bool mq_overflow_drop_head(MqQueue *q, bool wait);
+
 /* Settle every ready message of q without dead-lettering; returns how many */
 extern int64 mq_purge(MqQueue *q);
 

@@ -71,6 +71,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 {
 	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
 	int			k = 0;
+	bool		requeued = false;
 
 	/*
 	 * A requeue with a delay on a durable queue goes through a durable timer
@@ -78,7 +79,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	 * restart: the entry is settled now and appended again when due,
 	 * carrying its delivery count.
 	 */
-	if (op == MQ_SETTLE_OP_REQUEUE && when > GetCurrentTimestamp() && q->durable)
+	if (op == MQ_SETTLE_OP_REQUEUE_FREE && when > GetCurrentTimestamp() && q->durable)
 		op = MQ_SETTLE_OP_RETRY;
 
 	for (int i = 0; i < n; i++)
@@ -100,19 +101,26 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 							ids[i], q->name),
 					 errdetail("It is unknown, not yet delivered, or already settled.")));
 		/* a requeue or a lease extension writes no settlement record */
-		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD || op == MQ_SETTLE_OP_RETRY)
+		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD ||
+			op == MQ_SETTLE_OP_RETRY || r == MQ_SETTLE_RESULT_OVER_LIMIT)
 		{
 			d->msg_id = ids[i];
 			d->redelivered = false;
-			d->dead = (op == MQ_SETTLE_OP_DEAD);
-			d->dead_reason = dead_reason;
+			d->dead = (op == MQ_SETTLE_OP_DEAD || r == MQ_SETTLE_RESULT_OVER_LIMIT);
+			d->dead_reason = r == MQ_SETTLE_RESULT_OVER_LIMIT ? "delivery_limit" : dead_reason;
 			k++;
 		}
+		else if (op == MQ_SETTLE_OP_REQUEUE || op == MQ_SETTLE_OP_REQUEUE_FREE)
+			requeued = true;
 	}
 	if (mq_settle_deliveries(q, dl, k, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK :
 							 op == MQ_SETTLE_OP_RETRY ? MQ_SETTLE_RETRY : 0, when) > 0 &&
 		q->type == MQ_QUEUE_QUORUM)
 		mq_require_durability(MQ_DURABILITY_QUORUM);
+
+	/* messages back to ready may take a drop-head queue over its limit */
+	if (requeued)
+		(void) mq_overflow_drop_head(q, true);
 	pfree(dl);
 	return n;
 }
@@ -131,14 +139,19 @@ mq_ack(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_ACK, 0, NULL));
 }
 
+/*
+ * nack and reject differ in one thing when they requeue: as in RabbitMQ 4,
+ * a reject counts toward x-delivery-limit and a nack does not.
+ */
 static int
-nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay)
+nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay,
+			MqSettleOp requeue_op)
 {
 	TimestampTz when = 0;
 
 	if (delay)
 		when = mq_time_add(GetCurrentTimestamp(), mq_interval_us(delay, "delay", 0), "delay");
-	return settle_ids(q, ids, n, requeue ? MQ_SETTLE_OP_REQUEUE : MQ_SETTLE_OP_DEAD,
+	return settle_ids(q, ids, n, requeue ? requeue_op : MQ_SETTLE_OP_DEAD,
 					  when, "rejected");
 }
 
@@ -154,7 +167,8 @@ mq_nack(PG_FUNCTION_ARGS)
 	q = settle_queue(fcinfo, 4, "mq.nack");
 	ids = id_array(fcinfo, &n);
 	PG_RETURN_INT32(nack_common(q, ids, n, PG_GETARG_BOOL(2),
-								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3)));
+								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
+								MQ_SETTLE_OP_REQUEUE_FREE));
 }
 
 /* mq.reject(queue, msg_id, requeue) */
@@ -167,7 +181,8 @@ mq_reject(PG_FUNCTION_ARGS)
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_id", "requeue");
 	q = settle_queue(fcinfo, -1, "mq.reject");
 	id = PG_GETARG_INT64(1);
-	PG_RETURN_INT32(nack_common(q, &id, 1, PG_GETARG_BOOL(2), NULL));
+	PG_RETURN_INT32(nack_common(q, &id, 1, PG_GETARG_BOOL(2), NULL,
+								MQ_SETTLE_OP_REQUEUE));
 }
 
 /* mq.extend_lease(queue, msg_ids, lease): lease runs for 'lease' from now */

@@ -108,6 +108,10 @@ typedef struct MqEntry
 #define MQ_SETTLE_DELIVERED	6	/* the entry at qpos was delivered once more
 								 * (queues that count deliveries) */
 #define MQ_SETTLE_MARK		7	/* entries below qpos may have been delivered */
+#define MQ_SETTLE_RETURNED	8	/* the entry at qpos was nacked with requeue:
+								 * that return does not count toward
+								 * x-delivery-limit (queues that count
+								 * deliveries) */
 
 /* Settlement records collected and written together (one per page) */
 typedef struct MqSettleBatch
@@ -236,7 +240,9 @@ typedef enum MqSettleOp
 {
 	MQ_SETTLE_OP_ACK,
 	MQ_SETTLE_OP_DEAD,
-	MQ_SETTLE_OP_REQUEUE,
+	MQ_SETTLE_OP_REQUEUE,		/* a return that counts toward
+								 * x-delivery-limit (reject) */
+	MQ_SETTLE_OP_REQUEUE_FREE,	/* a return that does not (nack) */
 	MQ_SETTLE_OP_RETRY,			/* settled here, appended again by a timer */
 	MQ_SETTLE_OP_EXTEND
 } MqSettleOp;
@@ -245,13 +251,16 @@ typedef enum MqSettleResult
 {
 	MQ_SETTLE_RESULT_OK,
 	MQ_SETTLE_RESULT_NOT_FOUND,	/* not delivered (unknown, settled or ready) */
-	MQ_SETTLE_RESULT_NOT_OWNER	/* leased by another session */
+	MQ_SETTLE_RESULT_NOT_OWNER,	/* leased by another session */
+	MQ_SETTLE_RESULT_OVER_LIMIT /* a requeue that took the message over
+								 * x-delivery-limit: settling it instead, the
+								 * caller dead-letters it */
 } MqSettleResult;
 
 /*
- * Settle msg_id of q; on success *qpos, *delivery_count and *expires_at
- * (if not NULL) describe its entry, for the settlement record the caller
- * appends in the same transaction.
+ * Settle msg_id of q; on success (OK or OVER_LIMIT) *qpos, *delivery_count
+ * and *expires_at (if not NULL) describe its entry, for the settlement
+ * record the caller appends in the same transaction.
  */
 extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,
 									  TimestampTz when, uint64 *qpos,

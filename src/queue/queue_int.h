@@ -179,6 +179,8 @@ typedef struct MqTracked
 								 * overflow (drop-head) before it commits */
 	bool		redelivered;
 	int32		delivery_count;
+	int32		free_returns;	/* returns that do not count toward
+								 * x-delivery-limit (nack with requeue) */
 	int			owner;			/* pgprocno of the holder, -1: none */
 	int			prev_owner;		/* holder whose lease ran out, until retaken */
 	uint32		consumer_hash;	/* consumer name of the holder */
@@ -265,6 +267,10 @@ typedef struct MqQueueShared
 	XLogRecPtr	loaded_lsn;		/* replay position when loaded in recovery */
 	Oid			lane0;			/* identifies the queue across re-creations */
 	int			nlanes;
+	/* what a return needs of the queue's arguments, without the catalog
+	 * (a session end or an abort returns messages outside any query) */
+	int32		delivery_limit; /* x-delivery-limit, -1: none */
+	bool		drop_head_limit;	/* x-max-length with x-overflow drop-head */
 	int64		backlog;		/* committed, unsettled entries */
 	int64		unacked;		/* LEASED + ACKING */
 	int32		ntracked;
@@ -335,6 +341,20 @@ static inline bool
 mqq_counts_deliveries(MqQueue *q)
 {
 	return q->type == MQ_QUEUE_QUORUM || q->delivery_limit >= 0;
+}
+
+/*
+ * Is t, not leased, over its queue's x-delivery-limit?  Every delivery of
+ * an unsettled message that is not leased ended in a return; those that
+ * count are all but the nacks with requeue (RabbitMQ 4: a reject with
+ * requeue, a lost session and an expired lease count, a nack does not).
+ * A message is dead-lettered once they exceed the limit.
+ */
+static inline bool
+mqq_over_delivery_limit(int32 delivery_limit, MqTracked *t)
+{
+	return delivery_limit >= 0 &&
+		t->delivery_count - t->free_returns > delivery_limit;
 }
 
 /*

@@ -179,7 +179,8 @@ mqq_replayed_settled(MqQueueShared *qs, uint64 qpos)
 typedef struct ReplayedDelivery
 {
 	uint64		qpos;
-	int32		count;
+	int32		count;			/* DELIVERED records */
+	int32		free_returns;	/* RETURNED records */
 } ReplayedDelivery;
 
 /*
@@ -191,7 +192,8 @@ typedef struct ReplayedDelivery
  */
 static bool
 replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
-				 MqlogRowState st, TupleTableSlot *slot, int32 count)
+				 MqlogRowState st, TupleTableSlot *slot, int32 count,
+				 int32 free_returns)
 {
 	MqTracked  *t;
 
@@ -206,6 +208,7 @@ replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
 		if (t->state == MQ_T_READY && count > 0)
 		{
 			t->delivery_count += count;
+			t->free_returns = Min(free_returns, count);
 			t->redelivered = true;
 		}
 	}
@@ -236,6 +239,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 
 	qs->nlanes = q->nlanes;
 	qs->lane0 = q->lanes[0];
+	qs->delivery_limit = q->delivery_limit;
+	qs->drop_head_limit = q->max_length >= 0 && !q->overflow_reject;
 	qs->backlog = 0;
 	qs->unacked = 0;
 	qs->settled_since_floor = 0;
@@ -312,8 +317,18 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 					{
 						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
 
-						d->count = found ? d->count + 1 : 1;
+						if (!found)
+							d->count = d->free_returns = 0;
+						d->count++;
 						mark = Max(mark, pos + 1);
+					}
+					else if (pass == 1 && kind == MQ_SETTLE_RETURNED && pos >= floor)
+					{
+						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
+
+						if (!found)
+							d->count = d->free_returns = 0;
+						d->free_returns++;
 					}
 					else if (pass == 1 && mq_settle_kind_settles(kind) && pos >= floor &&
 							 track_settled(qs, pos))
@@ -344,7 +359,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 				ReplayedDelivery *d = hash_search(delivered, &qpos, HASH_FIND, NULL);
 				int32		count = d ? d->count : (counted ? 0 : 1);
 
-				redeliver = replay_delivered(qs, ls, qpos, state, slot, count);
+				redeliver = replay_delivered(qs, ls, qpos, state, slot, count,
+											 d ? d->free_returns : 0);
 			}
 			qpos = mqq_qpos_next(qpos);
 			CHECK_FOR_INTERRUPTS();

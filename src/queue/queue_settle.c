@@ -6,11 +6,9 @@
  * A settlement (ack, dead-letter, retry) marks the tracked entry ACKING;
  * the caller appends the settlement record in the same transaction, and
  * the entry becomes SETTLED when that transaction commits (queue_xact.c).
- * A requeue makes it READY again at once, and an extension moves its
- * lease end.
- *
- * Purging settles every ready message of a queue at once, with one
- * settlement record each.
+ * A requeue makes it READY again at once -- or, when that return takes it
+ * over x-delivery-limit, settles it for the caller to dead-letter -- and
+ * an extension moves its lease end.
  *
  * A lane's floor is the lowest position not known to be settled: the
  * lowest unsettled tracked entry, or the scan position.  Settled entries
@@ -31,8 +29,6 @@
 
 #define MQ_FLOOR_INTERVAL 1024
 
-/* ---------- floors ---------- */
-
 /* ---------- settling ---------- */
 
 /*
@@ -49,6 +45,7 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 	MqTracked  *t = mqq_tracked_find(qs, msg_id);
 	TimestampTz now = GetCurrentTimestamp();
+	MqSettleResult result = MQ_SETTLE_RESULT_OK;
 
 	if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
 	{
@@ -82,6 +79,17 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 			mqq_local_add(MQ_L_ACK, qs, msg_id, true);
 			break;
 		case MQ_SETTLE_OP_REQUEUE:
+		case MQ_SETTLE_OP_REQUEUE_FREE:
+			if (op == MQ_SETTLE_OP_REQUEUE_FREE)
+				t->free_returns++;
+			if (mqq_over_delivery_limit(q->delivery_limit, t))
+			{
+				/* dead-lettered at the return, as RabbitMQ does */
+				t->state = MQ_T_ACKING;
+				mqq_local_add(MQ_L_ACK, qs, msg_id, true);
+				result = MQ_SETTLE_RESULT_OVER_LIMIT;
+				break;
+			}
 			t->state = MQ_T_READY;
 			t->owner = -1;
 			t->prev_owner = -1;
@@ -95,8 +103,26 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 			break;
 	}
 	LWLockRelease(&qs->lock);
-	return MQ_SETTLE_RESULT_OK;
+
+	/*
+	 * A nack's return is remembered, frozen like a delivery record (the
+	 * message is ready again whatever becomes of this transaction), so that
+	 * it still does not count after a restart.
+	 */
+	if (op == MQ_SETTLE_OP_REQUEUE_FREE && result == MQ_SETTLE_RESULT_OK &&
+		mqq_counts_deliveries(q))
+	{
+		MqSettleBatch b;
+
+		mq_settle_batch_init(&b, q);
+		b.frozen = true;
+		mq_settle_batch_add(&b, MQ_SETTLE_RETURNED, *qpos);
+		mq_settle_batch_flush(&b);
+	}
+	return result;
 }
+
+/* ---------- floors ---------- */
 
 /*
  * Called by the settling code after it appended settlement records: every

@@ -83,20 +83,21 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 		d->dead = true;
 		d->dead_reason = "maxlen";
 	}
-	else if (mode == MQ_TAKE_EXPIRE)
-	{
-		d->dead = true;
-		d->dead_reason = "expired";
-	}
 	else if (entry_expired(q, t, now))
 	{
 		d->dead = true;
 		d->dead_reason = "expired";
 	}
-	else if (q->delivery_limit >= 0 && t->delivery_count > q->delivery_limit)
+	else if (mqq_over_delivery_limit(q->delivery_limit, t))
 	{
+		/* returned without the catalog at hand (session end, abort) */
 		d->dead = true;
 		d->dead_reason = "delivery_limit";
+	}
+	else if (mode == MQ_TAKE_EXPIRE)
+	{
+		d->dead = true;
+		d->dead_reason = "expired";
 	}
 
 	if (!d->dead)
@@ -376,7 +377,8 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 					next_due = due;
 				continue;
 			}
-			if (mode == MQ_TAKE_EXPIRE && !entry_expired(q, t, now))
+			if (mode == MQ_TAKE_EXPIRE && !entry_expired(q, t, now) &&
+				!mqq_over_delivery_limit(q->delivery_limit, t))
 			{
 				wake = true;	/* a ready message: consumers may be waiting */
 				continue;

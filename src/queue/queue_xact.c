@@ -28,6 +28,7 @@
 #include "utils/memutils.h"
 
 #include "queue/queue_int.h"
+#include "worker_shmem.h"
 
 static void wait_abort(void);
 
@@ -122,7 +123,24 @@ mqq_local_published(MqQueue *q)
 
 /* ---------- transaction and session ends ---------- */
 
-/* Return a message we hold to ready (abort, session end) */
+/* A return needs the worker (see release_to_ready) */
+static bool worker_wanted = false;
+
+static void
+wake_worker_if_wanted(void)
+{
+	if (worker_wanted && MyDatabaseId != InvalidOid)
+		mq_worker_wake(GetCurrentTimestamp());
+	worker_wanted = false;
+}
+
+/*
+ * Return a message we hold to ready (abort, session end).  Such a return
+ * happens outside any query, so what RabbitMQ does at the return -- dead-
+ * letter a message over x-delivery-limit, trim a drop-head queue back to
+ * x-max-length -- is left to this database's worker, woken at once
+ * (worker_wanted).
+ */
 static void
 release_to_ready(MqQueueShared *qs, MqTracked *t)
 {
@@ -132,6 +150,8 @@ release_to_ready(MqQueueShared *qs, MqTracked *t)
 	t->until = 0;
 	t->redelivered = true;
 	qs->unacked--;
+	if (qs->drop_head_limit || mqq_over_delivery_limit(qs->delivery_limit, t))
+		worker_wanted = true;
 }
 
 /*
@@ -254,6 +274,7 @@ mq_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			local_abort(0);
 			nlocal = 0;
+			wake_worker_if_wanted();
 			break;
 		case XACT_EVENT_PREPARE:
 			nlocal = 0;
@@ -279,6 +300,7 @@ mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		local_abort(first);
 		nlocal = first;
+		wake_worker_if_wanted();
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
@@ -320,6 +342,7 @@ mq_session_exit(int code, Datum arg)
 	}
 	nleased_queues = 0;
 	nlocal = 0;
+	wake_worker_if_wanted();
 }
 
 /* ---------- waiting (backend-local: which queue this backend sleeps on) ---------- */
