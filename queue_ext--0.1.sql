@@ -889,12 +889,14 @@ RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
 CREATE FUNCTION mq._queue_stats()
 RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
 	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
-	last_delivery timestamptz, arguments jsonb)
+	last_delivery timestamptz, arguments jsonb, ready_bytes bigint)
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
 
+-- ready_bytes: body bytes of the ready messages (RabbitMQ's
+-- message_bytes_ready), on queues with x-max-length-bytes; NULL elsewhere
 CREATE VIEW mq.queues AS
 	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
-		   oldest_ready_age, last_delivery, arguments
+		   oldest_ready_age, last_delivery, arguments, ready_bytes
 	  FROM mq._queue_stats();
 
 CREATE VIEW mq.exchanges AS

@@ -281,6 +281,7 @@ extern void mq_queue_write_floors(MqQueue *q);
 typedef struct MqQueueCounts
 {
 	int64		ready;
+	int64		ready_bytes;	/* their body bytes (x-max-length-bytes only) */
 	int64		unacked;
 	int64		delayed;
 	int64		total;
