@@ -296,8 +296,10 @@ refuse_over_limit(Dest *dst, bytea **bodies, Refused **refused, int *nrefused)
 		if ((q->max_length >= 0 && ready + 1 > q->max_length) ||
 			(q->max_length_bytes >= 0 && ready_bytes + size > q->max_length_bytes))
 		{
-			*refused = *nrefused == 0 ? palloc(sizeof(Refused) * 8) :
-				((*nrefused % 8) == 0 ? repalloc(*refused, sizeof(Refused) * (*nrefused + 8)) : *refused);
+			if (*nrefused == 0)
+				*refused = palloc(sizeof(Refused) * 8);
+			else if (*nrefused % 8 == 0)
+				*refused = repalloc(*refused, sizeof(Refused) * (*nrefused + 8));
 			(*refused)[*nrefused].q = q;
 			(*refused)[*nrefused].msg_index = dst->msg_index[e];
 			(*nrefused)++;
