@@ -122,7 +122,7 @@ SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	k text;
 	v jsonb;
-	known constant text[] := ARRAY['x-message-ttl', 'x-max-length', 'x-overflow',
+	known constant text[] := ARRAY['x-message-ttl', 'x-max-length', 'x-max-length-bytes', 'x-overflow',
 		'x-dead-letter-exchange', 'x-dead-letter-routing-key', 'x-delivery-limit',
 		'x-max-priority', 'x-queue-type'];
 BEGIN
@@ -159,11 +159,20 @@ BEGIN
 					USING ERRCODE = 'invalid_parameter_value',
 						  DETAIL = 'The maximum priority must be between 1 and 255.';
 			END IF;
+		ELSIF k = 'x-max-length-bytes' THEN
+			-- total body bytes of ready messages: a bigint
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 0
+			   OR v::numeric > 9223372036854775807 THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a non-negative integer.';
+			END IF;
 		ELSIF k = 'x-overflow' THEN
-			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' NOT IN ('drop-head', 'reject-publish') THEN
+			IF jsonb_typeof(v) <> 'string'
+			   OR v #>> '{}' NOT IN ('drop-head', 'reject-publish', 'reject-publish-dlx') THEN
 				RAISE EXCEPTION 'invalid value % for argument "x-overflow" of queue "%"', v, queue
 					USING ERRCODE = 'invalid_parameter_value',
-						  DETAIL = 'Supported values are "drop-head" and "reject-publish".';
+						  DETAIL = 'Supported values are "drop-head", "reject-publish" and "reject-publish-dlx".';
 			END IF;
 		ELSIF k = 'x-queue-type' THEN
 			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' <> type THEN
@@ -292,8 +301,10 @@ BEGIN
 		-- expires_at NULL: never (and then not stored: a trailing NULL)
 		-- visible_at first: see MqEntry in src/msglog.h
 		-- delivery_count: deliveries before, for a message nacked with a delay
+		-- body_size: the message body's bytes, only on queues with
+		-- x-max-length-bytes (elsewhere NULL, and so not stored)
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
-					   'expires_at timestamptz, delivery_count int) USING mqlog',
+					   'expires_at timestamptz, delivery_count int, body_size int) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
@@ -886,12 +897,14 @@ RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
 CREATE FUNCTION mq._queue_stats()
 RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
 	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
-	last_delivery timestamptz, arguments jsonb)
+	last_delivery timestamptz, arguments jsonb, ready_bytes bigint)
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
 
+-- ready_bytes: body bytes of the ready messages (RabbitMQ's
+-- message_bytes_ready), on queues with x-max-length-bytes; NULL elsewhere
 CREATE VIEW mq.queues AS
 	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
-		   oldest_ready_age, last_delivery, arguments
+		   oldest_ready_age, last_delivery, arguments, ready_bytes
 	  FROM mq._queue_stats();
 
 CREATE VIEW mq.exchanges AS
@@ -1034,7 +1047,8 @@ CREATE TABLE mq.timer (
 	lane		int2 NOT NULL,
 	msg_id		int8 NOT NULL,
 	expires_at	timestamptz NOT NULL,
-	delivery_count int				-- a nack with delay: deliveries so far
+	delivery_count int,				-- a nack with delay: deliveries so far
+	body_size	int					-- for x-max-length-bytes queues only
 );
 CREATE INDEX timer_due ON mq.timer (due);
 CREATE INDEX timer_msg ON mq.timer (msg_id);

@@ -164,5 +164,18 @@ SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
 SELECT queue, ready, unacked FROM mq.queues WHERE queue = 'rdl_len';
 
+-- the same for x-max-length-bytes: the returned message's bytes count again
+SELECT mq.queue_declare('rdl_bytes', arguments =>
+	'{"x-max-length-bytes": 4, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "rdl_dead"}');
+SELECT mq.send('rdl_bytes', 'b1'::text) IS NOT NULL;
+SELECT mq.send('rdl_bytes', 'b2'::text) IS NOT NULL;
+SELECT msg_id AS b1 FROM mq.consume('rdl_bytes') \gset
+SELECT mq.send('rdl_bytes', 'b3'::text) IS NOT NULL;
+SELECT mq.nack('rdl_bytes', ARRAY[:b1::bigint], true);
+SELECT convert_from(body, 'UTF8') AS body FROM mq.browse('rdl_bytes');
+SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
+  FROM mq.consume('rdl_dead', 10, auto_ack => true);
+SELECT queue, ready, ready_bytes FROM mq.queues WHERE queue = 'rdl_bytes';
+
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();

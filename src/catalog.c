@@ -302,10 +302,13 @@ load_queues(void)
 
 		q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
 		q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);
+		q->max_length_bytes = jsonb_arg_int(q->arguments, "x-max-length-bytes", -1);
 		{
 			char	   *ov = mq_jsonb_get_text(q->arguments, "x-overflow");
 
-			q->overflow_reject = ov && strcmp(ov, "reject-publish") == 0;
+			q->overflow_dlx = ov && strcmp(ov, "reject-publish-dlx") == 0;
+			q->overflow_reject = q->overflow_dlx ||
+				(ov && strcmp(ov, "reject-publish") == 0);
 		}
 		q->dead_letter_exchange = mq_jsonb_get_text(q->arguments, "x-dead-letter-exchange");
 		q->dead_letter_routing_key = mq_jsonb_get_text(q->arguments, "x-dead-letter-routing-key");

@@ -63,7 +63,9 @@ typedef struct MqQueue
 	Oid		   *lanes;			/* first entry log of each lane: identifies the queue */
 	int64		message_ttl_ms; /* -1: none */
 	int64		max_length;		/* -1: unlimited */
-	bool		overflow_reject;	/* reject-publish rather than drop-head */
+	int64		max_length_bytes;	/* ready body bytes; -1: unlimited */
+	bool		overflow_reject;	/* reject-publish(-dlx) rather than drop-head */
+	bool		overflow_dlx;	/* reject-publish-dlx: refused ones dead-lettered */
 	char	   *dead_letter_exchange;	/* NULL: none */
 	char	   *dead_letter_routing_key;	/* NULL: keep the message's */
 	int32		delivery_limit; /* -1: unlimited */

@@ -223,6 +223,142 @@ dest_cmp_queue_id(const void *a, const void *b)
 	return (qa > qb) - (qa < qb);
 }
 
+/* Body bytes of a message, what x-max-length-bytes counts */
+static inline int32
+body_bytes(bytea *body)
+{
+	return body ? (int32) VARSIZE_ANY_EXHDR(body) : 0;
+}
+
+/* Has q a length limit (and so do its publishers take turns)? */
+static inline bool
+queue_limited(MqQueue *q)
+{
+	return q->max_length >= 0 || q->max_length_bytes >= 0;
+}
+
+/*
+ * reject-publish: the publish that would take q over one of its limits
+ * fails whole (RabbitMQ nacks it; here the error is the nack, and the
+ * transaction's other publishes go with it).
+ */
+static void
+reject_over_limit(Dest *dst, bytea **bodies)
+{
+	MqQueue    *q = dst->q;
+	int64		ready_bytes;
+	int64		ready = mq_queue_ready_bytes_for_publish(q, &ready_bytes);
+	int64		adding = 0;
+
+	if (q->max_length >= 0 && ready + dst->n > q->max_length)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("queue \"%s\" is full", q->name),
+				 errdetail("It holds its x-max-length of " INT64_FORMAT " ready messages and x-overflow is reject-publish.",
+						   q->max_length)));
+	if (q->max_length_bytes < 0)
+		return;
+	for (int e = 0; e < dst->n; e++)
+		adding += body_bytes(bodies[dst->msg_index[e]]);
+	if (ready_bytes + adding > q->max_length_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("queue \"%s\" is full", q->name),
+				 errdetail("Its ready messages hold " INT64_FORMAT " body bytes, the publish adds " INT64_FORMAT ", x-max-length-bytes is " INT64_FORMAT " and x-overflow is reject-publish.",
+						   ready_bytes, adding, q->max_length_bytes)));
+}
+
+/* A message that a reject-publish-dlx queue refused */
+typedef struct Refused
+{
+	MqQueue    *q;
+	int			msg_index;
+} Refused;
+
+/*
+ * reject-publish-dlx: take the messages of dst that fit, in order, each
+ * one checked as RabbitMQ's queue process checks a publish (one more
+ * message, its body bytes more); the others are taken off dst and added to
+ * refused[], to be dead-lettered once they are stored.
+ */
+static void
+refuse_over_limit(Dest *dst, bytea **bodies, Refused **refused, int *nrefused)
+{
+	MqQueue    *q = dst->q;
+	int64		ready_bytes;
+	int64		ready = mq_queue_ready_bytes_for_publish(q, &ready_bytes);
+	int			k = 0;
+
+	for (int e = 0; e < dst->n; e++)
+	{
+		int32		size = body_bytes(bodies[dst->msg_index[e]]);
+
+		if ((q->max_length >= 0 && ready + 1 > q->max_length) ||
+			(q->max_length_bytes >= 0 && ready_bytes + size > q->max_length_bytes))
+		{
+			if (*nrefused == 0)
+				*refused = palloc(sizeof(Refused) * 8);
+			else if (*nrefused % 8 == 0)
+				*refused = repalloc(*refused, sizeof(Refused) * (*nrefused + 8));
+			(*refused)[*nrefused].q = q;
+			(*refused)[*nrefused].msg_index = dst->msg_index[e];
+			(*nrefused)++;
+			continue;
+		}
+		ready++;
+		ready_bytes += size;
+		dst->msg_index[k] = dst->msg_index[e];
+		dst->lane[k] = dst->lane[e];
+		k++;
+	}
+	dst->n = k;
+}
+
+/*
+ * drop-head overflow: dead-letter the oldest ready messages of q (reason
+ * maxlen) until it is within x-max-length and x-max-length-bytes.  The
+ * count tells at once how many must go; for bytes, heads go one at a time
+ * until the rest fits (a body larger than the limit goes too, as in
+ * RabbitMQ).  All are taken first, then settled together.
+ */
+static void
+drop_heads(MqQueue *q)
+{
+	MqDelivery *dl = NULL;
+	int			ndl = 0;
+	int			cap = 0;
+
+	for (;;)
+	{
+		int64		ready_bytes;
+		int64		ready = mq_queue_ready_bytes_for_publish(q, &ready_bytes);
+		int64		excess = q->max_length >= 0 ? ready - q->max_length : 0;
+		int			got;
+
+		if (q->max_length_bytes >= 0 && ready_bytes > q->max_length_bytes)
+			excess = Max(excess, 1);
+		if (excess <= 0)
+			break;
+		if (ndl + excess > cap)
+		{
+			cap = ndl + (int) excess;
+			dl = dl ? repalloc(dl, sizeof(MqDelivery) * cap) :
+				palloc(sizeof(MqDelivery) * cap);
+		}
+		/* taken dead, reason maxlen */
+		got = mq_queue_take(q, (int) excess, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl + ndl);
+		ndl += got;
+		if (got < excess || q->max_length_bytes < 0)
+			break;				/* nothing more to take, or the count is met */
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (ndl > 0)
+	{
+		(void) mq_settle_deliveries(q, dl, ndl, 0, 0);
+		pfree(dl);
+	}
+}
+
 /*
  * Publish one message to one lane of q, the message and its entry as one
  * WAL record.  The message goes to the log, the entry to queue state:
@@ -288,6 +424,8 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	TimestampTz expires_at = DT_NOEND;
 	Jsonb	   *props = o->properties ? o->properties : build_properties(o);
 	bool		entries_written = false;
+	Refused    *refused = NULL;
+	int			nrefused = 0;
 
 	if (o->expiration_ms >= 0)
 		expires_at = mq_time_add(visible_at, o->expiration_ms * 1000, "expiration");
@@ -343,28 +481,29 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		return;
 
 	/*
-	 * 2. x-max-length: publishers to a limited queue take turns (one
-	 * transaction at a time, in queue id order so that two never wait for
-	 * each other), so that each sees what the one before committed and the
-	 * limit holds after every commit; then reject-publish overflow.
+	 * 2. x-max-length and x-max-length-bytes: publishers to a limited queue
+	 * take turns (one transaction at a time, in queue id order so that two
+	 * never wait for each other), so that each sees what the one before
+	 * committed and the limits hold after every commit; then reject-publish
+	 * overflow (the publish fails) and reject-publish-dlx (what does not
+	 * fit is dead-lettered instead, below).
 	 */
 	if (ndests > 1)
 		qsort(dests, ndests, sizeof(Dest), dest_cmp_queue_id);
 	for (int d = 0; d < ndests; d++)
-		if (dests[d].q->max_length >= 0)
+		if (queue_limited(dests[d].q))
 			LockDatabaseObject(mq_internal_relid("cat_queue"), dests[d].q->id, 0,
 							   ExclusiveLock);
 	for (int d = 0; d < ndests; d++)
 	{
 		MqQueue    *q = dests[d].q;
 
-		if (q->max_length >= 0 && q->overflow_reject &&
-			mq_queue_ready_for_publish(q) + dests[d].n > q->max_length)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("queue \"%s\" is full", q->name),
-					 errdetail("It holds its x-max-length of " INT64_FORMAT " ready messages and x-overflow is reject-publish.",
-							   q->max_length)));
+		if (!queue_limited(q) || !q->overflow_reject)
+			continue;
+		if (q->overflow_dlx)
+			refuse_over_limit(&dests[d], bodies, &refused, &nrefused);
+		else
+			reject_over_limit(&dests[d], bodies);
 	}
 
 	/* 3. dedup: a retried publish returns the first id */
@@ -397,6 +536,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		entry.visible_at = visible_at;
 		entry.expires_at = expires_at;
 		entry.delivery_count = 0;
+		entry.body_size = body_bytes(bodies[i]);
 		ids[i] = publish_linked(dst->q, dst->lane[0],
 								new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
 											bodies[i], o, props, now),
@@ -444,6 +584,8 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 				entries[k].visible_at = visible_at;
 				entries[k].expires_at = expires_at;
 				entries[k].delivery_count = 0;
+				entries[k].body_size = dst->q->max_length_bytes >= 0 ?
+					body_bytes(bodies[dst->msg_index[e]]) : -1;
 				k++;
 			}
 			if (k > 0 && delayed)
@@ -452,6 +594,26 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 				mq_queue_append(dst->q, lane, entries, k);
 		}
 		pfree(entries);
+	}
+
+	/*
+	 * 5b. reject-publish-dlx: a message a full queue refused goes to the
+	 * queue's dead-letter exchange (reason maxlen), and the publish goes on:
+	 * RabbitMQ also nacks it, but here the only nack is an error, which
+	 * would roll the copy back too.  A refused message that no dead-letter
+	 * exchange takes would be lost: that publish fails as with
+	 * reject-publish.
+	 */
+	for (int r = 0; r < nrefused; r++)
+	{
+		MqQueue    *q = refused[r].q;
+
+		if (mq_dead_letter(q, ids[refused[r].msg_index], "maxlen") != MQ_SETTLE_DEAD)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("queue \"%s\" is full", q->name),
+					 errdetail("x-overflow is reject-publish-dlx, but no dead-letter exchange took the message."),
+					 errhint("Give the queue an x-dead-letter-exchange with a queue bound to it.")));
 	}
 
 	/* 6. drop-head overflow: dead-letter the oldest ready messages */
@@ -534,6 +696,7 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 			e.visible_at = retry_at;
 			e.expires_at = dl[i].expires_at;
 			e.delivery_count = Max(dl[i].delivery_count, 1);
+			e.body_size = mq_queue_body_size(q, dl[i].msg_id);
 			mq_timers_add(q, mq_qpos_lane(dl[i].qpos), &e, 1);
 		}
 	}
@@ -548,7 +711,8 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 
 /*
  * Drop-head overflow: dead-letter the oldest ready messages of q (the head
- * in delivery order) while it holds more than x-max-length, whatever put
+ * in delivery order) while it holds more than x-max-length or
+ * x-max-length-bytes allow, whatever put
  * it over: a publish, or messages returned to ready (nack, reject, a lost
  * session, a rollback).  Takes the queue's turn first, the lock publishers
  * to a limited queue hold until they commit, so that no count is in flight
@@ -558,10 +722,9 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 bool
 mq_overflow_drop_head(MqQueue *q, bool wait)
 {
-	int64		excess;
 	Oid			classid;
 
-	if (q->max_length < 0 || q->overflow_reject)
+	if (!queue_limited(q) || q->overflow_reject)
 		return true;
 	classid = mq_internal_relid("cat_queue");
 	if (!wait)
@@ -571,17 +734,7 @@ mq_overflow_drop_head(MqQueue *q, bool wait)
 	}
 	else
 		LockDatabaseObject(classid, q->id, 0, ExclusiveLock);
-	excess = mq_queue_ready_for_publish(q) - q->max_length;
-	if (excess > 0)
-	{
-		MqDelivery *dl = palloc(sizeof(MqDelivery) * excess);
-		int			got = mq_queue_take(q, (int) excess, 0, MQ_TAKE_DROP_HEAD,
-										NULL, 0, dl);
-
-		/* taken dead, reason maxlen */
-		(void) mq_settle_deliveries(q, dl, got, 0, 0);
-		pfree(dl);
-	}
+	drop_heads(q);
 	return true;
 }
 

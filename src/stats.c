@@ -31,8 +31,8 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 	{
 		MqQueue    *q = lfirst(lc);
 		MqQueueCounts c;
-		Datum		values[11];
-		bool		nulls[11];
+		Datum		values[12];
+		bool		nulls[12];
 
 		memset(nulls, 0, sizeof(nulls));
 		mq_queue_counts(q, &c);
@@ -66,6 +66,11 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 		else
 			nulls[9] = true;
 		values[10] = JsonbPGetDatum(q->arguments);
+		/* body sizes are recorded only where x-max-length-bytes needs them */
+		if (q->max_length_bytes >= 0)
+			values[11] = Int64GetDatum(c.ready_bytes);
+		else
+			nulls[11] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -89,6 +89,8 @@ typedef struct MqEntry
 	TimestampTz visible_at;		/* not deliverable before */
 	TimestampTz expires_at;		/* DT_NOEND: never */
 	int32		delivery_count; /* deliveries before (a nack with delay); 0: none */
+	int32		body_size;		/* body bytes, for x-max-length-bytes; -1: not
+								 * recorded (queues without that limit) */
 } MqEntry;
 
 
@@ -178,6 +180,7 @@ typedef struct MqQueueLink
 	int			gen;
 	Relation	rel;			/* the lane's write generation */
 	void	   *shared;			/* queue state, private to src/queue/ */
+	int32		body_size;		/* of the entry written (x-max-length-bytes) */
 } MqQueueLink;
 
 extern void mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link);
@@ -193,6 +196,18 @@ extern void mq_queue_rotate(MqQueue *q);
  * x-max-length is checked against
  */
 extern int64 mq_queue_ready_for_publish(MqQueue *q);
+
+/*
+ * The same, and *bytes their body bytes, what x-max-length-bytes is
+ * checked against (body sizes are recorded only on queues with that limit)
+ */
+extern int64 mq_queue_ready_bytes_for_publish(MqQueue *q, int64 *bytes);
+
+/*
+ * Body bytes of the live entry of msg_id in q (-1: not recorded), for a
+ * message settled here and appended again later (a nack with delay)
+ */
+extern int32 mq_queue_body_size(MqQueue *q, int64 msg_id);
 
 /* ---------- consuming (queue_take.c) ---------- */
 
@@ -275,6 +290,7 @@ extern void mq_queue_write_floors(MqQueue *q);
 typedef struct MqQueueCounts
 {
 	int64		ready;
+	int64		ready_bytes;	/* their body bytes (x-max-length-bytes only) */
 	int64		unacked;
 	int64		delayed;
 	int64		total;

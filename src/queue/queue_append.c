@@ -2,8 +2,8 @@
  *
  * queue_append.c
  *	  Publishing to a queue: appending entries to a lane's write
- *	  generation, rotating generations, and the ready count that
- *	  x-max-length is checked against.
+ *	  generation, rotating generations, and the ready count and bytes
+ *	  that x-max-length and x-max-length-bytes are checked against.
  *
  * Entries are appended by the publishing transaction and count in the
  * queue's backlog once it commits (queue_xact.c).  A lane's entry log is
@@ -66,12 +66,28 @@ queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
 	return relid;
 }
 
-/* End an append of n entries: they count in the backlog when we commit */
+/*
+ * End an append of n entries of bytes body bytes: they count in the
+ * backlog when we commit
+ */
 static void
-queue_append_end(MqQueueShared *qs, int n)
+queue_append_end(MqQueueShared *qs, int n, int64 bytes)
 {
 	LWLockRelease(&qs->gen_lock);
-	mqq_local_add(MQ_L_PUBLISH, qs, n, false);
+	mqq_local_add_publish(qs, n, bytes);
+}
+
+/*
+ * The body size an entry of q records: only queues with x-max-length-bytes
+ * keep one (elsewhere the column stays NULL, not stored, and the entry
+ * logs of other queues are what they always were)
+ */
+static inline int32
+entry_body_size(MqQueue *q, MqEntry *e)
+{
+	if (q->max_length_bytes < 0 || e->body_size < 0)
+		return -1;
+	return e->body_size;
 }
 
 /* Append n entries to a lane of q in this transaction (they count at commit) */
@@ -81,10 +97,17 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	uint64	   *qpos = palloc(sizeof(uint64) * n);
 	MqQueueShared *qs;
 	int			gen;
-	Oid			relid = queue_append_begin(q, lane, &gen, &qs);
+	int64		bytes = 0;
+	Oid			relid;
 
+	for (int i = 0; i < n; i++)
+	{
+		entries[i].body_size = entry_body_size(q, &entries[i]);
+		bytes += Max(entries[i].body_size, 0);
+	}
+	relid = queue_append_begin(q, lane, &gen, &qs);
 	mqq_entry_append(relid, lane, gen, entries, n, qpos);
-	queue_append_end(qs, n);
+	queue_append_end(qs, n, bytes);
 	pfree(qpos);
 }
 
@@ -102,6 +125,7 @@ mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link)
 	link->q = q;
 	link->lane = lane;
 	link->shared = qs;
+	link->body_size = 0;
 	link->rel = table_open(relid, RowExclusiveLock);
 }
 
@@ -111,6 +135,8 @@ mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(link->rel),
 													&TTSOpsVirtual);
 
+	entry->body_size = entry_body_size(link->q, entry);
+	link->body_size = Max(entry->body_size, 0);
 	ExecClearTuple(slot);
 	mqq_entry_values(entry, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
@@ -123,7 +149,7 @@ mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row)
 	mqq_check_lane_block(link->rel, &row->tid);
 	ExecDropSingleTupleTableSlot(row->slot);
 	table_close(link->rel, NoLock);
-	queue_append_end((MqQueueShared *) link->shared, 1);
+	queue_append_end((MqQueueShared *) link->shared, 1, link->body_size);
 }
 
 /*
@@ -200,29 +226,73 @@ mq_queue_rotate(MqQueue *q)
 	}
 }
 
-/* Ready messages of q as they will be once this transaction commits (x-max-length) */
+/*
+ * Ready messages of q, and their body bytes, as they will be once this
+ * transaction commits: what x-max-length and x-max-length-bytes are checked
+ * against.  Delivered-unacked messages do not count (RabbitMQ).
+ */
 int64
-mq_queue_ready_for_publish(MqQueue *q)
+mq_queue_ready_bytes_for_publish(MqQueue *q, int64 *bytes)
 {
 	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
 	int64		own_dropped = 0;
+	int64		own_dropped_bytes = 0;
+	int64		unacked_bytes = 0;
 	int64		ready;
+	int64		local_bytes;
 	dlist_iter	it;
 
 	/*
 	 * Our own entries dropped by overflow are in unacked (they are ACKING)
-	 * but not yet in the backlog: count them apart.
+	 * but not yet in the backlog: count them apart.  The bytes of unacked
+	 * entries are summed here rather than kept in a counter: the list is
+	 * walked anyway, and it is bounded by what is in flight.
 	 */
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
+		if (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING)
+			unacked_bytes += t->body_size;
 		if (t->own && t->state == MQ_T_ACKING && t->owner == MyProc->pgprocno)
+		{
 			own_dropped++;
+			own_dropped_bytes += t->body_size;
+		}
 	}
 	ready = Max(qs->backlog - (qs->unacked - own_dropped), 0) - own_dropped;
+	*bytes = Max(qs->backlog_bytes - (unacked_bytes - own_dropped_bytes), 0) -
+		own_dropped_bytes;
 	LWLockRelease(&qs->lock);
 	/* plus what this transaction already published to q */
-	ready += mqq_local_published(q);
+	ready += mqq_local_published(q, &local_bytes);
+	*bytes += local_bytes;
 	return ready;
+}
+
+/* Ready messages of q as they will be once this transaction commits (x-max-length) */
+int64
+mq_queue_ready_for_publish(MqQueue *q)
+{
+	int64		bytes;
+
+	return mq_queue_ready_bytes_for_publish(q, &bytes);
+}
+
+/* Body bytes the live entry of msg_id in q records (-1: none) */
+int32
+mq_queue_body_size(MqQueue *q, int64 msg_id)
+{
+	MqQueueShared *qs;
+	MqTracked  *t;
+	int32		size = -1;
+
+	if (q->max_length_bytes < 0)
+		return -1;
+	qs = mqq_queue_lock(q, LW_SHARED);
+	t = mqq_tracked_find(qs, msg_id);
+	if (t != NULL)
+		size = t->body_size;
+	LWLockRelease(&qs->lock);
+	return size;
 }

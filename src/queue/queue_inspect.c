@@ -23,8 +23,8 @@
 #include "queue/queue_int.h"
 
 /*
- * What mq.queues shows of q: ready, unacked, delayed and total messages,
- * consumers (sessions holding a lease, and waiting ones), the oldest ready
+ * What mq.queues shows of q: ready (and their body bytes), unacked, delayed
+ * and total messages, consumers (sessions holding a lease, and waiting ones), the oldest ready
  * message and the last delivery.
  */
 void
@@ -35,6 +35,7 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	dlist_iter	it;
 	int			owners[64];
 	int			nowners = 0;
+	int64		not_ready_bytes = 0;
 	LaneRels	lr;
 
 	memset(c, 0, sizeof(*c));
@@ -47,10 +48,15 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
 		if (t->state == MQ_T_READY && (t->visible_at > now || t->until > now))
+		{
 			c->delayed++;
+			not_ready_bytes += t->body_size;
+		}
 		else if (t->state == MQ_T_READY &&
 				 (c->oldest_ready == 0 || t->visible_at < c->oldest_ready))
 			c->oldest_ready = t->visible_at;
+		if (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING)
+			not_ready_bytes += t->body_size;
 		if (t->state == MQ_T_LEASED && t->owner >= 0)
 		{
 			bool		seen = false;
@@ -64,6 +70,7 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	c->total = Max(qs->backlog, 0);
 	c->unacked = qs->unacked;
 	c->ready = Max(qs->backlog - qs->unacked - c->delayed, 0);
+	c->ready_bytes = Max(qs->backlog_bytes - not_ready_bytes, 0);
 	c->consumers = nowners + qs->nwaiting;
 	c->last_delivery = qs->last_delivery;
 

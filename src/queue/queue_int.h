@@ -83,15 +83,21 @@
 
 /*
  * Columns of an entry row: the entry stored as (visible_at,
- * msg_id, expires_at) with expires_at NULL for "never", which mqlog does
- * not store at all (trailing NULL); visible_at first, because for a
- * message published for now it equals the message's published_at, and a
- * linked insert logs leading bytes shared with the message row only once.
+ * msg_id, expires_at, delivery_count, body_size) with expires_at NULL for
+ * "never", delivery_count NULL for a fresh message and body_size NULL on
+ * queues without x-max-length-bytes, which mqlog does not store at all
+ * (trailing NULLs); visible_at first, because for a message published for
+ * now it equals the message's published_at, and a linked insert logs
+ * leading bytes shared with the message row only once.  body_size is in
+ * the entry so that the ready bytes of a queue are known when an entry is
+ * taken or settled, and rebuilt after a restart, without reading the
+ * message log.
  */
 #define MQ_ENTRY_ATT_VISIBLE_AT	1
 #define MQ_ENTRY_ATT_MSG_ID		2
 #define MQ_ENTRY_ATT_EXPIRES_AT	3
 #define MQ_ENTRY_ATT_DELIVERY_COUNT 4
+#define MQ_ENTRY_ATT_BODY_SIZE	5
 
 /* Is a settlement-log record kind a settlement of its entry? */
 static inline bool
@@ -181,6 +187,7 @@ typedef struct MqTracked
 	int32		delivery_count;
 	int32		free_returns;	/* returns that do not count toward
 								 * x-delivery-limit (nack with requeue) */
+	int32		body_size;		/* body bytes (x-max-length-bytes), else 0 */
 	int			owner;			/* pgprocno of the holder, -1: none */
 	int			prev_owner;		/* holder whose lease ran out, until retaken */
 	uint32		consumer_hash;	/* consumer name of the holder */
@@ -270,8 +277,10 @@ typedef struct MqQueueShared
 	/* what a return needs of the queue's arguments, without the catalog
 	 * (a session end or an abort returns messages outside any query) */
 	int32		delivery_limit; /* x-delivery-limit, -1: none */
-	bool		drop_head_limit;	/* x-max-length with x-overflow drop-head */
+	bool		drop_head_limit;	/* x-max-length or x-max-length-bytes with
+									 * x-overflow drop-head */
 	int64		backlog;		/* committed, unsettled entries */
+	int64		backlog_bytes;	/* their body bytes (x-max-length-bytes) */
 	int64		unacked;		/* LEASED + ACKING */
 	int32		ntracked;
 	int32		nwaiting;
@@ -389,6 +398,7 @@ extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
 extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);
 extern MqTracked *mqq_track_new(MqQueueShared *qs, uint64 qpos);
 extern void mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot);
+extern int32 mqq_entry_body_size(TupleTableSlot *slot);
 extern void mqq_tracked_set_pending(MqTracked *t);
 extern void mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
 extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
@@ -414,7 +424,8 @@ extern void mqq_register_callbacks(void);
 extern void mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
 						  bool prev_leased);
 extern void mqq_note_leased_queue(MqQueueKey key);
-extern int64 mqq_local_published(MqQueue *q);
+extern void mqq_local_add_publish(MqQueueShared *qs, int64 n, int64 bytes);
+extern int64 mqq_local_published(MqQueue *q, int64 *bytes);
 
 /* queue_take.c */
 extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,

@@ -86,9 +86,11 @@ mqq_entry_values(MqEntry *e, Datum *values, bool *isnull)
 	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
 	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
 	values[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = Int32GetDatum(e->delivery_count);
+	values[MQ_ENTRY_ATT_BODY_SIZE - 1] = Int32GetDatum(e->body_size);
 	isnull[MQ_ENTRY_ATT_VISIBLE_AT - 1] = isnull[MQ_ENTRY_ATT_MSG_ID - 1] = false;
 	isnull[MQ_ENTRY_ATT_EXPIRES_AT - 1] = (e->expires_at == DT_NOEND);
 	isnull[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = (e->delivery_count == 0);
+	isnull[MQ_ENTRY_ATT_BODY_SIZE - 1] = (e->body_size < 0);
 }
 
 void

@@ -240,8 +240,10 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->nlanes = q->nlanes;
 	qs->lane0 = q->lanes[0];
 	qs->delivery_limit = q->delivery_limit;
-	qs->drop_head_limit = q->max_length >= 0 && !q->overflow_reject;
+	qs->drop_head_limit = (q->max_length >= 0 || q->max_length_bytes >= 0) &&
+		!q->overflow_reject;
 	qs->backlog = 0;
+	qs->backlog_bytes = 0;
 	qs->unacked = 0;
 	qs->settled_since_floor = 0;
 	qs->nreplayed = 0;
@@ -345,15 +347,20 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		ls->mark = mark;
 
 		/*
-		 * The backlog: committed entries above the floor not settled.  Those
-		 * that may have been delivered before (below the mark) are tracked
-		 * again at once, redelivered, with their delivery counts.
+		 * The backlog (and its body bytes, which the entries of queues with
+		 * x-max-length-bytes record): committed entries above the floor not
+		 * settled.  Those that may have been delivered before (below the
+		 * mark) are tracked again at once, redelivered, with their delivery
+		 * counts.
 		 */
 		qpos = ls->scan_pos;
 		while (mqq_lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
 		{
 			if (state == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
+			{
 				qs->backlog++;
+				qs->backlog_bytes += mqq_entry_body_size(slot);
+			}
 			if (redeliver && qpos < mark)
 			{
 				ReplayedDelivery *d = hash_search(delivered, &qpos, HASH_FIND, NULL);

@@ -321,7 +321,18 @@ mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
 	if (isnull)
 		t->delivery_count = 0;
 	t->redelivered = t->delivery_count > 0;
+	t->body_size = mqq_entry_body_size(slot);
 	t->state = MQ_T_READY;
+}
+
+/* Body bytes an entry row records (x-max-length-bytes), else 0 */
+int32
+mqq_entry_body_size(TupleTableSlot *slot)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, MQ_ENTRY_ATT_BODY_SIZE, &isnull);
+
+	return isnull ? 0 : DatumGetInt32(d);
 }
 
 /* t waits for its publisher to end; a placeholder id no ack can name */

@@ -40,6 +40,7 @@ typedef struct MqLocalAction
 	int			nest;			/* (sub)transaction nesting level */
 	MqQueueKey	qkey;
 	int64		msg_id;			/* PUBLISH: number of entries */
+	int64		bytes;			/* PUBLISH: their body bytes, if recorded */
 	bool		prev_leased;	/* ACK: message was leased before */
 } MqLocalAction;
 
@@ -88,8 +89,20 @@ mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_lease
 	local_actions[nlocal].nest = GetCurrentTransactionNestLevel();
 	local_actions[nlocal].qkey = qs->key;
 	local_actions[nlocal].msg_id = msg_id;
+	local_actions[nlocal].bytes = 0;
 	local_actions[nlocal].prev_leased = prev_leased;
 	nlocal++;
+}
+
+/*
+ * Remember that this (sub)transaction appended n entries to qs, of bytes
+ * body bytes (0 where the queue does not record them)
+ */
+void
+mqq_local_add_publish(MqQueueShared *qs, int64 n, int64 bytes)
+{
+	mqq_local_add(MQ_L_PUBLISH, qs, n, false);
+	local_actions[nlocal - 1].bytes = bytes;
 }
 
 /* Remember that this session holds leases on the queue key, for its exit */
@@ -107,17 +120,24 @@ mqq_note_leased_queue(MqQueueKey key)
 	leased_queues[nleased_queues++] = key;
 }
 
-/* Entries this transaction appended to q so far (counted at commit) */
+/*
+ * Entries this transaction appended to q so far (counted at commit), and
+ * in *bytes their body bytes
+ */
 int64
-mqq_local_published(MqQueue *q)
+mqq_local_published(MqQueue *q, int64 *bytes)
 {
 	int64		n = 0;
 
+	*bytes = 0;
 	for (int i = 0; i < nlocal; i++)
 		if (local_actions[i].kind == MQ_L_PUBLISH &&
 			local_actions[i].qkey.queue_id == q->id &&
 			local_actions[i].qkey.dbid == MyDatabaseId)
+		{
 			n += local_actions[i].msg_id;
+			*bytes += local_actions[i].bytes;
+		}
 	return n;
 }
 
@@ -175,6 +195,7 @@ local_commit(int from)
 		if (a->kind == MQ_L_PUBLISH)
 		{
 			qs->backlog += a->msg_id;
+			qs->backlog_bytes += a->bytes;
 			LWLockRelease(&qs->lock);
 			ConditionVariableBroadcast(&qs->cv);
 			continue;
@@ -191,6 +212,7 @@ local_commit(int from)
 			 * the middle.  Readers clamp what they show.
 			 */
 			qs->backlog--;
+			qs->backlog_bytes -= t->body_size;
 			if (++qs->settled_since_floor % 64 == 0)
 				mqq_compact(qs, NULL);
 		}
