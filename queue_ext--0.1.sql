@@ -376,7 +376,10 @@ BEGIN
 				  DETAIL = 'Names starting with "amq." are reserved for server-named queues.';
 	END IF;
 	qid := nextval(pg_get_serial_sequence('mq.cat_queue', 'id'));
-	nlanes := coalesce((arguments->>'x-max-priority')::int, 0) + 1;
+	-- a lane per priority level: x-max-priority + 1, and on quorum queues
+	-- always 32 (RabbitMQ 4.3: priorities 0..31, MQ_QUORUM_LANES in catalog.h)
+	nlanes := CASE WHEN type = 'quorum' THEN 32
+				   ELSE coalesce((arguments->>'x-max-priority')::int, 0) + 1 END;
 	INSERT INTO mq.cat_queue (id, name, type, durable, arguments, lanes, owner)
 	VALUES (qid, queue, type, durable, arguments, '{}', caller);
 	FOR lane IN 0 .. nlanes - 1 LOOP

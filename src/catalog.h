@@ -53,13 +53,22 @@ typedef struct MqAcl
 	MqGrant    *grants;
 } MqAcl;
 
+/*
+ * Quorum queues have message priorities without x-max-priority, as
+ * RabbitMQ 4.3's (rabbit_fifo_pq): 32 levels, 0..31, higher first, FIFO
+ * within a level; larger priorities count as 31, and a message without a
+ * priority has priority 4.  Each level is a lane, created with the queue.
+ */
+#define MQ_QUORUM_LANES				32
+#define MQ_QUORUM_DEFAULT_PRIORITY	4
+
 typedef struct MqQueue
 {
 	int32		id;
 	char	   *name;
 	MqQueueType type;
 	bool		durable;
-	int			nlanes;			/* 1 + x-max-priority */
+	int			nlanes;			/* 1 + x-max-priority; quorum: 32 */
 	Oid		   *lanes;			/* first entry log of each lane: identifies the queue */
 	int64		message_ttl_ms; /* -1: none */
 	int64		max_length;		/* -1: unlimited */

@@ -173,6 +173,25 @@ route_with_alternates(MqExchange *ex, const char *rk, Jsonb *headers,
 	}
 }
 
+/*
+ * The lane of a message with this priority (-1: none) in q: a classic
+ * queue has one per level of its x-max-priority (none: all in lane 0),
+ * larger priorities count as the maximum; a quorum queue has 32, and a
+ * message without a priority goes to lane 4 (RabbitMQ 4.3's default), so
+ * that priorities 0..3 come after it.  A quorum queue declared with one
+ * lane, before quorum queues had priorities, keeps FIFO order.
+ */
+static int
+priority_lane(MqQueue *q, int priority)
+{
+	if (q->nlanes <= 1)
+		return 0;
+	if (priority < 0)
+		return q->type == MQ_QUEUE_QUORUM ?
+			Min(MQ_QUORUM_DEFAULT_PRIORITY, q->nlanes - 1) : 0;
+	return Min(priority, q->nlanes - 1);
+}
+
 /* Per destination queue and lane: the entries to append */
 typedef struct Dest
 {
@@ -462,15 +481,14 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		for (int j = 0; j < sets[i].n; j++)
 		{
 			MqQueue    *q = mq_queue_by_id(sets[i].ids[j]);
-			int			lane = 0;
+			int			lane;
 
 			if (q == NULL)
 				continue;
 			/* the default exchange needs publish on the queue itself */
 			if (o->check_privileges && ex->name[0] == '\0')
 				mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
-			if (o->priority > 0 && q->nlanes > 1)
-				lane = Min(o->priority, q->nlanes - 1);
+			lane = priority_lane(q, o->priority);
 			dest_add(dest_for(&dests, &ndests, q), i, lane);
 			durable |= q->durable;
 			quorum |= q->type == MQ_QUEUE_QUORUM;

@@ -120,7 +120,36 @@ mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st)
 	return found;
 }
 
-/* Browse: ids of up to n ready messages, in delivery order */
+/*
+ * Would the next take deliver tracked entry t (browse)?  Ready and due, or
+ * leased with its lease run out (the take returns it first); not what the
+ * take would dead-letter instead (expired, over x-delivery-limit).
+ */
+static bool
+peek_ready(MqQueue *q, MqTracked *t, TimestampTz now)
+{
+	if (t->state == MQ_T_LEASED)
+		return t->until <= now && !mqq_entry_dead(q, t, now);
+	return t->state == MQ_T_READY && t->visible_at <= now && t->until <= now &&
+		!mqq_entry_dead(q, t, now);
+}
+
+/* qsort order of returns: see mqq_tracked_returned */
+static int
+peek_return_cmp(const void *a, const void *b)
+{
+	return mqq_return_cmp((*(MqTracked *const *) a)->returned,
+						  (*(MqTracked *const *) b)->returned);
+}
+
+/*
+ * Browse: ids of up to n messages a consumer would be given now, in the
+ * order it would get them (mq_queue_take's): on a quorum queue the
+ * returns first, in the order they came back, then those whose lease ran
+ * out, in the order they were delivered; then lane by lane, highest first,
+ * the tracked entries and the entries not scanned yet.  Nothing is
+ * changed: the lock is shared.
+ */
 int
 mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 {
@@ -128,6 +157,35 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 	TimestampTz now = GetCurrentTimestamp();
 	int			got = 0;
 	LaneRels	lr;
+
+	if (qs->returns_first && qs->ntracked > 0)
+	{
+		MqTracked **ts = palloc(sizeof(MqTracked *) * qs->ntracked);
+
+		for (int pass = 0; pass < 2 && got < n; pass++)
+		{
+			int			nts = 0;
+			dlist_iter	it;
+
+			/* pass 0: returned and ready; pass 1: leases run out */
+			dlist_foreach(it, &qs->tracked)
+			{
+				MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+				if ((pass == 0 ? t->state == MQ_T_READY && t->returned != 0 :
+					 t->state == MQ_T_LEASED) && peek_ready(q, t, now))
+					ts[nts++] = t;
+			}
+			if (nts > 1)
+				qsort(ts, nts, sizeof(MqTracked *), peek_return_cmp);
+			for (int i = 0; i < nts && got < n; i++)
+			{
+				delivery_counts[got] = ts[i]->delivery_count;
+				msg_ids[got++] = ts[i]->msg_id;
+			}
+		}
+		pfree(ts);
+	}
 
 	mqq_lane_rels_init(&lr);
 	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
@@ -145,23 +203,29 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 				break;
 			if (mq_qpos_lane(t->qpos) != lane)
 				continue;
-			if (t->state == MQ_T_READY && t->visible_at <= now && t->until <= now)
+			if (t->state == MQ_T_PENDING)
 			{
-				delivery_counts[got] = t->delivery_count;
-				msg_ids[got++] = t->msg_id;
-			}
-			else if (t->state == MQ_T_PENDING &&
-					 mqq_tracked_row(&lr, q, t, &st, &slot) && st == MQLOG_ROW_COMMITTED)
-			{
-				/* its publisher committed since a consumer last looked */
+				/* its publisher may have committed since a consumer looked */
 				MqTracked	probe;
 
+				if (!mqq_tracked_row(&lr, q, t, &st, &slot) || st != MQLOG_ROW_COMMITTED)
+					continue;
+				memset(&probe, 0, sizeof(probe));
 				mqq_tracked_fill(&probe, slot);
-				if (probe.visible_at <= now)
+				if (peek_ready(q, &probe, now))
 				{
 					delivery_counts[got] = probe.delivery_count;
 					msg_ids[got++] = probe.msg_id;
 				}
+				continue;
+			}
+			/* returns and run-out leases of a quorum queue came first */
+			if (qs->returns_first && (t->returned != 0 || t->state == MQ_T_LEASED))
+				continue;
+			if (peek_ready(q, t, now))
+			{
+				delivery_counts[got] = t->delivery_count;
+				msg_ids[got++] = t->msg_id;
 			}
 		}
 		qpos = qs->lanes[lane].scan_pos;
@@ -169,12 +233,14 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 		{
 			if (st == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
 			{
-				bool		isnull;
+				MqTracked	probe;
 
-				if (DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull)) <= now)
+				memset(&probe, 0, sizeof(probe));
+				mqq_tracked_fill(&probe, slot);
+				if (peek_ready(q, &probe, now))
 				{
-					delivery_counts[got] = 0;
-					msg_ids[got++] = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
+					delivery_counts[got] = probe.delivery_count;
+					msg_ids[got++] = probe.msg_id;
 				}
 			}
 			qpos = mqq_qpos_next(qpos);

@@ -191,6 +191,9 @@ typedef struct MqTracked
 	int			owner;			/* pgprocno of the holder, -1: none */
 	int			prev_owner;		/* holder whose lease ran out, until retaken */
 	uint32		consumer_hash;	/* consumer name of the holder */
+	uint32		returned;		/* returns-first queues: order of delivery
+								 * (LEASED, ACKING) or of return (READY),
+								 * 0: neither (see mqq_tracked_returned) */
 	TimestampTz until;			/* LEASED: lease end; READY: not before */
 	TimestampTz visible_at;
 	TimestampTz expires_at;
@@ -286,6 +289,8 @@ typedef struct MqQueueShared
 	int32		nwaiting;
 	int32		settled_since_floor;
 	int32		nreplayed;		/* settled entries from replay not yet scanned */
+	bool		returns_first;	/* quorum: returned messages go first */
+	uint32		return_seq;		/* last MqTracked.returned handed out */
 	TimestampTz last_delivery;
 	dlist_head	tracked;		/* MqTracked entries of this queue */
 
@@ -367,6 +372,77 @@ mqq_over_delivery_limit(int32 delivery_limit, MqTracked *t)
 }
 
 /*
+ * Returns first.  A quorum queue delivers returned messages (nack or
+ * reject with requeue, lease expiry, rollback, session end, restart)
+ * before any other, in the order they came back, whatever their priority:
+ * rabbit_fifo keeps them in a queue of returns that take_next_msg empties
+ * first.  Classic queues leave them in their place in the lane (publish
+ * order), as RabbitMQ's classic queues do.
+ *
+ * MqTracked.returned orders both: while an entry is delivered it holds the
+ * order of that delivery (so that messages released together, at a
+ * rollback or the end of a session, return in the order they were
+ * delivered, as rabbit_fifo's return_all does), once it is ready again
+ * the order of its return.  One counter per queue hands out both, under
+ * the queue lock; 0 is "neither" (never delivered, or not a quorum queue).
+ */
+static inline uint32
+mqq_next_return_seq(MqQueueShared *qs)
+{
+	if (++qs->return_seq == 0)
+		qs->return_seq = 1;		/* 0 means "neither" */
+	return qs->return_seq;
+}
+
+/* t is delivered (leased, or settled by auto-ack) */
+static inline void
+mqq_tracked_delivered(MqQueueShared *qs, MqTracked *t)
+{
+	t->returned = qs->returns_first ? mqq_next_return_seq(qs) : 0;
+}
+
+/* t, delivered, is ready again: the last of the returns */
+static inline void
+mqq_tracked_returned(MqQueueShared *qs, MqTracked *t)
+{
+	if (qs->returns_first)
+		t->returned = mqq_next_return_seq(qs);
+}
+
+/* Order of two returns (return_seq wraps around) */
+static inline int
+mqq_return_cmp(uint32 a, uint32 b)
+{
+	int32		d = (int32) (a - b);
+
+	return (d > 0) - (d < 0);
+}
+
+/* Is t expired by now (its own expiration, or the queue's x-message-ttl)? */
+static inline bool
+mqq_entry_expired(MqQueue *q, MqTracked *t, TimestampTz now)
+{
+	if (t->expires_at != DT_NOEND && t->expires_at <= now)
+		return true;
+	/* now - ttl, not visible_at + ttl: a message due near the end of time */
+	if (q->message_ttl_ms >= 0 &&
+		t->visible_at <= now - q->message_ttl_ms * 1000)
+		return true;
+	return false;
+}
+
+/*
+ * Would a take hand t back dead rather than deliver it: expired, or over
+ * x-delivery-limit?  Browsing leaves out what consuming would dead-letter.
+ */
+static inline bool
+mqq_entry_dead(MqQueue *q, MqTracked *t, TimestampTz now)
+{
+	return mqq_entry_expired(q, t, now) ||
+		mqq_over_delivery_limit(q->delivery_limit, t);
+}
+
+/*
  * A MARK record covers this many entry positions after a delivery, and is
  * written again once deliveries come within half of that: one small
  * record per eight deliveries or more (a position's line pointer number
@@ -403,6 +479,7 @@ extern void mqq_tracked_set_pending(MqTracked *t);
 extern void mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
 extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
 extern void mqq_compact(MqQueueShared *qs, uint64 *floors);
+extern void mqq_return_together(MqQueueShared *qs, MqTracked **ts, int n);
 
 /* queue_load.c: reading lanes, replay after a restart, the loaded state */
 extern void mqq_lane_rels_init(LaneRels *lr);

@@ -216,6 +216,51 @@ replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
 	return true;
 }
 
+/* qsort order of replayed deliveries: highest lane first, then position */
+static int
+replayed_order_cmp(const void *a, const void *b)
+{
+	uint64		pa = (*(MqTracked *const *) a)->qpos;
+	uint64		pb = (*(MqTracked *const *) b)->qpos;
+	int			la = mq_qpos_lane(pa);
+	int			lb = mq_qpos_lane(pb);
+
+	if (la != lb)
+		return la > lb ? -1 : 1;
+	return (pa > pb) - (pa < pb);
+}
+
+/*
+ * On a quorum queue, what was delivered before the restart comes back as
+ * returns (its consumers are gone, as rabbit_fifo returns the messages of
+ * a consumer that is down).  The order of those deliveries across lanes is
+ * not recorded: they return in the order they would have been delivered,
+ * highest priority first, publish order within a lane.
+ */
+static void
+replay_returns(MqQueueShared *qs)
+{
+	MqTracked **ts;
+	int			n = 0;
+	dlist_iter	it;
+
+	if (qs->ntracked == 0)
+		return;
+	ts = palloc(sizeof(MqTracked *) * qs->ntracked);
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_READY && t->redelivered)
+			ts[n++] = t;
+	}
+	if (n > 1)
+		qsort(ts, n, sizeof(MqTracked *), replayed_order_cmp);
+	for (int i = 0; i < n; i++)
+		mqq_tracked_returned(qs, ts[i]);
+	pfree(ts);
+}
+
 /*
  * Rebuild a queue's state after a restart (or its first use): find each
  * lane's generations, replay their settlement logs (the highest FLOOR,
@@ -248,6 +293,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->settled_since_floor = 0;
 	qs->nreplayed = 0;
 	qs->last_delivery = 0;
+	qs->returns_first = q->type == MQ_QUEUE_QUORUM;
+	qs->return_seq = 0;
 	qs->loaded_in_recovery = RecoveryInProgress();
 	/* taken first: whatever is replayed during the load triggers another */
 	qs->loaded_lsn = qs->loaded_in_recovery ? GetXLogReplayRecPtr(NULL) : InvalidXLogRecPtr;
@@ -375,6 +422,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	}
 	mqq_lane_rels_close(&lr);
 	hash_destroy(delivered);
+	if (qs->returns_first)
+		replay_returns(qs);
 	qs->loaded = true;
 }
 

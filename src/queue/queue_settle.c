@@ -96,6 +96,7 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 			t->until = when > now ? when : 0;
 			t->redelivered = true;
 			qs->unacked--;
+			mqq_tracked_returned(qs, t);
 			ConditionVariableBroadcast(&qs->cv);
 			break;
 		case MQ_SETTLE_OP_EXTEND:

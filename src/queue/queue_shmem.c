@@ -340,6 +340,7 @@ void
 mqq_tracked_set_pending(MqTracked *t)
 {
 	t->state = MQ_T_PENDING;
+	t->returned = 0;
 	t->msg_id = -(int64) (t->qpos & PG_INT64_MAX) - 1;
 }
 
@@ -400,4 +401,28 @@ mqq_compact(MqQueueShared *qs, uint64 *floors)
 	}
 	if (floors)
 		memcpy(floors, f, sizeof(uint64) * qs->nlanes);
+}
+
+/* qsort order of tracked entries by MqTracked.returned */
+static int
+returned_cmp(const void *a, const void *b)
+{
+	return mqq_return_cmp((*(MqTracked *const *) a)->returned,
+						  (*(MqTracked *const *) b)->returned);
+}
+
+/*
+ * ts[], ready again together (lease expiry, session end), become returns
+ * in the order they were delivered (queue lock held; a no-op but on
+ * queues that deliver returns first).  Sorts ts[].
+ */
+void
+mqq_return_together(MqQueueShared *qs, MqTracked **ts, int n)
+{
+	if (!qs->returns_first)
+		return;
+	if (n > 1)
+		qsort(ts, n, sizeof(MqTracked *), returned_cmp);
+	for (int i = 0; i < n; i++)
+		mqq_tracked_returned(qs, ts[i]);
 }

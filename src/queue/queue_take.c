@@ -34,19 +34,6 @@
 /* Earliest time a tracked entry becomes deliverable, from the last take */
 static TimestampTz next_due = 0;
 
-/* Has t expired by now (its own expiration, or the queue's x-message-ttl)? */
-static bool
-entry_expired(MqQueue *q, MqTracked *t, TimestampTz now)
-{
-	if (t->expires_at != DT_NOEND && t->expires_at <= now)
-		return true;
-	/* now - ttl, not visible_at + ttl: a message due near the end of time */
-	if (q->message_ttl_ms >= 0 &&
-		t->visible_at <= now - q->message_ttl_ms * 1000)
-		return true;
-	return false;
-}
-
 /*
  * Hash of a consumer name: a tracked entry remembers its holder's consumer
  * by this hash, and prefetch counts this backend's leases with the same one.
@@ -83,7 +70,7 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 		d->dead = true;
 		d->dead_reason = "maxlen";
 	}
-	else if (entry_expired(q, t, now))
+	else if (mqq_entry_expired(q, t, now))
 	{
 		d->dead = true;
 		d->dead_reason = "expired";
@@ -108,6 +95,10 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	}
 	d->redelivered = t->redelivered;
 	d->delivery_count = t->delivery_count;
+	if (d->dead)
+		t->returned = 0;
+	else
+		mqq_tracked_delivered(qs, t);
 
 	t->owner = MyProc->pgprocno;
 	t->prev_owner = -1;
@@ -182,7 +173,7 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 			return NULL;
 		}
 		mqq_tracked_fill(&probe, slot);
-		if (!entry_expired(q, &probe, expire_before))
+		if (!mqq_entry_expired(q, &probe, expire_before))
 		{
 			*end = true;
 			return NULL;
@@ -280,10 +271,128 @@ mq_queue_next_due(void)
 }
 
 /*
- * Take up to n messages of q for this session, highest priority lane first:
- * first what is tracked and ready (redeliveries, expired leases, entries
- * whose publisher committed since), then new entries from the scan
- * position; with prefetch > 0, no more than prefetch leases per consumer.
+ * Leases that ran out return their messages to ready, redelivered (queue
+ * lock held), before anything is taken; on a quorum queue they join the
+ * returns in the order they were delivered.  True if any did.
+ */
+static bool
+expire_leases(MqQueueShared *qs, TimestampTz now)
+{
+	MqTracked **ts = NULL;
+	int			n = 0;
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state != MQ_T_LEASED || t->until > now)
+			continue;
+		t->state = MQ_T_READY;
+		t->prev_owner = t->owner;
+		t->owner = -1;
+		t->until = 0;
+		t->redelivered = true;
+		qs->unacked--;
+		if (qs->returns_first)
+		{
+			if (ts == NULL)
+				ts = palloc(sizeof(MqTracked *) * qs->ntracked);
+			ts[n] = t;
+		}
+		n++;
+	}
+	if (ts != NULL)
+	{
+		mqq_return_together(qs, ts, n);
+		pfree(ts);
+	}
+	return n > 0;
+}
+
+/*
+ * May ready entry t be taken now in this mode?  Not while it is delayed (a
+ * nack with delay, a delayed message: next_due learns when), nor, for head
+ * expiry, unless it has expired (*wake: a ready message that consumers
+ * waiting on the queue may take).
+ */
+static bool
+take_now(MqQueue *q, MqTracked *t, TimestampTz now, MqTakeMode mode, bool *wake)
+{
+	if (t->until > now || t->visible_at > now)
+	{
+		TimestampTz due = Max(t->until, t->visible_at);
+
+		if (next_due == 0 || due < next_due)
+			next_due = due;
+		return false;
+	}
+	if (mode == MQ_TAKE_EXPIRE && !mqq_entry_expired(q, t, now) &&
+		!mqq_over_delivery_limit(q->delivery_limit, t))
+	{
+		*wake = true;			/* a ready message: consumers may be waiting */
+		return false;
+	}
+	return true;
+}
+
+/* qsort order of returned entries: the order they were returned in */
+static int
+return_order_cmp(const void *a, const void *b)
+{
+	return mqq_return_cmp((*(MqTracked *const *) a)->returned,
+						  (*(MqTracked *const *) b)->returned);
+}
+
+/*
+ * On a queue that delivers returns first (quorum), take returned messages
+ * that are ready, in the order they were returned, whatever their lane.
+ * Returns how many were taken into out[].
+ */
+static int
+take_returns(MqQueue *q, MqQueueShared *qs, int n, TimestampTz now,
+			 TimestampTz lease_until, MqTakeMode mode, uint32 chash,
+			 MqDelivery *out, bool *wake)
+{
+	MqTracked **ret;
+	int			nret = 0;
+	int			got = 0;
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_READY && t->returned != 0)
+			nret++;
+	}
+	if (nret == 0 || n <= 0)
+		return 0;
+	ret = palloc(sizeof(MqTracked *) * nret);
+	nret = 0;
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_READY && t->returned != 0 &&
+			take_now(q, t, now, mode, wake))
+			ret[nret++] = t;
+	}
+	if (nret > 1)
+		qsort(ret, nret, sizeof(MqTracked *), return_order_cmp);
+	for (int i = 0; i < nret && got < n; i++)
+		take_one(q, qs, ret[i], now, lease_until, mode, chash, &out[got++]);
+	pfree(ret);
+	return got;
+}
+
+/*
+ * Take up to n messages of q for this session, in delivery order: on a
+ * quorum queue first the returned messages, in the order they came back;
+ * then, highest priority lane first, what is tracked and ready
+ * (redeliveries on classic queues, entries whose publisher committed
+ * since), then new entries from the scan position.  With prefetch > 0, no
+ * more than prefetch leases per consumer.
  * mode says what becomes of them: leased until lease_until, settled at once
  * (auto-ack), or handed back dead, for the caller to dead-letter or drop
  * (overflow, expiry).  The delivery records a restart needs are written
@@ -319,6 +428,10 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 		}
 		n = Min(n, prefetch - held);
 	}
+
+	wake |= expire_leases(qs, now);
+	if (qs->returns_first)
+		got = take_returns(q, qs, n, now, lease_until, mode, chash, out, &wake);
 
 	mqq_lane_rels_init(&lr);
 	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
@@ -356,33 +469,11 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 					continue;
 				mqq_tracked_fill(t, slot);
 			}
-			if (t->state == MQ_T_LEASED && t->until <= now)
-			{
-				/* lease expired: back to ready, redelivered */
-				t->state = MQ_T_READY;
-				t->prev_owner = t->owner;
-				t->owner = -1;
-				t->until = 0;
-				t->redelivered = true;
-				qs->unacked--;
-				wake = true;
-			}
-			if (t->state != MQ_T_READY)
+			/* returns (quorum) were offered first, and stay there */
+			if (t->state != MQ_T_READY || t->returned != 0)
 				continue;
-			if (t->until > now || t->visible_at > now)
-			{
-				TimestampTz due = Max(t->until, t->visible_at);
-
-				if (next_due == 0 || due < next_due)
-					next_due = due;
+			if (!take_now(q, t, now, mode, &wake))
 				continue;
-			}
-			if (mode == MQ_TAKE_EXPIRE && !entry_expired(q, t, now) &&
-				!mqq_over_delivery_limit(q->delivery_limit, t))
-			{
-				wake = true;	/* a ready message: consumers may be waiting */
-				continue;
-			}
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 		}
 

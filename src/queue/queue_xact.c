@@ -224,7 +224,8 @@ local_commit(int from)
  * At the abort of a transaction or subtransaction, undo the actions from
  * "from" on: settlements first (back to leased), then leases (back to
  * ready, redelivered; our own entries taken by an overflow, back to
- * pending).
+ * pending).  Leases are undone in the order they were taken, so that a
+ * quorum queue gets its messages back in the order it delivered them.
  */
 static void
 local_abort(int from)
@@ -232,8 +233,9 @@ local_abort(int from)
 	/* settlements first: they go back to leased */
 	for (int pass = 0; pass < 2; pass++)
 	{
-		for (int i = nlocal - 1; i >= from; i--)
+		for (int k = from; k < nlocal; k++)
 		{
+			int			i = pass == 0 ? nlocal - 1 - (k - from) : k;
 			MqLocalAction *a = &local_actions[i];
 			MqQueueShared *qs;
 			MqTracked  *t;
@@ -262,7 +264,12 @@ local_abort(int from)
 				else if (a->kind == MQ_L_LEASE &&
 						 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
 				{
+					/* delivered, not taken dead: a return (quorum) */
+					bool		delivered = t->returned != 0;
+
 					release_to_ready(qs, t);
+					if (delivered)
+						mqq_tracked_returned(qs, t);
 					ConditionVariableBroadcast(&qs->cv);
 				}
 			}
@@ -341,6 +348,8 @@ mq_session_exit(int code, Datum arg)
 	{
 		MqQueueShared *qs = mqq_queue_lock_key(leased_queues[i]);
 		dlist_iter	it;
+		MqTracked **ts = NULL;
+		int			n = 0;
 		bool		any = false;
 
 		if (qs == NULL)
@@ -354,9 +363,22 @@ mq_session_exit(int code, Datum arg)
 			{
 				release_to_ready(qs, t);
 				any = true;
+				/* returned below, all together, in delivery order */
+				if (t->returned != 0)
+				{
+					if (ts == NULL)
+						ts = MemoryContextAlloc(TopMemoryContext,
+												sizeof(MqTracked *) * qs->ntracked);
+					ts[n++] = t;
+				}
 			}
 			if (t->prev_owner == MyProc->pgprocno)
 				t->prev_owner = -1;	/* our procno will be someone else's */
+		}
+		if (ts != NULL)
+		{
+			mqq_return_together(qs, ts, n);
+			pfree(ts);
 		}
 		LWLockRelease(&qs->lock);
 		if (any)
