@@ -647,38 +647,99 @@ BEGIN
 END
 $$;
 
--- x-death header of a dead-lettered message, as RabbitMQ writes it
-CREATE FUNCTION mq._x_death(headers jsonb, reason text, queue text, exchange text, routing_key text)
-RETURNS jsonb LANGUAGE plpgsql STABLE
+-- Dead-lettering, as RabbitMQ 4.x's mc:record_death and
+-- rabbit_dead_letter:publish: the copy's headers and properties, the
+-- routing keys it is routed with, and the queues it must not reach (cycle).
+--
+-- The death history is the broker's own: the "deaths" member of the
+-- message's annotations (properties->'annotations', never shown to
+-- consumers) says that headers->'x-death' was written here.  Without it an
+-- x-death header is the publisher's data: it is neither counted nor used for
+-- cycles, and the first death replaces it, with x-first-death-* (RabbitMQ
+-- keeps death history in message annotations apart from the headers).
+-- The annotations also keep the message's routing keys ("routing-keys",
+-- when more than its routing_key: CC and BCC) and its BCC keys ("bcc"),
+-- which the x-death entry leaves out.
+CREATE FUNCTION mq._x_death(headers jsonb, properties jsonb, reason text, queue text,
+	exchange text, routing_key text, dl_routing_key text,
+	OUT new_headers jsonb, OUT new_properties jsonb, OUT routing_keys text[],
+	OUT cycle text[])
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	deaths jsonb := coalesce(headers->'x-death', '[]');
-	prev jsonb;
-	cnt bigint := 1;
+	ann jsonb := coalesce(properties->'annotations', '{}');
+	keys text[] := ARRAY[routing_key];
+	rkeys text[];
+	deaths jsonb := '[]';
+	rec jsonb;
 	rest jsonb := '[]';
 	d jsonb;
+	k text;
+	i int;
 BEGIN
-	IF jsonb_typeof(deaths) <> 'array' THEN
-		deaths := '[]';
+	IF jsonb_typeof(ann->'routing-keys') = 'array' THEN
+		keys := ARRAY(SELECT jsonb_array_elements_text(ann->'routing-keys'));
 	END IF;
+	-- the entry's routing-keys: CC included, BCC not (Erlang's RKeys -- Bcc
+	-- removes one occurrence per BCC key)
+	rkeys := keys;
+	IF jsonb_typeof(ann->'bcc') = 'array' THEN
+		FOR k IN SELECT jsonb_array_elements_text(ann->'bcc') LOOP
+			i := array_position(rkeys, k);
+			IF i IS NOT NULL THEN
+				rkeys := rkeys[:i - 1] || rkeys[i + 1:];
+			END IF;
+		END LOOP;
+	END IF;
+	IF ann ? 'deaths' AND jsonb_typeof(headers->'x-death') = 'array' THEN
+		deaths := headers->'x-death';
+	END IF;
+	-- a death in the same queue for the same reason counts up and moves to
+	-- the front, keeping its first time, exchange and routing keys
 	FOR d IN SELECT * FROM jsonb_array_elements(deaths) LOOP
-		IF d->>'queue' = queue AND d->>'reason' = reason THEN
-			cnt := coalesce((d->>'count')::bigint, 0) + 1;
+		IF rec IS NULL AND d->>'queue' = queue AND d->>'reason' = reason THEN
+			rec := d || jsonb_build_object('count', coalesce((d->>'count')::bigint, 0) + 1);
 		ELSE
 			rest := rest || jsonb_build_array(d);
 		END IF;
 	END LOOP;
-	headers := coalesce(headers, '{}') || jsonb_build_object(
-		'x-death', jsonb_build_array(jsonb_build_object(
-			'count', cnt, 'reason', reason, 'queue', queue,
+	IF rec IS NULL THEN
+		rec := jsonb_build_object('count', 1, 'reason', reason, 'queue', queue,
 			'time', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-			'exchange', exchange, 'routing-keys', jsonb_build_array(routing_key))) || rest);
-	IF NOT headers ? 'x-first-death-reason' THEN
-		headers := headers || jsonb_build_object('x-first-death-reason', reason,
+			'exchange', exchange, 'routing-keys', to_jsonb(rkeys));
+		-- a per-message TTL, as a string like AMQP's expiration property
+		IF properties ? 'expiration' THEN
+			rec := rec || jsonb_build_object('original-expiration', properties->>'expiration');
+		END IF;
+	END IF;
+	deaths := jsonb_build_array(rec) || rest;
+	new_headers := coalesce(headers, '{}') || jsonb_build_object('x-death', deaths);
+	IF NOT ann ? 'deaths' THEN
+		new_headers := new_headers || jsonb_build_object('x-first-death-reason', reason,
 			'x-first-death-queue', queue, 'x-first-death-exchange', exchange);
 	END IF;
-	RETURN headers || jsonb_build_object('x-last-death-reason', reason,
+	new_headers := new_headers || jsonb_build_object('x-last-death-reason', reason,
 		'x-last-death-queue', queue, 'x-last-death-exchange', exchange);
+	-- the copy is routed by the queue's dead-letter routing key, else by the
+	-- message's own keys (CC and BCC included)
+	IF dl_routing_key IS NOT NULL THEN
+		keys := ARRAY[dl_routing_key];
+	END IF;
+	routing_keys := keys;
+	ann := (ann - 'routing-keys') || jsonb_build_object('deaths', true);
+	IF cardinality(keys) > 1 THEN
+		ann := ann || jsonb_build_object('routing-keys', to_jsonb(keys));
+	END IF;
+	-- the per-message TTL does not follow the copy
+	new_properties := (coalesce(properties, '{}') - 'expiration')
+		|| jsonb_build_object('annotations', ann);
+	-- mc:is_death_cycle: a queue the message died in since the last
+	-- rejection (newest first) would close a cycle of automatic deaths
+	cycle := '{}';
+	FOR d IN SELECT * FROM jsonb_array_elements(deaths) LOOP
+		EXIT WHEN d->>'reason' = 'rejected';
+		cycle := cycle || (d->>'queue');
+	END LOOP;
 END
 $$;
 

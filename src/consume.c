@@ -47,6 +47,7 @@ put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	Datum		values[MQ_DELIVERY_NATTS];
 	bool		nulls[MQ_DELIVERY_NATTS];
 	char	   *prio;
+	Jsonb	   *props;
 
 	memset(nulls, 0, sizeof(nulls));
 	values[0] = Int64GetDatum(m->msg_id);
@@ -71,8 +72,10 @@ put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 		values[14] = Int32GetDatum(atoi(prio));
 	else
 		nulls[14] = true;
-	values[15] = m->properties ? JsonbPGetDatum(m->properties) : (Datum) 0;
-	nulls[15] = m->properties == NULL;
+	/* the broker's annotations (BCC keys, death history) are its own */
+	props = mq_properties_public(m->properties);
+	values[15] = props ? JsonbPGetDatum(props) : (Datum) 0;
+	nulls[15] = props == NULL;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 

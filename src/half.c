@@ -108,6 +108,12 @@ mq_publish_half(PG_FUNCTION_ARGS)
 	mq_routing_key_check(m.routing_key, "routing key");
 	m.body = mq_body_bytes(PG_GETARG_DATUM(2), body_type);
 	m.headers = PG_ARGISNULL(4) ? NULL : mq_headers_check(PG_GETARG_JSONB_P(4));
+	/* CC and BCC are read now (BCC is not stored), routed at the decision */
+	{
+		char	  **keys;
+
+		(void) mq_sender_keys(m.routing_key, &m.headers, &keys, &m.properties);
+	}
 	m.key = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	m.tag = PG_ARGISNULL(6) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(6));
 	m.message_group = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
@@ -216,6 +222,7 @@ half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
 			mq_publish_opts_init(&o);
 			o.check_privileges = false;
 			o.existing_ids = &half_id;
+			o.nroute_keys = mq_message_keys(rk, m.properties, &o.route_keys);
 			mq_publish(ex, 1, &rk, &m.body, &m.headers, &o, &id);
 		}
 		result = half_id;

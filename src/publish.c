@@ -21,6 +21,7 @@
 #include "replication/syncrep.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -155,9 +156,13 @@ build_properties(const MqPublishOpts *o)
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }
 
-/* Route one message, following alternate exchanges (each at most once) */
+/*
+ * Route one message by all its routing keys (the union of the queues each
+ * one reaches, as RabbitMQ's rabbit_exchange:route), following alternate
+ * exchanges, up to 8, when none matched.
+ */
 static void
-route_with_alternates(MqExchange *ex, const char *rk, Jsonb *headers,
+route_with_alternates(MqExchange *ex, char **keys, int nkeys, Jsonb *headers,
 					  bool check_privileges, MqRouteSet *set)
 {
 	int			hops = 0;
@@ -166,7 +171,9 @@ route_with_alternates(MqExchange *ex, const char *rk, Jsonb *headers,
 	{
 		if (check_privileges && ex->name[0] != '\0' && hops == 0)
 			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
-		mq_route(ex, rk, headers, set);
+		/* a headers exchange looks at the headers only: route once */
+		for (int k = 0; k < (ex->type == MQ_EXCHANGE_HEADERS ? 1 : nkeys); k++)
+			mq_route(ex, keys[k], headers, set);
 		if (set->n > 0 || ex->alternate_exchange == NULL || ++hops > 8)
 			break;
 		ex = mq_exchange_lookup(ex->alternate_exchange, true);
@@ -190,6 +197,179 @@ priority_lane(MqQueue *q, int priority)
 		return q->type == MQ_QUEUE_QUORUM ?
 			Min(MQ_QUORUM_DEFAULT_PRIORITY, q->nlanes - 1) : 0;
 	return Min(priority, q->nlanes - 1);
+}
+
+/*
+ * The strings of header name's array (CC or BCC), appended to keys[*n];
+ * returns whether the header is there.  RabbitMQ refuses a message whose
+ * CC or BCC is not an array (rabbit_basic:header_routes), and takes only
+ * the strings of an array.
+ */
+static bool
+sender_header_keys(Jsonb *headers, const char *name, char ***keys, int *n, int *cap)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+	JsonbIterator *it;
+	JsonbValue	elem;
+	JsonbIteratorToken tok;
+
+	if (headers == NULL)
+		return false;
+	k.type = jbvString;
+	k.val.string.val = (char *) name;
+	k.val.string.len = strlen(name);
+	v = findJsonbValueFromContainer(&headers->root, JB_FOBJECT, &k);
+	if (v == NULL)
+		return false;
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("header \"%s\" must be an array of routing keys", name),
+				 errdetail("Sender-selected distribution takes the strings of a JSON array as extra routing keys.")));
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+	{
+		char	   *key;
+
+		if (tok != WJB_ELEM || elem.type != jbvString)
+			continue;
+		key = pnstrdup(elem.val.string.val, elem.val.string.len);
+		mq_routing_key_check(key, strcmp(name, "CC") == 0 ? "CC routing key" : "BCC routing key");
+		if (*n == *cap)
+		{
+			*cap *= 2;
+			*keys = repalloc(*keys, sizeof(char *) * *cap);
+		}
+		(*keys)[(*n)++] = key;
+	}
+	return true;
+}
+
+/* A JSON array of n strings, appended to buf */
+static void
+append_json_strings(StringInfo buf, char **strs, int n)
+{
+	appendStringInfoChar(buf, '[');
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(buf, ", ");
+		escape_json(buf, strs[i]);
+	}
+	appendStringInfoChar(buf, ']');
+}
+
+int
+mq_sender_keys(char *rk, Jsonb **headers, char ***keys, Jsonb **annotations)
+{
+	int			cap = 4;
+	int			n = 1;
+	int			ncc;
+	bool		has_bcc;
+
+	*keys = palloc(sizeof(char *) * cap);
+	(*keys)[0] = rk;
+	*annotations = NULL;
+	(void) sender_header_keys(*headers, "CC", keys, &n, &cap);
+	ncc = n;
+	has_bcc = sender_header_keys(*headers, "BCC", keys, &n, &cap);
+	/* consumers never see BCC (RabbitMQ strips it when it takes the message) */
+	if (has_bcc)
+		*headers = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete,
+													  JsonbPGetDatum(*headers),
+													  CStringGetTextDatum("BCC")));
+	if (n > 1)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "{\"annotations\": {\"routing-keys\": ");
+		append_json_strings(&buf, *keys, n);
+		if (n > ncc)
+		{
+			appendStringInfoString(&buf, ", \"bcc\": ");
+			append_json_strings(&buf, *keys + ncc, n - ncc);
+		}
+		appendStringInfoString(&buf, "}}");
+		*annotations = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														  CStringGetDatum(buf.data)));
+	}
+	return n;
+}
+
+/* The annotations object of stored properties, or NULL */
+static JsonbValue *
+annotations_of(Jsonb *properties)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	if (properties == NULL)
+		return NULL;
+	k.type = jbvString;
+	k.val.string.val = "annotations";
+	k.val.string.len = strlen("annotations");
+	v = findJsonbValueFromContainer(&properties->root, JB_FOBJECT, &k);
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		return NULL;
+	return v;
+}
+
+int
+mq_message_keys(char *rk, Jsonb *properties, char ***keys)
+{
+	JsonbValue *ann = annotations_of(properties);
+	JsonbValue	k;
+	JsonbValue *v = NULL;
+	JsonbIterator *it;
+	JsonbValue	elem;
+	JsonbIteratorToken tok;
+	int			n = 0;
+	int			cap = 4;
+
+	if (ann)
+	{
+		k.type = jbvString;
+		k.val.string.val = "routing-keys";
+		k.val.string.len = strlen("routing-keys");
+		v = findJsonbValueFromContainer(ann->val.binary.data, JB_FOBJECT, &k);
+	}
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+	{
+		*keys = palloc(sizeof(char *));
+		(*keys)[0] = rk;
+		return 1;
+	}
+	*keys = palloc(sizeof(char *) * cap);
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+	{
+		if (tok != WJB_ELEM || elem.type != jbvString)
+			continue;
+		if (n == cap)
+		{
+			cap *= 2;
+			*keys = repalloc(*keys, sizeof(char *) * cap);
+		}
+		(*keys)[n++] = pnstrdup(elem.val.string.val, elem.val.string.len);
+	}
+	if (n == 0)
+		(*keys)[n++] = rk;
+	return n;
+}
+
+Jsonb *
+mq_properties_public(Jsonb *properties)
+{
+	Jsonb	   *res;
+
+	if (annotations_of(properties) == NULL)
+		return properties;
+	res = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(properties),
+											 CStringGetTextDatum("annotations")));
+	/* nothing else: no properties, as for a message published without any */
+	return JB_ROOT_COUNT(res) == 0 ? NULL : res;
 }
 
 /* Per destination queue and lane: the entries to append */
@@ -426,6 +606,16 @@ new_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
 	return msg;
 }
 
+/* Is q one of the queues this publish must not deliver to? */
+static bool
+skip_queue(const MqPublishOpts *o, MqQueue *q)
+{
+	for (int i = 0; i < o->nskip_queues; i++)
+		if (strcmp(o->skip_queues[i], q->name) == 0)
+			return true;
+	return false;
+}
+
 void
 mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		   Jsonb **headers, const MqPublishOpts *o, int64 *ids)
@@ -437,6 +627,9 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	bool		quorum = false;
 	int			nrouted = 0;
 	MqMessage **msgs = palloc(sizeof(MqMessage *) * n);
+	Jsonb	  **hdrs = palloc(sizeof(Jsonb *) * n);
+	Jsonb	  **mprops = palloc(sizeof(Jsonb *) * n);
+	bool	   *routed = palloc(sizeof(bool) * n);
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz visible_at = o->deliver_at > now ? o->deliver_at : now;
 	bool		delayed = o->deliver_at > now;
@@ -453,10 +646,30 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	PreventCommandIfReadOnly("mq.publish");
 	PreventCommandDuringRecovery("mq.publish");
 
+	Assert(o->route_keys == NULL || n == 1);
+
 	/* 1. route everything first: nothing is written if one fails */
 	for (int i = 0; i < n; i++)
 	{
+		char	  **keys;
+		int			nkeys;
+		Jsonb	   *ann = NULL;
+
 		mq_routing_key_check(routing_keys[i], "routing key");
+		hdrs[i] = headers ? headers[i] : NULL;
+		mprops[i] = props;
+		/* the routing key, and those of the CC and BCC headers */
+		if (o->route_keys)
+		{
+			keys = o->route_keys;
+			nkeys = o->nroute_keys;
+		}
+		else
+			nkeys = mq_sender_keys(routing_keys[i], &hdrs[i], &keys, &ann);
+		if (ann)
+			mprops[i] = props ? DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
+																   JsonbPGetDatum(props),
+																   JsonbPGetDatum(ann))) : ann;
 		if (bodies[i] && VARSIZE_ANY_EXHDR(bodies[i]) > (Size) mqlog_max_row_size)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -465,9 +678,9 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 					 errdetail("The body has %zu bytes; mq.max_message_size is %d bytes.",
 							   (Size) VARSIZE_ANY_EXHDR(bodies[i]), mqlog_max_row_size)));
 		mq_route_set_init(&sets[i]);
-		route_with_alternates(ex, routing_keys[i], headers ? headers[i] : NULL,
-							  o->check_privileges, &sets[i]);
+		route_with_alternates(ex, keys, nkeys, hdrs[i], o->check_privileges, &sets[i]);
 		ids[i] = 0;
+		routed[i] = false;
 		if (sets[i].n == 0)
 		{
 			if (o->mandatory)
@@ -483,7 +696,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			MqQueue    *q = mq_queue_by_id(sets[i].ids[j]);
 			int			lane;
 
-			if (q == NULL)
+			if (q == NULL || skip_queue(o, q))
 				continue;
 			/* the default exchange needs publish on the queue itself */
 			if (o->check_privileges && ex->name[0] == '\0')
@@ -492,8 +705,10 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			dest_add(dest_for(&dests, &ndests, q), i, lane);
 			durable |= q->durable;
 			quorum |= q->type == MQ_QUEUE_QUORUM;
+			routed[i] = true;
 		}
-		nrouted++;
+		if (routed[i])
+			nrouted++;
 	}
 	if (nrouted == 0)
 		return;
@@ -556,8 +771,8 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		entry.delivery_count = 0;
 		entry.body_size = body_bytes(bodies[i]);
 		ids[i] = publish_linked(dst->q, dst->lane[0],
-								new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
-											bodies[i], o, props, now),
+								new_message(ex, routing_keys[i], hdrs[i],
+											bodies[i], o, mprops[i], now),
 								&entry, durable);
 		entries_written = true;
 	}
@@ -565,7 +780,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	else if (o->existing_ids)
 	{
 		for (int i = 0; i < n; i++)
-			if (sets[i].n > 0)
+			if (routed[i])
 				ids[i] = o->existing_ids[i];
 	}
 	else
@@ -573,14 +788,14 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		int			m = 0;
 
 		for (int i = 0; i < n; i++)
-			if (sets[i].n > 0)
-				msgs[m++] = new_message(ex, routing_keys[i], headers ? headers[i] : NULL,
-										bodies[i], o, props, now);
+			if (routed[i])
+				msgs[m++] = new_message(ex, routing_keys[i], hdrs[i],
+										bodies[i], o, mprops[i], now);
 		/* delayed messages wait in durable timers: their body must too */
 		mq_log_append(msgs, m, durable || delayed);
 		m = 0;
 		for (int i = 0; i < n; i++)
-			if (sets[i].n > 0)
+			if (routed[i])
 				ids[i] = msgs[m++]->msg_id;
 	}
 
@@ -781,10 +996,31 @@ mq_purge(MqQueue *q)
 	return total;
 }
 
+/* The elements of a text[] datum, as C strings */
+static int
+text_array_strings(Datum arr, char ***out)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	*out = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		(*out)[i] = nulls[i] ? "" : TextDatumGetCString(elems[i]);
+	return n;
+}
+
 /*
  * Dead-letter: republish a copy of the message to the queue's dead-letter
- * exchange with an x-death header (RabbitMQ's format); drop it when the
- * queue has none, the exchange does not exist or routes it nowhere.
+ * exchange with RabbitMQ's death headers; drop it when the queue has none,
+ * the exchange does not exist or routes it nowhere.  mq._x_death builds the
+ * copy (RabbitMQ 4.x's mc:record_death): headers, properties, the routing
+ * keys (the queue's x-dead-letter-routing-key, else the message's own, CC
+ * and BCC included) and the queues that would close a dead-letter cycle
+ * without a rejection, which the copy skips (rabbit_dead_letter's
+ * detect_cycles: other destinations still get it).
  * Returns the settlement kind to record: MQ_SETTLE_DEAD or
  * MQ_SETTLE_DROPPED.
  */
@@ -795,7 +1031,7 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 	MqMessage	m;
 	MqPublishOpts o;
 	Jsonb	   *headers;
-	char	   *rk;
+	char	   *prio;
 	int64		id;
 
 	if (q->dead_letter_exchange == NULL)
@@ -804,48 +1040,62 @@ mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason)
 	if (dlx == NULL || !mq_log_fetch(msg_id, &m))
 		return MQ_SETTLE_DROPPED;
 
-	/* x-death via SQL: rare path, and jsonb editing is clearer there */
+	mq_publish_opts_init(&o);
+	o.check_privileges = false;
+
+	/* via SQL: rare path, and jsonb editing is clearer there */
 	{
 		MqOwnerScope owner;
-		Oid			types[5] = {JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-		Datum		values[5];
-		char		nulls[5] = "     ";
+		Oid			types[7] = {JSONBOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		values[7];
+		char		nulls[7] = "       ";
 		bool		isnull;
+		HeapTuple	tup;
+		TupleDesc	desc;
+		MemoryContext cxt = CurrentMemoryContext;
 
 		values[0] = m.headers ? JsonbPGetDatum(m.headers) : (Datum) 0;
 		if (m.headers == NULL)
 			nulls[0] = 'n';
-		values[1] = CStringGetTextDatum(reason);
-		values[2] = CStringGetTextDatum(q->name);
-		values[3] = CStringGetTextDatum(m.exchange ? m.exchange : "");
-		values[4] = CStringGetTextDatum(m.routing_key ? m.routing_key : "");
+		values[1] = m.properties ? JsonbPGetDatum(m.properties) : (Datum) 0;
+		if (m.properties == NULL)
+			nulls[1] = 'n';
+		values[2] = CStringGetTextDatum(reason);
+		values[3] = CStringGetTextDatum(q->name);
+		values[4] = CStringGetTextDatum(m.exchange ? m.exchange : "");
+		values[5] = CStringGetTextDatum(m.routing_key ? m.routing_key : "");
+		values[6] = q->dead_letter_routing_key ?
+			CStringGetTextDatum(q->dead_letter_routing_key) : (Datum) 0;
+		if (q->dead_letter_routing_key == NULL)
+			nulls[6] = 'n';
 		mq_owner_enter(&owner);
-		mq_owner_exec("SELECT mq._x_death($1, $2, $3, $4, $5)", 5, types, values, nulls,
-					  true, SPI_OK_SELECT, "build an x-death header");
-		headers = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0],
-																 SPI_tuptable->tupdesc, 1, &isnull),
-												   false, -1));
+		mq_owner_exec("SELECT new_headers, new_properties, routing_keys, cycle "
+					  "FROM mq._x_death($1, $2, $3, $4, $5, $6, $7)", 7, types, values, nulls,
+					  true, SPI_OK_SELECT, "build a dead-lettered copy");
+		tup = SPI_tuptable->vals[0];
+		desc = SPI_tuptable->tupdesc;
+		/* the results outlive SPI: build them in the caller's context */
+		{
+			MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+			headers = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 1, &isnull));
+			o.properties = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 2, &isnull));
+			o.nroute_keys = text_array_strings(SPI_getbinval(tup, desc, 3, &isnull),
+											   &o.route_keys);
+			o.nskip_queues = text_array_strings(SPI_getbinval(tup, desc, 4, &isnull),
+												&o.skip_queues);
+			MemoryContextSwitchTo(spi);
+		}
 		mq_owner_leave(&owner);
 	}
 
-	mq_publish_opts_init(&o);
-	o.check_privileges = false;
-	/* properties travel along, except the per-message TTL (as RabbitMQ) */
-	if (m.properties)
-	{
-		char	   *prio = mq_jsonb_get_text(m.properties, "priority");
-
-		if (prio)
-			o.priority = atoi(prio);
-		o.properties = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete,
-														  JsonbPGetDatum(m.properties),
-														  CStringGetTextDatum("expiration")));
-	}
+	/* the other properties travel along (the TTL does not: see _x_death) */
+	prio = mq_jsonb_get_text(o.properties, "priority");
+	if (prio)
+		o.priority = atoi(prio);
 	o.key = m.key;
 	o.tag = m.tag;
 	o.message_group = m.message_group;
-	rk = q->dead_letter_routing_key ? q->dead_letter_routing_key :
-		(m.routing_key ? m.routing_key : "");
-	mq_publish(dlx, 1, &rk, &m.body, &headers, &o, &id);
+	mq_publish(dlx, 1, &o.route_keys[0], &m.body, &headers, &o, &id);
 	return id != 0 ? MQ_SETTLE_DEAD : MQ_SETTLE_DROPPED;
 }
