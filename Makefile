@@ -12,9 +12,10 @@ OBJS = src/queue_ext.o
 OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
-# Verbs: publish (routing, overflow, dead-lettering), delayed and half
+# Verbs: publish (routing, overflow, dead-lettering, the settling sequence),
+# a message's broker annotations (CC/BCC, death marks), delayed and half
 # messages, maintenance
-OBJS += src/publish.o src/timers.o src/half.o src/maintenance.o
+OBJS += src/publish.o src/annotations.o src/timers.o src/half.o src/maintenance.o
 # Queue state (src/queue/queue.h): consumer state of classic/quorum queues
 OBJS += src/queue/queue_take.o src/queue/queue_settle.o src/queue/queue_append.o \
 	src/queue/queue_lane.o \

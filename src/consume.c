@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "annotations.h"
 #include "args.h"
 #include "owner.h"
 #include "msglog.h"

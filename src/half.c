@@ -29,6 +29,7 @@
 #include "utils/timeout.h"
 
 #include "mqutils.h"
+#include "annotations.h"
 #include "args.h"
 #include "owner.h"
 #include "half.h"

@@ -95,23 +95,6 @@ extern int64 mq_purge(MqQueue *q);
 extern bytea *mq_body_bytes(Datum d, Oid type);
 extern Jsonb *mq_headers_check(Jsonb *h);
 
-/*
- * Sender-selected distribution: the routing keys of a message published
- * with routing key rk and *headers (rk, then the strings of its CC and BCC
- * arrays); BCC is taken out of *headers.  *annotations receives the
- * properties to store with the message for later routing, the object
- * {"annotations": {"routing-keys": [...], "bcc": [...]}} (NULL when rk is
- * the only key).  A CC or BCC that is not an array raises 22023.
- */
-extern int	mq_sender_keys(char *rk, Jsonb **headers, char ***keys,
-						   Jsonb **annotations);
-
-/* The routing keys of a stored message: its routing key, CC and BCC */
-extern int	mq_message_keys(char *rk, Jsonb *properties, char ***keys);
-
-/* Properties without the broker's annotations, as consumers see them */
-extern Jsonb *mq_properties_public(Jsonb *properties);
-
 /* Dead-letter a message taken from q: republish it to q's DLX */
 extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
 
