@@ -48,7 +48,16 @@ BEGIN
 	END LOOP;
 END $$;
 SELECT mq.send('rd_cyc_ttl', 'msg3'::text) IS NOT NULL;
-SELECT pg_sleep(2.5);		-- more than two worker passes (mq.maintenance_naptime 1s)
+-- the worker expires it within a pass or two (mq.maintenance_naptime 1s);
+-- wait up to 20 s, then show what is left (a loop would keep it there)
+DO $$
+BEGIN
+	FOR i IN 1..200 LOOP
+		EXIT WHEN (SELECT total FROM mq.queues WHERE queue = 'rd_cyc_ttl') = 0;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+SELECT pg_sleep(1.5);		-- and a pass more: nothing comes back
 SELECT * FROM pg_temp.counts('{rd_cyc_ttl}');
 
 -- dead_lettering_SUITE: dead_letter_routing_key_cycle_max_length

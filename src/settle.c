@@ -70,7 +70,9 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 		   const char *dead_reason)
 {
 	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
+	MqSettled  *out = palloc(sizeof(MqSettled) * Max(n, 1));
 	int			k = 0;
+	int			got;
 	bool		requeued = false;
 
 	/*
@@ -82,11 +84,11 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	if (op == MQ_SETTLE_OP_REQUEUE_FREE && when > GetCurrentTimestamp() && q->durable)
 		op = MQ_SETTLE_OP_RETRY;
 
-	for (int i = 0; i < n; i++)
+	got = mq_queue_settle(q, ids, n, op, when, out);
+	for (int i = 0; i < got; i++)
 	{
+		MqSettleResult r = out[i].result;
 		MqDelivery *d = &dl[k];
-		MqSettleResult r = mq_queue_settle(q, ids[i], op, when, &d->qpos,
-										   &d->delivery_count, &d->expires_at);
 
 		if (r == MQ_SETTLE_RESULT_NOT_OWNER)
 			ereport(ERROR,
@@ -105,6 +107,9 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 			op == MQ_SETTLE_OP_RETRY || r == MQ_SETTLE_RESULT_OVER_LIMIT)
 		{
 			d->msg_id = ids[i];
+			d->qpos = out[i].qpos;
+			d->delivery_count = out[i].delivery_count;
+			d->expires_at = out[i].expires_at;
 			d->redelivered = false;
 			d->dead = (op == MQ_SETTLE_OP_DEAD || r == MQ_SETTLE_RESULT_OVER_LIMIT);
 			d->dead_reason = r == MQ_SETTLE_RESULT_OVER_LIMIT ? "delivery_limit" : dead_reason;
@@ -122,6 +127,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	if (requeued)
 		(void) mq_overflow_drop_head(q, true);
 	pfree(dl);
+	pfree(out);
 	return n;
 }
 

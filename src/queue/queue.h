@@ -272,15 +272,25 @@ typedef enum MqSettleResult
 								 * caller dead-letters it */
 } MqSettleResult;
 
+/* What became of one message of a settle call */
+typedef struct MqSettled
+{
+	MqSettleResult result;
+	/* on OK and OVER_LIMIT: its entry, for the settlement record */
+	uint64		qpos;
+	int32		delivery_count;
+	TimestampTz expires_at;
+} MqSettled;
+
 /*
- * Settle msg_id of q; on success (OK or OVER_LIMIT) *qpos, *delivery_count
- * and *expires_at (if not NULL) describe its entry, for the settlement
- * record the caller appends in the same transaction.
+ * Settle msg_ids[0..n-1] of q with op, under one hold of the queue lock;
+ * out[i] says what became of each.  Stops after the first that is not
+ * delivered to this session (NOT_FOUND, NOT_OWNER); returns how many out[]
+ * entries it filled.  The caller appends the settlement records in the
+ * same transaction.
  */
-extern MqSettleResult mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op,
-									  TimestampTz when, uint64 *qpos,
-									  int32 *delivery_count,
-									  TimestampTz *expires_at);
+extern int	mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n,
+							MqSettleOp op, TimestampTz when, MqSettled *out);
 
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);

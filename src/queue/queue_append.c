@@ -138,7 +138,7 @@ mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
 	entry->body_size = entry_body_size(link->q, entry);
 	link->body_size = Max(entry->body_size, 0);
 	ExecClearTuple(slot);
-	mqq_entry_values(entry, slot->tts_values, slot->tts_isnull);
+	mqq_entry_values(entry, RelationGetDescr(link->rel), slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
 	mqlog_linked_reserve(row, link->rel, slot, GetCurrentCommandId(true), true);
 }

@@ -155,8 +155,12 @@ extern void mqq_lane_drop(int32 queue_id, int lane, int gen);
 extern void mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
 							int n, uint64 *qpos);
 
+/* Lowest and highest existing generation of a lane (false: none) */
+extern bool mqq_lane_gens(int32 queue_id, int lane, int *low, int *high);
+
 /* The columns of an entry row (for a linked insert) */
-extern void mqq_entry_values(MqEntry *e, Datum *values, bool *isnull);
+extern void mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values,
+							 bool *isnull);
 
 /* An entry's position must fit its bits of a queue position */
 extern void mqq_check_lane_block(Relation rel, ItemPointer tid);

@@ -16,13 +16,18 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -37,6 +42,60 @@ mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 
 	snprintf(name, sizeof(name), "%c%d_%d_%d", settle ? 's' : 'q', queue_id, lane, gen);
 	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+}
+
+/*
+ * The generations of a lane's entry log that exist, lowest and highest
+ * (false: none).  One index scan of pg_class over the names
+ * q<queue>_<lane>_*, rather than a name lookup per generation number: a
+ * lane whose tables are gone (a queue deleted while this backend still
+ * had it in its catalog cache) would otherwise cost one syscache lookup,
+ * and one negative cache entry, for each of the 65,536 possible
+ * generations.  Takes no lock but the catalog's own, so it may run under
+ * the queue lock.
+ */
+bool
+mqq_lane_gens(int32 queue_id, int lane, int *low, int *high)
+{
+	char		prefix[NAMEDATALEN];
+	size_t		plen;
+	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
+	NameData	start;
+
+	snprintf(prefix, sizeof(prefix), "q%d_%d_", queue_id, lane);
+	plen = strlen(prefix);
+	namestrcpy(&start, prefix);
+	ScanKeyInit(&key, Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
+				F_NAMEGE, NameGetDatum(&start));
+	scan = systable_beginscan(pg_class, ClassNameNspIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
+		const char *name = NameStr(c->relname);
+		char	   *end;
+		long		gen;
+
+		if (strncmp(name, prefix, plen) != 0)
+			break;				/* past the names of this lane */
+		if (c->relnamespace != nsp)
+			continue;
+		gen = strtol(name + plen, &end, 10);
+		if (end == name + plen || *end != '\0' || gen < 0 || gen > MQ_QPOS_MAX_GEN)
+			continue;
+		if (!found || gen < *low)
+			*low = (int) gen;
+		if (!found || gen > *high)
+			*high = (int) gen;
+		found = true;
+	}
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	return found;
 }
 
 /* Run SELECT mq.<fn>(queue, lane, gen) as the extension owner */
@@ -78,19 +137,26 @@ mqq_check_lane_block(Relation rel, ItemPointer tid)
 				 errhint("The maintenance worker starts a new generation long before this; check that it runs.")));
 }
 
-/* Columns of an entry row */
+/*
+ * Columns of an entry row.  An entry log created before entries had a
+ * body_size column (queue_ext 0.1 before x-max-length-bytes) has four;
+ * its queue cannot have that limit, so the size is simply not written.
+ */
 void
-mqq_entry_values(MqEntry *e, Datum *values, bool *isnull)
+mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
 {
 	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
 	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
 	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
 	values[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = Int32GetDatum(e->delivery_count);
-	values[MQ_ENTRY_ATT_BODY_SIZE - 1] = Int32GetDatum(e->body_size);
 	isnull[MQ_ENTRY_ATT_VISIBLE_AT - 1] = isnull[MQ_ENTRY_ATT_MSG_ID - 1] = false;
 	isnull[MQ_ENTRY_ATT_EXPIRES_AT - 1] = (e->expires_at == DT_NOEND);
 	isnull[MQ_ENTRY_ATT_DELIVERY_COUNT - 1] = (e->delivery_count == 0);
-	isnull[MQ_ENTRY_ATT_BODY_SIZE - 1] = (e->body_size < 0);
+	if (desc->natts >= MQ_ENTRY_ATT_BODY_SIZE)
+	{
+		values[MQ_ENTRY_ATT_BODY_SIZE - 1] = Int32GetDatum(e->body_size);
+		isnull[MQ_ENTRY_ATT_BODY_SIZE - 1] = (e->body_size < 0);
+	}
 }
 
 void
@@ -106,7 +172,7 @@ mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *
 		TupleTableSlot *s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 
 		ExecClearTuple(s);
-		mqq_entry_values(&entries[i], s->tts_values, s->tts_isnull);
+		mqq_entry_values(&entries[i], desc, s->tts_values, s->tts_isnull);
 		ExecStoreVirtualTuple(s);
 		slots[i] = s;
 	}

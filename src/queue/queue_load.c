@@ -313,11 +313,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		MqlogRowState state;
 		TupleTableSlot *slot;
 
-		/* generations present: low_gen .. write_gen, by name */
-		gen = 0;
-		while (gen < MQ_QPOS_MAX_GEN && !OidIsValid(mqq_lane_relid(q->id, lane, gen, false)))
-			gen++;
-		if (gen == MQ_QPOS_MAX_GEN)
+		/* generations present: low_gen .. write_gen */
+		if (!mqq_lane_gens(q->id, lane, &ls->low_gen, &ls->write_gen))
 		{
 			/*
 			 * Someone dropped the lane's tables: treat the lane as empty, so
@@ -328,12 +325,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("entry log of queue \"%s\" lane %d is missing", q->name, lane),
 					 errhint("Delete and declare the queue again.")));
-			gen = 0;
+			ls->low_gen = ls->write_gen = 0;
 		}
-		ls->low_gen = gen;
-		while (gen < MQ_QPOS_MAX_GEN && OidIsValid(mqq_lane_relid(q->id, lane, gen + 1, false)))
-			gen++;
-		ls->write_gen = gen;
 
 		/* replay the settlement logs: floors first, then what lies above */
 		for (int pass = 0; pass < 2; pass++)

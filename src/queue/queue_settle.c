@@ -32,51 +32,52 @@
 /* ---------- settling ---------- */
 
 /*
- * Settle msg_id of q, leased by this session: ack, dead-letter or retry
- * (ACKING until this transaction ends; the caller appends the settlement
- * record), requeue (ready again, not before when), or extend its lease
- * (until when).  A message whose lease ran out but that nobody has taken
- * since is still ours.
+ * Find msg_id on qs's tracked list, starting after *cursor (NULL: at the
+ * head) and wrapping around; *cursor is left at the entry found.  The ids
+ * of one settle call mostly come in the order they were delivered, which
+ * is the list's order, so a batch costs about one walk of the list, not
+ * one walk per id.
  */
-MqSettleResult
-mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
-				uint64 *qpos, int32 *delivery_count, TimestampTz *expires_at)
+static MqTracked *
+tracked_find_from(MqQueueShared *qs, int64 msg_id, dlist_node **cursor)
 {
-	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
-	MqTracked  *t = mqq_tracked_find(qs, msg_id);
-	TimestampTz now = GetCurrentTimestamp();
-	MqSettleResult result = MQ_SETTLE_RESULT_OK;
+	dlist_node *start = *cursor ? *cursor : &qs->tracked.head;
+	dlist_node *node = start;
 
-	if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
+	if (dlist_is_empty(&qs->tracked))
+		return NULL;
+	do
 	{
-		/* our lease ran out but nobody has taken the message since: ours */
-		t->state = MQ_T_LEASED;
-		t->owner = MyProc->pgprocno;
-		t->prev_owner = -1;
-		t->until = now;
-		qs->unacked++;
-	}
-	if (t == NULL || (t->state != MQ_T_LEASED))
-	{
-		LWLockRelease(&qs->lock);
-		return MQ_SETTLE_RESULT_NOT_FOUND;
-	}
-	if (t->owner != MyProc->pgprocno)
-	{
-		LWLockRelease(&qs->lock);
-		return MQ_SETTLE_RESULT_NOT_OWNER;
-	}
-	*qpos = t->qpos;
-	*delivery_count = t->delivery_count;
-	if (expires_at)
-		*expires_at = t->expires_at;
+		MqTracked  *t;
+
+		node = node->next;
+		if (node == &qs->tracked.head)
+			continue;
+		t = dlist_container(MqTracked, node, node);
+		if (t->msg_id == msg_id && t->state != MQ_T_SETTLED)
+		{
+			*cursor = node;
+			return t;
+		}
+	} while (node != start);
+	return NULL;
+}
+
+/* Settle one tracked entry we hold with op (see mq_queue_settle) */
+static MqSettleResult
+settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
+		   TimestampTz when, TimestampTz now, MqSettled *out)
+{
+	out->qpos = t->qpos;
+	out->delivery_count = t->delivery_count;
+	out->expires_at = t->expires_at;
 	switch (op)
 	{
 		case MQ_SETTLE_OP_ACK:
 		case MQ_SETTLE_OP_DEAD:
 		case MQ_SETTLE_OP_RETRY:
 			t->state = MQ_T_ACKING;
-			mqq_local_add(MQ_L_ACK, qs, msg_id, true);
+			mqq_local_add(MQ_L_ACK, qs, t->msg_id, true);
 			break;
 		case MQ_SETTLE_OP_REQUEUE:
 		case MQ_SETTLE_OP_REQUEUE_FREE:
@@ -86,9 +87,8 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 			{
 				/* dead-lettered at the return, as RabbitMQ does */
 				t->state = MQ_T_ACKING;
-				mqq_local_add(MQ_L_ACK, qs, msg_id, true);
-				result = MQ_SETTLE_RESULT_OVER_LIMIT;
-				break;
+				mqq_local_add(MQ_L_ACK, qs, t->msg_id, true);
+				return MQ_SETTLE_RESULT_OVER_LIMIT;
 			}
 			t->state = MQ_T_READY;
 			t->owner = -1;
@@ -97,30 +97,80 @@ mq_queue_settle(MqQueue *q, int64 msg_id, MqSettleOp op, TimestampTz when,
 			t->redelivered = true;
 			qs->unacked--;
 			mqq_tracked_returned(qs, t);
-			ConditionVariableBroadcast(&qs->cv);
 			break;
 		case MQ_SETTLE_OP_EXTEND:
 			t->until = when;
 			break;
 	}
+	return MQ_SETTLE_RESULT_OK;
+}
+
+/*
+ * Settle the messages msg_ids[0..n-1] of q, leased by this session, in
+ * that order and under one hold of the queue lock: ack, dead-letter or
+ * retry (ACKING until this transaction ends; the caller appends the
+ * settlement records), requeue (ready again, not before when), or extend
+ * their leases (until when).  A message whose lease ran out but that
+ * nobody has taken since is still ours.  out[i] tells what became of
+ * msg_ids[i]; it stops after the first that is not ours (NOT_FOUND,
+ * NOT_OWNER) and returns how many out[] entries it filled.
+ */
+int
+mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
+				TimestampTz when, MqSettled *out)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+	TimestampTz now = GetCurrentTimestamp();
+	dlist_node *cursor = NULL;
+	bool		requeued = false;
+	int			done = 0;
+	MqSettleBatch returned;
+
+	mq_settle_batch_init(&returned, q);
+	returned.frozen = true;
+	while (done < n)
+	{
+		MqTracked  *t = tracked_find_from(qs, msg_ids[done], &cursor);
+		MqSettled  *o = &out[done++];
+
+		if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
+		{
+			/* our lease ran out but nobody has taken the message since: ours */
+			t->state = MQ_T_LEASED;
+			t->owner = MyProc->pgprocno;
+			t->prev_owner = -1;
+			t->until = now;
+			qs->unacked++;
+		}
+		if (t == NULL || t->state != MQ_T_LEASED)
+			o->result = MQ_SETTLE_RESULT_NOT_FOUND;
+		else if (t->owner != MyProc->pgprocno)
+			o->result = MQ_SETTLE_RESULT_NOT_OWNER;
+		else
+			o->result = settle_one(q, qs, t, op, when, now, o);
+		if (o->result == MQ_SETTLE_RESULT_NOT_FOUND ||
+			o->result == MQ_SETTLE_RESULT_NOT_OWNER)
+			break;
+		if (o->result == MQ_SETTLE_RESULT_OK &&
+			(op == MQ_SETTLE_OP_REQUEUE || op == MQ_SETTLE_OP_REQUEUE_FREE))
+		{
+			requeued = true;
+			if (op == MQ_SETTLE_OP_REQUEUE_FREE && mqq_counts_deliveries(q))
+				mq_settle_batch_add(&returned, MQ_SETTLE_RETURNED, o->qpos);
+		}
+	}
 	LWLockRelease(&qs->lock);
+	if (requeued)
+		ConditionVariableBroadcast(&qs->cv);
 
 	/*
 	 * A nack's return is remembered, frozen like a delivery record (the
 	 * message is ready again whatever becomes of this transaction), so that
 	 * it still does not count after a restart.
 	 */
-	if (op == MQ_SETTLE_OP_REQUEUE_FREE && result == MQ_SETTLE_RESULT_OK &&
-		mqq_counts_deliveries(q))
-	{
-		MqSettleBatch b;
-
-		mq_settle_batch_init(&b, q);
-		b.frozen = true;
-		mq_settle_batch_add(&b, MQ_SETTLE_RETURNED, *qpos);
-		mq_settle_batch_flush(&b);
-	}
-	return result;
+	if (returned.n > 0)
+		mq_settle_batch_flush(&returned);
+	return done;
 }
 
 /* ---------- floors ---------- */

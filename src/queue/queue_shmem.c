@@ -330,8 +330,12 @@ int32
 mqq_entry_body_size(TupleTableSlot *slot)
 {
 	bool		isnull;
-	Datum		d = slot_getattr(slot, MQ_ENTRY_ATT_BODY_SIZE, &isnull);
+	Datum		d;
 
+	/* an entry log from before the column (see mqq_entry_values) */
+	if (slot->tts_tupleDescriptor->natts < MQ_ENTRY_ATT_BODY_SIZE)
+		return 0;
+	d = slot_getattr(slot, MQ_ENTRY_ATT_BODY_SIZE, &isnull);
 	return isnull ? 0 : DatumGetInt32(d);
 }
 
