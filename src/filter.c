@@ -1025,10 +1025,16 @@ static FNode *
 make_between(const FParser *ps, FNode *value, FNode *low, FNode *high,
 			 bool negated)
 {
+	FNode	   *first;
+	FNode	   *second;
+
+	/* the checks run in RocketMQ's order: low bound first */
 	if (negated)
-		return make_binary(FN_OR,
-						   make_less_than(ps, FN_LT, value, low),
-						   make_less_than(ps, FN_GT, value, high));
+	{
+		first = make_less_than(ps, FN_LT, value, low);
+		second = make_less_than(ps, FN_GT, value, high);
+		return make_binary(FN_OR, first, second);
+	}
 	if (low->is_literal && high->is_literal)
 	{
 		FVal		lv = low->value;
@@ -1047,9 +1053,9 @@ make_between(const FParser *ps, FNode *value, FNode *low, FNode *high,
 						 "the lower bound of BETWEEN is greater than its upper bound",
 						 NULL);
 	}
-	return make_binary(FN_AND,
-					   make_less_than(ps, FN_GE, value, low),
-					   make_less_than(ps, FN_LE, value, high));
+	first = make_less_than(ps, FN_GE, value, low);
+	second = make_less_than(ps, FN_LE, value, high);
+	return make_binary(FN_AND, first, second);
 }
 
 /* The decoded text of the current string literal token ('' is ') */
@@ -1425,7 +1431,8 @@ parse_and(FParser *ps)
 
 		filter_advance(ps);
 		right = parse_equality(ps);
-		left = make_binary(FN_AND, as_boolean(ps, left), as_boolean(ps, right));
+		left = as_boolean(ps, left);	/* checked before right, as RocketMQ */
+		left = make_binary(FN_AND, left, as_boolean(ps, right));
 	}
 	return left;
 }
@@ -1442,7 +1449,8 @@ parse_or(FParser *ps)
 
 		filter_advance(ps);
 		right = parse_and(ps);
-		left = make_binary(FN_OR, as_boolean(ps, left), as_boolean(ps, right));
+		left = as_boolean(ps, left);	/* checked before right, as RocketMQ */
+		left = make_binary(FN_OR, left, as_boolean(ps, right));
 	}
 	return left;
 }
