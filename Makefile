@@ -9,7 +9,8 @@ PGFILEDESC = "queue_ext - message broker with an append-only log table access me
 # Entry point: _PG_init calls each family's init function
 OBJS = src/queue_ext.o
 # SQL entry points: parse arguments, check privileges, call one verb
-OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o
+OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o \
+	src/filter_sql.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
 # Verbs: publish (routing, overflow, dead-lettering, the settling sequence),
@@ -23,8 +24,8 @@ OBJS += src/queue/queue_take.o src/queue/queue_settle.o src/queue/queue_append.o
 	src/queue/queue_shmem.o
 # The message log: segments and messages (it knows nothing of queues)
 OBJS += src/msglog.o
-# Topology cache, privileges and the routing matchers
-OBJS += src/catalog.o src/routing_topic.o src/routing_headers.o
+# Topology cache, privileges, the routing matchers and the message filters
+OBJS += src/catalog.o src/routing_topic.o src/routing_headers.o src/filter.o
 # Leaves: argument checks, running SQL as the owner, small helpers
 OBJS += src/args.o src/owner.o src/mqutils.o
 # Storage (src/am/mqlog.h): the mqlog table access method

@@ -540,6 +540,19 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE;
 -- end of routing matchers section
 
 ------------------------------------------------------------------------
+-- message filters of consumer groups (src/filter.c, src/filter_sql.c)
+------------------------------------------------------------------------
+-- RocketMQ tag expressions ('tag') and SQL92 selectors ('sql92') over a
+-- message's headers and its tag (TAGS), evaluated for one message.  Not
+-- STRICT: a NULL expression is no filter; NULL headers and tag mean none.
+-- NULL when the selector is null-valued or its evaluation fails.
+CREATE FUNCTION mq.filter_match(filter_type text, expression text,
+	headers jsonb, tag text DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'mq_filter_match_sql'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+------------------------------------------------------------------------
 -- Message log segments (src/msglog.c)
 ------------------------------------------------------------------------
 CREATE FUNCTION mq._segment_create(segno bigint, durable boolean)
