@@ -177,5 +177,16 @@ SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
 SELECT queue, ready, ready_bytes FROM mq.queues WHERE queue = 'rdl_bytes';
 
+-- a delayed message that comes due appends to the queue in the worker:
+-- the worker's pass then trims the queue back to x-max-length (the head)
+SELECT mq.queue_declare('rdl_due', arguments =>
+	'{"x-max-length": 1, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "rdl_dead"}');
+SELECT mq.send('rdl_due', 'due a'::text) IS NOT NULL;
+SELECT mq.send('rdl_due', 'due b'::text, delay => '200 ms') IS NOT NULL;
+SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
+SELECT convert_from(body, 'UTF8') AS body FROM mq.browse('rdl_due');
+SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
+  FROM mq.consume('rdl_dead', 10, auto_ack => true);
+
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();
