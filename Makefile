@@ -19,7 +19,7 @@ OBJS += src/worker.o src/worker_shmem.o
 OBJS += src/publish.o src/annotations.o src/timers.o src/half.o src/maintenance.o
 # Queue state (src/queue/queue.h): consumer state of classic/quorum queues
 OBJS += src/queue/queue_take.o src/queue/queue_settle.o src/queue/queue_append.o \
-	src/queue/queue_lane.o \
+	src/queue/queue_lane.o src/queue/queue_order.o \
 	src/queue/queue_inspect.o src/queue/queue_xact.o src/queue/queue_load.o \
 	src/queue/queue_shmem.o
 # The message log: segments and messages (it knows nothing of queues)

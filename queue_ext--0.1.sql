@@ -124,7 +124,7 @@ DECLARE
 	v jsonb;
 	known constant text[] := ARRAY['x-message-ttl', 'x-max-length', 'x-max-length-bytes', 'x-overflow',
 		'x-dead-letter-exchange', 'x-dead-letter-routing-key', 'x-delivery-limit',
-		'x-max-priority', 'x-queue-type'];
+		'x-max-priority', 'x-queue-type', 'ordered'];
 BEGIN
 	IF arguments IS NULL THEN
 		RETURN '{}';
@@ -173,6 +173,18 @@ BEGIN
 				RAISE EXCEPTION 'invalid value % for argument "x-overflow" of queue "%"', v, queue
 					USING ERRCODE = 'invalid_parameter_value',
 						  DETAIL = 'Supported values are "drop-head", "reject-publish" and "reject-publish-dlx".';
+			END IF;
+		ELSIF k = 'ordered' THEN
+			-- messages of one message_group delivered in order, one at a time
+			IF jsonb_typeof(v) <> 'boolean' THEN
+				RAISE EXCEPTION 'invalid value % for argument "ordered" of queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be true or false.';
+			END IF;
+			IF v = 'true' AND arguments ? 'x-max-priority' THEN
+				RAISE EXCEPTION 'queue "%" cannot be both ordered and a priority queue', queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'An ordered queue delivers the messages of a message group in publish order, whatever their priority.';
 			END IF;
 		ELSIF k = 'x-queue-type' THEN
 			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' <> type THEN
@@ -303,8 +315,12 @@ BEGIN
 		-- delivery_count: deliveries before, for a message nacked with a delay
 		-- body_size: the message body's bytes, only on queues with
 		-- x-max-length-bytes (elsewhere NULL, and so not stored)
+		-- offset: the entry's offset in its stream partition (streams only)
+		-- group_hash: hash of the message's message_group, only on ordered
+		-- queues (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
-					   'expires_at timestamptz, delivery_count int, body_size int) USING mqlog',
+					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
+					   'group_hash int) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
@@ -377,8 +393,10 @@ BEGIN
 	END IF;
 	qid := nextval(pg_get_serial_sequence('mq.cat_queue', 'id'));
 	-- a lane per priority level: x-max-priority + 1, and on quorum queues
-	-- always 32 (RabbitMQ 4.3: priorities 0..31, MQ_QUORUM_LANES in catalog.h)
-	nlanes := CASE WHEN type = 'quorum' THEN 32
+	-- always 32 (RabbitMQ 4.3: priorities 0..31, MQ_QUORUM_LANES in catalog.h);
+	-- an ordered queue has one (the order of a message group wins)
+	nlanes := CASE WHEN coalesce((arguments->>'ordered')::boolean, false) THEN 1
+				   WHEN type = 'quorum' THEN 32
 				   ELSE coalesce((arguments->>'x-max-priority')::int, 0) + 1 END;
 	INSERT INTO mq.cat_queue (id, name, type, durable, arguments, lanes, owner)
 	VALUES (qid, queue, type, durable, arguments, '{}', caller);
@@ -1125,7 +1143,8 @@ CREATE TABLE mq.timer (
 	msg_id		int8 NOT NULL,
 	expires_at	timestamptz NOT NULL,
 	delivery_count int,				-- a nack with delay: deliveries so far
-	body_size	int					-- for x-max-length-bytes queues only
+	body_size	int,				-- for x-max-length-bytes queues only
+	group_hash	int					-- for ordered queues only
 );
 CREATE INDEX timer_due ON mq.timer (due);
 CREATE INDEX timer_msg ON mq.timer (msg_id);

@@ -199,6 +199,8 @@ mq_jsonb_get_text(Jsonb *args, const char *key)
 	if (v->type == jbvNumeric)
 		return DatumGetCString(DirectFunctionCall1(numeric_out,
 												   NumericGetDatum(v->val.numeric)));
+	if (v->type == jbvBool)
+		return pstrdup(v->val.boolean ? "true" : "false");
 	return NULL;
 }
 
@@ -303,6 +305,11 @@ load_queues(void)
 		q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
 		q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);
 		q->max_length_bytes = jsonb_arg_int(q->arguments, "x-max-length-bytes", -1);
+		{
+			char	   *ord = mq_jsonb_get_text(q->arguments, "ordered");
+
+			q->ordered = ord && strcmp(ord, "true") == 0;
+		}
 		{
 			char	   *ov = mq_jsonb_get_text(q->arguments, "x-overflow");
 

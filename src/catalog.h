@@ -75,6 +75,8 @@ typedef struct MqQueue
 	int64		max_length_bytes;	/* ready body bytes; -1: unlimited */
 	bool		overflow_reject;	/* reject-publish(-dlx) rather than drop-head */
 	bool		overflow_dlx;	/* reject-publish-dlx: refused ones dead-lettered */
+	bool		ordered;		/* "ordered": a message group in order, one at a
+								 * time */
 	char	   *dead_letter_exchange;	/* NULL: none */
 	char	   *dead_letter_routing_key;	/* NULL: keep the message's */
 	int32		delivery_limit; /* -1: unlimited */

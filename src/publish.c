@@ -386,6 +386,15 @@ drop_heads(MqQueue *q)
 	}
 }
 
+/* The message group an ordered queue keeps in the entry (0: none) */
+static uint32
+entry_group_hash(MqQueue *q, const MqPublishOpts *o)
+{
+	if (!q->ordered || o->message_group == NULL || o->message_group[0] == '\0')
+		return 0;
+	return mq_group_hash(o->message_group);
+}
+
 /*
  * Publish one message to one lane of q, the message and its entry as one
  * WAL record.  The message goes to the log, the entry to queue state:
@@ -598,6 +607,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		entry.expires_at = expires_at;
 		entry.delivery_count = 0;
 		entry.body_size = body_bytes(bodies[i]);
+		entry.group_hash = entry_group_hash(dst->q, o);
 		ids[i] = publish_linked(dst->q, dst->lane[0],
 								new_message(ex, routing_keys[i], hdrs[i],
 											bodies[i], o, mprops[i], now),
@@ -647,6 +657,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 				entries[k].delivery_count = 0;
 				entries[k].body_size = dst->q->max_length_bytes >= 0 ?
 					body_bytes(bodies[dst->msg_index[e]]) : -1;
+				entries[k].group_hash = entry_group_hash(dst->q, o);
 				k++;
 			}
 			if (k > 0 && delayed)
@@ -758,6 +769,7 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 			e.expires_at = dl[i].expires_at;
 			e.delivery_count = Max(dl[i].delivery_count, 1);
 			e.body_size = mq_queue_body_size(q, dl[i].msg_id);
+			e.group_hash = 0;	/* never on ordered queues: see settle.c */
 			mq_timers_add(q, mq_qpos_lane(dl[i].qpos), &e, 1);
 		}
 	}

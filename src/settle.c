@@ -79,9 +79,12 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	 * A requeue with a delay on a durable queue goes through a durable timer
 	 * (like a delayed publish), so that it is not ready earlier after a
 	 * restart: the entry is settled now and appended again when due,
-	 * carrying its delivery count.
+	 * carrying its delivery count.  Not on an ordered queue: there the
+	 * message must stay unsettled while it waits, so that it holds back the
+	 * later messages of its group (its delay does not survive a restart).
 	 */
-	if (op == MQ_SETTLE_OP_REQUEUE_FREE && when > GetCurrentTimestamp() && q->durable)
+	if (op == MQ_SETTLE_OP_REQUEUE_FREE && when > GetCurrentTimestamp() && q->durable &&
+		!q->ordered)
 		op = MQ_SETTLE_OP_RETRY;
 
 	got = mq_queue_settle(q, ids, n, op, when, out);

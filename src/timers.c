@@ -88,23 +88,24 @@ void
 mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 {
 	MqOwnerScope owner;
-	Oid			types[7] = {TIMESTAMPTZOID, INT4OID, INT2OID, INT8OID,
-	TIMESTAMPTZOID, INT4OID, INT4OID};
+	Oid			types[8] = {TIMESTAMPTZOID, INT4OID, INT2OID, INT8OID,
+	TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID};
 	static SPIPlanPtr plan = NULL;
 
 	mq_owner_enter(&owner);
 	if (plan == NULL)
 	{
 		plan = SPI_prepare("INSERT INTO mq.timer (due, queue_id, lane, msg_id, expires_at, "
-						   "delivery_count, body_size) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-						   7, types);
+						   "delivery_count, body_size, group_hash) "
+						   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+						   8, types);
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare timer insert");
 	}
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[7];
-		char		nulls[7] = "       ";
+		Datum		values[8];
+		char		nulls[8] = "        ";
 
 		values[0] = TimestampTzGetDatum(entries[i].visible_at);
 		values[1] = Int32GetDatum(q->id);
@@ -118,6 +119,10 @@ mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 		values[6] = Int32GetDatum(entries[i].body_size);
 		if (q->max_length_bytes < 0 || entries[i].body_size < 0)
 			nulls[6] = 'n';
+		/* and the message group's hash, for ordered queues */
+		values[7] = Int32GetDatum((int32) entries[i].group_hash);
+		if (entries[i].group_hash == 0)
+			nulls[7] = 'n';
 		if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not arm a timer");
 		note_timer(entries[i].visible_at);
@@ -165,7 +170,8 @@ mq_timers_fire(int *fired)
 		mq_owner_exec("DELETE FROM mq.timer WHERE ctid OPERATOR(pg_catalog.=) ANY "
 					  "(SELECT ctid FROM mq.timer WHERE due OPERATOR(pg_catalog.<=) $1 "
 					  "ORDER BY due LIMIT 1000 FOR UPDATE SKIP LOCKED) "
-					  "RETURNING queue_id, lane, msg_id, due, expires_at, delivery_count, body_size",
+					  "RETURNING queue_id, lane, msg_id, due, expires_at, delivery_count, body_size, "
+					  "group_hash",
 					  1, types, values, NULL, false, SPI_OK_DELETE_RETURNING, "fire timers");
 	}
 	n = (int) SPI_processed;
@@ -189,6 +195,9 @@ mq_timers_fire(int *fired)
 		entries[i].body_size = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
 		if (isnull)
 			entries[i].body_size = -1;
+		entries[i].group_hash = (uint32) DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+		if (isnull)
+			entries[i].group_hash = 0;
 	}
 	mq_owner_exec("SELECT pg_catalog.min(due) FROM mq.timer", 0, NULL, NULL, NULL, true,
 				  SPI_OK_SELECT, "find the next due timer");

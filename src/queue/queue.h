@@ -91,7 +91,16 @@ typedef struct MqEntry
 	int32		delivery_count; /* deliveries before (a nack with delay); 0: none */
 	int32		body_size;		/* body bytes, for x-max-length-bytes; -1: not
 								 * recorded (queues without that limit) */
+	uint32		group_hash;		/* ordered queues: mq_group_hash of its
+								 * message_group; 0: none (unordered) */
 } MqEntry;
+
+/*
+ * The hash an ordered queue keeps of a message_group (never 0, which is
+ * "no group"); a collision can only make two groups wait for each other,
+ * never reorder one.
+ */
+extern uint32 mq_group_hash(const char *message_group);
 
 
 /* Settlement record kinds */

@@ -157,7 +157,10 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 	TimestampTz now = GetCurrentTimestamp();
 	int			got = 0;
 	LaneRels	lr;
+	MqOrderGate gate;
 
+	/* an ordered queue: what the groups' order lets through (queue_order.c) */
+	mqq_gate_init(&gate, q, qs, true, now);
 	if (qs->returns_first && qs->ntracked > 0)
 	{
 		MqTracked **ts = palloc(sizeof(MqTracked *) * qs->ntracked);
@@ -180,6 +183,8 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 				qsort(ts, nts, sizeof(MqTracked *), peek_return_cmp);
 			for (int i = 0; i < nts && got < n; i++)
 			{
+				if (!mqq_gate_pass(&gate, ts[i]))
+					continue;
 				delivery_counts[got] = ts[i]->delivery_count;
 				msg_ids[got++] = ts[i]->msg_id;
 			}
@@ -212,7 +217,8 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 					continue;
 				memset(&probe, 0, sizeof(probe));
 				mqq_tracked_fill(&probe, slot);
-				if (peek_ready(q, &probe, now))
+				probe.qpos = t->qpos;
+				if (peek_ready(q, &probe, now) && mqq_gate_pass(&gate, &probe))
 				{
 					delivery_counts[got] = probe.delivery_count;
 					msg_ids[got++] = probe.msg_id;
@@ -222,7 +228,7 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 			/* returns and run-out leases of a quorum queue came first */
 			if (qs->returns_first && (t->returned != 0 || t->state == MQ_T_LEASED))
 				continue;
-			if (peek_ready(q, t, now))
+			if (peek_ready(q, t, now) && mqq_gate_pass(&gate, t))
 			{
 				delivery_counts[got] = t->delivery_count;
 				msg_ids[got++] = t->msg_id;
@@ -237,15 +243,19 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 
 				memset(&probe, 0, sizeof(probe));
 				mqq_tracked_fill(&probe, slot);
-				if (peek_ready(q, &probe, now))
+				probe.qpos = qpos;
+				if (peek_ready(q, &probe, now) && mqq_gate_pass(&gate, &probe))
 				{
 					delivery_counts[got] = probe.delivery_count;
 					msg_ids[got++] = probe.msg_id;
 				}
+				else
+					mqq_gate_note_ready(&gate, &probe);
 			}
 			qpos = mqq_qpos_next(qpos);
 		}
 	}
+	mqq_gate_end(&gate);
 	mqq_lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 	return got;

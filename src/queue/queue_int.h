@@ -98,6 +98,8 @@
 #define MQ_ENTRY_ATT_EXPIRES_AT	3
 #define MQ_ENTRY_ATT_DELIVERY_COUNT 4
 #define MQ_ENTRY_ATT_BODY_SIZE	5
+#define MQ_ENTRY_ATT_OFFSET		6	/* streams (not written yet) */
+#define MQ_ENTRY_ATT_GROUP_HASH	7	/* ordered queues */
 
 /* Is a settlement-log record kind a settlement of its entry? */
 static inline bool
@@ -192,6 +194,7 @@ typedef struct MqTracked
 	int32		free_returns;	/* returns that do not count toward
 								 * x-delivery-limit (nack with requeue) */
 	int32		body_size;		/* body bytes (x-max-length-bytes), else 0 */
+	uint32		group_hash;		/* ordered queues: its message group, 0: none */
 	int			owner;			/* pgprocno of the holder, -1: none */
 	int			prev_owner;		/* holder whose lease ran out, until retaken */
 	uint32		consumer_hash;	/* consumer name of the holder */
@@ -347,6 +350,25 @@ mqq_qpos_next(uint64 qpos)
 {
 	return qpos + 1;
 }
+
+/* ---------- ordered queues (queue_order.c) ---------- */
+
+/* Which message groups may deliver now, built per take or browse */
+typedef struct MqOrderGate
+{
+	struct HTAB *groups;		/* NULL: not an ordered queue (or mode) */
+} MqOrderGate;
+
+/* Build the gate from q's tracked list (active false: a gate that passes all) */
+extern void mqq_gate_init(MqOrderGate *gate, MqQueue *q, MqQueueShared *qs,
+						  bool active, TimestampTz now);
+
+/* May ready t be delivered now?  If so its group is busy from now on. */
+extern bool mqq_gate_pass(MqOrderGate *gate, MqTracked *t);
+
+/* t stays ready (delayed, or held back): later ones of its group wait */
+extern void mqq_gate_note_ready(MqOrderGate *gate, MqTracked *t);
+extern void mqq_gate_end(MqOrderGate *gate);
 
 /*
  * Does q record every delivery (MQ_SETTLE_DELIVERED), so that delivery

@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "common/hashfn.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -157,6 +158,22 @@ mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
 		values[MQ_ENTRY_ATT_BODY_SIZE - 1] = Int32GetDatum(e->body_size);
 		isnull[MQ_ENTRY_ATT_BODY_SIZE - 1] = (e->body_size < 0);
 	}
+	if (desc->natts >= MQ_ENTRY_ATT_GROUP_HASH)
+	{
+		values[MQ_ENTRY_ATT_OFFSET - 1] = (Datum) 0;
+		isnull[MQ_ENTRY_ATT_OFFSET - 1] = true;
+		values[MQ_ENTRY_ATT_GROUP_HASH - 1] = Int32GetDatum((int32) e->group_hash);
+		isnull[MQ_ENTRY_ATT_GROUP_HASH - 1] = (e->group_hash == 0);
+	}
+	/* (an ordered queue is always newer than its entry logs' last column) */
+}
+
+uint32
+mq_group_hash(const char *message_group)
+{
+	uint32		h = hash_bytes((const unsigned char *) message_group, strlen(message_group));
+
+	return h == 0 ? 1 : h;
 }
 
 void

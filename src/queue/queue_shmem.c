@@ -322,6 +322,14 @@ mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
 		t->delivery_count = 0;
 	t->redelivered = t->delivery_count > 0;
 	t->body_size = mqq_entry_body_size(slot);
+	t->group_hash = 0;
+	if (slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_GROUP_HASH)
+	{
+		Datum		g = slot_getattr(slot, MQ_ENTRY_ATT_GROUP_HASH, &isnull);
+
+		if (!isnull)
+			t->group_hash = (uint32) DatumGetInt32(g);
+	}
 	t->state = MQ_T_READY;
 }
 

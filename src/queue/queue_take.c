@@ -352,7 +352,7 @@ return_order_cmp(const void *a, const void *b)
 static int
 take_returns(MqQueue *q, MqQueueShared *qs, int n, TimestampTz now,
 			 TimestampTz lease_until, MqTakeMode mode, uint32 chash,
-			 MqDelivery *out, bool *wake)
+			 MqDelivery *out, bool *wake, MqOrderGate *gate)
 {
 	MqTracked **ret;
 	int			nret = 0;
@@ -381,7 +381,8 @@ take_returns(MqQueue *q, MqQueueShared *qs, int n, TimestampTz now,
 	if (nret > 1)
 		qsort(ret, nret, sizeof(MqTracked *), return_order_cmp);
 	for (int i = 0; i < nret && got < n; i++)
-		take_one(q, qs, ret[i], now, lease_until, mode, chash, &out[got++]);
+		if (mqq_gate_pass(gate, ret[i]))
+			take_one(q, qs, ret[i], now, lease_until, mode, chash, &out[got++]);
 	pfree(ret);
 	return got;
 }
@@ -409,6 +410,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	bool		wake = false;
 	LaneRels	lr;
 	MqSettleBatch records;
+	MqOrderGate gate;
 
 	next_due = 0;
 
@@ -430,8 +432,10 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	}
 
 	wake |= expire_leases(qs, now);
+	mqq_gate_init(&gate, q, qs,
+				  mode == MQ_TAKE_LEASE || mode == MQ_TAKE_AUTO_ACK, now);
 	if (qs->returns_first)
-		got = take_returns(q, qs, n, now, lease_until, mode, chash, out, &wake);
+		got = take_returns(q, qs, n, now, lease_until, mode, chash, out, &wake, &gate);
 
 	mqq_lane_rels_init(&lr);
 	for (int lane = qs->nlanes - 1; lane >= 0 && got < n; lane--)
@@ -472,7 +476,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			/* returns (quorum) were offered first, and stay there */
 			if (t->state != MQ_T_READY || t->returned != 0)
 				continue;
-			if (!take_now(q, t, now, mode, &wake))
+			if (!take_now(q, t, now, mode, &wake) || !mqq_gate_pass(&gate, t))
 				continue;
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 		}
@@ -506,11 +510,19 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 				/* delayed: stays tracked until due */
 				if (next_due == 0 || t->visible_at < next_due)
 					next_due = t->visible_at;
+				mqq_gate_note_ready(&gate, t);
+				continue;
+			}
+			if (!mqq_gate_pass(&gate, t))
+			{
+				/* held back by an earlier message of its group */
+				mqq_gate_note_ready(&gate, t);
 				continue;
 			}
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
 		}
 	}
+	mqq_gate_end(&gate);
 	mqq_lane_rels_close(&lr);
 	note_deliveries(q, qs, out, got, &records);
 	LWLockRelease(&qs->lock);

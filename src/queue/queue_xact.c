@@ -186,6 +186,7 @@ local_commit(int from)
 		MqLocalAction *a = &local_actions[i];
 		MqQueueShared *qs;
 		MqTracked  *t;
+		bool		wake = false;
 
 		if (a->kind == MQ_L_LEASE)
 			continue;
@@ -215,8 +216,13 @@ local_commit(int from)
 			qs->backlog_bytes -= t->body_size;
 			if (++qs->settled_since_floor % 64 == 0)
 				mqq_compact(qs, NULL);
+			/* ordered queue: the next message of its group may go now */
+			if (t->group_hash != 0)
+				wake = true;
 		}
 		LWLockRelease(&qs->lock);
+		if (wake)
+			ConditionVariableBroadcast(&qs->cv);
 	}
 }
 
