@@ -353,6 +353,9 @@ mqq_qpos_next(uint64 qpos)
 
 /* ---------- ordered queues (queue_order.c) ---------- */
 
+/* Held-back messages a take scans past before it stops (queue_take.c) */
+#define MQ_ORDER_SCAN_MAX 1024
+
 /* Which message groups may deliver now, built per take or browse */
 typedef struct MqOrderGate
 {

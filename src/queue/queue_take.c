@@ -411,6 +411,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	LaneRels	lr;
 	MqSettleBatch records;
 	MqOrderGate gate;
+	int			held_back = 0;
 
 	next_due = 0;
 
@@ -515,8 +516,18 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			}
 			if (!mqq_gate_pass(&gate, t))
 			{
-				/* held back by an earlier message of its group */
+				/*
+				 * Held back by an earlier message of its group; it stays
+				 * tracked.  A take scans past a bounded number of them, so
+				 * that one long group cannot keep the queue lock for its
+				 * whole backlog (the next take goes on from here).
+				 */
 				mqq_gate_note_ready(&gate, t);
+				if (++held_back >= MQ_ORDER_SCAN_MAX)
+				{
+					next_due = now;		/* a waiting consumer looks again */
+					break;
+				}
 				continue;
 			}
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
