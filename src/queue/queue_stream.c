@@ -394,6 +394,9 @@ mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next)
 typedef struct GenSummary
 {
 	Oid			relid;			/* hash key */
+	int32		queue_id;		/* and whose it is: an OID may be reused */
+	int			lane;
+	int			gen;
 	bool		any;			/* holds a committed or pending entry */
 	int64		bytes;			/* body bytes of committed entries */
 	int64		min_msg_id;		/* lowest message id of a non-aborted one */
@@ -446,7 +449,7 @@ gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
 	if (closed && gen_summaries != NULL)
 	{
 		s = hash_search(gen_summaries, &relid, HASH_FIND, NULL);
-		if (s)
+		if (s && s->queue_id == q->id && s->lane == lane && s->gen == gen)
 		{
 			*out = *s;
 			return true;
@@ -457,6 +460,9 @@ gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
 		return false;
 	gen_summarize(rel, out);
 	out->relid = relid;
+	out->queue_id = q->id;
+	out->lane = lane;
+	out->gen = gen;
 	gen_close(rel);
 	if (closed)
 	{
