@@ -115,6 +115,77 @@ SELECT pg_catalog.pg_extension_config_dump('mq.cat_consumer', '');
 -- as the extension owner.  The _impl functions are not executable by PUBLIC.
 ------------------------------------------------------------------------
 
+-- Validate the arguments of a stream queue (partitions, retention,
+-- max_bytes, durability); classic-queue arguments are refused.
+CREATE FUNCTION mq._stream_args_check(queue text, arguments jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	k text;
+	v jsonb;
+	iv interval;
+	known constant text[] := ARRAY['partitions', 'retention', 'max_bytes', 'durability',
+		'x-queue-type'];
+BEGIN
+	FOR k, v IN SELECT * FROM jsonb_each(arguments) LOOP
+		IF k LIKE 'x-%' AND k <> 'x-queue-type' THEN
+			RAISE EXCEPTION 'argument "%" is not supported by stream queue "%"', k, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Stream queues take partitions, retention, max_bytes and durability.';
+		ELSIF NOT k = ANY (known) THEN
+			RAISE EXCEPTION 'unknown argument "%" for stream queue "%"', k, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Stream queues take partitions, retention, max_bytes and durability.';
+		END IF;
+		IF k = 'partitions' THEN
+			-- a partition is a lane, and a queue has at most 256 lanes
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 1
+			   OR v::numeric > 256 THEN
+				RAISE EXCEPTION 'invalid value % for argument "partitions" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The number of partitions must be an integer between 1 and 256.';
+			END IF;
+		ELSIF k = 'max_bytes' THEN
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 1
+			   OR v::numeric > 9223372036854775807 THEN
+				RAISE EXCEPTION 'invalid value % for argument "max_bytes" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a positive integer (bytes).';
+			END IF;
+		ELSIF k = 'retention' THEN
+			BEGIN
+				IF jsonb_typeof(v) <> 'string' THEN
+					RAISE invalid_text_representation;
+				END IF;
+				iv := (v #>> '{}')::interval;
+			EXCEPTION WHEN invalid_text_representation OR invalid_datetime_format
+					  OR datetime_field_overflow OR interval_field_overflow THEN
+				RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a positive interval, such as "72 hours".';
+			END;
+			IF iv <= interval '0' OR extract(epoch FROM iv) > 9223372036854.775807 THEN
+				RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a positive interval, such as "72 hours".';
+			END IF;
+		ELSIF k = 'durability' THEN
+			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' NOT IN ('local', 'quorum') THEN
+				RAISE EXCEPTION 'invalid value % for argument "durability" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'Supported values are "local" and "quorum".';
+			END IF;
+		ELSIF k = 'x-queue-type' THEN
+			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' <> 'stream' THEN
+				RAISE EXCEPTION 'argument "x-queue-type" % of queue "%" contradicts type "stream"', v, queue
+					USING ERRCODE = 'invalid_parameter_value';
+			END IF;
+		END IF;
+	END LOOP;
+	RETURN arguments - 'x-queue-type';
+END
+$$;
+
 -- Validate and normalise queue arguments; raises on anything unknown.
 CREATE FUNCTION mq._queue_args_check(queue text, type text, arguments jsonb)
 RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
@@ -132,6 +203,9 @@ BEGIN
 	IF jsonb_typeof(arguments) <> 'object' THEN
 		RAISE EXCEPTION 'arguments of queue "%" must be a JSON object', queue
 			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF type = 'stream' THEN
+		RETURN mq._stream_args_check(queue, arguments);
 	END IF;
 	FOR k, v IN SELECT * FROM jsonb_each(arguments) LOOP
 		IF NOT k = ANY (known) THEN
@@ -314,7 +388,7 @@ BEGIN
 		-- visible_at first: see MqEntry in src/msglog.h
 		-- delivery_count: deliveries before, for a message nacked with a delay
 		-- body_size: the message body's bytes, only on queues with
-		-- x-max-length-bytes (elsewhere NULL, and so not stored)
+		-- x-max-length-bytes and on streams (elsewhere NULL, and so not stored)
 		-- offset: the entry's offset in its stream partition (streams only)
 		-- group_hash: hash of the message's message_group, only on ordered
 		-- queues (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
@@ -357,12 +431,8 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'Queue types are classic, quorum and stream.';
 	END IF;
-	IF type = 'stream' THEN
-		RAISE EXCEPTION 'stream queues are not implemented yet'
-			USING ERRCODE = 'feature_not_supported';
-	END IF;
-	IF type = 'quorum' AND NOT durable THEN
-		RAISE EXCEPTION 'quorum queue "%" must be durable', queue
+	IF type IN ('quorum', 'stream') AND NOT durable THEN
+		RAISE EXCEPTION '% queue "%" must be durable', type, queue
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	arguments := mq._queue_args_check(queue, type, arguments);
@@ -393,9 +463,11 @@ BEGIN
 	END IF;
 	qid := nextval(pg_get_serial_sequence('mq.cat_queue', 'id'));
 	-- a lane per priority level: x-max-priority + 1, and on quorum queues
-	-- always 32 (RabbitMQ 4.3: priorities 0..31, MQ_QUORUM_LANES in catalog.h);
-	-- an ordered queue has one (the order of a message group wins)
-	nlanes := CASE WHEN coalesce((arguments->>'ordered')::boolean, false) THEN 1
+	-- always 32 (RabbitMQ 4.3: priorities 0..31, MQ_QUORUM_LANES in catalog.h),
+	-- on streams one per partition, and an ordered queue has one (the order
+	-- of a message group wins)
+	nlanes := CASE WHEN type = 'stream' THEN coalesce((arguments->>'partitions')::int, 1)
+				   WHEN coalesce((arguments->>'ordered')::boolean, false) THEN 1
 				   WHEN type = 'quorum' THEN 32
 				   ELSE coalesce((arguments->>'x-max-priority')::int, 0) + 1 END;
 	INSERT INTO mq.cat_queue (id, name, type, durable, arguments, lanes, owner)
@@ -866,7 +938,8 @@ CREATE FUNCTION mq.publish(exchange text, routing_key text, body bytea,
 	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
 	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
 	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
-	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
 
 CREATE FUNCTION mq.publish(exchange text, routing_key text, body text,
@@ -876,7 +949,8 @@ CREATE FUNCTION mq.publish(exchange text, routing_key text, body text,
 	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
 	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
 	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
-	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
 
 CREATE FUNCTION mq.publish(exchange text, routing_key text, body jsonb,
@@ -886,7 +960,8 @@ CREATE FUNCTION mq.publish(exchange text, routing_key text, body jsonb,
 	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
 	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
 	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
-	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
 
 CREATE FUNCTION mq.send(queue text, body bytea, headers jsonb DEFAULT NULL,
@@ -895,7 +970,8 @@ CREATE FUNCTION mq.send(queue text, body bytea, headers jsonb DEFAULT NULL,
 	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
 	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
 	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
-	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
 
 CREATE FUNCTION mq.send(queue text, body text, headers jsonb DEFAULT NULL,
@@ -904,7 +980,8 @@ CREATE FUNCTION mq.send(queue text, body text, headers jsonb DEFAULT NULL,
 	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
 	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
 	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
-	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
 
 CREATE FUNCTION mq.send(queue text, body jsonb, headers jsonb DEFAULT NULL,
@@ -913,30 +990,31 @@ CREATE FUNCTION mq.send(queue text, body jsonb, headers jsonb DEFAULT NULL,
 	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
 	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
 	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
-	durability text DEFAULT NULL, delay_level int DEFAULT NULL)
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
 
 CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies bytea[],
 	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
-	durability text DEFAULT NULL, delay interval DEFAULT NULL)
+	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
 CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies text[],
 	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
-	durability text DEFAULT NULL, delay interval DEFAULT NULL)
+	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
 CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies jsonb[],
 	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
-	durability text DEFAULT NULL, delay interval DEFAULT NULL)
+	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
 
 CREATE FUNCTION mq.send_batch(queue text, bodies bytea[], headers jsonb[] DEFAULT NULL,
-	delay interval DEFAULT NULL, durability text DEFAULT NULL)
+	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
 CREATE FUNCTION mq.send_batch(queue text, bodies text[], headers jsonb[] DEFAULT NULL,
-	delay interval DEFAULT NULL, durability text DEFAULT NULL)
+	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
 CREATE FUNCTION mq.send_batch(queue text, bodies jsonb[], headers jsonb[] DEFAULT NULL,
-	delay interval DEFAULT NULL, durability text DEFAULT NULL)
+	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
 
 ------------------------------------------------------------------------
@@ -958,6 +1036,15 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
 	message_group text, priority int, properties jsonb)
 AS 'MODULE_PATHNAME', 'mq_browse' LANGUAGE C;
+
+-- Stateless read of a stream partition by offset or time (src/stream_sql.c)
+CREATE FUNCTION mq.read(queue text, "partition" int, from_offset bigint DEFAULT NULL,
+	max_messages int DEFAULT 100, from_time timestamptz DEFAULT NULL)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_read' LANGUAGE C;
 
 CREATE FUNCTION mq.message(msg_id bigint)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,

@@ -170,7 +170,7 @@ SELECT mq.queue_declare('bt_bad', arguments => '{"x-max-priority": 256}');
 SELECT mq.queue_declare('bt_bad', arguments => '[1]');
 SELECT mq.queue_declare('bt_bad', arguments => '{"x-queue-type": "quorum"}');
 SELECT mq.queue_declare('bt_bad', 'fifo');
-SELECT mq.queue_declare('bt_bad', 'stream');               -- 0A000 for now
+SELECT mq.queue_declare('bt_bad', 'stream', durable => false);	-- 22023: streams are durable
 SELECT mq.queue_declare('bt_bad', 'quorum', durable => false);
 SELECT mq.queue_declare('bt_bad', 'quorum', arguments => '{"x-max-priority": 5}');
 SELECT mq.exchange_declare('bt_bad', 'x-custom');

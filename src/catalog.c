@@ -33,6 +33,7 @@
 #include "utils/memutils.h"
 #include "lib/stringinfo.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "mqutils.h"
 #include "catalog.h"
@@ -212,6 +213,31 @@ jsonb_arg_int(Jsonb *args, const char *key, int64 dflt)
 	return s ? strtoll(s, NULL, 10) : dflt;
 }
 
+/*
+ * The arguments of a stream queue, checked at declare time by
+ * mq._stream_args_check: the retention interval is parsed here as
+ * PostgreSQL's interval input does (months as 30 days).
+ */
+static void
+stream_args(MqQueue *q)
+{
+	char	   *retention = mq_jsonb_get_text(q->arguments, "retention");
+	char	   *durability = mq_jsonb_get_text(q->arguments, "durability");
+
+	if (retention)
+	{
+		Interval   *iv = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+															   CStringGetDatum(retention),
+															   ObjectIdGetDatum(InvalidOid),
+															   Int32GetDatum(-1)));
+
+		q->retention_us = iv->time + (int64) iv->day * USECS_PER_DAY +
+			(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	}
+	q->max_bytes = jsonb_arg_int(q->arguments, "max_bytes", -1);
+	q->quorum_durable = durability && strcmp(durability, "quorum") == 0;
+}
+
 static int
 priv_from_name(const char *s)
 {
@@ -290,7 +316,8 @@ load_queues(void)
 		q->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 		q->name = spi_text(tup, desc, 2);
 		type = spi_text(tup, desc, 3);
-		q->type = strcmp(type, "quorum") == 0 ? MQ_QUEUE_QUORUM : MQ_QUEUE_CLASSIC;
+		q->type = strcmp(type, "quorum") == 0 ? MQ_QUEUE_QUORUM :
+			strcmp(type, "stream") == 0 ? MQ_QUEUE_STREAM : MQ_QUEUE_CLASSIC;
 		q->durable = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 		q->arguments = spi_jsonb(tup, desc, 5);
 		lanes = DatumGetArrayTypePCopy(SPI_getbinval(tup, desc, 6, &isnull));
@@ -328,6 +355,11 @@ load_queues(void)
 												  MQ_QUORUM_DELIVERY_LIMIT : -1);
 		if (q->delivery_limit < 0)
 			q->delivery_limit = -1;
+		q->retention_us = MQ_STREAM_DEFAULT_RETENTION_US;
+		q->max_bytes = -1;
+		q->quorum_durable = false;
+		if (q->type == MQ_QUEUE_STREAM)
+			stream_args(q);
 
 		ne = hash_search(mq_queue_by_name, q->name, HASH_ENTER, NULL);
 		ne->ptr = q;

@@ -14,6 +14,7 @@
 
 #include "nodes/pg_list.h"
 #include "utils/hsearch.h"
+#include "datatype/timestamp.h"
 #include "utils/jsonb.h"
 
 #include "routing.h"
@@ -32,8 +33,12 @@ typedef enum MqExchangeType
 typedef enum MqQueueType
 {
 	MQ_QUEUE_CLASSIC,
-	MQ_QUEUE_QUORUM
+	MQ_QUEUE_QUORUM,
+	MQ_QUEUE_STREAM				/* partitioned log: a lane per partition */
 } MqQueueType;
+
+/* Defaults of a stream queue's arguments */
+#define MQ_STREAM_DEFAULT_RETENTION_US	((int64) 72 * USECS_PER_HOUR)
 
 /* Privileges on queues and exchanges (bit mask) */
 #define MQ_PRIV_CONFIGURE	0x01
@@ -68,7 +73,8 @@ typedef struct MqQueue
 	char	   *name;
 	MqQueueType type;
 	bool		durable;
-	int			nlanes;			/* 1 + x-max-priority; quorum: 32 */
+	int			nlanes;			/* 1 + x-max-priority; quorum: 32; stream:
+								 * partitions */
 	Oid		   *lanes;			/* first entry log of each lane: identifies the queue */
 	int64		message_ttl_ms; /* -1: none */
 	int64		max_length;		/* -1: unlimited */
@@ -80,6 +86,10 @@ typedef struct MqQueue
 	char	   *dead_letter_exchange;	/* NULL: none */
 	char	   *dead_letter_routing_key;	/* NULL: keep the message's */
 	int32		delivery_limit; /* -1: unlimited */
+	/* streams: retention by time and bytes, durability of publishes */
+	int64		retention_us;	/* retention (default 72 hours) */
+	int64		max_bytes;		/* body bytes per partition; -1: unlimited */
+	bool		quorum_durable; /* "durability": "quorum" */
 	Jsonb	   *arguments;
 	MqAcl		acl;
 	List	   *consumers;		/* of MqConsumerDecl (mq.consumer_declare) */

@@ -26,6 +26,7 @@
 #include "msglog.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "consume.h"
 
 PG_FUNCTION_INFO_V1(mq_consume);
 PG_FUNCTION_INFO_V1(mq_browse);
@@ -34,16 +35,13 @@ PG_FUNCTION_INFO_V1(mq_messages_by_key);
 PG_FUNCTION_INFO_V1(mq_trace);
 PG_FUNCTION_INFO_V1(mq_streams_not_supported);
 
-/* Upper bound of max_messages in one call */
-#define MQ_MAX_BATCH 10000
-
 /* Columns of a delivery row (see mq.consume in the install script) */
 #define MQ_DELIVERY_NATTS 16
 
-/* Emit one delivery row */
-static void
-put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
-		bool redelivered, int32 delivery_count)
+void
+mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
+					bool redelivered, int32 delivery_count, int partition,
+					int64 offset)
 {
 	Datum		values[MQ_DELIVERY_NATTS];
 	bool		nulls[MQ_DELIVERY_NATTS];
@@ -62,7 +60,10 @@ put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	values[6] = TimestampTzGetDatum(m->published_at);
 	values[7] = BoolGetDatum(redelivered);
 	values[8] = Int32GetDatum(delivery_count);
-	nulls[9] = nulls[10] = true;	/* partition, offset: streams only */
+	/* partition, offset: streams only */
+	values[9] = Int32GetDatum(partition);
+	values[10] = Int64GetDatum(offset);
+	nulls[9] = nulls[10] = partition < 0;
 #define TEXTVAL(i, s) do { if (s) values[i] = CStringGetTextDatum(s); else nulls[i] = true; } while (0)
 	TEXTVAL(11, m->key);
 	TEXTVAL(12, m->tag);
@@ -80,10 +81,37 @@ put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/* Emit one delivery row of a classic or quorum queue */
 static void
-reject_group_name(FunctionCallInfo fcinfo, int argno)
+put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
+		bool redelivered, int32 delivery_count)
 {
-	if (!PG_ARGISNULL(argno))
+	mq_put_delivery_row(rsinfo, queue, m, redelivered, delivery_count, -1, 0);
+}
+
+void
+mq_stream_refuse(MqQueue *q, const char *fn)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s on stream queue \"%s\" needs a consumer group, and consumer groups are not implemented yet",
+					fn, q->name),
+			 errhint("Read a stream with mq.read(queue, partition, from_offset).")));
+}
+
+void
+mq_check_group_name(FunctionCallInfo fcinfo, int group_arg, const char *fn)
+{
+	MqQueue    *q;
+
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
+	if (q != NULL && q->type == MQ_QUEUE_STREAM)
+	{
+		mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+		mq_stream_refuse(q, fn);
+	}
+	if (group_arg >= 0 && !PG_ARGISNULL(group_arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("consumer groups are not supported on classic and quorum queues"),
@@ -170,7 +198,7 @@ mq_consume(PG_FUNCTION_ARGS)
 	(void) mq_time_add(GetCurrentTimestamp(), lease_us, "lease");
 
 	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
-	reject_group_name(fcinfo, 4);
+	mq_check_group_name(fcinfo, 4, "mq.consume");
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -251,6 +279,8 @@ mq_browse(PG_FUNCTION_ARGS)
 	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages");
 	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	if (q->type == MQ_QUEUE_STREAM)
+		mq_stream_refuse(q, "mq.browse");
 	InitMaterializedSRF(fcinfo, 0);
 	ids = palloc(sizeof(int64) * n);
 	counts = palloc(sizeof(int32) * n);

@@ -44,6 +44,12 @@ mq_maintain_queue(MqQueue *q)
 	int			got;
 	TimestampTz due;
 
+	/* a stream has no consumer state: only retention */
+	if (q->type == MQ_QUEUE_STREAM)
+	{
+		mq_stream_retain(q);
+		return 0;
+	}
 	/* all taken dead (expired) */
 	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
 	due = mq_queue_next_due();

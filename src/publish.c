@@ -71,6 +71,7 @@ mq_publish_opts_init(MqPublishOpts *o)
 	o->priority = -1;
 	o->expiration_ms = -1;
 	o->durability = MQ_DURABILITY_DEFAULT;
+	o->partition = -1;
 }
 
 /*
@@ -198,6 +199,36 @@ priority_lane(MqQueue *q, int priority)
 		return q->type == MQ_QUEUE_QUORUM ?
 			Min(MQ_QUORUM_DEFAULT_PRIORITY, q->nlanes - 1) : 0;
 	return Min(priority, q->nlanes - 1);
+}
+
+/*
+ * The partition of a message published to stream q: the partition asked
+ * for, else a hash of its message_group, else of its key (so that one
+ * group's or key's messages stay in order in one partition), else the
+ * next of a round robin of this session.
+ */
+static int
+stream_partition(MqQueue *q, const MqPublishOpts *o)
+{
+	static uint32 round_robin = 0;
+	const char *by = o->message_group ? o->message_group : o->key;
+
+	if (o->partition >= 0)
+	{
+		if (o->partition >= q->nlanes)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d is out of range for stream \"%s\"", o->partition, q->name),
+					 errdetail("The stream has %d partition(s), numbered from 0.", q->nlanes)));
+		return o->partition;
+	}
+	if (q->nlanes == 1)
+		return 0;
+	if (by)
+		return (int) (hash_bytes((const unsigned char *) by, strlen(by)) % (uint32) q->nlanes);
+	if (round_robin == 0)
+		round_robin = (uint32) MyProcPid;	/* sessions start apart */
+	return (int) (round_robin++ % (uint32) q->nlanes);
 }
 
 /* Per destination queue and lane: the entries to append */
@@ -538,10 +569,12 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			/* the default exchange needs publish on the queue itself */
 			if (o->check_privileges && ex->name[0] == '\0')
 				mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
-			lane = priority_lane(q, o->priority);
+			lane = q->type == MQ_QUEUE_STREAM ? stream_partition(q, o) :
+				priority_lane(q, o->priority);
 			dest_add(dest_for(&dests, &ndests, q), i, lane);
 			durable |= q->durable;
-			quorum |= q->type == MQ_QUEUE_QUORUM;
+			/* a stream declared with "durability": "quorum" is one */
+			quorum |= q->type == MQ_QUEUE_QUORUM || q->quorum_durable;
 			routed[i] = true;
 		}
 		if (routed[i])
@@ -655,7 +688,8 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 				entries[k].visible_at = visible_at;
 				entries[k].expires_at = expires_at;
 				entries[k].delivery_count = 0;
-				entries[k].body_size = dst->q->max_length_bytes >= 0 ?
+				entries[k].body_size = dst->q->max_length_bytes >= 0 ||
+					dst->q->type == MQ_QUEUE_STREAM ?
 					body_bytes(bodies[dst->msg_index[e]]) : -1;
 				entries[k].group_hash = entry_group_hash(dst->q, o);
 				k++;

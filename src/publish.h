@@ -40,6 +40,7 @@ typedef struct MqPublishOpts
 	char	   *correlation_id;
 	char	   *reply_to;
 	MqDurability durability;
+	int			partition;		/* streams: the partition asked for; -1: none */
 	const int64 *existing_ids;	/* route messages already in the log */
 	Jsonb	   *properties;		/* stored as is instead of the fields above */
 

@@ -46,14 +46,15 @@ typedef struct PropArgs
 				correlation_id,
 				reply_to,
 				durability,
-				delay_level;
+				delay_level,
+				partition;
 } PropArgs;
 
 /* mq.publish(exchange, routing_key, body, headers, mandatory, delay, ...) */
-static const PropArgs publish_args = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+static const PropArgs publish_args = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
 
 /* mq.send(queue, body, headers, delay, ...): always mandatory */
-static const PropArgs send_args = {2, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static const PropArgs send_args = {2, -1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 static bool
 has_arg(FunctionCallInfo fcinfo, int i)
@@ -149,6 +150,16 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 	o->correlation_id = opt_text(fcinfo, a->correlation_id);
 	o->reply_to = opt_text(fcinfo, a->reply_to);
 	o->durability = parse_durability(opt_text(fcinfo, a->durability));
+	/* streams' partition (other queues have none: ignored there) */
+	if (has_arg(fcinfo, a->partition))
+	{
+		o->partition = PG_GETARG_INT32(a->partition);
+		if (o->partition < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d is out of range", o->partition),
+					 errdetail("Partitions are numbered from 0.")));
+	}
 }
 
 static Jsonb *
@@ -275,7 +286,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 
 /*
  * mq.publish_batch(exchange, routing_keys, bodies, headers, mandatory,
- *					durability, delay)
+ *					durability, delay, partition)
  */
 Datum
 mq_publish_batch(PG_FUNCTION_ARGS)
@@ -286,7 +297,7 @@ mq_publish_batch(PG_FUNCTION_ARGS)
 	int			nrks;
 	char	  **rks;
 	MqPublishOpts o;
-	static const PropArgs a = {-1, 4, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 5, -1};
+	static const PropArgs a = {-1, 4, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 5, -1, 7};
 
 	MQ_CHECK_ARGS(fcinfo, "exchange", "routing_keys", "bodies", NULL, "mandatory");
 	exname = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -300,13 +311,13 @@ mq_publish_batch(PG_FUNCTION_ARGS)
 	return publish_many(fcinfo, ex, rks, nrks, 2, 3, &o);
 }
 
-/* mq.send_batch(queue, bodies, headers, delay, durability) */
+/* mq.send_batch(queue, bodies, headers, delay, durability, partition) */
 Datum
 mq_send_batch(PG_FUNCTION_ARGS)
 {
 	char	   *qname;
 	MqPublishOpts o;
-	static const PropArgs a = {-1, -1, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 4, -1};
+	static const PropArgs a = {-1, -1, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 4, -1, 5};
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "bodies");
 	qname = text_to_cstring(PG_GETARG_TEXT_PP(0));

@@ -23,6 +23,7 @@
 #include "args.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "consume.h"
 
 PG_FUNCTION_INFO_V1(mq_ack);
 PG_FUNCTION_INFO_V1(mq_nack);
@@ -35,12 +36,7 @@ settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn)
 {
 	MqQueue    *q;
 
-	if (group_arg >= 0 && !PG_ARGISNULL(group_arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("consumer groups are not supported on classic and quorum queues"),
-				 errhint("Competing consumers of a classic queue share it without a group; consumer groups belong to stream queues.")));
-
+	mq_check_group_name(fcinfo, group_arg, fn);
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);

@@ -44,10 +44,13 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 			c.total += timers;
 		}
 		values[0] = CStringGetTextDatum(q->name);
-		values[1] = CStringGetTextDatum(q->type == MQ_QUEUE_QUORUM ? "quorum" : "classic");
+		values[1] = CStringGetTextDatum(q->type == MQ_QUEUE_QUORUM ? "quorum" :
+										q->type == MQ_QUEUE_STREAM ? "stream" : "classic");
 		values[2] = BoolGetDatum(q->durable);
 		values[3] = Int64GetDatum(c.ready);
 		values[4] = Int64GetDatum(c.unacked);
+		/* a stream delivers nothing: ready is the offsets it retains */
+		nulls[4] = q->type == MQ_QUEUE_STREAM;
 		values[5] = Int64GetDatum(c.delayed);
 		values[6] = Int64GetDatum(c.total);
 		values[7] = Int32GetDatum(c.consumers);

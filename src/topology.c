@@ -278,6 +278,11 @@ mq_queue_purge(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	q = mq_queue_lookup(name, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
+	if (q->type == MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream queue \"%s\" cannot be purged", q->name),
+				 errhint("A stream keeps its messages for its retention; delete and declare it again to empty it.")));
 	PG_RETURN_INT64(mq_purge(q));
 }
 

@@ -498,4 +498,17 @@ extern MqlogReadResult mqlog_read_next(Relation rel, ItemPointer pos,
 extern bool mqlog_fetch_row(Relation rel, ItemPointer tid,
 							MqlogRowState *state, TupleTableSlot *slot);
 
+/*
+ * The first row at or after *pos as the relation is now (false: none),
+ * or its last row (mqlog_last_row), whatever its inserter's state: unlike
+ * mqlog_read_next, the row is stored in slot even when its inserter is in
+ * progress or aborted, for readers that order rows by their contents (a
+ * stream's offsets) and decide themselves what to do with each state.
+ * Frozen aborted rows (LP_DEAD) are passed over.
+ */
+extern bool mqlog_peek_row(Relation rel, ItemPointer pos, MqlogRowState *state,
+						   TupleTableSlot *slot);
+extern bool mqlog_last_row(Relation rel, ItemPointer pos, MqlogRowState *state,
+						   TupleTableSlot *slot);
+
 #endif							/* MQLOG_H */

@@ -797,3 +797,98 @@ mqlog_fetch_row(Relation rel, ItemPointer tid, MqlogRowState *state,
 	UnlockReleaseBuffer(buf);
 	return found;
 }
+
+/*
+ * Store row off of a share-locked data page in slot whatever its
+ * inserter's state, classifying it in *state (mqlog_peek_row,
+ * mqlog_last_row: stream readers need the position columns of rows still
+ * in progress and of aborted ones too)
+ */
+static void
+mqlog_peek_store(Relation rel, Page page, BlockNumber blkno, OffsetNumber off,
+				 MqlogRowState *state, TupleTableSlot *slot)
+{
+	*state = mqlog_row_state(mqlog_page_row(page, off), MqlogPageIsFrozen(page));
+	mqlog_row_store(slot, rel, page, blkno, off);
+	ItemPointerSet(&slot->tts_tid, blkno, off);
+}
+
+bool
+mqlog_peek_row(Relation rel, ItemPointer pos, MqlogRowState *state,
+			   TupleTableSlot *slot)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumberNoCheck(pos);
+	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(pos);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+	if (!mqlog_is_mqlog_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	if (blkno == InvalidBlockNumber)
+		blkno = 0;
+	if (off == InvalidOffsetNumber)
+		off = FirstOffsetNumber;
+	for (; blkno < nblocks; blkno++, off = FirstOffsetNumber)
+	{
+		Buffer		buf;
+		Page		page;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(rel, blkno);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (mqlog_is_data_page(rel, page, blkno))
+		{
+			OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+			for (; off <= maxoff; off++)
+			{
+				if (!ItemIdIsNormal(PageGetItemId(page, off)))
+					continue;
+				mqlog_peek_store(rel, page, blkno, off, state, slot);
+				UnlockReleaseBuffer(buf);
+				ItemPointerSet(pos, blkno, off);
+				return true;
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	return false;
+}
+
+bool
+mqlog_last_row(Relation rel, ItemPointer pos, MqlogRowState *state,
+			   TupleTableSlot *slot)
+{
+	BlockNumber blkno = RelationGetNumberOfBlocks(rel);
+
+	if (!mqlog_is_mqlog_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	while (blkno-- > 0)
+	{
+		Buffer		buf;
+		Page		page;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(rel, blkno);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (mqlog_is_data_page(rel, page, blkno))
+		{
+			for (OffsetNumber off = PageGetMaxOffsetNumber(page); off >= FirstOffsetNumber; off--)
+			{
+				if (!ItemIdIsNormal(PageGetItemId(page, off)))
+					continue;
+				mqlog_peek_store(rel, page, blkno, off, state, slot);
+				UnlockReleaseBuffer(buf);
+				ItemPointerSet(pos, blkno, off);
+				return true;
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	return false;
+}

@@ -93,6 +93,8 @@ typedef struct MqEntry
 								 * recorded (queues without that limit) */
 	uint32		group_hash;		/* ordered queues: mq_group_hash of its
 								 * message_group; 0: none (unordered) */
+	int64		offset;			/* streams: offset in the partition, set by
+								 * the append; -1: none (other queues) */
 } MqEntry;
 
 /*
@@ -123,6 +125,14 @@ extern uint32 mq_group_hash(const char *message_group);
 								 * that return does not count toward
 								 * x-delivery-limit (queues that count
 								 * deliveries) */
+
+/*
+ * Streams: the first offset of a generation, written (frozen) into its
+ * settlement log when a partition moves on to it, so that the next offset
+ * is known after a restart even once every entry before it is retired.
+ * The record holds the offset where others hold a position.
+ */
+#define MQ_SETTLE_BASE		9
 
 /* Settlement records collected and written together (one per page) */
 typedef struct MqSettleBatch
@@ -190,6 +200,8 @@ typedef struct MqQueueLink
 	Relation	rel;			/* the lane's write generation */
 	void	   *shared;			/* queue state, private to src/queue/ */
 	int32		body_size;		/* of the entry written (x-max-length-bytes) */
+	int64		offset;			/* streams: the entry's offset (its offset
+								 * lock is held until the end); else -1 */
 } MqQueueLink;
 
 extern void mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link);
@@ -341,5 +353,42 @@ extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_coun
  * 0: cannot tell yet)
  */
 extern int64 mq_queue_min_msg_id(MqQueue *q);
+
+/* ---------- stream queues (queue_stream.c) ---------- */
+
+/*
+ * A stream is a queue whose lanes are its partitions; each entry carries
+ * its offset in the partition.  Nothing of consumer state applies to it:
+ * it is read by offset (mq.read), without leases or settlements, and its
+ * generations are retired by retention alone.
+ */
+
+/* One entry of a partition read by mq_stream_read */
+typedef struct MqStreamEntry
+{
+	int64		msg_id;
+	int64		offset;
+} MqStreamEntry;
+
+/*
+ * Read up to n committed entries of partition of stream q, in offset
+ * order, from from_offset (-1: not given) or from the first entry visible
+ * at or after from_time (0: not given), else from the first retained
+ * offset.  Stops at the first entry whose publisher is still in progress,
+ * passes over aborted ones (gaps).  Reads only the logs: no shared state,
+ * so it works on a hot standby.  Returns how many it put in out[].
+ */
+extern int	mq_stream_read(MqQueue *q, int partition, int64 from_offset,
+						   TimestampTz from_time, int n, MqStreamEntry *out);
+
+/* First retained offset and next offset of a partition (equal: empty) */
+extern void mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next);
+
+/*
+ * Retention of stream q (maintenance): start a new generation of a
+ * partition when the current one is large or old, drop generations older
+ * than the retention or beyond max_bytes, oldest first.
+ */
+extern void mq_stream_retain(MqQueue *q);
 
 #endif							/* MQ_QUEUE_H */

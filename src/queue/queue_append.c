@@ -85,9 +85,16 @@ queue_append_end(MqQueueShared *qs, int n, int64 bytes)
 static inline int32
 entry_body_size(MqQueue *q, MqEntry *e)
 {
-	if (q->max_length_bytes < 0 || e->body_size < 0)
+	if ((q->max_length_bytes < 0 && q->type != MQ_QUEUE_STREAM) || e->body_size < 0)
 		return -1;
 	return e->body_size;
+}
+
+/* Body bytes an append adds to q's ready bytes (streams have none) */
+static inline int64
+entry_ready_bytes(MqQueue *q, MqEntry *e)
+{
+	return q->type == MQ_QUEUE_STREAM ? 0 : Max(e->body_size, 0);
 }
 
 /* Append n entries to a lane of q in this transaction (they count at commit) */
@@ -103,10 +110,22 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	for (int i = 0; i < n; i++)
 	{
 		entries[i].body_size = entry_body_size(q, &entries[i]);
-		bytes += Max(entries[i].body_size, 0);
+		entries[i].offset = -1;
+		bytes += entry_ready_bytes(q, &entries[i]);
 	}
 	relid = queue_append_begin(q, lane, &gen, &qs);
-	mqq_entry_append(relid, lane, gen, entries, n, qpos);
+	if (q->type == MQ_QUEUE_STREAM)
+	{
+		/* offsets in the order the rows are written, under the offset lock */
+		int64		first = mqq_stream_offsets_begin(q, qs, lane, gen, n);
+
+		for (int i = 0; i < n; i++)
+			entries[i].offset = first + i;
+		mqq_entry_append(relid, lane, gen, entries, n, qpos);
+		mqq_stream_offsets_end(qs, lane);
+	}
+	else
+		mqq_entry_append(relid, lane, gen, entries, n, qpos);
 	queue_append_end(qs, n, bytes);
 	pfree(qpos);
 }
@@ -127,6 +146,10 @@ mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link)
 	link->shared = qs;
 	link->body_size = 0;
 	link->rel = table_open(relid, RowExclusiveLock);
+	link->offset = -1;
+	/* a stream's offset is taken now and its row written before the lock goes */
+	if (q->type == MQ_QUEUE_STREAM)
+		link->offset = mqq_stream_offsets_begin(q, qs, lane, link->gen, 1);
 }
 
 void
@@ -136,7 +159,8 @@ mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
 													&TTSOpsVirtual);
 
 	entry->body_size = entry_body_size(link->q, entry);
-	link->body_size = Max(entry->body_size, 0);
+	entry->offset = link->offset;
+	link->body_size = entry_ready_bytes(link->q, entry);
 	ExecClearTuple(slot);
 	mqq_entry_values(entry, RelationGetDescr(link->rel), slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
@@ -146,6 +170,8 @@ mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
 void
 mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row)
 {
+	if (link->offset >= 0)
+		mqq_stream_offsets_end((MqQueueShared *) link->shared, link->lane);
 	mqq_check_lane_block(link->rel, &row->tid);
 	ExecDropSingleTupleTableSlot(row->slot);
 	table_close(link->rel, NoLock);

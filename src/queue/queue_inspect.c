@@ -42,6 +42,20 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	/* a standby has none of a non-durable queue's messages (see mqq_queue_lock) */
 	if (!q->durable && RecoveryInProgress())
 		return;
+	/* a stream's messages are the offsets it retains, gaps included */
+	if (q->type == MQ_QUEUE_STREAM)
+	{
+		for (int lane = 0; lane < q->nlanes; lane++)
+		{
+			int64		first,
+						next;
+
+			mq_stream_bounds(q, lane, &first, &next);
+			c->ready += Max(next - first, 0);
+		}
+		c->total = c->ready;
+		return;
+	}
 	qs = mqq_queue_lock(q, LW_SHARED);
 	dlist_foreach(it, &qs->tracked)
 	{
@@ -271,10 +285,14 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 int64
 mq_queue_min_msg_id(MqQueue *q)
 {
-	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	MqQueueShared *qs;
 	int64		min = PG_INT64_MAX;
 	dlist_iter	it;
 	LaneRels	lr;
+
+	if (q->type == MQ_QUEUE_STREAM)
+		return mqq_stream_min_msg_id(q);
+	qs = mqq_queue_lock(q, LW_SHARED);
 
 	dlist_foreach(it, &qs->tracked)
 	{

@@ -58,6 +58,19 @@
  *	4. the tracked pool's spinlock (MqSharedState.pool_lock): the free list
  *	   of tracked entries.  Nothing else is taken while it is held.
  *
+ * Streams add one lock between 2 and 3:
+ *
+ *	2b. a partition's offset lock (mqq_offset_lock: one of a fixed set of
+ *	   MQ_OFFSET_LOCKS, chosen by a hash of database, queue and lane):
+ *	   held by an append to a stream partition from taking its offsets to
+ *	   writing its rows, so that offsets grow in the physical order of the
+ *	   entry log; it guards MqLaneState.next_offset and offsets_known.
+ *	   Taken under gen_lock (shared by appends, exclusive by a rotation
+ *	   that writes the new generation's base offset); one at a time; the
+ *	   queue lock is never requested while it is held, but the entry log's
+ *	   pages (and in a linked publish the message log's) are locked under
+ *	   it.  Two partitions may share a lock: that only serialises them.
+ *
  * Where they nest: dropping a queue's state takes 1, 3, 4
  * (mq_queue_state_drop); switching a generation takes 2, then 3
  * (mq_queue_rotate); whoever holds 3 takes 4 to allocate or free a tracked
@@ -98,7 +111,12 @@
 #define MQ_ENTRY_ATT_EXPIRES_AT	3
 #define MQ_ENTRY_ATT_DELIVERY_COUNT 4
 #define MQ_ENTRY_ATT_BODY_SIZE	5
-#define MQ_ENTRY_ATT_OFFSET		6	/* streams (not written yet) */
+/*
+ * Streams only: the entry's offset in its partition (NULL elsewhere, and
+ * so not stored: classic and quorum entry rows are unchanged).  Entry logs
+ * created before it have five columns.
+ */
+#define MQ_ENTRY_ATT_OFFSET		6
 #define MQ_ENTRY_ATT_GROUP_HASH	7	/* ordered queues */
 
 /* Is a settlement-log record kind a settlement of its entry? */
@@ -251,6 +269,14 @@ typedef struct MqLaneState
 	 * settlement above it is still in the logs, so neither is an error.
 	 */
 	uint64		floor_written;
+
+	/*
+	 * Streams: the partition's next offset, known once an append has read
+	 * it from the end of the entry log (after a restart, or when the hash
+	 * entry was made).  Protected by the partition's offset lock (2b).
+	 */
+	bool		offsets_known;
+	int64		next_offset;
 } MqLaneState;
 
 /*
@@ -315,6 +341,10 @@ typedef struct MqSharedState
 	int			tranche_id;		/* of every LWLock of queue state */
 
 	LWLock		lock;			/* the queue hash lock */
+
+	/* Offset locks of stream partitions (2b), initialised at startup */
+#define MQ_OFFSET_LOCKS 128
+	LWLock		offset_locks[MQ_OFFSET_LOCKS];
 
 	/* Protected by pool_lock */
 	slock_t		pool_lock;		/* the tracked pool's spinlock */
@@ -510,6 +540,8 @@ extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
 extern void mqq_compact(MqQueueShared *qs, uint64 *floors);
 extern void mqq_return_together(MqQueueShared *qs, MqTracked **ts, int n);
 
+extern LWLock *mqq_offset_lock(MqQueueShared *qs, int lane);
+
 /* queue_load.c: reading lanes, replay after a restart, the loaded state */
 extern void mqq_lane_rels_init(LaneRels *lr);
 extern Relation mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen,
@@ -532,6 +564,17 @@ extern void mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
 extern void mqq_note_leased_queue(MqQueueKey key);
 extern void mqq_local_add_publish(MqQueueShared *qs, int64 n, int64 bytes);
 extern int64 mqq_local_published(MqQueue *q, int64 *bytes);
+
+/*
+ * queue_stream.c: offsets of stream partitions.  An append takes the
+ * partition's offset lock (under gen_lock) and n consecutive offsets,
+ * writes its rows in that order, then releases it.
+ */
+extern int64 mqq_stream_offsets_begin(MqQueue *q, MqQueueShared *qs, int lane,
+									  int gen, int n);
+extern void mqq_stream_offsets_end(MqQueueShared *qs, int lane);
+extern void mqq_stream_write_base(MqQueue *q, MqQueueShared *qs, int lane, int gen);
+extern int64 mqq_stream_min_msg_id(MqQueue *q);
 
 /* queue_take.c */
 extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,

@@ -142,6 +142,7 @@ mqq_check_lane_block(Relation rel, ItemPointer tid)
  * Columns of an entry row.  An entry log created before entries had a
  * body_size column (queue_ext 0.1 before x-max-length-bytes) has four;
  * its queue cannot have that limit, so the size is simply not written.
+ * One created before the offset column has five, and is not a stream's.
  */
 void
 mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
@@ -158,10 +159,16 @@ mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
 		values[MQ_ENTRY_ATT_BODY_SIZE - 1] = Int32GetDatum(e->body_size);
 		isnull[MQ_ENTRY_ATT_BODY_SIZE - 1] = (e->body_size < 0);
 	}
+	/* streams are newer than the offset column: their logs all have it */
+	if (desc->natts >= MQ_ENTRY_ATT_OFFSET)
+	{
+		values[MQ_ENTRY_ATT_OFFSET - 1] = Int64GetDatum(e->offset);
+		isnull[MQ_ENTRY_ATT_OFFSET - 1] = (e->offset < 0);
+	}
+	else if (e->offset >= 0)
+		elog(ERROR, "entry log of a stream has no offset column");
 	if (desc->natts >= MQ_ENTRY_ATT_GROUP_HASH)
 	{
-		values[MQ_ENTRY_ATT_OFFSET - 1] = (Datum) 0;
-		isnull[MQ_ENTRY_ATT_OFFSET - 1] = true;
 		values[MQ_ENTRY_ATT_GROUP_HASH - 1] = Int32GetDatum((int32) e->group_hash);
 		isnull[MQ_ENTRY_ATT_GROUP_HASH - 1] = (e->group_hash == 0);
 	}

@@ -328,6 +328,18 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 			ls->low_gen = ls->write_gen = 0;
 		}
 
+		/*
+		 * A stream has no consumer state: nothing to replay, no backlog to
+		 * count (its readers go by offset, queue_stream.c).
+		 */
+		if (q->type == MQ_QUEUE_STREAM)
+		{
+			ls->scan_pos = mq_qpos_gen_start(lane, ls->low_gen);
+			ls->floor_written = 0;
+			ls->mark = 0;
+			continue;
+		}
+
 		/* replay the settlement logs: floors first, then what lies above */
 		for (int pass = 0; pass < 2; pass++)
 		{

@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
@@ -76,6 +77,8 @@ mq_shmem_startup(void)
 	{
 		mqq_shared->tranche_id = LWLockNewTrancheId();
 		LWLockInitialize(&mqq_shared->lock, mqq_shared->tranche_id);
+		for (int i = 0; i < MQ_OFFSET_LOCKS; i++)
+			LWLockInitialize(&mqq_shared->offset_locks[i], mqq_shared->tranche_id);
 		SpinLockInit(&mqq_shared->pool_lock);
 		dlist_init(&mqq_shared->free_tracked);
 		for (int i = 0; i < mq_max_in_flight; i++)
@@ -245,9 +248,25 @@ mqq_queue_shared(Oid dbid, int32 queue_id, bool create)
 		dlist_init(&qs->tracked);
 		qs->ntracked = 0;
 		qs->nwaiting = 0;
+		/* a stream's next offsets are read from its logs at the first append */
+		for (int lane = 0; lane < MQ_MAX_LANES; lane++)
+			qs->lanes[lane].offsets_known = false;
 	}
 	LWLockRelease(&mqq_shared->lock);
 	return qs;
+}
+
+/*
+ * The offset lock of a stream partition (lock 2b of queue_int.h): one of a
+ * fixed set, by a hash of the queue's key and the lane
+ */
+LWLock *
+mqq_offset_lock(MqQueueShared *qs, int lane)
+{
+	uint32		h = hash_bytes_uint32((uint32) qs->key.queue_id) ^
+		hash_bytes_uint32((uint32) qs->key.dbid * 257 + (uint32) lane);
+
+	return &mqq_shared->offset_locks[h % MQ_OFFSET_LOCKS];
 }
 
 /*

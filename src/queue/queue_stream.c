@@ -1,0 +1,655 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_stream.c
+ *	  Stream queues: offsets of partitions, reading a partition by offset
+ *	  or time, retention.
+ *
+ * A stream's partition is a lane, and the partition's entries are the
+ * lane's entry log: a chain of generations, each written in order (ordered
+ * append).  Each entry row carries its offset (a trailing column only
+ * streams fill).  An append takes consecutive offsets and writes its rows
+ * under the partition's offset lock, so offsets grow in the physical order
+ * of the log: a reader finds an offset, or a time, by binary search over a
+ * generation's blocks, with no index.  The next offset lives in shared
+ * memory and is read back from the end of the log after a restart (from
+ * the last row, whatever became of its transaction, or from the base
+ * offset a generation records when the partition moves on to it).
+ *
+ * Readers keep no state here: mq.read passes its offsets in, so a read
+ * touches only the logs and works on a hot standby.  The rule of classic
+ * queues holds: entries are returned in offset order, aborted ones are
+ * gaps, and a read stops at the first entry whose publisher is still in
+ * progress, so a message that commits late is never skipped.
+ *
+ * Retention drops whole generations: once the newest entry of one is
+ * older than the retention, or the partition holds more than max_bytes of
+ * bodies (oldest generations first), whatever readers do.  The write
+ * generation is never dropped; it is rotated when large or old enough.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lwlock.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "queue/queue_int.h"
+
+/* Open a generation's entry log (or settlement log); NULL if gone or busy */
+static Relation
+gen_open(MqQueue *q, int lane, int gen, bool settle, bool conditional)
+{
+	Oid			relid = mqq_lane_relid(q->id, lane, gen, settle);
+
+	if (!OidIsValid(relid))
+		return NULL;
+	if (conditional)
+	{
+		/* retention may hold it exclusively while it drops it */
+		if (!ConditionalLockRelationOid(relid, AccessShareLock))
+			return NULL;
+		return try_relation_open(relid, NoLock);
+	}
+	return try_table_open(relid, AccessShareLock);
+}
+
+static void
+gen_close(Relation rel)
+{
+	table_close(rel, AccessShareLock);
+}
+
+static int64
+slot_int8(TupleTableSlot *slot, int att)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, att, &isnull);
+
+	return isnull ? -1 : DatumGetInt64(d);
+}
+
+static TimestampTz
+slot_visible_at(TupleTableSlot *slot)
+{
+	bool		isnull;
+
+	return DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
+}
+
+/* The base offset a generation recorded when the partition moved on to it */
+static bool
+gen_base(MqQueue *q, int lane, int gen, bool conditional, int64 *base)
+{
+	Relation	rel = gen_open(q, lane, gen, true, conditional);
+	TupleTableSlot *slot;
+	ItemPointerData pos;
+	MqlogRowState st;
+	bool		found = false;
+
+	if (rel == NULL)
+		return false;
+	slot = table_slot_create(rel, NULL);
+	ItemPointerSet(&pos, 0, FirstOffsetNumber);
+	while (mqlog_peek_row(rel, &pos, &st, slot))
+	{
+		int64		rec = slot_int8(slot, 1);
+
+		if (mq_settle_kind(rec) == MQ_SETTLE_BASE)
+		{
+			*base = (int64) ((uint64) rec & MQ_SETTLE_POS_MASK);
+			found = true;
+			break;
+		}
+		ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	gen_close(rel);
+	return found;
+}
+
+/*
+ * The next offset of a partition whose newest generation is gen: one past
+ * the last row of the newest generation that has one (whatever became of
+ * its transaction: an aborted row's offset is not used again, so offsets
+ * grow along the log), or that generation's base offset.  Older
+ * generations are only looked at when a newer one tells nothing (a crash
+ * before its base record reached disk), and skipped if retention is
+ * dropping them.
+ */
+static int64
+partition_next_offset(MqQueue *q, int lane, int gen)
+{
+	for (int g = gen; g >= 0; g--)
+	{
+		Relation	rel = gen_open(q, lane, g, false, g != gen);
+		int64		base;
+
+		if (rel != NULL)
+		{
+			TupleTableSlot *slot = table_slot_create(rel, NULL);
+			ItemPointerData pos;
+			MqlogRowState st;
+			int64		next = -1;
+
+			if (mqlog_last_row(rel, &pos, &st, slot))
+				next = slot_int8(slot, MQ_ENTRY_ATT_OFFSET) + 1;
+			ExecDropSingleTupleTableSlot(slot);
+			gen_close(rel);
+			if (next > 0)
+				return next;
+		}
+		if (gen_base(q, lane, g, g != gen, &base))
+			return base;
+		if (rel == NULL && !OidIsValid(mqq_lane_relid(q->id, lane, g, false)))
+			break;				/* below the oldest generation */
+	}
+	return 0;
+}
+
+int64
+mqq_stream_offsets_begin(MqQueue *q, MqQueueShared *qs, int lane, int gen, int n)
+{
+	MqLaneState *ls = &qs->lanes[lane];
+	int64		first;
+
+	LWLockAcquire(mqq_offset_lock(qs, lane), LW_EXCLUSIVE);
+	if (!ls->offsets_known)
+	{
+		ls->next_offset = partition_next_offset(q, lane, gen);
+		ls->offsets_known = true;
+	}
+	first = ls->next_offset;
+	ls->next_offset += n;
+	return first;
+}
+
+void
+mqq_stream_offsets_end(MqQueueShared *qs, int lane)
+{
+	LWLockRelease(mqq_offset_lock(qs, lane));
+}
+
+/*
+ * Record the base offset of generation gen of a partition, about to become
+ * its write generation: called holding gen_lock exclusively, so no append
+ * is in flight and the next offset is final.  The record is frozen: it
+ * holds whatever becomes of the rotating transaction.
+ */
+void
+mqq_stream_write_base(MqQueue *q, MqQueueShared *qs, int lane, int gen)
+{
+	int64		base = mqq_stream_offsets_begin(q, qs, lane, gen - 1, 0);
+	Oid			relid = mqq_lane_relid(q->id, lane, gen, true);
+	Relation	rel;
+	TupleTableSlot *slot;
+
+	mqq_stream_offsets_end(qs, lane);
+	if (!OidIsValid(relid))
+		return;
+	rel = table_open(relid, RowExclusiveLock);
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	ExecClearTuple(slot);
+	slot->tts_values[0] = Int64GetDatum(mq_settle_encode(MQ_SETTLE_BASE, (uint64) base));
+	slot->tts_isnull[0] = false;
+	ExecStoreVirtualTuple(slot);
+	table_tuple_insert(rel, slot, FirstCommandId, TABLE_INSERT_FROZEN, NULL);
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+}
+
+/* ---------- reading a partition ---------- */
+
+/* What a read looks for: an offset, or the first entry at or after a time */
+typedef struct ReadTarget
+{
+	int64		offset;			/* -1: none */
+	TimestampTz time;			/* 0: none */
+} ReadTarget;
+
+/* Is the row in slot before the target (so that reading starts after it)? */
+static bool
+row_before(TupleTableSlot *slot, const ReadTarget *t)
+{
+	if (t->offset >= 0)
+		return slot_int8(slot, MQ_ENTRY_ATT_OFFSET) < t->offset;
+	return slot_visible_at(slot) < t->time;
+}
+
+/*
+ * Where reading for target starts in rel: the first row of the last block
+ * whose first row is before the target (binary search over the blocks;
+ * offsets, and publish times nearly, grow along the log)
+ */
+static void
+gen_search(Relation rel, TupleTableSlot *slot, const ReadTarget *t, ItemPointer start)
+{
+	BlockNumber lo = 0;
+	BlockNumber hi = RelationGetNumberOfBlocks(rel);
+	MqlogRowState st;
+
+	if (hi == 0)
+	{
+		ItemPointerSet(start, 0, FirstOffsetNumber);
+		return;
+	}
+	hi--;
+	while (lo < hi)
+	{
+		BlockNumber mid = lo + (hi - lo + 1) / 2;
+		ItemPointerData pos;
+
+		ItemPointerSet(&pos, mid, FirstOffsetNumber);
+		if (mqlog_peek_row(rel, &pos, &st, slot) && row_before(slot, t))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	ItemPointerSet(start, lo, FirstOffsetNumber);
+}
+
+int
+mq_stream_read(MqQueue *q, int partition, int64 from_offset,
+			   TimestampTz from_time, int n, MqStreamEntry *out)
+{
+	int			low,
+				high;
+	int			gen;
+	int			got = 0;
+	bool		started = false;
+	bool		stop = false;
+	ReadTarget	t;
+	ItemPointerData pos;
+
+	Assert(q->type == MQ_QUEUE_STREAM);
+	if (partition < 0 || partition >= q->nlanes ||
+		!mqq_lane_gens(q->id, partition, &low, &high))
+		return 0;
+	t.offset = from_offset;
+	t.time = from_offset >= 0 ? 0 : from_time;
+
+	/* the generation to start in: the last whose first entry is before */
+	gen = low;
+	if (t.offset >= 0 || t.time != 0)
+	{
+		for (int g = high; g >= low; g--)
+		{
+			Relation	rel = gen_open(q, partition, g, false, false);
+			bool		before = false;
+
+			if (rel != NULL)
+			{
+				TupleTableSlot *slot = table_slot_create(rel, NULL);
+				MqlogRowState st;
+
+				ItemPointerSet(&pos, 0, FirstOffsetNumber);
+				before = mqlog_peek_row(rel, &pos, &st, slot) && row_before(slot, &t);
+				ExecDropSingleTupleTableSlot(slot);
+				gen_close(rel);
+			}
+			if (before)
+			{
+				gen = g;
+				break;
+			}
+		}
+	}
+
+	for (; gen <= high && got < n && !stop; gen++)
+	{
+		Relation	rel = gen_open(q, partition, gen, false, false);
+		TupleTableSlot *slot;
+		MqlogRowState st;
+
+		if (rel == NULL)
+			continue;			/* retired meanwhile */
+		slot = table_slot_create(rel, NULL);
+		if (!started && (t.offset >= 0 || t.time != 0))
+			gen_search(rel, slot, &t, &pos);
+		else
+			ItemPointerSet(&pos, 0, FirstOffsetNumber);
+		while (got < n && mqlog_peek_row(rel, &pos, &st, slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (!started && (t.offset >= 0 || t.time != 0) && row_before(slot, &t))
+				;				/* before what was asked for */
+			else
+			{
+				/* from here on, every entry in offset order */
+				started = true;
+				if (st == MQLOG_ROW_IN_PROGRESS || st == MQLOG_ROW_OWN)
+				{
+					/* not committed (yet): nothing after it either */
+					stop = true;
+					break;
+				}
+				if (st == MQLOG_ROW_COMMITTED)
+				{
+					out[got].msg_id = slot_int8(slot, MQ_ENTRY_ATT_MSG_ID);
+					out[got].offset = slot_int8(slot, MQ_ENTRY_ATT_OFFSET);
+					got++;
+				}
+				/* aborted: a gap */
+			}
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		gen_close(rel);
+	}
+	return got;
+}
+
+void
+mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next)
+{
+	int			low,
+				high;
+
+	*first = *next = 0;
+	if (partition < 0 || partition >= q->nlanes ||
+		!mqq_lane_gens(q->id, partition, &low, &high))
+		return;
+	*next = partition_next_offset(q, partition, high);
+	*first = *next;
+	for (int g = low; g <= high; g++)
+	{
+		Relation	rel = gen_open(q, partition, g, false, false);
+		bool		found = false;
+
+		if (rel != NULL)
+		{
+			TupleTableSlot *slot = table_slot_create(rel, NULL);
+			ItemPointerData pos;
+			MqlogRowState st;
+
+			ItemPointerSet(&pos, 0, FirstOffsetNumber);
+			if (mqlog_peek_row(rel, &pos, &st, slot))
+			{
+				*first = slot_int8(slot, MQ_ENTRY_ATT_OFFSET);
+				found = true;
+			}
+			ExecDropSingleTupleTableSlot(slot);
+			gen_close(rel);
+		}
+		if (found)
+			break;
+	}
+}
+
+/* ---------- what a generation holds: bytes, oldest message, newest time ---------- */
+
+/*
+ * A closed generation never changes: its summary is computed once per
+ * backend (the maintenance worker's, mostly) and kept, keyed by its entry
+ * log's relation.  The write generation is summed afresh each time.
+ */
+typedef struct GenSummary
+{
+	Oid			relid;			/* hash key */
+	int32		queue_id;		/* and whose it is: an OID may be reused */
+	int			lane;
+	int			gen;
+	bool		any;			/* holds a committed or pending entry */
+	int64		bytes;			/* body bytes of committed entries */
+	int64		min_msg_id;		/* lowest message id of a non-aborted one */
+	TimestampTz newest;			/* latest visible_at of any entry */
+} GenSummary;
+
+static HTAB *gen_summaries = NULL;
+
+static void
+gen_summarize(Relation rel, GenSummary *s)
+{
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ItemPointerData pos;
+	MqlogRowState st;
+
+	s->any = false;
+	s->bytes = 0;
+	s->min_msg_id = PG_INT64_MAX;
+	s->newest = 0;
+	ItemPointerSet(&pos, 0, FirstOffsetNumber);
+	while (mqlog_peek_row(rel, &pos, &st, slot))
+	{
+		s->newest = Max(s->newest, slot_visible_at(slot));
+		if (st != MQLOG_ROW_ABORTED)
+		{
+			bool		isnull;
+			Datum		d = slot_getattr(slot, MQ_ENTRY_ATT_BODY_SIZE, &isnull);
+
+			s->any = true;
+			s->min_msg_id = Min(s->min_msg_id, slot_int8(slot, MQ_ENTRY_ATT_MSG_ID));
+			if (!isnull && st == MQLOG_ROW_COMMITTED)
+				s->bytes += DatumGetInt32(d);
+		}
+		ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/* Summary of generation gen of a partition (false: the table is gone) */
+static bool
+gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
+{
+	Relation	rel;
+	Oid			relid = mqq_lane_relid(q->id, lane, gen, false);
+	GenSummary *s;
+	bool		found;
+
+	if (!OidIsValid(relid))
+		return false;
+	if (closed && gen_summaries != NULL)
+	{
+		s = hash_search(gen_summaries, &relid, HASH_FIND, NULL);
+		if (s && s->queue_id == q->id && s->lane == lane && s->gen == gen)
+		{
+			*out = *s;
+			return true;
+		}
+	}
+	rel = gen_open(q, lane, gen, false, true);
+	if (rel == NULL)
+		return false;
+	gen_summarize(rel, out);
+	out->relid = relid;
+	out->queue_id = q->id;
+	out->lane = lane;
+	out->gen = gen;
+	gen_close(rel);
+	if (closed)
+	{
+		if (gen_summaries == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(Oid);
+			ctl.entrysize = sizeof(GenSummary);
+			ctl.hcxt = TopMemoryContext;
+			gen_summaries = hash_create("queue_ext stream generations", 64, &ctl,
+										HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		s = hash_search(gen_summaries, &relid, HASH_ENTER, &found);
+		*s = *out;
+	}
+	return true;
+}
+
+static void
+gen_forget(Oid relid)
+{
+	if (gen_summaries != NULL && OidIsValid(relid))
+		(void) hash_search(gen_summaries, &relid, HASH_REMOVE, NULL);
+}
+
+/*
+ * Lowest message id a retained entry of stream q refers to: a stream's
+ * entries are never settled, they are retained until retention drops
+ * their generation (PG_INT64_MAX: none)
+ */
+int64
+mqq_stream_min_msg_id(MqQueue *q)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	int			write_gen[MQ_MAX_LANES];
+	int64		min = PG_INT64_MAX;
+
+	for (int lane = 0; lane < qs->nlanes && lane < q->nlanes; lane++)
+		write_gen[lane] = qs->lanes[lane].write_gen;
+	LWLockRelease(&qs->lock);
+	for (int lane = 0; lane < q->nlanes; lane++)
+	{
+		int			low,
+					high;
+
+		if (!mqq_lane_gens(q->id, lane, &low, &high))
+			continue;
+		for (int g = low; g <= high; g++)
+		{
+			GenSummary s;
+
+			if (!gen_summary(q, lane, g, g < write_gen[lane], &s))
+			{
+				/* busy: being dropped, or cannot tell, keep everything */
+				if (OidIsValid(mqq_lane_relid(q->id, lane, g, false)))
+					return 0;
+				continue;
+			}
+			if (s.any)
+				min = Min(min, s.min_msg_id);
+		}
+	}
+	return min;
+}
+
+/* ---------- retention ---------- */
+
+/* Drop generation gen of a partition if nobody reads it now */
+static bool
+gen_drop(MqQueue *q, MqQueueShared *qs, int lane, int gen)
+{
+	Oid			qrel = mqq_lane_relid(q->id, lane, gen, false);
+	Oid			srel = mqq_lane_relid(q->id, lane, gen, true);
+
+	if ((OidIsValid(qrel) && !ConditionalLockRelationOid(qrel, AccessExclusiveLock)) ||
+		(OidIsValid(srel) && !ConditionalLockRelationOid(srel, AccessExclusiveLock)))
+		return false;
+	mqq_lane_drop(q->id, lane, gen);
+	gen_forget(qrel);
+	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+	if (qs->lanes[lane].low_gen == gen)
+		qs->lanes[lane].low_gen = gen + 1;
+	LWLockRelease(&qs->lock);
+	return true;
+}
+
+void
+mq_stream_retain(MqQueue *q)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	int			nlanes = Min(qs->nlanes, q->nlanes);
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz horizon = now - q->retention_us;
+
+	LWLockRelease(&qs->lock);
+	for (int lane = 0; lane < nlanes; lane++)
+	{
+		MqLaneState *ls = &qs->lanes[lane];
+		int			write_gen = ls->write_gen;
+		int			low,
+					high;
+		GenSummary	cur;
+		int64		total = 0;
+
+		/*
+		 * Move on to the next generation once it exists (made by an earlier
+		 * pass), recording its base offset first: no append is in flight
+		 * while gen_lock is held exclusively.
+		 */
+		if (write_gen < MQ_QPOS_MAX_GEN &&
+			OidIsValid(mqq_lane_relid(q->id, lane, write_gen + 1, false)))
+		{
+			LWLockAcquire(&qs->gen_lock, LW_EXCLUSIVE);
+			if (ls->write_gen == write_gen)
+			{
+				mqq_stream_write_base(q, qs, lane, write_gen + 1);
+				LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+				ls->write_gen = write_gen + 1;
+				LWLockRelease(&qs->lock);
+			}
+			LWLockRelease(&qs->gen_lock);
+			write_gen = ls->write_gen;
+		}
+		else if (write_gen < MQ_QPOS_MAX_GEN)
+		{
+			/*
+			 * Start the next generation when this one is large, or holds
+			 * entries older than half the retention or a quarter of
+			 * max_bytes: retention drops whole generations, so these bound
+			 * how much longer, or more, it keeps than asked.
+			 */
+			Relation	rel = gen_open(q, lane, write_gen, false, false);
+			bool		rotate = false;
+
+			if (rel != NULL)
+			{
+				TupleTableSlot *slot = table_slot_create(rel, NULL);
+				ItemPointerData pos;
+				MqlogRowState st;
+
+				ItemPointerSet(&pos, 0, FirstOffsetNumber);
+				if (mqlog_peek_row(rel, &pos, &st, slot))
+				{
+					rotate = RelationGetNumberOfBlocks(rel) >= (BlockNumber) mq_lane_segment_size ||
+						slot_visible_at(slot) < now - q->retention_us / 2;
+					if (!rotate && q->max_bytes > 0)
+					{
+						gen_summarize(rel, &cur);
+						rotate = cur.bytes >= Max(q->max_bytes / 4, 1);
+					}
+				}
+				ExecDropSingleTupleTableSlot(slot);
+				gen_close(rel);
+			}
+			if (rotate)
+				mqq_lane_create(q, lane, write_gen + 1);
+		}
+
+		/* retire: older than the retention, or beyond max_bytes, oldest first */
+		if (!mqq_lane_gens(q->id, lane, &low, &high))
+			continue;
+		if (q->max_bytes > 0)
+		{
+			for (int g = low; g <= high; g++)
+			{
+				GenSummary s;
+
+				if (gen_summary(q, lane, g, g < write_gen, &s))
+					total += s.bytes;
+			}
+		}
+		for (int g = low; g < write_gen; g++)
+		{
+			GenSummary s;
+
+			if (!gen_summary(q, lane, g, true, &s))
+			{
+				if (OidIsValid(mqq_lane_relid(q->id, lane, g, false)))
+					break;		/* busy: try again next pass */
+				continue;
+			}
+			if (s.newest >= horizon && !(q->max_bytes > 0 && total > q->max_bytes))
+				break;
+			if (!gen_drop(q, qs, lane, g))
+				break;
+			total -= s.bytes;
+		}
+	}
+}

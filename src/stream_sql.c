@@ -1,0 +1,106 @@
+/*-------------------------------------------------------------------------
+ *
+ * stream_sql.c
+ *	  SQL entry point of stream queues: mq.read, the stateless read of a
+ *	  partition by offset or time.
+ *
+ * mq.read keeps nothing: the client holds its offsets.  It writes no
+ * shared state and no table, so it works in read-only transactions and
+ * on hot standbys.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "mqutils.h"
+#include "args.h"
+#include "catalog.h"
+#include "consume.h"
+#include "msglog.h"
+#include "queue/queue.h"
+
+PG_FUNCTION_INFO_V1(mq_read);
+
+/*
+ * mq.read(queue, partition, from_offset, max_messages, from_time): up to
+ * max_messages committed messages of the partition in offset order, from
+ * from_offset, else from the first at or after from_time, else from the
+ * first retained one
+ */
+Datum
+mq_read(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqQueue    *q;
+	int			partition;
+	int64		from_offset = -1;
+	int			max_messages;
+	TimestampTz from_time = 0;
+	MqStreamEntry *entries;
+	int			got;
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "partition", NULL, "max_messages");
+	partition = PG_GETARG_INT32(1);
+	max_messages = mq_count_arg(fcinfo, 3, "max_messages", MQ_MAX_BATCH);
+	if (!PG_ARGISNULL(2))
+	{
+		from_offset = PG_GETARG_INT64(2);
+		if (from_offset < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("from_offset must not be negative")));
+	}
+	if (!PG_ARGISNULL(4))
+	{
+		from_time = PG_GETARG_TIMESTAMPTZ(4);
+		if (TIMESTAMP_NOT_FINITE(from_time))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("from_time must be a finite timestamp")));
+		if (from_offset >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("only one of from_offset and from_time may be given")));
+		if (from_time == 0)
+			from_time = 1;		/* 0 means "not given" below */
+	}
+
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+	if (q->type != MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("queue \"%s\" is not a stream", q->name),
+				 errhint("mq.read reads stream queues; use mq.consume or mq.browse on classic and quorum queues.")));
+	if (partition < 0 || partition >= q->nlanes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition %d is out of range for stream \"%s\"", partition, q->name),
+				 errdetail("The stream has %d partition(s), numbered from 0.", q->nlanes)));
+
+	InitMaterializedSRF(fcinfo, 0);
+	entries = palloc(sizeof(MqStreamEntry) * max_messages);
+	got = mq_stream_read(q, partition, from_offset, from_time, max_messages, entries);
+	for (int i = 0; i < got; i++)
+	{
+		MqMessage	m;
+
+		if (!mq_log_fetch(entries[i].msg_id, &m))
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("message " INT64_FORMAT " of stream \"%s\" is missing from the message log",
+							entries[i].msg_id, q->name)));
+			continue;
+		}
+		mq_put_delivery_row(rsinfo, q->name, &m, false, 0, partition, entries[i].offset);
+	}
+	pfree(entries);
+	return (Datum) 0;
+}
