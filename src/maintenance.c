@@ -54,7 +54,7 @@ mq_maintain_queue(MqQueue *q)
 	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
 	due = mq_queue_next_due();
 	(void) mq_settle_deliveries(q, dl, got, 0, 0);
-	(void) mq_overflow_drop_head(q, false);
+	(void) mq_overflow_drop_head(q, MQ_TRIM_WORKER);
 	mq_queue_rotate(q);
 	return due;
 }

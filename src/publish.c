@@ -724,7 +724,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 
 	/* 6. drop-head overflow: dead-letter the oldest ready messages */
 	for (int d = 0; d < ndests; d++)
-		(void) mq_overflow_drop_head(dests[d].q, true);
+		(void) mq_overflow_drop_head(dests[d].q, MQ_TRIM_PUBLISH);
 
 	/* 7. durability of the commit */
 	if (quorum || o->durability == MQ_DURABILITY_QUORUM)
@@ -816,25 +816,46 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 	return settled;
 }
 
+/* Does q hold more ready messages, or body bytes, than its limits allow? */
+static bool
+over_limits(MqQueue *q)
+{
+	int64		ready_bytes;
+	int64		ready = mq_queue_ready_bytes_for_publish(q, &ready_bytes);
+
+	return (q->max_length >= 0 && ready > q->max_length) ||
+		(q->max_length_bytes >= 0 && ready_bytes > q->max_length_bytes);
+}
+
 /*
  * Drop-head overflow: dead-letter the oldest ready messages of q (the head
  * in delivery order) while it holds more than x-max-length or
- * x-max-length-bytes allow, whatever put
- * it over: a publish, or messages returned to ready (nack, reject, a lost
- * session, a rollback).  Takes the queue's turn first, the lock publishers
- * to a limited queue hold until they commit, so that no count is in flight
- * meanwhile; with wait false (the worker) a queue whose turn is taken is
- * left to the one holding it.  Returns false in that case.
+ * x-max-length-bytes allow, whatever put it over.  Takes the queue's turn
+ * first, the lock publishers to a limited queue hold until they commit, so
+ * that no publisher's count is in flight meanwhile.
+ *	- After a publish (MQ_TRIM_PUBLISH) the publisher already holds the turn
+ *	  and keeps it to its commit.
+ *	- After a return (MQ_TRIM_RETURN: nack, reject) and in the worker
+ *	  (MQ_TRIM_WORKER: after a session end, a rollback, a delayed message
+ *	  falling due) there is nothing to do in the common case, checked
+ *	  first without the lock; otherwise the turn is taken (the worker only
+ *	  if it is free: it never waits on a publisher) and given back as soon
+ *	  as the heads are taken, since taken heads no longer count as ready
+ *	  even before this transaction commits.  Held to the end of the
+ *	  worker's pass, it would stall the queue's publishers for all of it.
+ * Returns false when the worker found the turn taken.
  */
 bool
-mq_overflow_drop_head(MqQueue *q, bool wait)
+mq_overflow_drop_head(MqQueue *q, MqTrimWhen when)
 {
 	Oid			classid;
 
 	if (!queue_limited(q) || q->overflow_reject)
 		return true;
+	if (when != MQ_TRIM_PUBLISH && !over_limits(q))
+		return true;
 	classid = mq_internal_relid("cat_queue");
-	if (!wait)
+	if (when == MQ_TRIM_WORKER)
 	{
 		if (!ConditionalLockDatabaseObject(classid, q->id, 0, ExclusiveLock))
 			return false;
@@ -842,6 +863,8 @@ mq_overflow_drop_head(MqQueue *q, bool wait)
 	else
 		LockDatabaseObject(classid, q->id, 0, ExclusiveLock);
 	drop_heads(q);
+	if (when != MQ_TRIM_PUBLISH)
+		UnlockDatabaseObject(classid, q->id, 0, ExclusiveLock);
 	return true;
 }
 

@@ -84,10 +84,18 @@ extern int	mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n,
 								 int16 live_kind, TimestampTz retry_at);
 
 /*
- * Dead-letter the head of a drop-head queue over its x-max-length (after a
- * publish or a return); false if wait is false and q's turn was taken
+ * Dead-letter the head of a drop-head queue over its limits: after a
+ * publish (the publisher holds the queue's turn to its commit), after a
+ * return, or in the worker (turn taken only if free; false if it was not)
  */
-extern bool mq_overflow_drop_head(MqQueue *q, bool wait);
+typedef enum MqTrimWhen
+{
+	MQ_TRIM_PUBLISH,
+	MQ_TRIM_RETURN,
+	MQ_TRIM_WORKER
+} MqTrimWhen;
+
+extern bool mq_overflow_drop_head(MqQueue *q, MqTrimWhen when);
 
 /* Settle every ready message of q without dead-lettering; returns how many */
 extern int64 mq_purge(MqQueue *q);

@@ -124,7 +124,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 
 	/* messages back to ready may take a drop-head queue over its limit */
 	if (requeued)
-		(void) mq_overflow_drop_head(q, true);
+		(void) mq_overflow_drop_head(q, MQ_TRIM_RETURN);
 	pfree(dl);
 	pfree(out);
 	return n;
