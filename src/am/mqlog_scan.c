@@ -702,22 +702,33 @@ mqlog_is_mqlog_relation(Relation rel)
 	return rel != NULL && rel->rd_tableam == &mqlog_methods;
 }
 
-MqlogReadResult
-mqlog_read_next(Relation rel, ItemPointer pos, MqlogRowState *state,
-				TupleTableSlot *slot)
+/*
+ * Where a cursor read of rel starts: pos, or the first row when pos is
+ * invalid (rel must be an mqlog table).
+ */
+static void
+read_start(Relation rel, ItemPointer pos, BlockNumber *blkno, OffsetNumber *off)
 {
-	BlockNumber blkno = ItemPointerGetBlockNumberNoCheck(pos);
-	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(pos);
-
 	if (!mqlog_is_mqlog_relation(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	*blkno = ItemPointerGetBlockNumberNoCheck(pos);
+	*off = ItemPointerGetOffsetNumberNoCheck(pos);
+	if (*blkno == InvalidBlockNumber)
+		*blkno = 0;
+	if (*off == InvalidOffsetNumber)
+		*off = FirstOffsetNumber;
+}
 
-	if (blkno == InvalidBlockNumber)
-		blkno = 0;
-	if (off == InvalidOffsetNumber)
-		off = FirstOffsetNumber;
+MqlogReadResult
+mqlog_read_next(Relation rel, ItemPointer pos, MqlogRowState *state,
+				TupleTableSlot *slot)
+{
+	BlockNumber blkno;
+	OffsetNumber off;
+
+	read_start(rel, pos, &blkno, &off);
 
 	for (;;)
 	{
@@ -817,18 +828,12 @@ bool
 mqlog_peek_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 			   TupleTableSlot *slot)
 {
-	BlockNumber blkno = ItemPointerGetBlockNumberNoCheck(pos);
-	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(pos);
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	BlockNumber blkno;
+	OffsetNumber off;
+	BlockNumber nblocks;
 
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
-	if (blkno == InvalidBlockNumber)
-		blkno = 0;
-	if (off == InvalidOffsetNumber)
-		off = FirstOffsetNumber;
+	read_start(rel, pos, &blkno, &off);
+	nblocks = RelationGetNumberOfBlocks(rel);
 	for (; blkno < nblocks; blkno++, off = FirstOffsetNumber)
 	{
 		Buffer		buf;
