@@ -825,7 +825,7 @@ group_dead_letter(MqQueue *gq, MqDelivery *d)
 		values[6] = Int32GetDatum(Max(d->delivery_count - 1, 0));
 		values[7] = CStringGetTextDatum(reason);
 		mq_owner_enter(&owner);
-		mq_owner_exec("SELECT pg_catalog.coalesce($1, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||) "
+		mq_owner_exec("SELECT COALESCE($1, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||) "
 					  "pg_catalog.jsonb_build_object('x-dlq-origin-queue', $2, "
 					  "'x-dlq-origin-group', $3, 'x-dlq-origin-partition', $4, "
 					  "'x-dlq-origin-offset', $5, 'x-dlq-origin-msg-id', $6, "

@@ -113,6 +113,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 			d->qpos = out[i].qpos;
 			d->delivery_count = out[i].delivery_count;
 			d->expires_at = out[i].expires_at;
+			d->offset = out[i].offset;
 			d->redelivered = false;
 			d->dead = (op == MQ_SETTLE_OP_DEAD || r == MQ_SETTLE_RESULT_OVER_LIMIT);
 			d->dead_reason = r == MQ_SETTLE_RESULT_OVER_LIMIT ? "delivery_limit" : dead_reason;
