@@ -97,6 +97,7 @@ mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p)
 	int			owners[64];
 	int			nowners = 0;
 	int64		lowest = -1;
+	uint64		pending = 0;	/* lowest entry whose offset is not known */
 	uint64		scan_pos;
 	int			write_gen;
 
@@ -122,9 +123,10 @@ mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p)
 			p->in_flight++;
 		else if (t->state == MQ_T_READY && t->redelivered)
 			p->retrying++;
-		/* a pending entry's offset is not known: the scan's bounds it */
 		if (t->offset >= 0 && (lowest < 0 || t->offset < lowest))
 			lowest = t->offset;
+		else if (t->offset < 0 && (pending == 0 || t->qpos < pending))
+			pending = t->qpos;	/* its publisher is still in progress */
 	}
 	p->consumers = nowners + qs->nwaiting;
 	p->last_delivery = qs->last_delivery;
@@ -143,6 +145,14 @@ mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p)
 	}
 	if (lowest >= 0 && lowest < p->committed_offset)
 		p->committed_offset = lowest;
+	/* a late-committing publisher's entry holds the floor back */
+	if (pending != 0)
+	{
+		int64		off = offset_at(gview, pending, write_gen);
+
+		if (off >= 0 && off < p->committed_offset)
+			p->committed_offset = off;
+	}
 }
 
 void
