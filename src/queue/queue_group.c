@@ -40,16 +40,35 @@ mq_group_start(MqQueue *q, int32 group_id, bool earliest, TimestampTz from_time)
 	mq_settle_batch_flush(&b);
 }
 
+/* qsort order of positions */
+static int
+qpos_cmp(const void *a, const void *b)
+{
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Most rows the view reads past the floor (settled, aborted) per partition */
+#define MQ_PROGRESS_WALK_MAX 10000
+
 /*
- * Offset of the first entry at or after qpos in its lane (any state), or
- * -1 at the end
+ * Offset of the first entry at or after floor in its lane that is not
+ * settled (settled[]: sorted positions of settled entries the tracked list
+ * still has) nor aborted, or the partition's end offset; *gone when the
+ * floor's generation no longer exists (retention dropped it).
  */
 static int64
-offset_at(MqQueue *q, uint64 qpos, int write_gen)
+floor_offset(MqQueue *q, uint64 floor, int write_gen, uint64 *settled, int nsettled,
+			 int64 end_offset, bool *gone)
 {
-	int			lane = mq_qpos_lane(qpos);
+	int			lane = mq_qpos_lane(floor);
+	int			k = 0;
+	int			walked = 0;
 
-	for (int gen = mq_qpos_gen(qpos); gen <= write_gen; gen++)
+	*gone = !OidIsValid(mqq_lane_relid(q->id, lane, mq_qpos_gen(floor), false));
+	for (int gen = mq_qpos_gen(floor); gen <= write_gen; gen++)
 	{
 		Oid			relid = mqq_lane_relid(q->id, lane, gen, false);
 		Relation	rel;
@@ -57,36 +76,57 @@ offset_at(MqQueue *q, uint64 qpos, int write_gen)
 		ItemPointerData pos;
 		MqlogRowState st;
 		int64		off = -1;
-		bool		isnull;
 
 		if (!OidIsValid(relid) || (rel = try_table_open(relid, AccessShareLock)) == NULL)
 			continue;
 		slot = table_slot_create(rel, NULL);
-		if (gen == mq_qpos_gen(qpos))
-			mq_qpos_tid(qpos, &pos);
+		if (gen == mq_qpos_gen(floor))
+			mq_qpos_tid(floor, &pos);
 		else
 			ItemPointerSet(&pos, 0, FirstOffsetNumber);
-		if (mqlog_peek_row(rel, &pos, &st, slot) &&
-			slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_OFFSET)
+		while (mqlog_peek_row(rel, &pos, &st, slot))
 		{
-			Datum		d = slot_getattr(slot, MQ_ENTRY_ATT_OFFSET, &isnull);
+			uint64		qpos = mq_qpos_make(lane, gen, &pos);
+			bool		isnull;
 
-			if (!isnull)
-				off = DatumGetInt64(d);
+			while (k < nsettled && settled[k] < qpos)
+				k++;
+			if (st != MQLOG_ROW_ABORTED && !(k < nsettled && settled[k] == qpos) &&
+				slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_OFFSET)
+			{
+				Datum		d = slot_getattr(slot, MQ_ENTRY_ATT_OFFSET, &isnull);
+
+				if (!isnull)
+				{
+					off = DatumGetInt64(d);
+					break;
+				}
+			}
+			if (++walked >= MQ_PROGRESS_WALK_MAX)
+			{
+				/* XXX a long run of aborted publishes: good enough */
+				off = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_OFFSET, &isnull));
+				break;
+			}
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 		}
 		ExecDropSingleTupleTableSlot(slot);
 		table_close(rel, AccessShareLock);
 		if (off >= 0)
 			return off;
 	}
-	return -1;
+	return end_offset;
 }
 
 /*
- * Progress of group view gview in one partition: the committed offset is
- * the offset of the entry at the lane's floor (the lowest unsettled
- * tracked entry, else the scan position).  The tracked list is bounded by
- * what is in flight, so this costs O(in flight), whatever the backlog.
+ * Progress of group view gview in one partition.  The committed offset is
+ * the offset of the lowest entry not settled: the first one from the
+ * lane's floor (its lowest unsettled tracked entry, else the scan
+ * position) that is neither settled (entries settled above the floor are
+ * on the tracked list until compaction, or replayed after a restart) nor
+ * aborted, else the partition's end.  The tracked list is bounded by what
+ * is in flight, and the rows read past the floor by it too (settled ones),
+ * so this costs O(in flight) whatever the backlog.
  */
 void
 mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p)
@@ -97,14 +137,19 @@ mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p)
 	int			owners[64];
 	int			nowners = 0;
 	int64		lowest = -1;
-	uint64		pending = 0;	/* lowest entry whose offset is not known */
-	uint64		scan_pos;
+	uint64		floor;
+	uint64	   *settled;
+	int			nsettled = 0;
+	int64		scan_offset;
 	int			write_gen;
+	bool		gone;
 
 	memset(p, 0, sizeof(*p));
 	mq_stream_bounds(gview->stream, partition, &p->first_offset, &p->end_offset);
 	qs = mqq_queue_lock(gview, LW_SHARED);
 	ls = &qs->lanes[partition];
+	floor = ls->scan_pos;
+	settled = palloc(sizeof(uint64) * (qs->ntracked + 1));
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
@@ -117,41 +162,46 @@ mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p)
 			if (!seen && nowners < lengthof(owners))
 				owners[nowners++] = t->owner;
 		}
-		if (mq_qpos_lane(t->qpos) != partition || t->state == MQ_T_SETTLED)
+		if (mq_qpos_lane(t->qpos) != partition)
 			continue;
+		if (t->state == MQ_T_SETTLED)
+		{
+			settled[nsettled++] = t->qpos;
+			continue;
+		}
 		if (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING)
 			p->in_flight++;
 		else if (t->state == MQ_T_READY && t->redelivered)
 			p->retrying++;
+		floor = Min(floor, t->qpos);
 		if (t->offset >= 0 && (lowest < 0 || t->offset < lowest))
 			lowest = t->offset;
-		else if (t->offset < 0 && (pending == 0 || t->qpos < pending))
-			pending = t->qpos;	/* its publisher is still in progress */
 	}
 	p->consumers = nowners + qs->nwaiting;
 	p->last_delivery = qs->last_delivery;
 	p->dead_lettered = ls->dead_lettered;
-	scan_pos = ls->scan_pos;
-	p->committed_offset = ls->scan_offset;
+	scan_offset = ls->scan_offset;
 	write_gen = qs->stream ? qs->stream->lanes[partition].write_gen : ls->write_gen;
 	LWLockRelease(&qs->lock);
 
-	/* the scan position's offset, when no scan has read it since the load */
-	if (p->committed_offset < 0)
-	{
-		int64		off = offset_at(gview, scan_pos, write_gen);
+	if (nsettled > 1)
+		qsort(settled, nsettled, sizeof(uint64), qpos_cmp);
+	p->committed_offset = floor_offset(gview, floor, write_gen, settled, nsettled,
+									   p->end_offset, &gone);
+	pfree(settled);
 
-		p->committed_offset = off >= 0 ? off : p->end_offset;
-	}
-	if (lowest >= 0 && lowest < p->committed_offset)
-		p->committed_offset = lowest;
-	/* a late-committing publisher's entry holds the floor back */
-	if (pending != 0)
+	/*
+	 * Behind retention: the floor's generation is gone.  Until the group
+	 * consumes again (and then resumes at the first retained offset) the
+	 * offsets it last knew show how far behind it fell; after a restart
+	 * the state knows only the first retained one.
+	 */
+	if (gone)
 	{
-		int64		off = offset_at(gview, pending, write_gen);
+		int64		known = lowest >= 0 ? lowest : scan_offset;
 
-		if (off >= 0 && off < p->committed_offset)
-			p->committed_offset = off;
+		if (known >= 0 && known < p->committed_offset)
+			p->committed_offset = known;
 	}
 }
 
