@@ -75,10 +75,12 @@ SELECT * FROM sg_view('gl');
 SELECT mq.ack('sg', ARRAY(SELECT msg_id FROM got WHERE g = 'ga' AND p = 0 AND o < 2),
 			  group_name => 'ga');
 SELECT * FROM sg_view('ga');
+\set VERBOSITY sqlstate
 SELECT mq.ack('sg', ARRAY(SELECT msg_id FROM got WHERE g = 'ga' AND p = 0 AND o < 2),
 			  group_name => 'ga');                            -- 55000: acked already
 SELECT mq.ack('sg', ARRAY(SELECT msg_id FROM got WHERE g = 'ga' AND p = 0 AND o = 2),
 			  group_name => 'gt');                            -- 55000: not gt's
+\set VERBOSITY default
 SELECT mq.ack('sg', ARRAY(SELECT msg_id FROM got WHERE g = 'ga' AND (p = 1 OR o >= 2)),
 			  group_name => 'ga');
 SELECT mq.ack('sg', ARRAY(SELECT msg_id FROM got WHERE g = 'gl'), group_name => 'gl');
