@@ -87,6 +87,11 @@
  * the message log segment is opened, possibly created by DDL, before
  * gen_lock is taken (publish_linked in publish.c, the one place that
  * takes them together).
+ * Consumer groups of a stream: each has a queue lock of its own (3); a
+ * group's state is locked only after its stream's own state has been
+ * looked up, locked and released again (mqq_queue_lock), so two queue
+ * locks are never held together; a group reads its stream's
+ * lanes[].write_gen without the stream's lock.
  * Condition variables may be broadcast with the queue lock held.  The
  * worker registry (worker_shmem.c) has a spinlock of its own that never
  * nests with these.
