@@ -96,6 +96,23 @@ CREATE TABLE mq.cat_consumer (
 	PRIMARY KEY (queue_id, consumer)
 );
 
+-- consumer groups of stream queues (mq.group_declare); their progress is
+-- in their settlement logs g<queue_id>_<id>_<lane>_<gen> (src/queue/queue_group.c)
+CREATE TABLE mq.cat_group (
+	id			serial PRIMARY KEY,
+	queue_id	int NOT NULL,
+	name		text NOT NULL,
+	mode		text NOT NULL,
+	start		text NOT NULL,
+	filter		text,
+	filter_type	text NOT NULL,
+	ordered		boolean NOT NULL,
+	max_retries	int NOT NULL,
+	retry_delays interval[],
+	created_at	timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	UNIQUE (queue_id, name)
+);
+
 REVOKE ALL ON ALL TABLES IN SCHEMA mq FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA mq FROM PUBLIC;
 
@@ -104,6 +121,7 @@ SELECT pg_catalog.pg_extension_config_dump('mq.cat_queue', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_binding', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_consumer', '');
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_group', '');
 
 -- end of broker catalog section
 
@@ -403,6 +421,20 @@ BEGIN
 	-- lane (see mq_settle_encode in src/msglog.h)
 	EXECUTE format('CREATE %s TABLE mq.%I (settlement int8 NOT NULL) USING mqlog',
 				   persistence, format('s%s_%s_%s', queue_id, lane, gen));
+	-- and each consumer group's settlement log of the generation
+	PERFORM mq._group_log_create(_lane_create.queue_id, g.id, lane, gen)
+	   FROM mq.cat_group g WHERE g.queue_id = _lane_create.queue_id;
+END
+$$;
+
+-- A consumer group's settlement log of a lane generation: the same one
+-- int8 column and records as s<queue>_<lane>_<gen>
+CREATE FUNCTION mq._group_log_create(queue_id int, group_id int, lane int, gen int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	EXECUTE format('CREATE TABLE IF NOT EXISTS mq.%I (settlement int8 NOT NULL) USING mqlog',
+				   format('g%s_%s_%s_%s', queue_id, group_id, lane, gen));
 END
 $$;
 
@@ -413,6 +445,23 @@ BEGIN
 	EXECUTE format('DROP TABLE IF EXISTS mq.%I, mq.%I',
 				   format('q%s_%s_%s', queue_id, lane, gen),
 				   format('s%s_%s_%s', queue_id, lane, gen));
+	-- the consumer groups' logs of the generation go with it
+	PERFORM mq._group_log_drop(format('g%s\_%%\_%s\_%s', queue_id, lane, gen));
+END
+$$;
+
+-- Drop the consumer group logs whose names match pattern (LIKE)
+CREATE FUNCTION mq._group_log_drop(pattern text)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	rel oid;
+BEGIN
+	FOR rel IN SELECT c.oid FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE pattern LOOP
+		EXECUTE format('DROP TABLE %s', rel::regclass);
+	END LOOP;
 END
 $$;
 
@@ -508,11 +557,14 @@ BEGIN
 	DELETE FROM mq.cat_queue c WHERE c.id = q.id;
 	DELETE FROM mq.cat_grant g WHERE g.object_kind = 'q' AND g.object_id = q.id;
 	DELETE FROM mq.cat_consumer c WHERE c.queue_id = q.id;
+	DELETE FROM mq.cat_group g WHERE g.queue_id = q.id;
 	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
-	-- every generation of every lane: entry logs q<id>_*, settlement logs s<id>_*
+	-- every generation of every lane: entry logs q<id>_*, settlement logs
+	-- s<id>_*, consumer groups' logs g<id>_*
 	FOR rel IN SELECT c.oid FROM pg_class c
 				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
-				  AND (c.relname LIKE 'q' || q.id || '\_%' OR c.relname LIKE 's' || q.id || '\_%') LOOP
+				  AND (c.relname LIKE 'q' || q.id || '\_%' OR c.relname LIKE 's' || q.id || '\_%'
+					   OR c.relname LIKE 'g' || q.id || '\_%') LOOP
 		EXECUTE format('DROP TABLE %s', rel::regclass);
 	END LOOP;
 	PERFORM mq._topology_changed();
@@ -599,7 +651,8 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION mq._lane_create, mq._lane_drop FROM PUBLIC;
+REVOKE ALL ON FUNCTION mq._lane_create, mq._lane_drop, mq._group_log_create,
+	mq._group_log_drop FROM PUBLIC;
 REVOKE ALL ON FUNCTION mq._exchange_declare_impl, mq._exchange_delete_impl,
 	mq._queue_declare_impl, mq._queue_delete_impl, mq._bind_impl, mq._grant_impl FROM PUBLIC;
 
@@ -1027,7 +1080,7 @@ CREATE FUNCTION mq.consume(queue text, max_messages int DEFAULT 1,
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
-	message_group text, priority int, properties jsonb)
+	message_group text, priority int, properties jsonb, reconsume_times int)
 AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
 
 CREATE FUNCTION mq.browse(queue text, max_messages int DEFAULT 10)
@@ -1070,7 +1123,8 @@ RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
 CREATE FUNCTION mq.reject(queue text, msg_id bigint, requeue boolean DEFAULT true)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_reject' LANGUAGE C;
 
-CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval)
+CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval,
+	group_name text DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
 
 ------------------------------------------------------------------------
@@ -1334,20 +1388,122 @@ RETURNS TABLE (event text, queue text, at timestamptz, detail jsonb)
 AS 'MODULE_PATHNAME', 'mq_trace' LANGUAGE C;
 
 ------------------------------------------------------------------------
--- Stream queues and consumer groups: not implemented yet
+-- Consumer groups of stream queues (src/group_sql.c, src/queue/queue_group.c)
 ------------------------------------------------------------------------
+
+-- A group's dead-letter queue %DLQ%<group>: a classic queue owned by the
+-- extension owner, made when first needed; grantee (if any) gets consume.
+CREATE FUNCTION mq._group_dlq_create(dlq text, grantee oid)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	qid int;
+BEGIN
+	BEGIN
+		PERFORM mq._queue_declare_impl(dlq, 'classic', true, '{}',
+			(SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'mq'));
+	EXCEPTION WHEN unique_violation THEN
+		NULL;					-- declared at the same time by another session
+	END;
+	SELECT c.id INTO qid FROM mq.cat_queue c WHERE c.name = dlq;
+	IF grantee IS NOT NULL AND qid IS NOT NULL THEN
+		INSERT INTO mq.cat_grant (object_kind, object_id, grantee, privilege)
+		VALUES ('q', qid, grantee, 'consume') ON CONFLICT DO NOTHING;
+		PERFORM mq._topology_changed();
+	END IF;
+END
+$$;
+
+-- Declare a group: 0 if it exists with these options (a NOTICE when only
+-- start differs), else the new group's id; its logs for every existing
+-- lane generation are created here, its start floors by the caller.
+CREATE FUNCTION mq._group_declare_impl(queue_id int, group_name text, mode text, start text,
+	filter text, filter_type text, ordered boolean, max_retries int,
+	retry_delays interval[], caller oid)
+RETURNS int LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	g mq.cat_group;
+	gid int;
+	rel record;
+BEGIN
+	-- declares of groups of one stream take turns (and see each other)
+	PERFORM 1 FROM mq.cat_queue c WHERE c.id = queue_id FOR UPDATE;
+	SELECT * INTO g FROM mq.cat_group c WHERE c.queue_id = _group_declare_impl.queue_id
+	   AND c.name = group_name;
+	IF FOUND THEN
+		IF g.mode <> mode THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with mode "%"', group_name, g.mode
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('It was declared with mode "%s", not "%s".', g.mode, mode);
+		ELSIF g.filter IS DISTINCT FROM filter OR g.filter_type <> filter_type THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with another filter', group_name
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('It was declared with filter %s (%s).',
+									  coalesce(quote_literal(g.filter), 'NULL'), g.filter_type);
+		ELSIF g.ordered <> ordered THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with ordered = %', group_name, g.ordered
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF g.max_retries <> max_retries THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with max_retries = %', group_name, g.max_retries
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF g.retry_delays IS DISTINCT FROM retry_delays THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with retry_delays = %', group_name,
+					coalesce(g.retry_delays::text, 'NULL')
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF g.start <> start THEN
+			RAISE NOTICE 'consumer group "%" already exists: start "%" applies only when a group is created', group_name, start
+				USING DETAIL = format('It was created with start "%s".', g.start);
+		END IF;
+		RETURN 0;
+	END IF;
+	INSERT INTO mq.cat_group (queue_id, name, mode, start, filter, filter_type, ordered,
+							  max_retries, retry_delays)
+	VALUES (queue_id, group_name, mode, start, filter, filter_type, ordered, max_retries,
+			retry_delays)
+	RETURNING id INTO gid;
+	FOR rel IN SELECT (regexp_match(c.relname, '^q\d+_(\d+)_(\d+)$'))::int[] AS lg
+				 FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE 'q' || queue_id || '\_%' LOOP
+		PERFORM mq._group_log_create(queue_id, gid, rel.lg[1], rel.lg[2]);
+	END LOOP;
+	PERFORM mq._group_dlq_create('%DLQ%' || group_name, caller);
+	PERFORM mq._topology_changed();
+	RETURN gid;
+END
+$$;
+
+CREATE FUNCTION mq._group_delete_impl(queue_id int, group_id int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	DELETE FROM mq.cat_group g WHERE g.id = group_id;
+	PERFORM mq._group_log_drop(format('g%s\_%s\_%%', queue_id, group_id));
+	PERFORM mq._topology_changed();
+END
+$$;
+
+REVOKE ALL ON FUNCTION mq._group_dlq_create, mq._group_declare_impl,
+	mq._group_delete_impl FROM PUBLIC;
+
 CREATE FUNCTION mq.group_declare(queue text, group_name text, mode text DEFAULT 'clustering',
-	start text DEFAULT 'latest', filter text DEFAULT NULL)
-RETURNS void AS 'MODULE_PATHNAME', 'mq_streams_not_supported' LANGUAGE C;
+	start text DEFAULT 'latest', filter text DEFAULT NULL, filter_type text DEFAULT 'tag',
+	ordered boolean DEFAULT false, max_retries int DEFAULT 16,
+	retry_delays interval[] DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_group_declare' LANGUAGE C;
+CREATE FUNCTION mq.group_delete(queue text, group_name text)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_group_delete' LANGUAGE C;
 CREATE FUNCTION mq.seek(queue text, group_name text, to_offset bigint DEFAULT NULL,
 	to_time timestamptz DEFAULT NULL)
-RETURNS void AS 'MODULE_PATHNAME', 'mq_streams_not_supported' LANGUAGE C;
+RETURNS void AS 'MODULE_PATHNAME', 'mq_seek' LANGUAGE C;
 
--- No consumer groups exist until stream queues do: the view is empty.
-CREATE VIEW mq.consumer_groups AS
-	SELECT NULL::text AS queue, NULL::text AS group_name, NULL::text AS mode,
-		   NULL::int AS "partition", NULL::bigint AS "offset", NULL::bigint AS "end",
-		   NULL::bigint AS lag, NULL::int AS in_flight,
-		   NULL::double precision AS seconds_since_last_delivery
-	 WHERE false;
+CREATE FUNCTION mq._consumer_groups()
+RETURNS TABLE (queue text, group_name text, mode text, "partition" int, consumer text,
+	committed_offset bigint, end_offset bigint, lag bigint, in_flight int, retrying int,
+	dead_lettered bigint, consumers int, last_delivery timestamptz, idle interval)
+AS 'MODULE_PATHNAME', 'mq_consumer_groups' LANGUAGE C;
+
+-- One row per group and partition, from bounded state (src/group_sql.c)
+CREATE VIEW mq.consumer_groups AS SELECT * FROM mq._consumer_groups();
 GRANT SELECT ON mq.consumer_groups TO PUBLIC;

@@ -155,10 +155,10 @@ SELECT mq.group_declare(NULL, 'g');
 SELECT mq.group_declare('bi_q', NULL);
 SELECT mq.group_declare('bi_q', 'g', mode => NULL);
 SELECT mq.group_declare('bi_q', 'g', start => NULL);
-SELECT mq.group_declare('bi_q', 'g');                           -- 0A000
+SELECT mq.group_declare('bi_q', 'g');                           -- 42809: not a stream
 SELECT mq.seek(NULL, 'g');
 SELECT mq.seek('bi_q', NULL);
-SELECT mq.seek('bi_q', 'g');                                    -- 0A000
+SELECT mq.seek('bi_q', 'g');                                    -- 42809: not a stream
 -- maintenance
 SELECT mq.log_retire(NULL);
 -- routing matchers (headers => NULL is a message without headers)

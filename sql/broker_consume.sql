@@ -192,8 +192,8 @@ SELECT * FROM mq.consume('bc_q', prefetch => -1);             -- 22023
 SELECT * FROM mq.consume('bc_nosuch');                        -- 42704
 SELECT * FROM mq.consume(NULL);                               -- 22004
 SELECT * FROM mq.browse('bc_q', 0);                           -- 22023
--- group_name on a classic queue: feature_not_supported
-SELECT * FROM mq.consume('bc_q', group_name => 'g1');         -- 0A000
+-- group_name on a classic queue: wrong_object_type
+SELECT * FROM mq.consume('bc_q', group_name => 'g1');         -- 42809
 
 -- wait: returns after the wait when nothing arrives
 SELECT count(*) FROM mq.consume('bc_q', wait => '200 ms');

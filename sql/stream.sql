@@ -126,7 +126,7 @@ SELECT * FROM mq.read('st_nope', 0);
 SELECT mq.queue_declare('st_classic');
 SELECT * FROM mq.read('st_classic', 0);
 
--- what consumer state would do on a stream: not yet (consumer groups)
+-- consumer state on a stream is a consumer group's: without one, an error
 SELECT * FROM mq.consume('st_one');
 SELECT * FROM mq.consume('st_one', group_name => 'g');
 SELECT * FROM mq.browse('st_one');

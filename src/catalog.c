@@ -360,6 +360,7 @@ load_queues(void)
 		q->quorum_durable = false;
 		if (q->type == MQ_QUEUE_STREAM)
 			stream_args(q);
+		q->stream = q;
 
 		ne = hash_search(mq_queue_by_name, q->name, HASH_ENTER, NULL);
 		ne->ptr = q;
@@ -519,6 +520,104 @@ load_grants(void)
 	}
 }
 
+/*
+ * RocketMQ's retry levels (messageDelayLevel 3..18) for a group without
+ * retry_delays: 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h
+ */
+static const int rocketmq_retry_s[] = {
+	10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200
+};
+
+/*
+ * Consumer groups, last: each gets a view of its stream, a copy of the
+ * stream's MqQueue (grants and consumers included) with group set.
+ */
+static void
+load_groups(void)
+{
+	catalog_read("SELECT g.id, g.queue_id, g.name, g.mode, g.start, g.max_retries, "
+				 "ARRAY(SELECT (pg_catalog.date_part('epoch', d) "
+				 "OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 "
+				 "FROM pg_catalog.unnest(g.retry_delays) d) "
+				 "FROM mq.cat_group g ORDER BY g.id");
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+		bool		isnull;
+		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		IdEntry    *ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
+		Datum		delays = SPI_getbinval(tup, desc, 7, &isnull);
+		MqQueue    *q;
+		MqGroup    *g;
+
+		if (ie == NULL)
+		{
+			MemoryContextSwitchTo(old);
+			continue;
+		}
+		q = (MqQueue *) ie->ptr;
+		g = palloc0(sizeof(MqGroup));
+		g->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		g->name = spi_text(tup, desc, 3);
+		g->mode = spi_text(tup, desc, 4);
+		g->start = spi_text(tup, desc, 5);
+		g->max_retries = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+		if (!isnull)
+		{
+			Datum	   *elems;
+			int			n;
+
+			deconstruct_array(DatumGetArrayTypeP(delays), INT8OID, 8, FLOAT8PASSBYVAL,
+							  TYPALIGN_DOUBLE, &elems, NULL, &n);
+			g->nretry_delays = Min(n, MQ_MAX_RETRY_DELAYS);
+			for (int k = 0; k < g->nretry_delays; k++)
+				g->retry_delays_us[k] = DatumGetInt64(elems[k]);
+		}
+		if (g->nretry_delays == 0)
+		{
+			g->nretry_delays = lengthof(rocketmq_retry_s);
+			for (int k = 0; k < g->nretry_delays; k++)
+				g->retry_delays_us[k] = (int64) rocketmq_retry_s[k] * USECS_PER_SEC;
+		}
+		g->stream = q;
+		g->view = palloc(sizeof(MqQueue));
+		memcpy(g->view, q, sizeof(MqQueue));
+		g->view->group_id = g->id;
+		g->view->group = g;
+		g->view->stream = q;
+		g->view->groups = NIL;
+		/* a group counts its failed deliveries: max_retries is its limit */
+		g->view->delivery_limit = g->max_retries;
+		g->view->dead_letter_exchange = NULL;
+		g->view->dead_letter_routing_key = NULL;
+		q->groups = lappend(q->groups, g);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+MqGroup *
+mq_group_lookup(MqQueue *q, const char *name, bool missing_ok)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->groups)
+	{
+		MqGroup    *g = lfirst(lc);
+
+		if (strcmp(g->name, name) == 0)
+			return g;
+	}
+	if (!missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("consumer group \"%s\" of stream \"%s\" does not exist", name, q->name),
+				 errhint("Declare it with mq.group_declare().")));
+	return NULL;
+}
+
 static void
 load_consumers(void)
 {
@@ -604,6 +703,7 @@ mq_catalog_refresh(void)
 		load_bindings();
 		load_grants();
 		load_consumers();
+		load_groups();
 	}
 	PG_CATCH();
 	{

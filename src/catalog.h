@@ -93,7 +93,43 @@ typedef struct MqQueue
 	Jsonb	   *arguments;
 	MqAcl		acl;
 	List	   *consumers;		/* of MqConsumerDecl (mq.consumer_declare) */
+
+	/*
+	 * Streams: their consumer groups (of MqGroup).  A group's queue state
+	 * is addressed through its own MqQueue, a copy of the stream's with
+	 * group set (MqGroup.view): group NULL, group_id 0 is the queue itself.
+	 */
+	List	   *groups;
+	int32		group_id;		/* 0: the queue itself */
+	struct MqGroup *group;		/* NULL: the queue itself */
+	struct MqQueue *stream;		/* a group's view: its stream, else itself */
 } MqQueue;
+
+/* Most retry delays a consumer group may declare */
+#define MQ_MAX_RETRY_DELAYS 32
+
+/*
+ * A consumer group of a stream (mq.group_declare): a cursor with
+ * per-message leases over the stream's partitions.
+ */
+typedef struct MqGroup
+{
+	int32		id;
+	char	   *name;
+	char	   *mode;			/* clustering (broadcast: not implemented) */
+	char	   *start;
+	int32		max_retries;	/* failed deliveries before the DLQ */
+	int			nretry_delays;
+	int64		retry_delays_us[MQ_MAX_RETRY_DELAYS];
+	MqQueue    *stream;
+	MqQueue    *view;			/* the stream as this group's queue state */
+} MqGroup;
+
+/* The dead-letter queue of consumer group name: "%DLQ%<name>" */
+#define MQ_GROUP_DLQ_PREFIX "%DLQ%"
+
+/* Group name of stream q (NULL if missing_ok and there is none) */
+extern MqGroup *mq_group_lookup(MqQueue *q, const char *name, bool missing_ok);
 
 /* A declared consumer of a queue: its prefetch (0: unlimited) */
 typedef struct MqConsumerDecl

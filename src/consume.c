@@ -33,15 +33,17 @@ PG_FUNCTION_INFO_V1(mq_browse);
 PG_FUNCTION_INFO_V1(mq_message);
 PG_FUNCTION_INFO_V1(mq_messages_by_key);
 PG_FUNCTION_INFO_V1(mq_trace);
-PG_FUNCTION_INFO_V1(mq_streams_not_supported);
 
-/* Columns of a delivery row (see mq.consume in the install script) */
-#define MQ_DELIVERY_NATTS 16
+/*
+ * Columns of a delivery row (see mq.consume in the install script): 16,
+ * and mq.consume's reconsume_times after them
+ */
+#define MQ_DELIVERY_NATTS 17
 
 void
 mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 					bool redelivered, int32 delivery_count, int partition,
-					int64 offset)
+					int64 offset, int32 reconsume_times)
 {
 	Datum		values[MQ_DELIVERY_NATTS];
 	bool		nulls[MQ_DELIVERY_NATTS];
@@ -78,6 +80,9 @@ mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	props = mq_properties_public(m->properties);
 	values[15] = props ? JsonbPGetDatum(props) : (Datum) 0;
 	nulls[15] = props == NULL;
+	values[16] = Int32GetDatum(reconsume_times);
+	nulls[16] = reconsume_times < 0;
+	Assert(rsinfo->setDesc->natts <= MQ_DELIVERY_NATTS);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -86,7 +91,7 @@ static void
 put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 		bool redelivered, int32 delivery_count)
 {
-	mq_put_delivery_row(rsinfo, queue, m, redelivered, delivery_count, -1, 0);
+	mq_put_delivery_row(rsinfo, queue, m, redelivered, delivery_count, -1, 0, -1);
 }
 
 void
@@ -94,28 +99,43 @@ mq_stream_refuse(MqQueue *q, const char *fn)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s on stream queue \"%s\" needs a consumer group, and consumer groups are not implemented yet",
-					fn, q->name),
-			 errhint("Read a stream with mq.read(queue, partition, from_offset).")));
+			 errmsg("%s on stream queue \"%s\" needs a consumer group", fn, q->name),
+			 errhint("Pass group_name => a group declared with mq.group_declare(), or read the stream with mq.read(queue, partition, from_offset).")));
 }
 
-void
-mq_check_group_name(FunctionCallInfo fcinfo, int group_arg, const char *fn)
+MqQueue *
+mq_consume_target(FunctionCallInfo fcinfo, int group_arg, const char *fn, bool dlq)
 {
+	char	   *qname = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *gname = group_arg >= 0 && !PG_ARGISNULL(group_arg) ?
+		text_to_cstring(PG_GETARG_TEXT_PP(group_arg)) : NULL;
 	MqQueue    *q;
+	MqGroup    *g;
 
 	mq_catalog_refresh();
-	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
-	if (q != NULL && q->type == MQ_QUEUE_STREAM)
+	q = mq_queue_lookup(qname, false);
+	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+	if (q->type != MQ_QUEUE_STREAM)
 	{
-		mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
-		mq_stream_refuse(q, fn);
+		if (gname != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("queue \"%s\" is not a stream: consumer groups belong to stream queues",
+							q->name),
+					 errhint("Competing consumers of a classic or quorum queue share it without a group.")));
+		return q;
 	}
-	if (group_arg >= 0 && !PG_ARGISNULL(group_arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("consumer groups are not supported on classic and quorum queues"),
-				 errhint("Competing consumers of a classic queue share it without a group; consumer groups belong to stream queues.")));
+	if (gname == NULL)
+		mq_stream_refuse(q, fn);
+	g = mq_group_lookup(q, gname, false);
+	if (dlq && mq_group_dlq_ensure(g->name))
+	{
+		/* the catalog changed: look again */
+		mq_catalog_refresh();
+		q = mq_queue_lookup(qname, false);
+		g = mq_group_lookup(q, gname, false);
+	}
+	return g->view;
 }
 
 /* The queue named by argument argno (checked not to be NULL) */
@@ -157,7 +177,12 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 							dl[i].msg_id, q->name)));
 			continue;
 		}
-		put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
+		if (q->group != NULL)
+			mq_put_delivery_row(rsinfo, q->name, &m, dl[i].redelivered,
+								dl[i].delivery_count, mq_qpos_lane(dl[i].qpos),
+								dl[i].offset, Max(dl[i].delivery_count - 1, 0));
+		else
+			put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
 		live++;
 	}
 	return live;
@@ -197,8 +222,12 @@ mq_consume(PG_FUNCTION_ARGS)
 	deadline = mq_time_add(GetCurrentTimestamp(), wait_us, "wait");
 	(void) mq_time_add(GetCurrentTimestamp(), lease_us, "lease");
 
-	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
-	mq_check_group_name(fcinfo, 4, "mq.consume");
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot consume on a standby"),
+				 errhint("Consume on the primary; mq.browse works on a hot standby.")));
+	q = mq_consume_target(fcinfo, 4, "mq.consume", true);
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
@@ -436,20 +465,4 @@ mq_trace(PG_FUNCTION_ARGS)
 	}
 	mq_owner_leave(&owner);
 	return (Datum) 0;
-}
-
-/* mq.group_declare, mq.seek: stream queues are not implemented yet */
-Datum
-mq_streams_not_supported(PG_FUNCTION_ARGS)
-{
-	/* the arguments are checked as they will be once implemented */
-	if (PG_NARGS() == 5)
-		MQ_CHECK_ARGS(fcinfo, "queue", "group_name", "mode", "start");	/* group_declare */
-	else
-		MQ_CHECK_ARGS(fcinfo, "queue", "group_name");	/* seek */
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("stream queues and consumer groups are not implemented yet"),
-			 errhint("Classic and quorum queues share messages among competing consumers without groups.")));
-	PG_RETURN_VOID();
 }

@@ -22,23 +22,28 @@
 
 /*
  * Emit one delivery row (see mq.consume in the install script); partition
- * and offset are NULL when partition < 0
+ * and offset are NULL when partition < 0, reconsume_times (the last column
+ * of mq.consume's rows only) when it is < 0
  */
 extern void mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 								bool redelivered, int32 delivery_count,
-								int partition, int64 offset);
+								int partition, int64 offset, int32 reconsume_times);
 
 /*
- * Raise 0A000 for fn on stream q: its consumer groups are not implemented
- * yet, and it has no consumer state of its own (mq.read reads it)
+ * Raise 0A000 for fn on stream q: it has no consumer state of its own
+ * (a consumer group has, and mq.read reads it by offset)
  */
 extern void mq_stream_refuse(MqQueue *q, const char *fn) pg_attribute_noreturn();
 
 /*
- * Check the group_name argument of a consume or settle call on the queue
- * named by argument 0: on a stream nothing works yet (groups are a later
- * step), elsewhere a group is an error.
+ * The queue state a consume or settle call works on, for the queue named
+ * by argument 0 (consume privilege checked) and the group named by
+ * argument group_arg (-1: the function has none): on a stream the
+ * group's view (the group must be declared: 42704; without one 0A000),
+ * elsewhere the queue itself (a group there: 42809).  dlq: make sure the
+ * group's dead-letter queue exists first (it may dead-letter).
  */
-extern void mq_check_group_name(FunctionCallInfo fcinfo, int group_arg, const char *fn);
+extern MqQueue *mq_consume_target(FunctionCallInfo fcinfo, int group_arg,
+								  const char *fn, bool dlq);
 
 #endif							/* MQ_CONSUME_H */

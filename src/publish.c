@@ -762,6 +762,100 @@ mq_headers_check(Jsonb *h)
 /* ---------- settling deliveries: the one sequence ---------- */
 
 /*
+ * Dead-letter a message of a consumer group (view gq): a copy goes to the
+ * group's dead-letter queue %DLQ%<group> through the default exchange, as
+ * RocketMQ's, with headers saying where it came from and why ("nack":
+ * rejected, "max_retries": its deliveries ran out).  The entry points make
+ * sure the queue exists (mq_group_dlq_ensure); without it (deleted since)
+ * the message is dropped.  Returns the settlement kind to record.
+ */
+bool
+mq_group_dlq_ensure(const char *group_name)
+{
+	char	   *dlq = psprintf("%s%s", MQ_GROUP_DLQ_PREFIX, group_name);
+	Oid			types[2] = {TEXTOID, OIDOID};
+	Datum		values[2];
+
+	if (mq_queue_lookup(dlq, true) != NULL)
+		return false;
+	values[0] = CStringGetTextDatum(dlq);
+	values[1] = (Datum) 0;
+	(void) mq_run_internal("_group_dlq_create", 2, types, values, " n");
+	return true;
+}
+
+static int16
+group_dead_letter(MqQueue *gq, MqDelivery *d)
+{
+	StringInfoData dlq;
+	MqExchange *ex = mq_exchange_lookup("", true);
+	MqMessage	m;
+	MqPublishOpts o;
+	Jsonb	   *headers;
+	int64		id;
+	char	   *rk;
+	const char *reason = d->dead_reason == NULL ? "nack" :
+		strcmp(d->dead_reason, "rejected") == 0 ? "nack" :
+		strcmp(d->dead_reason, "delivery_limit") == 0 ? "max_retries" : d->dead_reason;
+
+	initStringInfo(&dlq);
+	appendStringInfo(&dlq, "%s%s", MQ_GROUP_DLQ_PREFIX, gq->group->name);
+	if (ex == NULL || mq_queue_lookup(dlq.data, true) == NULL ||
+		!mq_log_fetch(d->msg_id, &m))
+		return MQ_SETTLE_DROPPED;
+
+	/* via SQL, as mq_dead_letter: a rare path */
+	{
+		MqOwnerScope owner;
+		Oid			types[8] = {JSONBOID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT8OID,
+		INT4OID, TEXTOID};
+		Datum		values[8];
+		char		nulls[9] = "        ";
+		bool		isnull;
+		MemoryContext cxt = CurrentMemoryContext;
+
+		values[0] = m.headers ? JsonbPGetDatum(m.headers) : (Datum) 0;
+		if (m.headers == NULL)
+			nulls[0] = 'n';
+		values[1] = CStringGetTextDatum(gq->name);
+		values[2] = CStringGetTextDatum(gq->group->name);
+		values[3] = Int32GetDatum(mq_qpos_lane(d->qpos));
+		values[4] = Int64GetDatum(d->offset);
+		values[5] = Int64GetDatum(d->msg_id);
+		values[6] = Int32GetDatum(Max(d->delivery_count - 1, 0));
+		values[7] = CStringGetTextDatum(reason);
+		mq_owner_enter(&owner);
+		mq_owner_exec("SELECT COALESCE($1, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||) "
+					  "pg_catalog.jsonb_build_object('x-dlq-origin-queue', $2, "
+					  "'x-dlq-origin-group', $3, 'x-dlq-origin-partition', $4, "
+					  "'x-dlq-origin-offset', $5, 'x-dlq-origin-msg-id', $6, "
+					  "'x-reconsume-times', $7, 'x-dlq-reason', $8)",
+					  8, types, values, nulls, true, SPI_OK_SELECT,
+					  "build a consumer group's dead letter");
+		{
+			MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+			headers = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+			MemoryContextSwitchTo(spi);
+		}
+		mq_owner_leave(&owner);
+	}
+	mq_publish_opts_init(&o);
+	o.check_privileges = false;
+	o.properties = m.properties;
+	o.key = m.key;
+	o.tag = m.tag;
+	o.message_group = m.message_group;
+	rk = dlq.data;
+	mq_publish(ex, 1, &rk, &m.body, &headers, &o, &id);
+	if (id == 0)
+		return MQ_SETTLE_DROPPED;
+	mq_group_note_dead(gq, mq_qpos_lane(d->qpos));
+	return MQ_SETTLE_DEAD;
+}
+
+/*
  * The one sequence that settles deliveries, used by every caller: consume
  * (expired and over-limit messages; auto-ack), ack, nack and reject,
  * purge, drop-head overflow and the maintenance worker's expiry.  dl[] are
@@ -790,7 +884,9 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 	for (int i = 0; i < n; i++)
 	{
 		if (dl[i].dead)
-			mq_settle_batch_add(&batch, mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
+			mq_settle_batch_add(&batch, q->group != NULL ?
+								group_dead_letter(q, &dl[i]) :
+								mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
 								dl[i].qpos);
 		else if (live_kind != 0)
 			mq_settle_batch_add(&batch, live_kind, dl[i].qpos);

@@ -110,4 +110,12 @@ extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
 /* Make this transaction's commit at least as durable as level */
 extern void mq_require_durability(MqDurability level);
 
+/*
+ * Make sure the dead-letter queue %DLQ%<group_name> of a consumer group
+ * exists (a classic queue owned by the extension owner); true if it was
+ * created, and the topology cache must then be refreshed: call it before
+ * holding on to anything of the cache.
+ */
+extern bool mq_group_dlq_ensure(const char *group_name);
+
 #endif							/* MQ_PUBLISH_H */

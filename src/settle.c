@@ -32,14 +32,10 @@ PG_FUNCTION_INFO_V1(mq_extend_lease);
 
 /* The queue of a settle call (its arguments already checked not NULL) */
 static MqQueue *
-settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn)
+settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn, bool dlq)
 {
-	MqQueue    *q;
+	MqQueue    *q = mq_consume_target(fcinfo, group_arg, fn, dlq);
 
-	mq_check_group_name(fcinfo, group_arg, fn);
-	mq_catalog_refresh();
-	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
-	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
 	PreventCommandIfReadOnly(fn);
 	return q;
 }
@@ -80,8 +76,16 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	 * later messages of its group (its delay does not survive a restart).
 	 */
 	if (op == MQ_SETTLE_OP_REQUEUE_FREE && when > GetCurrentTimestamp() && q->durable &&
-		!q->ordered)
+		!q->ordered && q->group == NULL)
 		op = MQ_SETTLE_OP_RETRY;
+
+	/*
+	 * In a consumer group every failed delivery counts toward max_retries
+	 * (RocketMQ's reconsume times), and the message waits in the group's
+	 * state for its retry (a stream's entry cannot be appended again).
+	 */
+	if (op == MQ_SETTLE_OP_REQUEUE_FREE && q->group != NULL)
+		op = MQ_SETTLE_OP_REQUEUE;
 
 	got = mq_queue_settle(q, ids, n, op, when, out);
 	for (int i = 0; i < got; i++)
@@ -109,6 +113,7 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 			d->qpos = out[i].qpos;
 			d->delivery_count = out[i].delivery_count;
 			d->expires_at = out[i].expires_at;
+			d->offset = out[i].offset;
 			d->redelivered = false;
 			d->dead = (op == MQ_SETTLE_OP_DEAD || r == MQ_SETTLE_RESULT_OVER_LIMIT);
 			d->dead_reason = r == MQ_SETTLE_RESULT_OVER_LIMIT ? "delivery_limit" : dead_reason;
@@ -139,7 +144,7 @@ mq_ack(PG_FUNCTION_ARGS)
 	int64	   *ids;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids");
-	q = settle_queue(fcinfo, 2, "mq.ack");
+	q = settle_queue(fcinfo, 2, "mq.ack", false);
 	ids = id_array(fcinfo, &n);
 	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_ACK, 0, NULL));
 }
@@ -169,7 +174,7 @@ mq_nack(PG_FUNCTION_ARGS)
 	int64	   *ids;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "requeue", NULL, NULL);
-	q = settle_queue(fcinfo, 4, "mq.nack");
+	q = settle_queue(fcinfo, 4, "mq.nack", true);
 	ids = id_array(fcinfo, &n);
 	PG_RETURN_INT32(nack_common(q, ids, n, PG_GETARG_BOOL(2),
 								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
@@ -184,7 +189,7 @@ mq_reject(PG_FUNCTION_ARGS)
 	int64		id;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_id", "requeue");
-	q = settle_queue(fcinfo, -1, "mq.reject");
+	q = settle_queue(fcinfo, -1, "mq.reject", false);
 	id = PG_GETARG_INT64(1);
 	PG_RETURN_INT32(nack_common(q, &id, 1, PG_GETARG_BOOL(2), NULL,
 								MQ_SETTLE_OP_REQUEUE));
@@ -200,7 +205,7 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 	TimestampTz until;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "lease");
-	q = settle_queue(fcinfo, -1, "mq.extend_lease");
+	q = settle_queue(fcinfo, 3, "mq.extend_lease", false);
 	ids = id_array(fcinfo, &n);
 	until = mq_time_add(GetCurrentTimestamp(),
 						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");

@@ -99,7 +99,7 @@ mq_read(PG_FUNCTION_ARGS)
 							entries[i].msg_id, q->name)));
 			continue;
 		}
-		mq_put_delivery_row(rsinfo, q->name, &m, false, 0, partition, entries[i].offset);
+		mq_put_delivery_row(rsinfo, q->name, &m, false, 0, partition, entries[i].offset, -1);
 	}
 	pfree(entries);
 	return (Datum) 0;

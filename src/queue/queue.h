@@ -170,7 +170,10 @@ extern void mq_queue_init(void);
  * the queue's lock while it waits for one of them); topology.c calls it
  * once the deleting transaction has committed and released its locks.
  */
-extern void mq_queue_state_drop(int32 queue_id);
+extern void mq_queue_state_drop(int32 queue_id);	/* and its groups' */
+
+/* Forget the shared state of a deleted consumer group (the same rule) */
+extern void mq_group_state_drop(int32 queue_id, int32 group_id);
 
 /* ---------- publishing (queue_append.c) ---------- */
 
@@ -242,6 +245,7 @@ typedef struct MqDelivery
 	bool		dead;			/* dead-letter instead of deliver */
 	const char *dead_reason;
 	TimestampTz expires_at;		/* of the entry (DT_NOEND: never) */
+	int64		offset;			/* streams: offset in its partition, else -1 */
 } MqDelivery;
 
 typedef enum MqTakeMode
@@ -301,6 +305,7 @@ typedef struct MqSettled
 	uint64		qpos;
 	int32		delivery_count;
 	TimestampTz expires_at;
+	int64		offset;			/* streams: in its partition */
 } MqSettled;
 
 /*
@@ -390,5 +395,41 @@ extern void mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *nex
  * than the retention or beyond max_bytes, oldest first.
  */
 extern void mq_stream_retain(MqQueue *q);
+
+/* ---------- consumer groups of streams (queue_group.c) ---------- */
+
+/*
+ * A consumer group's queue state is that of a queue over its stream's
+ * lanes, reached through the group's view (MqGroup.view): take, settle,
+ * leases and replay are those of classic queues, the settlement records go
+ * to the group's own logs g<queue>_<group>_<lane>_<gen>.
+ */
+
+/*
+ * Write where a new group of stream q starts in each partition: 'latest'
+ * (the end), 'earliest' (the first retained entry) or the first entry at
+ * or after from_time (FLOOR records in the group's logs, in the caller's
+ * transaction).  start_time 0 with latest true: the end.
+ */
+extern void mq_group_start(MqQueue *q, int32 group_id, bool earliest,
+						   TimestampTz from_time);
+
+/* One partition of a group, for mq.consumer_groups (bounded state only) */
+typedef struct MqGroupProgress
+{
+	int64		committed_offset;	/* lowest offset not settled */
+	int64		first_offset;	/* first retained */
+	int64		end_offset;		/* next offset of the partition */
+	int32		in_flight;		/* leased or being settled */
+	int32		retrying;		/* failed, waiting for their retry */
+	int64		dead_lettered;
+	int32		consumers;		/* sessions holding or waiting for leases */
+	TimestampTz last_delivery;	/* 0: none since the state was loaded */
+} MqGroupProgress;
+
+extern void mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p);
+
+/* A dead letter of group view gview from partition lane went to its DLQ */
+extern void mq_group_note_dead(MqQueue *gview, int lane);
 
 #endif							/* MQ_QUEUE_H */

@@ -87,6 +87,11 @@
  * the message log segment is opened, possibly created by DDL, before
  * gen_lock is taken (publish_linked in publish.c, the one place that
  * takes them together).
+ * Consumer groups of a stream: each has a queue lock of its own (3); a
+ * group's state is locked only after its stream's own state has been
+ * looked up, locked and released again (mqq_queue_lock), so two queue
+ * locks are never held together; a group reads its stream's
+ * lanes[].write_gen without the stream's lock.
  * Condition variables may be broadcast with the queue lock held.  The
  * worker registry (worker_shmem.c) has a spinlock of its own that never
  * nests with these.
@@ -162,6 +167,12 @@ extern void mqq_settle_append(MqQueue *q, int16 kind, uint64 qpos);
  */
 extern Oid	mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle);
 
+/*
+ * Settlement log of a lane generation of q: its s<queue>_<lane>_<gen>, or
+ * for a consumer group's view the group's g<queue>_<group>_<lane>_<gen>
+ */
+extern Oid	mqq_settle_relid(MqQueue *q, int lane, int gen);
+
 /* Create both tables of a lane generation (as the extension owner) */
 extern void mqq_lane_create(MqQueue *q, int lane, int gen);
 
@@ -222,14 +233,25 @@ typedef struct MqTracked
 	TimestampTz until;			/* LEASED: lease end; READY: not before */
 	TimestampTz visible_at;
 	TimestampTz expires_at;
+	int64		offset;			/* streams: offset in its partition, else -1 */
 } MqTracked;
 
-/* Key of the queue hash */
+/*
+ * Key of the queue hash: a queue's own state has group_id 0; each consumer
+ * group of a stream has a state of its own over the stream's lanes.
+ */
 typedef struct MqQueueKey
 {
 	Oid			dbid;
 	int32		queue_id;
+	int32		group_id;
 } MqQueueKey;
+
+static inline bool
+mqq_key_equal(MqQueueKey a, MqQueueKey b)
+{
+	return a.dbid == b.dbid && a.queue_id == b.queue_id && a.group_id == b.group_id;
+}
 
 /*
  * A priority lane is a chain of generations, each an entry log
@@ -277,6 +299,14 @@ typedef struct MqLaneState
 	 */
 	bool		offsets_known;
 	int64		next_offset;
+
+	/*
+	 * Consumer groups: offset of the entry at scan_pos (one past the last
+	 * scanned), -1 until a scan or the load knew it; under the queue lock.
+	 */
+	int64		scan_offset;
+	int64		dead_lettered;	/* groups: DLQ copies (DEAD records replayed,
+								 * and since the load) */
 } MqLaneState;
 
 /*
@@ -327,6 +357,17 @@ typedef struct MqQueueShared
 	TimestampTz last_delivery;
 	dlist_head	tracked;		/* MqTracked entries of this queue */
 
+	/*
+	 * Consumer groups (key.group_id != 0): the stream's own state, whose
+	 * lanes' write_gen tells the group's reads when a generation is closed
+	 * (read without its lock: it only grows, and a stale value only delays
+	 * moving on), and the retry delays of failed deliveries (RocketMQ's
+	 * backoff; the last repeats).  Set under the queue lock.
+	 */
+	struct MqQueueShared *stream;
+	int32		nretry_delays;	/* 0: not a group */
+	int64		retry_delays_us[MQ_MAX_RETRY_DELAYS];
+
 	/* Protected by the queue lock, except as MqLaneState says */
 	MqLaneState lanes[MQ_MAX_LANES];
 } MqQueueShared;
@@ -373,6 +414,36 @@ typedef struct LaneRels
 		TupleTableSlot *slot;
 	}			e[8];
 } LaneRels;
+
+/*
+ * When may a group's message whose delivery failed (nack, lease expiry) be
+ * delivered again: after the group's next retry delay, by its retries so
+ * far; at once when it is over max_retries (it goes to the DLQ) and on
+ * queues that are not groups.
+ */
+static inline TimestampTz
+mqq_retry_until(MqQueueShared *qs, int32 delivery_count, int32 free_returns,
+				TimestampTz now)
+{
+	int			i = Max(delivery_count - 1, 0);
+
+	if (qs->nretry_delays == 0 ||
+		(qs->delivery_limit >= 0 && delivery_count - free_returns > qs->delivery_limit))
+		return 0;
+	return now + qs->retry_delays_us[Min(i, qs->nretry_delays - 1)];
+}
+
+/*
+ * Wake consumers of qs: a consumer group's wait on their stream's
+ * condition variable (publishes broadcast there), so wake that too
+ */
+static inline void
+mqq_wake(MqQueueShared *qs)
+{
+	ConditionVariableBroadcast(&qs->cv);
+	if (qs->stream != NULL)
+		ConditionVariableBroadcast(&qs->stream->cv);
+}
 
 /* Position just after qpos */
 static inline uint64
@@ -527,13 +598,15 @@ extern int	mq_max_queues;
 extern int	mq_max_in_flight;
 extern int	mq_lane_segment_size;
 extern MqSharedState *mqq_shared;
-extern MqQueueShared *mqq_queue_shared(Oid dbid, int32 queue_id, bool create);
+extern MqQueueShared *mqq_queue_shared(MqQueueKey key, bool create);
+extern MqQueueKey mqq_key(MqQueue *q);
 extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key);
 extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
 extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);
 extern MqTracked *mqq_track_new(MqQueueShared *qs, uint64 qpos);
 extern void mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot);
 extern int32 mqq_entry_body_size(TupleTableSlot *slot);
+extern int64 mqq_entry_offset(TupleTableSlot *slot, MqlogRowState st);
 extern void mqq_tracked_set_pending(MqTracked *t);
 extern void mqq_track_examined(MqTracked *t, MqlogRowState st, TupleTableSlot *slot);
 extern uint64 mqq_lane_floor(MqQueueShared *qs, int lane);
@@ -575,6 +648,7 @@ extern int64 mqq_stream_offsets_begin(MqQueue *q, MqQueueShared *qs, int lane,
 extern void mqq_stream_offsets_end(MqQueueShared *qs, int lane);
 extern void mqq_stream_write_base(MqQueue *q, MqQueueShared *qs, int lane, int gen);
 extern int64 mqq_stream_min_msg_id(MqQueue *q);
+extern uint64 mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time);
 
 /* queue_take.c */
 extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,

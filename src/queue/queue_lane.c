@@ -45,6 +45,17 @@ mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
 }
 
+Oid
+mqq_settle_relid(MqQueue *q, int lane, int gen)
+{
+	char		name[NAMEDATALEN];
+
+	if (q->group_id == 0)
+		return mqq_lane_relid(q->id, lane, gen, true);
+	snprintf(name, sizeof(name), "g%d_%d_%d_%d", q->id, q->group_id, lane, gen);
+	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+}
+
 /*
  * The generations of a lane's entry log that exist, lowest and highest
  * (false: none).  One index scan of pg_class over the names
@@ -112,6 +123,21 @@ lane_ddl(const char *fn, int32 queue_id, int lane, int gen)
 	mq_owner_enter(&owner);
 	mq_owner_exec(sql, 3, types, values, NULL, false, SPI_OK_SELECT,
 				  "create or drop a queue's log");
+	mq_owner_leave(&owner);
+}
+
+/* Create a consumer group's settlement log of a lane generation */
+static void
+group_log_create(MqQueue *q, int lane, int gen)
+{
+	MqOwnerScope owner;
+	Oid			types[4] = {INT4OID, INT4OID, INT4OID, INT4OID};
+	Datum		values[4] = {Int32GetDatum(q->id), Int32GetDatum(q->group_id),
+	Int32GetDatum(lane), Int32GetDatum(gen)};
+
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT mq._group_log_create($1, $2, $3, $4)", 4, types, values, NULL,
+				  false, SPI_OK_SELECT, "create a consumer group's log");
 	mq_owner_leave(&owner);
 }
 
@@ -257,7 +283,28 @@ mq_settle_batch_flush(MqSettleBatch *b)
 
 		if (done[i])
 			continue;
-		relid = mqq_lane_relid(b->q->id, lane, gen, true);
+		relid = mqq_settle_relid(b->q, lane, gen);
+		if (!OidIsValid(relid) && b->q->group_id != 0)
+		{
+			/*
+			 * A consumer group's log of a generation the stream created
+			 * while the group was being declared (neither saw the other's
+			 * uncommitted work): create it now.  Of a generation retention
+			 * has dropped: nothing to record.
+			 */
+			if (OidIsValid(mqq_lane_relid(b->q->id, lane, gen, false)))
+			{
+				group_log_create(b->q, lane, gen);
+				relid = mqq_settle_relid(b->q, lane, gen);
+			}
+			if (!OidIsValid(relid))
+			{
+				for (int j = i; j < b->n; j++)
+					if (mq_qpos_lane(b->qpos[j]) == lane && mq_qpos_gen(b->qpos[j]) == gen)
+						done[j] = true;
+				continue;
+			}
+		}
 		if (!OidIsValid(relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),

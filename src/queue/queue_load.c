@@ -121,7 +121,9 @@ mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
 			}
 			*qpos = mq_qpos_make(lane, gen, &pos);
 		}
-		if (gen >= qs->lanes[lane].write_gen)
+		/* a consumer group follows its stream's write generation */
+		if (gen >= (qs->stream ? qs->stream->lanes[lane].write_gen :
+					qs->lanes[lane].write_gen))
 			return MQLOG_READ_END;
 		/* this generation is closed (or gone): on to the next */
 		*qpos = mq_qpos_gen_start(lane, gen + 1);
@@ -294,6 +296,13 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->nreplayed = 0;
 	qs->last_delivery = 0;
 	qs->returns_first = q->type == MQ_QUEUE_QUORUM;
+	qs->nretry_delays = 0;
+	if (q->group != NULL)
+	{
+		qs->nretry_delays = q->group->nretry_delays;
+		memcpy(qs->retry_delays_us, q->group->retry_delays_us,
+			   sizeof(int64) * q->group->nretry_delays);
+	}
 	qs->return_seq = 0;
 	qs->loaded_in_recovery = RecoveryInProgress();
 	/* taken first: whatever is replayed during the load triggers another */
@@ -308,6 +317,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		uint64		floor = 0;
 		uint64		mark = 0;
 		bool		redeliver = true;
+		bool		first = true;
 		int			gen;
 		uint64		qpos;
 		MqlogRowState state;
@@ -332,7 +342,9 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		 * A stream has no consumer state: nothing to replay, no backlog to
 		 * count (its readers go by offset, queue_stream.c).
 		 */
-		if (q->type == MQ_QUEUE_STREAM)
+		ls->scan_offset = -1;
+		ls->dead_lettered = 0;
+		if (q->type == MQ_QUEUE_STREAM && q->group == NULL)
 		{
 			ls->scan_pos = mq_qpos_gen_start(lane, ls->low_gen);
 			ls->floor_written = 0;
@@ -345,7 +357,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		{
 			for (gen = ls->low_gen; gen <= ls->write_gen; gen++)
 			{
-				Oid			relid = mqq_lane_relid(q->id, lane, gen, true);
+				Oid			relid = mqq_settle_relid(q, lane, gen);
 				Relation	rel;
 				TableScanDesc scan;
 				TupleTableSlot *s;
@@ -365,6 +377,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 
 					if (pass == 0 && kind == MQ_SETTLE_FLOOR)
 						floor = Max(floor, pos);
+					else if (pass == 0 && kind == MQ_SETTLE_DEAD)
+						ls->dead_lettered++;
 					else if (pass == 0 && kind == MQ_SETTLE_MARK)
 						mark = Max(mark, pos);
 					else if (pass == 1 && kind == MQ_SETTLE_DELIVERED && pos >= floor)
@@ -408,6 +422,19 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		qpos = ls->scan_pos;
 		while (mqq_lane_read_next(&lr, q, qs, &qpos, &state, &slot) == MQLOG_READ_ROW)
 		{
+			/*
+			 * A consumer group's progress is in offsets (its lag is the
+			 * partition's end minus them), not in a backlog count: it reads
+			 * only what may have been delivered before.
+			 */
+			if (q->group != NULL)
+			{
+				if (first)
+					ls->scan_offset = mqq_entry_offset(slot, state);
+				first = false;
+				if (!redeliver || qpos >= mark)
+					break;
+			}
 			if (state == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
 			{
 				qs->backlog++;
@@ -455,6 +482,19 @@ MqQueueShared *
 mqq_queue_lock(MqQueue *q, LWLockMode mode)
 {
 	MqQueueShared *qs;
+	MqQueueShared *stream = NULL;
+	MqQueueKey	key = mqq_key(q);
+
+	/*
+	 * A consumer group reads its stream's lanes: the stream's own state,
+	 * loaded, says which generation the stream writes (taken first, and
+	 * released: two queue locks are never held together)
+	 */
+	if (q->group != NULL)
+	{
+		stream = mqq_queue_lock(q->stream, LW_SHARED);
+		LWLockRelease(&stream->lock);
+	}
 
 	/* unlogged lanes: a standby has only their initialization fork */
 	if (!q->durable && RecoveryInProgress())
@@ -464,12 +504,27 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
 	for (;;)
 	{
-		qs = mqq_queue_shared(MyDatabaseId, q->id, true);
+		qs = mqq_queue_shared(key, true);
 		LWLockAcquire(&qs->lock, mode);
-		if (!qs->dropped && qs->key.dbid == MyDatabaseId && qs->key.queue_id == q->id)
+		if (!qs->dropped && mqq_key_equal(qs->key, key))
 			break;
 		/* the slot was removed (queue deleted) or reused meanwhile */
 		LWLockRelease(&qs->lock);
+	}
+	if (stream != NULL && qs->stream != stream)
+	{
+		if (mode != LW_EXCLUSIVE)
+		{
+			/* set once per load of the stream's state: rare */
+			LWLockRelease(&qs->lock);
+			LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		}
+		qs->stream = stream;
+		if (mode != LW_EXCLUSIVE)
+		{
+			LWLockRelease(&qs->lock);
+			LWLockAcquire(&qs->lock, mode);
+		}
 	}
 	if (queue_needs_load(q, qs))
 	{

@@ -71,6 +71,7 @@ settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
 	out->qpos = t->qpos;
 	out->delivery_count = t->delivery_count;
 	out->expires_at = t->expires_at;
+	out->offset = t->offset;
 	switch (op)
 	{
 		case MQ_SETTLE_OP_ACK:
@@ -93,7 +94,9 @@ settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
 			t->state = MQ_T_READY;
 			t->owner = -1;
 			t->prev_owner = -1;
-			t->until = when > now ? when : 0;
+			/* a consumer group's backoff unless the nack gave a delay */
+			t->until = when > now ? when :
+				mqq_retry_until(qs, t->delivery_count, t->free_returns, now);
 			t->redelivered = true;
 			qs->unacked--;
 			mqq_tracked_returned(qs, t);
@@ -161,7 +164,7 @@ mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
 	}
 	LWLockRelease(&qs->lock);
 	if (requeued)
-		ConditionVariableBroadcast(&qs->cv);
+		mqq_wake(qs);
 
 	/*
 	 * A nack's return is remembered, frozen like a delivery record (the

@@ -191,6 +191,7 @@ mqq_track_new(MqQueueShared *qs, uint64 qpos)
 	t->owner = -1;
 	t->prev_owner = -1;
 	t->expires_at = DT_NOEND;
+	t->offset = -1;
 	dlist_push_tail(&qs->tracked, &t->node);
 	qs->ntracked++;
 	return t;
@@ -198,18 +199,13 @@ mqq_track_new(MqQueueShared *qs, uint64 qpos)
 
 /* Find (optionally create) the shared entry of a queue */
 MqQueueShared *
-mqq_queue_shared(Oid dbid, int32 queue_id, bool create)
+mqq_queue_shared(MqQueueKey key, bool create)
 {
-	MqQueueKey	key;
 	MqQueueShared *qs;
 	bool		found;
 
 	if (mqq_shared == NULL)
 		mq_require_preload("consuming and publishing");
-
-	memset(&key, 0, sizeof(key));
-	key.dbid = dbid;
-	key.queue_id = queue_id;
 
 	LWLockAcquire(&mqq_shared->lock, LW_SHARED);
 	qs = hash_search(mq_queue_htab, &key, HASH_FIND, NULL);
@@ -248,6 +244,8 @@ mqq_queue_shared(Oid dbid, int32 queue_id, bool create)
 		dlist_init(&qs->tracked);
 		qs->ntracked = 0;
 		qs->nwaiting = 0;
+		qs->stream = NULL;
+		qs->nretry_delays = 0;
 		/* a stream's next offsets are read from its logs at the first append */
 		for (int lane = 0; lane < MQ_MAX_LANES; lane++)
 			qs->lanes[lane].offsets_known = false;
@@ -278,12 +276,12 @@ mqq_queue_lock_key(MqQueueKey key)
 {
 	for (;;)
 	{
-		MqQueueShared *qs = mqq_queue_shared(key.dbid, key.queue_id, false);
+		MqQueueShared *qs = mqq_queue_shared(key, false);
 
 		if (qs == NULL)
 			return NULL;
 		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
-		if (!qs->dropped && qs->key.dbid == key.dbid && qs->key.queue_id == key.queue_id)
+		if (!qs->dropped && mqq_key_equal(qs->key, key))
 		{
 			if (qs->loaded)
 				return qs;
@@ -302,17 +300,9 @@ mqq_queue_lock_key(MqQueueKey key)
  * take, the worker's maintenance, a load), a deadlock the deadlock detector
  * cannot see.
  */
-void
-mq_queue_state_drop(int32 queue_id)
+static void
+state_drop(MqQueueShared *qs)
 {
-	MqQueueShared *qs;
-
-	if (!mq_preloaded)
-		return;
-	qs = mqq_queue_shared(MyDatabaseId, queue_id, false);
-	if (qs == NULL)
-		return;
-	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
 	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
 	while (!dlist_is_empty(&qs->tracked))
 		mqq_tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
@@ -320,8 +310,63 @@ mq_queue_state_drop(int32 queue_id)
 	qs->dropped = true;
 	hash_search(mq_queue_htab, &qs->key, HASH_REMOVE, NULL);
 	LWLockRelease(&qs->lock);
-	LWLockRelease(&mqq_shared->lock);
 	ConditionVariableBroadcast(&qs->cv);
+}
+
+void
+mq_queue_state_drop(int32 queue_id)
+{
+	HASH_SEQ_STATUS st;
+	MqQueueShared *qs;
+
+	if (!mq_preloaded)
+		return;
+
+	/*
+	 * The queue's own state and those of its consumer groups: a walk of the
+	 * hash (bounded by mq.max_queues), only when a queue is deleted.
+	 * dynahash allows removing the entry just returned during a walk.
+	 */
+	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&st, mq_queue_htab);
+	while ((qs = hash_seq_search(&st)) != NULL)
+		if (qs->key.dbid == MyDatabaseId && qs->key.queue_id == queue_id)
+			state_drop(qs);
+	LWLockRelease(&mqq_shared->lock);
+}
+
+void
+mq_group_state_drop(int32 queue_id, int32 group_id)
+{
+	MqQueueKey	key;
+	MqQueueShared *qs;
+
+	if (!mq_preloaded)
+		return;
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.queue_id = queue_id;
+	key.group_id = group_id;
+	qs = mqq_queue_shared(key, false);
+	if (qs == NULL)
+		return;
+	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
+	if (mqq_key_equal(qs->key, key) && !qs->dropped)
+		state_drop(qs);
+	LWLockRelease(&mqq_shared->lock);
+}
+
+/* The hash key of q's state (a consumer group's view: the group's) */
+MqQueueKey
+mqq_key(MqQueue *q)
+{
+	MqQueueKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.queue_id = q->id;
+	key.group_id = q->group_id;
+	return key;
 }
 
 /* Copy a committed entry's columns into t, which becomes READY */
@@ -342,6 +387,14 @@ mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
 	t->redelivered = t->delivery_count > 0;
 	t->body_size = mqq_entry_body_size(slot);
 	t->group_hash = 0;
+	t->offset = -1;
+	if (slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_OFFSET)
+	{
+		Datum		o = slot_getattr(slot, MQ_ENTRY_ATT_OFFSET, &isnull);
+
+		if (!isnull)
+			t->offset = DatumGetInt64(o);
+	}
 	if (slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_GROUP_HASH)
 	{
 		Datum		g = slot_getattr(slot, MQ_ENTRY_ATT_GROUP_HASH, &isnull);
@@ -350,6 +403,23 @@ mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
 			t->group_hash = (uint32) DatumGetInt32(g);
 	}
 	t->state = MQ_T_READY;
+}
+
+/*
+ * Offset of a stream entry row read as st (-1: not known, the row is not
+ * in the slot, or no offset)
+ */
+int64
+mqq_entry_offset(TupleTableSlot *slot, MqlogRowState st)
+{
+	bool		isnull;
+	Datum		d;
+
+	if ((st != MQLOG_ROW_COMMITTED && st != MQLOG_ROW_OWN) ||
+		slot->tts_tupleDescriptor->natts < MQ_ENTRY_ATT_OFFSET)
+		return -1;
+	d = slot_getattr(slot, MQ_ENTRY_ATT_OFFSET, &isnull);
+	return isnull ? -1 : DatumGetInt64(d);
 }
 
 /* Body bytes an entry row records (x-max-length-bytes), else 0 */

@@ -347,6 +347,63 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 	return got;
 }
 
+/*
+ * Where a consumer group created now starts reading partition lane of q:
+ * at the first entry stored at or after from_time (0: at the end, after
+ * the last entry whatever its state).  Returns its position, or the
+ * position after the last entry when there is none.
+ */
+uint64
+mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time)
+{
+	int			low,
+				high;
+	ReadTarget	t;
+
+	if (!mqq_lane_gens(q->id, lane, &low, &high))
+		return mq_qpos_gen_start(lane, 0);
+	t.offset = -1;
+	t.time = from_time;
+	for (int g = from_time == 0 ? high : low; g <= high; g++)
+	{
+		Relation	rel = gen_open(q, lane, g, false, false);
+		TupleTableSlot *slot;
+		ItemPointerData pos;
+		MqlogRowState st;
+		uint64		found = 0;
+
+		if (rel == NULL)
+			continue;
+		slot = table_slot_create(rel, NULL);
+		if (from_time == 0)
+		{
+			if (mqlog_last_row(rel, &pos, &st, slot))
+				found = mqq_qpos_next(mq_qpos_make(lane, g, &pos));
+		}
+		else
+		{
+			gen_search(rel, slot, &t, &pos);
+			while (mqlog_peek_row(rel, &pos, &st, slot))
+			{
+				if (!row_before(slot, &t))
+				{
+					found = mq_qpos_make(lane, g, &pos);
+					break;
+				}
+				ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+			}
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		gen_close(rel);
+		if (found != 0)
+			return found;
+	}
+	/* nothing at or after it: the end, where the next entry goes */
+	if (from_time != 0)
+		return mqq_stream_start_pos(q, lane, 0);
+	return mq_qpos_gen_start(lane, high);
+}
+
 void
 mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next)
 {

@@ -64,6 +64,7 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	d->dead = false;
 	d->dead_reason = NULL;
 	d->expires_at = t->expires_at;
+	d->offset = t->offset;
 
 	if (mode == MQ_TAKE_DROP_HEAD)
 	{
@@ -187,6 +188,8 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	}
 	ls->scan_pos = mqq_qpos_next(qpos);
 	mqq_track_examined(t, st, slot);
+	if (t->offset >= 0)
+		ls->scan_offset = t->offset + 1;	/* consumer groups' progress */
 	return t;
 }
 
@@ -291,7 +294,8 @@ expire_leases(MqQueueShared *qs, TimestampTz now)
 		t->state = MQ_T_READY;
 		t->prev_owner = t->owner;
 		t->owner = -1;
-		t->until = 0;
+		/* a consumer group retries after its backoff (RocketMQ) */
+		t->until = mqq_retry_until(qs, t->delivery_count, t->free_returns, now);
 		t->redelivered = true;
 		qs->unacked--;
 		if (qs->returns_first)

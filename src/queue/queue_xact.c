@@ -111,7 +111,7 @@ mqq_note_leased_queue(MqQueueKey key)
 {
 	mqq_register_callbacks();
 	for (int i = 0; i < nleased_queues; i++)
-		if (leased_queues[i].dbid == key.dbid && leased_queues[i].queue_id == key.queue_id)
+		if (mqq_key_equal(leased_queues[i], key))
 			return;
 	if (leased_queues == NULL)
 		leased_queues = MemoryContextAlloc(TopMemoryContext, sizeof(MqQueueKey) * 16);
@@ -133,6 +133,7 @@ mqq_local_published(MqQueue *q, int64 *bytes)
 	for (int i = 0; i < nlocal; i++)
 		if (local_actions[i].kind == MQ_L_PUBLISH &&
 			local_actions[i].qkey.queue_id == q->id &&
+			local_actions[i].qkey.group_id == q->group_id &&
 			local_actions[i].qkey.dbid == MyDatabaseId)
 		{
 			n += local_actions[i].msg_id;
@@ -276,7 +277,7 @@ local_abort(int from)
 					release_to_ready(qs, t);
 					if (delivered)
 						mqq_tracked_returned(qs, t);
-					ConditionVariableBroadcast(&qs->cv);
+					mqq_wake(qs);
 				}
 			}
 			LWLockRelease(&qs->lock);
@@ -388,7 +389,7 @@ mq_session_exit(int code, Datum arg)
 		}
 		LWLockRelease(&qs->lock);
 		if (any)
-			ConditionVariableBroadcast(&qs->cv);
+			mqq_wake(qs);
 	}
 	nleased_queues = 0;
 	nlocal = 0;
@@ -399,6 +400,7 @@ mq_session_exit(int code, Datum arg)
 
 /* The queue this backend is waiting on, if any */
 static MqQueueShared *waiting_on = NULL;
+static ConditionVariable *waiting_cv = NULL;
 
 /* Count as waiting on q, and prepare to sleep on its condition variable */
 void
@@ -411,7 +413,9 @@ mq_queue_prepare_wait(MqQueue *q)
 	qs->nwaiting++;
 	LWLockRelease(&qs->lock);
 	waiting_on = qs;
-	ConditionVariablePrepareToSleep(&qs->cv);
+	/* a consumer group's consumers wake when its stream is published to */
+	waiting_cv = qs->stream ? &qs->stream->cv : &qs->cv;
+	ConditionVariablePrepareToSleep(waiting_cv);
 }
 
 /* Sleep until q is signalled (true) or timeout_ms has passed (false) */
@@ -419,7 +423,7 @@ bool
 mq_queue_wait(MqQueue *q, long timeout_ms)
 {
 	Assert(waiting_on != NULL);
-	return !ConditionVariableTimedSleep(&waiting_on->cv, timeout_ms,
+	return !ConditionVariableTimedSleep(waiting_cv, timeout_ms,
 										PG_WAIT_EXTENSION);
 }
 

@@ -1,0 +1,286 @@
+/*-------------------------------------------------------------------------
+ *
+ * group_sql.c
+ *	  SQL entry points of consumer groups on streams: mq.group_declare,
+ *	  mq.group_delete, mq.seek (not implemented yet) and the rows of the
+ *	  mq.consumer_groups view.
+ *
+ * Consuming and settling with a group go through mq.consume, mq.ack and
+ * mq.nack (consume.c, settle.c) on the group's view of its stream.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "mqutils.h"
+#include "args.h"
+#include "catalog.h"
+#include "queue/queue.h"
+
+PG_FUNCTION_INFO_V1(mq_group_declare);
+PG_FUNCTION_INFO_V1(mq_group_delete);
+PG_FUNCTION_INFO_V1(mq_seek);
+PG_FUNCTION_INFO_V1(mq_consumer_groups);
+
+#define text_arg(n) text_to_cstring(PG_GETARG_TEXT_PP(n))
+
+/* The stream named by argument 0, with privilege priv (42809: not a stream) */
+static MqQueue *
+stream_arg(FunctionCallInfo fcinfo, int priv)
+{
+	MqQueue    *q;
+
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_arg(0), false);
+	mq_check_queue_privilege(q, priv);
+	if (q->type != MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("queue \"%s\" is not a stream: consumer groups belong to stream queues",
+						q->name),
+				 errhint("Competing consumers of a classic or quorum queue share it without a group.")));
+	return q;
+}
+
+static void
+not_yet(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s are not implemented yet", what),
+			 errhint("Consumer groups in clustering mode, without a filter and unordered, are.")));
+}
+
+/*
+ * mq.group_declare(queue, group_name, mode, start, filter, filter_type,
+ *					ordered, max_retries, retry_delays)
+ */
+Datum
+mq_group_declare(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+	char	   *name;
+	char	   *mode;
+	char	   *start;
+	bool		earliest = false;
+	TimestampTz from_time = 0;
+	int32		max_retries;
+	Oid			types[10] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	BOOLOID, INT4OID, INTERVALARRAYOID, OIDOID};
+	Datum		values[10];
+	char		nulls[11] = "          ";
+	char	   *res;
+	int32		gid;
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "group_name", "mode", "start", NULL, "filter_type",
+				  "ordered", "max_retries", NULL);
+	name = text_arg(1);
+	mode = text_arg(2);
+	start = text_arg(3);
+	max_retries = PG_GETARG_INT32(7);
+	q = stream_arg(fcinfo, MQ_PRIV_CONFIGURE);
+
+	if (name[0] == '\0' || strlen(name) > 200)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid consumer group name \"%s\"", name),
+				 errdetail("A group name is 1 to 200 bytes.")));
+	if (strcmp(mode, "broadcast") == 0)
+		not_yet("consumer groups in broadcast mode");
+	if (strcmp(mode, "clustering") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid consumer group mode \"%s\"", mode),
+				 errhint("Modes are clustering and broadcast.")));
+	if (!PG_ARGISNULL(4))
+		not_yet("filters in consumer groups");
+	if (PG_GETARG_BOOL(6))
+		not_yet("ordered consumer groups");
+	if (max_retries < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_retries must not be negative")));
+	if (!PG_ARGISNULL(8))
+	{
+		int			n;
+		Datum	   *d = mq_array_arg(fcinfo, 8, INTERVALOID, "retry_delays", &n);
+
+		if (n == 0 || n > MQ_MAX_RETRY_DELAYS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retry_delays must have 1 to %d elements", MQ_MAX_RETRY_DELAYS)));
+		for (int i = 0; i < n; i++)
+			(void) mq_interval_us(DatumGetIntervalP(d[i]), "retry_delays", 1);
+	}
+	if (strcmp(start, "earliest") == 0)
+		earliest = true;
+	else if (strcmp(start, "latest") != 0)
+		from_time = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+															CStringGetDatum(start),
+															ObjectIdGetDatum(InvalidOid),
+															Int32GetDatum(-1)));
+
+	values[0] = Int32GetDatum(q->id);
+	values[1] = CStringGetTextDatum(name);
+	values[2] = CStringGetTextDatum(mode);
+	values[3] = CStringGetTextDatum(start);
+	values[4] = (Datum) 0;
+	nulls[4] = 'n';
+	values[5] = PG_GETARG_DATUM(5);
+	values[6] = PG_GETARG_DATUM(6);
+	values[7] = Int32GetDatum(max_retries);
+	values[8] = PG_ARGISNULL(8) ? (Datum) 0 : PG_GETARG_DATUM(8);
+	if (PG_ARGISNULL(8))
+		nulls[8] = 'n';
+	values[9] = ObjectIdGetDatum(GetUserId());
+	res = mq_run_internal("_group_declare_impl", 10, types, values, nulls);
+	gid = res ? atoi(res) : 0;
+
+	/* a new group: where it starts in each partition */
+	if (gid > 0)
+		mq_group_start(q, gid, earliest, from_time);	/* from_time 0: latest */
+	PG_RETURN_VOID();
+}
+
+/*
+ * Groups deleted by this transaction: their shared state is dropped once it
+ * has committed and released its locks (as topology.c does for queues: a
+ * consumer may hold the group's queue lock while it waits for a lock on one
+ * of the group's logs, which the delete holds until it ends).
+ */
+typedef struct DroppedGroup
+{
+	int32		queue_id;
+	int32		group_id;
+} DroppedGroup;
+
+static List *dropped_groups = NIL;	/* in TopMemoryContext */
+static bool drop_callback_registered = false;
+
+static void
+group_drop_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
+					void *arg)
+{
+	ListCell   *lc;
+
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || dropped_groups == NIL)
+		return;
+
+	/*
+	 * XXX A group deleted in a subtransaction that rolled back loses its
+	 * shared state too: it is rebuilt from its logs at the next use (its
+	 * leases are lost, so their messages come back at once).
+	 */
+	if (isCommit)
+		foreach(lc, dropped_groups)
+		{
+			DroppedGroup *d = lfirst(lc);
+
+			mq_group_state_drop(d->queue_id, d->group_id);
+		}
+	list_free_deep(dropped_groups);
+	dropped_groups = NIL;
+}
+
+/* mq.group_delete(queue, group_name) */
+Datum
+mq_group_delete(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+	MqGroup    *g;
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		values[2];
+	MemoryContext old;
+	DroppedGroup *d;
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "group_name");
+	q = stream_arg(fcinfo, MQ_PRIV_CONFIGURE);
+	g = mq_group_lookup(q, text_arg(1), false);
+	values[0] = Int32GetDatum(q->id);
+	values[1] = Int32GetDatum(g->id);
+	(void) mq_run_internal("_group_delete_impl", 2, types, values, NULL);
+
+	if (!drop_callback_registered)
+	{
+		RegisterResourceReleaseCallback(group_drop_callback, NULL);
+		drop_callback_registered = true;
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	d = palloc(sizeof(DroppedGroup));
+	d->queue_id = q->id;
+	d->group_id = g->id;
+	dropped_groups = lappend(dropped_groups, d);
+	MemoryContextSwitchTo(old);
+	PG_RETURN_VOID();
+}
+
+/* mq.seek(queue, group_name, to_offset, to_time): a later slice */
+Datum
+mq_seek(PG_FUNCTION_ARGS)
+{
+	MQ_CHECK_ARGS(fcinfo, "queue", "group_name");
+	(void) mq_group_lookup(stream_arg(fcinfo, MQ_PRIV_CONFIGURE), text_arg(1), false);
+	not_yet("seeking consumer groups (mq.seek)");
+	PG_RETURN_VOID();
+}
+
+/* Rows of mq.consumer_groups: one per group and partition */
+Datum
+mq_consumer_groups(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *lc;
+
+	mq_catalog_refresh();
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+		ListCell   *lg;
+
+		foreach(lg, q->groups)
+		{
+			MqGroup    *g = lfirst(lg);
+
+			for (int p = 0; p < q->nlanes; p++)
+			{
+				MqGroupProgress pr;
+				Datum		v[14];
+				bool		n[14];
+
+				mq_group_progress(g->view, p, &pr);
+				memset(n, 0, sizeof(n));
+				v[0] = CStringGetTextDatum(q->name);
+				v[1] = CStringGetTextDatum(g->name);
+				v[2] = CStringGetTextDatum(g->mode);
+				v[3] = Int32GetDatum(p);
+				n[4] = true;	/* consumer: broadcast groups only */
+				v[5] = Int64GetDatum(pr.committed_offset);
+				v[6] = Int64GetDatum(pr.end_offset);
+				v[7] = Int64GetDatum(Max(pr.end_offset - pr.committed_offset, 0));
+				v[8] = Int32GetDatum(pr.in_flight);
+				v[9] = Int32GetDatum(pr.retrying);
+				v[10] = Int64GetDatum(pr.dead_lettered);
+				v[11] = Int32GetDatum(pr.consumers);
+				v[12] = TimestampTzGetDatum(pr.last_delivery);
+				n[12] = pr.last_delivery == 0;
+				v[13] = DirectFunctionCall2(timestamp_mi, TimestampTzGetDatum(now),
+											TimestampTzGetDatum(pr.last_delivery));
+				n[13] = pr.last_delivery == 0;
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+			}
+		}
+	}
+	return (Datum) 0;
+}
