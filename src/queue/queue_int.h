@@ -298,6 +298,9 @@ typedef struct MqLaneState
 	 * entry was made).  Protected by the partition's offset lock (2b).
 	 */
 	bool		offsets_known;
+	Oid			offsets_for;	/* the queue's first lane when they were read:
+								 * a stream re-created with the same id (DROP
+								 * and CREATE EXTENSION) reads them again */
 	int64		next_offset;
 
 	/*

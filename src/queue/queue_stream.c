@@ -162,10 +162,11 @@ mqq_stream_offsets_begin(MqQueue *q, MqQueueShared *qs, int lane, int gen, int n
 	int64		first;
 
 	LWLockAcquire(mqq_offset_lock(qs, lane), LW_EXCLUSIVE);
-	if (!ls->offsets_known)
+	if (!ls->offsets_known || ls->offsets_for != q->lanes[0])
 	{
 		ls->next_offset = partition_next_offset(q, lane, gen);
 		ls->offsets_known = true;
+		ls->offsets_for = q->lanes[0];
 	}
 	first = ls->next_offset;
 	ls->next_offset += n;

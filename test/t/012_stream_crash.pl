@@ -120,5 +120,18 @@ is($standby->safe_psql('postgres',
 	'reading from an offset works on the standby');
 
 $standby->stop;
+
+# a stream re-created with the same queue id after DROP and CREATE EXTENSION
+# (the shared state of the old one is still there) starts again at 0
+$node->safe_psql('postgres', q{
+DROP EXTENSION queue_ext CASCADE;
+CREATE EXTENSION queue_ext;
+SELECT mq.queue_declare('s', type => 'stream');
+SELECT mq.send('s', 'again', partition => 0);
+});
+is($node->safe_psql('postgres', q{SELECT string_agg("offset" || '=' || convert_from(body, 'UTF8'), ',')
+                                  FROM mq.read('s', 0)}),
+	'0=again', 'a stream re-created after DROP/CREATE EXTENSION starts at offset 0');
+
 $node->stop;
 done_testing();
