@@ -37,6 +37,7 @@
 
 #include "mqutils.h"
 #include "catalog.h"
+#include "filter.h"
 #include "owner.h"
 
 PG_FUNCTION_INFO_V1(mq_topology_changed);
@@ -538,7 +539,7 @@ load_groups(void)
 	catalog_read("SELECT g.id, g.queue_id, g.name, g.mode, g.start, g.max_retries, "
 				 "ARRAY(SELECT (pg_catalog.date_part('epoch', d) "
 				 "OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 "
-				 "FROM pg_catalog.unnest(g.retry_delays) d) "
+				 "FROM pg_catalog.unnest(g.retry_delays) d), g.filter, g.filter_type "
 				 "FROM mq.cat_group g ORDER BY g.id");
 
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -582,6 +583,8 @@ load_groups(void)
 			for (int k = 0; k < g->nretry_delays; k++)
 				g->retry_delays_us[k] = (int64) rocketmq_retry_s[k] * USECS_PER_SEC;
 		}
+		g->filter_expr = spi_text(tup, desc, 8);
+		g->filter_type = spi_text(tup, desc, 9);
 		g->stream = q;
 		g->view = palloc(sizeof(MqQueue));
 		memcpy(g->view, q, sizeof(MqQueue));
@@ -596,6 +599,25 @@ load_groups(void)
 		q->groups = lappend(q->groups, g);
 		MemoryContextSwitchTo(old);
 	}
+}
+
+struct MqFilter *
+mq_group_filter(MqGroup *g)
+{
+	if (!g->filter_compiled)
+	{
+		/* checked by group_declare: an error here is the catalog's */
+		if (g->filter_expr != NULL)
+			g->filter = mq_filter_compile(g->filter_type ? g->filter_type : "tag",
+										  g->filter_expr, mq_cache_cxt);
+		if (g->filter != NULL && mq_filter_matches_all(g->filter))
+		{
+			mq_filter_free(g->filter);
+			g->filter = NULL;
+		}
+		g->filter_compiled = true;
+	}
+	return g->filter;
 }
 
 MqGroup *

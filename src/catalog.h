@@ -121,12 +121,23 @@ typedef struct MqGroup
 	int32		max_retries;	/* failed deliveries before the DLQ */
 	int			nretry_delays;
 	int64		retry_delays_us[MQ_MAX_RETRY_DELAYS];
+	char	   *filter_expr;	/* NULL: no filter */
+	char	   *filter_type;	/* tag or sql92 */
+	struct MqFilter *filter;	/* compiled on first use (mq_group_filter) */
+	bool		filter_compiled;
 	MqQueue    *stream;
 	MqQueue    *view;			/* the stream as this group's queue state */
 } MqGroup;
 
 /* The dead-letter queue of consumer group name: "%DLQ%<name>" */
 #define MQ_GROUP_DLQ_PREFIX "%DLQ%"
+
+/*
+ * The compiled filter of g (NULL: every message matches), compiled on first
+ * use into the catalog cache's memory context, so it lives and goes with
+ * the cache entry and is compiled again after the catalog reloads
+ */
+extern struct MqFilter *mq_group_filter(MqGroup *g);
 
 /* Group name of stream q (NULL if missing_ok and there is none) */
 extern MqGroup *mq_group_lookup(MqQueue *q, const char *name, bool missing_ok);

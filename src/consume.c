@@ -21,6 +21,7 @@
 
 #include "mqutils.h"
 #include "annotations.h"
+#include "filter.h"
 #include "args.h"
 #include "owner.h"
 #include "msglog.h"
@@ -152,14 +153,19 @@ queue_arg(FunctionCallInfo fcinfo, int argno, int priv)
 
 /*
  * Hand out what mq_queue_take returned: dead-letter the dead ones, settle
- * at once with auto_ack, emit a row for the others.  Returns the number of
- * rows emitted.
+ * at once with auto_ack, emit a row for the others.  A consumer group's
+ * filter is applied here: a message it rejects is settled for the group
+ * (an ACK record: it counts as settled for the committed offset and for
+ * replay) and not delivered.  Returns the number of rows emitted.
  */
 static int
 deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ack,
 		bool *any_settled)
 {
 	int			live = 0;
+	MqFilter   *filter = q->group != NULL ? mq_group_filter(q->group) : NULL;
+	int64	   *filtered = NULL;
+	int			nfiltered = 0;
 
 	if (mq_settle_deliveries(q, dl, got, auto_ack ? MQ_SETTLE_ACK : 0, 0) > 0)
 		*any_settled = true;
@@ -177,6 +183,19 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 							dl[i].msg_id, q->name)));
 			continue;
 		}
+		if (filter != NULL &&
+			mq_filter_eval(filter, m.headers, m.tag,
+						   m.tag ? strlen(m.tag) : 0) != MQ_FILTER_MATCH)
+		{
+			/* with auto_ack it is settled already */
+			if (!auto_ack)
+			{
+				if (filtered == NULL)
+					filtered = palloc(sizeof(int64) * got);
+				filtered[nfiltered++] = dl[i].msg_id;
+			}
+			continue;
+		}
 		if (q->group != NULL)
 			mq_put_delivery_row(rsinfo, q->name, &m, dl[i].redelivered,
 								dl[i].delivery_count, mq_qpos_lane(dl[i].qpos),
@@ -184,6 +203,31 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 		else
 			put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
 		live++;
+	}
+	if (nfiltered > 0)
+	{
+		MqSettled  *out = palloc(sizeof(MqSettled) * nfiltered);
+		MqDelivery *fd = palloc0(sizeof(MqDelivery) * nfiltered);
+		int			k = 0;
+		int			n = mq_queue_settle(q, filtered, nfiltered, MQ_SETTLE_OP_ACK, 0, out);
+
+		/* just taken by this session: every one is OK */
+		for (int i = 0; i < n; i++)
+		{
+			if (out[i].result != MQ_SETTLE_RESULT_OK)
+				continue;
+			fd[k].msg_id = filtered[i];
+			fd[k].qpos = out[i].qpos;
+			fd[k].delivery_count = out[i].delivery_count;
+			fd[k].expires_at = out[i].expires_at;
+			fd[k].offset = out[i].offset;
+			k++;
+		}
+		if (mq_settle_deliveries(q, fd, k, MQ_SETTLE_ACK, 0) > 0)
+			*any_settled = true;
+		pfree(out);
+		pfree(fd);
+		pfree(filtered);
 	}
 	return live;
 }
