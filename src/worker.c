@@ -315,25 +315,49 @@ step_retire(void *arg)
 	mq_half_cleanup();
 }
 
-/* One maintenance pass, inside the worker's transaction */
+/*
+ * One maintenance pass, inside the worker's transaction (an active snapshot
+ * pushed).  Each queue's step runs in a transaction of its own: a step runs
+ * in a subtransaction, and the locks of a released subtransaction stay with
+ * the top transaction, so in one transaction for the whole pass the worker
+ * would hold the relation locks of every queue it had visited while it
+ * waited for the next one, and deadlock with a backend deleting several
+ * queues in one statement (seen: the worker held a stream's lane table
+ * while it waited for one the deleter had locked before).
+ */
 static TimestampTz
 maintenance_pass(bool retire)
 {
 	PassState	ps;
 	ListCell   *lc;
+	int32	   *ids;
+	int			n = 0;
 
 	memset(&ps, 0, sizeof(ps));
 	mq_catalog_refresh();
 	mq_run_guarded("firing timers", step_timers, &ps, NULL);
+	ids = MemoryContextAlloc(TopMemoryContext,
+							 sizeof(int32) * Max(list_length(mq_queue_list()), 1));
 	foreach(lc, mq_queue_list())
+		ids[n++] = ((MqQueue *) lfirst(lc))->id;
+	for (int i = 0; i < n; i++)
 	{
 		char	   *what;
 
-		ps.q = lfirst(lc);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		CHECK_FOR_INTERRUPTS();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		mq_catalog_refresh();
+		ps.q = mq_queue_by_id(ids[i]);
+		if (ps.q == NULL)
+			continue;			/* deleted since the pass began */
 		what = psprintf("maintenance of queue \"%s\"", ps.q->name);
 		mq_run_guarded(what, step_queue, &ps, NULL);
 		pfree(what);
 	}
+	pfree(ids);
 	mq_run_guarded("half-message check-back", step_half, &ps, NULL);
 	if (retire)
 		mq_run_guarded("retiring segments", step_retire, &ps, NULL);
