@@ -1484,8 +1484,29 @@ BEGIN
 END
 $$;
 
+-- mq.seek: empty the group's settlement logs of one partition (NULL: all)
+-- in the seek's transaction; the caller then writes a FLOOR at the sought
+-- position (src/group_sql.c).  TRUNCATE waits for the transactions that
+-- wrote to those logs.
+CREATE FUNCTION mq._group_seek_impl(queue_id int, group_id int, lane int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	rel oid;
+BEGIN
+	FOR rel IN SELECT c.oid FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE CASE WHEN lane IS NULL
+						THEN format('g%s\_%s\_%%', queue_id, group_id)
+						ELSE format('g%s\_%s\_%s\_%%', queue_id, group_id, lane) END
+				ORDER BY c.relname LOOP
+		EXECUTE format('TRUNCATE %s', rel::regclass);
+	END LOOP;
+END
+$$;
+
 REVOKE ALL ON FUNCTION mq._group_dlq_create, mq._group_declare_impl,
-	mq._group_delete_impl FROM PUBLIC;
+	mq._group_delete_impl, mq._group_seek_impl FROM PUBLIC;
 
 CREATE FUNCTION mq.group_declare(queue text, group_name text, mode text DEFAULT 'clustering',
 	start text DEFAULT 'latest', filter text DEFAULT NULL, filter_type text DEFAULT 'tag',
@@ -1495,7 +1516,7 @@ RETURNS void AS 'MODULE_PATHNAME', 'mq_group_declare' LANGUAGE C;
 CREATE FUNCTION mq.group_delete(queue text, group_name text)
 RETURNS void AS 'MODULE_PATHNAME', 'mq_group_delete' LANGUAGE C;
 CREATE FUNCTION mq.seek(queue text, group_name text, to_offset bigint DEFAULT NULL,
-	to_time timestamptz DEFAULT NULL)
+	to_time timestamptz DEFAULT NULL, "partition" int DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'mq_seek' LANGUAGE C;
 
 CREATE FUNCTION mq._consumer_groups()

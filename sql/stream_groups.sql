@@ -49,7 +49,7 @@ SELECT * FROM mq.consume('sg');                               -- 0A000
 SELECT * FROM mq.consume('sg_classic', group_name => 'ga');   -- 42809
 SELECT mq.ack('sg_classic', '{1}', group_name => 'ga');       -- 42809
 SELECT mq.nack('sg_classic', '{1}', group_name => 'ga');      -- 42809
-SELECT mq.seek('sg', 'ga');                                   -- 0A000
+SELECT mq.seek('sg', 'ga');                                   -- 22023 (stream_seek.sql)
 SELECT * FROM mq.browse('sg');                                -- 0A000
 SELECT queue FROM mq.queues WHERE queue LIKE '\%DLQ\%%' ORDER BY 1;
 

@@ -2,7 +2,7 @@
  *
  * group_sql.c
  *	  SQL entry points of consumer groups on streams: mq.group_declare,
- *	  mq.group_delete, mq.seek (not implemented yet) and the rows of the
+ *	  mq.group_delete, mq.seek and the rows of the
  *	  mq.consumer_groups view.
  *
  * Consuming and settling with a group go through mq.consume, mq.ack and
@@ -198,23 +198,12 @@ group_drop_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	dropped_groups = NIL;
 }
 
-/* mq.group_delete(queue, group_name) */
-Datum
-mq_group_delete(PG_FUNCTION_ARGS)
+/* Drop the shared state of (queue, group) once this transaction commits */
+static void
+group_drop_after_commit(int32 queue_id, int32 group_id)
 {
-	MqQueue    *q;
-	MqGroup    *g;
-	Oid			types[2] = {INT4OID, INT4OID};
-	Datum		values[2];
 	MemoryContext old;
 	DroppedGroup *d;
-
-	MQ_CHECK_ARGS(fcinfo, "queue", "group_name");
-	q = stream_arg(fcinfo, MQ_PRIV_CONFIGURE);
-	g = mq_group_lookup(q, text_arg(1), false);
-	values[0] = Int32GetDatum(q->id);
-	values[1] = Int32GetDatum(g->id);
-	(void) mq_run_internal("_group_delete_impl", 2, types, values, NULL);
 
 	if (!drop_callback_registered)
 	{
@@ -223,20 +212,94 @@ mq_group_delete(PG_FUNCTION_ARGS)
 	}
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	d = palloc(sizeof(DroppedGroup));
-	d->queue_id = q->id;
-	d->group_id = g->id;
+	d->queue_id = queue_id;
+	d->group_id = group_id;
 	dropped_groups = lappend(dropped_groups, d);
 	MemoryContextSwitchTo(old);
+}
+
+/* mq.group_delete(queue, group_name) */
+Datum
+mq_group_delete(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+	MqGroup    *g;
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		values[2];
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "group_name");
+	q = stream_arg(fcinfo, MQ_PRIV_CONFIGURE);
+	g = mq_group_lookup(q, text_arg(1), false);
+	values[0] = Int32GetDatum(q->id);
+	values[1] = Int32GetDatum(g->id);
+	(void) mq_run_internal("_group_delete_impl", 2, types, values, NULL);
+	group_drop_after_commit(q->id, g->id);
 	PG_RETURN_VOID();
 }
 
-/* mq.seek(queue, group_name, to_offset, to_time): a later slice */
+/*
+ * mq.seek(queue, group_name, to_offset, to_time, partition)
+ *
+ * Moves the group's position in one partition (or all) to an offset or to
+ * the first message stored at or after a time.  The group's settlement
+ * logs of those partitions are emptied (TRUNCATE, in this transaction: it
+ * waits for the transactions that wrote there, consumers of the group
+ * among them) and one FLOOR is written at the new position, so the replay
+ * of queue_load.c, unchanged, starts there and knows of no settlement
+ * before the seek.  The group's shared state is dropped once this
+ * transaction commits, as for group_delete: its in-flight deliveries are
+ * gone (a later ack of one is 55000) and the next consume reloads it.
+ * Privilege: consume on the stream, as RocketMQ's resetOffset is a
+ * consumer's operation; it changes nothing other groups see.
+ */
 Datum
 mq_seek(PG_FUNCTION_ARGS)
 {
+	MqQueue    *q;
+	MqGroup    *g;
+	int64		to_offset = -1;
+	TimestampTz to_time = 0;
+	int			partition = -1;
+	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
+	Datum		values[3];
+	char		nulls[4] = "   ";
+
 	MQ_CHECK_ARGS(fcinfo, "queue", "group_name");
-	(void) mq_group_lookup(stream_arg(fcinfo, MQ_PRIV_CONFIGURE), text_arg(1), false);
-	not_yet("seeking consumer groups (mq.seek)");
+	q = stream_arg(fcinfo, MQ_PRIV_CONSUME);
+	g = mq_group_lookup(q, text_arg(1), false);
+	if (PG_ARGISNULL(2) == PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mq.seek needs exactly one of to_offset and to_time")));
+	if (!PG_ARGISNULL(2))
+		to_offset = Max(PG_GETARG_INT64(2), 0);	/* below: the first retained */
+	else
+	{
+		to_time = PG_GETARG_TIMESTAMPTZ(3);
+		if (TIMESTAMP_NOT_FINITE(to_time))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("to_time must be finite")));
+	}
+	if (!PG_ARGISNULL(4))
+	{
+		partition = PG_GETARG_INT32(4);
+		if (partition < 0 || partition >= q->nlanes)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d is out of range for stream \"%s\"",
+							partition, q->name),
+					 errdetail("The stream has %d partitions, numbered from 0.", q->nlanes)));
+	}
+
+	values[0] = Int32GetDatum(q->id);
+	values[1] = Int32GetDatum(g->id);
+	values[2] = Int32GetDatum(partition);
+	if (partition < 0)
+		nulls[2] = 'n';
+	(void) mq_run_internal("_group_seek_impl", 3, types, values, nulls);
+	mq_group_seek(q, g->id, partition, to_offset, to_time);
+	group_drop_after_commit(q->id, g->id);
 	PG_RETURN_VOID();
 }
 

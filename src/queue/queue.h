@@ -414,6 +414,17 @@ extern void mq_stream_retain(MqQueue *q);
 extern void mq_group_start(MqQueue *q, int32 group_id, bool earliest,
 						   TimestampTz from_time);
 
+/*
+ * mq.seek: write a FLOOR at the new position of partition `partition` (-1:
+ * every partition) of group group_id of stream q: the first entry whose
+ * offset is at least to_offset (-1: by time), else the first stored at or
+ * after to_time, else the end.  The caller has emptied the group's logs of
+ * those partitions in its transaction (mq._group_seek_impl) and drops the
+ * group's shared state once it commits.
+ */
+extern void mq_group_seek(MqQueue *q, int32 group_id, int partition,
+						  int64 to_offset, TimestampTz to_time);
+
 /* One partition of a group, for mq.consumer_groups (bounded state only) */
 typedef struct MqGroupProgress
 {

@@ -9,7 +9,7 @@
  * positions, tracked list and leases as a classic queue, served by
  * queue_take.c and queue_settle.c and rebuilt by queue_load.c from the
  * group's settlement logs g<queue>_<group>_<lane>_<gen>.  What is left
- * here: the FLOOR records that place a new group, and what
+ * here: the FLOOR records that place a new group (and a sought one), and what
  * mq.consumer_groups shows of one, computed from that bounded state.
  *
  *-------------------------------------------------------------------------
@@ -37,6 +37,22 @@ mq_group_start(MqQueue *q, int32 group_id, bool earliest, TimestampTz from_time)
 	for (int lane = 0; lane < q->nlanes; lane++)
 		mq_settle_batch_add(&b, MQ_SETTLE_FLOOR,
 							mqq_stream_start_pos(q, lane, from_time));
+	mq_settle_batch_flush(&b);
+}
+
+void
+mq_group_seek(MqQueue *q, int32 group_id, int partition, int64 to_offset,
+			  TimestampTz to_time)
+{
+	MqQueue		view = *q;
+	MqSettleBatch b;
+
+	view.group_id = group_id;
+	mq_settle_batch_init(&b, &view);
+	for (int lane = 0; lane < q->nlanes; lane++)
+		if (partition < 0 || lane == partition)
+			mq_settle_batch_add(&b, MQ_SETTLE_FLOOR,
+								mqq_stream_seek_pos(q, lane, to_offset, to_time));
 	mq_settle_batch_flush(&b);
 }
 

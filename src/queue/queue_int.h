@@ -652,6 +652,8 @@ extern void mqq_stream_offsets_end(MqQueueShared *qs, int lane);
 extern void mqq_stream_write_base(MqQueue *q, MqQueueShared *qs, int lane, int gen);
 extern int64 mqq_stream_min_msg_id(MqQueue *q);
 extern uint64 mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time);
+extern uint64 mqq_stream_seek_pos(MqQueue *q, int lane, int64 to_offset,
+								  TimestampTz to_time);
 
 /* queue_take.c */
 extern bool mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,

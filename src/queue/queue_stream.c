@@ -349,23 +349,29 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 }
 
 /*
- * Where a consumer group created now starts reading partition lane of q:
- * at the first entry stored at or after from_time (0: at the end, after
- * the last entry whatever its state).  Returns its position, or the
- * position after the last entry when there is none.
+ * Where a consumer group starts reading partition lane of q: at the first
+ * entry whose offset is at least to_offset (when it is not -1), else at
+ * the first entry stored at or after to_time (when it is not 0), else at
+ * the end, after the last entry whatever its state.  Found by a binary
+ * search per generation, as mq.read does, not by a scan of the partition.
+ * Returns that entry's position, or the position after the last entry
+ * when there is none (so an offset below the first retained one gives the
+ * first retained entry, one past the end gives the end).
  */
 uint64
-mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time)
+mqq_stream_seek_pos(MqQueue *q, int lane, int64 to_offset, TimestampTz to_time)
 {
 	int			low,
 				high;
 	ReadTarget	t;
+	bool		at_end;
 
 	if (!mqq_lane_gens(q->id, lane, &low, &high))
 		return mq_qpos_gen_start(lane, 0);
-	t.offset = -1;
-	t.time = from_time;
-	for (int g = from_time == 0 ? high : low; g <= high; g++)
+	t.offset = to_offset;
+	t.time = to_offset >= 0 ? 0 : to_time;
+	at_end = t.offset < 0 && t.time == 0;
+	for (int g = at_end ? high : low; g <= high; g++)
 	{
 		Relation	rel = gen_open(q, lane, g, false, false);
 		TupleTableSlot *slot;
@@ -376,7 +382,7 @@ mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time)
 		if (rel == NULL)
 			continue;
 		slot = table_slot_create(rel, NULL);
-		if (from_time == 0)
+		if (at_end)
 		{
 			if (mqlog_last_row(rel, &pos, &st, slot))
 				found = mqq_qpos_next(mq_qpos_make(lane, g, &pos));
@@ -386,6 +392,7 @@ mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time)
 			gen_search(rel, slot, &t, &pos);
 			while (mqlog_peek_row(rel, &pos, &st, slot))
 			{
+				CHECK_FOR_INTERRUPTS();
 				if (!row_before(slot, &t))
 				{
 					found = mq_qpos_make(lane, g, &pos);
@@ -400,9 +407,16 @@ mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time)
 			return found;
 	}
 	/* nothing at or after it: the end, where the next entry goes */
-	if (from_time != 0)
-		return mqq_stream_start_pos(q, lane, 0);
+	if (!at_end)
+		return mqq_stream_seek_pos(q, lane, -1, 0);
 	return mq_qpos_gen_start(lane, high);
+}
+
+/* Where a group created now starts: from_time, or 0 for the end */
+uint64
+mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time)
+{
+	return mqq_stream_seek_pos(q, lane, -1, from_time);
 }
 
 void
