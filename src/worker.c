@@ -275,7 +275,7 @@ mq_launcher_main(Datum arg)
 typedef struct PassState
 {
 	TimestampTz next_due;		/* earliest due time seen in the pass */
-	MqQueue    *q;				/* queue of step_queue */
+	int32		queue_id;		/* queue of step_queue */
 } PassState;
 
 static void
@@ -293,12 +293,21 @@ step_timers(void *arg)
 	note_due((PassState *) arg, mq_timers_fire(&fired));
 }
 
+/*
+ * One queue's maintenance, in a transaction of its own: the catalog is
+ * read again first (the queue may be gone, or the extension dropped, since
+ * the pass began; an error here is the step's, not the worker's).
+ */
 static void
 step_queue(void *arg)
 {
 	PassState  *ps = arg;
+	MqQueue    *q;
 
-	note_due(ps, mq_maintain_queue(ps->q));
+	mq_catalog_refresh();
+	q = mq_queue_by_id(ps->queue_id);
+	if (q != NULL)
+		note_due(ps, mq_maintain_queue(q));
 }
 
 static void
@@ -331,6 +340,7 @@ maintenance_pass(bool retire)
 	PassState	ps;
 	ListCell   *lc;
 	int32	   *ids;
+	char	  **names;
 	int			n = 0;
 
 	memset(&ps, 0, sizeof(ps));
@@ -338,8 +348,13 @@ maintenance_pass(bool retire)
 	mq_run_guarded("firing timers", step_timers, &ps, NULL);
 	ids = MemoryContextAlloc(TopMemoryContext,
 							 sizeof(int32) * Max(list_length(mq_queue_list()), 1));
+	names = MemoryContextAlloc(TopMemoryContext,
+							   sizeof(char *) * Max(list_length(mq_queue_list()), 1));
 	foreach(lc, mq_queue_list())
-		ids[n++] = ((MqQueue *) lfirst(lc))->id;
+	{
+		ids[n] = ((MqQueue *) lfirst(lc))->id;
+		names[n++] = MemoryContextStrdup(TopMemoryContext, ((MqQueue *) lfirst(lc))->name);
+	}
 	for (int i = 0; i < n; i++)
 	{
 		char	   *what;
@@ -349,15 +364,21 @@ maintenance_pass(bool retire)
 		CHECK_FOR_INTERRUPTS();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		mq_catalog_refresh();
-		ps.q = mq_queue_by_id(ids[i]);
-		if (ps.q == NULL)
-			continue;			/* deleted since the pass began */
-		what = psprintf("maintenance of queue \"%s\"", ps.q->name);
+		if (!OidIsValid(get_extension_oid("queue_ext", true)))
+		{
+			/* DROP EXTENSION since the pass began: the main loop exits */
+			for (int j = i; j < n; j++)
+				pfree(names[j]);
+			break;
+		}
+		ps.queue_id = ids[i];
+		what = psprintf("maintenance of queue \"%s\"", names[i]);
 		mq_run_guarded(what, step_queue, &ps, NULL);
 		pfree(what);
+		pfree(names[i]);
 	}
 	pfree(ids);
+	pfree(names);
 	mq_run_guarded("half-message check-back", step_half, &ps, NULL);
 	if (retire)
 		mq_run_guarded("retiring segments", step_retire, &ps, NULL);
