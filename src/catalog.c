@@ -962,3 +962,14 @@ mq_run_internal(const char *fn, int nargs, Oid *types, Datum *values, const char
 	return result;
 }
 
+/* Consumer groups belong to stream queues: 42809 for any other queue */
+void
+mq_groups_need_stream(MqQueue *q)
+{
+	if (q->type != MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("queue \"%s\" is not a stream: consumer groups belong to stream queues",
+						q->name),
+				 errhint("Competing consumers of a classic or quorum queue share it without a group.")));
+}

@@ -191,6 +191,9 @@ extern void mq_route(MqExchange *ex, const char *routing_key, Jsonb *headers,
 
 /* Privileges */
 extern bool mq_acl_allows(const MqAcl *acl, int priv);
+/* Consumer groups belong to stream queues: 42809 for any other queue */
+extern void mq_groups_need_stream(MqQueue *q);
+
 extern void mq_check_queue_privilege(MqQueue *q, int priv);
 extern void mq_check_exchange_privilege(MqExchange *ex, int priv);
 extern void mq_check_create_privilege(const char *kind, const char *name);

@@ -119,11 +119,7 @@ mq_consume_target(FunctionCallInfo fcinfo, int group_arg, const char *fn, bool d
 	if (q->type != MQ_QUEUE_STREAM)
 	{
 		if (gname != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("queue \"%s\" is not a stream: consumer groups belong to stream queues",
-							q->name),
-					 errhint("Competing consumers of a classic or quorum queue share it without a group.")));
+			mq_groups_need_stream(q);
 		return q;
 	}
 	if (gname == NULL)

@@ -44,12 +44,7 @@ stream_arg(FunctionCallInfo fcinfo, int priv)
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_arg(0), false);
 	mq_check_queue_privilege(q, priv);
-	if (q->type != MQ_QUEUE_STREAM)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("queue \"%s\" is not a stream: consumer groups belong to stream queues",
-						q->name),
-				 errhint("Competing consumers of a classic or quorum queue share it without a group.")));
+	mq_groups_need_stream(q);
 	return q;
 }
 

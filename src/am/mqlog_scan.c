@@ -707,12 +707,18 @@ mqlog_is_mqlog_relation(Relation rel)
  * invalid (rel must be an mqlog table).
  */
 static void
-read_start(Relation rel, ItemPointer pos, BlockNumber *blkno, OffsetNumber *off)
+require_mqlog(Relation rel)
 {
 	if (!mqlog_is_mqlog_relation(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+}
+
+static void
+read_start(Relation rel, ItemPointer pos, BlockNumber *blkno, OffsetNumber *off)
+{
+	require_mqlog(rel);
 	*blkno = ItemPointerGetBlockNumberNoCheck(pos);
 	*off = ItemPointerGetOffsetNumberNoCheck(pos);
 	if (*blkno == InvalidBlockNumber)
@@ -866,12 +872,10 @@ bool
 mqlog_last_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 			   TupleTableSlot *slot)
 {
-	BlockNumber blkno = RelationGetNumberOfBlocks(rel);
+	BlockNumber blkno;
 
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	require_mqlog(rel);
+	blkno = RelationGetNumberOfBlocks(rel);
 	while (blkno-- > 0)
 	{
 		Buffer		buf;
