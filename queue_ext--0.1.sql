@@ -1133,15 +1133,28 @@ RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
 CREATE FUNCTION mq._queue_stats()
 RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
 	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
-	last_delivery timestamptz, arguments jsonb, ready_bytes bigint)
+	last_delivery timestamptz, arguments jsonb, ready_bytes bigint,
+	partitions int, first_offset bigint[], last_offset bigint[], retention interval)
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
 
 -- ready_bytes: body bytes of the ready messages (RabbitMQ's
--- message_bytes_ready), on queues with x-max-length-bytes; NULL elsewhere
+-- message_bytes_ready), on queues with x-max-length-bytes, and the bytes a
+-- stream retains; NULL elsewhere.  Streams also show their partitions, the
+-- first and last retained offset of each (arrays indexed by partition + 1)
+-- and their retention; NULL for other queues.
 CREATE VIEW mq.queues AS
 	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
-		   oldest_ready_age, last_delivery, arguments, ready_bytes
+		   oldest_ready_age, last_delivery, arguments, ready_bytes,
+		   partitions, first_offset, last_offset, retention
 	  FROM mq._queue_stats();
+
+-- One row per partition of each stream (src/stream_sql.c)
+CREATE FUNCTION mq._stream_partitions()
+RETURNS TABLE (queue text, "partition" int, first_offset bigint, end_offset bigint,
+	bytes bigint, first_time timestamptz, last_time timestamptz)
+AS 'MODULE_PATHNAME', 'mq_stream_partitions' LANGUAGE C;
+
+CREATE VIEW mq.stream_partitions AS SELECT * FROM mq._stream_partitions();
 
 CREATE VIEW mq.exchanges AS
 	SELECT e.name AS exchange, e.type, e.durable, e.alternate_exchange, e.arguments,
@@ -1158,7 +1171,7 @@ CREATE VIEW mq.bindings AS
 	SELECT '' AS exchange, q.name, q.name, '{}'::jsonb
 	  FROM mq.cat_queue q;
 
-GRANT SELECT ON mq.queues, mq.exchanges, mq.bindings TO PUBLIC;
+GRANT SELECT ON mq.queues, mq.stream_partitions, mq.exchanges, mq.bindings TO PUBLIC;
 
 -- Predeclared exchanges, usable (publish, bind) by everyone
 INSERT INTO mq.cat_exchange (name, type, durable, owner)

@@ -193,9 +193,26 @@ SELECT st_wait(format($$SELECT count(*) = 1 FROM mq.%I$$, :'s1'));
 SELECT count(*) FROM mq.send_batch('st_bytes', ARRAY[repeat('y', 600)]);
 SELECT st_wait($$SELECT min("offset") = 1 FROM mq.read('st_bytes', 0)$$);
 SELECT "offset", length(body) FROM mq.read('st_bytes', 0);
+-- what the stream retains: offsets, bytes (the second body only) and times
+SELECT ready, ready_bytes, partitions, first_offset, last_offset, retention,
+	   oldest_ready_age IS NOT NULL AS has_age
+  FROM mq.queues WHERE queue = 'st_bytes';
+SELECT "partition", first_offset, end_offset, bytes,
+	   first_time <= last_time AS times_ordered, last_time <= now() AS past
+  FROM mq.stream_partitions WHERE queue = 'st_bytes';
+-- per partition of a stream with an empty one (last_offset NULL there), and
+-- a classic queue has none of these columns
+SELECT mq.queue_declare('st_parts', type => 'stream',
+	arguments => '{"partitions": 3, "retention": "2 days"}');
+SELECT count(*) FROM mq.send_batch('st_parts', ARRAY['a', 'bb', 'ccc'], "partition" => 1);
+SELECT count(*) FROM mq.send_batch('st_parts', ARRAY['dddd'], "partition" => 2);
+SELECT queue, ready, ready_bytes, partitions, first_offset, last_offset, retention
+  FROM mq.queues WHERE queue IN ('st_parts', 'st_classic') ORDER BY queue;
+SELECT "partition", first_offset, end_offset, bytes, first_time IS NULL AS empty
+  FROM mq.stream_partitions WHERE queue = 'st_parts' ORDER BY 1;
 
 SELECT count(*) FROM (SELECT mq.queue_delete(q)
-  FROM unnest(ARRAY['st_one', 'st_four', 'st_q', 'st_ret', 'st_bytes', 'st_classic']) q) d;
+  FROM unnest(ARRAY['st_one', 'st_four', 'st_q', 'st_ret', 'st_bytes', 'st_parts', 'st_classic']) q) d;
 SELECT mq.exchange_delete('st_fan');
 DROP ROLE regress_st_reader, regress_st_other;
 DROP FUNCTION st_wait(text);

@@ -7,7 +7,9 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -16,6 +18,46 @@
 #include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_queue_stats);
+
+/* An interval of us microseconds, as a Datum */
+static Datum
+interval_us(int64 us)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = Max(us, 0);
+	return IntervalPGetDatum(iv);
+}
+
+/*
+ * A stream's first and last retained offsets, one per partition (last:
+ * NULL where the partition retains nothing)
+ */
+static void
+stream_offsets(MqQueue *q, Datum *first_offsets, Datum *last_offsets)
+{
+	Datum	   *first = palloc(sizeof(Datum) * q->nlanes);
+	Datum	   *last = palloc(sizeof(Datum) * q->nlanes);
+	bool	   *last_null = palloc(sizeof(bool) * q->nlanes);
+	int			dims[1] = {q->nlanes};
+	int			lbs[1] = {1};
+
+	for (int p = 0; p < q->nlanes; p++)
+	{
+		int64		lo,
+					next;
+
+		mq_stream_bounds(q, p, &lo, &next);
+		first[p] = Int64GetDatum(lo);
+		last[p] = Int64GetDatum(next - 1);
+		last_null[p] = next <= lo;
+	}
+	*first_offsets = PointerGetDatum(construct_array(first, q->nlanes, INT8OID, 8,
+													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	*last_offsets = PointerGetDatum(construct_md_array(last, last_null, 1, dims, lbs,
+													   INT8OID, 8, FLOAT8PASSBYVAL,
+													   TYPALIGN_DOUBLE));
+}
 
 /* mq._queue_stats(): one row per queue of this database */
 Datum
@@ -31,8 +73,8 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 	{
 		MqQueue    *q = lfirst(lc);
 		MqQueueCounts c;
-		Datum		values[12];
-		bool		nulls[12];
+		Datum		values[16];
+		bool		nulls[16];
 
 		memset(nulls, 0, sizeof(nulls));
 		mq_queue_counts(q, &c);
@@ -55,13 +97,7 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 		values[6] = Int64GetDatum(c.total);
 		values[7] = Int32GetDatum(c.consumers);
 		if (c.oldest_ready != 0 && c.ready > 0)
-		{
-			Interval   *iv = palloc0(sizeof(Interval));
-			int64		us = now - c.oldest_ready;
-
-			iv->time = Max(us, 0);
-			values[8] = IntervalPGetDatum(iv);
-		}
+			values[8] = interval_us(now - c.oldest_ready);
 		else
 			nulls[8] = true;
 		if (c.last_delivery != 0)
@@ -69,11 +105,23 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 		else
 			nulls[9] = true;
 		values[10] = JsonbPGetDatum(q->arguments);
-		/* body sizes are recorded only where x-max-length-bytes needs them */
-		if (q->max_length_bytes >= 0)
+		/*
+		 * body sizes are recorded only where x-max-length-bytes needs them,
+		 * and in streams (their retained bytes)
+		 */
+		if (q->max_length_bytes >= 0 || q->type == MQ_QUEUE_STREAM)
 			values[11] = Int64GetDatum(c.ready_bytes);
 		else
 			nulls[11] = true;
+		/* streams: partitions, their offsets, retention */
+		if (q->type == MQ_QUEUE_STREAM)
+		{
+			values[12] = Int32GetDatum(q->nlanes);
+			stream_offsets(q, &values[13], &values[14]);
+			values[15] = interval_us(q->retention_us);
+		}
+		else
+			nulls[12] = nulls[13] = nulls[14] = nulls[15] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

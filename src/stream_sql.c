@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * stream_sql.c
- *	  SQL entry point of stream queues: mq.read, the stateless read of a
- *	  partition by offset or time.
+ *	  SQL entry points of stream queues: mq.read, the stateless read of a
+ *	  partition by offset or time, and the rows of mq.stream_partitions.
  *
  * mq.read keeps nothing: the client holds its offsets.  It writes no
  * shared state and no table, so it works in read-only transactions and
@@ -25,6 +25,7 @@
 #include "queue/queue.h"
 
 PG_FUNCTION_INFO_V1(mq_read);
+PG_FUNCTION_INFO_V1(mq_stream_partitions);
 
 /*
  * mq.read(queue, partition, from_offset, max_messages, from_time): up to
@@ -102,5 +103,46 @@ mq_read(PG_FUNCTION_ARGS)
 		mq_put_delivery_row(rsinfo, q->name, &m, false, 0, partition, entries[i].offset, -1);
 	}
 	pfree(entries);
+	return (Datum) 0;
+}
+
+/*
+ * Rows of mq.stream_partitions: one per partition of each stream, what it
+ * retains (read from the partition's logs, as mq.read does, so it works on
+ * a hot standby)
+ */
+Datum
+mq_stream_partitions(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	mq_catalog_refresh();
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+
+		if (q->type != MQ_QUEUE_STREAM)
+			continue;
+		for (int p = 0; p < q->nlanes; p++)
+		{
+			MqStreamPartition sp;
+			Datum		v[7];
+			bool		n[7] = {false};
+
+			mq_stream_partition(q, p, &sp);
+			v[0] = CStringGetTextDatum(q->name);
+			v[1] = Int32GetDatum(p);
+			v[2] = Int64GetDatum(sp.first_offset);
+			v[3] = Int64GetDatum(sp.end_offset);
+			v[4] = Int64GetDatum(sp.bytes);
+			v[5] = TimestampTzGetDatum(sp.first_time);
+			n[5] = sp.first_time == 0;
+			v[6] = TimestampTzGetDatum(sp.last_time);
+			n[6] = sp.last_time == 0;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		}
+	}
 	return (Datum) 0;
 }

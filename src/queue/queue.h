@@ -389,6 +389,23 @@ extern int	mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 /* First retained offset and next offset of a partition (equal: empty) */
 extern void mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next);
 
+/* What a partition of a stream retains, for mq.queues and mq.stream_partitions */
+typedef struct MqStreamPartition
+{
+	int64		first_offset;	/* first retained offset */
+	int64		end_offset;		/* next offset (equal: nothing retained) */
+	int64		bytes;			/* body bytes of its committed messages */
+	TimestampTz first_time;		/* publish time of its oldest message (0: none) */
+	TimestampTz last_time;		/* and of its newest one */
+} MqStreamPartition;
+
+/*
+ * Summary of a partition of stream q: its bounds, and bytes and times read
+ * from its generations (a closed generation is read once per backend and
+ * remembered; the write generation is read each time)
+ */
+extern void mq_stream_partition(MqQueue *q, int partition, MqStreamPartition *out);
+
 /*
  * Retention of stream q (maintenance): start a new generation of a
  * partition when the current one is large or old, drop generations older

@@ -42,16 +42,22 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	/* a standby has none of a non-durable queue's messages (see mqq_queue_lock) */
 	if (!q->durable && RecoveryInProgress())
 		return;
-	/* a stream's messages are the offsets it retains, gaps included */
+	/*
+	 * A stream's messages are the offsets it retains, gaps included, their
+	 * bytes and the oldest one's age
+	 */
 	if (q->type == MQ_QUEUE_STREAM)
 	{
 		for (int lane = 0; lane < q->nlanes; lane++)
 		{
-			int64		first,
-						next;
+			MqStreamPartition p;
 
-			mq_stream_bounds(q, lane, &first, &next);
-			c->ready += Max(next - first, 0);
+			mq_stream_partition(q, lane, &p);
+			c->ready += Max(p.end_offset - p.first_offset, 0);
+			c->ready_bytes += p.bytes;
+			if (p.first_time != 0 &&
+				(c->oldest_ready == 0 || p.first_time < c->oldest_ready))
+				c->oldest_ready = p.first_time;
 		}
 		c->total = c->ready;
 		return;

@@ -33,6 +33,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xlog.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -472,6 +473,8 @@ typedef struct GenSummary
 	bool		any;			/* holds a committed or pending entry */
 	int64		bytes;			/* body bytes of committed entries */
 	int64		min_msg_id;		/* lowest message id of a non-aborted one */
+	TimestampTz oldest;			/* earliest visible_at of a committed entry */
+	TimestampTz latest;			/* and latest */
 	TimestampTz newest;			/* latest visible_at of any entry */
 } GenSummary;
 
@@ -487,6 +490,8 @@ gen_summarize(Relation rel, GenSummary *s)
 	s->any = false;
 	s->bytes = 0;
 	s->min_msg_id = PG_INT64_MAX;
+	s->oldest = 0;
+	s->latest = 0;
 	s->newest = 0;
 	ItemPointerSet(&pos, 0, FirstOffsetNumber);
 	while (mqlog_peek_row(rel, &pos, &st, slot))
@@ -501,6 +506,12 @@ gen_summarize(Relation rel, GenSummary *s)
 			s->min_msg_id = Min(s->min_msg_id, slot_int8(slot, MQ_ENTRY_ATT_MSG_ID));
 			if (!isnull && st == MQLOG_ROW_COMMITTED)
 				s->bytes += DatumGetInt32(d);
+			if (st == MQLOG_ROW_COMMITTED)
+			{
+				if (s->oldest == 0)
+					s->oldest = slot_visible_at(slot);
+				s->latest = Max(s->latest, slot_visible_at(slot));
+			}
 		}
 		ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 	}
@@ -599,6 +610,46 @@ mqq_stream_min_msg_id(MqQueue *q)
 		}
 	}
 	return min;
+}
+
+void
+mq_stream_partition(MqQueue *q, int partition, MqStreamPartition *out)
+{
+	MqQueueShared *qs;
+	int			write_gen;
+	int			low,
+				high;
+
+	memset(out, 0, sizeof(*out));
+	mq_stream_bounds(q, partition, &out->first_offset, &out->end_offset);
+	if (partition < 0 || partition >= q->nlanes ||
+		!mqq_lane_gens(q->id, partition, &low, &high))
+		return;
+
+	/*
+	 * Generations below the write generation are closed.  A standby keeps
+	 * no queue state: there, the newest two may both still be written (the
+	 * next generation exists before appends move to it).
+	 */
+	if (RecoveryInProgress())
+		write_gen = high - 1;
+	else
+	{
+		qs = mqq_queue_lock(q, LW_SHARED);
+		write_gen = partition < qs->nlanes ? qs->lanes[partition].write_gen : high;
+		LWLockRelease(&qs->lock);
+	}
+	for (int g = low; g <= high; g++)
+	{
+		GenSummary	s;
+
+		if (!gen_summary(q, partition, g, g < write_gen, &s))
+			continue;
+		out->bytes += s.bytes;
+		if (s.oldest != 0 && out->first_time == 0)
+			out->first_time = s.oldest;
+		out->last_time = Max(out->last_time, s.latest);
+	}
 }
 
 /* ---------- retention ---------- */
