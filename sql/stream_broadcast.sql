@@ -103,6 +103,17 @@ SELECT mq.extend_lease('bs', bc_ids('C'), '2 hours', group_name => 'gb', consume
 SELECT * FROM bc_take('D');
 SELECT mq.ack('bs', bc_ids('D'), group_name => 'gb', consumer => 'D');
 
+-- a new consumer's first consume and its ack in one transaction; two
+-- first consumes of one new name in one statement make one consumer
+BEGIN;
+SELECT * FROM bc_take('G', 2);
+SELECT mq.ack('bs', bc_ids('G'), group_name => 'gb', consumer => 'G');
+COMMIT;
+SELECT (SELECT count(*) FROM mq.consume('bs', 1, group_name => 'gb', consumer => 'H')) +
+	   (SELECT count(*) FROM mq.consume('bs', 1, group_name => 'gb', consumer => 'H')) AS taken;
+SELECT consumer, sum(committed) AS committed, sum(in_flight) AS in_flight
+  FROM bc_view() WHERE consumer IN ('G', 'H') GROUP BY 1 ORDER BY 1;
+
 -- the session end returns a consumer's deliveries at once, redelivered
 \c
 SELECT bc_wait($$SELECT coalesce(sum(consumers), 0) = 0 FROM bc_view() WHERE consumer = 'C'$$);

@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -17,6 +18,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
@@ -119,8 +121,7 @@ broadcast_consumer(const char *qname, const char *gname, const char *cname)
 	Oid			types[3] = {INT4OID, INT4OID, TEXTOID};
 	Datum		values[3];
 	char	   *res;
-	int32		cid;
-	MqQueue    *view;
+	bool		created;
 
 	if (c != NULL)
 		return c->view;
@@ -128,28 +129,31 @@ broadcast_consumer(const char *qname, const char *gname, const char *cname)
 	values[1] = Int32GetDatum(g->id);
 	values[2] = CStringGetTextDatum(cname);
 	res = mq_run_internal("_group_consumer_create", 3, types, values, NULL);
-	cid = res ? atoi(res) : 0;
-	if (cid <= 0)
-		elog(ERROR, "could not make consumer \"%s\" of group \"%s\"", cname, gname);
+	created = res != NULL && strstr(res, " new") != NULL;
 
 	/*
-	 * The cache, read again now, does not see the new row yet (its reads use
-	 * this statement's snapshot): the consumer's view is made here, in the
-	 * caller's memory, from the group's
+	 * Read the catalog again with a snapshot that sees the consumer's row
+	 * (this statement's does not: the row was written after it began, or
+	 * committed by another session since), so that the rest of this
+	 * transaction knows the consumer
 	 */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
 	mq_catalog_refresh();
+	PopActiveSnapshot();
 	q = mq_queue_lookup(qname, false);
 	g = mq_group_lookup(q, gname, false);
-	view = palloc(sizeof(MqQueue));
-	memcpy(view, g->view, sizeof(MqQueue));
-	view->group_id = cid;
-	if (strstr(res, " new") != NULL)
+	c = mq_group_consumer_lookup(g, cname);
+	if (c == NULL)
+		elog(ERROR, "consumer \"%s\" of group \"%s\" is missing after its creation",
+			 cname, gname);
+	if (created)
 	{
-		mq_group_consumer_start(g->view, view);
+		mq_group_consumer_start(g->view, c->view);
 		/* rolled back: no state may outlive the consumer's row */
-		mq_group_drop_at_end(q->id, cid, false, true);
+		mq_group_drop_at_end(q->id, c->id, false, true);
 	}
-	return view;
+	return c->view;
 }
 
 MqQueue *

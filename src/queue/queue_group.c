@@ -66,6 +66,17 @@ mq_group_consumer_start(MqQueue *gview, MqQueue *cview)
 	int			nlanes;
 	MqSettleBatch b;
 
+	/*
+	 * The caller's statement may have begun before the consumer's catalog
+	 * row and logs were made: read with a snapshot that sees this
+	 * transaction's work so far, and later its FLOORs, so that the
+	 * consumer's state, loaded here, starts at them (loaded without them it
+	 * would start at the first retained entry).
+	 */
+	CommandCounterIncrement();
+	PushCopiedSnapshot(GetActiveSnapshot());
+	UpdateActiveSnapshotCommandId();
+
 	qs = mqq_queue_lock(gview, LW_SHARED);
 	nlanes = Min(qs->nlanes, gview->nlanes);
 	for (int lane = 0; lane < nlanes; lane++)
@@ -78,14 +89,7 @@ mq_group_consumer_start(MqQueue *gview, MqQueue *cview)
 	mq_settle_batch_flush(&b);
 	pfree(pos);
 
-	/*
-	 * Load the consumer's state now, with a snapshot that sees those FLOORs:
-	 * the calling statement's does not (they were written after it began),
-	 * and a state loaded without them would start at the first retained
-	 * entry.
-	 */
 	CommandCounterIncrement();
-	PushCopiedSnapshot(GetActiveSnapshot());
 	UpdateActiveSnapshotCommandId();
 	qs = mqq_queue_lock(cview, LW_SHARED);
 	LWLockRelease(&qs->lock);
