@@ -185,7 +185,10 @@ group_drop_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	/*
 	 * XXX A group deleted in a subtransaction that rolled back loses its
 	 * shared state too: it is rebuilt from its logs at the next use (its
-	 * leases are lost, so their messages come back at once).
+	 * leases are lost, so their messages come back at once).  XXX A
+	 * broadcast consumer made in a subtransaction that rolled back keeps a
+	 * shared state slot nobody reaches (its id is never used again) until
+	 * the server restarts.
 	 */
 	foreach(lc, dropped_groups)
 	{
