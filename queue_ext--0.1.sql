@@ -123,6 +123,23 @@ SELECT pg_catalog.pg_extension_config_dump('mq.cat_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_consumer', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_group', '');
 
+-- BEGIN broadcast consumer groups (issue 12, stream-broadcast): DDL block 1/3
+-- The consumers of broadcast groups: each (group, consumer name) is a queue
+-- state of its own, like a clustering group, with its own settlement logs
+-- g<queue_id>_<id>_<lane>_<gen>; its id comes from mq.cat_group's sequence,
+-- so the log names of groups and consumers never collide.  Made at a
+-- consumer's first mq.consume (mq._group_consumer_create).
+CREATE TABLE mq.cat_group_consumer (
+	id			int PRIMARY KEY DEFAULT pg_catalog.nextval('mq.cat_group_id_seq'),
+	group_id	int NOT NULL REFERENCES mq.cat_group ON DELETE CASCADE,
+	consumer	text NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	UNIQUE (group_id, consumer)
+);
+REVOKE ALL ON mq.cat_group_consumer FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_group_consumer', '');
+-- END broadcast consumer groups: DDL block 1/3
+
 -- end of broker catalog section
 
 ------------------------------------------------------------------------
@@ -424,6 +441,11 @@ BEGIN
 	-- and each consumer group's settlement log of the generation
 	PERFORM mq._group_log_create(_lane_create.queue_id, g.id, lane, gen)
 	   FROM mq.cat_group g WHERE g.queue_id = _lane_create.queue_id;
+	-- (broadcast consumer groups, stream-broadcast) and each broadcast
+	-- consumer's
+	PERFORM mq._group_log_create(_lane_create.queue_id, c.id, lane, gen)
+	   FROM mq.cat_group g JOIN mq.cat_group_consumer c ON c.group_id = g.id
+	  WHERE g.queue_id = _lane_create.queue_id;
 END
 $$;
 
@@ -1113,19 +1135,24 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	message_group text, priority int, properties jsonb)
 AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C;
 
-CREATE FUNCTION mq.ack(queue text, msg_ids bigint[], group_name text DEFAULT NULL)
+-- BEGIN broadcast consumer groups (issue 12, stream-broadcast): DDL block 3/3
+-- (changed: mq.ack, mq.nack and mq.extend_lease gained a trailing
+-- consumer text DEFAULT NULL, the consumer of a broadcast group)
+CREATE FUNCTION mq.ack(queue text, msg_ids bigint[], group_name text DEFAULT NULL,
+	consumer text DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_ack' LANGUAGE C;
 
 CREATE FUNCTION mq.nack(queue text, msg_ids bigint[], requeue boolean DEFAULT true,
-	delay interval DEFAULT NULL, group_name text DEFAULT NULL)
+	delay interval DEFAULT NULL, group_name text DEFAULT NULL, consumer text DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
 
 CREATE FUNCTION mq.reject(queue text, msg_id bigint, requeue boolean DEFAULT true)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_reject' LANGUAGE C;
 
 CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval,
-	group_name text DEFAULT NULL)
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
+-- END broadcast consumer groups: DDL block 3/3
 
 ------------------------------------------------------------------------
 -- Inspection (src/stats.c)
@@ -1487,36 +1514,105 @@ BEGIN
 END
 $$;
 
+-- BEGIN broadcast consumer groups (issue 12, stream-broadcast): DDL block 2/3
+-- (changed: _group_delete_impl and _group_seek_impl now return int[], the
+-- ids of the group's broadcast consumers, whose shared state the caller
+-- drops after commit and, for a seek, whose logs it writes FLOORs to)
 CREATE FUNCTION mq._group_delete_impl(queue_id int, group_id int)
-RETURNS void LANGUAGE plpgsql
+RETURNS int[] LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	ids int[];
+	cid int;
 BEGIN
+	-- waits for a consumer being created (it holds the row FOR KEY SHARE)
+	PERFORM 1 FROM mq.cat_group g WHERE g.id = group_id FOR UPDATE;
+	WITH d AS (DELETE FROM mq.cat_group_consumer c WHERE c.group_id = _group_delete_impl.group_id
+			   RETURNING c.id)
+	SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}') INTO ids FROM d;
 	DELETE FROM mq.cat_group g WHERE g.id = group_id;
 	PERFORM mq._group_log_drop(format('g%s\_%s\_%%', queue_id, group_id));
+	FOREACH cid IN ARRAY ids LOOP
+		PERFORM mq._group_log_drop(format('g%s\_%s\_%%', queue_id, cid));
+	END LOOP;
 	PERFORM mq._topology_changed();
+	RETURN ids;
 END
 $$;
 
 -- mq.seek: empty the group's settlement logs of one partition (NULL: all)
--- in the seek's transaction; the caller then writes a FLOOR at the sought
--- position (src/group_sql.c).  TRUNCATE waits for the transactions that
--- wrote to those logs.
+-- in the seek's transaction, and those of each of its broadcast consumers
+-- (returned); the caller then writes a FLOOR at the sought position in
+-- each (src/group_sql.c).  TRUNCATE waits for the transactions that wrote
+-- to those logs.
 CREATE FUNCTION mq._group_seek_impl(queue_id int, group_id int, lane int)
-RETURNS void LANGUAGE plpgsql
+RETURNS int[] LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	rel oid;
+	ids int[];
+	sid int;
 BEGIN
-	FOR rel IN SELECT c.oid FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
-				  AND c.relname LIKE CASE WHEN lane IS NULL
-						THEN format('g%s\_%s\_%%', queue_id, group_id)
-						ELSE format('g%s\_%s\_%s\_%%', queue_id, group_id, lane) END
-				ORDER BY c.relname LOOP
-		EXECUTE format('TRUNCATE %s', rel::regclass);
+	-- waits for a consumer being created (it holds the row FOR KEY SHARE)
+	PERFORM 1 FROM mq.cat_group g WHERE g.id = group_id FOR UPDATE;
+	SELECT coalesce(array_agg(c.id ORDER BY c.id), '{}') INTO ids
+	  FROM mq.cat_group_consumer c WHERE c.group_id = _group_seek_impl.group_id;
+	FOREACH sid IN ARRAY group_id || ids LOOP
+		FOR rel IN SELECT c.oid FROM pg_class c
+					WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+					  AND c.relname LIKE CASE WHEN lane IS NULL
+							THEN format('g%s\_%s\_%%', queue_id, sid)
+							ELSE format('g%s\_%s\_%s\_%%', queue_id, sid, lane) END
+					ORDER BY c.relname LOOP
+			EXECUTE format('TRUNCATE %s', rel::regclass);
+		END LOOP;
 	END LOOP;
+	RETURN ids;
 END
 $$;
+
+-- A consumer of a broadcast group, at its first mq.consume: its id, and
+-- whether it is new (then its logs of every existing lane generation are
+-- made here and the caller copies the group's start into them).
+-- Concurrent first consumes of one name: one inserts, the others find it.
+CREATE FUNCTION mq._group_consumer_create(queue_id int, group_id int, consumer text)
+RETURNS text LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cid int;
+	rel record;
+BEGIN
+	-- a group_delete or seek in progress: wait for it (and see it)
+	PERFORM 1 FROM mq.cat_group g WHERE g.id = group_id AND g.mode = 'broadcast' FOR KEY SHARE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'broadcast consumer group % of queue % does not exist', group_id, queue_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	INSERT INTO mq.cat_group_consumer (group_id, consumer)
+	VALUES (group_id, consumer) ON CONFLICT DO NOTHING RETURNING id INTO cid;
+	IF cid IS NULL THEN
+		SELECT c.id INTO cid FROM mq.cat_group_consumer c
+		 WHERE c.group_id = _group_consumer_create.group_id
+		   AND c.consumer = _group_consumer_create.consumer;
+		IF cid IS NULL THEN
+			-- made by a transaction this one's snapshot does not see
+			RAISE EXCEPTION 'consumer "%" of a broadcast group was created concurrently', consumer
+				USING ERRCODE = 'serialization_failure';
+		END IF;
+		RETURN cid || ' old';
+	END IF;
+	FOR rel IN SELECT (regexp_match(c.relname, '^q\d+_(\d+)_(\d+)$'))::int[] AS lg
+				 FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE 'q' || queue_id || '\_%' LOOP
+		PERFORM mq._group_log_create(queue_id, cid, rel.lg[1], rel.lg[2]);
+	END LOOP;
+	PERFORM mq._topology_changed();
+	RETURN cid || ' new';
+END
+$$;
+REVOKE ALL ON FUNCTION mq._group_consumer_create FROM PUBLIC;
+-- END broadcast consumer groups: DDL block 2/3
 
 REVOKE ALL ON FUNCTION mq._group_dlq_create, mq._group_declare_impl,
 	mq._group_delete_impl, mq._group_seek_impl FROM PUBLIC;

@@ -32,7 +32,6 @@ SELECT mq.group_declare('sg', 'ga', start => 'earliest', retry_delays => '{100 m
 SELECT mq.group_declare('sg', 'ga', start => 'latest', retry_delays => '{100 ms}');    -- NOTICE
 SELECT mq.group_declare('sg', 'ga', max_retries => 3, retry_delays => '{100 ms}');      -- 55000
 SELECT mq.group_declare('sg', 'ga', start => 'earliest');    -- 55000: retry_delays differ
-SELECT mq.group_declare('sg', 'gb', mode => 'broadcast');     -- 0A000
 SELECT mq.group_declare('sg', 'gb', mode => 'bogus');         -- 22023
 SELECT mq.group_declare('sg', 'gb', filter_type => 'sql92', filter => 'a ='); -- 42601
 SELECT mq.group_declare('sg', 'gb', ordered => true);         -- 0A000

@@ -564,6 +564,7 @@ load_groups(void)
 		g->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 		g->name = spi_text(tup, desc, 3);
 		g->mode = spi_text(tup, desc, 4);
+		g->broadcast = strcmp(g->mode, "broadcast") == 0;
 		g->start = spi_text(tup, desc, 5);
 		g->max_retries = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 		if (!isnull)
@@ -599,6 +600,67 @@ load_groups(void)
 		q->groups = lappend(q->groups, g);
 		MemoryContextSwitchTo(old);
 	}
+}
+
+/*
+ * The consumers of broadcast groups, after the groups: each gets a view, a
+ * copy of its group's with group_id its own id.
+ */
+static void
+load_group_consumers(void)
+{
+	catalog_read("SELECT c.id, g.queue_id, c.group_id, c.consumer "
+				 "FROM mq.cat_group_consumer c JOIN mq.cat_group g ON g.id OPERATOR(pg_catalog.=) c.group_id "
+				 "ORDER BY c.id");
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+		bool		isnull;
+		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		int32		gid = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		IdEntry    *ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
+		ListCell   *lc;
+
+		if (ie != NULL)
+			foreach(lc, ((MqQueue *) ie->ptr)->groups)
+			{
+				MqGroup    *g = lfirst(lc);
+				MqGroupConsumer *c;
+
+				if (g->id != gid)
+					continue;
+				c = palloc0(sizeof(MqGroupConsumer));
+				c->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+				c->name = spi_text(tup, desc, 4);
+				c->group = g;
+				c->view = palloc(sizeof(MqQueue));
+				memcpy(c->view, g->view, sizeof(MqQueue));
+				c->view->group_id = c->id;
+				g->consumers = lappend(g->consumers, c);
+				break;
+			}
+		MemoryContextSwitchTo(old);
+	}
+}
+
+MqGroupConsumer *
+mq_group_consumer_lookup(MqGroup *g, const char *name)
+{
+	ListCell   *lc;
+
+	if (name == NULL)
+		return NULL;
+	foreach(lc, g->consumers)
+	{
+		MqGroupConsumer *c = lfirst(lc);
+
+		if (strcmp(c->name, name) == 0)
+			return c;
+	}
+	return NULL;
 }
 
 struct MqFilter *
@@ -726,6 +788,7 @@ mq_catalog_refresh(void)
 		load_grants();
 		load_consumers();
 		load_groups();
+		load_group_consumers();
 	}
 	PG_CATCH();
 	{

@@ -116,7 +116,9 @@ typedef struct MqGroup
 {
 	int32		id;
 	char	   *name;
-	char	   *mode;			/* clustering (broadcast: not implemented) */
+	char	   *mode;			/* clustering or broadcast */
+	bool		broadcast;		/* mode broadcast: every consumer name gets
+								 * every message */
 	char	   *start;
 	int32		max_retries;	/* failed deliveries before the DLQ */
 	int			nretry_delays;
@@ -127,7 +129,26 @@ typedef struct MqGroup
 	bool		filter_compiled;
 	MqQueue    *stream;
 	MqQueue    *view;			/* the stream as this group's queue state */
+	List	   *consumers;		/* broadcast: of MqGroupConsumer, by id */
 } MqGroup;
+
+/*
+ * A consumer of a broadcast group (mq.cat_group_consumer, made at its first
+ * mq.consume): a queue state of its own, like a clustering group's, reached
+ * through view (a copy of the group's view with group_id = id, group still
+ * the group: its filter, retries and DLQ apply).  The ids come from the
+ * groups' sequence, so group_id never names two states.
+ */
+typedef struct MqGroupConsumer
+{
+	int32		id;
+	char	   *name;
+	MqGroup    *group;
+	MqQueue    *view;
+} MqGroupConsumer;
+
+/* Consumer name of broadcast group g (NULL: none yet) */
+extern MqGroupConsumer *mq_group_consumer_lookup(MqGroup *g, const char *name);
 
 /* The dead-letter queue of consumer group name: "%DLQ%<name>" */
 #define MQ_GROUP_DLQ_PREFIX "%DLQ%"

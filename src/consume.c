@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -17,6 +18,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
@@ -104,14 +106,71 @@ mq_stream_refuse(MqQueue *q, const char *fn)
 			 errhint("Pass group_name => a group declared with mq.group_declare(), or read the stream with mq.read(queue, partition, from_offset).")));
 }
 
+/*
+ * The consumer cname of broadcast group gname of stream qname, made now if
+ * it is new (in this transaction, as the extension owner: concurrent first
+ * consumes of one name find one row), starting where the group starts.
+ * The catalog cache is reloaded then: callers' pointers into it are stale.
+ */
+static MqQueue *
+broadcast_consumer(const char *qname, const char *gname, const char *cname)
+{
+	MqQueue    *q = mq_queue_lookup(qname, false);
+	MqGroup    *g = mq_group_lookup(q, gname, false);
+	MqGroupConsumer *c = mq_group_consumer_lookup(g, cname);
+	Oid			types[3] = {INT4OID, INT4OID, TEXTOID};
+	Datum		values[3];
+	char	   *res;
+	bool		created;
+
+	if (c != NULL)
+		return c->view;
+	values[0] = Int32GetDatum(q->id);
+	values[1] = Int32GetDatum(g->id);
+	values[2] = CStringGetTextDatum(cname);
+	res = mq_run_internal("_group_consumer_create", 3, types, values, NULL);
+	created = res != NULL && strstr(res, " new") != NULL;
+
+	/*
+	 * Read the catalog again with a snapshot that sees the consumer's row
+	 * (this statement's does not: the row was written after it began, or
+	 * committed by another session since), so that the rest of this
+	 * transaction knows the consumer
+	 */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_catalog_refresh();
+	PopActiveSnapshot();
+	q = mq_queue_lookup(qname, false);
+	g = mq_group_lookup(q, gname, false);
+	c = mq_group_consumer_lookup(g, cname);
+	if (c == NULL)
+		elog(ERROR, "consumer \"%s\" of group \"%s\" is missing after its creation",
+			 cname, gname);
+	if (created)
+	{
+		mq_group_consumer_start(g->view, c->view);
+		/* rolled back: no state may outlive the consumer's row */
+		mq_group_drop_at_end(q->id, c->id, false, true);
+	}
+	return c->view;
+}
+
 MqQueue *
-mq_consume_target(FunctionCallInfo fcinfo, int group_arg, const char *fn, bool dlq)
+mq_consume_target(FunctionCallInfo fcinfo, int group_arg, int consumer_arg,
+				  const char *fn, bool dlq, MqGroup **any)
 {
 	char	   *qname = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	char	   *gname = group_arg >= 0 && !PG_ARGISNULL(group_arg) ?
 		text_to_cstring(PG_GETARG_TEXT_PP(group_arg)) : NULL;
+	char	   *cname = consumer_arg >= 0 && !PG_ARGISNULL(consumer_arg) ?
+		text_to_cstring(PG_GETARG_TEXT_PP(consumer_arg)) : NULL;
 	MqQueue    *q;
 	MqGroup    *g;
+	MqGroupConsumer *c;
+
+	if (any != NULL)
+		*any = NULL;
 
 	mq_catalog_refresh();
 	q = mq_queue_lookup(qname, false);
@@ -132,7 +191,26 @@ mq_consume_target(FunctionCallInfo fcinfo, int group_arg, const char *fn, bool d
 		q = mq_queue_lookup(qname, false);
 		g = mq_group_lookup(q, gname, false);
 	}
-	return g->view;
+	if (!g->broadcast)
+		return g->view;
+	mq_consumer_name_check(cname);
+	if (any == NULL)
+	{
+		if (cname == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s on broadcast consumer group \"%s\" needs a consumer name", fn, g->name),
+					 errdetail("Each consumer of a broadcast group receives every message and keeps its own progress."),
+					 errhint("Pass consumer => a name that stays the same across the consumer's restarts.")));
+		return broadcast_consumer(qname, gname, cname);
+	}
+	if (cname == NULL)
+	{
+		*any = g;
+		return g->view;
+	}
+	c = mq_group_consumer_lookup(g, cname);
+	return c != NULL ? c->view : g->view;
 }
 
 /* The queue named by argument argno (checked not to be NULL) */
@@ -267,7 +345,7 @@ mq_consume(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot consume on a standby"),
 				 errhint("Consume on the primary; mq.browse works on a hot standby.")));
-	q = mq_consume_target(fcinfo, 4, "mq.consume", true);
+	q = mq_consume_target(fcinfo, 4, 5, "mq.consume", true, NULL);
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),

@@ -42,8 +42,26 @@ extern void mq_stream_refuse(MqQueue *q, const char *fn) pg_attribute_noreturn()
  * group's view (the group must be declared: 42704; without one 0A000),
  * elsewhere the queue itself (a group there: 42809).  dlq: make sure the
  * group's dead-letter queue exists first (it may dead-letter).
+ *
+ * A broadcast group: the view of the consumer named by argument
+ * consumer_arg.  For a consume (any NULL) the name is required (22023) and
+ * the consumer is made at its first consume, starting where the group
+ * starts.  For a settle call (any not NULL): without a name *any is set
+ * to the group (the caller settles in whichever of its consumer states
+ * this session holds each message; the group's view is returned); a
+ * consumer not made yet gives the group's view (which delivers nothing).
+ * On other queues and groups the consumer name changes nothing here.
  */
 extern MqQueue *mq_consume_target(FunctionCallInfo fcinfo, int group_arg,
-								  const char *fn, bool dlq);
+								  int consumer_arg, const char *fn, bool dlq,
+								  MqGroup **any);
+
+/*
+ * Drop the shared state of (queue, group or broadcast consumer id) when
+ * this transaction ends: at commit (deleted, sought) or, at_abort, if it
+ * rolls back (a consumer made by it is gone then) (group_sql.c)
+ */
+extern void mq_group_drop_at_end(int32 queue_id, int32 group_id, bool at_commit,
+								 bool at_abort);
 
 #endif							/* MQ_CONSUME_H */

@@ -25,6 +25,7 @@
 #include "mqutils.h"
 #include "args.h"
 #include "catalog.h"
+#include "consume.h"
 #include "filter.h"
 #include "queue/queue.h"
 
@@ -93,9 +94,7 @@ mq_group_declare(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid consumer group name \"%s\"", name),
 				 errdetail("A group name is 1 to 200 bytes.")));
-	if (strcmp(mode, "broadcast") == 0)
-		not_yet("consumer groups in broadcast mode");
-	if (strcmp(mode, "clustering") != 0)
+	if (strcmp(mode, "clustering") != 0 && strcmp(mode, "broadcast") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid consumer group mode \"%s\"", mode),
@@ -147,7 +146,10 @@ mq_group_declare(PG_FUNCTION_ARGS)
 	res = mq_run_internal("_group_declare_impl", 10, types, values, nulls);
 	gid = res ? atoi(res) : 0;
 
-	/* a new group: where it starts in each partition */
+	/*
+	 * A new group: where it starts in each partition (a broadcast group's
+	 * consumers copy it when they first consume)
+	 */
 	if (gid > 0)
 		mq_group_start(q, gid, earliest, from_time);	/* from_time 0: latest */
 	PG_RETURN_VOID();
@@ -157,12 +159,15 @@ mq_group_declare(PG_FUNCTION_ARGS)
  * Groups deleted by this transaction: their shared state is dropped once it
  * has committed and released its locks (as topology.c does for queues: a
  * consumer may hold the group's queue lock while it waits for a lock on one
- * of the group's logs, which the delete holds until it ends).
+ * of the group's logs, which the delete holds until it ends).  The same for
+ * broadcast consumers made by a transaction that rolls back.
  */
 typedef struct DroppedGroup
 {
 	int32		queue_id;
 	int32		group_id;
+	bool		at_commit;
+	bool		at_abort;
 } DroppedGroup;
 
 static List *dropped_groups = NIL;	/* in TopMemoryContext */
@@ -180,22 +185,24 @@ group_drop_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	/*
 	 * XXX A group deleted in a subtransaction that rolled back loses its
 	 * shared state too: it is rebuilt from its logs at the next use (its
-	 * leases are lost, so their messages come back at once).
+	 * leases are lost, so their messages come back at once).  XXX A
+	 * broadcast consumer made in a subtransaction that rolled back keeps a
+	 * shared state slot nobody reaches (its id is never used again) until
+	 * the server restarts.
 	 */
-	if (isCommit)
-		foreach(lc, dropped_groups)
-		{
-			DroppedGroup *d = lfirst(lc);
+	foreach(lc, dropped_groups)
+	{
+		DroppedGroup *d = lfirst(lc);
 
+		if (isCommit ? d->at_commit : d->at_abort)
 			mq_group_state_drop(d->queue_id, d->group_id);
-		}
+	}
 	list_free_deep(dropped_groups);
 	dropped_groups = NIL;
 }
 
-/* Drop the shared state of (queue, group) once this transaction commits */
-static void
-group_drop_after_commit(int32 queue_id, int32 group_id)
+void
+mq_group_drop_at_end(int32 queue_id, int32 group_id, bool at_commit, bool at_abort)
 {
 	MemoryContext old;
 	DroppedGroup *d;
@@ -209,8 +216,45 @@ group_drop_after_commit(int32 queue_id, int32 group_id)
 	d = palloc(sizeof(DroppedGroup));
 	d->queue_id = queue_id;
 	d->group_id = group_id;
+	d->at_commit = at_commit;
+	d->at_abort = at_abort;
 	dropped_groups = lappend(dropped_groups, d);
 	MemoryContextSwitchTo(old);
+}
+
+/* Drop the shared state of (queue, group) once this transaction commits */
+static void
+group_drop_after_commit(int32 queue_id, int32 group_id)
+{
+	mq_group_drop_at_end(queue_id, group_id, true, false);
+}
+
+/*
+ * The ids of an int[] returned as text by mq_run_internal ("{1,2}"), each
+ * dropped with group_drop_after_commit; returns them
+ */
+static List *
+drop_listed_after_commit(int32 queue_id, const char *res)
+{
+	List	   *ids = NIL;
+	const char *p = res;
+
+	while (p != NULL && *p != '\0')
+	{
+		char	   *end;
+		long		id;
+
+		if (*p < '0' || *p > '9')
+		{
+			p++;
+			continue;
+		}
+		id = strtol(p, &end, 10);
+		group_drop_after_commit(queue_id, (int32) id);
+		ids = lappend_int(ids, (int) id);
+		p = end;
+	}
+	return ids;
 }
 
 /* mq.group_delete(queue, group_name) */
@@ -227,7 +271,9 @@ mq_group_delete(PG_FUNCTION_ARGS)
 	g = mq_group_lookup(q, text_arg(1), false);
 	values[0] = Int32GetDatum(q->id);
 	values[1] = Int32GetDatum(g->id);
-	(void) mq_run_internal("_group_delete_impl", 2, types, values, NULL);
+	/* and its broadcast consumers' */
+	(void) drop_listed_after_commit(q->id, mq_run_internal("_group_delete_impl", 2,
+														   types, values, NULL));
 	group_drop_after_commit(q->id, g->id);
 	PG_RETURN_VOID();
 }
@@ -258,6 +304,8 @@ mq_seek(PG_FUNCTION_ARGS)
 	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
 	Datum		values[3];
 	char		nulls[4] = "   ";
+	List	   *consumers;
+	ListCell   *lc;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "group_name");
 	q = stream_arg(fcinfo, MQ_PRIV_CONSUME);
@@ -292,13 +340,57 @@ mq_seek(PG_FUNCTION_ARGS)
 	values[2] = Int32GetDatum(partition);
 	if (partition < 0)
 		nulls[2] = 'n';
-	(void) mq_run_internal("_group_seek_impl", 3, types, values, nulls);
+	/* a broadcast group: every consumer is sought as well */
+	consumers = drop_listed_after_commit(q->id, mq_run_internal("_group_seek_impl", 3,
+																types, values, nulls));
 	mq_group_seek(q, g->id, partition, to_offset, to_time);
+	foreach(lc, consumers)
+		mq_group_seek(q, lfirst_int(lc), partition, to_offset, to_time);
 	group_drop_after_commit(q->id, g->id);
 	PG_RETURN_VOID();
 }
 
-/* Rows of mq.consumer_groups: one per group and partition */
+/* The rows of mq.consumer_groups of one queue state (a group, a consumer) */
+static void
+progress_rows(ReturnSetInfo *rsinfo, MqQueue *q, MqGroup *g, MqQueue *view,
+			  const char *consumer, TimestampTz now)
+{
+	for (int p = 0; p < q->nlanes; p++)
+	{
+		MqGroupProgress pr;
+		Datum		v[14];
+		bool		n[14];
+
+		mq_group_progress(view, p, &pr);
+		memset(n, 0, sizeof(n));
+		v[0] = CStringGetTextDatum(q->name);
+		v[1] = CStringGetTextDatum(g->name);
+		v[2] = CStringGetTextDatum(g->mode);
+		v[3] = Int32GetDatum(p);
+		/* consumer: broadcast groups only */
+		v[4] = consumer ? CStringGetTextDatum(consumer) : (Datum) 0;
+		n[4] = consumer == NULL;
+		v[5] = Int64GetDatum(pr.committed_offset);
+		v[6] = Int64GetDatum(pr.end_offset);
+		v[7] = Int64GetDatum(Max(pr.end_offset - pr.committed_offset, 0));
+		v[8] = Int32GetDatum(pr.in_flight);
+		v[9] = Int32GetDatum(pr.retrying);
+		v[10] = Int64GetDatum(pr.dead_lettered);
+		v[11] = Int32GetDatum(pr.consumers);
+		v[12] = TimestampTzGetDatum(pr.last_delivery);
+		n[12] = pr.last_delivery == 0;
+		v[13] = DirectFunctionCall2(timestamp_mi, TimestampTzGetDatum(now),
+									TimestampTzGetDatum(pr.last_delivery));
+		n[13] = pr.last_delivery == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+}
+
+/*
+ * Rows of mq.consumer_groups: one per group and partition; for a broadcast
+ * group one per consumer and partition (while it has no consumer, one per
+ * partition with consumer NULL: where its consumers will start)
+ */
 Datum
 mq_consumer_groups(PG_FUNCTION_ARGS)
 {
@@ -316,34 +408,17 @@ mq_consumer_groups(PG_FUNCTION_ARGS)
 		foreach(lg, q->groups)
 		{
 			MqGroup    *g = lfirst(lg);
+			ListCell   *lcc;
 
-			for (int p = 0; p < q->nlanes; p++)
-			{
-				MqGroupProgress pr;
-				Datum		v[14];
-				bool		n[14];
+			if (!g->broadcast || g->consumers == NIL)
+				progress_rows(rsinfo, q, g, g->view, NULL, now);
+			else
+				foreach(lcc, g->consumers)
+				{
+					MqGroupConsumer *c = lfirst(lcc);
 
-				mq_group_progress(g->view, p, &pr);
-				memset(n, 0, sizeof(n));
-				v[0] = CStringGetTextDatum(q->name);
-				v[1] = CStringGetTextDatum(g->name);
-				v[2] = CStringGetTextDatum(g->mode);
-				v[3] = Int32GetDatum(p);
-				n[4] = true;	/* consumer: broadcast groups only */
-				v[5] = Int64GetDatum(pr.committed_offset);
-				v[6] = Int64GetDatum(pr.end_offset);
-				v[7] = Int64GetDatum(Max(pr.end_offset - pr.committed_offset, 0));
-				v[8] = Int32GetDatum(pr.in_flight);
-				v[9] = Int32GetDatum(pr.retrying);
-				v[10] = Int64GetDatum(pr.dead_lettered);
-				v[11] = Int32GetDatum(pr.consumers);
-				v[12] = TimestampTzGetDatum(pr.last_delivery);
-				n[12] = pr.last_delivery == 0;
-				v[13] = DirectFunctionCall2(timestamp_mi, TimestampTzGetDatum(now),
-											TimestampTzGetDatum(pr.last_delivery));
-				n[13] = pr.last_delivery == 0;
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-			}
+					progress_rows(rsinfo, q, g, c->view, c->name, now);
+				}
 		}
 	}
 	return (Datum) 0;

@@ -30,11 +30,15 @@ PG_FUNCTION_INFO_V1(mq_nack);
 PG_FUNCTION_INFO_V1(mq_reject);
 PG_FUNCTION_INFO_V1(mq_extend_lease);
 
-/* The queue of a settle call (its arguments already checked not NULL) */
+/*
+ * The queue of a settle call (its arguments already checked not NULL);
+ * *any: a broadcast group settled without a consumer name
+ */
 static MqQueue *
-settle_queue(FunctionCallInfo fcinfo, int group_arg, const char *fn, bool dlq)
+settle_queue(FunctionCallInfo fcinfo, int group_arg, int consumer_arg,
+			 const char *fn, bool dlq, MqGroup **any)
 {
-	MqQueue    *q = mq_consume_target(fcinfo, group_arg, fn, dlq);
+	MqQueue    *q = mq_consume_target(fcinfo, group_arg, consumer_arg, fn, dlq, any);
 
 	PreventCommandIfReadOnly(fn);
 	return q;
@@ -135,18 +139,78 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	return n;
 }
 
-/* mq.ack(queue, msg_ids, group_name) returns the number acked */
+/*
+ * settle_ids on broadcast group g without a consumer name: each id in every
+ * consumer state of g where it is delivered to this session (the states
+ * this session took leases from); an id delivered here in none is settled
+ * in the first of them (or the group's view), which raises as
+ * settle_ids does for a clustering group.
+ */
+static int
+settle_ids_any(MqGroup *g, MqQueue *gview, int64 *ids, int n, MqSettleOp op,
+			   TimestampTz when, const char *dead_reason)
+{
+	bool	   *done = palloc0(sizeof(bool) * Max(n, 1));
+	bool	   *here = palloc(sizeof(bool) * Max(n, 1));
+	int64	   *sub = palloc(sizeof(int64) * Max(n, 1));
+	MqQueue    *first = NULL;
+	ListCell   *lc;
+	int			k;
+
+	foreach(lc, g->consumers)
+	{
+		MqGroupConsumer *c = lfirst(lc);
+
+		if (!mq_queue_session_leased(c->view))
+			continue;
+		if (first == NULL)
+			first = c->view;
+		if (mq_queue_leased_here(c->view, ids, n, here) == 0)
+			continue;
+		k = 0;
+		for (int i = 0; i < n; i++)
+			if (here[i])
+			{
+				sub[k++] = ids[i];
+				done[i] = true;
+			}
+		(void) settle_ids(c->view, sub, k, op, when, dead_reason);
+	}
+	k = 0;
+	for (int i = 0; i < n; i++)
+		if (!done[i])
+			sub[k++] = ids[i];
+	if (k > 0)
+		(void) settle_ids(first ? first : gview, sub, k, op, when, dead_reason);
+	pfree(done);
+	pfree(here);
+	pfree(sub);
+	return n;
+}
+
+/* settle_ids, or settle_ids_any for a broadcast group without a consumer */
+static int
+settle_ids_in(MqQueue *q, MqGroup *any, int64 *ids, int n, MqSettleOp op,
+			  TimestampTz when, const char *dead_reason)
+{
+	if (any != NULL)
+		return settle_ids_any(any, q, ids, n, op, when, dead_reason);
+	return settle_ids(q, ids, n, op, when, dead_reason);
+}
+
+/* mq.ack(queue, msg_ids, group_name, consumer) returns the number acked */
 Datum
 mq_ack(PG_FUNCTION_ARGS)
 {
 	MqQueue    *q;
+	MqGroup    *any;
 	int			n;
 	int64	   *ids;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids");
-	q = settle_queue(fcinfo, 2, "mq.ack", false);
+	q = settle_queue(fcinfo, 2, 3, "mq.ack", false, &any);
 	ids = id_array(fcinfo, &n);
-	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_ACK, 0, NULL));
+	PG_RETURN_INT32(settle_ids_in(q, any, ids, n, MQ_SETTLE_OP_ACK, 0, NULL));
 }
 
 /*
@@ -154,29 +218,30 @@ mq_ack(PG_FUNCTION_ARGS)
  * a reject counts toward x-delivery-limit and a nack does not.
  */
 static int
-nack_common(MqQueue *q, int64 *ids, int n, bool requeue, Interval *delay,
-			MqSettleOp requeue_op)
+nack_common(MqQueue *q, MqGroup *any, int64 *ids, int n, bool requeue,
+			Interval *delay, MqSettleOp requeue_op)
 {
 	TimestampTz when = 0;
 
 	if (delay)
 		when = mq_time_add(GetCurrentTimestamp(), mq_interval_us(delay, "delay", 0), "delay");
-	return settle_ids(q, ids, n, requeue ? requeue_op : MQ_SETTLE_OP_DEAD,
-					  when, "rejected");
+	return settle_ids_in(q, any, ids, n, requeue ? requeue_op : MQ_SETTLE_OP_DEAD,
+						 when, "rejected");
 }
 
-/* mq.nack(queue, msg_ids, requeue, delay, group_name) */
+/* mq.nack(queue, msg_ids, requeue, delay, group_name, consumer) */
 Datum
 mq_nack(PG_FUNCTION_ARGS)
 {
 	MqQueue    *q;
+	MqGroup    *any;
 	int			n;
 	int64	   *ids;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "requeue", NULL, NULL);
-	q = settle_queue(fcinfo, 4, "mq.nack", true);
+	q = settle_queue(fcinfo, 4, 5, "mq.nack", true, &any);
 	ids = id_array(fcinfo, &n);
-	PG_RETURN_INT32(nack_common(q, ids, n, PG_GETARG_BOOL(2),
+	PG_RETURN_INT32(nack_common(q, any, ids, n, PG_GETARG_BOOL(2),
 								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
 								MQ_SETTLE_OP_REQUEUE_FREE));
 }
@@ -189,25 +254,29 @@ mq_reject(PG_FUNCTION_ARGS)
 	int64		id;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_id", "requeue");
-	q = settle_queue(fcinfo, -1, "mq.reject", false);
+	q = settle_queue(fcinfo, -1, -1, "mq.reject", false, NULL);
 	id = PG_GETARG_INT64(1);
-	PG_RETURN_INT32(nack_common(q, &id, 1, PG_GETARG_BOOL(2), NULL,
+	PG_RETURN_INT32(nack_common(q, NULL, &id, 1, PG_GETARG_BOOL(2), NULL,
 								MQ_SETTLE_OP_REQUEUE));
 }
 
-/* mq.extend_lease(queue, msg_ids, lease): lease runs for 'lease' from now */
+/*
+ * mq.extend_lease(queue, msg_ids, lease, group_name, consumer): lease runs
+ * for 'lease' from now
+ */
 Datum
 mq_extend_lease(PG_FUNCTION_ARGS)
 {
 	MqQueue    *q;
+	MqGroup    *any;
 	int			n;
 	int64	   *ids;
 	TimestampTz until;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "lease");
-	q = settle_queue(fcinfo, 3, "mq.extend_lease", false);
+	q = settle_queue(fcinfo, 3, 4, "mq.extend_lease", false, &any);
 	ids = id_array(fcinfo, &n);
 	until = mq_time_add(GetCurrentTimestamp(),
 						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");
-	PG_RETURN_INT32(settle_ids(q, ids, n, MQ_SETTLE_OP_EXTEND, until, NULL));
+	PG_RETURN_INT32(settle_ids_in(q, any, ids, n, MQ_SETTLE_OP_EXTEND, until, NULL));
 }

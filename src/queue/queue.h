@@ -318,6 +318,17 @@ typedef struct MqSettled
 extern int	mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n,
 							MqSettleOp op, TimestampTz when, MqSettled *out);
 
+/*
+ * Which of msg_ids[0..n-1] are delivered to this session in q (leased, or
+ * their lease ran out and nobody took them since): here[i]; returns how
+ * many.  Changes nothing (a broadcast group's ack without a consumer name
+ * finds with it the consumer states that hold each id).
+ */
+extern int	mq_queue_leased_here(MqQueue *q, const int64 *msg_ids, int n, bool *here);
+
+/* Has this session taken leases on q's state (since it started)? */
+extern bool mq_queue_session_leased(MqQueue *q);
+
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);
 
@@ -441,6 +452,15 @@ extern void mq_group_start(MqQueue *q, int32 group_id, bool earliest,
  */
 extern void mq_group_seek(MqQueue *q, int32 group_id, int partition,
 						  int64 to_offset, TimestampTz to_time);
+
+/*
+ * A new consumer of a broadcast group (view cview) starts where its group
+ * (view gview) started, or was last sought to: a FLOOR per partition in
+ * the consumer's logs at the group's position (the group's own state is
+ * never consumed from, so it stays at the FLOORs written by
+ * mq_group_start or mq_group_seek), in the caller's transaction.
+ */
+extern void mq_group_consumer_start(MqQueue *gview, MqQueue *cview);
 
 /* One partition of a group, for mq.consumer_groups (bounded state only) */
 typedef struct MqGroupProgress

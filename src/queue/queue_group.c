@@ -18,8 +18,10 @@
 
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "storage/lwlock.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "queue/queue_int.h"
 
@@ -54,6 +56,44 @@ mq_group_seek(MqQueue *q, int32 group_id, int partition, int64 to_offset,
 			mq_settle_batch_add(&b, MQ_SETTLE_FLOOR,
 								mqq_stream_seek_pos(q, lane, to_offset, to_time));
 	mq_settle_batch_flush(&b);
+}
+
+void
+mq_group_consumer_start(MqQueue *gview, MqQueue *cview)
+{
+	MqQueueShared *qs;
+	uint64	   *pos = palloc(sizeof(uint64) * gview->nlanes);
+	int			nlanes;
+	MqSettleBatch b;
+
+	/*
+	 * The caller's statement may have begun before the consumer's catalog
+	 * row and logs were made: read with a snapshot that sees this
+	 * transaction's work so far, and later its FLOORs, so that the
+	 * consumer's state, loaded here, starts at them (loaded without them it
+	 * would start at the first retained entry).
+	 */
+	CommandCounterIncrement();
+	PushCopiedSnapshot(GetActiveSnapshot());
+	UpdateActiveSnapshotCommandId();
+
+	qs = mqq_queue_lock(gview, LW_SHARED);
+	nlanes = Min(qs->nlanes, gview->nlanes);
+	for (int lane = 0; lane < nlanes; lane++)
+		pos[lane] = qs->lanes[lane].scan_pos;
+	LWLockRelease(&qs->lock);
+
+	mq_settle_batch_init(&b, cview);
+	for (int lane = 0; lane < nlanes; lane++)
+		mq_settle_batch_add(&b, MQ_SETTLE_FLOOR, pos[lane]);
+	mq_settle_batch_flush(&b);
+	pfree(pos);
+
+	CommandCounterIncrement();
+	UpdateActiveSnapshotCommandId();
+	qs = mqq_queue_lock(cview, LW_SHARED);
+	LWLockRelease(&qs->lock);
+	PopActiveSnapshot();
 }
 
 /* qsort order of positions */

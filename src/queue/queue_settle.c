@@ -176,6 +176,27 @@ mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
 	return done;
 }
 
+int
+mq_queue_leased_here(MqQueue *q, const int64 *msg_ids, int n, bool *here)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	dlist_node *cursor = NULL;
+	int			found = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		MqTracked  *t = tracked_find_from(qs, msg_ids[i], &cursor);
+
+		here[i] = t != NULL &&
+			((t->state == MQ_T_LEASED && t->owner == MyProc->pgprocno) ||
+			 (t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno));
+		if (here[i])
+			found++;
+	}
+	LWLockRelease(&qs->lock);
+	return found;
+}
+
 /* ---------- floors ---------- */
 
 /*

@@ -120,6 +120,17 @@ mqq_note_leased_queue(MqQueueKey key)
 	leased_queues[nleased_queues++] = key;
 }
 
+bool
+mq_queue_session_leased(MqQueue *q)
+{
+	MqQueueKey	key = mqq_key(q);
+
+	for (int i = 0; i < nleased_queues; i++)
+		if (mqq_key_equal(leased_queues[i], key))
+			return true;
+	return false;
+}
+
 /*
  * Entries this transaction appended to q so far (counted at commit), and
  * in *bytes their body bytes
