@@ -409,7 +409,7 @@ BEGIN
 		-- x-max-length-bytes and on streams (elsewhere NULL, and so not stored)
 		-- offset: the entry's offset in its stream partition (streams only)
 		-- group_hash: hash of the message's message_group, only on ordered
-		-- queues (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
+		-- queues and streams (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
 					   'group_hash int) USING mqlog',
