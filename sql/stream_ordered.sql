@@ -107,6 +107,24 @@ SELECT so_ack('go', '{D1}');
 SELECT * FROM so_take('go');                                  -- D2
 SELECT so_ack('go', '{D2}');
 
+-- a session end gives it back at once too
+SELECT mq.send('so', 'F' || s, message_group => 'F') IS NOT NULL FROM generate_series(1, 2) s;
+SELECT * FROM so_take('go');                                  -- F1
+\c
+-- (wait for the old session to be gone: its exit returns F1)
+DO $$ BEGIN
+	FOR i IN 1 .. 500 LOOP
+		EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database()
+								AND pid <> pg_backend_pid() AND backend_type = 'client backend');
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END $$;
+CREATE TEMP TABLE got (g text, msg_id bigint, body text, mg text, p int, dc int);
+SELECT * FROM so_take('go');                                  -- F1, redelivered
+SELECT so_ack('go', '{F1}');
+SELECT * FROM so_take('go');                                  -- F2
+SELECT so_ack('go', '{F2}');
+
 -- consume and ack in one transaction: the next one goes after the commit
 SELECT mq.send('so', 'E' || s, message_group => 'E') IS NOT NULL FROM generate_series(1, 2) s;
 BEGIN;
