@@ -1528,3 +1528,13 @@ AS 'MODULE_PATHNAME', 'mq_consumer_groups' LANGUAGE C;
 -- One row per group and partition, from bounded state (src/group_sql.c)
 CREATE VIEW mq.consumer_groups AS SELECT * FROM mq._consumer_groups();
 GRANT SELECT ON mq.consumer_groups TO PUBLIC;
+
+------------------------------------------------------------------------
+-- Redrive (issue 12; new with ordered groups, src/redrive_sql.c): move the
+-- ready messages of a dead-letter queue back to the queue they came from
+-- (x-dlq-origin-queue, x-last-death-queue) or to target_queue; returns how
+-- many moved.  Not STRICT: a NULL source_queue is 22004.
+------------------------------------------------------------------------
+CREATE FUNCTION mq.redrive(source_queue text, target_queue text DEFAULT NULL,
+	max_messages int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_redrive' LANGUAGE C;
