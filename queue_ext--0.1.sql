@@ -426,7 +426,7 @@ BEGIN
 		-- x-max-length-bytes and on streams (elsewhere NULL, and so not stored)
 		-- offset: the entry's offset in its stream partition (streams only)
 		-- group_hash: hash of the message's message_group, only on ordered
-		-- queues (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
+		-- queues and streams (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
 					   'group_hash int) USING mqlog',
@@ -1637,3 +1637,13 @@ AS 'MODULE_PATHNAME', 'mq_consumer_groups' LANGUAGE C;
 -- One row per group and partition, from bounded state (src/group_sql.c)
 CREATE VIEW mq.consumer_groups AS SELECT * FROM mq._consumer_groups();
 GRANT SELECT ON mq.consumer_groups TO PUBLIC;
+
+------------------------------------------------------------------------
+-- Redrive (issue 12; new with ordered groups, src/redrive_sql.c): move the
+-- ready messages of a dead-letter queue back to the queue they came from
+-- (x-dlq-origin-queue, x-last-death-queue) or to target_queue; returns how
+-- many moved.  Not STRICT: a NULL source_queue is 22004.
+------------------------------------------------------------------------
+CREATE FUNCTION mq.redrive(source_queue text, target_queue text DEFAULT NULL,
+	max_messages int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_redrive' LANGUAGE C;

@@ -34,7 +34,7 @@ SELECT mq.group_declare('sg', 'ga', max_retries => 3, retry_delays => '{100 ms}'
 SELECT mq.group_declare('sg', 'ga', start => 'earliest');    -- 55000: retry_delays differ
 SELECT mq.group_declare('sg', 'gb', mode => 'bogus');         -- 22023
 SELECT mq.group_declare('sg', 'gb', filter_type => 'sql92', filter => 'a ='); -- 42601
-SELECT mq.group_declare('sg', 'gb', ordered => true);         -- 0A000
+SELECT mq.group_declare('sg', 'ga', start => 'earliest', retry_delays => '{100 ms}', ordered => true); -- 55000
 SELECT mq.group_declare('sg', 'gb', max_retries => -1);       -- 22023
 SELECT mq.group_declare('sg', 'gb', retry_delays => '{0 s}'); -- 22023
 SELECT mq.group_declare('sg', 'gb', start => 'soonish');      -- 22007

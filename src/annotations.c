@@ -139,6 +139,22 @@ annotations_of(Jsonb *properties)
 	return v;
 }
 
+bool
+mq_properties_dead_lettered(Jsonb *properties)
+{
+	JsonbValue *ann = annotations_of(properties);
+	JsonbValue	k;
+	JsonbValue *v;
+
+	if (ann == NULL)
+		return false;
+	k.type = jbvString;
+	k.val.string.val = "deaths";
+	k.val.string.len = strlen("deaths");
+	v = findJsonbValueFromContainer(ann->val.binary.data, JB_FOBJECT, &k);
+	return v != NULL && v->type == jbvBool && v->val.boolean;
+}
+
 int
 mq_message_keys(char *rk, Jsonb *properties, char ***keys)
 {

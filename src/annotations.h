@@ -27,6 +27,12 @@ extern int	mq_sender_keys(char *rk, Jsonb **headers, char ***keys,
 /* The routing keys of a stored message: its routing key, CC and BCC */
 extern int	mq_message_keys(char *rk, Jsonb *properties, char ***keys);
 
+/*
+ * Did the broker dead-letter this message (its x-death headers are the
+ * broker's own, not a publisher's)?  The death-history mark of mq._x_death.
+ */
+extern bool mq_properties_dead_lettered(Jsonb *properties);
+
 /* Properties without the broker's annotations, as consumers see them */
 extern Jsonb *mq_properties_public(Jsonb *properties);
 

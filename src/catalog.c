@@ -539,7 +539,7 @@ load_groups(void)
 	catalog_read("SELECT g.id, g.queue_id, g.name, g.mode, g.start, g.max_retries, "
 				 "ARRAY(SELECT (pg_catalog.date_part('epoch', d) "
 				 "OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 "
-				 "FROM pg_catalog.unnest(g.retry_delays) d), g.filter, g.filter_type "
+				 "FROM pg_catalog.unnest(g.retry_delays) d), g.filter, g.filter_type, g.ordered "
 				 "FROM mq.cat_group g ORDER BY g.id");
 
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -586,6 +586,7 @@ load_groups(void)
 		}
 		g->filter_expr = spi_text(tup, desc, 8);
 		g->filter_type = spi_text(tup, desc, 9);
+		g->ordered = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull)) && !isnull;
 		g->stream = q;
 		g->view = palloc(sizeof(MqQueue));
 		memcpy(g->view, q, sizeof(MqQueue));
@@ -597,6 +598,8 @@ load_groups(void)
 		g->view->delivery_limit = g->max_retries;
 		g->view->dead_letter_exchange = NULL;
 		g->view->dead_letter_routing_key = NULL;
+		/* an ordered group gates its message groups (queue_order.c) */
+		g->view->ordered = g->ordered;
 		q->groups = lappend(q->groups, g);
 		MemoryContextSwitchTo(old);
 	}

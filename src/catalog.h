@@ -125,6 +125,8 @@ typedef struct MqGroup
 	int64		retry_delays_us[MQ_MAX_RETRY_DELAYS];
 	char	   *filter_expr;	/* NULL: no filter */
 	char	   *filter_type;	/* tag or sql92 */
+	bool		ordered;		/* ordered => true: one message at a time per
+								 * message_group, in partition order */
 	struct MqFilter *filter;	/* compiled on first use (mq_group_filter) */
 	bool		filter_compiled;
 	MqQueue    *stream;

@@ -55,7 +55,7 @@ not_yet(const char *what)
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("%s are not implemented yet", what),
-			 errhint("Consumer groups in clustering mode, unordered, are.")));
+			 errhint("Consumer groups in clustering mode, ordered or not, are.")));
 }
 
 /*
@@ -103,8 +103,6 @@ mq_group_declare(PG_FUNCTION_ARGS)
 	mq_filter_free(mq_filter_compile(filter_type,
 									 PG_ARGISNULL(4) ? NULL : text_arg(4),
 									 CurrentMemoryContext));
-	if (PG_GETARG_BOOL(6))
-		not_yet("ordered consumer groups");
 	if (max_retries < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -417,11 +417,17 @@ drop_heads(MqQueue *q)
 	}
 }
 
-/* The message group an ordered queue keeps in the entry (0: none) */
+/*
+ * The message group an ordered queue keeps in the entry (0: none).  A
+ * stream keeps it too, whenever the message has a message_group: any of
+ * its consumer groups may be ordered.  A stream message without one stores
+ * nothing more (a trailing NULL).
+ */
 static uint32
 entry_group_hash(MqQueue *q, const MqPublishOpts *o)
 {
-	if (!q->ordered || o->message_group == NULL || o->message_group[0] == '\0')
+	if ((!q->ordered && q->type != MQ_QUEUE_STREAM) ||
+		o->message_group == NULL || o->message_group[0] == '\0')
 		return 0;
 	return mq_group_hash(o->message_group);
 }

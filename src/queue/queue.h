@@ -91,8 +91,8 @@ typedef struct MqEntry
 	int32		delivery_count; /* deliveries before (a nack with delay); 0: none */
 	int32		body_size;		/* body bytes, for x-max-length-bytes; -1: not
 								 * recorded (queues without that limit) */
-	uint32		group_hash;		/* ordered queues: mq_group_hash of its
-								 * message_group; 0: none (unordered) */
+	uint32		group_hash;		/* ordered queues and streams: mq_group_hash
+								 * of its message_group; 0: none */
 	int64		offset;			/* streams: offset in the partition, set by
 								 * the append; -1: none (other queues) */
 } MqEntry;

@@ -122,7 +122,7 @@
  * created before it have five columns.
  */
 #define MQ_ENTRY_ATT_OFFSET		6
-#define MQ_ENTRY_ATT_GROUP_HASH	7	/* ordered queues */
+#define MQ_ENTRY_ATT_GROUP_HASH	7	/* ordered queues, streams */
 
 /* Is a settlement-log record kind a settlement of its entry? */
 static inline bool

@@ -14,7 +14,20 @@
  * no known group and holds nothing back: publish order is the order in
  * which one publisher's messages were written, and messages of one group
  * published concurrently by several transactions have none between them.
- * Messages without a group are not held back.  The gate costs a walk of
+ * Messages without a group are not held back.
+ *
+ * A message delivered before and not settled (nacked, its lease expired,
+ * returned by a rollback or a session end, or tracked again after a
+ * restart) stays its group's head: while it waits for its retry the whole
+ * group is busy, and once due it goes before any other message of its
+ * group, whatever their positions.  Within one lane (a classic queue, a
+ * stream partition) it is the lowest unsettled position anyway; across
+ * lanes (a stream whose publishers chose partitions for one message group
+ * themselves, priorities) positions do not say publish order, and the rule
+ * keeps the group to one unsettled delivery at a time: RocketMQ's ordered
+ * consumer retries in place (suspends) rather than moving on.
+ *
+ * The gate costs a walk of
  * the tracked list per take, on ordered queues only; a message held back
  * stays tracked (it counts against mq.max_in_flight).
  *
@@ -31,6 +44,8 @@ typedef struct OrderGroup
 	uint32		group_hash;		/* hash key */
 	bool		busy;			/* one is in flight, or taken by this take */
 	uint64		first_ready;	/* lowest position of a ready one, 0: none */
+	uint64		head;			/* lowest position of one delivered before and
+								 * ready again, 0: none */
 } OrderGroup;
 
 static OrderGroup *
@@ -43,6 +58,7 @@ gate_group(MqOrderGate *gate, uint32 g)
 	{
 		og->busy = false;
 		og->first_ready = 0;
+		og->head = 0;
 	}
 	return og;
 }
@@ -71,6 +87,16 @@ mqq_gate_init(MqOrderGate *gate, MqQueue *q, MqQueueShared *qs, bool active,
 		/* (a lease run out is ready again: browse sees it before a take) */
 		if ((t->state == MQ_T_LEASED && t->until > now) || t->state == MQ_T_ACKING)
 			gate_group(gate, t->group_hash)->busy = true;
+		else if (t->state == MQ_T_READY && t->delivery_count > 0)
+		{
+			/* delivered before: waiting for its retry, or the head */
+			OrderGroup *og = gate_group(gate, t->group_hash);
+
+			if (t->until > now || t->visible_at > now)
+				og->busy = true;
+			else if (og->head == 0 || t->qpos < og->head)
+				og->head = t->qpos;
+		}
 		else if (t->state == MQ_T_READY || t->state == MQ_T_LEASED)
 		{
 			OrderGroup *og = gate_group(gate, t->group_hash);
@@ -93,7 +119,10 @@ mqq_gate_pass(MqOrderGate *gate, MqTracked *t)
 	if (gate->groups == NULL || t->group_hash == 0)
 		return true;
 	og = gate_group(gate, t->group_hash);
-	if (og->busy || (og->first_ready != 0 && og->first_ready < t->qpos))
+	if (og->busy)
+		return false;
+	if (og->head != 0 ? og->head != t->qpos :
+		(og->first_ready != 0 && og->first_ready < t->qpos))
 		return false;
 	og->busy = true;
 	return true;

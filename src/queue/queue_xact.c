@@ -234,7 +234,7 @@ local_commit(int from)
 		}
 		LWLockRelease(&qs->lock);
 		if (wake)
-			ConditionVariableBroadcast(&qs->cv);
+			mqq_wake(qs);		/* a group's consumers wait on the stream */
 	}
 }
 
