@@ -49,15 +49,6 @@ stream_arg(FunctionCallInfo fcinfo, int priv)
 	return q;
 }
 
-static void
-not_yet(const char *what)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s are not implemented yet", what),
-			 errhint("Consumer groups in clustering mode, ordered or not, are.")));
-}
-
 /*
  * mq.group_declare(queue, group_name, mode, start, filter, filter_type,
  *					ordered, max_retries, retry_delays)
