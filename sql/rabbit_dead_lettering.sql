@@ -20,6 +20,19 @@ RETURNS TABLE (body text, x_death jsonb, other_headers jsonb) LANGUAGE sql AS $$
 	SELECT convert_from(c.body, 'UTF8'), pg_temp.death(c.headers), c.headers - 'x-death'
 	  FROM mq.consume(q, 100, auto_ack => true) c
 $$;
+-- until queue q has a ready message (the worker may be dead-lettering one
+-- into it right now), at most 10 seconds
+CREATE FUNCTION pg_temp.wait_ready(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..200 LOOP
+		IF (SELECT ready > 0 FROM mq.queues WHERE queue = q) THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END
+$$;
 CREATE FUNCTION pg_temp.counts(qs text[])
 RETURNS TABLE (queue text, ready bigint, unacked bigint, total bigint) LANGUAGE sql AS $$
 	SELECT queue, ready, unacked, total FROM mq.queues WHERE queue = ANY (qs) ORDER BY queue
@@ -128,12 +141,14 @@ SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a2');
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a3');
+SELECT pg_temp.wait_ready('rd_b');
 SELECT convert_from(body, 'UTF8') AS body, pg_temp.death(headers) AS x_death FROM mq.browse('rd_b');
 SELECT mq.reject('rd_b', (SELECT msg_id FROM mq.consume('rd_b')), requeue => false);
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a2');
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a3');
+SELECT pg_temp.wait_ready('rd_b');
 SELECT * FROM pg_temp.take('rd_b');
 SELECT * FROM pg_temp.counts('{rd_b,rd_a2,rd_a3}');
 

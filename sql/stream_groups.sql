@@ -161,6 +161,20 @@ SELECT committed, lag, in_flight FROM sg_view('gr') WHERE p = 0;
 SELECT mq.group_declare('sg', 'gw');
 SELECT count(*) FROM mq.consume('sg', group_name => 'gw', wait => '200 ms');
 
+-- a group_delete rolled back to a savepoint keeps the group's shared state:
+-- the delivery taken before it is still this session's to ack
+SELECT mq.group_declare('sg', 'gsub', start => 'earliest');
+BEGIN;
+CREATE TEMP TABLE sub_taken AS SELECT msg_id FROM mq.consume('sg', 1, group_name => 'gsub');
+SAVEPOINT s;
+SELECT mq.group_delete('sg', 'gsub');
+ROLLBACK TO s;
+COMMIT;
+SELECT count(*) FROM sub_taken;
+SELECT mq.ack('sg', ARRAY(SELECT msg_id FROM sub_taken), group_name => 'gsub');
+SELECT mq.group_delete('sg', 'gsub');
+DROP TABLE sub_taken;
+
 -- group_delete; a group name may be declared on several streams
 SELECT mq.queue_declare('sg2', 'stream');
 SELECT mq.group_declare('sg2', 'ga', start => 'earliest');

@@ -151,7 +151,7 @@ broadcast_consumer(const char *qname, const char *gname, const char *cname)
 	{
 		mq_group_consumer_start(g->view, c->view);
 		/* rolled back: no state may outlive the consumer's row */
-		mq_group_drop_at_end(q->id, c->id, false, true);
+		mq_queue_state_drop_at_end(q->id, c->id, false, true);
 	}
 	return c->view;
 }

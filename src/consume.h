@@ -56,12 +56,4 @@ extern MqQueue *mq_consume_target(FunctionCallInfo fcinfo, int group_arg,
 								  int consumer_arg, const char *fn, bool dlq,
 								  MqGroup **any);
 
-/*
- * Drop the shared state of (queue, group or broadcast consumer id) when
- * this transaction ends: at commit (deleted, sought) or, at_abort, if it
- * rolls back (a consumer made by it is gone then) (group_sql.c)
- */
-extern void mq_group_drop_at_end(int32 queue_id, int32 group_id, bool at_commit,
-								 bool at_abort);
-
 #endif							/* MQ_CONSUME_H */

@@ -19,13 +19,11 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
 #include "args.h"
 #include "catalog.h"
-#include "consume.h"
 #include "filter.h"
 #include "queue/queue.h"
 
@@ -145,82 +143,8 @@ mq_group_declare(PG_FUNCTION_ARGS)
 }
 
 /*
- * Groups deleted by this transaction: their shared state is dropped once it
- * has committed and released its locks (as topology.c does for queues: a
- * consumer may hold the group's queue lock while it waits for a lock on one
- * of the group's logs, which the delete holds until it ends).  The same for
- * broadcast consumers made by a transaction that rolls back.
- */
-typedef struct DroppedGroup
-{
-	int32		queue_id;
-	int32		group_id;
-	bool		at_commit;
-	bool		at_abort;
-} DroppedGroup;
-
-static List *dropped_groups = NIL;	/* in TopMemoryContext */
-static bool drop_callback_registered = false;
-
-static void
-group_drop_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
-					void *arg)
-{
-	ListCell   *lc;
-
-	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || dropped_groups == NIL)
-		return;
-
-	/*
-	 * XXX A group deleted in a subtransaction that rolled back loses its
-	 * shared state too: it is rebuilt from its logs at the next use (its
-	 * leases are lost, so their messages come back at once).  XXX A
-	 * broadcast consumer made in a subtransaction that rolled back keeps a
-	 * shared state slot nobody reaches (its id is never used again) until
-	 * the server restarts.
-	 */
-	foreach(lc, dropped_groups)
-	{
-		DroppedGroup *d = lfirst(lc);
-
-		if (isCommit ? d->at_commit : d->at_abort)
-			mq_group_state_drop(d->queue_id, d->group_id);
-	}
-	list_free_deep(dropped_groups);
-	dropped_groups = NIL;
-}
-
-void
-mq_group_drop_at_end(int32 queue_id, int32 group_id, bool at_commit, bool at_abort)
-{
-	MemoryContext old;
-	DroppedGroup *d;
-
-	if (!drop_callback_registered)
-	{
-		RegisterResourceReleaseCallback(group_drop_callback, NULL);
-		drop_callback_registered = true;
-	}
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	d = palloc(sizeof(DroppedGroup));
-	d->queue_id = queue_id;
-	d->group_id = group_id;
-	d->at_commit = at_commit;
-	d->at_abort = at_abort;
-	dropped_groups = lappend(dropped_groups, d);
-	MemoryContextSwitchTo(old);
-}
-
-/* Drop the shared state of (queue, group) once this transaction commits */
-static void
-group_drop_after_commit(int32 queue_id, int32 group_id)
-{
-	mq_group_drop_at_end(queue_id, group_id, true, false);
-}
-
-/*
  * The ids of an int[] returned as text by mq_run_internal ("{1,2}"), each
- * dropped with group_drop_after_commit; returns them
+ * dropped once this transaction commits; returns them
  */
 static List *
 drop_listed_after_commit(int32 queue_id, const char *res)
@@ -239,7 +163,7 @@ drop_listed_after_commit(int32 queue_id, const char *res)
 			continue;
 		}
 		id = strtol(p, &end, 10);
-		group_drop_after_commit(queue_id, (int32) id);
+		mq_queue_state_drop_at_end(queue_id, (int32) id, true, false);
 		ids = lappend_int(ids, (int) id);
 		p = end;
 	}
@@ -263,7 +187,7 @@ mq_group_delete(PG_FUNCTION_ARGS)
 	/* and its broadcast consumers' */
 	(void) drop_listed_after_commit(q->id, mq_run_internal("_group_delete_impl", 2,
 														   types, values, NULL));
-	group_drop_after_commit(q->id, g->id);
+	mq_queue_state_drop_at_end(q->id, g->id, true, false);
 	PG_RETURN_VOID();
 }
 
@@ -335,7 +259,7 @@ mq_seek(PG_FUNCTION_ARGS)
 	mq_group_seek(q, g->id, partition, to_offset, to_time);
 	foreach(lc, consumers)
 		mq_group_seek(q, lfirst_int(lc), partition, to_offset, to_time);
-	group_drop_after_commit(q->id, g->id);
+	mq_queue_state_drop_at_end(q->id, g->id, true, false);
 	PG_RETURN_VOID();
 }
 

@@ -22,7 +22,6 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 
 #include "mqutils.h"
 #include "args.h"
@@ -158,80 +157,6 @@ mq_queue_declare(PG_FUNCTION_ARGS)
 }
 
 /*
- * The shared state of a deleted queue is dropped once the deleting
- * transaction has committed and released its locks -- not before: a
- * rollback keeps the queue (and its leases), and a consumer may hold the
- * queue's shared-memory lock while it waits for a lock on one of the
- * queue's relations, which the delete holds until it ends (dropping the
- * state inside the transaction could wait for that consumer forever, an
- * LWLock wait the deadlock detector cannot see).
- */
-typedef struct DroppedQueue
-{
-	int32		queue_id;
-	int			nest;			/* (sub)transaction that deleted it */
-} DroppedQueue;
-
-static List *dropped_queues = NIL;	/* in TopMemoryContext */
-static bool drop_callbacks_registered = false;
-
-static void
-drop_release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
-					  void *arg)
-{
-	ListCell   *lc;
-
-	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || dropped_queues == NIL)
-		return;
-	if (isCommit)
-		foreach(lc, dropped_queues)
-			mq_queue_state_drop(((DroppedQueue *) lfirst(lc))->queue_id);
-	list_free_deep(dropped_queues);
-	dropped_queues = NIL;
-}
-
-static void
-drop_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					  SubTransactionId parentSubid, void *arg)
-{
-	int			nest = GetCurrentTransactionNestLevel();
-	ListCell   *lc;
-
-	foreach(lc, dropped_queues)
-	{
-		DroppedQueue *d = lfirst(lc);
-
-		if (d->nest < nest)
-			continue;
-		if (event == SUBXACT_EVENT_COMMIT_SUB)
-			d->nest = nest - 1;
-		else if (event == SUBXACT_EVENT_ABORT_SUB)
-		{
-			dropped_queues = foreach_delete_current(dropped_queues, lc);
-			pfree(d);
-		}
-	}
-}
-
-static void
-drop_state_at_commit(int32 queue_id)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	DroppedQueue *d = palloc(sizeof(DroppedQueue));
-
-	if (!drop_callbacks_registered)
-	{
-		RegisterResourceReleaseCallback(drop_release_callback, NULL);
-		RegisterSubXactCallback(drop_subxact_callback, NULL);
-		drop_callbacks_registered = true;
-	}
-	d->queue_id = queue_id;
-	d->nest = GetCurrentTransactionNestLevel();
-	dropped_queues = lappend(dropped_queues, d);
-	MemoryContextSwitchTo(old);
-}
-
-/*
  * mq.queue_delete(queue, if_unused, if_empty) returns the number of
  * messages the queue held.
  */
@@ -262,7 +187,7 @@ mq_queue_delete(PG_FUNCTION_ARGS)
 	values[3] = Int64GetDatum(counts.ready + counts.unacked);
 	values[4] = Int32GetDatum(counts.consumers);
 	mq_run_internal("_queue_delete_impl", 5, types, values, NULL);
-	drop_state_at_commit(q->id);
+	mq_queue_state_drop_at_end(q->id, 0, true, false);
 	PG_RETURN_INT64(counts.ready + counts.unacked);
 }
 

@@ -175,6 +175,17 @@ extern void mq_queue_state_drop(int32 queue_id);	/* and its groups' */
 /* Forget the shared state of a deleted consumer group (the same rule) */
 extern void mq_group_state_drop(int32 queue_id, int32 group_id);
 
+/*
+ * Drop the shared state of queue queue_id (group_id 0: with its groups'),
+ * or of its consumer group or broadcast consumer group_id, once this
+ * transaction has ended and released its locks: if it commits (deleted,
+ * sought) and/or if it rolls back (made by it).  A subtransaction that
+ * rolls back voids its drops at commit (the delete is undone) and makes
+ * its drops at abort happen whatever the transaction does (queue_xact.c).
+ */
+extern void mq_queue_state_drop_at_end(int32 queue_id, int32 group_id,
+									   bool at_commit, bool at_abort);
+
 /* ---------- publishing (queue_append.c) ---------- */
 
 /*

@@ -24,8 +24,9 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
-#include "utils/wait_event.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/wait_event.h"
 
 #include "queue/queue_int.h"
 #include "worker_shmem.h"
@@ -57,6 +58,7 @@ static void mq_xact_callback(XactEvent event, void *arg);
 static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								SubTransactionId parentSubid, void *arg);
 static void mq_session_exit(int code, Datum arg);
+static void state_drops_subxact(SubXactEvent event, int nest);
 
 /* Register the transaction, subtransaction and session-exit callbacks, once */
 void
@@ -354,6 +356,7 @@ mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		for (int i = first; i < nlocal; i++)
 			local_actions[i].nest = level - 1;
 	}
+	state_drops_subxact(event, level);
 }
 
 /* Session end: everything this session holds becomes ready at once */
@@ -405,6 +408,107 @@ mq_session_exit(int code, Datum arg)
 	nleased_queues = 0;
 	nlocal = 0;
 	wake_worker_if_wanted();
+}
+
+/* ---------- shared state dropped when the transaction ends ---------- */
+
+/*
+ * The shared state of a deleted queue or group is dropped once the
+ * deleting transaction has ended and released its locks -- not before: a
+ * rollback keeps the queue (and its leases), and a consumer may hold the
+ * queue's lock while it waits for a lock on one of the queue's relations,
+ * which the delete holds until it ends (dropping the state inside the
+ * transaction could wait for that consumer forever, an LWLock wait the
+ * deadlock detector cannot see).
+ */
+typedef struct MqStateDrop
+{
+	int32		queue_id;
+	int32		group_id;		/* 0: the queue and its groups */
+	int			nest;			/* (sub)transaction that asked for it */
+	bool		at_commit;
+	bool		at_abort;
+} MqStateDrop;
+
+static List *state_drops = NIL; /* in TopMemoryContext */
+static bool state_drop_registered = false;
+
+static void
+state_drops_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
+					void *arg)
+{
+	ListCell   *lc;
+
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || state_drops == NIL)
+		return;
+	foreach(lc, state_drops)
+	{
+		MqStateDrop *d = lfirst(lc);
+
+		if (!(isCommit ? d->at_commit : d->at_abort))
+			continue;
+		if (d->group_id == 0)
+			mq_queue_state_drop(d->queue_id);
+		else
+			mq_group_state_drop(d->queue_id, d->group_id);
+	}
+	list_free_deep(state_drops);
+	state_drops = NIL;
+}
+
+/*
+ * A subtransaction ended: its drops pass to its parent (commit), or (abort)
+ * those asked for at commit are void, and those asked for at abort (state
+ * made by it) happen whatever the transaction does then
+ */
+static void
+state_drops_subxact(SubXactEvent event, int nest)
+{
+	ListCell   *lc;
+
+	foreach(lc, state_drops)
+	{
+		MqStateDrop *d = lfirst(lc);
+
+		if (d->nest < nest)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			d->nest = nest - 1;
+		else if (event == SUBXACT_EVENT_ABORT_SUB && d->at_abort)
+		{
+			d->at_commit = true;
+			d->nest = 0;
+		}
+		else if (event == SUBXACT_EVENT_ABORT_SUB)
+		{
+			state_drops = foreach_delete_current(state_drops, lc);
+			pfree(d);
+		}
+	}
+}
+
+void
+mq_queue_state_drop_at_end(int32 queue_id, int32 group_id, bool at_commit,
+						   bool at_abort)
+{
+	MemoryContext old;
+	MqStateDrop *d;
+
+	mqq_register_callbacks();
+	if (!state_drop_registered)
+	{
+		RegisterResourceReleaseCallback(state_drops_release, NULL);
+		state_drop_registered = true;
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	d = palloc(sizeof(MqStateDrop));
+	d->queue_id = queue_id;
+	d->group_id = group_id;
+	d->nest = GetCurrentTransactionNestLevel();
+	d->at_commit = at_commit;
+	d->at_abort = at_abort;
+	state_drops = lappend(state_drops, d);
+	MemoryContextSwitchTo(old);
 }
 
 /* ---------- waiting (backend-local: which queue this backend sleeps on) ---------- */
