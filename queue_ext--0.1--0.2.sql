@@ -17,7 +17,8 @@
 -- ordered queues, none of which a 0.1 queue can be (0.1 refused those
 -- arguments and types), and the library reads and writes entry logs with
 -- or without them (it checks the relation's column count, see
--- mq_lane_entry_values in src/queue/queue_lane.c).  Generations created
+-- mqq_entry_values in src/queue/queue_lane.c and
+-- mqq_tracked_fill in src/queue/queue_shmem.c).  Generations created
 -- from now on by mq._lane_create have all seven columns.  A 0.1 quorum
 -- queue keeps the lanes it had (one per priority level of x-max-priority,
 -- usually one) instead of 0.2's 32 priority lanes.

@@ -157,7 +157,7 @@ pg_make()
 	local phase=$1
 	shift
 	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres \
-		PROVE_FLAGS="${PROVE_FLAGS:-}" \
+		PROVE_FLAGS="${PROVE_FLAGS:-}" QE_SOURCE_DIR="$ROOT" \
 		timeout --kill-after=30 "$PHASE_TIMEOUT" \
 		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_CONFIG" "$@"
 	local rc=$?
