@@ -29,6 +29,8 @@
 #		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
 #		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
 #		PG_MAJOR, PG_CONFIG see test/lib/cluster.sh
+#	  The TAP tests get QE_SOURCE_DIR, this checkout: test 016 takes the 0.1
+#	  sources from its git history (the scratch copy has no .git).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
