@@ -689,6 +689,7 @@ mq_consumer_prefetch(MqQueue *q, const char *consumer)
 	return -1;
 }
 
+/* extversion of queue_ext in pg_extension (palloc'd), NULL if not installed */
 char *
 mq_extension_version(void)
 {
