@@ -25,8 +25,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-# the last commit of version 0.1
-my $OLD_COMMIT = 'f0152c5';
+# the release commit of version 0.1 (test/upgrade/versions)
+my ($OLD_COMMIT) = map { /^0\.1\s+(\S+)/ ? $1 : () } split /\n/, slurp_file('test/upgrade/versions');
+die 'test/upgrade/versions does not name the commit of 0.1' unless $OLD_COMMIT;
 
 # The installation under test, as test/lib/cluster.sh finds it (prove runs
 # with its bindir first in PATH)
@@ -44,25 +45,27 @@ my $sharedir = pg_config_of('sharedir');
 my $pkglibdir = pg_config_of('pkglibdir');
 my $new_inst = dirname($bindir);
 
-# The 0.1 sources from git: the checkout test/run_all.sh was started from
-# (QE_SOURCE_DIR: it runs the tests in a copy without .git), else this tree
-my @git_dirs = grep { defined && -e "$_/.git" } ($ENV{QE_SOURCE_DIR}, getcwd());
+# The 0.1 sources: the archive test/run_all.sh made (QE_UPGRADE_SOURCES:
+# it runs the tests in a copy without .git), else this tree's git history
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $src = "$tmp/src-0.1";
 make_path($src);
+my @tries;
+push @tries, "tar -x -C '$src' -f '$ENV{QE_UPGRADE_SOURCES}/queue_ext-0.1.tar'"
+  if $ENV{QE_UPGRADE_SOURCES} && -f "$ENV{QE_UPGRADE_SOURCES}/queue_ext-0.1.tar";
+push @tries, "git -c safe.directory='*' -C '" . getcwd() . "' archive $OLD_COMMIT | tar -x -C '$src'"
+  if -e getcwd() . '/.git';
 my $got_src = 0;
-for my $dir (@git_dirs)
+for my $cmd (@tries)
 {
-	# a checkout owned by another user (root in CI) is fine to read
-	if (system("git -c safe.directory='*' -C '$dir' archive $OLD_COMMIT | tar -x -C '$src'") == 0
-		&& -f "$src/queue_ext--0.1.sql")
+	if (system("$cmd 2>/dev/null") == 0 && -f "$src/queue_ext--0.1.sql")
 	{
 		$got_src = 1;
 		last;
 	}
 }
-plan skip_all => "git history with commit $OLD_COMMIT (queue_ext 0.1) is not available: "
-  . 'run from a git checkout, or set QE_SOURCE_DIR to one'
+plan skip_all => "the sources of queue_ext 0.1 (commit $OLD_COMMIT) are not available: "
+  . 'run from a git checkout with that history, or through test/run_all.sh'
   unless $got_src;
 
 # Build 0.1 against the installation under test and install it into a
