@@ -19,9 +19,16 @@
 -- or without them (it checks the relation's column count, see
 -- mqq_entry_values in src/queue/queue_lane.c and
 -- mqq_tracked_fill in src/queue/queue_shmem.c).  Generations created
--- from now on by mq._lane_create have all seven columns.  A 0.1 quorum
+-- from now on by mq._lane_create have all seven columns.  (mqlog would take
+-- ALTER TABLE ... ADD COLUMN, a catalog-only change, but that locks every
+-- lane table of every queue for nothing the library needs.)  A 0.1 quorum
 -- queue keeps the lanes it had (one per priority level of x-max-priority,
--- usually one) instead of 0.2's 32 priority lanes.
+-- usually one) instead of 0.2's 32 priority lanes.  mq.timer (a heap
+-- table the library reads and writes by column name) gets its two new
+-- columns.
+--
+-- Until 0.2 is released, DDL added to queue_ext--0.2.sql must be added
+-- here too: test 016 fails with a diff of what is missing.
 
 ------------------------------------------------------------------------
 -- broker catalog: consumer groups of stream queues
@@ -792,6 +799,3 @@ AS 'MODULE_PATHNAME', 'mq_consumer_groups' LANGUAGE C;
 -- One row per group and partition, from bounded state (src/group_sql.c)
 CREATE VIEW mq.consumer_groups AS SELECT * FROM mq._consumer_groups();
 GRANT SELECT ON mq.consumer_groups TO PUBLIC;
-
--- the library's topology caches in running sessions
-SELECT mq._topology_changed();
