@@ -42,6 +42,18 @@ $(error OBJS in the Makefile does not list exactly the C files under src/)
 endif
 PG_CPPFLAGS = -I$(srcdir)/src
 
+# The library reads and writes the schema of one extension version: its
+# MQ_EXTENSION_VERSION (src/catalog.h) must be the control file's
+# default_version, and that version needs its install script.
+MQ_CONTROL_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" queue_ext.control)
+MQ_LIBRARY_VERSION := $(shell sed -n 's/^\#define[[:space:]]*MQ_EXTENSION_VERSION[[:space:]]*"\(.*\)"/\1/p' src/catalog.h)
+ifneq ($(MQ_CONTROL_VERSION),$(MQ_LIBRARY_VERSION))
+$(error queue_ext.control has default_version '$(MQ_CONTROL_VERSION)' but src/catalog.h has MQ_EXTENSION_VERSION "$(MQ_LIBRARY_VERSION)")
+endif
+ifeq ($(wildcard queue_ext--$(MQ_CONTROL_VERSION).sql),)
+$(error queue_ext--$(MQ_CONTROL_VERSION).sql, the install script of default_version, does not exist)
+endif
+
 # pg_regress: one test per file in sql/, run in this order.
 REGRESS = $(shell cat $(srcdir)/test/regress_schedule 2>/dev/null)
 REGRESS_OPTS = --load-extension=queue_ext

@@ -16,7 +16,11 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
@@ -27,6 +31,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -749,6 +754,57 @@ mq_consumer_prefetch(MqQueue *q, const char *consumer)
 	return -1;
 }
 
+/* extversion of queue_ext in pg_extension (palloc'd), NULL if not installed */
+char *
+mq_extension_version(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *version = NULL;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("queue_ext"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * The schema must be the one this library was built for: an entry point
+ * called in a database still at an older version (new binaries, no ALTER
+ * EXTENSION UPDATE yet) would otherwise fail on whatever object changed.
+ * Checked only when the cache is (re)built, so it costs nothing per call;
+ * while it fails the cache stays invalid and every call checks again.
+ */
+static void
+check_extension_version(void)
+{
+	char	   *version = mq_extension_version();
+
+	if (version != NULL && strcmp(version, MQ_EXTENSION_VERSION) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("queue_ext library is version %s but the database has version %s",
+						MQ_EXTENSION_VERSION, version),
+				 errhint("Run ALTER EXTENSION queue_ext UPDATE.")));
+	if (version != NULL)
+		pfree(version);
+}
+
 /*
  * Reload the whole topology if it changed since we last looked.
  */
@@ -781,6 +837,7 @@ mq_catalog_refresh(void)
 
 	/* the relid may differ after DROP/CREATE EXTENSION */
 	mq_cat_exchange_relid = mq_internal_relid("cat_exchange");
+	check_extension_version();
 
 	mq_owner_enter(&owner);
 	PG_TRY();

@@ -197,6 +197,18 @@ typedef struct MqExchange
 	List	   *headers;		/* of MqHeadersBinding */
 } MqExchange;
 
+/*
+ * The version of the extension's SQL objects this library reads and writes:
+ * default_version in queue_ext.control (the Makefile checks they agree).
+ * Between a binary upgrade and ALTER EXTENSION queue_ext UPDATE a database
+ * holds an older schema: the entry points refuse it (mq_catalog_refresh) and
+ * the background worker leaves it alone until it is updated.
+ */
+#define MQ_EXTENSION_VERSION "0.2"
+
+/* extversion of queue_ext in this database (palloc'd), NULL if none */
+extern char *mq_extension_version(void);
+
 /* Bring the cache up to date; call at the start of every SQL entry point */
 extern void mq_catalog_refresh(void);
 

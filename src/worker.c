@@ -9,7 +9,11 @@
  * databases every mq.launcher_naptime and starts a worker in each that has
  * none.  A worker in a database without the extension exits at once and
  * is tried again only after the next launcher nap, so such databases cost
- * nothing.  Workers that die are restarted the same way.
+ * nothing.  Workers that die are restarted the same way.  A worker in a
+ * database whose extension is at another version than the library (new
+ * binaries before ALTER EXTENSION queue_ext UPDATE) says so once in the log
+ * and waits, looking again every mq.launcher_naptime, without touching the
+ * database's queues: their schema is not the one this library reads.
  *
  *-------------------------------------------------------------------------
  */
@@ -397,6 +401,31 @@ extension_present(void)
 	return present;
 }
 
+/*
+ * Is the extension at the library's version (see the file header)?  *said
+ * remembers that the LOG line about a mismatch was written.
+ */
+static bool
+extension_current(bool *said)
+{
+	char	   *version = mq_extension_version();
+	bool		current = version != NULL && strcmp(version, MQ_EXTENSION_VERSION) == 0;
+
+	if (!current && !*said)
+		ereport(LOG,
+				(errmsg("queue_ext worker: database \"%s\" has queue_ext version %s, the library is version %s: skipped until ALTER EXTENSION queue_ext UPDATE",
+						get_database_name(MyDatabaseId), version ? version : "(none)",
+						MQ_EXTENSION_VERSION)));
+	else if (current && *said)
+		ereport(LOG,
+				(errmsg("queue_ext worker: database \"%s\" now has queue_ext version %s: maintenance resumes",
+						get_database_name(MyDatabaseId), version)));
+	*said = !current;
+	if (version != NULL)
+		pfree(version);
+	return current;
+}
+
 static void
 worker_exit(int code, Datum arg)
 {
@@ -408,6 +437,7 @@ mq_worker_main(Datum arg)
 {
 	Oid			dbid = DatumGetObjectId(arg);
 	TimestampTz last_retire = 0;
+	bool		said_version = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -446,6 +476,18 @@ mq_worker_main(Datum arg)
 			PopActiveSnapshot();
 			CommitTransactionCommand();
 			proc_exit(0);
+		}
+		if (!extension_current(&said_version))
+		{
+			/* an older schema: wait for ALTER EXTENSION queue_ext UPDATE */
+			PopActiveSnapshot();
+			CommitTransactionCommand();
+			sleep_ms = mq_launcher_naptime;
+			mq_worker_announce(GetCurrentTimestamp() + (int64) sleep_ms * 1000);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
 		}
 		pgstat_report_activity(STATE_RUNNING, "queue_ext maintenance");
 		now = GetCurrentTimestamp();

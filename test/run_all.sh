@@ -29,6 +29,9 @@
 #		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
 #		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
 #		PG_MAJOR, PG_CONFIG see test/lib/cluster.sh
+#	  The TAP tests get QE_UPGRADE_SOURCES, a directory with a git archive of
+#	  each version in test/upgrade/versions (the scratch copy has no .git),
+#	  for the upgrade test 017.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -157,7 +160,7 @@ pg_make()
 	local phase=$1
 	shift
 	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres \
-		PROVE_FLAGS="${PROVE_FLAGS:-}" \
+		PROVE_FLAGS="${PROVE_FLAGS:-}" QE_UPGRADE_SOURCES="$WORK/upgrade_sources" \
 		timeout --kill-after=30 "$PHASE_TIMEOUT" \
 		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_CONFIG" "$@"
 	local rc=$?
@@ -202,6 +205,15 @@ qe_ensure_pg_user
 WORK=$(mktemp -d /tmp/queue_ext-test.XXXXXX)
 chmod 755 "$WORK"
 qe_copy_tree "$ROOT" "$WORK"
+# the sources of the released versions, for the upgrade test (the copy has
+# no .git, and the checkout may not be readable by the test user)
+mkdir -p "$WORK/upgrade_sources"
+while read -r ver commit; do
+	case $ver in ''|'#'*) continue ;; esac
+	git -c safe.directory='*' -C "$ROOT" archive --format=tar \
+		-o "$WORK/upgrade_sources/queue_ext-$ver.tar" "$commit" 2>/dev/null ||
+		qe_warn "no git history for queue_ext $ver ($commit): the upgrade test will be skipped"
+done <"$ROOT/test/upgrade/versions"
 
 t0=$SECONDS
 if ( qe_build_install "$WORK" ); then

@@ -1,4 +1,4 @@
-/* queue_ext--0.1.sql: install script for queue_ext 0.1 */
+/* queue_ext--0.2.sql: install script for queue_ext 0.2 */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION queue_ext" to load this file. \quit

@@ -1,0 +1,801 @@
+/* queue_ext--0.1--0.2.sql: upgrade queue_ext 0.1 to 0.2 */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION queue_ext UPDATE TO '0.2'" to load this file. \quit
+
+-- Takes a 0.1 schema to exactly what queue_ext--0.2.sql creates; test
+-- 016_upgrade_from_0_1.pl compares the two (test/upgrade/schema_diff.sh).
+-- Each block below says which part of the install script it follows.
+-- Functions are replaced in place (CREATE OR REPLACE keeps their
+-- privileges) unless their arguments or result change: those are dropped
+-- and created again, then given the privileges the install script gives.
+--
+-- Data: every catalog row, message, segment and lane table stays.  The
+-- lane tables of 0.1 queues (entry logs mq.q<id>_<lane>_<gen>, four
+-- columns) are left as they are: 0.2 added the trailing columns body_size,
+-- "offset" and group_hash for x-max-length-bytes queues, streams and
+-- ordered queues, none of which a 0.1 queue can be (0.1 refused those
+-- arguments and types), and the library reads and writes entry logs with
+-- or without them (it checks the relation's column count, see
+-- mqq_entry_values in src/queue/queue_lane.c and
+-- mqq_tracked_fill in src/queue/queue_shmem.c).  Generations created
+-- from now on by mq._lane_create have all seven columns.  (mqlog would take
+-- ALTER TABLE ... ADD COLUMN, a catalog-only change, but that locks every
+-- lane table of every queue for nothing the library needs.)  A 0.1 quorum
+-- queue keeps the lanes it had (one per priority level of x-max-priority,
+-- usually one) instead of 0.2's 32 priority lanes.  mq.timer (a heap
+-- table the library reads and writes by column name) gets its two new
+-- columns.
+--
+-- Until 0.2 is released, DDL added to queue_ext--0.2.sql must be added
+-- here too: test 016 fails with a diff of what is missing.
+
+------------------------------------------------------------------------
+-- broker catalog: consumer groups of stream queues
+------------------------------------------------------------------------
+-- consumer groups of stream queues (mq.group_declare); their progress is
+-- in their settlement logs g<queue_id>_<id>_<lane>_<gen> (src/queue/queue_group.c)
+CREATE TABLE mq.cat_group (
+	id			serial PRIMARY KEY,
+	queue_id	int NOT NULL,
+	name		text NOT NULL,
+	mode		text NOT NULL,
+	start		text NOT NULL,
+	filter		text,
+	filter_type	text NOT NULL,
+	ordered		boolean NOT NULL,
+	max_retries	int NOT NULL,
+	retry_delays interval[],
+	created_at	timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	UNIQUE (queue_id, name)
+);
+REVOKE ALL ON mq.cat_group FROM PUBLIC;
+REVOKE ALL ON SEQUENCE mq.cat_group_id_seq FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_group', '');
+
+------------------------------------------------------------------------
+-- topology: stream arguments, x-max-length-bytes, ordered queues,
+-- quorum lanes, consumer groups' logs
+------------------------------------------------------------------------
+-- Validate the arguments of a stream queue (partitions, retention,
+-- max_bytes, durability); classic-queue arguments are refused.
+CREATE FUNCTION mq._stream_args_check(queue text, arguments jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	k text;
+	v jsonb;
+	iv interval;
+	known constant text[] := ARRAY['partitions', 'retention', 'max_bytes', 'durability',
+		'x-queue-type'];
+BEGIN
+	FOR k, v IN SELECT * FROM jsonb_each(arguments) LOOP
+		IF k LIKE 'x-%' AND k <> 'x-queue-type' THEN
+			RAISE EXCEPTION 'argument "%" is not supported by stream queue "%"', k, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Stream queues take partitions, retention, max_bytes and durability.';
+		ELSIF NOT k = ANY (known) THEN
+			RAISE EXCEPTION 'unknown argument "%" for stream queue "%"', k, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Stream queues take partitions, retention, max_bytes and durability.';
+		END IF;
+		IF k = 'partitions' THEN
+			-- a partition is a lane, and a queue has at most 256 lanes
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 1
+			   OR v::numeric > 256 THEN
+				RAISE EXCEPTION 'invalid value % for argument "partitions" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The number of partitions must be an integer between 1 and 256.';
+			END IF;
+		ELSIF k = 'max_bytes' THEN
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 1
+			   OR v::numeric > 9223372036854775807 THEN
+				RAISE EXCEPTION 'invalid value % for argument "max_bytes" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a positive integer (bytes).';
+			END IF;
+		ELSIF k = 'retention' THEN
+			BEGIN
+				IF jsonb_typeof(v) <> 'string' THEN
+					RAISE invalid_text_representation;
+				END IF;
+				iv := (v #>> '{}')::interval;
+			EXCEPTION WHEN invalid_text_representation OR invalid_datetime_format
+					  OR datetime_field_overflow OR interval_field_overflow THEN
+				RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a positive interval, such as "72 hours".';
+			END;
+			IF iv <= interval '0' OR extract(epoch FROM iv) > 9223372036854.775807 THEN
+				RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a positive interval, such as "72 hours".';
+			END IF;
+		ELSIF k = 'durability' THEN
+			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' NOT IN ('local', 'quorum') THEN
+				RAISE EXCEPTION 'invalid value % for argument "durability" of stream queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'Supported values are "local" and "quorum".';
+			END IF;
+		ELSIF k = 'x-queue-type' THEN
+			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' <> 'stream' THEN
+				RAISE EXCEPTION 'argument "x-queue-type" % of queue "%" contradicts type "stream"', v, queue
+					USING ERRCODE = 'invalid_parameter_value';
+			END IF;
+		END IF;
+	END LOOP;
+	RETURN arguments - 'x-queue-type';
+END
+$$;
+-- Validate and normalise queue arguments; raises on anything unknown.
+CREATE OR REPLACE FUNCTION mq._queue_args_check(queue text, type text, arguments jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	k text;
+	v jsonb;
+	known constant text[] := ARRAY['x-message-ttl', 'x-max-length', 'x-max-length-bytes', 'x-overflow',
+		'x-dead-letter-exchange', 'x-dead-letter-routing-key', 'x-delivery-limit',
+		'x-max-priority', 'x-queue-type', 'ordered'];
+BEGIN
+	IF arguments IS NULL THEN
+		RETURN '{}';
+	END IF;
+	IF jsonb_typeof(arguments) <> 'object' THEN
+		RAISE EXCEPTION 'arguments of queue "%" must be a JSON object', queue
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF type = 'stream' THEN
+		RETURN mq._stream_args_check(queue, arguments);
+	END IF;
+	FOR k, v IN SELECT * FROM jsonb_each(arguments) LOOP
+		IF NOT k = ANY (known) THEN
+			RAISE EXCEPTION 'unknown argument "%" for queue "%"', k, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Supported arguments: ' || array_to_string(known, ', ') || '.';
+		END IF;
+		IF k = 'x-delivery-limit' THEN
+			-- a negative limit is none (RabbitMQ 4: -1)
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < -2147483648
+			   OR v::numeric > 2147483647 THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be an integer; a negative one means no limit.';
+			END IF;
+		ELSIF k IN ('x-message-ttl', 'x-max-length', 'x-max-priority') THEN
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 0
+			   OR v::numeric > 2147483647 THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a non-negative integer.';
+			END IF;
+			IF k = 'x-max-priority' AND (v::int < 1 OR v::int > 255) THEN
+				RAISE EXCEPTION 'invalid value % for argument "x-max-priority" of queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The maximum priority must be between 1 and 255.';
+			END IF;
+		ELSIF k = 'x-max-length-bytes' THEN
+			-- total body bytes of ready messages: a bigint
+			IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 0
+			   OR v::numeric > 9223372036854775807 THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a non-negative integer.';
+			END IF;
+		ELSIF k = 'x-overflow' THEN
+			IF jsonb_typeof(v) <> 'string'
+			   OR v #>> '{}' NOT IN ('drop-head', 'reject-publish', 'reject-publish-dlx') THEN
+				RAISE EXCEPTION 'invalid value % for argument "x-overflow" of queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'Supported values are "drop-head", "reject-publish" and "reject-publish-dlx".';
+			END IF;
+		ELSIF k = 'ordered' THEN
+			-- messages of one message_group delivered in order, one at a time
+			IF jsonb_typeof(v) <> 'boolean' THEN
+				RAISE EXCEPTION 'invalid value % for argument "ordered" of queue "%"', v, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be true or false.';
+			END IF;
+			IF v = 'true' AND arguments ? 'x-max-priority' THEN
+				RAISE EXCEPTION 'queue "%" cannot be both ordered and a priority queue', queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'An ordered queue delivers the messages of a message group in publish order, whatever their priority.';
+			END IF;
+		ELSIF k = 'x-queue-type' THEN
+			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' <> type THEN
+				RAISE EXCEPTION 'argument "x-queue-type" % of queue "%" contradicts type "%"', v, queue, type
+					USING ERRCODE = 'invalid_parameter_value';
+			END IF;
+		ELSE
+			IF jsonb_typeof(v) <> 'string' THEN
+				RAISE EXCEPTION 'invalid value % for argument "%" of queue "%"', v, k, queue
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'The value must be a string.';
+			END IF;
+		END IF;
+	END LOOP;
+	RETURN arguments - 'x-queue-type';
+END
+$$;
+-- One generation of a priority lane: its entry log (append-only, ordered)
+-- and its settlement log.  See src/queue_state.c.
+CREATE OR REPLACE FUNCTION mq._lane_create(queue_id int, lane int, gen int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	persistence text;
+BEGIN
+	SELECT CASE WHEN c.durable THEN '' ELSE 'UNLOGGED' END INTO persistence
+	  FROM mq.cat_queue c WHERE c.id = queue_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue % does not exist', queue_id USING ERRCODE = 'undefined_object';
+	END IF;
+	IF to_regclass(format('mq.%I', format('q%s_%s_%s', queue_id, lane, gen))) IS NOT NULL THEN
+		RETURN;
+	END IF;
+	BEGIN
+		-- expires_at NULL: never (and then not stored: a trailing NULL)
+		-- visible_at first: see MqEntry in src/msglog.h
+		-- delivery_count: deliveries before, for a message nacked with a delay
+		-- body_size: the message body's bytes, only on queues with
+		-- x-max-length-bytes and on streams (elsewhere NULL, and so not stored)
+		-- offset: the entry's offset in its stream partition (streams only)
+		-- group_hash: hash of the message's message_group, only on ordered
+		-- queues (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
+		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
+					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
+					   'group_hash int) USING mqlog',
+					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
+	EXCEPTION WHEN duplicate_table THEN
+		RETURN;
+	END;
+	-- one int8 per settlement: kind << 56 | the entry's position within the
+	-- lane (see mq_settle_encode in src/msglog.h)
+	EXECUTE format('CREATE %s TABLE mq.%I (settlement int8 NOT NULL) USING mqlog',
+				   persistence, format('s%s_%s_%s', queue_id, lane, gen));
+	-- and each consumer group's settlement log of the generation
+	PERFORM mq._group_log_create(_lane_create.queue_id, g.id, lane, gen)
+	   FROM mq.cat_group g WHERE g.queue_id = _lane_create.queue_id;
+END
+$$;
+-- A consumer group's settlement log of a lane generation: the same one
+-- int8 column and records as s<queue>_<lane>_<gen>
+CREATE FUNCTION mq._group_log_create(queue_id int, group_id int, lane int, gen int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	EXECUTE format('CREATE TABLE IF NOT EXISTS mq.%I (settlement int8 NOT NULL) USING mqlog',
+				   format('g%s_%s_%s_%s', queue_id, group_id, lane, gen));
+END
+$$;
+CREATE OR REPLACE FUNCTION mq._lane_drop(queue_id int, lane int, gen int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	EXECUTE format('DROP TABLE IF EXISTS mq.%I, mq.%I',
+				   format('q%s_%s_%s', queue_id, lane, gen),
+				   format('s%s_%s_%s', queue_id, lane, gen));
+	-- the consumer groups' logs of the generation go with it
+	PERFORM mq._group_log_drop(format('g%s\_%%\_%s\_%s', queue_id, lane, gen));
+END
+$$;
+-- Drop the consumer group logs whose names match pattern (LIKE)
+CREATE FUNCTION mq._group_log_drop(pattern text)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	rel oid;
+BEGIN
+	FOR rel IN SELECT c.oid FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE pattern LOOP
+		EXECUTE format('DROP TABLE %s', rel::regclass);
+	END LOOP;
+END
+$$;
+CREATE OR REPLACE FUNCTION mq._queue_declare_impl(queue text, type text, durable boolean, arguments jsonb, caller oid)
+RETURNS text LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	q mq.cat_queue;
+	qid int;
+	nlanes int;
+	lane_oids oid[] := '{}';
+	relname text;
+BEGIN
+	IF type IS NULL OR type NOT IN ('classic', 'quorum', 'stream') THEN
+		RAISE EXCEPTION 'invalid queue type "%" for queue "%"', type, queue
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Queue types are classic, quorum and stream.';
+	END IF;
+	IF type IN ('quorum', 'stream') AND NOT durable THEN
+		RAISE EXCEPTION '% queue "%" must be durable', type, queue
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	arguments := mq._queue_args_check(queue, type, arguments);
+	IF type = 'quorum' AND arguments ? 'x-max-priority' THEN
+		RAISE EXCEPTION 'quorum queue "%" does not support "x-max-priority"', queue
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	SELECT * INTO q FROM mq.cat_queue c WHERE c.name = queue FOR UPDATE;
+	IF FOUND THEN
+		IF q.type <> type THEN
+			RAISE EXCEPTION 'queue "%" already exists with type "%"', queue, q.type
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('It was declared with type "%s", not "%s".', q.type, type);
+		ELSIF q.durable <> durable THEN
+			RAISE EXCEPTION 'queue "%" already exists with durable = %', queue, q.durable
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF q.arguments <> arguments THEN
+			RAISE EXCEPTION 'queue "%" already exists with different arguments', queue
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Existing arguments: %s; requested: %s.', q.arguments, arguments);
+		END IF;
+		RETURN queue;
+	END IF;
+	IF queue LIKE 'amq.%' AND queue NOT LIKE 'amq.gen-%' THEN
+		RAISE EXCEPTION 'queue name "%" is reserved', queue
+			USING ERRCODE = 'reserved_name',
+				  DETAIL = 'Names starting with "amq." are reserved for server-named queues.';
+	END IF;
+	qid := nextval(pg_get_serial_sequence('mq.cat_queue', 'id'));
+	-- a lane per priority level: x-max-priority + 1, and on quorum queues
+	-- always 32 (RabbitMQ 4.3: priorities 0..31, MQ_QUORUM_LANES in catalog.h),
+	-- on streams one per partition, and an ordered queue has one (the order
+	-- of a message group wins)
+	nlanes := CASE WHEN type = 'stream' THEN coalesce((arguments->>'partitions')::int, 1)
+				   WHEN coalesce((arguments->>'ordered')::boolean, false) THEN 1
+				   WHEN type = 'quorum' THEN 32
+				   ELSE coalesce((arguments->>'x-max-priority')::int, 0) + 1 END;
+	INSERT INTO mq.cat_queue (id, name, type, durable, arguments, lanes, owner)
+	VALUES (qid, queue, type, durable, arguments, '{}', caller);
+	FOR lane IN 0 .. nlanes - 1 LOOP
+		PERFORM mq._lane_create(qid, lane, 0);
+		lane_oids := lane_oids || format('mq.%I', format('q%s_%s_0', qid, lane))::regclass::oid;
+	END LOOP;
+	UPDATE mq.cat_queue c SET lanes = lane_oids WHERE c.id = qid;
+	PERFORM mq._topology_changed();
+	RETURN queue;
+END
+$$;
+CREATE OR REPLACE FUNCTION mq._queue_delete_impl(queue text, if_unused boolean, if_empty boolean,
+	queue_messages bigint, queue_consumers int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	q mq.cat_queue;
+	rel oid;
+BEGIN
+	SELECT * INTO q FROM mq.cat_queue c WHERE c.name = queue FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF if_unused AND queue_consumers > 0 THEN
+		RAISE EXCEPTION 'queue "%" is in use', queue
+			USING ERRCODE = 'object_in_use',
+				  DETAIL = format('It has %s consumer(s) and if_unused is true.', queue_consumers);
+	END IF;
+	IF if_empty AND queue_messages > 0 THEN
+		RAISE EXCEPTION 'queue "%" is not empty', queue
+			USING ERRCODE = 'object_in_use',
+				  DETAIL = format('It holds %s message(s) and if_empty is true.', queue_messages);
+	END IF;
+	DELETE FROM mq.cat_queue c WHERE c.id = q.id;
+	DELETE FROM mq.cat_grant g WHERE g.object_kind = 'q' AND g.object_id = q.id;
+	DELETE FROM mq.cat_consumer c WHERE c.queue_id = q.id;
+	DELETE FROM mq.cat_group g WHERE g.queue_id = q.id;
+	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
+	-- every generation of every lane: entry logs q<id>_*, settlement logs
+	-- s<id>_*, consumer groups' logs g<id>_*
+	FOR rel IN SELECT c.oid FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND (c.relname LIKE 'q' || q.id || '\_%' OR c.relname LIKE 's' || q.id || '\_%'
+					   OR c.relname LIKE 'g' || q.id || '\_%') LOOP
+		EXECUTE format('DROP TABLE %s', rel::regclass);
+	END LOOP;
+	PERFORM mq._topology_changed();
+END
+$$;
+REVOKE ALL ON FUNCTION mq._group_log_create, mq._group_log_drop FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- message filters of consumer groups
+------------------------------------------------------------------------
+-- RocketMQ tag expressions ('tag') and SQL92 selectors ('sql92') over a
+-- message's headers and its tag (TAGS), evaluated for one message.  Not
+-- STRICT: a NULL expression is no filter; NULL headers and tag mean none.
+-- NULL when the selector is null-valued or its evaluation fails.
+CREATE FUNCTION mq.filter_match(filter_type text, expression text,
+	headers jsonb, tag text DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'mq_filter_match_sql'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+------------------------------------------------------------------------
+-- dead-lettering as RabbitMQ 4: new arguments and results
+------------------------------------------------------------------------
+DROP FUNCTION mq._x_death(jsonb, text, text, text, text);
+-- Dead-lettering, as RabbitMQ 4.x's mc:record_death and
+-- rabbit_dead_letter:publish: the copy's headers and properties, the
+-- routing keys it is routed with, and the queues it must not reach (cycle).
+--
+-- The death history is the broker's own: the "deaths" member of the
+-- message's annotations (properties->'annotations', never shown to
+-- consumers) says that headers->'x-death' was written here.  Without it an
+-- x-death header is the publisher's data: it is neither counted nor used for
+-- cycles, and the first death replaces it, with x-first-death-* (RabbitMQ
+-- keeps death history in message annotations apart from the headers).
+-- The annotations also keep the message's routing keys ("routing-keys",
+-- when more than its routing_key: CC and BCC) and its BCC keys ("bcc"),
+-- which the x-death entry leaves out.
+CREATE FUNCTION mq._x_death(headers jsonb, properties jsonb, reason text, queue text,
+	exchange text, routing_key text, dl_routing_key text,
+	OUT new_headers jsonb, OUT new_properties jsonb, OUT routing_keys text[],
+	OUT cycle text[])
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	ann jsonb := coalesce(properties->'annotations', '{}');
+	keys text[] := ARRAY[routing_key];
+	rkeys text[];
+	deaths jsonb := '[]';
+	rec jsonb;
+	rest jsonb := '[]';
+	d jsonb;
+	k text;
+	i int;
+BEGIN
+	IF jsonb_typeof(ann->'routing-keys') = 'array' THEN
+		keys := ARRAY(SELECT jsonb_array_elements_text(ann->'routing-keys'));
+	END IF;
+	-- the entry's routing-keys: CC included, BCC not (Erlang's RKeys -- Bcc
+	-- removes one occurrence per BCC key)
+	rkeys := keys;
+	IF jsonb_typeof(ann->'bcc') = 'array' THEN
+		FOR k IN SELECT jsonb_array_elements_text(ann->'bcc') LOOP
+			i := array_position(rkeys, k);
+			IF i IS NOT NULL THEN
+				rkeys := rkeys[:i - 1] || rkeys[i + 1:];
+			END IF;
+		END LOOP;
+	END IF;
+	IF ann ? 'deaths' AND jsonb_typeof(headers->'x-death') = 'array' THEN
+		deaths := headers->'x-death';
+	END IF;
+	-- a death in the same queue for the same reason counts up and moves to
+	-- the front, keeping its first time, exchange and routing keys
+	FOR d IN SELECT * FROM jsonb_array_elements(deaths) LOOP
+		IF rec IS NULL AND d->>'queue' = queue AND d->>'reason' = reason THEN
+			rec := d || jsonb_build_object('count', coalesce((d->>'count')::bigint, 0) + 1);
+		ELSE
+			rest := rest || jsonb_build_array(d);
+		END IF;
+	END LOOP;
+	IF rec IS NULL THEN
+		rec := jsonb_build_object('count', 1, 'reason', reason, 'queue', queue,
+			'time', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+			'exchange', exchange, 'routing-keys', to_jsonb(rkeys));
+		-- a per-message TTL, as a string like AMQP's expiration property
+		IF properties ? 'expiration' THEN
+			rec := rec || jsonb_build_object('original-expiration', properties->>'expiration');
+		END IF;
+	END IF;
+	deaths := jsonb_build_array(rec) || rest;
+	new_headers := coalesce(headers, '{}') || jsonb_build_object('x-death', deaths);
+	IF NOT ann ? 'deaths' THEN
+		new_headers := new_headers || jsonb_build_object('x-first-death-reason', reason,
+			'x-first-death-queue', queue, 'x-first-death-exchange', exchange);
+	END IF;
+	new_headers := new_headers || jsonb_build_object('x-last-death-reason', reason,
+		'x-last-death-queue', queue, 'x-last-death-exchange', exchange);
+	-- the copy is routed by the queue's dead-letter routing key, else by the
+	-- message's own keys (CC and BCC included)
+	IF dl_routing_key IS NOT NULL THEN
+		keys := ARRAY[dl_routing_key];
+	END IF;
+	routing_keys := keys;
+	ann := (ann - 'routing-keys') || jsonb_build_object('deaths', true);
+	IF cardinality(keys) > 1 THEN
+		ann := ann || jsonb_build_object('routing-keys', to_jsonb(keys));
+	END IF;
+	-- the per-message TTL does not follow the copy
+	new_properties := (coalesce(properties, '{}') - 'expiration')
+		|| jsonb_build_object('annotations', ann);
+	-- mc:is_death_cycle: a queue the message died in since the last
+	-- rejection (newest first) would close a cycle of automatic deaths
+	cycle := '{}';
+	FOR d IN SELECT * FROM jsonb_array_elements(deaths) LOOP
+		EXIT WHEN d->>'reason' = 'rejected';
+		cycle := cycle || (d->>'queue');
+	END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION mq._x_death FROM PUBLIC;
+
+------------------------------------------------------------------------
+-- publishing: the "partition" argument
+------------------------------------------------------------------------
+DROP FUNCTION mq.publish(text, text, bytea, jsonb, boolean, interval, timestamptz, text, text,
+	text, int, interval, text, text, text, text, text, int);
+DROP FUNCTION mq.publish(text, text, text, jsonb, boolean, interval, timestamptz, text, text,
+	text, int, interval, text, text, text, text, text, int);
+DROP FUNCTION mq.publish(text, text, jsonb, jsonb, boolean, interval, timestamptz, text, text,
+	text, int, interval, text, text, text, text, text, int);
+DROP FUNCTION mq.send(text, bytea, jsonb, interval, timestamptz, text, text, text, int,
+	interval, text, text, text, text, text, int);
+DROP FUNCTION mq.send(text, text, jsonb, interval, timestamptz, text, text, text, int,
+	interval, text, text, text, text, text, int);
+DROP FUNCTION mq.send(text, jsonb, jsonb, interval, timestamptz, text, text, text, int,
+	interval, text, text, text, text, text, int);
+DROP FUNCTION mq.publish_batch(text, text[], bytea[], jsonb[], boolean, text, interval);
+DROP FUNCTION mq.publish_batch(text, text[], text[], jsonb[], boolean, text, interval);
+DROP FUNCTION mq.publish_batch(text, text[], jsonb[], jsonb[], boolean, text, interval);
+DROP FUNCTION mq.send_batch(text, bytea[], jsonb[], interval, text);
+DROP FUNCTION mq.send_batch(text, text[], jsonb[], interval, text);
+DROP FUNCTION mq.send_batch(text, jsonb[], jsonb[], interval, text);
+CREATE FUNCTION mq.publish(exchange text, routing_key text, body bytea,
+	headers jsonb DEFAULT NULL, mandatory boolean DEFAULT false,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
+CREATE FUNCTION mq.publish(exchange text, routing_key text, body text,
+	headers jsonb DEFAULT NULL, mandatory boolean DEFAULT false,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
+CREATE FUNCTION mq.publish(exchange text, routing_key text, body jsonb,
+	headers jsonb DEFAULT NULL, mandatory boolean DEFAULT false,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_sql' LANGUAGE C;
+CREATE FUNCTION mq.send(queue text, body bytea, headers jsonb DEFAULT NULL,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
+CREATE FUNCTION mq.send(queue text, body text, headers jsonb DEFAULT NULL,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
+CREATE FUNCTION mq.send(queue text, body jsonb, headers jsonb DEFAULT NULL,
+	delay interval DEFAULT NULL, deliver_at timestamptz DEFAULT NULL,
+	key text DEFAULT NULL, tag text DEFAULT NULL, message_group text DEFAULT NULL,
+	priority int DEFAULT NULL, expiration interval DEFAULT NULL,
+	dedup_id text DEFAULT NULL, content_type text DEFAULT NULL,
+	correlation_id text DEFAULT NULL, reply_to text DEFAULT NULL,
+	durability text DEFAULT NULL, delay_level int DEFAULT NULL,
+	"partition" int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
+CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies bytea[],
+	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
+	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
+CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies text[],
+	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
+	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
+CREATE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies jsonb[],
+	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
+	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
+CREATE FUNCTION mq.send_batch(queue text, bodies bytea[], headers jsonb[] DEFAULT NULL,
+	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
+CREATE FUNCTION mq.send_batch(queue text, bodies text[], headers jsonb[] DEFAULT NULL,
+	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
+CREATE FUNCTION mq.send_batch(queue text, bodies jsonb[], headers jsonb[] DEFAULT NULL,
+	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
+
+------------------------------------------------------------------------
+-- consuming: reconsume_times, mq.read, extend_lease in a group
+------------------------------------------------------------------------
+DROP FUNCTION mq.consume(text, int, interval, interval, text, text, boolean, int);
+CREATE FUNCTION mq.consume(queue text, max_messages int DEFAULT 1,
+	wait interval DEFAULT '0', lease interval DEFAULT '30 seconds',
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	auto_ack boolean DEFAULT false, prefetch int DEFAULT NULL)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb, reconsume_times int)
+AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
+-- Stateless read of a stream partition by offset or time (src/stream_sql.c)
+CREATE FUNCTION mq.read(queue text, "partition" int, from_offset bigint DEFAULT NULL,
+	max_messages int DEFAULT 100, from_time timestamptz DEFAULT NULL)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_read' LANGUAGE C;
+DROP FUNCTION mq.extend_lease(text, bigint[], interval);
+CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval,
+	group_name text DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
+
+------------------------------------------------------------------------
+-- inspection: mq.queues.ready_bytes (the view is made again on the new
+-- mq._queue_stats)
+------------------------------------------------------------------------
+DROP VIEW mq.queues;
+DROP FUNCTION mq._queue_stats();
+CREATE FUNCTION mq._queue_stats()
+RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
+	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
+	last_delivery timestamptz, arguments jsonb, ready_bytes bigint)
+AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
+-- ready_bytes: body bytes of the ready messages (RabbitMQ's
+-- message_bytes_ready), on queues with x-max-length-bytes; NULL elsewhere
+CREATE VIEW mq.queues AS
+	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
+		   oldest_ready_age, last_delivery, arguments, ready_bytes
+	  FROM mq._queue_stats();
+GRANT SELECT ON mq.queues TO PUBLIC;
+
+------------------------------------------------------------------------
+-- delayed messages: timers of x-max-length-bytes and ordered queues
+------------------------------------------------------------------------
+ALTER TABLE mq.timer ADD COLUMN body_size int, ADD COLUMN group_hash int;
+
+------------------------------------------------------------------------
+-- consumer groups of stream queues (0.1 had placeholders that raised)
+------------------------------------------------------------------------
+DROP VIEW mq.consumer_groups;
+DROP FUNCTION mq.group_declare(text, text, text, text, text);
+DROP FUNCTION mq.seek(text, text, bigint, timestamptz);
+-- A group's dead-letter queue %DLQ%<group>: a classic queue owned by the
+-- extension owner, made when first needed; grantee (if any) gets consume.
+CREATE FUNCTION mq._group_dlq_create(dlq text, grantee oid)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	qid int;
+BEGIN
+	BEGIN
+		PERFORM mq._queue_declare_impl(dlq, 'classic', true, '{}',
+			(SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'mq'));
+	EXCEPTION WHEN unique_violation THEN
+		NULL;					-- declared at the same time by another session
+	END;
+	SELECT c.id INTO qid FROM mq.cat_queue c WHERE c.name = dlq;
+	IF grantee IS NOT NULL AND qid IS NOT NULL THEN
+		INSERT INTO mq.cat_grant (object_kind, object_id, grantee, privilege)
+		VALUES ('q', qid, grantee, 'consume') ON CONFLICT DO NOTHING;
+		PERFORM mq._topology_changed();
+	END IF;
+END
+$$;
+-- Declare a group: 0 if it exists with these options (a NOTICE when only
+-- start differs), else the new group's id; its logs for every existing
+-- lane generation are created here, its start floors by the caller.
+CREATE FUNCTION mq._group_declare_impl(queue_id int, group_name text, mode text, start text,
+	filter text, filter_type text, ordered boolean, max_retries int,
+	retry_delays interval[], caller oid)
+RETURNS int LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	g mq.cat_group;
+	gid int;
+	rel record;
+BEGIN
+	-- declares of groups of one stream take turns (and see each other)
+	PERFORM 1 FROM mq.cat_queue c WHERE c.id = queue_id FOR UPDATE;
+	SELECT * INTO g FROM mq.cat_group c WHERE c.queue_id = _group_declare_impl.queue_id
+	   AND c.name = group_name;
+	IF FOUND THEN
+		IF g.mode <> mode THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with mode "%"', group_name, g.mode
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('It was declared with mode "%s", not "%s".', g.mode, mode);
+		ELSIF g.filter IS DISTINCT FROM filter OR g.filter_type <> filter_type THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with another filter', group_name
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('It was declared with filter %s (%s).',
+									  coalesce(quote_literal(g.filter), 'NULL'), g.filter_type);
+		ELSIF g.ordered <> ordered THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with ordered = %', group_name, g.ordered
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF g.max_retries <> max_retries THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with max_retries = %', group_name, g.max_retries
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF g.retry_delays IS DISTINCT FROM retry_delays THEN
+			RAISE EXCEPTION 'consumer group "%" already exists with retry_delays = %', group_name,
+					coalesce(g.retry_delays::text, 'NULL')
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		ELSIF g.start <> start THEN
+			RAISE NOTICE 'consumer group "%" already exists: start "%" applies only when a group is created', group_name, start
+				USING DETAIL = format('It was created with start "%s".', g.start);
+		END IF;
+		RETURN 0;
+	END IF;
+	INSERT INTO mq.cat_group (queue_id, name, mode, start, filter, filter_type, ordered,
+							  max_retries, retry_delays)
+	VALUES (queue_id, group_name, mode, start, filter, filter_type, ordered, max_retries,
+			retry_delays)
+	RETURNING id INTO gid;
+	FOR rel IN SELECT (regexp_match(c.relname, '^q\d+_(\d+)_(\d+)$'))::int[] AS lg
+				 FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE 'q' || queue_id || '\_%' LOOP
+		PERFORM mq._group_log_create(queue_id, gid, rel.lg[1], rel.lg[2]);
+	END LOOP;
+	PERFORM mq._group_dlq_create('%DLQ%' || group_name, caller);
+	PERFORM mq._topology_changed();
+	RETURN gid;
+END
+$$;
+CREATE FUNCTION mq._group_delete_impl(queue_id int, group_id int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	DELETE FROM mq.cat_group g WHERE g.id = group_id;
+	PERFORM mq._group_log_drop(format('g%s\_%s\_%%', queue_id, group_id));
+	PERFORM mq._topology_changed();
+END
+$$;
+-- mq.seek: empty the group's settlement logs of one partition (NULL: all)
+-- in the seek's transaction; the caller then writes a FLOOR at the sought
+-- position (src/group_sql.c).  TRUNCATE waits for the transactions that
+-- wrote to those logs.
+CREATE FUNCTION mq._group_seek_impl(queue_id int, group_id int, lane int)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	rel oid;
+BEGIN
+	FOR rel IN SELECT c.oid FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE CASE WHEN lane IS NULL
+						THEN format('g%s\_%s\_%%', queue_id, group_id)
+						ELSE format('g%s\_%s\_%s\_%%', queue_id, group_id, lane) END
+				ORDER BY c.relname LOOP
+		EXECUTE format('TRUNCATE %s', rel::regclass);
+	END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION mq._group_dlq_create, mq._group_declare_impl,
+	mq._group_delete_impl, mq._group_seek_impl FROM PUBLIC;
+CREATE FUNCTION mq.group_declare(queue text, group_name text, mode text DEFAULT 'clustering',
+	start text DEFAULT 'latest', filter text DEFAULT NULL, filter_type text DEFAULT 'tag',
+	ordered boolean DEFAULT false, max_retries int DEFAULT 16,
+	retry_delays interval[] DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_group_declare' LANGUAGE C;
+CREATE FUNCTION mq.group_delete(queue text, group_name text)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_group_delete' LANGUAGE C;
+CREATE FUNCTION mq.seek(queue text, group_name text, to_offset bigint DEFAULT NULL,
+	to_time timestamptz DEFAULT NULL, "partition" int DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_seek' LANGUAGE C;
+CREATE FUNCTION mq._consumer_groups()
+RETURNS TABLE (queue text, group_name text, mode text, "partition" int, consumer text,
+	committed_offset bigint, end_offset bigint, lag bigint, in_flight int, retrying int,
+	dead_lettered bigint, consumers int, last_delivery timestamptz, idle interval)
+AS 'MODULE_PATHNAME', 'mq_consumer_groups' LANGUAGE C;
+-- One row per group and partition, from bounded state (src/group_sql.c)
+CREATE VIEW mq.consumer_groups AS SELECT * FROM mq._consumer_groups();
+GRANT SELECT ON mq.consumer_groups TO PUBLIC;
