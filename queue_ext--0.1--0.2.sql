@@ -4,7 +4,7 @@
 \echo Use "ALTER EXTENSION queue_ext UPDATE TO '0.2'" to load this file. \quit
 
 -- Takes a 0.1 schema to exactly what queue_ext--0.2.sql creates; test
--- 016_upgrade_from_0_1.pl compares the two (test/upgrade/schema_diff.sh).
+-- 017_upgrade_from_0_1.pl compares the two (test/upgrade/schema_diff.sh).
 -- Each block below says which part of the install script it follows.
 -- Functions are replaced in place (CREATE OR REPLACE keeps their
 -- privileges) unless their arguments or result change: those are dropped
@@ -28,7 +28,7 @@
 -- columns.
 --
 -- Until 0.2 is released, DDL added to queue_ext--0.2.sql must be added
--- here too: test 016 fails with a diff of what is missing.
+-- here too: test 017 fails with a diff of what is missing.
 
 ------------------------------------------------------------------------
 -- broker catalog: consumer groups of stream queues
@@ -52,6 +52,23 @@ CREATE TABLE mq.cat_group (
 REVOKE ALL ON mq.cat_group FROM PUBLIC;
 REVOKE ALL ON SEQUENCE mq.cat_group_id_seq FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('mq.cat_group', '');
+
+-- BEGIN broadcast consumer groups (issue 12, stream-broadcast): DDL block 1/3
+-- The consumers of broadcast groups: each (group, consumer name) is a queue
+-- state of its own, like a clustering group, with its own settlement logs
+-- g<queue_id>_<id>_<lane>_<gen>; its id comes from mq.cat_group's sequence,
+-- so the log names of groups and consumers never collide.  Made at a
+-- consumer's first mq.consume (mq._group_consumer_create).
+CREATE TABLE mq.cat_group_consumer (
+	id			int PRIMARY KEY DEFAULT pg_catalog.nextval('mq.cat_group_id_seq'),
+	group_id	int NOT NULL REFERENCES mq.cat_group ON DELETE CASCADE,
+	consumer	text NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	UNIQUE (group_id, consumer)
+);
+REVOKE ALL ON mq.cat_group_consumer FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('mq.cat_group_consumer', '');
+-- END broadcast consumer groups: DDL block 1/3
 
 ------------------------------------------------------------------------
 -- topology: stream arguments, x-max-length-bytes, ordered queues,
@@ -241,7 +258,7 @@ BEGIN
 		-- x-max-length-bytes and on streams (elsewhere NULL, and so not stored)
 		-- offset: the entry's offset in its stream partition (streams only)
 		-- group_hash: hash of the message's message_group, only on ordered
-		-- queues (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
+		-- queues and streams (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
 					   'group_hash int) USING mqlog',
@@ -256,6 +273,11 @@ BEGIN
 	-- and each consumer group's settlement log of the generation
 	PERFORM mq._group_log_create(_lane_create.queue_id, g.id, lane, gen)
 	   FROM mq.cat_group g WHERE g.queue_id = _lane_create.queue_id;
+	-- (broadcast consumer groups, stream-broadcast) and each broadcast
+	-- consumer's
+	PERFORM mq._group_log_create(_lane_create.queue_id, c.id, lane, gen)
+	   FROM mq.cat_group g JOIN mq.cat_group_consumer c ON c.group_id = g.id
+	  WHERE g.queue_id = _lane_create.queue_id;
 END
 $$;
 -- A consumer group's settlement log of a lane generation: the same one
@@ -636,8 +658,17 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 AS 'MODULE_PATHNAME', 'mq_read' LANGUAGE C;
 DROP FUNCTION mq.extend_lease(text, bigint[], interval);
 CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval,
-	group_name text DEFAULT NULL)
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
+-- ack and nack: the consumer of a broadcast group
+DROP FUNCTION mq.ack(text, bigint[], text);
+CREATE FUNCTION mq.ack(queue text, msg_ids bigint[], group_name text DEFAULT NULL,
+	consumer text DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_ack' LANGUAGE C;
+DROP FUNCTION mq.nack(text, bigint[], boolean, interval, text);
+CREATE FUNCTION mq.nack(queue text, msg_ids bigint[], requeue boolean DEFAULT true,
+	delay interval DEFAULT NULL, group_name text DEFAULT NULL, consumer text DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
 
 ------------------------------------------------------------------------
 -- inspection: mq.queues.ready_bytes (the view is made again on the new
@@ -648,15 +679,29 @@ DROP FUNCTION mq._queue_stats();
 CREATE FUNCTION mq._queue_stats()
 RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
 	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
-	last_delivery timestamptz, arguments jsonb, ready_bytes bigint)
+	last_delivery timestamptz, arguments jsonb, ready_bytes bigint,
+	partitions int, first_offset bigint[], last_offset bigint[], retention interval)
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
+
 -- ready_bytes: body bytes of the ready messages (RabbitMQ's
--- message_bytes_ready), on queues with x-max-length-bytes; NULL elsewhere
+-- message_bytes_ready), on queues with x-max-length-bytes, and the bytes a
+-- stream retains; NULL elsewhere.  Streams also show their partitions, the
+-- first and last retained offset of each (arrays indexed by partition + 1)
+-- and their retention; NULL for other queues.
 CREATE VIEW mq.queues AS
 	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
-		   oldest_ready_age, last_delivery, arguments, ready_bytes
+		   oldest_ready_age, last_delivery, arguments, ready_bytes,
+		   partitions, first_offset, last_offset, retention
 	  FROM mq._queue_stats();
-GRANT SELECT ON mq.queues TO PUBLIC;
+
+-- One row per partition of each stream (src/stream_sql.c)
+CREATE FUNCTION mq._stream_partitions()
+RETURNS TABLE (queue text, "partition" int, first_offset bigint, end_offset bigint,
+	bytes bigint, first_time timestamptz, last_time timestamptz)
+AS 'MODULE_PATHNAME', 'mq_stream_partitions' LANGUAGE C;
+
+CREATE VIEW mq.stream_partitions AS SELECT * FROM mq._stream_partitions();
+GRANT SELECT ON mq.queues, mq.stream_partitions TO PUBLIC;
 
 ------------------------------------------------------------------------
 -- delayed messages: timers of x-max-length-bytes and ordered queues
@@ -751,12 +796,24 @@ BEGIN
 END
 $$;
 CREATE FUNCTION mq._group_delete_impl(queue_id int, group_id int)
-RETURNS void LANGUAGE plpgsql
+RETURNS int[] LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	ids int[];
+	cid int;
 BEGIN
+	-- waits for a consumer being created (it holds the row FOR KEY SHARE)
+	PERFORM 1 FROM mq.cat_group g WHERE g.id = group_id FOR UPDATE;
+	WITH d AS (DELETE FROM mq.cat_group_consumer c WHERE c.group_id = _group_delete_impl.group_id
+			   RETURNING c.id)
+	SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}') INTO ids FROM d;
 	DELETE FROM mq.cat_group g WHERE g.id = group_id;
 	PERFORM mq._group_log_drop(format('g%s\_%s\_%%', queue_id, group_id));
+	FOREACH cid IN ARRAY ids LOOP
+		PERFORM mq._group_log_drop(format('g%s\_%s\_%%', queue_id, cid));
+	END LOOP;
 	PERFORM mq._topology_changed();
+	RETURN ids;
 END
 $$;
 -- mq.seek: empty the group's settlement logs of one partition (NULL: all)
@@ -764,21 +821,67 @@ $$;
 -- position (src/group_sql.c).  TRUNCATE waits for the transactions that
 -- wrote to those logs.
 CREATE FUNCTION mq._group_seek_impl(queue_id int, group_id int, lane int)
-RETURNS void LANGUAGE plpgsql
+RETURNS int[] LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	rel oid;
+	ids int[];
+	sid int;
 BEGIN
-	FOR rel IN SELECT c.oid FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
-				  AND c.relname LIKE CASE WHEN lane IS NULL
-						THEN format('g%s\_%s\_%%', queue_id, group_id)
-						ELSE format('g%s\_%s\_%s\_%%', queue_id, group_id, lane) END
-				ORDER BY c.relname LOOP
-		EXECUTE format('TRUNCATE %s', rel::regclass);
+	-- waits for a consumer being created (it holds the row FOR KEY SHARE)
+	PERFORM 1 FROM mq.cat_group g WHERE g.id = group_id FOR UPDATE;
+	SELECT coalesce(array_agg(c.id ORDER BY c.id), '{}') INTO ids
+	  FROM mq.cat_group_consumer c WHERE c.group_id = _group_seek_impl.group_id;
+	FOREACH sid IN ARRAY group_id || ids LOOP
+		FOR rel IN SELECT c.oid FROM pg_class c
+					WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+					  AND c.relname LIKE CASE WHEN lane IS NULL
+							THEN format('g%s\_%s\_%%', queue_id, sid)
+							ELSE format('g%s\_%s\_%s\_%%', queue_id, sid, lane) END
+					ORDER BY c.relname LOOP
+			EXECUTE format('TRUNCATE %s', rel::regclass);
+		END LOOP;
 	END LOOP;
+	RETURN ids;
 END
 $$;
+CREATE FUNCTION mq._group_consumer_create(queue_id int, group_id int, consumer text)
+RETURNS text LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cid int;
+	rel record;
+BEGIN
+	-- a group_delete or seek in progress: wait for it (and see it)
+	PERFORM 1 FROM mq.cat_group g WHERE g.id = group_id AND g.mode = 'broadcast' FOR KEY SHARE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'broadcast consumer group % of queue % does not exist', group_id, queue_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	INSERT INTO mq.cat_group_consumer (group_id, consumer)
+	VALUES (group_id, consumer) ON CONFLICT DO NOTHING RETURNING id INTO cid;
+	IF cid IS NULL THEN
+		SELECT c.id INTO cid FROM mq.cat_group_consumer c
+		 WHERE c.group_id = _group_consumer_create.group_id
+		   AND c.consumer = _group_consumer_create.consumer;
+		IF cid IS NULL THEN
+			-- made by a transaction this one's snapshot does not see
+			RAISE EXCEPTION 'consumer "%" of a broadcast group was created concurrently', consumer
+				USING ERRCODE = 'serialization_failure';
+		END IF;
+		RETURN cid || ' old';
+	END IF;
+	FOR rel IN SELECT (regexp_match(c.relname, '^q\d+_(\d+)_(\d+)$'))::int[] AS lg
+				 FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				  AND c.relname LIKE 'q' || queue_id || '\_%' LOOP
+		PERFORM mq._group_log_create(queue_id, cid, rel.lg[1], rel.lg[2]);
+	END LOOP;
+	PERFORM mq._topology_changed();
+	RETURN cid || ' new';
+END
+$$;
+REVOKE ALL ON FUNCTION mq._group_consumer_create FROM PUBLIC;
 REVOKE ALL ON FUNCTION mq._group_dlq_create, mq._group_declare_impl,
 	mq._group_delete_impl, mq._group_seek_impl FROM PUBLIC;
 CREATE FUNCTION mq.group_declare(queue text, group_name text, mode text DEFAULT 'clustering',
@@ -799,3 +902,13 @@ AS 'MODULE_PATHNAME', 'mq_consumer_groups' LANGUAGE C;
 -- One row per group and partition, from bounded state (src/group_sql.c)
 CREATE VIEW mq.consumer_groups AS SELECT * FROM mq._consumer_groups();
 GRANT SELECT ON mq.consumer_groups TO PUBLIC;
+
+------------------------------------------------------------------------
+-- Redrive (issue 12; new with ordered groups, src/redrive_sql.c): move the
+-- ready messages of a dead-letter queue back to the queue they came from
+-- (x-dlq-origin-queue, x-last-death-queue) or to target_queue; returns how
+-- many moved.  Not STRICT: a NULL source_queue is 22004.
+------------------------------------------------------------------------
+CREATE FUNCTION mq.redrive(source_queue text, target_queue text DEFAULT NULL,
+	max_messages int DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'mq_redrive' LANGUAGE C;
