@@ -140,9 +140,9 @@ extern uint32 mq_group_hash(const char *message_group);
  * Consumer groups: the entry at qpos, whose delivery failed (a nack, a
  * lease that ran out), is not to be delivered again before the time in the
  * record's second column (its argument), so that a restart does not bring
- * a retrying message back early.  Written frozen, like a delivery record:
- * the return happened whatever becomes of the transaction.  Not a
- * settlement.  A settlement log without the column (none: group logs have
+ * a retrying message back early.  Written frozen, like a delivery record
+ * (the return happened whatever becomes of the transaction), and flushed
+ * at once, since no commit flushes a frozen record.  Not a settlement.  A settlement log without the column (none: group logs have
  * had it since the record exists) drops the record.
  */
 #define MQ_SETTLE_RETRY_AT	10

@@ -21,6 +21,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -362,6 +363,22 @@ mq_settle_batch_flush(MqSettleBatch *b)
 	}
 	pfree(done);
 	pfree(slots);
+
+	/*
+	 * A frozen record has no transaction whose commit would flush it: a
+	 * RETRY_AT must survive a crash (a message nacked for an hour must not
+	 * come back after one), so it is flushed now, as a commit would be.
+	 */
+	if (b->frozen && synchronous_commit > SYNCHRONOUS_COMMIT_OFF &&
+		XactLastRecEnd != InvalidXLogRecPtr)
+	{
+		for (int i = 0; i < b->n; i++)
+			if (b->kinds[i] == MQ_SETTLE_RETRY_AT)
+			{
+				XLogFlush(XactLastRecEnd);
+				break;
+			}
+	}
 	b->n = 0;
 }
 
