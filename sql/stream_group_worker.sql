@@ -133,9 +133,14 @@ SELECT tag_skips - :before_tag_skips AS skipped, message_fetches - :before_messa
   FROM mq._session_counters();
 
 -- tag_hash is in stream entries only when the message has a tag
-SELECT format('SELECT count(*) FILTER (WHERE tag_hash IS NULL) AS untagged, '
-			  'count(tag_hash) AS tagged FROM mq.%I', format('q%s_0_0', id))
-  FROM mq.cat_queue WHERE name = 'gw' \gexec
+CREATE FUNCTION gw_tag_hashes(OUT untagged bigint, OUT tagged bigint) LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format('SELECT count(*) FILTER (WHERE tag_hash IS NULL), count(tag_hash) FROM mq.%I',
+				   (SELECT format('q%s_0_0', id) FROM mq.cat_queue WHERE name = 'gw'))
+	   INTO untagged, tagged;
+END $$;
+SELECT * FROM gw_tag_hashes();
+DROP FUNCTION gw_tag_hashes();
 
 SELECT mq.queue_delete('gw');
 SELECT count(mq.queue_delete(queue)) FROM mq.queues

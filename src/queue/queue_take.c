@@ -188,7 +188,7 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	/*
 	 * A consumer group's tag filter: an entry whose tag hash no tag of the
 	 * filter has is settled for the group at once, without reading its
-	 * message and without tracking it (see skip_settle).
+	 * message and without tracking it (see skip_tracked).
 	 */
 	if (skip != NULL && st == MQLOG_ROW_COMMITTED &&
 		slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_TAG_HASH)
