@@ -188,16 +188,6 @@ extern void mq_queue_init(void);
  */
 extern void mq_queue_state_drop(int32 queue_id);	/* and its groups' */
 
-/*
- * The worker's cheap check of a consumer group's state, in shared memory
- * only (no catalog, no relation): true when it has a lease that ran out
- * or a ready message over max_retries (returned by a session end or an
- * abort); *next_lease is the earliest lease end still to come (0: none).
- * False for a state not loaded (nothing leased since the restart).
- */
-extern bool mq_group_maintenance_due(int32 queue_id, int32 group_id,
-									 TimestampTz now, TimestampTz *next_lease);
-
 /* Forget the shared state of a deleted consumer group (the same rule) */
 extern void mq_group_state_drop(int32 queue_id, int32 group_id);
 
@@ -450,6 +440,16 @@ extern void mq_stream_retain(MqQueue *q);
  */
 
 /*
+ * The worker's cheap check of a consumer group's state, in shared memory
+ * only (no catalog, no relation): true when it has a lease that ran out
+ * or a ready message over max_retries (returned by a session end or an
+ * abort); *next_lease is the earliest lease end still to come (0: none).
+ * False for a state not loaded (nothing leased since the restart).
+ */
+extern bool mq_group_maintenance_due(int32 queue_id, int32 group_id,
+									 TimestampTz now, TimestampTz *next_lease);
+
+/*
  * Write where a new group of stream q starts in each partition: 'latest'
  * (the end), 'earliest' (the first retained entry) or the first entry at
  * or after from_time (FLOOR records in the group's logs, in the caller's
@@ -484,7 +484,10 @@ typedef struct MqGroupProgress
 
 extern void mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p);
 
-/* A dead letter of group view gview from partition lane went to its DLQ */
+/*
+ * A dead letter of group view gview from partition lane went to its DLQ in
+ * this transaction: the view counts it once the transaction commits
+ */
 extern void mq_group_note_dead(MqQueue *gview, int lane);
 
 #endif							/* MQ_QUEUE_H */
