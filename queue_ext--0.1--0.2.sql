@@ -259,9 +259,14 @@ BEGIN
 		-- offset: the entry's offset in its stream partition (streams only)
 		-- group_hash: hash of the message's message_group, only on ordered
 		-- queues and streams (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
+		-- ---- issue 12, group worker (stream-group-worker): tag_hash ----
+		-- tag_hash: hash of the message's tag, streams only, NULL without a
+		-- tag (MQ_ENTRY_ATT_TAG_HASH): groups' tag filters skip entries by it.
+		-- An upgrade must not add it to existing entry logs: in a log that
+		-- has the column, NULL means "no tag"; without it, "unknown".
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
-					   'group_hash int) USING mqlog',
+					   'group_hash int, tag_hash int) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
@@ -286,7 +291,7 @@ CREATE FUNCTION mq._group_log_create(queue_id int, group_id int, lane int, gen i
 RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	EXECUTE format('CREATE TABLE IF NOT EXISTS mq.%I (settlement int8 NOT NULL) USING mqlog',
+	EXECUTE format('CREATE TABLE IF NOT EXISTS mq.%I (settlement int8 NOT NULL, arg int8) USING mqlog',
 				   format('g%s_%s_%s_%s', queue_id, group_id, lane, gen));
 END
 $$;
@@ -674,6 +679,9 @@ RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
 -- inspection: mq.queues.ready_bytes (the view is made again on the new
 -- mq._queue_stats)
 ------------------------------------------------------------------------
+-- per-backend counters for tests and benchmarks (tag skips, message fetches)
+CREATE FUNCTION mq._session_counters(OUT tag_skips bigint, OUT message_fetches bigint)
+AS 'MODULE_PATHNAME', 'mq_session_counters' LANGUAGE C VOLATILE;
 DROP VIEW mq.queues;
 DROP FUNCTION mq._queue_stats();
 CREATE FUNCTION mq._queue_stats()

@@ -427,9 +427,14 @@ BEGIN
 		-- offset: the entry's offset in its stream partition (streams only)
 		-- group_hash: hash of the message's message_group, only on ordered
 		-- queues and streams (MQ_ENTRY_ATT_GROUP_HASH in src/queue/queue_int.h)
+		-- ---- issue 12, group worker (stream-group-worker): tag_hash ----
+		-- tag_hash: hash of the message's tag, streams only, NULL without a
+		-- tag (MQ_ENTRY_ATT_TAG_HASH): groups' tag filters skip entries by it.
+		-- An upgrade must not add it to existing entry logs: in a log that
+		-- has the column, NULL means "no tag"; without it, "unknown".
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
-					   'group_hash int) USING mqlog',
+					   'group_hash int, tag_hash int) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
@@ -449,13 +454,15 @@ BEGIN
 END
 $$;
 
--- A consumer group's settlement log of a lane generation: the same one
--- int8 column and records as s<queue>_<lane>_<gen>
+-- A consumer group's settlement log of a lane generation: the same int8
+-- column and records as s<queue>_<lane>_<gen>, and an argument column
+-- (NULL but for RETRY_AT records: a retry's due time; queue.h)
+-- ---- issue 12, group worker (stream-group-worker): the arg column ----
 CREATE FUNCTION mq._group_log_create(queue_id int, group_id int, lane int, gen int)
 RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	EXECUTE format('CREATE TABLE IF NOT EXISTS mq.%I (settlement int8 NOT NULL) USING mqlog',
+	EXECUTE format('CREATE TABLE IF NOT EXISTS mq.%I (settlement int8 NOT NULL, arg int8) USING mqlog',
 				   format('g%s_%s_%s_%s', queue_id, group_id, lane, gen));
 END
 $$;
@@ -1163,6 +1170,14 @@ RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked big
 	last_delivery timestamptz, arguments jsonb, ready_bytes bigint,
 	partitions int, first_offset bigint[], last_offset bigint[], retention interval)
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
+
+-- ---- issue 12, group worker (stream-group-worker): session counters ----
+-- What this backend did, for tests and benchmarks (src/stats.c): entries
+-- consumer groups settled by their tag hash without reading the message,
+-- and messages read from the message log.
+CREATE FUNCTION mq._session_counters(OUT tag_skips bigint, OUT message_fetches bigint)
+AS 'MODULE_PATHNAME', 'mq_session_counters' LANGUAGE C VOLATILE;
+-- ---- end of issue 12 block ----
 
 -- ready_bytes: body bytes of the ready messages (RabbitMQ's
 -- message_bytes_ready), on queues with x-max-length-bytes, and the bytes a

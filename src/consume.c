@@ -327,6 +327,8 @@ mq_consume(PG_FUNCTION_ARGS)
 	int			got;
 	int			delivered = 0;
 	bool		any_settled = false;
+	MqFilter   *filter;
+	int			skipped;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages", "wait", "lease", NULL, NULL, "auto_ack");
 	max_messages = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
@@ -363,6 +365,8 @@ mq_consume(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	dl = palloc(sizeof(MqDelivery) * max_messages);
+	/* a group's tag filter lets the take skip entries by their tag hash */
+	filter = q->group != NULL ? mq_group_filter(q->group) : NULL;
 
 	/*
 	 * Take, deliver, and take again while dead-lettered (expired, over the
@@ -375,8 +379,14 @@ mq_consume(PG_FUNCTION_ARGS)
 		TimestampTz lease_until = mq_time_add(now, lease_us, "lease");
 		int			live;
 
-		got = mq_queue_take(q, max_messages - delivered, lease_until, mode,
-							consumer, prefetch, dl);
+		got = mq_queue_take_filtered(q, max_messages - delivered, lease_until, mode,
+									 consumer, prefetch, filter, &skipped, dl);
+		if (got == 0 && skipped > 0)
+		{
+			/* the take stopped after settling many by their tag hash */
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
 		if (got == 0)
 		{
 			long		remaining = (long) ((deadline - GetCurrentTimestamp()) / 1000);
@@ -385,8 +395,13 @@ mq_consume(PG_FUNCTION_ARGS)
 				break;
 			/* long poll: sleep until a publish to q commits or time is up */
 			mq_queue_prepare_wait(q);
-			got = mq_queue_take(q, max_messages, lease_until, mode,
-								consumer, prefetch, dl);
+			got = mq_queue_take_filtered(q, max_messages, lease_until, mode,
+										 consumer, prefetch, filter, &skipped, dl);
+			if (got == 0 && skipped > 0)
+			{
+				mq_queue_cancel_wait();
+				continue;
+			}
 			if (got == 0)
 			{
 				/* wake when a delayed message is due, and at least every second */

@@ -44,6 +44,8 @@ mq_maintain_queue(MqQueue *q)
 	int			got;
 	TimestampTz due;
 
+	if (q->group != NULL)
+		return mq_maintain_group(q);
 	/* a stream has no consumer state: only retention */
 	if (q->type == MQ_QUEUE_STREAM)
 	{
@@ -57,6 +59,34 @@ mq_maintain_queue(MqQueue *q)
 	(void) mq_overflow_drop_head(q, MQ_TRIM_WORKER);
 	mq_queue_rotate(q);
 	return due;
+}
+
+/*
+ * A consumer group's share of a maintenance pass (gview: its view):
+ * leases that ran out count as failed deliveries (RocketMQ) and wait for
+ * their retry after the group's backoff, which they get from the take;
+ * those over max_retries, and those returned over it by a session end or
+ * an abort, go to the group's dead-letter queue (the caller made sure it
+ * exists).  Nothing of the stream's lanes is the group's to rotate, and
+ * its tracked list is compacted as it settles.  Returns the earliest lease
+ * end still to come (0: none), when the worker should look again.
+ */
+TimestampTz
+mq_maintain_group(MqQueue *gview)
+{
+	MqDelivery	dl[64];
+	int			got;
+	TimestampTz next = 0;
+
+	do
+	{
+		got = mq_queue_take(gview, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
+		(void) mq_settle_deliveries(gview, dl, got, 0, 0);
+		CHECK_FOR_INTERRUPTS();
+	} while (got == lengthof(dl));
+	(void) mq_group_maintenance_due(gview->id, gview->group_id,
+									GetCurrentTimestamp(), &next);
+	return next;
 }
 
 /*

@@ -21,6 +21,9 @@
  */
 extern TimestampTz mq_maintain_queue(MqQueue *q);
 
+/* A consumer group's share (gview: the group's view; see maintenance.c) */
+extern TimestampTz mq_maintain_group(MqQueue *gview);
+
 /* Drop message log segments no queue entry refers to; returns how many */
 extern int	mq_retire_segments(int max_segments);
 

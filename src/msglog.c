@@ -39,6 +39,10 @@
 #include "am/mqlog.h"
 #include "msglog.h"
 
+
+/* Messages read by mq_log_fetch in this backend (mq._session_counters) */
+int64		mq_log_fetches = 0;
+
 /* GUC: segment size in blocks (mq.segment_size) */
 int			mq_segment_size = 32768; /* mq.segment_size, in blocks */
 
@@ -311,6 +315,7 @@ mq_log_fetch(int64 msg_id, MqMessage *out)
 	MqlogRowState state;
 	bool		found;
 
+	mq_log_fetches++;
 	if (msg_id <= 0)
 		return false;
 	relid = segment_relid(mq_msgid_segno(msg_id));

@@ -104,6 +104,9 @@ extern void mq_log_link_done(Relation seg, MqMessage *msg, MqlogLinkedRow *row);
 /* Read a message by id; false if there is no committed (or own) message */
 extern bool mq_log_fetch(int64 msg_id, MqMessage *out);
 
+/* Calls of mq_log_fetch by this backend (a test counter) */
+extern int64 mq_log_fetches;
+
 /* Find the newest message published with this business key */
 extern List *mq_log_lookup_key(const char *key, int limit);
 

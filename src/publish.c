@@ -34,6 +34,7 @@
 #include "owner.h"
 #include "am/mqlog.h"
 #include "msglog.h"
+#include "filter.h"
 #include "publish.h"
 #include "queue/queue.h"
 #include "timers.h"
@@ -418,6 +419,18 @@ drop_heads(MqQueue *q)
 }
 
 /*
+ * The tag hash a stream keeps in the entry, for groups' tag filters
+ * (MQ_TAG_HASH_NONE: no tag, and always on other queues)
+ */
+static uint32
+entry_tag_hash(MqQueue *q, const MqPublishOpts *o)
+{
+	if (q->type != MQ_QUEUE_STREAM || o->tag == NULL)
+		return MQ_TAG_HASH_NONE;
+	return mq_tag_hash(o->tag, strlen(o->tag));
+}
+
+/*
  * The message group an ordered queue keeps in the entry (0: none).  A
  * stream keeps it too, whenever the message has a message_group: any of
  * its consumer groups may be ordered.  A stream message without one stores
@@ -647,6 +660,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		entry.delivery_count = 0;
 		entry.body_size = body_bytes(bodies[i]);
 		entry.group_hash = entry_group_hash(dst->q, o);
+		entry.tag_hash = entry_tag_hash(dst->q, o);
 		ids[i] = publish_linked(dst->q, dst->lane[0],
 								new_message(ex, routing_keys[i], hdrs[i],
 											bodies[i], o, mprops[i], now),
@@ -698,6 +712,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 					dst->q->type == MQ_QUEUE_STREAM ?
 					body_bytes(bodies[dst->msg_index[e]]) : -1;
 				entries[k].group_hash = entry_group_hash(dst->q, o);
+				entries[k].tag_hash = entry_tag_hash(dst->q, o);
 				k++;
 			}
 			if (k > 0 && delayed)
@@ -804,10 +819,28 @@ group_dead_letter(MqQueue *gq, MqDelivery *d)
 		strcmp(d->dead_reason, "rejected") == 0 ? "nack" :
 		strcmp(d->dead_reason, "delivery_limit") == 0 ? "max_retries" : d->dead_reason;
 
+	if (!mq_log_fetch(d->msg_id, &m))
+		return MQ_SETTLE_DROPPED;
+
+	/*
+	 * The filter first: a message the group's filter rejects was never the
+	 * group's to deliver, so it is settled as a filtered one (ACK) however
+	 * often it was taken (by consume calls that rolled back, returning it
+	 * over max_retries) or however long it waited.  A nack's (rejected) was
+	 * delivered, so it matched.
+	 */
+	if (d->dead_reason == NULL || strcmp(d->dead_reason, "rejected") != 0)
+	{
+		MqFilter   *filter = mq_group_filter(gq->group);
+
+		if (filter != NULL &&
+			mq_filter_eval(filter, m.headers, m.tag,
+						   m.tag ? strlen(m.tag) : 0) != MQ_FILTER_MATCH)
+			return MQ_SETTLE_ACK;
+	}
 	initStringInfo(&dlq);
 	appendStringInfo(&dlq, "%s%s", MQ_GROUP_DLQ_PREFIX, gq->group->name);
-	if (ex == NULL || mq_queue_lookup(dlq.data, true) == NULL ||
-		!mq_log_fetch(d->msg_id, &m))
+	if (ex == NULL || mq_queue_lookup(dlq.data, true) == NULL)
 		return MQ_SETTLE_DROPPED;
 
 	/* via SQL, as mq_dead_letter: a rare path */
@@ -906,6 +939,7 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 			e.delivery_count = Max(dl[i].delivery_count, 1);
 			e.body_size = mq_queue_body_size(q, dl[i].msg_id);
 			e.group_hash = 0;	/* never on ordered queues: see settle.c */
+			e.tag_hash = MQ_TAG_HASH_NONE;	/* not a stream */
 			mq_timers_add(q, mq_qpos_lane(dl[i].qpos), &e, 1);
 		}
 	}

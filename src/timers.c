@@ -31,6 +31,7 @@
 
 #include "mqutils.h"
 #include "args.h"
+#include "filter.h"
 #include "owner.h"
 #include "msglog.h"
 #include "queue/queue.h"
@@ -143,6 +144,16 @@ fire_group(void *arg)
 {
 	FireGroup  *fg = arg;
 
+	/* a stream's entry carries its message's tag hash (groups' filters) */
+	for (int i = 0; i < fg->n; i++)
+	{
+		MqMessage	m;
+
+		fg->entries[i].tag_hash = MQ_TAG_HASH_NONE;
+		if (fg->q->type == MQ_QUEUE_STREAM && mq_log_fetch(fg->entries[i].msg_id, &m) &&
+			m.tag != NULL)
+			fg->entries[i].tag_hash = mq_tag_hash(m.tag, strlen(m.tag));
+	}
 	mq_queue_append(fg->q, fg->lane, fg->entries, fg->n);
 }
 

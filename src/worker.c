@@ -46,6 +46,8 @@
 #include "catalog.h"
 #include "maintenance.h"
 #include "msglog.h"
+#include "publish.h"
+#include "queue/queue.h"
 #include "timers.h"
 #include "worker.h"
 #include "worker_shmem.h"
@@ -279,8 +281,20 @@ mq_launcher_main(Datum arg)
 typedef struct PassState
 {
 	TimestampTz next_due;		/* earliest due time seen in the pass */
-	int32		queue_id;		/* queue of step_queue */
+	int32		queue_id;		/* queue of step_queue, step_group */
+	int32		group_id;		/* group of step_group */
 } PassState;
+
+/* Name of a group's step, in TopMemoryContext (it outlives transactions) */
+static char *
+group_step_name(const char *group, const char *queue)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	char	   *s = psprintf("consumer group \"%s\" of stream \"%s\"", group, queue);
+
+	MemoryContextSwitchTo(old);
+	return s;
+}
 
 static void
 note_due(PassState *ps, TimestampTz due)
@@ -314,6 +328,40 @@ step_queue(void *arg)
 		note_due(ps, mq_maintain_queue(q));
 }
 
+/*
+ * One consumer group's maintenance, in a transaction of its own, looked up
+ * again as a queue's step is (a group deleted since the pass began is
+ * skipped quietly).  Its dead-letter queue is made first if need be: a
+ * message may go there now.
+ */
+static void
+step_group(void *arg)
+{
+	PassState  *ps = arg;
+	MqGroup    *g = NULL;
+
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		MqQueue    *q;
+		ListCell   *lc;
+
+		mq_catalog_refresh();
+		q = mq_queue_by_id(ps->queue_id);
+		g = NULL;
+		if (q == NULL)
+			return;
+		foreach(lc, q->groups)
+			if (((MqGroup *) lfirst(lc))->id == ps->group_id)
+				g = lfirst(lc);
+		if (g == NULL)
+			return;
+		if (attempt == 0 && !mq_group_dlq_ensure(g->name))
+			break;
+		/* the DLQ was made: the catalog changed, look again */
+	}
+	note_due(ps, mq_maintain_queue(g->view));
+}
+
 static void
 step_half(void *arg)
 {
@@ -344,24 +392,66 @@ maintenance_pass(bool retire)
 	PassState	ps;
 	ListCell   *lc;
 	int32	   *ids;
+	int32	   *gids;
 	char	  **names;
 	int			n = 0;
+	int			nsteps = 0;
+	bool		stopped = false;
 
 	memset(&ps, 0, sizeof(ps));
 	mq_catalog_refresh();
 	mq_run_guarded("firing timers", step_timers, &ps, NULL);
-	ids = MemoryContextAlloc(TopMemoryContext,
-							 sizeof(int32) * Max(list_length(mq_queue_list()), 1));
-	names = MemoryContextAlloc(TopMemoryContext,
-							   sizeof(char *) * Max(list_length(mq_queue_list()), 1));
+	foreach(lc, mq_queue_list())
+		nsteps += 1 + list_length(((MqQueue *) lfirst(lc))->groups);
+	ids = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * Max(nsteps, 1));
+	gids = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * Max(nsteps, 1));
+	names = MemoryContextAlloc(TopMemoryContext, sizeof(char *) * Max(nsteps, 1));
+	/* every queue, then every consumer group of every stream */
 	foreach(lc, mq_queue_list())
 	{
 		ids[n] = ((MqQueue *) lfirst(lc))->id;
+		gids[n] = 0;
 		names[n++] = MemoryContextStrdup(TopMemoryContext, ((MqQueue *) lfirst(lc))->name);
+	}
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+		ListCell   *gc;
+
+		foreach(gc, q->groups)
+		{
+			ids[n] = q->id;
+			gids[n] = ((MqGroup *) lfirst(gc))->id;
+			names[n++] = group_step_name(((MqGroup *) lfirst(gc))->name, q->name);
+		}
 	}
 	for (int i = 0; i < n; i++)
 	{
 		char	   *what;
+
+		/*
+		 * An idle group costs nothing: what its state in shared memory says
+		 * is checked before any transaction, catalog or relation.
+		 */
+		if (gids[i] != 0)
+		{
+			TimestampTz next_lease;
+
+			if (stopped ||
+				!mq_group_maintenance_due(ids[i], gids[i], GetCurrentTimestamp(),
+										  &next_lease))
+			{
+				if (!stopped)
+					note_due(&ps, next_lease);
+				pfree(names[i]);
+				continue;
+			}
+		}
+		else if (stopped)
+		{
+			pfree(names[i]);
+			continue;
+		}
 
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -371,17 +461,27 @@ maintenance_pass(bool retire)
 		if (!OidIsValid(get_extension_oid("queue_ext", true)))
 		{
 			/* DROP EXTENSION since the pass began: the main loop exits */
-			for (int j = i; j < n; j++)
-				pfree(names[j]);
-			break;
+			stopped = true;
+			pfree(names[i]);
+			continue;
 		}
 		ps.queue_id = ids[i];
-		what = psprintf("maintenance of queue \"%s\"", names[i]);
-		mq_run_guarded(what, step_queue, &ps, NULL);
+		ps.group_id = gids[i];
+		if (gids[i] != 0)
+		{
+			what = psprintf("maintenance of %s", names[i]);
+			mq_run_guarded(what, step_group, &ps, NULL);
+		}
+		else
+		{
+			what = psprintf("maintenance of queue \"%s\"", names[i]);
+			mq_run_guarded(what, step_queue, &ps, NULL);
+		}
 		pfree(what);
 		pfree(names[i]);
 	}
 	pfree(ids);
+	pfree(gids);
 	pfree(names);
 	mq_run_guarded("half-message check-back", step_half, &ps, NULL);
 	if (retire)

@@ -93,6 +93,8 @@ typedef struct MqEntry
 								 * recorded (queues without that limit) */
 	uint32		group_hash;		/* ordered queues and streams: mq_group_hash
 								 * of its message_group; 0: none */
+	uint32		tag_hash;		/* streams: mq_tag_hash of its tag;
+								 * MQ_TAG_HASH_NONE (0): none */
 	int64		offset;			/* streams: offset in the partition, set by
 								 * the append; -1: none (other queues) */
 } MqEntry;
@@ -134,6 +136,17 @@ extern uint32 mq_group_hash(const char *message_group);
  */
 #define MQ_SETTLE_BASE		9
 
+/*
+ * Consumer groups: the entry at qpos, whose delivery failed (a nack, a
+ * lease that ran out), is not to be delivered again before the time in the
+ * record's second column (its argument), so that a restart does not bring
+ * a retrying message back early.  Written frozen, like a delivery record
+ * (the return happened whatever becomes of the transaction), and flushed
+ * at once, since no commit flushes a frozen record.  Not a settlement.  A settlement log without the column (none: group logs have
+ * had it since the record exists) drops the record.
+ */
+#define MQ_SETTLE_RETRY_AT	10
+
 /* Settlement records collected and written together (one per page) */
 typedef struct MqSettleBatch
 {
@@ -143,10 +156,13 @@ typedef struct MqSettleBatch
 	int			cap;
 	int16	   *kinds;
 	uint64	   *qpos;
+	int64	   *args;			/* second column, 0: NULL (RETRY_AT) */
 } MqSettleBatch;
 
 extern void mq_settle_batch_init(MqSettleBatch *b, MqQueue *q);
 extern void mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos);
+extern void mq_settle_batch_add_arg(MqSettleBatch *b, int16 kind, uint64 qpos,
+									int64 arg);
 extern void mq_settle_batch_flush(MqSettleBatch *b);
 
 /*
@@ -275,6 +291,24 @@ typedef enum MqTakeMode
 extern int	mq_queue_take(MqQueue *q, int n, TimestampTz lease_until,
 						  MqTakeMode mode, const char *consumer, int prefetch,
 						  MqDelivery *out);
+
+/*
+ * The same, for a consumer group with a filter: a tag filter (filter_type
+ * 'tag', not '*') settles for the group, without delivering them and
+ * without reading their messages, the entries whose tag hash no tag of
+ * the filter has (ACK records, frozen: see queue_take.c); *skipped (if not
+ * NULL) says how many.  A take returning 0 with *skipped > 0 may find more
+ * at once.  The hash only rules out: a message it lets through is checked
+ * by the caller against the real filter.
+ */
+struct MqFilter;
+extern int	mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until,
+								   MqTakeMode mode, const char *consumer,
+								   int prefetch, const struct MqFilter *tag_filter,
+								   int *skipped, MqDelivery *out);
+
+/* Entries this backend settled by their tag hash (mq._session_counters) */
+extern int64 mq_stat_tag_skipped;
 
 /* Earliest due time of a delayed message seen by the last take (0: none) */
 extern TimestampTz mq_queue_next_due(void);
@@ -445,6 +479,16 @@ extern void mq_stream_retain(MqQueue *q);
  */
 
 /*
+ * The worker's cheap check of a consumer group's state, in shared memory
+ * only (no catalog, no relation): true when it has a lease that ran out
+ * or a ready message over max_retries (returned by a session end or an
+ * abort); *next_lease is the earliest lease end still to come (0: none).
+ * False for a state not loaded (nothing leased since the restart).
+ */
+extern bool mq_group_maintenance_due(int32 queue_id, int32 group_id,
+									 TimestampTz now, TimestampTz *next_lease);
+
+/*
  * Write where a new group of stream q starts in each partition: 'latest'
  * (the end), 'earliest' (the first retained entry) or the first entry at
  * or after from_time (FLOOR records in the group's logs, in the caller's
@@ -488,7 +532,10 @@ typedef struct MqGroupProgress
 
 extern void mq_group_progress(MqQueue *gview, int partition, MqGroupProgress *p);
 
-/* A dead letter of group view gview from partition lane went to its DLQ */
+/*
+ * A dead letter of group view gview from partition lane went to its DLQ in
+ * this transaction: the view counts it once the transaction commits
+ */
 extern void mq_group_note_dead(MqQueue *gview, int lane);
 
 #endif							/* MQ_QUEUE_H */

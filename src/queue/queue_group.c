@@ -19,6 +19,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -266,7 +267,51 @@ mq_group_note_dead(MqQueue *gview, int lane)
 {
 	MqQueueShared *qs = mqq_queue_lock(gview, LW_EXCLUSIVE);
 
+	/* counted when the transaction commits (queue_xact.c) */
 	if (lane >= 0 && lane < qs->nlanes)
-		qs->lanes[lane].dead_lettered++;
+		mqq_local_add(MQ_L_DEAD, qs, lane, false);
 	LWLockRelease(&qs->lock);
+}
+
+bool
+mq_group_maintenance_due(int32 queue_id, int32 group_id, TimestampTz now,
+						 TimestampTz *next_lease)
+{
+	MqQueueKey	key;
+	MqQueueShared *qs;
+	dlist_iter	it;
+	bool		due = false;
+
+	*next_lease = 0;
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.queue_id = queue_id;
+	key.group_id = group_id;
+	qs = mqq_queue_shared(key, false);
+	if (qs == NULL)
+		return false;
+	LWLockAcquire(&qs->lock, LW_SHARED);
+	if (qs->dropped || !mqq_key_equal(qs->key, key) || !qs->loaded ||
+		qs->loaded_in_recovery)
+	{
+		LWLockRelease(&qs->lock);
+		return false;
+	}
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (t->state == MQ_T_LEASED)
+		{
+			if (t->until <= now)
+				due = true;
+			else if (*next_lease == 0 || t->until < *next_lease)
+				*next_lease = t->until;
+		}
+		else if (t->state == MQ_T_READY &&
+				 mqq_over_delivery_limit(qs->delivery_limit, t))
+			due = true;
+	}
+	LWLockRelease(&qs->lock);
+	return due;
 }

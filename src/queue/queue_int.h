@@ -123,6 +123,15 @@
  */
 #define MQ_ENTRY_ATT_OFFSET		6
 #define MQ_ENTRY_ATT_GROUP_HASH	7	/* ordered queues, streams */
+/*
+ * Streams: mq_tag_hash of the message's tag, NULL for a message without
+ * one (so an untagged entry row is unchanged).  A consumer group with a tag
+ * filter skips an entry whose hash no tag of the filter has without
+ * reading its message.  Entry logs created before it have seven columns:
+ * their entries' tags are unknown (the message is fetched), which is why
+ * NULL means "no tag" only in a log that has the column.
+ */
+#define MQ_ENTRY_ATT_TAG_HASH	8
 
 /* Is a settlement-log record kind a settlement of its entry? */
 static inline bool
@@ -224,6 +233,9 @@ typedef struct MqTracked
 								 * x-delivery-limit (nack with requeue) */
 	int32		body_size;		/* body bytes (x-max-length-bytes), else 0 */
 	uint32		group_hash;		/* ordered queues: its message group, 0: none */
+	uint32		tag_hash;		/* streams: mq_tag_hash of its tag */
+	bool		tag_known;		/* tag_hash read from the entry (its log has
+								 * the column) */
 	int			owner;			/* pgprocno of the holder, -1: none */
 	int			prev_owner;		/* holder whose lease ran out, until retaken */
 	uint32		consumer_hash;	/* consumer name of the holder */
@@ -402,7 +414,9 @@ typedef enum MqLocalKind
 {
 	MQ_L_LEASE,					/* lease taken in this transaction */
 	MQ_L_ACK,					/* settlement pending in this transaction */
-	MQ_L_PUBLISH				/* entries appended in this transaction */
+	MQ_L_PUBLISH,				/* entries appended in this transaction */
+	MQ_L_DEAD					/* a consumer group's DLQ copy of a message
+								 * of lane msg_id: counted at commit */
 } MqLocalKind;
 
 /* Relations of lane generations opened during one operation */

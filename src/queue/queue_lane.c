@@ -21,6 +21,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -199,6 +200,11 @@ mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
 		isnull[MQ_ENTRY_ATT_GROUP_HASH - 1] = (e->group_hash == 0);
 	}
 	/* (an ordered queue is always newer than its entry logs' last column) */
+	if (desc->natts >= MQ_ENTRY_ATT_TAG_HASH)
+	{
+		values[MQ_ENTRY_ATT_TAG_HASH - 1] = Int32GetDatum((int32) e->tag_hash);
+		isnull[MQ_ENTRY_ATT_TAG_HASH - 1] = (e->tag_hash == 0);
+	}
 }
 
 uint32
@@ -246,17 +252,25 @@ mq_settle_batch_init(MqSettleBatch *b, MqQueue *q)
 }
 
 void
-mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos)
+mq_settle_batch_add_arg(MqSettleBatch *b, int16 kind, uint64 qpos, int64 arg)
 {
 	if (b->n == b->cap)
 	{
 		b->cap = b->cap ? b->cap * 2 : 64;
 		b->kinds = b->kinds ? repalloc(b->kinds, sizeof(int16) * b->cap) : palloc(sizeof(int16) * b->cap);
 		b->qpos = b->qpos ? repalloc(b->qpos, sizeof(uint64) * b->cap) : palloc(sizeof(uint64) * b->cap);
+		b->args = b->args ? repalloc(b->args, sizeof(int64) * b->cap) : palloc(sizeof(int64) * b->cap);
 	}
 	b->kinds[b->n] = kind;
 	b->qpos[b->n] = qpos;
+	b->args[b->n] = arg;
 	b->n++;
+}
+
+void
+mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos)
+{
+	mq_settle_batch_add_arg(b, kind, qpos, 0);
 }
 
 /*
@@ -318,15 +332,28 @@ mq_settle_batch_flush(MqSettleBatch *b)
 
 			if (done[j] || mq_qpos_lane(b->qpos[j]) != lane || mq_qpos_gen(b->qpos[j]) != gen)
 				continue;
+			/* a log without the argument column cannot hold the record */
+			if (b->args[j] != 0 && RelationGetDescr(rel)->natts < 2)
+			{
+				done[j] = true;
+				continue;
+			}
 			s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 			ExecClearTuple(s);
 			s->tts_values[0] = Int64GetDatum(mq_settle_encode(b->kinds[j], b->qpos[j]));
 			s->tts_isnull[0] = false;
+			for (int a = 1; a < RelationGetDescr(rel)->natts; a++)
+			{
+				s->tts_values[a] = Int64GetDatum(b->args[j]);
+				s->tts_isnull[a] = (a > 1 || b->args[j] == 0);
+			}
 			ExecStoreVirtualTuple(s);
 			slots[k++] = s;
 			done[j] = true;
 		}
-		if (k == 1)
+		if (k == 0)
+			;
+		else if (k == 1)
 			table_tuple_insert(rel, slots[0], cid, options, NULL);
 		else
 			table_multi_insert(rel, slots, k, cid, options, NULL);
@@ -336,6 +363,22 @@ mq_settle_batch_flush(MqSettleBatch *b)
 	}
 	pfree(done);
 	pfree(slots);
+
+	/*
+	 * A frozen record has no transaction whose commit would flush it: a
+	 * RETRY_AT must survive a crash (a message nacked for an hour must not
+	 * come back after one), so it is flushed now, as a commit would be.
+	 */
+	if (b->frozen && synchronous_commit > SYNCHRONOUS_COMMIT_OFF &&
+		XactLastRecEnd != InvalidXLogRecPtr)
+	{
+		for (int i = 0; i < b->n; i++)
+			if (b->kinds[i] == MQ_SETTLE_RETRY_AT)
+			{
+				XLogFlush(XactLastRecEnd);
+				break;
+			}
+	}
 	b->n = 0;
 }
 

@@ -13,7 +13,8 @@
  * settlements above it, which are tracked as SETTLED (by position: the
  * records do not name the message) so that the scan passes over them;
  * then the delivery records (DELIVERED, MARK), so that what may have been
- * delivered before comes back redelivered, with its delivery count.  The
+ * delivered before comes back redelivered, with its delivery count, and
+ * in a consumer group not before its retry is due (RETRY_AT).  The
  * cost follows the live backlog, not the history: only what lies above
  * the floors of the live generations is read.
  *
@@ -183,6 +184,7 @@ typedef struct ReplayedDelivery
 	uint64		qpos;
 	int32		count;			/* DELIVERED records */
 	int32		free_returns;	/* RETURNED records */
+	TimestampTz retry_at;		/* latest RETRY_AT record's due time, 0: none */
 } ReplayedDelivery;
 
 /*
@@ -195,7 +197,7 @@ typedef struct ReplayedDelivery
 static bool
 replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
 				 MqlogRowState st, TupleTableSlot *slot, int32 count,
-				 int32 free_returns)
+				 int32 free_returns, TimestampTz retry_at)
 {
 	MqTracked  *t;
 
@@ -212,6 +214,8 @@ replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
 			t->delivery_count += count;
 			t->free_returns = Min(free_returns, count);
 			t->redelivered = true;
+			/* a consumer group's retry is not due before its time */
+			t->until = retry_at;
 		}
 	}
 	ls->scan_pos = mqq_qpos_next(qpos);
@@ -386,7 +390,10 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
 
 						if (!found)
+						{
 							d->count = d->free_returns = 0;
+							d->retry_at = 0;
+						}
 						d->count++;
 						mark = Max(mark, pos + 1);
 					}
@@ -395,8 +402,26 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
 
 						if (!found)
+						{
 							d->count = d->free_returns = 0;
+							d->retry_at = 0;
+						}
 						d->free_returns++;
+					}
+					else if (pass == 1 && kind == MQ_SETTLE_RETRY_AT && pos >= floor &&
+							 s->tts_tupleDescriptor->natts >= 2)
+					{
+						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
+						Datum		at = slot_getattr(s, 2, &isnull);
+
+						if (!found)
+						{
+							d->count = d->free_returns = 0;
+							d->retry_at = 0;
+						}
+						/* each retry is due after the one before it */
+						if (!isnull)
+							d->retry_at = Max(d->retry_at, DatumGetTimestampTz(at));
 					}
 					else if (pass == 1 && mq_settle_kind_settles(kind) && pos >= floor &&
 							 track_settled(qs, pos))
@@ -446,7 +471,8 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 				int32		count = d ? d->count : (counted ? 0 : 1);
 
 				redeliver = replay_delivered(qs, ls, qpos, state, slot, count,
-											 d ? d->free_returns : 0);
+											 d ? d->free_returns : 0,
+											 d ? d->retry_at : 0);
 			}
 			qpos = mqq_qpos_next(qpos);
 			CHECK_FOR_INTERRUPTS();

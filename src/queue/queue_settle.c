@@ -160,6 +160,10 @@ mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
 			requeued = true;
 			if (op == MQ_SETTLE_OP_REQUEUE_FREE && mqq_counts_deliveries(q))
 				mq_settle_batch_add(&returned, MQ_SETTLE_RETURNED, o->qpos);
+			/* a consumer group's retry waits as long after a restart */
+			if (qs->nretry_delays > 0 && t->until > now)
+				mq_settle_batch_add_arg(&returned, MQ_SETTLE_RETRY_AT, o->qpos,
+										t->until);
 		}
 	}
 	LWLockRelease(&qs->lock);
@@ -169,7 +173,8 @@ mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
 	/*
 	 * A nack's return is remembered, frozen like a delivery record (the
 	 * message is ready again whatever becomes of this transaction), so that
-	 * it still does not count after a restart.
+	 * it still does not count after a restart; in a consumer group, with
+	 * the time its retry is due (RETRY_AT).
 	 */
 	if (returned.n > 0)
 		mq_settle_batch_flush(&returned);

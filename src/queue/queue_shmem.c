@@ -402,6 +402,15 @@ mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot)
 		if (!isnull)
 			t->group_hash = (uint32) DatumGetInt32(g);
 	}
+	t->tag_hash = 0;
+	t->tag_known = slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_TAG_HASH;
+	if (t->tag_known)
+	{
+		Datum		h = slot_getattr(slot, MQ_ENTRY_ATT_TAG_HASH, &isnull);
+
+		if (!isnull)
+			t->tag_hash = (uint32) DatumGetInt32(h);
+	}
 	t->state = MQ_T_READY;
 }
 

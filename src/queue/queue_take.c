@@ -27,12 +27,15 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 
+#include "filter.h"
 #include "queue/queue_int.h"
 
 /* The queue this backend waits on, between prepare_wait and cancel_wait */
 
 /* Earliest time a tracked entry becomes deliverable, from the last take */
 static TimestampTz next_due = 0;
+
+int64		mq_stat_tag_skipped = 0;
 
 /*
  * Hash of a consumer name: a tracked entry remembers its holder's consumer
@@ -132,7 +135,8 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
  */
 static MqTracked *
 scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
-		  TimestampTz expire_before, bool *end)
+		  TimestampTz expire_before, const MqFilter *skip, MqSettleBatch *skips,
+		  bool *end)
 {
 	MqLaneState *ls = &qs->lanes[lane];
 	uint64		qpos = ls->scan_pos;
@@ -177,6 +181,31 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 		if (!mqq_entry_expired(q, &probe, expire_before))
 		{
 			*end = true;
+			return NULL;
+		}
+	}
+
+	/*
+	 * A consumer group's tag filter: an entry whose tag hash no tag of the
+	 * filter has is settled for the group at once, without reading its
+	 * message and without tracking it (see skip_tracked).
+	 */
+	if (skip != NULL && st == MQLOG_ROW_COMMITTED &&
+		slot->tts_tupleDescriptor->natts >= MQ_ENTRY_ATT_TAG_HASH)
+	{
+		bool		isnull;
+		Datum		h = slot_getattr(slot, MQ_ENTRY_ATT_TAG_HASH, &isnull);
+
+		if (!mq_filter_tag_hash_may_match(skip, isnull ? MQ_TAG_HASH_NONE :
+										  (uint32) DatumGetInt32(h)))
+		{
+			int64		off = mqq_entry_offset(slot, st);
+
+			ls->scan_pos = mqq_qpos_next(qpos);
+			if (off >= 0)
+				ls->scan_offset = off + 1;
+			mq_settle_batch_add(skips, MQ_SETTLE_ACK, qpos);
+			qs->settled_since_floor++;
 			return NULL;
 		}
 	}
@@ -279,7 +308,7 @@ mq_queue_next_due(void)
  * returns in the order they were delivered.  True if any did.
  */
 static bool
-expire_leases(MqQueueShared *qs, TimestampTz now)
+expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 {
 	MqTracked **ts = NULL;
 	int			n = 0;
@@ -296,6 +325,9 @@ expire_leases(MqQueueShared *qs, TimestampTz now)
 		t->owner = -1;
 		/* a consumer group retries after its backoff (RocketMQ) */
 		t->until = mqq_retry_until(qs, t->delivery_count, t->free_returns, now);
+		/* and it must not come back earlier after a restart */
+		if (t->until > now)
+			mq_settle_batch_add_arg(retries, MQ_SETTLE_RETRY_AT, t->qpos, t->until);
 		t->redelivered = true;
 		qs->unacked--;
 		if (qs->returns_first)
@@ -392,6 +424,37 @@ take_returns(MqQueue *q, MqQueueShared *qs, int n, TimestampTz now,
 }
 
 /*
+ * Tracked entry t, ready, has a tag hash that no tag of the group's filter
+ * has: settle it for the group (an ACK record, like a message the filter
+ * rejects after its fetch) without delivering it.  The record is written
+ * frozen and the entry is SETTLED at once: whatever becomes of the taking
+ * transaction, the filter will never let the message through.
+ */
+static bool
+skip_tracked(const MqFilter *skip, MqQueueShared *qs, MqTracked *t,
+			 MqSettleBatch *skips)
+{
+	if (skip == NULL || !t->tag_known || mq_filter_tag_hash_may_match(skip, t->tag_hash))
+		return false;
+	t->state = MQ_T_SETTLED;
+	t->owner = -1;
+	mq_settle_batch_add(skips, MQ_SETTLE_ACK, t->qpos);
+	qs->settled_since_floor++;
+	return true;
+}
+
+/* Most entries one take settles by their tag hash before it returns */
+#define MQ_SKIP_MAX 4096
+
+int
+mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
+			  const char *consumer, int prefetch, MqDelivery *out)
+{
+	return mq_queue_take_filtered(q, n, lease_until, mode, consumer, prefetch,
+								  NULL, NULL, out);
+}
+
+/*
  * Take up to n messages of q for this session, in delivery order: on a
  * quorum queue first the returned messages, in the order they came back;
  * then, highest priority lane first, what is tracked and ready
@@ -404,8 +467,10 @@ take_returns(MqQueue *q, MqQueueShared *qs, int n, TimestampTz now,
  * once the queue lock is released, before returning.
  */
 int
-mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
-			  const char *consumer, int prefetch, MqDelivery *out)
+mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
+					   const char *consumer, int prefetch,
+					   const struct MqFilter *tag_filter, int *skipped,
+					   MqDelivery *out)
 {
 	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 	TimestampTz now = GetCurrentTimestamp();
@@ -416,8 +481,18 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	MqSettleBatch records;
 	MqOrderGate gate;
 	int			held_back = 0;
+	MqSettleBatch frozen;		/* RETRY_AT records, tag-filter skips */
+	const MqFilter *skip = NULL;
 
 	next_due = 0;
+	mq_settle_batch_init(&frozen, q);
+	frozen.frozen = true;
+	if (skipped)
+		*skipped = 0;
+	/* only a tag filter that does not take everything skips by hash */
+	if (tag_filter != NULL && (mode == MQ_TAKE_LEASE || mode == MQ_TAKE_AUTO_ACK) &&
+		mq_filter_kind(tag_filter) == MQ_FILTER_TAG && !mq_filter_matches_all(tag_filter))
+		skip = tag_filter;
 
 	/* prefetch: unacked deliveries held by this consumer */
 	if (prefetch > 0 && mode != MQ_TAKE_DROP_HEAD && mode != MQ_TAKE_EXPIRE)
@@ -436,7 +511,7 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 		n = Min(n, prefetch - held);
 	}
 
-	wake |= expire_leases(qs, now);
+	wake |= expire_leases(qs, now, &frozen);
 	mqq_gate_init(&gate, q, qs,
 				  mode == MQ_TAKE_LEASE || mode == MQ_TAKE_AUTO_ACK, now);
 	if (qs->returns_first)
@@ -481,6 +556,8 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			/* returns (quorum) were offered first, and stay there */
 			if (t->state != MQ_T_READY || t->returned != 0)
 				continue;
+			if (skip_tracked(skip, qs, t, &frozen))
+				continue;
 			if (!take_now(q, t, now, mode, &wake) || !mqq_gate_pass(&gate, t))
 				continue;
 			take_one(q, qs, t, now, lease_until, mode, chash, &out[got++]);
@@ -492,7 +569,13 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 			MqTracked  *t;
 			bool		end;
 
-			t = scan_next(q, qs, lane, &lr, mode == MQ_TAKE_EXPIRE ? now : 0, &end);
+			if (frozen.n >= MQ_SKIP_MAX)
+			{
+				next_due = now; /* a waiting consumer goes on at once */
+				break;
+			}
+			t = scan_next(q, qs, lane, &lr, mode == MQ_TAKE_EXPIRE ? now : 0,
+						  skip, &frozen, &end);
 			if (end)
 			{
 				if (t == NULL && got == 0 && qs->ntracked > 0 && mqq_shared->nfree == 0)
@@ -545,5 +628,20 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 		ConditionVariableBroadcast(&qs->cv);
 	if (records.n > 0)
 		mq_settle_batch_flush(&records);
+	if (frozen.n > 0)
+	{
+		int			nskipped = 0;
+
+		for (int i = 0; i < frozen.n; i++)
+			nskipped += frozen.kinds[i] == MQ_SETTLE_ACK;
+		mq_settle_batch_flush(&frozen);
+		if (skipped)
+			*skipped = nskipped;
+		if (nskipped > 0)
+		{
+			mq_stat_tag_skipped += nskipped;
+			mq_queue_write_floors(q);
+		}
+	}
 	return got;
 }

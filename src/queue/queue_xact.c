@@ -207,6 +207,13 @@ local_commit(int from)
 		qs = mqq_queue_lock_key(a->qkey);
 		if (qs == NULL)
 			continue;
+		if (a->kind == MQ_L_DEAD)
+		{
+			if (a->msg_id >= 0 && a->msg_id < qs->nlanes)
+				qs->lanes[a->msg_id].dead_lettered++;
+			LWLockRelease(&qs->lock);
+			continue;
+		}
 		if (a->kind == MQ_L_PUBLISH)
 		{
 			qs->backlog += a->msg_id;
@@ -262,7 +269,7 @@ local_abort(int from)
 
 			if ((pass == 0) != (a->kind == MQ_L_ACK))
 				continue;
-			if (a->kind == MQ_L_PUBLISH)
+			if (a->kind == MQ_L_PUBLISH || a->kind == MQ_L_DEAD)
 				continue;
 			qs = mqq_queue_lock_key(a->qkey);
 			if (qs == NULL)
