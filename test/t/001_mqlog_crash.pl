@@ -2,19 +2,18 @@
 # detection of a corrupted page by mq.mqlog_verify().
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init(extra => ['--data-checksums']);
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('main', init => { extra => ['--data-checksums'] }, conf => qq{
 wal_consistency_checking = 'mqlog'
 max_connections = 20
 });
-$node->start;
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;

@@ -4,35 +4,26 @@
 # middle of a load, and replays a FREEZE record.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1, extra => ['--data-checksums']);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $primary = qe_node('primary', init => { allows_streaming => 1, extra => ['--data-checksums'] }, conf => qq{
 wal_consistency_checking = 'mqlog'
 # keep the WAL the standby still needs across the primary's crash restart
 wal_keep_size = '1GB'
 });
-$primary->start;
 $primary->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 CREATE TABLE log (id int, body text) USING mqlog;
 CREATE INDEX log_id ON log (id);
 });
 
-$primary->backup('bkp');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'bkp', has_streaming => 1);
-$standby->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
-hot_standby = on
-max_standby_streaming_delay = -1
-});
-$standby->start;
+my $standby = qe_standby($primary, 'standby');
 
 my $check = q{
 SELECT count(*), sum(id), md5(string_agg(id::text || ':' || md5(body), ',' ORDER BY id, md5(body)))

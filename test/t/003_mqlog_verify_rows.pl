@@ -6,14 +6,14 @@
 # and no other row is.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('verify');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'queue_ext'");
-$node->start;
+my $node = qe_node('verify');
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 CREATE TABLE log (id int8, body text) USING mqlog;

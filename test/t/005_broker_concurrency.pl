@@ -13,16 +13,16 @@
 # the sessions sat idle and no load was produced.)
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 
-my $node = PostgreSQL::Test::Cluster->new('broker');
-$node->init;
 # (log_statement = none: the load runs tens of thousands of statements)
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('broker', conf => qq{
 max_connections = 40
 log_statement = none
 # tiny log segments and lane generations, so that the load crosses many of
@@ -35,7 +35,6 @@ mq.retire_interval = '500ms'
 # crash recovery compares each replayed mqlog record with a page image
 wal_consistency_checking = 'mqlog'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('conc');

@@ -4,14 +4,14 @@
 # transaction that had acked it.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('broker_session');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'queue_ext'\n");
-$node->start;
+my $node = qe_node('broker_session');
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('sess');

@@ -8,19 +8,18 @@
 # launcher, and no worker staying in a database without the extension.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
 
-my $node = PostgreSQL::Test::Cluster->new('workers_crash');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('workers_crash', conf => qq{
 mq.launcher_naptime = '1s'
 mq.check_timeout = '500ms'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('dq');

@@ -11,22 +11,21 @@
 #     accepts publishing and consuming; its log segment verifies clean.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time sleep);
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $primary = qe_node('primary', init => { allows_streaming => 1 }, conf => qq{
 wal_keep_size = '1GB'
 # every mqlog record carries a page image the standby compares its replay
 # with (linked message + entry records included)
 wal_consistency_checking = 'mqlog'
 });
-$primary->start;
 $primary->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('cq');
@@ -39,15 +38,7 @@ SELECT mq.queue_declare('qq', 'quorum');
 SELECT mq.queue_declare('fo');
 });
 
-$primary->backup('bkp');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'bkp', has_streaming => 1);
-$standby->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
-hot_standby = on
-max_standby_streaming_delay = -1
-});
-$standby->start;
+my $standby = qe_standby($primary, 'standby');
 
 sub catchup
 {

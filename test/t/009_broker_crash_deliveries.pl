@@ -11,19 +11,18 @@
 #  4. settled messages stay settled and counts in mq.queues are right.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep);
 
-my $node = PostgreSQL::Test::Cluster->new('crashdeliv');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('crashdeliv', conf => qq{
 restart_after_crash = on
 wal_consistency_checking = 'mqlog'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SET client_min_messages = error;

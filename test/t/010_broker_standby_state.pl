@@ -16,19 +16,18 @@
 #     file".
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 
-my $primary = PostgreSQL::Test::Cluster->new('sprimary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $primary = qe_node('sprimary', init => { allows_streaming => 1 }, conf => qq{
 wal_keep_size = '1GB'
 wal_consistency_checking = 'mqlog'
 });
-$primary->start;
 $primary->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SET client_min_messages = error;
@@ -37,15 +36,7 @@ SELECT mq.queue_declare('lq');
 SELECT mq.queue_declare('hq', 'quorum');
 SELECT mq.queue_declare('nd', durable => false);
 });
-$primary->backup('bkp');
-my $standby = PostgreSQL::Test::Cluster->new('sstandby');
-$standby->init_from_backup($primary, 'bkp', has_streaming => 1);
-$standby->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
-hot_standby = on
-max_standby_streaming_delay = -1
-});
-$standby->start;
+my $standby = qe_standby($primary, 'sstandby');
 
 sub catchup
 {

@@ -5,14 +5,14 @@
 # again.  A queue without the limit records no sizes.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('broker_bytes');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'queue_ext'\n");
-$node->start;
+my $node = qe_node('broker_bytes');
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('rej', arguments => '{"x-max-length-bytes": 100, "x-overflow": "reject-publish"}');

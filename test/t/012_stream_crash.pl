@@ -7,18 +7,17 @@
 #  3. mq.read on a streaming hot standby returns what the primary returns.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('streamcrash');
-$node->init(allows_streaming => 1);
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('streamcrash', init => { allows_streaming => 1 }, conf => qq{
 restart_after_crash = on
 wal_consistency_checking = 'mqlog'
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('s', type => 'stream', arguments => '{"partitions": 2}');
@@ -104,10 +103,7 @@ is($node->safe_psql('postgres',
 	$a{0} + 1, 'after a restart the next offset follows the last');
 
 # a hot standby reads the same
-$node->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('streamstandby');
-$standby->init_from_backup($node, 'b', has_streaming => 1);
-$standby->start;
+my $standby = qe_standby($node, 'streamstandby');
 $node->safe_psql('postgres', q{SELECT mq.send('s', 'replicated', partition => 1)});
 $node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
 my $q = q{SELECT string_agg("offset" || '=' || convert_from(body, 'UTF8'), ',')

@@ -11,7 +11,10 @@
 #    come back first, redelivered, and nothing behind them.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
@@ -19,13 +22,9 @@ my $groups = 64;
 my $per_group = 20;
 my $total = $groups * $per_group;
 
-my $node = PostgreSQL::Test::Cluster->new('ordered');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('ordered', conf => qq{
 max_connections = 40
 });
-$node->start;
 $node->safe_psql('postgres', qq{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('oq', arguments => '{"ordered": true}');

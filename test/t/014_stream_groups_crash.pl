@@ -6,17 +6,16 @@
 #  redelivered), and mq.consumer_groups shows the right committed offsets.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('groupcrash');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('groupcrash', conf => qq{
 restart_after_crash = on
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('s', type => 'stream', arguments => '{"partitions": 2}');

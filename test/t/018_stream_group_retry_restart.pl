@@ -7,20 +7,19 @@
 # the group's settlement log (src/queue/queue.h).
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
 use PostgreSQL::Test::Cluster;
+use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('groupretry');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'queue_ext'
+my $node = qe_node('groupretry', conf => qq{
 restart_after_crash = on
 mq.maintenance_naptime = 100
 mq.launcher_naptime = 200
 });
-$node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SELECT mq.queue_declare('s', type => 'stream', arguments => '{"partitions": 2}');
