@@ -213,7 +213,9 @@ void
 mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
-	TupleDesc	desc = RelationGetDescr(rel);
+
+	/* an unpinned descriptor for the n slots: see mq_log_append */
+	TupleDesc	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
 	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
 
@@ -235,6 +237,7 @@ mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *
 	}
 	pfree(slots);
 	pfree(tids);
+	FreeTupleDesc(desc);
 	table_close(rel, NoLock);
 }
 
@@ -279,6 +282,7 @@ mq_settle_batch_flush(MqSettleBatch *b)
 		int			gen = mq_qpos_gen(b->qpos[i]);
 		Oid			relid;
 		Relation	rel;
+		TupleDesc	desc;
 		int			k = 0;
 
 		if (done[i])
@@ -312,13 +316,15 @@ mq_settle_batch_flush(MqSettleBatch *b)
 					 errdetail("Generation %d of the lane has no settlement log.", gen),
 					 errhint("Delete and declare the queue again.")));
 		rel = table_open(relid, RowExclusiveLock);
+		/* an unpinned descriptor for the k slots: see mq_log_append */
+		desc = CreateTupleDescCopy(RelationGetDescr(rel));
 		for (int j = i; j < b->n; j++)
 		{
 			TupleTableSlot *s;
 
 			if (done[j] || mq_qpos_lane(b->qpos[j]) != lane || mq_qpos_gen(b->qpos[j]) != gen)
 				continue;
-			s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+			s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 			ExecClearTuple(s);
 			s->tts_values[0] = Int64GetDatum(mq_settle_encode(b->kinds[j], b->qpos[j]));
 			s->tts_isnull[0] = false;
@@ -332,6 +338,7 @@ mq_settle_batch_flush(MqSettleBatch *b)
 			table_multi_insert(rel, slots, k, cid, options, NULL);
 		for (int j = 0; j < k; j++)
 			ExecDropSingleTupleTableSlot(slots[j]);
+		FreeTupleDesc(desc);
 		table_close(rel, NoLock);
 	}
 	pfree(done);
