@@ -29,19 +29,19 @@ SELECT convert_from(body, 'UTF8') FROM mq.consume('bb_classic', 1, auto_ack => t
 
 -- a stream and a consumer group: the group's settlement records in one batch
 SELECT mq.queue_declare('bb_stream', type => 'stream', arguments => '{"partitions": 2}');
-SELECT mq.group_declare('bb_stream', 'g', start => 'earliest');
+SELECT mq.group_declare('bb_stream', 'bb_g', start => 'earliest');
 SELECT count(*) FROM mq.send_batch('bb_stream',
        ARRAY(SELECT 's' || i FROM generate_series(1, 100000) i), partition => 0);
 BEGIN;
 TRUNCATE bb_got;
-INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'g');
-INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'g');
-INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'g');
-INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'g');
-INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'g');
+INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'bb_g');
+INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'bb_g');
+INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'bb_g');
+INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'bb_g');
+INSERT INTO bb_got SELECT msg_id, "offset" FROM mq.consume('bb_stream', 10000, group_name => 'bb_g');
 
 SELECT count(*), count(DISTINCT msg_id), min("offset"), max("offset") FROM bb_got;
-SELECT mq.ack('bb_stream', array_agg(msg_id), group_name => 'g') FROM bb_got;
+SELECT mq.ack('bb_stream', array_agg(msg_id), group_name => 'bb_g') FROM bb_got;
 COMMIT;
 SELECT partition, committed_offset, end_offset, lag, in_flight
   FROM mq.consumer_groups WHERE queue = 'bb_stream' ORDER BY partition;
@@ -50,3 +50,4 @@ RESET statement_timeout;
 DROP TABLE bb_got;
 SELECT mq.queue_delete('bb_classic');
 SELECT mq.queue_delete('bb_stream');
+SELECT mq.queue_delete('%DLQ%bb_g');
