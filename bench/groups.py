@@ -191,8 +191,8 @@ CREATE TABLE g1_sl (id bigserial PRIMARY KEY, body bytea);""")
         g = "g1_%s_%d" % (mode[0], rep)
         psql("SELECT mq.group_declare('%s', '%s', mode => '%s', start => 'earliest')" % (q, g, mode))
         cons = ", consumer => 'c' || :client_id" if mode == "broadcast" else ""
-        sql = ("SELECT mq.ack('%s', coalesce(array_agg(msg_id), '{}'), group_name => '%s') "
-               "FROM mq.consume('%s', %d, group_name => '%s'%s);\n" % (q, g, q, batch, g, cons))
+        sql = ("SELECT mq.ack('%s', coalesce(array_agg(msg_id), '{}'), group_name => '%s'%s) "
+               "FROM mq.consume('%s', %d, group_name => '%s'%s);\n" % (q, g, cons, q, batch, g, cons))
         per_client = BACKLOG // batch // consumers
         r = pgbench(sql, clients=consumers, threads=min(consumers, 2), transactions=per_client)
         lag = group_lag(q, g)
