@@ -48,3 +48,20 @@ SELECT mq.ack('bqd_broken', ARRAY[:bx]::bigint[]);
 SELECT mq.send('bqd_broken', 'y');
 SELECT mq.queue_delete('bqd_broken');
 SELECT count(*) FROM mq.queues WHERE queue = 'bqd_broken';
+
+-- two-phase commit: a transaction that deleted a queue cannot be prepared
+-- (its shared state would be dropped at PREPARE, before COMMIT PREPARED),
+-- nor one that consumed; the queue and its message stay
+SELECT mq.queue_declare('bqd_2pc');
+SELECT mq.send('bqd_2pc', 'kept') IS NOT NULL;
+BEGIN;
+SELECT mq.queue_delete('bqd_2pc');
+PREPARE TRANSACTION 'bqd_delete';
+SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
+BEGIN;
+SELECT count(*) FROM mq.consume('bqd_2pc');
+PREPARE TRANSACTION 'bqd_consume';
+SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
+SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'bqd_%';
+SELECT convert_from(body, 'UTF8') FROM mq.consume('bqd_2pc', auto_ack => true);
+SELECT mq.queue_delete('bqd_2pc');

@@ -59,6 +59,7 @@ static void mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								SubTransactionId parentSubid, void *arg);
 static void mq_session_exit(int code, Datum arg);
 static void state_drops_subxact(SubXactEvent event, int nest);
+static bool state_drops_pending(void);
 
 /* Register the transaction, subtransaction and session-exit callbacks, once */
 void
@@ -320,6 +321,11 @@ mq_xact_callback(XactEvent event, void *arg)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							 errmsg("cannot prepare a transaction that consumed or settled messages")));
+			/* its state would go at PREPARE, whatever COMMIT PREPARED does */
+			if (state_drops_pending())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that deleted a queue or consumer group, or sought a group")));
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -492,6 +498,12 @@ state_drops_subxact(SubXactEvent event, int nest)
 			pfree(d);
 		}
 	}
+}
+
+static bool
+state_drops_pending(void)
+{
+	return state_drops != NIL;
 }
 
 void
