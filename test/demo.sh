@@ -181,6 +181,21 @@ SELECT mq.ack('order_events', ARRAY(SELECT msg_id FROM got));
 COMMIT;
 SQL
 	fi
+	if has_func group_declare; then
+		echo
+		qe_log "demo: a stream read by two consumer groups, each at its own pace"
+		"${PSQL[@]}" -d "$DB" -e <<'SQL'
+SELECT mq.queue_declare('demo_stream', type => 'stream', arguments => '{"partitions": 2}');
+SELECT mq.group_declare('demo_stream', 'billing', start => 'earliest');
+SELECT mq.group_declare('demo_stream', 'audit', start => 'earliest');
+SELECT count(mq.send('demo_stream', 'order ' || i || ' of ' || c, message_group => c))
+  FROM generate_series(1, 2) i, unnest(ARRAY['alice', 'carol']) c;
+SELECT "partition", "offset", convert_from(body, 'UTF8') AS body
+  FROM mq.consume('demo_stream', 10, group_name => 'billing', auto_ack => true);
+SELECT group_name, "partition", committed_offset, end_offset, lag
+  FROM mq.consumer_groups WHERE queue = 'demo_stream' ORDER BY 1, 2;
+SQL
+	fi
 	if [ -n "$("${PSQL[@]}" -d "$DB" -tAc "SELECT to_regclass('mq.queues')")" ]; then
 		echo
 		"${PSQL[@]}" -d "$DB" -e -c "SELECT * FROM mq.queues"
