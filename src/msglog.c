@@ -166,9 +166,14 @@ mq_log_open_append(bool durable, int64 *segno_out)
 		}
 		table_close(rel, RowExclusiveLock);
 
-		/* full: move to the newest segment, creating one if needed */
+		/*
+		 * full: move to the newest segment, creating one if needed.
+		 * segment_newest reads the catalog with the statement's snapshot,
+		 * which misses a segment this statement created: one statement
+		 * filling two segments would create the full one again and again.
+		 */
 		{
-			int64		newest = Max(segment_newest(true), segment_newest(false));
+			int64		newest = Max(Max(segment_newest(true), segment_newest(false)), segno);
 
 			if (newest > segno && OidIsValid(segment_relid(newest)) &&
 				segment_newest(durable) == newest)
