@@ -241,15 +241,27 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 	int64	   *filtered = NULL;
 	int			nfiltered = 0;
 
+	int64	   *ids = palloc(sizeof(int64) * Max(got, 1));
+	MqMessage  *msgs = palloc(sizeof(MqMessage) * Max(got, 1));
+	bool	   *found = palloc(sizeof(bool) * Max(got, 1));
+	int			nids = 0;
+	int			k = 0;
+
 	if (mq_settle_deliveries(q, dl, got, auto_ack ? MQ_SETTLE_ACK : 0, 0) > 0)
 		*any_settled = true;
+	/* the bodies in one pass over the log, emitted in delivery order */
+	for (int i = 0; i < got; i++)
+		if (!dl[i].dead)
+			ids[nids++] = dl[i].msg_id;
+	mq_log_fetch_many(ids, nids, msgs, found);
 	for (int i = 0; i < got; i++)
 	{
 		MqMessage	m;
 
 		if (dl[i].dead)
 			continue;
-		if (!mq_log_fetch(dl[i].msg_id, &m))
+		m = msgs[k];
+		if (!found[k++])
 		{
 			ereport(WARNING,
 					(errcode(ERRCODE_DATA_CORRUPTED),
@@ -303,6 +315,9 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 		pfree(fd);
 		pfree(filtered);
 	}
+	pfree(ids);
+	pfree(msgs);
+	pfree(found);
 	return live;
 }
 

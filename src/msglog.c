@@ -166,9 +166,14 @@ mq_log_open_append(bool durable, int64 *segno_out)
 		}
 		table_close(rel, RowExclusiveLock);
 
-		/* full: move to the newest segment, creating one if needed */
+		/*
+		 * full: move to the newest segment, creating one if needed.
+		 * segment_newest reads the catalog with the statement's snapshot,
+		 * which misses a segment this statement created: one statement
+		 * filling two segments would create the full one again and again.
+		 */
 		{
-			int64		newest = Max(segment_newest(true), segment_newest(false));
+			int64		newest = Max(Max(segment_newest(true), segment_newest(false)), segno);
 
 			if (newest > segno && OidIsValid(segment_relid(newest)) &&
 				segment_newest(durable) == newest)
@@ -342,6 +347,93 @@ mq_log_fetch(int64 msg_id, MqMessage *out)
 	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, AccessShareLock);
 	return found;
+}
+
+/* qsort_arg order of positions into an array of msg_ids (arg) by msg_id */
+static int
+fetch_order_cmp(const void *a, const void *b, void *arg)
+{
+	const int64 *ids = arg;
+	int64		x = ids[*(const int *) a];
+	int64		y = ids[*(const int *) b];
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	return *(const int *) a - *(const int *) b;
+}
+
+/*
+ * Read the messages in log order, each segment opened once and each block
+ * looked up once for all its rows; a consume call's messages are mostly
+ * consecutive rows of one segment.
+ */
+int
+mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found)
+{
+	int		   *order;
+	int			nfound = 0;
+	int64		cur_segno = -1;
+	Relation	rel = NULL;
+	TupleTableSlot *slot = NULL;
+	MqlogReadCache cache;
+
+	if (n <= 0)
+		return 0;
+	mq_log_fetches += n;
+	order = palloc(sizeof(int) * n);
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	qsort_arg(order, n, sizeof(int), fetch_order_cmp, (void *) ids);
+	mqlog_read_cache_init(&cache);
+
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+		int64		msg_id = ids[i];
+		ItemPointerData tid;
+		MqlogRowState state;
+
+		found[i] = false;
+		if (msg_id <= 0)
+			continue;
+		if (mq_msgid_segno(msg_id) != cur_segno)
+		{
+			Oid			relid;
+
+			if (rel != NULL)
+			{
+				mqlog_read_cache_release(&cache);
+				ExecDropSingleTupleTableSlot(slot);
+				table_close(rel, AccessShareLock);
+				rel = NULL;
+			}
+			cur_segno = mq_msgid_segno(msg_id);
+			relid = segment_relid(cur_segno);
+			if (!OidIsValid(relid))
+				continue;
+			rel = table_open(relid, AccessShareLock);
+			slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+		}
+		if (rel == NULL)
+			continue;			/* segment gone */
+		mq_msgid_tid(msg_id, &tid);
+		if (mqlog_fetch_row_cached(rel, &tid, &state, slot, &cache) &&
+			(state == MQLOG_ROW_COMMITTED || state == MQLOG_ROW_OWN))
+		{
+			message_from_slot(slot, &out[i]);
+			out[i].msg_id = msg_id;
+			found[i] = true;
+			nfound++;
+		}
+	}
+	if (rel != NULL)
+	{
+		mqlog_read_cache_release(&cache);
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	pfree(order);
+	return nfound;
 }
 
 /*

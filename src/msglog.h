@@ -104,7 +104,14 @@ extern void mq_log_link_done(Relation seg, MqMessage *msg, MqlogLinkedRow *row);
 /* Read a message by id; false if there is no committed (or own) message */
 extern bool mq_log_fetch(int64 msg_id, MqMessage *out);
 
-/* Calls of mq_log_fetch by this backend (a test counter) */
+/*
+ * Read messages ids[0..n-1] (any order, repeats allowed) in one pass over
+ * the log: out[i] and found[i] as mq_log_fetch(ids[i], &out[i]) would set
+ * them.  Returns how many were found.
+ */
+extern int	mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found);
+
+/* Messages read by mq_log_fetch and mq_log_fetch_many (a test counter) */
 extern int64 mq_log_fetches;
 
 /* Find the newest message published with this business key */

@@ -43,6 +43,9 @@ mq_read(PG_FUNCTION_ARGS)
 	int			max_messages;
 	TimestampTz from_time = 0;
 	MqStreamEntry *entries;
+	int64	   *ids;
+	MqMessage  *msgs;
+	bool	   *found;
 	int			got;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "partition", NULL, "max_messages");
@@ -88,11 +91,17 @@ mq_read(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	entries = palloc(sizeof(MqStreamEntry) * max_messages);
 	got = mq_stream_read(q, partition, from_offset, from_time, max_messages, entries);
+	ids = palloc(sizeof(int64) * Max(got, 1));
+	msgs = palloc(sizeof(MqMessage) * Max(got, 1));
+	found = palloc(sizeof(bool) * Max(got, 1));
+	for (int i = 0; i < got; i++)
+		ids[i] = entries[i].msg_id;
+	mq_log_fetch_many(ids, got, msgs, found);
 	for (int i = 0; i < got; i++)
 	{
-		MqMessage	m;
+		MqMessage	m = msgs[i];
 
-		if (!mq_log_fetch(entries[i].msg_id, &m))
+		if (!found[i])
 		{
 			ereport(WARNING,
 					(errcode(ERRCODE_DATA_CORRUPTED),
@@ -102,6 +111,9 @@ mq_read(PG_FUNCTION_ARGS)
 		}
 		mq_put_delivery_row(rsinfo, q->name, &m, false, 0, partition, entries[i].offset, -1);
 	}
+	pfree(ids);
+	pfree(msgs);
+	pfree(found);
 	pfree(entries);
 	return (Datum) 0;
 }

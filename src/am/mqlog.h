@@ -499,6 +499,32 @@ extern bool mqlog_fetch_row(Relation rel, ItemPointer tid,
 							MqlogRowState *state, TupleTableSlot *slot);
 
 /*
+ * What a run of reads of one relation learnt about it, for the _cached
+ * variants of mqlog_read_next and mqlog_fetch_row: the relation's size, a
+ * lower bound as long as the caller holds its lock throughout the run
+ * (an mqlog relation only shrinks under AccessExclusiveLock: truncation),
+ * so that a read within it costs no lseek; and the last block read, kept
+ * pinned, so that reads of one page do not look it up again.  The caller
+ * ends the run with mqlog_read_cache_release, under the same resource
+ * owner, before releasing its lock.
+ */
+typedef struct MqlogReadCache
+{
+	BlockNumber nblocks;		/* blocks known to exist (0: unknown) */
+	Buffer		buf;			/* pinned block of the relation, or invalid */
+} MqlogReadCache;
+
+extern void mqlog_read_cache_init(MqlogReadCache *cache);
+extern void mqlog_read_cache_release(MqlogReadCache *cache);
+extern MqlogReadResult mqlog_read_next_cached(Relation rel, ItemPointer pos,
+											  MqlogRowState *state,
+											  TupleTableSlot *slot,
+											  MqlogReadCache *cache);
+extern bool mqlog_fetch_row_cached(Relation rel, ItemPointer tid,
+								   MqlogRowState *state, TupleTableSlot *slot,
+								   MqlogReadCache *cache);
+
+/*
  * The first row at or after *pos as the relation is now (false: none),
  * or its last row (mqlog_last_row), whatever its inserter's state: unlike
  * mqlog_read_next, the row is stored in slot even when its inserter is in

@@ -727,9 +727,57 @@ read_start(Relation rel, ItemPointer pos, BlockNumber *blkno, OffsetNumber *off)
 		*off = FirstOffsetNumber;
 }
 
+void
+mqlog_read_cache_init(MqlogReadCache *cache)
+{
+	cache->nblocks = 0;
+	cache->buf = InvalidBuffer;
+}
+
+void
+mqlog_read_cache_release(MqlogReadCache *cache)
+{
+	if (BufferIsValid(cache->buf))
+		ReleaseBuffer(cache->buf);
+	cache->buf = InvalidBuffer;
+	cache->nblocks = 0;
+}
+
+/* Does block blkno of rel exist?  Asks the storage manager only when unsure */
+static inline bool
+cache_has_block(Relation rel, MqlogReadCache *cache, BlockNumber blkno)
+{
+	if (blkno < cache->nblocks)
+		return true;
+	cache->nblocks = RelationGetNumberOfBlocks(rel);
+	return blkno < cache->nblocks;
+}
+
+/* Pin block blkno of rel (an existing one), reusing the pin of the cache */
+static inline Buffer
+cache_read(Relation rel, MqlogReadCache *cache, BlockNumber blkno)
+{
+	if (!BufferIsValid(cache->buf) || BufferGetBlockNumber(cache->buf) != blkno)
+		cache->buf = ReleaseAndReadBuffer(cache->buf, rel, blkno);
+	return cache->buf;
+}
+
 MqlogReadResult
 mqlog_read_next(Relation rel, ItemPointer pos, MqlogRowState *state,
 				TupleTableSlot *slot)
+{
+	MqlogReadCache cache;
+	MqlogReadResult res;
+
+	mqlog_read_cache_init(&cache);
+	res = mqlog_read_next_cached(rel, pos, state, slot, &cache);
+	mqlog_read_cache_release(&cache);
+	return res;
+}
+
+MqlogReadResult
+mqlog_read_next_cached(Relation rel, ItemPointer pos, MqlogRowState *state,
+					   TupleTableSlot *slot, MqlogReadCache *cache)
 {
 	BlockNumber blkno;
 	OffsetNumber off;
@@ -745,10 +793,10 @@ mqlog_read_next(Relation rel, ItemPointer pos, MqlogRowState *state,
 
 		CHECK_FOR_INTERRUPTS();
 
-		if (blkno >= RelationGetNumberOfBlocks(rel))
+		if (!cache_has_block(rel, cache, blkno))
 			break;
 
-		buf = ReadBuffer(rel, blkno);
+		buf = cache_read(rel, cache, blkno);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		if (mqlog_is_data_page(rel, page, blkno))
@@ -759,7 +807,7 @@ mqlog_read_next(Relation rel, ItemPointer pos, MqlogRowState *state,
 				if (!ItemIdIsNormal(PageGetItemId(page, off)))
 					continue;	/* LP_DEAD: a frozen aborted row */
 				mqlog_read_row(rel, page, blkno, off, state, slot);
-				UnlockReleaseBuffer(buf);
+				LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 				ItemPointerSet(pos, blkno, off);
 				return MQLOG_READ_ROW;
 			}
@@ -769,10 +817,11 @@ mqlog_read_next(Relation rel, ItemPointer pos, MqlogRowState *state,
 		 * Nothing (more) on this page.  Leave it only if a later page
 		 * exists, checked while we still hold the share lock: an ordered
 		 * inserter adds to a page only while it is the last one and holds
-		 * it exclusively throughout.
+		 * it exclusively throughout.  (A page the cache knows of existed
+		 * already, so it needs no new look.)
 		 */
-		more = RelationGetNumberOfBlocks(rel) > blkno + 1;
-		UnlockReleaseBuffer(buf);
+		more = cache_has_block(rel, cache, blkno + 1);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		if (!more)
 		{
 			off = Max(off, (OffsetNumber) (maxoff + 1));
@@ -791,6 +840,19 @@ bool
 mqlog_fetch_row(Relation rel, ItemPointer tid, MqlogRowState *state,
 				TupleTableSlot *slot)
 {
+	MqlogReadCache cache;
+	bool		found;
+
+	mqlog_read_cache_init(&cache);
+	found = mqlog_fetch_row_cached(rel, tid, state, slot, &cache);
+	mqlog_read_cache_release(&cache);
+	return found;
+}
+
+bool
+mqlog_fetch_row_cached(Relation rel, ItemPointer tid, MqlogRowState *state,
+					   TupleTableSlot *slot, MqlogReadCache *cache)
+{
 	Buffer		buf;
 	bool		frozen,
 				dead,
@@ -802,16 +864,16 @@ mqlog_fetch_row(Relation rel, ItemPointer tid, MqlogRowState *state,
 				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
 
 	if (!ItemPointerIsValid(tid) ||
-		ItemPointerGetBlockNumber(tid) >= RelationGetNumberOfBlocks(rel))
+		!cache_has_block(rel, cache, ItemPointerGetBlockNumber(tid)))
 		return false;
 
-	buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
+	buf = cache_read(rel, cache, ItemPointerGetBlockNumber(tid));
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	found = mqlog_lookup_tid(rel, buf, tid, &frozen, &dead) != NULL;
 	if (found)
 		mqlog_read_row(rel, BufferGetPage(buf), ItemPointerGetBlockNumber(tid),
 					   ItemPointerGetOffsetNumber(tid), state, slot);
-	UnlockReleaseBuffer(buf);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	return found;
 }
 

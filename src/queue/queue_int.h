@@ -429,6 +429,7 @@ typedef struct LaneRels
 		int			gen;
 		Relation	rel;
 		TupleTableSlot *slot;
+		MqlogReadCache cache;	/* size and pinned block of rel */
 	}			e[8];
 } LaneRels;
 
@@ -637,6 +638,7 @@ extern void mqq_lane_rels_init(LaneRels *lr);
 extern Relation mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen,
 							 TupleTableSlot **slot);
 extern void mqq_lane_rels_close(LaneRels *lr);
+extern MqlogReadCache *mqq_lane_rel_cache(LaneRels *lr, Relation rel);
 extern MqlogReadResult mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs,
 										  uint64 *qpos, MqlogRowState *state,
 										  TupleTableSlot **slot);

@@ -67,6 +67,7 @@ mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
 	if (lr->n == lengthof(lr->e))
 	{
 		/* evict the oldest */
+		mqlog_read_cache_release(&lr->e[0].cache);
 		ExecDropSingleTupleTableSlot(lr->e[0].slot);
 		table_close(lr->e[0].rel, AccessShareLock);
 		memmove(&lr->e[0], &lr->e[1], sizeof(lr->e[0]) * (lr->n - 1));
@@ -76,6 +77,7 @@ mqq_lane_rel(LaneRels *lr, MqQueue *q, int lane, int gen, TupleTableSlot **slot)
 	lr->e[lr->n].gen = gen;
 	lr->e[lr->n].rel = rel;
 	lr->e[lr->n].slot = table_slot_create(rel, NULL);
+	mqlog_read_cache_init(&lr->e[lr->n].cache);
 	*slot = lr->e[lr->n].slot;
 	lr->n++;
 	return rel;
@@ -87,10 +89,22 @@ mqq_lane_rels_close(LaneRels *lr)
 {
 	for (int i = 0; i < lr->n; i++)
 	{
+		mqlog_read_cache_release(&lr->e[i].cache);
 		ExecDropSingleTupleTableSlot(lr->e[i].slot);
 		table_close(lr->e[i].rel, AccessShareLock);
 	}
 	lr->n = 0;
+}
+
+/* The read cache of rel, a relation open in lr */
+MqlogReadCache *
+mqq_lane_rel_cache(LaneRels *lr, Relation rel)
+{
+	for (int i = 0; i < lr->n; i++)
+		if (lr->e[i].rel == rel)
+			return &lr->e[i].cache;
+	elog(ERROR, "relation \"%s\" is not open in this lane set", RelationGetRelationName(rel));
+	return NULL;				/* keep compiler quiet */
 }
 
 /*
@@ -115,7 +129,8 @@ mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
 		if (rel != NULL)
 		{
 			mq_qpos_tid(*qpos, &pos);
-			if (mqlog_read_next(rel, &pos, state, *slot) == MQLOG_READ_ROW)
+			if (mqlog_read_next_cached(rel, &pos, state, *slot,
+									   mqq_lane_rel_cache(lr, rel)) == MQLOG_READ_ROW)
 			{
 				*qpos = mq_qpos_make(lane, gen, &pos);
 				return MQLOG_READ_ROW;

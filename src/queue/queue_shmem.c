@@ -499,9 +499,19 @@ mqq_compact(MqQueueShared *qs, uint64 *floors)
 {
 	uint64		f[MQ_MAX_LANES];
 	dlist_mutable_iter it;
+	dlist_iter	fit;
 
+	/* every lane's mqq_lane_floor, in one pass over the tracked entries */
 	for (int lane = 0; lane < qs->nlanes; lane++)
-		f[lane] = mqq_lane_floor(qs, lane);
+		f[lane] = qs->lanes[lane].scan_pos;
+	dlist_foreach(fit, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, fit.cur);
+		int			lane = mq_qpos_lane(t->qpos);
+
+		if (t->state != MQ_T_SETTLED && t->qpos < f[lane])
+			f[lane] = t->qpos;
+	}
 	dlist_foreach_modify(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);

@@ -273,7 +273,8 @@ mqq_tracked_row(LaneRels *lr, MqQueue *q, MqTracked *t, MqlogRowState *st,
 	Relation	rel = mqq_lane_rel(lr, q, mq_qpos_lane(t->qpos), mq_qpos_gen(t->qpos), slot);
 
 	mq_qpos_tid(t->qpos, &tid);
-	return rel != NULL && mqlog_fetch_row(rel, &tid, st, *slot);
+	return rel != NULL &&
+		mqlog_fetch_row_cached(rel, &tid, st, *slot, mqq_lane_rel_cache(lr, rel));
 }
 
 /*

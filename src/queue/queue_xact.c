@@ -196,31 +196,53 @@ release_to_ready(MqQueueShared *qs, MqTracked *t)
 static void
 local_commit(int from)
 {
-	for (int i = from; i < nlocal; i++)
-	{
-		MqLocalAction *a = &local_actions[i];
-		MqQueueShared *qs;
-		MqTracked  *t;
-		bool		wake = false;
+	/*
+	 * Consecutive actions on one queue (a consume or ack of a batch) share
+	 * one acquisition of its lock; wake-ups wait for its release.
+	 */
+	MqQueueShared *qs = NULL;
+	MqQueueKey	held_key;
+	bool		broadcast = false;
+	bool		wake = false;
 
-		if (a->kind == MQ_L_LEASE)
+	memset(&held_key, 0, sizeof(held_key));
+	for (int i = from; i <= nlocal; i++)
+	{
+		MqLocalAction *a = i < nlocal ? &local_actions[i] : NULL;
+		MqTracked  *t;
+
+		if (a != NULL && a->kind == MQ_L_LEASE)
 			continue;
-		qs = mqq_queue_lock_key(a->qkey);
+		if (qs != NULL && (a == NULL || !mqq_key_equal(held_key, a->qkey)))
+		{
+			LWLockRelease(&qs->lock);
+			if (broadcast)
+				ConditionVariableBroadcast(&qs->cv);
+			if (wake)
+				mqq_wake(qs);	/* a group's consumers wait on the stream */
+			qs = NULL;
+			broadcast = wake = false;
+		}
+		if (a == NULL)
+			break;
 		if (qs == NULL)
-			continue;
+		{
+			qs = mqq_queue_lock_key(a->qkey);
+			if (qs == NULL)
+				continue;
+			held_key = a->qkey;
+		}
 		if (a->kind == MQ_L_DEAD)
 		{
 			if (a->msg_id >= 0 && a->msg_id < qs->nlanes)
 				qs->lanes[a->msg_id].dead_lettered++;
-			LWLockRelease(&qs->lock);
 			continue;
 		}
 		if (a->kind == MQ_L_PUBLISH)
 		{
 			qs->backlog += a->msg_id;
 			qs->backlog_bytes += a->bytes;
-			LWLockRelease(&qs->lock);
-			ConditionVariableBroadcast(&qs->cv);
+			broadcast = true;
 			continue;
 		}
 		t = mqq_tracked_find(qs, a->msg_id);
@@ -242,9 +264,6 @@ local_commit(int from)
 			if (t->group_hash != 0)
 				wake = true;
 		}
-		LWLockRelease(&qs->lock);
-		if (wake)
-			mqq_wake(qs);		/* a group's consumers wait on the stream */
 	}
 }
 
