@@ -88,7 +88,10 @@ for my $row (split /\n/, $view)
 	# the lost publish's offset is reused if its WAL never reached disk
 	ok($end == scalar(keys %committed) || $end == scalar(keys %committed) + 1,
 		"$g: end offsets count every message written ($end)");
-	ok($committed <= $acked_before{$g}, "$g: committed offsets do not pass what was acked");
+	# (past the lost publish's offset, when its row reached disk and the
+	# group had acked its partition up to it: an aborted row is a gap)
+	ok($committed <= $acked_before{$g} + ($end - scalar(keys %committed)),
+		"$g: committed offsets do not pass what was acked ($committed)");
 	is($lag, $end - $committed, "$g: lag = end - committed");
 }
 
