@@ -372,6 +372,17 @@ static void
 step_retire(void *arg)
 {
 	(void) mq_retire_segments(100);
+}
+
+/*
+ * Apart from the retirement, in a transaction of their own: a queue busy
+ * there must not hold these up, and the segment roll-over lock
+ * (mq._segment_create), which publishers hold to the end of their
+ * transaction, is waited for holding nothing.
+ */
+static void
+step_segments(void *arg)
+{
 	mq_segments_prepare();
 	mq_half_cleanup();
 }
@@ -483,9 +494,25 @@ maintenance_pass(bool retire)
 	pfree(ids);
 	pfree(gids);
 	pfree(names);
+	/* nor do these hold the last queue's locks */
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	CHECK_FOR_INTERRUPTS();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (stopped || !OidIsValid(get_extension_oid("queue_ext", true)))
+		return ps.next_due;
 	mq_run_guarded("half-message check-back", step_half, &ps, NULL);
 	if (retire)
+	{
 		mq_run_guarded("retiring segments", step_retire, &ps, NULL);
+		/* its segment locks are let go before the roll-over lock is taken */
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		mq_run_guarded("preparing segments", step_segments, &ps, NULL);
+	}
 	return ps.next_due;
 }
 
@@ -545,6 +572,12 @@ mq_worker_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
 	pgstat_report_appname("queue_ext worker");
+
+	/*
+	 * Every lock the worker takes on a queue is only tried (queue_load.c):
+	 * it must never wait for a user's DDL while it holds locks of its own.
+	 */
+	mq_lock_nowait = true;
 
 	/* be known (and killable by DROP DATABASE) before doing anything */
 	before_shmem_exit(worker_exit, (Datum) 0);
