@@ -408,6 +408,7 @@ maintenance_pass(bool retire)
 	int			n = 0;
 	int			nsteps = 0;
 	bool		stopped = false;
+	bool		step_ran = true;	/* timers ran in this transaction */
 
 	memset(&ps, 0, sizeof(ps));
 	mq_catalog_refresh();
@@ -441,8 +442,23 @@ maintenance_pass(bool retire)
 		char	   *what;
 
 		/*
+		 * The last step's transaction ends first: the check below waits for
+		 * a group's queue lock, whose holder may wait for a relation the
+		 * step still holds (a generation retention dropped).
+		 */
+		if (step_ran)
+		{
+			PopActiveSnapshot();
+			CommitTransactionCommand();
+			CHECK_FOR_INTERRUPTS();
+			StartTransactionCommand();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			step_ran = false;
+		}
+
+		/*
 		 * An idle group costs nothing: what its state in shared memory says
-		 * is checked before any transaction, catalog or relation.
+		 * is checked before any transaction of its own, catalog or relation.
 		 */
 		if (gids[i] != 0)
 		{
@@ -464,11 +480,6 @@ maintenance_pass(bool retire)
 			continue;
 		}
 
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		CHECK_FOR_INTERRUPTS();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
 		if (!OidIsValid(get_extension_oid("queue_ext", true)))
 		{
 			/* DROP EXTENSION since the pass began: the main loop exits */
@@ -476,6 +487,7 @@ maintenance_pass(bool retire)
 			pfree(names[i]);
 			continue;
 		}
+		step_ran = true;
 		ps.queue_id = ids[i];
 		ps.group_id = gids[i];
 		if (gids[i] != 0)
