@@ -90,6 +90,20 @@ mq_maintain_group(MqQueue *gview)
 }
 
 /*
+ * The oldest segment q's unsettled entries refer to.  The queue's object
+ * lock is let go at once: held to the end of the pass it would make a
+ * queue_delete of any queue wait for the whole scan of all of them.
+ */
+static int64
+queue_min_segno(MqQueue *q)
+{
+	int64		segno = mq_msgid_segno(mq_queue_min_msg_id(q));
+
+	mq_queue_object_unlock(q);
+	return segno;
+}
+
+/*
  * Retire segments: every segment older than the newest of its chain that
  * no unsettled queue entry and no undecided half message refers to.  The
  * segment is locked exclusively first (skipped if busy), so no publisher
@@ -165,7 +179,7 @@ mq_retire_segments(int max_segments)
 			any = segnos[i] != newest[0] && segnos[i] != newest[1] && segnos[i] < min_ref;
 		if (any)
 			foreach(lc, mq_queue_list())
-				referenced = Min(referenced, mq_msgid_segno(mq_queue_min_msg_id(lfirst(lc))));
+				referenced = Min(referenced, queue_min_segno(lfirst(lc)));
 
 		for (int i = 0; i < n && nlocked < max_segments; i++)
 		{
@@ -179,7 +193,7 @@ mq_retire_segments(int max_segments)
 		}
 		if (nlocked > 0)
 			foreach(lc, mq_queue_list())
-				min_ref = Min(min_ref, mq_msgid_segno(mq_queue_min_msg_id(lfirst(lc))));
+				min_ref = Min(min_ref, queue_min_segno(lfirst(lc)));
 
 		for (int i = 0; i < n; i++)
 		{

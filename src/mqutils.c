@@ -16,6 +16,7 @@
 
 /* set by _PG_init */
 bool		mq_preloaded = false;
+bool		mq_lock_nowait = false;
 
 /*
  * Raise a clear error when a feature that needs shared_preload_libraries is
@@ -67,8 +68,19 @@ mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg, char **error
 		if (error)
 			*error = pstrdup(edata->message ? edata->message : "error");
 		else
-			ereport(LOG,
-					(errmsg("queue_ext worker: %s failed: %s", what, edata->message)));
+		{
+			/*
+			 * A queue locked by a user's DDL (the worker only tries its
+			 * locks), or deleted since the pass began, is skipped quietly:
+			 * the next pass looks again.
+			 */
+			bool		skipped = edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+				edata->sqlerrcode == ERRCODE_UNDEFINED_OBJECT;
+
+			ereport(skipped ? DEBUG1 : LOG,
+					(errmsg("queue_ext worker: %s %s: %s", what,
+							skipped ? "skipped" : "failed", edata->message)));
+		}
 		FreeErrorData(edata);
 		ok = false;
 	}

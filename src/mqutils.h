@@ -17,6 +17,14 @@
 /* true when the library was loaded via shared_preload_libraries */
 extern bool mq_preloaded;
 
+/*
+ * Set in the maintenance worker: every heavyweight lock it takes on a
+ * queue, or on the segment roll-over, is only tried (55P03 when busy), so
+ * that it never waits for a user's transaction while it holds locks of its
+ * own (queue_load.c: mqq_queue_object_lock).
+ */
+extern bool mq_lock_nowait;
+
 /* Error out (with a hint) when a feature needs shared_preload_libraries */
 extern void mq_require_preload(const char *feature);
 

@@ -27,6 +27,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -88,6 +89,22 @@ segment_create(int64 segno, bool durable)
 	Oid			types[2] = {INT8OID, BOOLOID};
 	Datum		values[2] = {Int64GetDatum(segno), BoolGetDatum(durable)};
 
+	/*
+	 * The worker only tries the roll-over lock (pg_advisory_xact_lock(7170001,
+	 * 0) in mq._segment_create): a publisher holds it to the end of its
+	 * transaction, and may wait for a queue the worker holds.
+	 */
+	if (mq_lock_nowait)
+	{
+		LOCKTAG		tag;
+
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 7170001, 0, 2);
+		if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("message log segment %lld is being created by another transaction",
+							(long long) segno)));
+	}
 	mq_owner_enter(&owner);
 	mq_owner_exec("SELECT mq._segment_create($1, $2)", 2, types, values, NULL, false,
 				  SPI_OK_SELECT, "create a message log segment");

@@ -613,9 +613,23 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	if (ndests > 1)
 		qsort(dests, ndests, sizeof(Dest), dest_cmp_queue_id);
 	for (int d = 0; d < ndests; d++)
-		if (queue_limited(dests[d].q))
+	{
+		if (!queue_limited(dests[d].q))
+			continue;
+		/* the worker (dead-lettering, timers) waits for no lock of a user */
+		if (mq_lock_nowait)
+		{
+			if (!ConditionalLockDatabaseObject(mq_internal_relid("cat_queue"),
+											   dests[d].q->id, 0, ExclusiveLock))
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("queue \"%s\" is locked by another transaction",
+								dests[d].q->name)));
+		}
+		else
 			LockDatabaseObject(mq_internal_relid("cat_queue"), dests[d].q->id, 0,
 							   ExclusiveLock);
+	}
 	for (int d = 0; d < ndests; d++)
 	{
 		MqQueue    *q = dests[d].q;

@@ -18,6 +18,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -178,6 +179,31 @@ mq_queue_delete(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	q = mq_queue_lookup(name, false);
 	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
+
+	/*
+	 * The queue's object lock first, before any of its tables (lock order:
+	 * queue_int.h): we wait for every transaction that used the queue, and
+	 * holding none of its lane tables while we do, we are in no cycle with
+	 * one that waits for a lane table under a queue lock.  A transaction
+	 * that comes later waits for us before it takes any of them.
+	 *
+	 * _queue_delete_impl deletes by name: if the queue we looked up was
+	 * deleted and declared again while we waited, the name is another
+	 * queue's now, and it is that one's lock we need.  Once we hold the lock
+	 * of the queue the name has, nobody else can delete it.
+	 */
+	for (;;)
+	{
+		int32		locked = q->id;
+
+		LockDatabaseObject(mq_internal_relid("cat_queue"), locked, 0, AccessExclusiveLock);
+		mq_catalog_refresh();
+		q = mq_queue_lookup(name, false);
+		if (q->id == locked)
+			break;
+		UnlockDatabaseObject(mq_internal_relid("cat_queue"), locked, 0, AccessExclusiveLock);
+		mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
+	}
 	mq_queue_counts(q, &counts);
 	counts.ready += mq_timers_count(q->id);
 

@@ -372,6 +372,17 @@ static void
 step_retire(void *arg)
 {
 	(void) mq_retire_segments(100);
+}
+
+/*
+ * Apart from the retirement, in a transaction of their own: a queue busy
+ * there must not hold these up, and the segment roll-over lock
+ * (mq._segment_create), which publishers hold to the end of their
+ * transaction, is waited for holding nothing.
+ */
+static void
+step_segments(void *arg)
+{
 	mq_segments_prepare();
 	mq_half_cleanup();
 }
@@ -397,6 +408,7 @@ maintenance_pass(bool retire)
 	int			n = 0;
 	int			nsteps = 0;
 	bool		stopped = false;
+	bool		step_ran = true;	/* timers ran in this transaction */
 
 	memset(&ps, 0, sizeof(ps));
 	mq_catalog_refresh();
@@ -430,8 +442,23 @@ maintenance_pass(bool retire)
 		char	   *what;
 
 		/*
+		 * The last step's transaction ends first: the check below waits for
+		 * a group's queue lock, whose holder may wait for a relation the
+		 * step still holds (a generation retention dropped).
+		 */
+		if (step_ran)
+		{
+			PopActiveSnapshot();
+			CommitTransactionCommand();
+			CHECK_FOR_INTERRUPTS();
+			StartTransactionCommand();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			step_ran = false;
+		}
+
+		/*
 		 * An idle group costs nothing: what its state in shared memory says
-		 * is checked before any transaction, catalog or relation.
+		 * is checked before any transaction of its own, catalog or relation.
 		 */
 		if (gids[i] != 0)
 		{
@@ -453,11 +480,6 @@ maintenance_pass(bool retire)
 			continue;
 		}
 
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		CHECK_FOR_INTERRUPTS();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
 		if (!OidIsValid(get_extension_oid("queue_ext", true)))
 		{
 			/* DROP EXTENSION since the pass began: the main loop exits */
@@ -465,6 +487,7 @@ maintenance_pass(bool retire)
 			pfree(names[i]);
 			continue;
 		}
+		step_ran = true;
 		ps.queue_id = ids[i];
 		ps.group_id = gids[i];
 		if (gids[i] != 0)
@@ -483,9 +506,25 @@ maintenance_pass(bool retire)
 	pfree(ids);
 	pfree(gids);
 	pfree(names);
+	/* nor do these hold the last queue's locks */
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	CHECK_FOR_INTERRUPTS();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (stopped || !OidIsValid(get_extension_oid("queue_ext", true)))
+		return ps.next_due;
 	mq_run_guarded("half-message check-back", step_half, &ps, NULL);
 	if (retire)
+	{
 		mq_run_guarded("retiring segments", step_retire, &ps, NULL);
+		/* its segment locks are let go before the roll-over lock is taken */
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		mq_run_guarded("preparing segments", step_segments, &ps, NULL);
+	}
 	return ps.next_due;
 }
 
@@ -545,6 +584,12 @@ mq_worker_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
 	pgstat_report_appname("queue_ext worker");
+
+	/*
+	 * Every lock the worker takes on a queue is only tried (queue_load.c):
+	 * it must never wait for a user's DDL while it holds locks of its own.
+	 */
+	mq_lock_nowait = true;
 
 	/* be known (and killable by DROP DATABASE) before doing anything */
 	before_shmem_exit(worker_exit, (Datum) 0);

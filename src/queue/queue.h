@@ -188,6 +188,14 @@ extern void mq_queue_init(void);
  */
 extern void mq_queue_state_drop(int32 queue_id);	/* and its groups' */
 
+/*
+ * The queue's object lock (queue_load.c): every use of a queue's state takes
+ * it first, in AccessShareLock to the end of the transaction; queue_delete
+ * in AccessExclusiveLock.  mq_lock_nowait (mqutils.h, the maintenance
+ * worker) makes the worker's attempts conditional (55P03 when busy).
+ */
+extern void mq_queue_object_unlock(MqQueue *q);
+
 /* Forget the shared state of a deleted consumer group (the same rule) */
 extern void mq_group_state_drop(int32 queue_id, int32 group_id);
 

@@ -48,6 +48,16 @@
  * Locks of queue state, in the order they are taken: while one is held,
  * only locks further down the list may be requested.
  *
+ *	0. the queue's object lock (heavyweight: classid mq.cat_queue, objid
+ *	   the queue id; a consumer group's is its stream's): AccessShareLock
+ *	   to the end of the transaction by every use of the queue's state
+ *	   (mqq_queue_lock), AccessExclusiveLock by mq.queue_delete before it
+ *	   touches anything of the queue, ExclusiveLock by publishers to a
+ *	   limited queue (publish.c).  Taken before any LWLock below and before
+ *	   any lane table's relation lock, so a delete never holds some of a
+ *	   queue's tables while it waits for another.  The maintenance worker
+ *	   only tries it (mq_lock_nowait): it never waits for a user's lock.
+ *
  *	1. the queue hash lock (MqSharedState.lock): looking a queue up in the
  *	   hash (shared), adding or removing its entry (exclusive);
  *	2. a queue's gen_lock: held shared by every append while it reads the
@@ -81,7 +91,9 @@
  * Beyond these: the queue lock is held while the lanes are read, so
  * relation locks and buffer content locks of the lane tables are taken
  * under it (a backend holding a lane table in AccessExclusiveLock must
- * therefore never wait for the queue lock; see mq_queue_state_drop);
+ * therefore never wait for the queue lock, an offset lock or gen_lock: see
+ * mq_queue_state_drop, and gen_drop in queue_stream.c, which only tries
+ * the queue lock after it has dropped a generation);
  * gen_lock is held while the entry row is written; in a linked publish
  * the message log page then the entry log page are locked under it, and
  * the message log segment is opened, possibly created by DDL, before
@@ -187,6 +199,7 @@ extern void mqq_lane_create(MqQueue *q, int lane, int gen);
 
 /* Drop both tables of a lane generation (as the extension owner) */
 extern void mqq_lane_drop(int32 queue_id, int lane, int gen);
+extern bool mqq_group_logs_trylock(int32 queue_id, int lane, int gen);
 
 /*
  * Append entries to an entry log relation, in order (the caller chose the

@@ -28,6 +28,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -109,6 +110,64 @@ mqq_lane_gens(int32 queue_id, int lane, int *low, int *high)
 	systable_endscan(scan);
 	table_close(pg_class, AccessShareLock);
 	return found;
+}
+
+/*
+ * Lock, without waiting, in AccessExclusiveLock every consumer group log of
+ * a lane generation (g<queue>_<group>_<lane>_<gen>; one index scan of
+ * pg_class over the names g<queue>_*), before _lane_drop drops them with
+ * the generation: its DROP TABLE would wait for a consumer that wrote to
+ * one, while the entry log it has locked already holds up readers.  false:
+ * one is busy (the locks taken are let go again).
+ */
+bool
+mqq_group_logs_trylock(int32 queue_id, int lane, int gen)
+{
+	char		prefix[NAMEDATALEN];
+	size_t		plen;
+	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	NameData	start;
+	List	   *locked = NIL;
+	bool		ok = true;
+	ListCell   *lc;
+
+	snprintf(prefix, sizeof(prefix), "g%d_", queue_id);
+	plen = strlen(prefix);
+	namestrcpy(&start, prefix);
+	ScanKeyInit(&key, Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
+				F_NAMEGE, NameGetDatum(&start));
+	scan = systable_beginscan(pg_class, ClassNameNspIndexId, true, NULL, 1, &key);
+	while (ok && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
+		const char *name = NameStr(c->relname);
+		int			group_id,
+					l,
+					g;
+		char		tail;
+
+		if (strncmp(name, prefix, plen) != 0)
+			break;				/* past the names of this queue */
+		if (c->relnamespace != nsp ||
+			sscanf(name + plen, "%d_%d_%d%c", &group_id, &l, &g, &tail) != 3 ||
+			l != lane || g != gen)
+			continue;
+		if (ConditionalLockRelationOid(c->oid, AccessExclusiveLock))
+			locked = lappend_oid(locked, c->oid);
+		else
+			ok = false;
+	}
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	if (!ok)
+		foreach(lc, locked)
+			UnlockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
+	list_free(locked);
+	return ok;
 }
 
 /* Run SELECT mq.<fn>(queue, lane, gen) as the extension owner */
@@ -329,7 +388,16 @@ mq_settle_batch_flush(MqSettleBatch *b)
 					 errmsg("settlement log of queue \"%s\" lane %d is missing", b->q->name, lane),
 					 errdetail("Generation %d of the lane has no settlement log.", gen),
 					 errhint("Delete and declare the queue again.")));
-		rel = table_open(relid, RowExclusiveLock);
+		rel = b->q->group_id != 0 ? try_table_open(relid, RowExclusiveLock) :
+			table_open(relid, RowExclusiveLock);
+		if (rel == NULL)
+		{
+			/* a group's log that retention dropped since it was looked up */
+			for (int j = i; j < b->n; j++)
+				if (mq_qpos_lane(b->qpos[j]) == lane && mq_qpos_gen(b->qpos[j]) == gen)
+					done[j] = true;
+			continue;
+		}
 		/* an unpinned descriptor for the k slots: see mq_log_append */
 		desc = CreateTupleDescCopy(RelationGetDescr(rel));
 		for (int j = i; j < b->n; j++)

@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -29,10 +30,14 @@
 #include "access/xlogrecovery.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "mqutils.h"
 #include "queue/queue_int.h"
 
 /* ---------- reading lanes across generations ---------- */
@@ -384,7 +389,10 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 
 				if (!OidIsValid(relid))
 					continue;
-				rel = table_open(relid, AccessShareLock);
+				/* dropped by retention since it was looked up: nothing left */
+				rel = try_table_open(relid, AccessShareLock);
+				if (rel == NULL)
+					continue;
 				s = table_slot_create(rel, NULL);
 				scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
 				while (table_scan_getnextslot(scan, ForwardScanDirection, s))
@@ -518,6 +526,77 @@ queue_needs_load(MqQueue *q, MqQueueShared *qs)
 	return !qs->loaded || qs->nlanes != q->nlanes || qs->lane0 != q->lanes[0];
 }
 
+/*
+ * Does mq.cat_queue have queue id's row now (the latest snapshot, not the
+ * statement's)?  A queue whose lane tables are gone but whose row is there
+ * was damaged by hand, not deleted: it loads with empty lanes (the WARNING
+ * of mqq_queue_load), so that it can still be inspected and deleted.
+ */
+static bool
+queue_row_exists(int32 queue_id)
+{
+	Relation	rel = table_open(mq_internal_relid("cat_queue"), AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(queue_id));
+	scan = systable_beginscan(rel, InvalidOid, false, GetLatestSnapshot(), 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * The queue's object lock (classid mq.cat_queue, objid the queue id), the
+ * first lock of a queue in the lock order of queue_int.h: taken in
+ * AccessShareLock before anything of the queue's state or tables, held to
+ * the end of the transaction; mq.queue_delete takes it in
+ * AccessExclusiveLock before it touches anything of the queue, so it waits
+ * for every transaction that did, holding none of the queue's lane tables
+ * itself, and nobody waits for a lane table it has dropped while holding a
+ * queue lock (an LWLock, invisible to the deadlock detector).  A consumer
+ * group's view takes its stream's.
+ *
+ * With mq_lock_nowait (the maintenance worker) it is only tried: the
+ * worker never waits for a user's DDL while holding locks of its own, so it
+ * is in no lock cycle with one; a busy queue is skipped (55P03) and
+ * maintained on the next pass.
+ *
+ * Returns whether the queue may have been deleted while our catalog was
+ * read: we waited for the lock, or we are the worker (whose pass reads the
+ * catalog long before a step).
+ */
+static bool
+mqq_queue_object_lock(MqQueue *q)
+{
+	Oid			classid = mq_internal_relid("cat_queue");
+
+	if (ConditionalLockDatabaseObject(classid, q->id, 0, AccessShareLock))
+	{
+		AcceptInvalidationMessages();	/* for the caller's check */
+		return mq_lock_nowait;
+	}
+	if (mq_lock_nowait)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("queue \"%s\" is locked by another transaction", q->name)));
+	LockDatabaseObject(classid, q->id, 0, AccessShareLock);
+	return true;
+}
+
+/*
+ * Release one hold of q's object lock taken by mqq_queue_lock, for a
+ * reader that is done with the queue before its transaction ends (segment
+ * retirement scans every queue)
+ */
+void
+mq_queue_object_unlock(MqQueue *q)
+{
+	UnlockDatabaseObject(mq_internal_relid("cat_queue"), q->id, 0, AccessShareLock);
+}
+
 /* Shared state of q, loaded; returns with qs->lock held in mode */
 MqQueueShared *
 mqq_queue_lock(MqQueue *q, LWLockMode mode)
@@ -525,6 +604,9 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 	MqQueueShared *qs;
 	MqQueueShared *stream = NULL;
 	MqQueueKey	key = mqq_key(q);
+	int			low,
+				high;
+	bool		recheck;
 
 	/*
 	 * A consumer group reads its stream's lanes: the stream's own state,
@@ -535,7 +617,27 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 	{
 		stream = mqq_queue_lock(q->stream, LW_SHARED);
 		LWLockRelease(&stream->lock);
+		recheck = false;		/* the stream's lock is held, and checked */
 	}
+	else
+		recheck = mqq_queue_object_lock(q);
+
+	/*
+	 * A queue deleted (and committed) since our catalog was read has no lane
+	 * tables left: say so rather than load a state for it, which would stay
+	 * in shared memory with nothing to drop it.  Once the object lock is
+	 * held, no delete of it can be under way.  The catalog snapshot of this
+	 * scan is new: the lock accepted the invalidations of the delete.
+	 */
+	if (q->group == NULL &&
+		(recheck || mqq_queue_shared(key, false) == NULL) &&
+		!RecoveryInProgress() &&
+		!mqq_lane_gens(q->id, 0, &low, &high) &&
+		!queue_row_exists(q->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("queue \"%s\" does not exist", q->name),
+				 errdetail("It was deleted by a concurrent transaction.")));
 
 	/* unlogged lanes: a standby has only their initialization fork */
 	if (!q->durable && RecoveryInProgress())

@@ -294,11 +294,13 @@ mqq_queue_lock_key(MqQueueKey key)
 
 /*
  * Forget a deleted queue's state.  mq.queue_delete calls this only once its
- * transaction has committed and released its locks (topology.c): called
- * while the lane tables are held in AccessExclusiveLock, it would wait for
- * the queue lock of a backend that waits to open one of them under it (a
- * take, the worker's maintenance, a load), a deadlock the deadlock detector
- * cannot see.
+ * transaction has committed (topology.c, queue_xact.c), still holding the
+ * queue's object lock but no longer waiting for anything: called before
+ * the commit it would wait for the queue lock of a backend that waits to
+ * open a lane table under it (a take, the worker's maintenance, a load),
+ * a deadlock the deadlock detector cannot see.  (With the object lock
+ * first in the lock order no such backend exists; the commit is needed
+ * anyway, since a rollback keeps the queue.)
  */
 static void
 state_drop(MqQueueShared *qs)

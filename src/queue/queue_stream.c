@@ -661,15 +661,34 @@ gen_drop(MqQueue *q, MqQueueShared *qs, int lane, int gen)
 	Oid			qrel = mqq_lane_relid(q->id, lane, gen, false);
 	Oid			srel = mqq_lane_relid(q->id, lane, gen, true);
 
-	if ((OidIsValid(qrel) && !ConditionalLockRelationOid(qrel, AccessExclusiveLock)) ||
-		(OidIsValid(srel) && !ConditionalLockRelationOid(srel, AccessExclusiveLock)))
+	if (OidIsValid(qrel) && !ConditionalLockRelationOid(qrel, AccessExclusiveLock))
 		return false;
+	/* and the groups' logs of the generation, which _lane_drop drops too */
+	if ((OidIsValid(srel) && !ConditionalLockRelationOid(srel, AccessExclusiveLock)) ||
+		!mqq_group_logs_trylock(q->id, lane, gen))
+	{
+		/* busy: let the others go, so readers do not wait for this step */
+		if (OidIsValid(srel) && CheckRelationOidLockedByMe(srel, AccessExclusiveLock, false))
+			UnlockRelationOid(srel, AccessExclusiveLock);
+		if (OidIsValid(qrel))
+			UnlockRelationOid(qrel, AccessExclusiveLock);
+		return false;
+	}
 	mqq_lane_drop(q->id, lane, gen);
 	gen_forget(qrel);
-	LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
-	if (qs->lanes[lane].low_gen == gen)
-		qs->lanes[lane].low_gen = gen + 1;
-	LWLockRelease(&qs->lock);
+
+	/*
+	 * Holding the dropped tables in AccessExclusiveLock, which a reader may
+	 * wait for under a queue lock or an offset lock, we wait for no LWLock:
+	 * if the queue lock is busy, low_gen stays (readers find the generation
+	 * gone and go on to the next; a load recomputes it).
+	 */
+	if (LWLockConditionalAcquire(&qs->lock, LW_EXCLUSIVE))
+	{
+		if (qs->lanes[lane].low_gen == gen)
+			qs->lanes[lane].low_gen = gen + 1;
+		LWLockRelease(&qs->lock);
+	}
 	return true;
 }
 
@@ -681,15 +700,14 @@ mq_stream_retain(MqQueue *q)
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz horizon = now - q->retention_us;
 
+	int		   *write_gens = palloc(sizeof(int) * Max(nlanes, 1));
+
 	LWLockRelease(&qs->lock);
 	for (int lane = 0; lane < nlanes; lane++)
 	{
 		MqLaneState *ls = &qs->lanes[lane];
 		int			write_gen = ls->write_gen;
-		int			low,
-					high;
 		GenSummary	cur;
-		int64		total = 0;
 
 		/*
 		 * Move on to the next generation once it exists (made by an earlier
@@ -745,6 +763,21 @@ mq_stream_retain(MqQueue *q)
 				mqq_lane_create(q, lane, write_gen + 1);
 		}
 
+		write_gens[lane] = write_gen;
+	}
+
+	/*
+	 * Then retire, lane by lane, once every LWLock of the rotations above
+	 * has been let go: a dropped generation stays locked exclusively to the
+	 * end of the transaction (see gen_drop).
+	 */
+	for (int lane = 0; lane < nlanes; lane++)
+	{
+		int			write_gen = write_gens[lane];
+		int			low,
+					high;
+		int64		total = 0;
+
 		/* retire: older than the retention, or beyond max_bytes, oldest first */
 		if (!mqq_lane_gens(q->id, lane, &low, &high))
 			continue;
@@ -775,4 +808,5 @@ mq_stream_retain(MqQueue *q)
 			total -= s.bytes;
 		}
 	}
+	pfree(write_gens);
 }

@@ -445,8 +445,10 @@ mq_session_exit(int code, Datum arg)
 /* ---------- shared state dropped when the transaction ends ---------- */
 
 /*
- * The shared state of a deleted queue or group is dropped once the
- * deleting transaction has ended and released its locks -- not before: a
+ * The shared state of a deleted group is dropped once the deleting
+ * transaction has ended and released its locks, that of a deleted queue
+ * once it has committed, before its locks go (see state_drops_release) --
+ * not before: a
  * rollback keeps the queue (and its leases), and a consumer may hold the
  * queue's lock while it waits for a lock on one of the queue's relations,
  * which the delete holds until it ends (dropping the state inside the
@@ -471,21 +473,41 @@ state_drops_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 {
 	ListCell   *lc;
 
-	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || state_drops == NIL)
+	if ((phase != RESOURCE_RELEASE_BEFORE_LOCKS && phase != RESOURCE_RELEASE_AFTER_LOCKS) ||
+		!isTopLevel || state_drops == NIL)
 		return;
 	foreach(lc, state_drops)
 	{
 		MqStateDrop *d = lfirst(lc);
+		bool		before_locks;
 
 		if (!(isCommit ? d->at_commit : d->at_abort))
+			continue;
+
+		/*
+		 * A deleted queue's state goes before its object lock is let go
+		 * (queue_load.c): whoever waited for that lock then finds no state
+		 * and sees that the queue is gone, rather than use the state of a
+		 * queue whose tables are gone.  Waiting for its queue locks is safe
+		 * then: whoever takes one has taken the object lock first (held by
+		 * us), but for the memory-only users (commit and session-end
+		 * callbacks), which wait for nothing while they hold it.  A group's
+		 * state (group_delete, seek, which take no object lock) waits for
+		 * the locks to go, as above.
+		 */
+		before_locks = isCommit && d->group_id == 0;
+		if (before_locks != (phase == RESOURCE_RELEASE_BEFORE_LOCKS))
 			continue;
 		if (d->group_id == 0)
 			mq_queue_state_drop(d->queue_id);
 		else
 			mq_group_state_drop(d->queue_id, d->group_id);
 	}
-	list_free_deep(state_drops);
-	state_drops = NIL;
+	if (phase == RESOURCE_RELEASE_AFTER_LOCKS)
+	{
+		list_free_deep(state_drops);
+		state_drops = NIL;
+	}
 }
 
 /*
