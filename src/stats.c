@@ -33,11 +33,12 @@ interval_us(int64 us)
 }
 
 /*
- * A stream's first and last retained offsets, one per partition (last:
- * NULL where the partition retains nothing)
+ * A stream's first and last retained offsets, one per partition, from its
+ * partitions' summaries (last: NULL where the partition retains nothing)
  */
 static void
-stream_offsets(MqQueue *q, Datum *first_offsets, Datum *last_offsets)
+stream_offsets(MqQueue *q, const MqStreamPartition *parts, Datum *first_offsets,
+			   Datum *last_offsets)
 {
 	Datum	   *first = palloc(sizeof(Datum) * q->nlanes);
 	Datum	   *last = palloc(sizeof(Datum) * q->nlanes);
@@ -47,13 +48,9 @@ stream_offsets(MqQueue *q, Datum *first_offsets, Datum *last_offsets)
 
 	for (int p = 0; p < q->nlanes; p++)
 	{
-		int64		lo,
-					next;
-
-		mq_stream_bounds(q, p, &lo, &next);
-		first[p] = Int64GetDatum(lo);
-		last[p] = Int64GetDatum(next - 1);
-		last_null[p] = next <= lo;
+		first[p] = Int64GetDatum(parts[p].first_offset);
+		last[p] = Int64GetDatum(parts[p].end_offset - 1);
+		last_null[p] = parts[p].end_offset <= parts[p].first_offset;
 	}
 	*first_offsets = PointerGetDatum(construct_array(first, q->nlanes, INT8OID, 8,
 													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
@@ -76,11 +73,14 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 	{
 		MqQueue    *q = lfirst(lc);
 		MqQueueCounts c;
+		MqStreamPartition *parts = NULL;
 		Datum		values[16];
 		bool		nulls[16];
 
 		memset(nulls, 0, sizeof(nulls));
-		mq_queue_counts(q, &c);
+		if (q->type == MQ_QUEUE_STREAM)
+			parts = palloc(sizeof(MqStreamPartition) * q->nlanes);
+		mq_queue_counts(q, &c, parts);
 		{
 			int64		timers = mq_timers_count(q->id);
 
@@ -120,7 +120,7 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 		if (q->type == MQ_QUEUE_STREAM)
 		{
 			values[12] = Int32GetDatum(q->nlanes);
-			stream_offsets(q, &values[13], &values[14]);
+			stream_offsets(q, parts, &values[13], &values[14]);
 			values[15] = interval_us(q->retention_us);
 		}
 		else

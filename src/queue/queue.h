@@ -399,7 +399,13 @@ typedef struct MqQueueCounts
 	TimestampTz last_delivery;	/* 0: never */
 } MqQueueCounts;
 
-extern void mq_queue_counts(MqQueue *q, MqQueueCounts *counts);
+/*
+ * parts: NULL, or for a stream room for q->nlanes partition summaries
+ * (mq_stream_partition), which the counts are made of: filled too
+ */
+struct MqStreamPartition;
+extern void mq_queue_counts(MqQueue *q, MqQueueCounts *counts,
+							struct MqStreamPartition *parts);
 
 /*
  * Delivery state of an unsettled message of q that was delivered at least

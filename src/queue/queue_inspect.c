@@ -28,7 +28,7 @@
  * message and the last delivery.
  */
 void
-mq_queue_counts(MqQueue *q, MqQueueCounts *c)
+mq_queue_counts(MqQueue *q, MqQueueCounts *c, MqStreamPartition *parts)
 {
 	MqQueueShared *qs;
 	TimestampTz now = GetCurrentTimestamp();
@@ -39,6 +39,8 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 	LaneRels	lr;
 
 	memset(c, 0, sizeof(*c));
+	if (parts != NULL && q->type == MQ_QUEUE_STREAM)
+		memset(parts, 0, sizeof(MqStreamPartition) * q->nlanes);
 	/* a standby has none of a non-durable queue's messages (see mqq_queue_lock) */
 	if (!q->durable && RecoveryInProgress())
 		return;
@@ -53,6 +55,8 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c)
 			MqStreamPartition p;
 
 			mq_stream_partition(q, lane, &p);
+			if (parts != NULL)
+				parts[lane] = p;
 			c->ready += Max(p.end_offset - p.first_offset, 0);
 			c->ready_bytes += p.bytes;
 			if (p.first_time != 0 &&
