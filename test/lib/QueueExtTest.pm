@@ -9,6 +9,7 @@
 #	  my $node = qe_node('name', init => { allows_streaming => 1 },
 #						 conf => "restart_after_crash = on\n");
 #	  my $standby = qe_standby($node, 'standby');
+#	  qe_group_consume_ack($session, 's', 10, 'ga', group => 'ga');
 package QueueExtTest;
 
 use strict;
@@ -16,7 +17,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(qe_node qe_standby);
+our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -48,6 +49,31 @@ sub qe_standby
 		"hot_standby = on\nmax_standby_streaming_delay = -1\n" . ($opt{conf} // ''));
 	$standby->start;
 	return $standby;
+}
+
+# In session (a background_psql), consume up to n messages of stream with
+# group (and consumer, for a broadcast group), and in the same transaction
+# record them in table acked as (label, body, redelivered) and ack them:
+# exactly-once for that work.  What was taken stays in the session's temp
+# table taken (msg_id, body, r) until the next call.
+sub qe_group_consume_ack
+{
+	my ($session, $stream, $n, $label, %opt) = @_;
+	my $who = "group_name => '$opt{group}'"
+	  . (defined $opt{consumer} ? ", consumer => '$opt{consumer}'" : '');
+
+	$session->query_safe(qq{
+		SET client_min_messages = warning;
+		BEGIN;
+		CREATE TEMP TABLE IF NOT EXISTS taken (msg_id bigint, body text, r boolean);
+		TRUNCATE taken;
+		INSERT INTO taken SELECT msg_id, convert_from(body, 'UTF8'), redelivered
+		  FROM mq.consume('$stream', $n, $who);
+		INSERT INTO acked SELECT '$label', body, r FROM taken;
+		SELECT mq.ack('$stream', ARRAY(SELECT msg_id FROM taken), $who)
+		 WHERE EXISTS (SELECT 1 FROM taken);
+		COMMIT;});
+	return;
 }
 
 1;

@@ -33,17 +33,8 @@ my %committed;
 sub consume_ack
 {
 	my ($g, $n) = @_;
-	$con{$g}->query_safe(qq{
-		SET client_min_messages = warning;
-		BEGIN;
-		CREATE TEMP TABLE IF NOT EXISTS c (msg_id bigint, body text, r boolean);
-		TRUNCATE c;
-		INSERT INTO c SELECT msg_id, convert_from(body, 'UTF8'), redelivered
-		  FROM mq.consume('s', $n, group_name => '$g');
-		INSERT INTO acked SELECT '$g', body, r FROM c;
-		SELECT mq.ack('s', ARRAY(SELECT msg_id FROM c), group_name => '$g')
-		 WHERE EXISTS (SELECT 1 FROM c);
-		COMMIT;});
+	qe_group_consume_ack($con{$g}, 's', $n, $g, group => $g);
+	return;
 }
 
 for my $i (1 .. 300)
@@ -103,7 +94,7 @@ for my $g (qw(ga gb))
 	for (1 .. 100)
 	{
 		consume_ack($g, 100);
-		last if $s->query_safe(q{SELECT count(*) FROM c}) == 0;
+		last if $s->query_safe(q{SELECT count(*) FROM taken}) == 0;
 	}
 	$s->quit;
 }

@@ -33,17 +33,8 @@ my %committed;
 sub consume_ack
 {
 	my ($c, $n) = @_;
-	$con{$c}->query_safe(qq{
-		SET client_min_messages = warning;
-		BEGIN;
-		CREATE TEMP TABLE IF NOT EXISTS d (msg_id bigint, body text, r boolean);
-		TRUNCATE d;
-		INSERT INTO d SELECT msg_id, convert_from(body, 'UTF8'), redelivered
-		  FROM mq.consume('s', $n, group_name => 'gb', consumer => '$c');
-		INSERT INTO acked SELECT '$c', body, r FROM d;
-		SELECT mq.ack('s', ARRAY(SELECT msg_id FROM d), group_name => 'gb', consumer => '$c')
-		 WHERE EXISTS (SELECT 1 FROM d);
-		COMMIT;});
+	qe_group_consume_ack($con{$c}, 's', $n, $c, group => 'gb', consumer => $c);
+	return;
 }
 
 for my $i (1 .. 300)
@@ -105,7 +96,7 @@ for my $c (qw(A B C))
 	for (1 .. 100)
 	{
 		consume_ack($c, 100);
-		last if $s->query_safe(q{SELECT count(*) FROM d}) == 0;
+		last if $s->query_safe(q{SELECT count(*) FROM taken}) == 0;
 	}
 	$s->quit;
 }
