@@ -86,6 +86,17 @@ slot_visible_at(TupleTableSlot *slot)
 	return DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
 }
 
+/* Read a generation's first entry (any state) into slot; false: it has none */
+static bool
+gen_first_row(Relation rel, TupleTableSlot *slot)
+{
+	ItemPointerData pos;
+	MqlogRowState st;
+
+	ItemPointerSet(&pos, 0, FirstOffsetNumber);
+	return mqlog_peek_row(rel, &pos, &st, slot);
+}
+
 /* The base offset a generation recorded when the partition moved on to it */
 static bool
 gen_base(MqQueue *q, int lane, int gen, bool conditional, int64 *base)
@@ -290,10 +301,8 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 			if (rel != NULL)
 			{
 				TupleTableSlot *slot = table_slot_create(rel, NULL);
-				MqlogRowState st;
 
-				ItemPointerSet(&pos, 0, FirstOffsetNumber);
-				before = mqlog_peek_row(rel, &pos, &st, slot) && row_before(slot, &t);
+				before = gen_first_row(rel, slot) && row_before(slot, &t);
 				ExecDropSingleTupleTableSlot(slot);
 				gen_close(rel);
 			}
@@ -440,11 +449,8 @@ mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next)
 		if (rel != NULL)
 		{
 			TupleTableSlot *slot = table_slot_create(rel, NULL);
-			ItemPointerData pos;
-			MqlogRowState st;
 
-			ItemPointerSet(&pos, 0, FirstOffsetNumber);
-			if (mqlog_peek_row(rel, &pos, &st, slot))
+			if (gen_first_row(rel, slot))
 			{
 				*first = slot_int8(slot, MQ_ENTRY_ATT_OFFSET);
 				found = true;
@@ -742,11 +748,8 @@ mq_stream_retain(MqQueue *q)
 			if (rel != NULL)
 			{
 				TupleTableSlot *slot = table_slot_create(rel, NULL);
-				ItemPointerData pos;
-				MqlogRowState st;
 
-				ItemPointerSet(&pos, 0, FirstOffsetNumber);
-				if (mqlog_peek_row(rel, &pos, &st, slot))
+				if (gen_first_row(rel, slot))
 				{
 					rotate = RelationGetNumberOfBlocks(rel) >= (BlockNumber) mq_lane_segment_size ||
 						slot_visible_at(slot) < now - q->retention_us / 2;
