@@ -70,6 +70,14 @@ sub new
 	my ($class, $name, %opt) = @_;
 	my $bindir = `pg_config --bindir`;
 	chomp $bindir;
+	my $pkglibdir = `pg_config --pkglibdir`;
+	chomp $pkglibdir;
+	# without the packages (QE_SKIP_DEPS=1 on a machine without them) the
+	# HA tests cannot run at all; CI installs them (test/lib/cluster.sh)
+	plan skip_all => 'pg_auto_failover is not installed (postgresql-15-auto-failover)'
+	  unless -f "$pkglibdir/pgautofailover.so" && grep { -x "$_/pg_autoctl" } split /:/, "$ENV{PATH}:/usr/bin";
+	plan skip_all => 'python3-psycopg2 is not installed'
+	  unless system($python, '-c', 'import psycopg2') == 0;
 	my $self = bless {
 		name => $name,
 		dir => "$PostgreSQL::Test::Utils::tmp_check/ha_$name",
