@@ -218,6 +218,8 @@ void
 mq_quorum_state(MqQuorumState *st)
 {
 	quorum_count(&st->required, &st->connected);
+	if (st->required > 0)
+		quorum_condition_cleared();
 	st->met = st->required > 0 && st->connected >= st->required;
 	st->commits_without_quorum = quorum_shared ?
 		(int64) pg_atomic_read_u64(&quorum_shared->commits_without_quorum) : 0;
