@@ -691,6 +691,18 @@ RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked big
 	partitions int, first_offset bigint[], last_offset bigint[], retention interval)
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
 
+-- ---- issue 13: quorum commits (src/quorum.c, src/replication_sql.c) ----
+-- Whether a quorum commit can be confirmed now: synchronous standbys the
+-- configuration asks for and that stream now, commits made without a
+-- quorum (mq.quorum_unavailable = wait, none configured) and since when,
+-- and the WAL position the standbys' lag is measured from.
+CREATE FUNCTION mq._replication_summary(OUT required_sync_standbys int,
+	OUT connected_sync_standbys int, OUT quorum_met boolean,
+	OUT commits_without_quorum bigint, OUT without_quorum_since timestamptz,
+	OUT current_lsn pg_lsn)
+AS 'MODULE_PATHNAME', 'mq_replication_summary' LANGUAGE C VOLATILE;
+-- ---- end of issue 13 block ----
+
 -- ready_bytes: body bytes of the ready messages (RabbitMQ's
 -- message_bytes_ready), on queues with x-max-length-bytes, and the bytes a
 -- stream retains; NULL elsewhere.  Streams also show their partitions, the
@@ -699,7 +711,11 @@ AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
 CREATE VIEW mq.queues AS
 	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
 		   oldest_ready_age, last_delivery, arguments, ready_bytes,
-		   partitions, first_offset, last_offset, retention
+		   partitions, first_offset, last_offset, retention,
+		   -- quorum queues and streams with "durability": "quorum"
+		   CASE WHEN type = 'quorum' OR arguments->>'durability' = 'quorum'
+				THEN (SELECT r.quorum_met FROM mq._replication_summary() r)
+		   END AS quorum_met
 	  FROM mq._queue_stats();
 
 -- One row per partition of each stream (src/stream_sql.c)
@@ -710,6 +726,23 @@ AS 'MODULE_PATHNAME', 'mq_stream_partitions' LANGUAGE C;
 
 CREATE VIEW mq.stream_partitions AS SELECT * FROM mq._stream_partitions();
 GRANT SELECT ON mq.queues, mq.stream_partitions TO PUBLIC;
+
+-- ---- issue 13: mq.replication ----
+-- One row per walsender (as pg_stat_replication shows it to the reader:
+-- without pg_read_all_stats its columns are NULL), each with the summary;
+-- with no standby one row, the summary alone (quorum_met false).
+CREATE VIEW mq.replication AS
+	SELECT s.required_sync_standbys, s.connected_sync_standbys, s.quorum_met,
+		   s.commits_without_quorum, s.without_quorum_since,
+		   r.application_name, r.client_addr, r.state, r.sync_state,
+		   r.sync_priority, r.sent_lsn, r.write_lsn, r.flush_lsn, r.replay_lsn,
+		   pg_wal_lsn_diff(s.current_lsn, r.flush_lsn)::bigint AS flush_lag_bytes,
+		   pg_wal_lsn_diff(s.current_lsn, r.replay_lsn)::bigint AS replay_lag_bytes,
+		   r.write_lag, r.flush_lag, r.replay_lag, r.reply_time
+	  FROM mq._replication_summary() s
+	  LEFT JOIN pg_stat_replication r ON true;
+GRANT SELECT ON mq.replication TO PUBLIC;
+-- ---- end of issue 13 block ----
 
 ------------------------------------------------------------------------
 -- delayed messages: timers of x-max-length-bytes and ordered queues

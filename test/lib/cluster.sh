@@ -31,6 +31,10 @@ QE_PACKAGES=(
 	build-essential
 	perl
 	libipc-run-perl
+	# the HA tests (test/ha/cluster.sh, test/t/02[1-3]_ha_*.pl): pg_auto_failover
+	# (monitor extension and pg_autoctl) and the load generator's client library
+	"postgresql-$PG_MAJOR-auto-failover"
+	python3-psycopg2
 )
 
 qe_log()  { printf '==> %s\n' "$*"; }

@@ -184,8 +184,10 @@ for my $name ('clean', 'crash')
 	my $node = $node{$name};
 	my $logpos;
 
-	# the new binaries (the one the suite installed this tree into)
+	# the new binaries (the one the suite installed this tree into); no
+	# standby here, so quorum queues commit locally (0.2's default fails)
 	$node->{_install_path} = $new_inst;
+	$node->append_conf('postgresql.conf', "mq.quorum_unavailable = wait\n");
 	# after kill -9 the old server's children may take a moment to go
 	my $started = 0;
 	for (1 .. 30)
