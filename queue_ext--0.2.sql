@@ -1699,7 +1699,7 @@ CREATE TABLE mq.export_message (
 	lane		int,
 	state		text NOT NULL CHECK (state IN ('ready', 'delayed', 'half')),
 	"offset"	bigint,
-	due			timestamptz,
+	due			timestamptz,		-- deliverable from (a stream: stored at)
 	expires_at	timestamptz,
 	producer_group text,
 	exchange	text NOT NULL,
@@ -1827,12 +1827,12 @@ BEGIN
 			SELECT coalesce(-min(s.pos), 0) INTO fl FROM mq_export_settled s
 			 WHERE s.lane = r.lane AND s.pos < 0;
 			EXECUTE format($x$
-				INSERT INTO mq.export_message (seq, queue, lane, state, "offset", expires_at,
+				INSERT INTO mq.export_message (seq, queue, lane, state, "offset", due, expires_at,
 					exchange, routing_key, body, headers, properties, key, tag, message_group,
 					published_at)
 				SELECT (SELECT coalesce(max(seq), 0) FROM mq.export_message)
 						 + row_number() OVER (ORDER BY e.pos),
-					   $1, $2, 'ready', e."offset", e.expires_at, m.exchange, m.routing_key,
+					   $1, $2, 'ready', e."offset", e.visible_at, e.expires_at, m.exchange, m.routing_key,
 					   m.body, m.headers, m.properties, m.key, m.tag, m.message_group,
 					   m.published_at
 				  FROM (SELECT x.*, ($3::bigint << 40) | (((x.ctid::text::point)[0])::bigint << 16)
@@ -1869,6 +1869,33 @@ BEGIN
 	INSERT INTO mq.export_position
 	SELECT g.queue, g.group_name, g.consumer, g.partition, g.committed_offset
 	  FROM mq.consumer_groups g;
+	-- a broadcast group with consumers: where new consumers start (its
+	-- own highest FLOOR per partition, else the first retained offset)
+	FOR q IN SELECT c.id AS qid, c.name AS queue, g.id AS gid, g.name AS group_name,
+					p.partition, p.first_offset, p.end_offset
+			   FROM mq.cat_group g JOIN mq.cat_queue c ON c.id = g.queue_id
+					JOIN mq.stream_partitions p ON p.queue = c.name
+			  WHERE g.mode = 'broadcast'
+				AND EXISTS (SELECT 1 FROM mq.cat_group_consumer k WHERE k.group_id = g.id) LOOP
+		fl := NULL;
+		FOR r IN SELECT c.relname FROM pg_class c
+				  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+					AND c.relname ~ ('^g' || q.qid || '_' || q.gid || '_' || q.partition || '_\d+$') LOOP
+			EXECUTE format('SELECT greatest($1, max(s.settlement & $2)) FROM mq.%I s '
+						   'WHERE s.settlement >> 56 = 3', r.relname)
+			   INTO fl USING fl, mask;
+		END LOOP;
+		n := NULL;
+		IF fl IS NOT NULL AND to_regclass(format('mq.q%s_%s_%s', q.qid, q.partition, fl >> 40)) IS NOT NULL THEN
+			EXECUTE format('SELECT x."offset" FROM mq.%I x WHERE x.ctid = $1',
+						   format('q%s_%s_%s', q.qid, q.partition, fl >> 40))
+			   INTO n USING format('(%s,%s)', (fl >> 16) & 16777215, fl & 65535)::tid;
+		END IF;
+		INSERT INTO mq.export_position
+		VALUES (q.queue, q.group_name, NULL, q.partition,
+				CASE WHEN fl IS NULL THEN coalesce(q.first_offset, 0)
+					 ELSE coalesce(n, q.end_offset) END);
+	END LOOP;
 
 	SELECT count(*) INTO n FROM mq.export_message;
 	RETURN n;
@@ -1972,7 +1999,7 @@ BEGIN
 				m.headers, m.key, m.tag, m.message_group);
 		ELSE
 			PERFORM mq._import_message(m.queue, m.lane,
-				CASE WHEN m.state = 'delayed' THEN m.due ELSE '-infinity' END, m.expires_at,
+				coalesce(m.due, m.published_at), m.expires_at,
 				m.exchange, m.routing_key, m.body, m.headers, m.properties, m.key, m.tag,
 				m.message_group, m.published_at);
 		END IF;
@@ -1981,8 +2008,10 @@ BEGIN
 
 	-- groups: where they were, in offsets of the restored partitions (the
 	-- number of exported messages below the committed offset); a broadcast
-	-- group itself starts at its lowest consumer, each consumer where it was
-	FOR t IN SELECT p.queue, p.group_name, p.partition, min(p.committed_offset) AS committed
+	-- group itself where new consumers start, each consumer where it was
+	FOR t IN SELECT p.queue, p.group_name, p.partition,
+					coalesce(min(p.committed_offset) FILTER (WHERE p.consumer IS NULL),
+							 min(p.committed_offset)) AS committed
 			   FROM mq.export_position p GROUP BY 1, 2, 3 LOOP
 		SELECT count(*) INTO tgt FROM mq.export_message x
 		 WHERE x.queue = t.queue AND x.lane = t.partition AND x."offset" < t.committed;
