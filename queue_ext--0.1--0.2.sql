@@ -970,13 +970,15 @@ CREATE TABLE mq.export_message (
 	message_group text,
 	published_at timestamptz NOT NULL
 );
--- committed offsets of consumer groups (consumer: broadcast groups)
+-- committed offsets of consumer groups (consumer: of a broadcast group;
+-- NULL: the group itself)
 CREATE TABLE mq.export_position (
 	queue		text NOT NULL,
 	group_name	text NOT NULL,
 	consumer	text,
 	"partition" int NOT NULL,
-	committed_offset bigint NOT NULL
+	committed_offset bigint NOT NULL,
+	settled		bigint[] NOT NULL DEFAULT '{}'	-- offsets settled above it
 );
 REVOKE ALL ON mq.export_topology, mq.export_message, mq.export_position FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('mq.export_topology', '');
@@ -988,7 +990,7 @@ CREATE FUNCTION mq._import_message(queue text, lane int, visible_at timestamptz,
 	properties jsonb, key text, tag text, message_group text, published_at timestamptz)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_import_message' LANGUAGE C;
 CREATE FUNCTION mq._import_position(queue text, group_name text, consumer text,
-	"partition" int, to_offset bigint)
+	"partition" int, to_offset bigint, settled bigint[])
 RETURNS void AS 'MODULE_PATHNAME', 'mq_import_position' LANGUAGE C;
 REVOKE ALL ON FUNCTION mq._import_message, mq._import_position FROM PUBLIC;
 
@@ -1001,6 +1003,7 @@ SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	q record;
 	r record;
+	gs record;
 	n bigint;
 	fl bigint;
 	mask CONSTANT bigint := (1::bigint << 56) - 1;
@@ -1124,35 +1127,52 @@ BEGIN
 	  FROM mq.half h CROSS JOIN LATERAL mq.message(h.half_id) m
 	 WHERE h.state = 'pending';
 
-	INSERT INTO mq.export_position
-	SELECT g.queue, g.group_name, g.consumer, g.partition, g.committed_offset
-	  FROM mq.consumer_groups g;
-	-- a broadcast group with consumers: where new consumers start (its
-	-- own highest FLOOR per partition, else the first retained offset)
-	FOR q IN SELECT c.id AS qid, c.name AS queue, g.id AS gid, g.name AS group_name,
-					p.partition, p.first_offset, p.end_offset
-			   FROM mq.cat_group g JOIN mq.cat_queue c ON c.id = g.queue_id
-					JOIN mq.stream_partitions p ON p.queue = c.name
-			  WHERE g.mode = 'broadcast'
-				AND EXISTS (SELECT 1 FROM mq.cat_group_consumer k WHERE k.group_id = g.id) LOOP
-		fl := NULL;
-		FOR r IN SELECT c.relname FROM pg_class c
-				  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
-					AND c.relname ~ ('^g' || q.qid || '_' || q.gid || '_' || q.partition || '_\d+$') LOOP
-			EXECUTE format('SELECT greatest($1, max(s.settlement & $2)) FROM mq.%I s '
-						   'WHERE s.settlement >> 56 = 3', r.relname)
-			   INTO fl USING fl, mask;
+	-- consumer groups, from their logs as of this snapshot: per group (a
+	-- broadcast group: the group itself, where new consumers start, and
+	-- each consumer) and partition, the committed offset (the first entry
+	-- above the highest FLOOR not settled, else past the last) and the
+	-- offsets settled above it (acked out of order)
+	CREATE TEMP TABLE IF NOT EXISTS mq_export_entries (pos bigint, off bigint) ON COMMIT DROP;
+	FOR q IN SELECT c.id AS qid, c.name AS queue, p.partition
+			   FROM mq.cat_queue c JOIN mq.stream_partitions p ON p.queue = c.name
+			  WHERE EXISTS (SELECT 1 FROM mq.cat_group g WHERE g.queue_id = c.id)
+			  ORDER BY c.id, p.partition LOOP
+		TRUNCATE mq_export_entries;
+		FOR r IN SELECT m[1]::int AS gen, c.relname
+				   FROM pg_class c, regexp_match(c.relname, '^q' || q.qid || '_' || q.partition || '_(\d+)$') m
+				  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r' AND m IS NOT NULL LOOP
+			EXECUTE format('INSERT INTO mq_export_entries SELECT ($1::bigint << 40) '
+						   '| (((x.ctid::text::point)[0])::bigint << 16) '
+						   '| ((x.ctid::text::point)[1])::bigint, x."offset" FROM mq.%I x', r.relname)
+				USING r.gen;
 		END LOOP;
-		n := NULL;
-		IF fl IS NOT NULL AND to_regclass(format('mq.q%s_%s_%s', q.qid, q.partition, fl >> 40)) IS NOT NULL THEN
-			EXECUTE format('SELECT x."offset" FROM mq.%I x WHERE x.ctid = $1',
-						   format('q%s_%s_%s', q.qid, q.partition, fl >> 40))
-			   INTO n USING format('(%s,%s)', (fl >> 16) & 16777215, fl & 65535)::tid;
-		END IF;
-		INSERT INTO mq.export_position
-		VALUES (q.queue, q.group_name, NULL, q.partition,
-				CASE WHEN fl IS NULL THEN coalesce(q.first_offset, 0)
-					 ELSE coalesce(n, q.end_offset) END);
+		FOR gs IN SELECT g.id AS sid, g.name AS group_name, NULL::text AS consumer
+				   FROM mq.cat_group g WHERE g.queue_id = q.qid
+				 UNION ALL
+				 SELECT k.id, g.name, k.consumer
+				   FROM mq.cat_group g JOIN mq.cat_group_consumer k ON k.group_id = g.id
+				  WHERE g.queue_id = q.qid
+				 ORDER BY 1 LOOP
+			TRUNCATE mq_export_settled;
+			FOR r IN SELECT c.relname FROM pg_class c
+					  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+						AND c.relname ~ ('^g' || q.qid || '_' || gs.sid || '_' || q.partition || '_\d+$') LOOP
+				EXECUTE format('INSERT INTO mq_export_settled SELECT $1, CASE WHEN s.settlement >> 56 = 3 '
+							   'THEN -(s.settlement & $2) ELSE s.settlement & $2 END FROM mq.%I s '
+							   'WHERE s.settlement >> 56 IN (1, 2, 3, 4, 5)', r.relname)
+					USING q.partition, mask;
+			END LOOP;
+			SELECT coalesce(-min(s.pos), 0) INTO fl FROM mq_export_settled s WHERE s.pos < 0;
+			SELECT coalesce(min(e.off) FILTER (WHERE NOT EXISTS (
+						SELECT 1 FROM mq_export_settled s WHERE s.pos = e.pos)), max(e.off) + 1, 0)
+			  INTO n FROM mq_export_entries e WHERE e.pos >= fl;
+			INSERT INTO mq.export_position
+			SELECT q.queue, gs.group_name, gs.consumer, q.partition, n,
+				   coalesce(array_agg(e.off ORDER BY e.off), '{}')
+			  FROM mq_export_entries e
+			 WHERE e.pos >= fl AND e.off > n
+			   AND EXISTS (SELECT 1 FROM mq_export_settled s WHERE s.pos = e.pos);
+		END LOOP;
 	END LOOP;
 
 	SELECT count(*) INTO n FROM mq.export_message;
@@ -1265,21 +1285,24 @@ BEGIN
 	END LOOP;
 
 	-- groups: where they were, in offsets of the restored partitions (the
-	-- number of exported messages below the committed offset); a broadcast
-	-- group itself where new consumers start, each consumer where it was
-	FOR t IN SELECT p.queue, p.group_name, p.partition,
-					coalesce(min(p.committed_offset) FILTER (WHERE p.consumer IS NULL),
-							 min(p.committed_offset)) AS committed
-			   FROM mq.export_position p GROUP BY 1, 2, 3 LOOP
-		SELECT count(*) INTO tgt FROM mq.export_message x
-		 WHERE x.queue = t.queue AND x.lane = t.partition AND x."offset" < t.committed;
-		PERFORM mq.seek(t.queue, t.group_name, to_offset => tgt, "partition" => t.partition);
-	END LOOP;
-	FOR t IN SELECT * FROM mq.export_position p WHERE p.consumer IS NOT NULL
-			  ORDER BY p.queue, p.group_name, p.consumer, p.partition LOOP
+	-- number of exported messages of the partition below an old offset); a
+	-- broadcast group itself first (where new consumers start: mq.seek
+	-- moves its consumers too), then clustering groups and consumers
+	FOR t IN SELECT p.*, g.mode FROM mq.export_position p
+			   JOIN mq.cat_queue c ON c.name = p.queue
+			   JOIN mq.cat_group g ON g.queue_id = c.id AND g.name = p.group_name
+			  ORDER BY p.consumer IS NOT NULL, g.mode = 'clustering', p.queue, p.group_name,
+					   p.consumer, p.partition LOOP
 		SELECT count(*) INTO tgt FROM mq.export_message x
 		 WHERE x.queue = t.queue AND x.lane = t.partition AND x."offset" < t.committed_offset;
-		PERFORM mq._import_position(t.queue, t.group_name, t.consumer, t.partition, tgt);
+		IF t.consumer IS NULL AND t.mode = 'broadcast' THEN
+			PERFORM mq.seek(t.queue, t.group_name, to_offset => tgt, "partition" => t.partition);
+		ELSE
+			PERFORM mq._import_position(t.queue, t.group_name, t.consumer, t.partition, tgt,
+				ARRAY(SELECT (SELECT count(*) FROM mq.export_message x
+							   WHERE x.queue = t.queue AND x.lane = t.partition AND x."offset" < o)
+						FROM unnest(t.settled) o ORDER BY o));
+		END IF;
 	END LOOP;
 
 	TRUNCATE mq.export_topology, mq.export_message, mq.export_position;

@@ -12,11 +12,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
+#include "args.h"
 #include "catalog.h"
 #include "consume.h"
 #include "filter.h"
@@ -52,15 +54,8 @@ mq_import_message(PG_FUNCTION_ARGS)
 	MqEntry		e;
 	bool		delayed;
 
-	for (int i = 0; i < 7; i++)
-		if (PG_ARGISNULL(i) && i != 3)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument %d of mq._import_message must not be null", i + 1)));
-	if (PG_ARGISNULL(12))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("published_at must not be null")));
+	MQ_CHECK_ARGS(fcinfo, "queue", "lane", "visible_at", NULL, "exchange", "routing_key",
+				  "body", NULL, NULL, NULL, NULL, NULL, "published_at");
 
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
@@ -111,23 +106,23 @@ mq_import_message(PG_FUNCTION_ARGS)
 }
 
 /*
- * mq._import_position(queue, group_name, consumer, partition, to_offset):
- * a broadcast consumer (made if new, starting where its group starts)
- * does not consume below to_offset in partition: a FLOOR there, which
- * wins over the lower one it started with.  mq.seek would move every
- * consumer of the group.
+ * mq._import_position(queue, group_name, consumer, partition, to_offset,
+ * settled): a consumer group (consumer NULL) or a broadcast consumer (made
+ * if new, starting where its group starts) does not consume below
+ * to_offset in partition: a FLOOR there, which wins over a lower one it
+ * started with (mq.seek would move every consumer of a broadcast group);
+ * and the entries at the offsets of settled (above to_offset) count as
+ * acked.
  */
 Datum
 mq_import_position(PG_FUNCTION_ARGS)
 {
 	MqQueue    *view;
 	int			partition;
+	int64	   *offsets = NULL;
+	int			n = 0;
 
-	for (int i = 0; i < 5; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument %d of mq._import_position must not be null", i + 1)));
+	MQ_CHECK_ARGS(fcinfo, "queue", "group_name", NULL, "partition", "to_offset");
 	view = mq_consume_target(fcinfo, 1, 2, "mq._import_position", false, NULL);
 	partition = PG_GETARG_INT32(3);
 	if (partition < 0 || partition >= view->nlanes)
@@ -135,7 +130,17 @@ mq_import_position(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("partition %d is out of range for stream \"%s\"",
 						partition, view->name)));
+	if (!PG_ARGISNULL(5))
+	{
+		Datum	   *d = mq_array_arg(fcinfo, 5, INT8OID, "settled", &n);
+
+		offsets = palloc(sizeof(int64) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			offsets[i] = DatumGetInt64(d[i]);
+	}
 	mq_group_seek(view, view->group_id, partition, Max(PG_GETARG_INT64(4), 0), 0);
+	if (n > 0)
+		mq_group_settle_offsets(view, partition, offsets, n);
 	/* loaded again from its logs at its next use */
 	mq_queue_state_drop_at_end(view->id, view->group_id, true, false);
 	PG_RETURN_VOID();
