@@ -4,9 +4,11 @@
  *	  The two steps of mq.import() (queue_ext--0.2.sql) that SQL cannot
  *	  take through the public functions: put one exported message back
  *	  into one lane of one queue as it was (exchange, routing key,
- *	  properties, publish time, due time), and put a broadcast consumer
- *	  back at its committed offset.  Both are internal (revoked from
- *	  PUBLIC): mq.import() checks its caller and runs them as the owner.
+ *	  properties, publish time, due time), and put a consumer group or a
+ *	  broadcast consumer back at its committed offset, with the offsets it
+ *	  acked above it.  Both are internal: revoked from PUBLIC, like
+ *	  mq.import() itself, so only superusers and the extension owner call
+ *	  them.
  *
  *-------------------------------------------------------------------------
  */
