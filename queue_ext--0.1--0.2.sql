@@ -1096,13 +1096,16 @@ BEGIN
 					   $1, $2, 'ready', e."offset", e.visible_at, e.expires_at, m.exchange, m.routing_key,
 					   m.body, m.headers, m.properties, m.key, m.tag, m.message_group,
 					   m.published_at
-				  FROM (SELECT x.*, ($3::bigint << 40) | (((x.ctid::text::point)[0])::bigint << 16)
+				  FROM (SELECT x.visible_at, x.msg_id, x.expires_at, %s AS "offset",
+							   ($3::bigint << 40) | (((x.ctid::text::point)[0])::bigint << 16)
 								| ((x.ctid::text::point)[1])::bigint AS pos
 						  FROM mq.%I x) e
 					   CROSS JOIN LATERAL mq.message(e.msg_id) m
 				 WHERE e.pos >= $4
 				   AND NOT EXISTS (SELECT 1 FROM mq_export_settled s
-									WHERE s.lane = $2 AND s.pos = e.pos)$x$, r.relname)
+									WHERE s.lane = $2 AND s.pos = e.pos)$x$,
+				-- only streams have the column (0.1's entry logs have four)
+				CASE WHEN q.type = 'stream' THEN 'x."offset"' ELSE 'NULL::bigint' END, r.relname)
 				USING q.name, r.lane, r.gen, fl;
 		END LOOP;
 	END LOOP;
