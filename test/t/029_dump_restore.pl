@@ -17,6 +17,7 @@ use PostgreSQL::Test::Cluster;
 use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $src = qe_node('dumpsrc');
 $src->safe_psql('postgres', 'CREATE DATABASE broker');
@@ -69,6 +70,86 @@ $holder->query_safe(q{SELECT mq.consume('qc', 1, lease => '1 hour')});
 is($src->safe_psql('broker', q{SELECT unacked FROM mq.queues WHERE queue = 'qc'}), '1',
 	'source: one message delivered and not acked');
 
+# a second database whose broker is exported while publishers (a third of
+# the messages delayed by 300 ms, so timers fire during the export) and
+# consumers run; they book what they did in heap tables in the same
+# transactions, and the export's transaction records from them, in its
+# snapshot, what the restored queue must hold
+$src->safe_psql('postgres', 'CREATE DATABASE loaded');
+# (the queue in the extension's transaction: a worker that starts between
+# the two and loads its topology then may never see the queue, and drops
+# its timers unfired, a problem of the worker this test is not about)
+$src->safe_psql('loaded', q{
+SET client_min_messages = warning;
+BEGIN;
+CREATE EXTENSION queue_ext;
+SELECT mq.queue_declare('lq');
+COMMIT;
+CREATE TABLE pubs (body text);
+CREATE TABLE acked (body text);
+});
+my @load;
+my $pub = $src->background_psql('loaded', on_error_stop => 0);
+$pub->query_until(qr/started/, q{
+\echo started
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '3 seconds';
+	i int := 0;
+BEGIN
+	WHILE clock_timestamp() < deadline LOOP
+		i := i + 1;
+		PERFORM mq.send('lq', 'l' || i, delay => CASE WHEN i % 3 = 0 THEN interval '300 ms' END);
+		INSERT INTO pubs VALUES ('l' || i);
+		COMMIT;
+	END LOOP;
+END $$;
+\echo loaded
+});
+push @load, $pub;
+my $con = $src->background_psql('loaded', on_error_stop => 0);
+$con->query_until(qr/started/, q{
+\echo started
+DO $$
+DECLARE
+	deadline timestamptz := clock_timestamp() + interval '3 seconds';
+	ids bigint[];
+BEGIN
+	WHILE clock_timestamp() < deadline LOOP
+		WITH c AS (SELECT msg_id, convert_from(body, 'UTF8') AS body FROM mq.consume('lq', 3)),
+			 r AS (INSERT INTO acked SELECT body FROM c)
+		SELECT array_agg(msg_id) INTO ids FROM c;
+		IF ids IS NOT NULL THEN
+			PERFORM mq.ack('lq', ids);
+		END IF;
+		COMMIT;
+	END LOOP;
+END $$;
+\echo loaded
+});
+push @load, $con;
+usleep(1_500_000);
+my $loaded_export = $src->safe_psql('loaded', q{
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT mq.export();
+CREATE TABLE expected AS SELECT body FROM pubs EXCEPT ALL SELECT body FROM acked;
+CREATE TABLE acked_then AS SELECT body FROM acked;
+COMMIT;});
+for my $s (@load)
+{
+	$s->query_until(qr/loaded/, '');
+	$s->quit;
+}
+my ($in_export, $in_expected, $published_all, $delayed) = split /\|/, $src->safe_psql('loaded',
+	q{SELECT (SELECT count(*) FROM mq.export_message) || '|' || (SELECT count(*) FROM expected)
+			 || '|' || (SELECT count(*) FROM pubs) || '|'
+			 || (SELECT count(*) FROM mq.export_message WHERE state = 'delayed')});
+cmp_ok($delayed, '>', 0, 'export under load: timers were armed at its snapshot');
+is($loaded_export, $in_export, 'export under load: the count it returns');
+cmp_ok($in_expected, '>', 0, 'export under load: it holds messages');
+cmp_ok($in_expected, '<', $published_all, 'export under load: publishing went on after it');
+note("export under load: $in_export exported ($delayed delayed), $published_all published in all");
+
 # export (refused outside REPEATABLE READ), then both dumps
 my ($ret, $out, $err) = $src->psql('broker', 'SELECT mq.export()');
 like($err, qr/needs a REPEATABLE READ/, 'export refuses READ COMMITTED');
@@ -78,6 +159,8 @@ is($src->safe_psql('broker', q{BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT mq.
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 $src->command_ok(['pg_dump', '-Fc', '-f', "$tmp/broker.dump", '-d', $src->connstr('broker')],
 	'pg_dump -Fc');
+$src->command_ok(['pg_dump', '-Fc', '-f', "$tmp/loaded.dump", '-d', $src->connstr('loaded')],
+	'pg_dump -Fc of the database exported under load');
 $src->command_ok(['pg_dumpall', '-f', "$tmp/all.sql", '-d', $src->connstr('postgres')],
 	'pg_dumpall');
 
@@ -142,6 +225,9 @@ $restored{pg_restore} = qe_node('dumpdst');
 $restored{pg_restore}->safe_psql('postgres', 'CREATE ROLE app; CREATE DATABASE broker');
 $restored{pg_restore}->command_ok(['pg_restore', '-d', $restored{pg_restore}->connstr('broker'),
 	"$tmp/broker.dump"], 'pg_restore into a fresh server');
+$restored{pg_restore}->safe_psql('postgres', 'CREATE DATABASE loaded');
+$restored{pg_restore}->command_ok(['pg_restore', '-d', $restored{pg_restore}->connstr('loaded'),
+	"$tmp/loaded.dump"], 'pg_restore of the database exported under load');
 
 # pg_dumpall | psql into another
 $restored{pg_dumpall} = qe_node('dumpall');
@@ -188,6 +274,33 @@ for my $how (sort keys %restored)
 	is($restored{$how}->safe_psql('broker', q{SELECT mq.send('qc', 'new') IS NOT NULL;
 			SELECT string_agg(convert_from(body, 'UTF8'), ',') FROM mq.consume('qc', 10, auto_ack => true)}),
 		"t\nnew", "$how: the restored broker serves");
+}
+
+# the database exported under load: what was published and not acked in
+# the export's snapshot, each once, and nothing else (delayed ones that
+# were still timers come when due: wait for them, bounded)
+for my $how (sort keys %restored)
+{
+	my $node = $restored{$how};
+
+	is($node->safe_psql('loaded', 'SELECT mq.import()'), $in_export,
+		"$how: import of the database exported under load");
+	$node->safe_psql('loaded', 'CREATE TABLE got (body text)');
+	my $deadline = time + 30;
+	while (time < $deadline)
+	{
+		$node->safe_psql('loaded', q{INSERT INTO got SELECT convert_from(body, 'UTF8')
+									  FROM mq.consume('lq', 1000, auto_ack => true)});
+		last if $node->safe_psql('loaded', 'SELECT count(*) FROM got') >= $in_expected
+		  && $node->safe_psql('loaded', q{SELECT delayed FROM mq.queues WHERE queue = 'lq'}) eq '0';
+		usleep(100_000);
+	}
+	is($node->safe_psql('loaded', q{SELECT count(*) FROM
+			((SELECT body FROM expected EXCEPT ALL SELECT body FROM got)
+			 UNION ALL (SELECT body FROM got EXCEPT ALL SELECT body FROM expected)) d}),
+		'0', "$how: under load: every message published and not acked in the export's snapshot, once");
+	is($node->safe_psql('loaded', q{SELECT count(*) FROM got JOIN acked_then USING (body)}), '0',
+		"$how: under load: none acked before the export");
 }
 
 done_testing();
