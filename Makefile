@@ -11,7 +11,7 @@ OBJS = src/queue_ext.o
 # SQL entry points: parse arguments, check privileges, call one verb
 OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o \
 	src/filter_sql.o src/stream_sql.o src/group_sql.o src/redrive_sql.o \
-	src/replication_sql.o
+	src/replication_sql.o src/dump_sql.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
 # Verbs: publish (routing, overflow, dead-lettering, the settling sequence),
