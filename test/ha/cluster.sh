@@ -7,7 +7,8 @@
 #		bash test/ha/cluster.sh stop-node N|kill-node N|start-node N|primary
 #		bash test/ha/cluster.sh autoctl ARGS...   (pg_autoctl with this cluster's env)
 #
-#	  up:   a pg_autoctl monitor on port P and three PostgreSQL nodes node1..3 on
+#	  up:   (on an existing QE_HA_DIR: start again what does not run)
+#	        a pg_autoctl monitor on port P and three PostgreSQL nodes node1..3 on
 #	        P+1..P+3 (127.0.0.1 only), formation "default" with
 #	        number_sync_standbys = 1 (synchronous_standby_names = ANY 1 (...)),
 #	        queue_ext in shared_preload_libraries and CREATE EXTENSION queue_ext in
@@ -17,7 +18,8 @@
 #	  status: pg_autoctl show state, and the connection string.
 #	  stop-node N: SIGTERM to node N's pg_autoctl (it stops its postgres too).
 #	  kill-node N: kill -9 of node N's pg_autoctl processes and its postmaster
-#	        at once (the node is lost, as a machine that dies).
+#	        at once (the node is lost, as a machine that dies); prints the
+#	        time of the kill (seconds since 1970).
 #	  start-node N: start node N's pg_autoctl again (it rejoins, rewinding if needed).
 #	  primary: the number of the node that is primary now (monitor's view).
 #
@@ -102,8 +104,8 @@ conninfo()
 
 # Settings for every server, appended AFTER pg_autoctl's include
 # (postgresql-auto-failover.conf, line 1 of postgresql.conf): later lines win.
-# shared_preload_libraries keeps what pg_autoctl put there (pg_stat_statements
-# on the nodes, pgautofailover on the monitor) and adds queue_ext.
+# $2 is the whole shared_preload_libraries: on the nodes what pg_autoctl put
+# there (pg_stat_statements) plus queue_ext, on the monitor pgautofailover.
 write_local_conf()
 {
 	local data=$1 preload=$2
@@ -164,7 +166,10 @@ up()
 		die "pgautofailover is not installed in $("$PG_CONFIG" --pkglibdir)"
 	[ -f "$("$PG_CONFIG" --pkglibdir)/queue_ext.so" ] ||
 		die "queue_ext is not installed in $("$PG_CONFIG" --pkglibdir)"
-	[ -e "$HA_DIR/monitor" ] && die "$HA_DIR/monitor exists: run down, then rm -rf $HA_DIR"
+	if [ -e "$HA_DIR/monitor" ]; then
+		restart
+		return
+	fi
 	mkdir -p "$HA_DIR/xdg/config" "$HA_DIR/xdg/data" "$HA_DIR/xdg/run"
 	chmod 700 "$HA_DIR/xdg/run"
 	[ "$(id -u)" -eq 0 ] && chown -R "$QE_PG_USER" "$HA_DIR"
@@ -241,6 +246,24 @@ EOF
 	conninfo
 }
 
+# up on an existing cluster: start the pg_autoctl services that do not run
+restart()
+{
+	local i data pgid
+	for data in "$HA_DIR/monitor" $(for i in $(seq 1 $NODES); do node_data "$i"; done); do
+		pgid=$(cat "$data.autoctl.pid" 2>/dev/null)
+		if [ -n "$pgid" ] && [ -n "$(group_pids "$pgid")" ]; then
+			continue
+		fi
+		log "starting pg_autoctl for $data"
+		start_autoctl "$data" "$data.log"
+		[ "$data" = "$HA_DIR/monitor" ] &&
+			wait_for "the monitor" monitor_sql "SELECT 1 FROM pgautofailover.formation"
+	done
+	wait_for "a primary and its synchronous standbys" sync_names_ok
+	conninfo
+}
+
 sync_names_ok()
 {
 	local p
@@ -271,6 +294,8 @@ kill_node()
 	# the keeper, its services and postgres (same process group) at once
 	[ -n "$pgid" ] && kill -KILL -- "-$pgid" 2>/dev/null
 	[ -n "$pg" ] && kill -KILL "$pg" 2>/dev/null
+	# when it happened, for the tests' figures
+	date +%s.%N
 	return 0
 }
 
@@ -293,6 +318,9 @@ stop_one()
 			kill -KILL "$pg" 2>/dev/null
 	fi
 	rm -f "$data.autoctl.pid"
+	# a killed node's postmaster.pid names no process any more
+	[ -f "$data/postmaster.pid" ] && [ -z "$(postmaster_pid "$data")" ] &&
+		rm -f "$data/postmaster.pid"
 	return 0
 }
 

@@ -8,8 +8,9 @@ survive a failover, and the check of what they saw.
     python3 test/ha/loadgen.py check --out DIR
 
 run: each producer publishes one message per transaction, body and dedup_id
-"<prefix>p<i>-<n>" (with --session-sync, at that synchronous_commit), and logs it as confirmed only after its COMMIT returned; on any
-error it reconnects with the (multi-host, target_session_attrs=read-write)
+"<prefix>p<i>-<n>" (with --session-sync, at that synchronous_commit), and
+logs it as confirmed only after its COMMIT returned; on any error it
+reconnects with the (multi-host, target_session_attrs=read-write)
 connection string and retries the same dedup_id.  Each consumer consumes
 (autocommit: the delivery is its own transaction) and then acks in a second
 transaction, logging the delivery and, after the ack's COMMIT returned, the
@@ -21,13 +22,14 @@ events: confirm, deliver, ack, ack_lost (the ack's COMMIT failed or its
 result never came back), error (with the message after it).
 
 check: reads DIR/events.log and prints a JSON summary (also DIR/summary.json):
-confirmed, lost (confirmed, never delivered), duplicates (a body delivered
-under two msg_ids), acked_redelivered (delivered again after its ack had
-returned), unacked_not_redelivered (delivered and never acked to the end,
-except those whose ack's result was lost: whether that ack committed only
-the queue's emptiness at the end tells), longest_publish_stall (seconds: the longest time in which
-no producer confirmed anything, between the first and the last confirm) and
-longest_delivery_gap (the same for deliveries), errors.
+confirmed; lost (confirmed, never delivered) with the times the first and
+the last of those were confirmed; duplicates (a body delivered under two
+msg_ids); acked_redelivered (delivered again after its ack had returned);
+unacked_not_redelivered (delivered and never acked to the end, except those
+whose ack's result was lost: whether that ack committed only the queue's
+emptiness at the end tells); longest_publish_stall (seconds: the longest
+time in which no producer confirmed anything, between the first and the
+last confirm), longest_delivery_gap (the same for deliveries); errors.
 Every loop is bounded by --max-seconds plus the drain deadline.
 """
 
@@ -235,6 +237,9 @@ def check(out):
         "delivered": len(deliveries),
         "acked": len(acked_at),
         "lost": len(lost), "lost_ids": lost[:20],
+        "lost_first_confirm_at": min((confirmed[b] for b in lost), default=None),
+        "lost_last_confirm_at": max((confirmed[b] for b in lost), default=None),
+        "last_confirm_at": max(confirmed.values(), default=None),
         "duplicates": len(dups), "duplicate_ids": dups[:20],
         "acked_redelivered": len(acked_redelivered),
         "acked_redelivered_ids": acked_redelivered[:20],

@@ -281,14 +281,14 @@ sub show_state
 }
 
 # kill -9 of node n's pg_autoctl (keeper and its services) and postmaster
-# at once: the node is lost, as a machine that dies.  Returns the time.
+# at once: the node is lost, as a machine that dies.  Returns the time of
+# the kill.
 sub kill_node
 {
 	my ($self, $n) = @_;
-	my $t = time;
 	my ($rc, $out, $err) = $self->cluster_sh('kill-node', $n);
-	croak "kill-node $n failed: $err" if $rc;
-	return $t;
+	croak "kill-node $n failed: $err" if $rc || $out !~ /^(\d+\.\d+)$/;
+	return $1 + 0;
 }
 
 # kill -9 of node n's postmaster only (its keeper restarts it, no failover)
