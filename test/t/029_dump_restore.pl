@@ -19,7 +19,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $src = qe_node('dumpsrc');
+# (a single server: quorum queues commit locally, warned once)
+my $src = qe_node('dumpsrc', conf => "mq.quorum_unavailable = wait\n");
 $src->safe_psql('postgres', 'CREATE DATABASE broker');
 $src->safe_psql('broker', q{
 SET client_min_messages = warning;
@@ -221,7 +222,7 @@ SELECT string_agg(who || ': ' || m, E'\n' ORDER BY who, n) FROM got;
 my %restored;
 
 # pg_restore into a fresh server
-$restored{pg_restore} = qe_node('dumpdst');
+$restored{pg_restore} = qe_node('dumpdst', conf => "mq.quorum_unavailable = wait\n");
 $restored{pg_restore}->safe_psql('postgres', 'CREATE ROLE app; CREATE DATABASE broker');
 $restored{pg_restore}->command_ok(['pg_restore', '-d', $restored{pg_restore}->connstr('broker'),
 	"$tmp/broker.dump"], 'pg_restore into a fresh server');
@@ -230,7 +231,7 @@ $restored{pg_restore}->command_ok(['pg_restore', '-d', $restored{pg_restore}->co
 	"$tmp/loaded.dump"], 'pg_restore of the database exported under load');
 
 # pg_dumpall | psql into another
-$restored{pg_dumpall} = qe_node('dumpall');
+$restored{pg_dumpall} = qe_node('dumpall', conf => "mq.quorum_unavailable = wait\n");
 $restored{pg_dumpall}->command_ok(['psql', '-X', '-q', '-d', $restored{pg_dumpall}->connstr('postgres'),
 	'-f', "$tmp/all.sql"], 'psql < pg_dumpall');
 

@@ -20,7 +20,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $node = qe_node('pitrsrc', init => { allows_streaming => 1, has_archiving => 1 });
+# (no standby: quorum queues commit locally, warned once)
+my $node = qe_node('pitrsrc', init => { allows_streaming => 1, has_archiving => 1 },
+	conf => "mq.quorum_unavailable = wait\n");
 $node->safe_psql('postgres', q{
 SET client_min_messages = warning;
 CREATE EXTENSION queue_ext;
