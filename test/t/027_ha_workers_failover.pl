@@ -1,3 +1,4 @@
+# qe: long
 # HA fault matrix row 7: the broker's workers across a failover.  On the
 # pg_auto_failover cluster (test/ha/cluster.sh), the primary is killed
 # (kill -9 of its keeper and postmaster) with
