@@ -30,6 +30,7 @@
 #		                    (default: either fails the run)
 #		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
 #		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
+#		QE_HA_PORT, QE_HA_FAST  for the HA tests (test/lib/QueueExtHA.pm)
 #		PG_MAJOR, PG_CONFIG see test/lib/cluster.sh
 #	  The TAP tests get QE_UPGRADE_SOURCES, a directory with a git archive of
 #	  each version in test/upgrade/versions (the scratch copy has no .git),
@@ -167,9 +168,12 @@ show_unexpected()
 # pg_make PHASE make-args...
 pg_make()
 {
-	local phase=$1
+	local phase=$1 ha_env=()
 	shift
-	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres \
+	# the HA tests' settings (QueueExtHA.pm), when given
+	[ -n "${QE_HA_PORT:-}" ] && ha_env+=(QE_HA_PORT="$QE_HA_PORT")
+	[ -n "${QE_HA_FAST:-}" ] && ha_env+=(QE_HA_FAST="$QE_HA_FAST")
+	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres "${ha_env[@]}" \
 		PROVE_FLAGS="${PROVE_FLAGS:-}" QE_UPGRADE_SOURCES="$WORK/upgrade_sources" \
 		timeout --kill-after=30 "$PHASE_TIMEOUT" \
 		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_CONFIG" "$@"

@@ -104,8 +104,8 @@ conninfo()
 
 # Settings for every server, appended AFTER pg_autoctl's include
 # (postgresql-auto-failover.conf, line 1 of postgresql.conf): later lines win.
-# shared_preload_libraries keeps what pg_autoctl put there (pg_stat_statements
-# on the nodes, pgautofailover on the monitor) and adds queue_ext.
+# $2 is the whole shared_preload_libraries: on the nodes what pg_autoctl put
+# there (pg_stat_statements) plus queue_ext, on the monitor pgautofailover.
 write_local_conf()
 {
 	local data=$1 preload=$2
@@ -318,6 +318,9 @@ stop_one()
 			kill -KILL "$pg" 2>/dev/null
 	fi
 	rm -f "$data.autoctl.pid"
+	# a killed node's postmaster.pid names no process any more
+	[ -f "$data/postmaster.pid" ] && [ -z "$(postmaster_pid "$data")" ] &&
+		rm -f "$data/postmaster.pid"
 	return 0
 }
 
