@@ -36,6 +36,12 @@ QE_PACKAGES=(
 	"postgresql-$PG_MAJOR-auto-failover"
 	python3-psycopg2
 )
+# HA fault matrix row 1 (test/t/026_ha_client_connection_lost.pl): a pooler
+# in front of the server and a Perl client library
+QE_PACKAGES+=(
+	pgbouncer
+	libdbd-pg-perl
+)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
