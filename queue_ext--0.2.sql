@@ -1932,13 +1932,24 @@ BEGIN
 				  WHERE g.queue_id = q.qid
 				 ORDER BY 1 LOOP
 			TRUNCATE mq_export_settled;
-			FOR r IN SELECT c.relname FROM pg_class c
+			FOR r IN SELECT c.relname, EXISTS (SELECT 1 FROM pg_attribute a
+											   WHERE a.attrelid = c.oid AND a.attname = 'arg'
+												 AND NOT a.attisdropped) AS has_arg
+					   FROM pg_class c
 					  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
 						AND c.relname ~ ('^g' || q.qid || '_' || gs.sid || '_' || q.partition || '_\d+$') LOOP
 				EXECUTE format('INSERT INTO mq_export_settled SELECT $1, CASE WHEN s.settlement >> 56 = 3 '
 							   'THEN -(s.settlement & $2) ELSE s.settlement & $2 END FROM mq.%I s '
 							   'WHERE s.settlement >> 56 IN (1, 2, 3, 4, 5)', r.relname)
 					USING q.partition, mask;
+				-- ACK_RUN (12): arg entries acked from the record's position on
+				-- (consecutive line pointers of one entry-log page)
+				IF r.has_arg THEN
+					EXECUTE format('INSERT INTO mq_export_settled SELECT $1, (s.settlement & $2) + i '
+								   'FROM mq.%I s, generate_series(0, s.arg - 1) i '
+								   'WHERE s.settlement >> 56 = 12', r.relname)
+						USING q.partition, mask;
+				END IF;
 			END LOOP;
 			SELECT coalesce(-min(s.pos), 0) INTO fl FROM mq_export_settled s WHERE s.pos < 0;
 			SELECT coalesce(min(e.off) FILTER (WHERE NOT EXISTS (
