@@ -31,6 +31,10 @@ QE_PACKAGES=(
 	build-essential
 	perl
 	libipc-run-perl
+	# the Patroni example cluster (test/ha/patroni.sh, TAP test 031)
+	patroni
+	etcd-server
+	etcd-client
 )
 
 qe_log()  { printf '==> %s\n' "$*"; }
