@@ -1,5 +1,7 @@
-# long: ~1-2 min (a three-node Patroni cluster, one failover); skipped when
-# QE_QUICK=1 or when patroni, etcd or etcdctl is not installed.
+# qe: long
+# (about a minute: a three-node Patroni cluster, one failover; the marker
+# line above is what run_all.sh --quick looks for.)  Skipped when QE_QUICK=1
+# or when patroni, etcd or etcdctl is not installed.
 #
 # queue_ext under Patroni, the alternative manager documented in
 # docs/operations.md ("High availability", "Patroni"), with the configuration
