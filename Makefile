@@ -10,13 +10,14 @@ PGFILEDESC = "queue_ext - message broker with an append-only log table access me
 OBJS = src/queue_ext.o
 # SQL entry points: parse arguments, check privileges, call one verb
 OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o \
-	src/filter_sql.o src/stream_sql.o src/group_sql.o src/redrive_sql.o
+	src/filter_sql.o src/stream_sql.o src/group_sql.o src/redrive_sql.o \
+	src/replication_sql.o src/dump_sql.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
 # Verbs: publish (routing, overflow, dead-lettering, the settling sequence),
 # a message's broker annotations (CC/BCC, death marks), delayed and half
-# messages, maintenance
-OBJS += src/publish.o src/annotations.o src/timers.o src/half.o src/maintenance.o
+# messages, maintenance, quorum commits
+OBJS += src/quorum.o src/publish.o src/annotations.o src/timers.o src/half.o src/maintenance.o
 # Queue state (src/queue/queue.h): consumer state of classic/quorum queues
 # and of streams' consumer groups, offsets, reads and retention of stream
 # partitions

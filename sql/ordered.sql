@@ -3,6 +3,8 @@
 -- of one message_group are delivered in publish order, one at a time; other
 -- groups, and messages without a group, go on in parallel.
 \set VERBOSITY sqlstate
+-- quorum queues without synchronous standbys commit locally (quorum_standby)
+SET mq.quorum_unavailable = wait;
 CREATE FUNCTION pg_temp.bodies(q text) RETURNS text LANGUAGE sql AS $$
 	SELECT coalesce(string_agg(convert_from(b.body, 'UTF8'), ' '), '')
 	  FROM mq.browse(q, 100) b

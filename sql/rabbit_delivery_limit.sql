@@ -5,6 +5,11 @@
 -- and queue_length_limits_SUITE's drop-head with requeues.
 -- Counting (RabbitMQ 4): reject(requeue), a lost session, a rollback and an
 -- expired lease count toward the limit; nack(requeue) does not.
+-- No synchronous standby here: quorum queues commit locally
+-- (mq.quorum_unavailable = wait), the warning that says so (once per server,
+-- see quorum_standby) silenced.
+SET mq.quorum_unavailable = wait;
+SET client_min_messages = error;
 CREATE SCHEMA rdl;
 -- wait (up to 20 s) until a query returns true
 CREATE FUNCTION rdl.wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
@@ -78,6 +83,8 @@ SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
 SELECT mq.send('rdl_zero', 'z2 session'::text) IS NOT NULL;
 SELECT count(*) FROM mq.consume('rdl_zero');
 \c
+SET mq.quorum_unavailable = wait;
+SET client_min_messages = error;
 SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
 SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
@@ -158,6 +165,8 @@ SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
 SELECT count(*) FROM mq.consume('rdl_len');
 SELECT mq.send('rdl_len', 'l5'::text) IS NOT NULL;
 \c
+SET mq.quorum_unavailable = wait;
+SET client_min_messages = error;
 SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
 SELECT convert_from(body, 'UTF8') AS body FROM mq.browse('rdl_len');
 SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)

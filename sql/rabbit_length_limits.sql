@@ -98,7 +98,8 @@ SELECT mq.send(:'q', :'p3') IS NOT NULL;
 SELECT rll_show(:'q');
 SELECT rll_get(:'q');
 SELECT rll_get(:'q');
--- (quorum queues warn that no synchronous standby is configured)
+-- (quorum queues without synchronous standbys: commit locally, warned once)
+SET mq.quorum_unavailable = wait;
 SET client_min_messages = error;
 \set q rll_bdefq
 SELECT rll_get(:'q');

@@ -157,9 +157,18 @@ SELECT count(*) FROM mq.read('st_one', 0);
 RESET ROLE;
 
 -- durability "quorum": publishing commits wait for synchronous standbys
--- (none here: a warning, as for quorum queues)
+-- (none here: an error, as for quorum queues, or with
+-- mq.quorum_unavailable = wait a local commit, warned once server-wide)
 SELECT mq.queue_declare('st_q', type => 'stream', arguments => '{"durability": "quorum"}');
+\set VERBOSITY sqlstate
 SELECT mq.send('st_q', 'q') IS NOT NULL AS sent;
+\set VERBOSITY default
+SELECT queue, quorum_met FROM mq.queues WHERE queue IN ('st_q', 'st_one') ORDER BY queue;
+SET mq.quorum_unavailable = wait;
+SET client_min_messages = error;
+SELECT mq.send('st_q', 'q') IS NOT NULL AS sent;
+RESET client_min_messages;
+RESET mq.quorum_unavailable;
 
 -- deleting a stream drops its tables; declared again it starts at offset 0
 SELECT id AS old_id FROM mq.cat_queue WHERE name = 'st_one' \gset

@@ -35,6 +35,7 @@
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/memutils.h"
 #include "lib/stringinfo.h"
 #include "utils/syscache.h"
@@ -839,6 +840,17 @@ mq_catalog_refresh(void)
 	mq_cat_exchange_relid = mq_internal_relid("cat_exchange");
 	check_extension_version();
 
+	/*
+	 * Valid from before the load, so that an invalidation arriving while
+	 * we read (a topology change committed meanwhile) makes the next call
+	 * load again rather than being lost; and read with the latest
+	 * snapshot, not the statement's: an invalidation we have accepted may
+	 * be for a change committed after the statement's snapshot was taken,
+	 * which that snapshot would not show, and the cache would miss it
+	 * until the next change of the topology.
+	 */
+	mq_cache_valid = true;
+	PushActiveSnapshot(GetLatestSnapshot());
 	mq_owner_enter(&owner);
 	PG_TRY();
 	{
@@ -855,12 +867,12 @@ mq_catalog_refresh(void)
 		MemoryContextReset(mq_cache_cxt);
 		mq_queue_by_name = mq_queue_by_id_htab = NULL;
 		mq_exchange_by_name = mq_exchange_by_id = NULL;
+		mq_cache_valid = false;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	mq_owner_leave(&owner);
-
-	mq_cache_valid = true;
+	PopActiveSnapshot();
 }
 
 MqQueue *

@@ -18,6 +18,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 
 #include "mqutils.h"
 #include "args.h"
@@ -104,6 +105,34 @@ queue_min_segno(MqQueue *q)
 }
 
 /*
+ * The segment of the oldest message that an undecided half message or a
+ * timer still refers to (PG_INT64_MAX: none)
+ */
+static int64
+timers_min_segno(void)
+{
+	MqOwnerScope owner;
+	int64		segno = PG_INT64_MAX;
+
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT least((SELECT pg_catalog.min(half_id) FROM mq.half "
+				  "WHERE state OPERATOR(pg_catalog.=) 'pending'), "
+				  "(SELECT pg_catalog.min(msg_id) FROM mq.timer))",
+				  0, NULL, NULL, NULL, true, SPI_OK_SELECT,
+				  "find the oldest message still referenced");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			segno = mq_msgid_segno(DatumGetInt64(d));
+	}
+	mq_owner_leave(&owner);
+	return segno;
+}
+
+/*
  * Retire segments: every segment older than the newest of its chain that
  * no unsettled queue entry and no undecided half message refers to.  The
  * segment is locked exclusively first (skipped if busy), so no publisher
@@ -141,20 +170,8 @@ mq_retire_segments(int max_segments)
 		durable = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
 		newest[durable ? 0 : 1] = Max(newest[durable ? 0 : 1], segnos[i]);
 	}
-	mq_owner_exec("SELECT least((SELECT pg_catalog.min(half_id) FROM mq.half "
-				  "WHERE state OPERATOR(pg_catalog.=) 'pending'), "
-				  "(SELECT pg_catalog.min(msg_id) FROM mq.timer))",
-				  0, NULL, NULL, NULL, true, SPI_OK_SELECT,
-				  "find the oldest message still referenced");
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			min_ref = mq_msgid_segno(DatumGetInt64(d));
-	}
 	mq_owner_leave(&owner);
+	min_ref = timers_min_segno();
 
 	/*
 	 * Candidates: not the newest of either chain, lockable right now.  Lock
@@ -191,9 +208,21 @@ mq_retire_segments(int max_segments)
 				nlocked++;
 			}
 		}
+		/*
+		 * Under the locks, look again, with a fresh catalog and snapshot:
+		 * a queue declared, or a delayed or half message published, since
+		 * the first look may refer to a locked segment, written and
+		 * committed before we got its lock.
+		 */
 		if (nlocked > 0)
+		{
+			PushActiveSnapshot(GetLatestSnapshot());
+			mq_catalog_refresh();
+			min_ref = Min(min_ref, timers_min_segno());
 			foreach(lc, mq_queue_list())
 				min_ref = Min(min_ref, queue_min_segno(lfirst(lc)));
+			PopActiveSnapshot();
+		}
 
 		for (int i = 0; i < n; i++)
 		{

@@ -168,14 +168,20 @@ mq_log_open_append(bool durable, int64 *segno_out)
 			current_segno[chain] = segno;
 		}
 
+		/*
+		 * The segment may be retired between the lookup and the lock: a
+		 * segment this backend still takes for its current one can have
+		 * been filled by others and emptied since.  try_table_open says
+		 * so once the retiring transaction has committed.
+		 */
 		relid = segment_relid(segno);
-		if (!OidIsValid(relid))
+		rel = OidIsValid(relid) ? try_table_open(relid, RowExclusiveLock) : NULL;
+		if (rel == NULL)
 		{
 			/* retired or rolled back: look again */
 			current_segno[chain] = 0;
 			continue;
 		}
-		rel = table_open(relid, RowExclusiveLock);
 		if (RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_size)
 		{
 			*segno_out = segno;

@@ -18,7 +18,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "replication/syncrep.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
@@ -37,11 +36,11 @@
 #include "filter.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "quorum.h"
 #include "timers.h"
 
 /* GUCs */
 int			mq_dedup_window = 5 * 60 * 1000;	/* mq.dedup_window, ms */
-bool		mq_quorum_requires_standby = false;
 
 
 /* Settings of publishing (from _PG_init) */
@@ -53,11 +52,6 @@ mq_publish_init(void)
 							NULL,
 							&mq_dedup_window, 5 * 60 * 1000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomBoolVariable("mq.quorum_requires_standby",
-							 "Refuse quorum-durable commits when no synchronous standby is configured.",
-							 "When off, such commits only raise a warning.",
-							 &mq_quorum_requires_standby, false,
-							 PGC_SUSET, 0, NULL, NULL, NULL);
 }
 
 /* Durability already arranged for the current transaction */
@@ -78,7 +72,8 @@ mq_publish_opts_init(MqPublishOpts *o)
 /*
  * Raise synchronous_commit for this transaction so that its COMMIT waits
  * for what the destination queues (or the publisher) ask: local WAL flush,
- * or also the synchronous standbys (quorum).  Never lowers it.
+ * or also the synchronous standbys (quorum; src/quorum.c decides what
+ * happens when they are missing).  Never lowers it.
  */
 void
 mq_require_durability(MqDurability level)
@@ -97,17 +92,8 @@ mq_require_durability(MqDurability level)
 	switch (level)
 	{
 		case MQ_DURABILITY_QUORUM:
-			if (SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0')
-			{
-				ereport(mq_quorum_requires_standby ? ERROR : WARNING,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("quorum durability requested but no synchronous standbys are configured"),
-						 errdetail("The commit is durable on this server only."),
-						 errhint("Set synchronous_standby_names (e.g. 'ANY 1 (s1, s2)') so that quorum queues wait for standbys.")));
-				value = "local";
-			}
-			else
-				value = "on";
+			/* errors (53000) when the standbys are missing, or warns */
+			value = mq_quorum_require();
 			break;
 		case MQ_DURABILITY_LOCAL:
 			if (synchronous_commit >= SYNCHRONOUS_COMMIT_LOCAL_FLUSH)

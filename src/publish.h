@@ -57,9 +57,8 @@ typedef struct MqPublishOpts
 	int			nskip_queues;
 } MqPublishOpts;
 
-/* GUCs mq.dedup_window (ms) and mq.quorum_requires_standby */
+/* GUC mq.dedup_window (ms) */
 extern int	mq_dedup_window;
-extern bool mq_quorum_requires_standby;
 
 /* Define the settings of publishing (from _PG_init) */
 extern void mq_publish_init(void);

@@ -19,6 +19,7 @@
 #include "msglog.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "quorum.h"
 #include "worker.h"
 
 
@@ -30,6 +31,7 @@ void		_PG_init(void);
  * Module load.  Each part defines its own settings beside their variables
  * and, when preloading, sets up what it needs: mqlog_init (the access
  * method and its WAL resource manager), mq_msglog_init, mq_publish_init,
+ * mq_quorum_init (quorum commits: settings, shared memory),
  * mq_half_init, mq_queue_init (queue state, its shared memory) and
  * mq_worker_init (background workers).  Every mq.* setting must be defined
  * before MarkGUCPrefixReserved, which would otherwise drop its value from
@@ -48,6 +50,7 @@ _PG_init(void)
 	mqlog_init();
 	mq_msglog_init();
 	mq_publish_init();
+	mq_quorum_init();
 	mq_half_init();
 	mq_queue_init();
 	mq_worker_init();

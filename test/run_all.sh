@@ -18,6 +18,8 @@
 #
 #	  Options:
 #		--no-tap   skip the TAP tests (quick run while developing)
+#		--quick    skip the long TAP tests (those with a line "# qe: long",
+#		           e.g. the HA fault matrix, test/t/02[1-3]_ha_*.pl)
 #		--keep     keep the scratch directory even when everything passed
 #	  Environment:
 #		QE_TEST_PORT        first port to try for the test cluster (default 5499)
@@ -28,6 +30,7 @@
 #		                    (default: either fails the run)
 #		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
 #		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
+#		QE_HA_PORT, QE_HA_FAST  for the HA tests (test/lib/QueueExtHA.pm)
 #		PG_MAJOR, PG_CONFIG see test/lib/cluster.sh
 #	  The TAP tests get QE_UPGRADE_SOURCES, a directory with a git archive of
 #	  each version in test/upgrade/versions (the scratch copy has no .git),
@@ -39,10 +42,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/test/lib/cluster.sh"
 
 RUN_TAP=1
+QUICK=0
 KEEP=${QE_KEEP_WORKDIR:-0}
 for arg in "$@"; do
 	case $arg in
 		--no-tap) RUN_TAP=0 ;;
+		--quick) QUICK=1 ;;
 		--keep) KEEP=1 ;;
 		-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 		*) qe_die "unknown option $arg (try --help)" ;;
@@ -70,6 +75,12 @@ cleanup()
 	trap - EXIT INT TERM
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		[ -n "$DATA" ] && qe_stop "$DATA"
+		# HA clusters (test/ha/cluster.sh) left behind: their pg_autoctl
+		# keepers would restart the servers stopped below
+		for d in "$WORK"/tmp_check/ha_*; do
+			[ -d "$d/monitor" ] && QE_HA_DIR=$d PG_CONFIG="$PG_CONFIG" \
+				bash "$WORK/test/ha/cluster.sh" down >/dev/null 2>&1
+		done
 		# TAP clusters left behind by a killed or crashed test
 		while IFS= read -r pidfile; do
 			qe_warn "stopping leftover server $(dirname "$pidfile")"
@@ -157,9 +168,12 @@ show_unexpected()
 # pg_make PHASE make-args...
 pg_make()
 {
-	local phase=$1
+	local phase=$1 ha_env=()
 	shift
-	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres \
+	# the HA tests' settings (QueueExtHA.pm), when given
+	[ -n "${QE_HA_PORT:-}" ] && ha_env+=(QE_HA_PORT="$QE_HA_PORT")
+	[ -n "${QE_HA_FAST:-}" ] && ha_env+=(QE_HA_FAST="$QE_HA_FAST")
+	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres "${ha_env[@]}" \
 		PROVE_FLAGS="${PROVE_FLAGS:-}" QE_UPGRADE_SOURCES="$WORK/upgrade_sources" \
 		timeout --kill-after=30 "$PHASE_TIMEOUT" \
 		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_CONFIG" "$@"
@@ -336,6 +350,20 @@ qe_stop "$DATA"
 # ---------------------------------------------------------------------------
 t0=$SECONDS
 TAP_LIST=$(make_var PROVE_TESTS)
+TAP_NOTE=""
+if [ "$QUICK" = 1 ]; then
+	# --quick: leave out the tests marked "# qe: long"
+	quick_list=""
+	for t in $TAP_LIST; do
+		if grep -q '^# qe: long' "$WORK/$t"; then
+			TAP_NOTE="${TAP_NOTE:+$TAP_NOTE }$(basename "$t" .pl)"
+		else
+			quick_list="${quick_list:+$quick_list }$t"
+		fi
+	done
+	TAP_LIST=$quick_list
+	[ -n "$TAP_NOTE" ] && TAP_NOTE="--quick skipped: $TAP_NOTE"
+fi
 if [ "$RUN_TAP" = 0 ]; then
 	record tap SKIP 0 "--no-tap"
 elif [ -z "$TAP_LIST" ]; then
@@ -343,8 +371,9 @@ elif [ -z "$TAP_LIST" ]; then
 	record tap SKIP 0 "no test/t/*.pl"
 else
 	qe_log "tap: $TAP_LIST"
-	if pg_make tap installcheck REGRESS= ISOLATION= PROVE_FLAGS="--timer ${PROVE_FLAGS:-}"; then
-		record tap PASS $((SECONDS - t0)) "$(wc -w <<<"$TAP_LIST") scripts"
+	if pg_make tap installcheck REGRESS= ISOLATION= PROVE_TESTS="$TAP_LIST" \
+		PROVE_FLAGS="--timer ${PROVE_FLAGS:-}"; then
+		record tap PASS $((SECONDS - t0)) "$(wc -w <<<"$TAP_LIST") scripts${TAP_NOTE:+ ($TAP_NOTE)}"
 	else
 		# prove does not say which script hung or died mid-way: show every log
 		for f in "$WORK"/tmp_check/log/regress_log_*; do
@@ -352,6 +381,8 @@ else
 		done
 		record tap FAIL $((SECONDS - t0)) "logs in tmp_check/log"
 	fi
+	# figures the HA tests measured (QueueExtHA::figure)
+	show_file "$WORK/tmp_check/ha_results.txt"
 fi
 
 # ---------------------------------------------------------------------------

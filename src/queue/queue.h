@@ -523,6 +523,15 @@ extern void mq_group_seek(MqQueue *q, int32 group_id, int partition,
 						  int64 to_offset, TimestampTz to_time);
 
 /*
+ * mq.import(): the entries of partition `partition` with these offsets
+ * (ascending) were settled by group view gview above its committed offset
+ * (acked out of order): an ACK record for each, in the caller's
+ * transaction.  An offset with no entry is skipped.
+ */
+extern void mq_group_settle_offsets(MqQueue *gview, int partition,
+									const int64 *offsets, int n);
+
+/*
  * A new consumer of a broadcast group (view cview) starts where its group
  * (view gview) started, or was last sought to: a FLOOR per partition in
  * the consumer's logs at the group's position (the group's own state is

@@ -60,6 +60,24 @@ mq_group_seek(MqQueue *q, int32 group_id, int partition, int64 to_offset,
 }
 
 void
+mq_group_settle_offsets(MqQueue *gview, int partition, const int64 *offsets, int n)
+{
+	MqSettleBatch b;
+
+	mq_settle_batch_init(&b, gview);
+	for (int i = 0; i < n; i++)
+	{
+		uint64		pos = mqq_stream_seek_pos(gview, partition, offsets[i], 0);
+		uint64		next = mqq_stream_seek_pos(gview, partition, offsets[i] + 1, 0);
+
+		/* the entry at offsets[i] is the one between the two positions */
+		if (pos != next)
+			mq_settle_batch_add(&b, MQ_SETTLE_ACK, pos);
+	}
+	mq_settle_batch_flush(&b);
+}
+
+void
 mq_group_consumer_start(MqQueue *gview, MqQueue *cview)
 {
 	MqQueueShared *qs;

@@ -31,7 +31,19 @@ QE_PACKAGES=(
 	build-essential
 	perl
 	libipc-run-perl
-	# the Patroni example cluster (test/ha/patroni.sh, TAP test 031)
+	# the HA tests (test/ha/cluster.sh, test/t/02[1-3]_ha_*.pl): pg_auto_failover
+	# (monitor extension and pg_autoctl) and the load generator's client library
+	"postgresql-$PG_MAJOR-auto-failover"
+	python3-psycopg2
+)
+# HA fault matrix row 1 (test/t/026_ha_client_connection_lost.pl): a pooler
+# in front of the server and a Perl client library
+QE_PACKAGES+=(
+	pgbouncer
+	libdbd-pg-perl
+)
+# the Patroni example cluster (test/ha/patroni.sh, TAP test 031)
+QE_PACKAGES+=(
 	patroni
 	etcd-server
 	etcd-client

@@ -2,9 +2,12 @@
 #  1. a hot standby shows the same queues, browse order and messages as the
 #     primary (classic queue, fanout into two queues, acks, a rollback);
 #  2. consume / send / ack on the standby raise 25006;
-#  3. quorum queues: a warning (or 55000 with mq.quorum_requires_standby)
-#     without synchronous standbys; with one, a quorum COMMIT waits for it
-#     (even under synchronous_commit = local) and completes once it is back;
+#  3. quorum queues: without synchronous standbys 53000 (the default
+#     mq.quorum_unavailable = error, and 0.1's mq.quorum_requires_standby),
+#     or with wait a local commit warned once per condition and counted in
+#     mq.replication; with one standby, mq.replication shows it, and when it
+#     is gone error fails fast while wait makes COMMIT wait for it (even
+#     under synchronous_commit = local) and complete once it is back;
 #  4. failover: the promoted standby delivers exactly the unacked messages
 #     (never-delivered, and delivered-but-unacked ones flagged redelivered),
 #     never the acked ones, and
@@ -128,17 +131,31 @@ is($standby->safe_psql('postgres', $queues_sql), $pq, 'standby unchanged by the 
 ############################################################################
 # 3. quorum queues
 ############################################################################
-# no synchronous standby configured: warning, or 55000 when required
-($rc, $out, $err) = psql_verbose($primary, q{SELECT mq.send('qq', 'w1'::text)});
-is($rc, 0, 'quorum publish without synchronous standbys succeeds');
-like($err, qr/WARNING:\s+55000: quorum durability requested but no synchronous standbys are configured/,
+# no synchronous standby configured: 53000; with wait a local commit,
+# warned once (this server has not had the condition before)
+($rc, $out, $err) = psql_verbose($primary, q{SELECT mq.send('qq', 'w0'::text)});
+isnt($rc, 0, 'quorum publish without synchronous standbys fails (mq.quorum_unavailable = error)');
+like($err, qr/ERROR:\s+53000: quorum commit unavailable: no synchronous standby is configured/,
+	'... with 53000 and the message');
+like($err, qr/DETAIL:\s+The transaction is not confirmed: it is rolled back/,
+	'... saying that the transaction is not confirmed');
+($rc, $out, $err) = psql_verbose($primary,
+	q{SET mq.quorum_unavailable = wait; SELECT mq.send('qq', 'w1'::text)});
+is($rc, 0, 'with mq.quorum_unavailable = wait it commits locally');
+like($err, qr/WARNING:\s+01000: quorum durability requested but no synchronous standbys are configured/,
 	'... with the warning');
 ($rc, $out, $err) = psql_verbose($primary,
-	q{SET mq.quorum_requires_standby = on; SELECT mq.send('qq', 'w2'::text)});
+	q{SET mq.quorum_unavailable = wait; BEGIN; SELECT mq.send('qq', 'w1b'::text); ROLLBACK;});
+is($rc, 0, 'a second wait publish (rolled back) works');
+unlike($err, qr/WARNING/, '... and is not warned again (once per condition, server-wide)');
+($rc, $out, $err) = psql_verbose($primary,
+	q{SET mq.quorum_unavailable = wait; SET mq.quorum_requires_standby = on; SELECT mq.send('qq', 'w2'::text)});
 isnt($rc, 0, 'quorum publish with mq.quorum_requires_standby = on fails');
-like($err, qr/ERROR:\s+55000: quorum durability requested but no synchronous standbys are configured/,
-	'... with 55000 and the message');
-is($primary->safe_psql('postgres', bodies_sql('qq')), 'w1', 'only the warned publish is stored');
+like($err, qr/ERROR:\s+53000: quorum commit unavailable/, '... with 53000');
+is($primary->safe_psql('postgres', bodies_sql('qq')), 'w1', 'only the local commit is stored');
+is($primary->safe_psql('postgres', q{SELECT format('%s/%s/%s/%s', required_sync_standbys,
+	quorum_met, commits_without_quorum, without_quorum_since IS NOT NULL) FROM mq.replication}),
+	'0/f/1/t', 'mq.replication: no quorum, one commit without it, since the warning');
 
 # a synchronous standby: its application_name is the node name
 is($primary->safe_psql('postgres', 'SELECT application_name FROM pg_stat_replication'),
@@ -152,6 +169,12 @@ $primary->poll_query_until('postgres',
 ($rc, $out, $err) = psql_verbose($primary, q{SELECT mq.send('qq', 'q1'::text)});
 is($rc, 0, 'quorum publish with a synchronous standby commits');
 unlike($err, qr/WARNING/, '... without a warning');
+is($primary->safe_psql('postgres', q{SELECT format('%s/%s/%s/%s/%s/%s', application_name, sync_state,
+	required_sync_standbys, connected_sync_standbys, quorum_met, without_quorum_since IS NULL)
+	FROM mq.replication}),
+	'standby/sync/1/1/t/t', 'mq.replication: the standby, quorum met, the condition cleared');
+is($primary->safe_psql('postgres', q{SELECT quorum_met FROM mq.queues WHERE queue = 'qq'}), 't',
+	'mq.queues: quorum_met');
 is($primary->safe_psql('postgres',
 	"SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'"),
 	'sync', 'pg_stat_replication: sync_state sync');
@@ -168,7 +191,15 @@ $primary->poll_query_until('postgres', 'SELECT count(*) FROM pg_stat_replication
 	q{SET synchronous_commit = local; SELECT mq.send('cq', 'c11'::text)});
 is($rc, 0, 'classic publish with synchronous_commit = local commits without the standby');
 
-# ... a quorum one does
+# ... a quorum one fails at once (mq.quorum_unavailable = error) ...
+($rc, $out, $err) = psql_verbose($primary, q{SELECT mq.send('qq', 'q-lost'::text)});
+isnt($rc, 0, 'quorum publish with the synchronous standby gone fails');
+like($err, qr/ERROR:\s+53000: quorum commit unavailable: 0 synchronous standbys connected, 1 needed/,
+	'... with 53000 at once');
+is($primary->safe_psql('postgres', q{SELECT quorum_met FROM mq.queues WHERE queue = 'qq'}), 'f',
+	'mq.queues: quorum not met');
+
+# ... or, with wait, waits
 my ($qout, $qerr) = ('', '');
 my $start = time();
 my $h = IPC::Run::start(
@@ -176,6 +207,7 @@ my $h = IPC::Run::start(
 		'psql', '-X', '-Atq', '-v', 'ON_ERROR_STOP=1',
 		'-d', $primary->connstr('postgres') . ' application_name=quorum_pub',
 		'-c', 'SET synchronous_commit = local',
+		'-c', 'SET mq.quorum_unavailable = wait',
 		'-c', q{SELECT mq.send('qq', 'q2'::text)}
 	],
 	'<', \undef, '>', \$qout, '2>', \$qerr);

@@ -21,6 +21,8 @@ use Time::HiRes qw(sleep);
 
 my $node = qe_node('crashdeliv', conf => qq{
 restart_after_crash = on
+# no standby here: quorum queues commit locally (test 024 has standbys)
+mq.quorum_unavailable = wait
 wal_consistency_checking = 'mqlog'
 });
 $node->safe_psql('postgres', q{

@@ -26,6 +26,8 @@ use IPC::Run;
 
 my $primary = qe_node('sprimary', init => { allows_streaming => 1 }, conf => qq{
 wal_keep_size = '1GB'
+# no synchronous standby: quorum queues commit locally (test 024 has them)
+mq.quorum_unavailable = wait
 wal_consistency_checking = 'mqlog'
 });
 $primary->safe_psql('postgres', q{
