@@ -147,6 +147,19 @@ extern uint32 mq_group_hash(const char *message_group);
  */
 #define MQ_SETTLE_RETRY_AT	10
 
+/*
+ * Consumer groups: runs.  One record standing for the records of kind
+ * DELIVERED (DELIVERED_RUN) or ACK (ACK_RUN) of n >= 2 entries at the
+ * consecutive positions qpos, qpos + 1, ..., qpos + n - 1 of one block of
+ * one generation's entry log, n in the record's second column (its
+ * argument).  Replay treats it exactly as those n single records.  Written
+ * by mq_settle_batch_flush for the records of one batch (a consume call's
+ * deliveries, an ack call's settlements) into a group's log, which has the
+ * argument column; the batch's other records stay single.
+ */
+#define MQ_SETTLE_DELIVERED_RUN	11
+#define MQ_SETTLE_ACK_RUN	12
+
 /* Settlement records collected and written together (one per page) */
 typedef struct MqSettleBatch
 {

@@ -335,17 +335,63 @@ mq_settle_batch_add(MqSettleBatch *b, int16 kind, uint64 qpos)
 	mq_settle_batch_add_arg(b, kind, qpos, 0);
 }
 
+/* A record of a run candidate (see mq_settle_batch_flush) */
+typedef struct RunCandidate
+{
+	int16		kind;
+	uint64		qpos;
+} RunCandidate;
+
+/* qsort order of run candidates: kind, then position */
+static int
+run_candidate_cmp(const void *a, const void *b)
+{
+	const RunCandidate *x = a;
+	const RunCandidate *y = b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return (x->qpos > y->qpos) - (x->qpos < y->qpos);
+}
+
+/* A slot holding the settlement record (kind, qpos, arg; 0: NULL) */
+static TupleTableSlot *
+settle_record_slot(TupleDesc desc, int16 kind, uint64 qpos, int64 arg)
+{
+	TupleTableSlot *s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+
+	ExecClearTuple(s);
+	s->tts_values[0] = Int64GetDatum(mq_settle_encode(kind, qpos));
+	s->tts_isnull[0] = false;
+	for (int a = 1; a < desc->natts; a++)
+	{
+		s->tts_values[a] = Int64GetDatum(arg);
+		s->tts_isnull[a] = (a > 1 || arg == 0);
+	}
+	ExecStoreVirtualTuple(s);
+	return s;
+}
+
 /*
  * Write the collected settlement records.  A record goes to the settlement
  * log of the generation its entry belongs to (so it is dropped together
  * with it); the records of one generation are written with one
  * multi-insert, so acking a batch costs one WAL record per page.
+ *
+ * In a consumer group's log (which has the argument column), the DELIVERED
+ * and the ACK records of the batch whose entries sit at consecutive
+ * positions of one block are written as one DELIVERED_RUN or ACK_RUN
+ * record each (queue.h): a consume call of n messages, and its ack, then
+ * cost a record per entry-log page instead of one per message.  Equal
+ * positions never join a run, so the replayed counts are those of single
+ * records.
  */
 void
 mq_settle_batch_flush(MqSettleBatch *b)
 {
 	bool	   *done = palloc0(sizeof(bool) * Max(b->n, 1));
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * Max(b->n, 1));
+	RunCandidate *cand = NULL;
 	int			options = b->frozen ? TABLE_INSERT_FROZEN : 0;
 	CommandId	cid = b->frozen ? FirstCommandId : GetCurrentCommandId(true);
 
@@ -356,7 +402,9 @@ mq_settle_batch_flush(MqSettleBatch *b)
 		Oid			relid;
 		Relation	rel;
 		TupleDesc	desc;
+		bool		runs;
 		int			k = 0;
+		int			ncand = 0;
 
 		if (done[i])
 			continue;
@@ -400,30 +448,46 @@ mq_settle_batch_flush(MqSettleBatch *b)
 		}
 		/* an unpinned descriptor for the k slots: see mq_log_append */
 		desc = CreateTupleDescCopy(RelationGetDescr(rel));
+		runs = b->q->group_id != 0 && desc->natts >= 2;
 		for (int j = i; j < b->n; j++)
 		{
-			TupleTableSlot *s;
-
 			if (done[j] || mq_qpos_lane(b->qpos[j]) != lane || mq_qpos_gen(b->qpos[j]) != gen)
 				continue;
+			done[j] = true;
 			/* a log without the argument column cannot hold the record */
 			if (b->args[j] != 0 && desc->natts < 2)
+				continue;
+			if (runs && b->args[j] == 0 &&
+				(b->kinds[j] == MQ_SETTLE_DELIVERED || b->kinds[j] == MQ_SETTLE_ACK))
 			{
-				done[j] = true;
+				if (cand == NULL)
+					cand = palloc(sizeof(RunCandidate) * b->n);
+				cand[ncand].kind = b->kinds[j];
+				cand[ncand].qpos = b->qpos[j];
+				ncand++;
 				continue;
 			}
-			s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-			ExecClearTuple(s);
-			s->tts_values[0] = Int64GetDatum(mq_settle_encode(b->kinds[j], b->qpos[j]));
-			s->tts_isnull[0] = false;
-			for (int a = 1; a < desc->natts; a++)
-			{
-				s->tts_values[a] = Int64GetDatum(b->args[j]);
-				s->tts_isnull[a] = (a > 1 || b->args[j] == 0);
-			}
-			ExecStoreVirtualTuple(s);
-			slots[k++] = s;
-			done[j] = true;
+			slots[k++] = settle_record_slot(desc, b->kinds[j], b->qpos[j], b->args[j]);
+		}
+		if (ncand > 1)
+			qsort(cand, ncand, sizeof(RunCandidate), run_candidate_cmp);
+		for (int c = 0; c < ncand;)
+		{
+			int			e = c + 1;
+
+			/* the same kind, the next position, the same block */
+			while (e < ncand && cand[e].kind == cand[c].kind &&
+				   cand[e].qpos == cand[e - 1].qpos + 1 &&
+				   (cand[e].qpos >> 16) == (cand[c].qpos >> 16))
+				e++;
+			if (e - c >= 2)
+				slots[k++] = settle_record_slot(desc,
+												cand[c].kind == MQ_SETTLE_ACK ?
+												MQ_SETTLE_ACK_RUN : MQ_SETTLE_DELIVERED_RUN,
+												cand[c].qpos, e - c);
+			else
+				slots[k++] = settle_record_slot(desc, cand[c].kind, cand[c].qpos, 0);
+			c = e;
 		}
 		if (k == 0)
 			;
@@ -438,6 +502,8 @@ mq_settle_batch_flush(MqSettleBatch *b)
 	}
 	pfree(done);
 	pfree(slots);
+	if (cand != NULL)
+		pfree(cand);
 
 	/*
 	 * A frozen record has no transaction whose commit would flush it: a

@@ -287,6 +287,53 @@ replay_returns(MqQueueShared *qs)
 	pfree(ts);
 }
 
+/* The replay's entry for qpos in delivered, made if new */
+static ReplayedDelivery *
+replayed_entry(HTAB *delivered, uint64 qpos)
+{
+	bool		found;
+	ReplayedDelivery *d = hash_search(delivered, &qpos, HASH_ENTER, &found);
+
+	if (!found)
+	{
+		d->count = d->free_returns = 0;
+		d->retry_at = 0;
+	}
+	return d;
+}
+
+/*
+ * Replay one record above the floors (the second pass of mqq_queue_load):
+ * kind at pos, read from the settlement log's slot s (for its argument).
+ * A run's records come here one by one.
+ */
+static void
+replay_record(MqQueueShared *qs, HTAB *delivered, TupleTableSlot *s,
+			  int16 kind, uint64 pos, uint64 floor, uint64 *mark)
+{
+	if (pos < floor)
+		return;
+	if (kind == MQ_SETTLE_DELIVERED)
+	{
+		replayed_entry(delivered, pos)->count++;
+		*mark = Max(*mark, pos + 1);
+	}
+	else if (kind == MQ_SETTLE_RETURNED)
+		replayed_entry(delivered, pos)->free_returns++;
+	else if (kind == MQ_SETTLE_RETRY_AT && s->tts_tupleDescriptor->natts >= 2)
+	{
+		ReplayedDelivery *d = replayed_entry(delivered, pos);
+		bool		isnull;
+		Datum		at = slot_getattr(s, 2, &isnull);
+
+		/* each retry is due after the one before it */
+		if (!isnull)
+			d->retry_at = Max(d->retry_at, DatumGetTimestampTz(at));
+	}
+	else if (mq_settle_kind_settles(kind) && track_settled(qs, pos))
+		qs->nreplayed++;
+}
+
 /*
  * Rebuild a queue's state after a restart (or its first use): find each
  * lane's generations, replay their settlement logs (the highest FLOOR,
@@ -385,7 +432,6 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 				Relation	rel;
 				TableScanDesc scan;
 				TupleTableSlot *s;
-				bool		found;
 
 				if (!OidIsValid(relid))
 					continue;
@@ -401,6 +447,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 					int64		rec = DatumGetInt64(slot_getattr(s, 1, &isnull));
 					int16		kind = mq_settle_kind(rec);
 					uint64		pos = mq_settle_qpos(rec, lane);
+					int64		nrun = 1;
 
 					if (pass == 0 && kind == MQ_SETTLE_FLOOR)
 						floor = Max(floor, pos);
@@ -408,47 +455,26 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 						ls->dead_lettered++;
 					else if (pass == 0 && kind == MQ_SETTLE_MARK)
 						mark = Max(mark, pos);
-					else if (pass == 1 && kind == MQ_SETTLE_DELIVERED && pos >= floor)
-					{
-						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
+					if (pass == 0)
+						continue;
 
-						if (!found)
-						{
-							d->count = d->free_returns = 0;
-							d->retry_at = 0;
-						}
-						d->count++;
-						mark = Max(mark, pos + 1);
-					}
-					else if (pass == 1 && kind == MQ_SETTLE_RETURNED && pos >= floor)
+					/* a run stands for nrun single records (queue.h) */
+					if ((kind == MQ_SETTLE_DELIVERED_RUN || kind == MQ_SETTLE_ACK_RUN) &&
+						s->tts_tupleDescriptor->natts >= 2)
 					{
-						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
+						Datum		n = slot_getattr(s, 2, &isnull);
 
-						if (!found)
-						{
-							d->count = d->free_returns = 0;
-							d->retry_at = 0;
-						}
-						d->free_returns++;
+						nrun = isnull ? 0 : DatumGetInt64(n);
+						if (nrun < 1 || nrun > MQLOG_MAX_ROWS_PER_PAGE)
+							ereport(ERROR,
+									(errcode(ERRCODE_DATA_CORRUPTED),
+									 errmsg("settlement log of queue \"%s\" lane %d holds a run of %lld entries",
+											q->name, lane, (long long) nrun),
+									 errhint("Delete and declare the queue again.")));
+						kind = kind == MQ_SETTLE_ACK_RUN ? MQ_SETTLE_ACK : MQ_SETTLE_DELIVERED;
 					}
-					else if (pass == 1 && kind == MQ_SETTLE_RETRY_AT && pos >= floor &&
-							 s->tts_tupleDescriptor->natts >= 2)
-					{
-						ReplayedDelivery *d = hash_search(delivered, &pos, HASH_ENTER, &found);
-						Datum		at = slot_getattr(s, 2, &isnull);
-
-						if (!found)
-						{
-							d->count = d->free_returns = 0;
-							d->retry_at = 0;
-						}
-						/* each retry is due after the one before it */
-						if (!isnull)
-							d->retry_at = Max(d->retry_at, DatumGetTimestampTz(at));
-					}
-					else if (pass == 1 && mq_settle_kind_settles(kind) && pos >= floor &&
-							 track_settled(qs, pos))
-						qs->nreplayed++;
+					for (int64 r = 0; r < nrun; r++, pos++)
+						replay_record(qs, delivered, s, kind, pos, floor, &mark);
 				}
 				table_endscan(scan);
 				ExecDropSingleTupleTableSlot(s);

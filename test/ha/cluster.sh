@@ -43,7 +43,7 @@ HA_DIR=${QE_HA_DIR:-/tmp/queue_ext-ha}
 HA_FAST=${QE_HA_FAST:-1}
 HA_WAIT=${QE_HA_WAIT:-120}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PG_BINDIR=$("$PG_CONFIG" --bindir) || { echo "ERROR: no pg_config at $PG_CONFIG" >&2; exit 1; }
+PG_BINDIR=$("$PG_CONFIG" --bindir 2>/dev/null)
 QE_PG_USER=${QE_PG_USER:-postgres}
 AUTOCTL=$(command -v pg_autoctl || echo /usr/bin/pg_autoctl)
 NODES=3
@@ -149,6 +149,24 @@ node_in_state()
 	local r
 	r=$(monitor_sql "SELECT reportedstate || '/' || goalstate FROM pgautofailover.node WHERE nodename = 'node$1'")
 	[ "$r" = "$2/$2" ]
+}
+
+install_missing()
+{
+	local root build
+
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	# shellcheck source=test/lib/cluster.sh
+	. "$root/test/lib/cluster.sh"
+	qe_install_deps
+	qe_ensure_pg_user
+	AUTOCTL=$(command -v pg_autoctl || echo /usr/bin/pg_autoctl)
+	if [ ! -f "$("$PG_CONFIG" --pkglibdir)/queue_ext.so" ]; then
+		build=$(mktemp -d /tmp/queue_ext-ha-build.XXXXXX)
+		qe_copy_tree "$root" "$build"
+		qe_build_install "$build"
+		rm -rf "$build"
+	fi
 }
 
 primary_node()
@@ -339,6 +357,18 @@ status()
 	as_pg "$AUTOCTL" show state --pgdata "$HA_DIR/monitor"
 	conninfo
 }
+
+# By hand on a fresh machine, as root, "up" first installs what is missing
+# (the Debian packages of test/lib/cluster.sh, and queue_ext built from this
+# tree), as test/demo.sh does.
+if [ "${1:-}" = up ] && [ "$(id -u)" -eq 0 ] &&
+	{ [ -z "$PG_BINDIR" ] || [ ! -x "$AUTOCTL" ] ||
+		[ ! -f "$("$PG_CONFIG" --pkglibdir)/pgautofailover.so" ] ||
+		[ ! -f "$("$PG_CONFIG" --pkglibdir)/queue_ext.so" ]; }; then
+	install_missing
+	PG_BINDIR=$("$PG_CONFIG" --bindir 2>/dev/null)
+fi
+[ -n "$PG_BINDIR" ] || die "no pg_config at $PG_CONFIG"
 
 case ${1:-} in
 	up) up ;;

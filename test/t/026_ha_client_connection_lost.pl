@@ -37,7 +37,10 @@ plan skip_all => 'DBD::Pg is not installed (Debian package libdbd-pg-perl)'
   unless eval { require DBI; require DBD::Pg; DBD::Pg->import(':async'); 1 };
 
 # allows_streaming: with max_wal_senders = 0 a COMMIT never waits for a standby
-my $node = qe_node('clost', init => { allows_streaming => 1 }, conf => "max_connections = 40\n");
+# (mq.quorum_unavailable = wait: a3 needs a COMMIT that waits for a standby,
+# PostgreSQL's own behaviour; the default fails such a publish at once, 024)
+my $node = qe_node('clost', init => { allows_streaming => 1 },
+	conf => "max_connections = 40\nmq.quorum_unavailable = wait\n");
 $node->safe_psql('postgres', q{
 CREATE EXTENSION queue_ext;
 SET client_min_messages = error;
