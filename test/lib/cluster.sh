@@ -42,6 +42,12 @@ QE_PACKAGES+=(
 	pgbouncer
 	libdbd-pg-perl
 )
+# the Patroni example cluster (test/ha/patroni.sh, TAP test 031)
+QE_PACKAGES+=(
+	patroni
+	etcd-server
+	etcd-client
+)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
