@@ -66,6 +66,13 @@ SELECT mq.send('qs_q', 'lost'::text) IS NOT NULL AS sent;
 ROLLBACK;
 SELECT commits_without_quorum - :before AS counted, quorum_met FROM mq.replication;
 SHOW synchronous_commit;
+-- a quorum publish never lowers what the session asks for (remote_apply)
+SET synchronous_commit = remote_apply;
+BEGIN;
+SELECT mq.send('qs_c', 'c5'::text, durability => 'quorum') IS NOT NULL AS sent;
+SHOW synchronous_commit;
+COMMIT;
+RESET synchronous_commit;
 
 -- acks: a lease alone needs no quorum, nor does giving it back (nack with
 -- requeue); settling does (ack, auto_ack), and fails: nothing is settled

@@ -94,6 +94,14 @@ mq_require_durability(MqDurability level)
 		case MQ_DURABILITY_QUORUM:
 			/* errors (53000) when the standbys are missing, or warns */
 			value = mq_quorum_require();
+			/* remote_apply (or remote_write for a local-only commit) is more */
+			if (synchronous_commit >= (strcmp(value, "on") == 0 ?
+									   SYNCHRONOUS_COMMIT_REMOTE_FLUSH :
+									   SYNCHRONOUS_COMMIT_LOCAL_FLUSH))
+			{
+				xact_durability = level;
+				return;
+			}
 			break;
 		case MQ_DURABILITY_LOCAL:
 			if (synchronous_commit >= SYNCHRONOUS_COMMIT_LOCAL_FLUSH)

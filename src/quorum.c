@@ -174,7 +174,7 @@ mq_quorum_require(void)
 				(errcode(ERRCODE_WARNING),
 				 errmsg("quorum durability requested but no synchronous standbys are configured"),
 				 errdetail("Quorum commits are durable on this server only.  This is reported once until synchronous standbys are configured again; mq.replication counts such commits."),
-				 errhint("Set synchronous_standby_names (e.g. 'ANY 1 (s1, s2)'), or with pg_auto_failover pg_autoctl set formation number-sync-standbys.")));
+				 errhint("Configure synchronous standbys through the failover manager if there is one (pg_autoctl set formation number-sync-standbys, Patroni's synchronous_mode), otherwise with synchronous_standby_names (e.g. 'ANY 1 (s1, s2)').")));
 	}
 	return "local";
 }
