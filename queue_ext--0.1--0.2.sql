@@ -1358,3 +1358,28 @@ END
 $$;
 REVOKE ALL ON FUNCTION mq.export(), mq.import() FROM PUBLIC;
 -- END backup and restore
+
+-- mq.messages_by_key on a hot standby skips the unlogged segments it
+-- cannot read (they hold only non-durable queues' messages)
+CREATE OR REPLACE FUNCTION mq._log_find_key(key text, unused int, max_messages int)
+RETURNS SETOF bigint LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s record;
+	found int := 0;
+	id bigint;
+BEGIN
+	-- on a standby the unlogged (non-durable) segments cannot be read
+	FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c
+			  WHERE c.durable OR NOT pg_is_in_recovery() ORDER BY c.segno DESC LOOP
+		FOR id IN EXECUTE format('SELECT mq._msg_id(%s, ctid) FROM %s WHERE key = $1 ORDER BY published_at DESC',
+								 s.segno, s.relid::regclass) USING key LOOP
+			RETURN NEXT id;
+			found := found + 1;
+			IF found >= max_messages THEN
+				RETURN;
+			END IF;
+		END LOOP;
+	END LOOP;
+END
+$$;

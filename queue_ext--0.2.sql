@@ -801,7 +801,9 @@ DECLARE
 	found int := 0;
 	id bigint;
 BEGIN
-	FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c ORDER BY c.segno DESC LOOP
+	-- on a standby the unlogged (non-durable) segments cannot be read
+	FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c
+			  WHERE c.durable OR NOT pg_is_in_recovery() ORDER BY c.segno DESC LOOP
 		FOR id IN EXECUTE format('SELECT mq._msg_id(%s, ctid) FROM %s WHERE key = $1 ORDER BY published_at DESC',
 								 s.segno, s.relid::regclass) USING key LOOP
 			RETURN NEXT id;

@@ -155,6 +155,11 @@ is($standby->safe_psql('postgres', 'SELECT count(*) FROM mq.consume(\'lq\', 10)'
 ############################################################################
 # 4. unlogged relations on a standby
 ############################################################################
+# a non-durable message makes an unlogged message log segment
+$standby->safe_psql('postgres', q{
+SELECT mq.send('nd', 'not on standbys'::text);
+SELECT mq.send('lq', 'keyed'::text, key => 'k010');
+});
 my $standby2 = PostgreSQL::Test::Cluster->new('sstandby2');
 $standby->backup('bkp2');
 $standby2->init_from_backup($standby, 'bkp2', has_streaming => 1);
@@ -177,6 +182,10 @@ $rc = $standby2->psql('postgres', "\\set VERBOSITY verbose\nSELECT * FROM mq.bro
 isnt($rc, 0, 'browse of a non-durable queue on a standby fails');
 like($err, qr/ERROR:\s+0A000: queue "nd" is not durable: its messages are not on standbys/, '... with a clear message');
 is($standby2->safe_psql('postgres', $counts->('nd')), '0/0/0', 'mq.queues shows the non-durable queue empty there');
+is($standby2->safe_psql('postgres', q{SELECT count(*) FROM mq.cat_segment WHERE NOT durable}), '1',
+	'an unlogged message log segment exists');
+is($standby2->safe_psql('postgres', q{SELECT string_agg(convert_from(body, 'UTF8'), ',') FROM mq.messages_by_key('k010')}),
+	'keyed', 'messages_by_key on the standby reads the durable segments, skipping the unlogged one');
 
 $standby2->stop;
 $standby->stop;
