@@ -408,6 +408,23 @@ sub loadgen_kill
 
 # Record a measured figure: a "# figure: name = value" line in the TAP
 # output and a line "test name value" in the results file.
+# Wait up to $seconds until node $standby has replayed node $from's
+# current WAL position; returns whether it did
+sub wait_for_replay
+{
+	my ($self, $from, $standby, $seconds) = @_;
+	my $lsn = $self->safe_psql($from, 'SELECT pg_current_wal_lsn()');
+	my $deadline = Time::HiRes::time() + $seconds;
+
+	while (Time::HiRes::time() < $deadline)
+	{
+		my ($rc, $out) = $self->psql($standby, "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn");
+		return 1 if $out eq 't';
+		Time::HiRes::sleep(0.2);
+	}
+	return 0;
+}
+
 sub figure
 {
 	my ($self, $name, $value) = @_;

@@ -16,8 +16,10 @@ use strict;
 use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use POSIX ();
+use Time::HiRes ();
 
-our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack);
+our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_reap);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -74,6 +76,30 @@ sub qe_group_consume_ack
 		 WHERE EXISTS (SELECT 1 FROM taken);
 		COMMIT;});
 	return;
+}
+
+# Wait up to $seconds for the forked children whose pids are the keys of
+# %$kids (deleting each that exits), then kill -9 the others.  Returns how
+# many did not finish with status 0 (killed ones included).
+sub qe_reap
+{
+	my ($kids, $seconds) = @_;
+	my $deadline = Time::HiRes::time() + $seconds;
+	my $failed = 0;
+
+	while (%$kids && Time::HiRes::time() < $deadline)
+	{
+		my $p = waitpid(-1, POSIX::WNOHANG());
+		if ($p > 0)
+		{
+			$failed++ if $? != 0;
+			delete $kids->{$p};
+			next;
+		}
+		Time::HiRes::sleep(0.1);
+	}
+	kill 'KILL', keys %$kids;
+	return $failed + scalar(keys %$kids);
 }
 
 1;

@@ -288,21 +288,7 @@ for my $mode ('session', 'transaction')
 		sleep 0.2;
 		bouncer_start();
 	}
-	my $deadline = time + 100;
-	my $failed = 0;
-	while (%kids && time < $deadline)
-	{
-		my $p = waitpid(-1, POSIX::WNOHANG());
-		if ($p > 0)
-		{
-			$failed++ if $? != 0;
-			delete $kids{$p};
-			next;
-		}
-		sleep 0.1;
-	}
-	kill 'KILL', keys %kids;
-	is(scalar(keys %kids) + $failed, 0, "b ($mode pooling): both publishers finished");
+	is(qe_reap(\%kids, 100), 0, "b ($mode pooling): both publishers finished");
 
 	my ($errs, $stall, %errtext) = (0, 0);
 	my %confirmed;

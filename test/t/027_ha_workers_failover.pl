@@ -156,16 +156,7 @@ is($ha->safe_psql($new, q{SELECT string_agg(convert_from(body, 'UTF8'), ',' ORDE
 
 # the remaining standby has the same outcome
 my ($standby) = grep { $_ != $old && $_ != $new } 1 .. 3;
-my $lsn = $ha->safe_psql($new, 'SELECT pg_current_wal_lsn()');
-$deadline = time + 60;
-my $caught = '';
-while (time < $deadline)
-{
-	my ($rc, $out) = $ha->psql($standby, "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn");
-	last if ($caught = $out) eq 't';
-	sleep 0.2;
-}
-is($caught, 't', "node$standby (standby of node$new) replayed it");
+ok($ha->wait_for_replay($new, $standby, 60), "node$standby (standby of node$new) replayed it");
 is($ha->safe_psql($standby, q{SELECT string_agg(queue || ':' || ready || '/' || unacked || '/' || delayed, ' ' ORDER BY queue)
 	FROM mq.queues WHERE queue IN ('dq', 'hq', 'lq')}), 'dq:0/0/0 hq:0/0/0 lq:0/0/0',
 	"node$standby: nothing left in dq, hq, lq");

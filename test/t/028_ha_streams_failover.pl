@@ -24,6 +24,7 @@ use Test::More;
 use POSIX ();
 use Time::HiRes qw(time sleep);
 use QueueExtHA;
+use QueueExtTest;
 
 plan skip_all => 'DBD::Pg is not installed (Debian package libdbd-pg-perl)'
   unless eval { require DBI; require DBD::Pg; 1 };
@@ -173,21 +174,7 @@ $ha->figure('acked_before_failover', $acked_at_failover);
 ############################################################################
 open(my $fh, '>', "$dir/resume") or die;
 close $fh;
-$deadline = time + 110;
-my $failed = 0;
-while (%kids && time < $deadline)
-{
-	my $p = waitpid(-1, POSIX::WNOHANG());
-	if ($p > 0)
-	{
-		$failed++ if $? != 0;
-		delete $kids{$p};
-		next;
-	}
-	sleep 0.1;
-}
-kill 'KILL', keys %kids;
-is(scalar(keys %kids) + $failed, 0, 'the four consumers finished');
+is(qe_reap(\%kids, 110), 0, 'the four consumers finished');
 is($ha->safe_psql($new, q{SELECT string_agg(label || '=' || c || '/' || d, ' ' ORDER BY label)
 	FROM (SELECT label, count(*) c, count(DISTINCT body) d FROM acked GROUP BY 1) a}),
 	"b1=$n/$n b2=$n/$n gc=$n/$n", 'every message acked exactly once by gc, b1 and b2');
@@ -209,16 +196,7 @@ is($ha->safe_psql($new, q{SELECT sum(lag) || ' ' || sum(in_flight) FROM mq.consu
 ############################################################################
 is($ha->safe_psql($new, $read_all), $read_old, "node$new: mq.read as on the old primary");
 my ($standby) = grep { $_ != $old && $_ != $new } 1 .. 3;
-my $lsn = $ha->safe_psql($new, 'SELECT pg_current_wal_lsn()');
-$deadline = time + 60;
-my $caught = '';
-while (time < $deadline)
-{
-	my ($rc, $out) = $ha->psql($standby, "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn");
-	last if ($caught = $out) eq 't';
-	sleep 0.2;
-}
-is($caught, 't', "node$standby (standby of node$new) replayed it");
+ok($ha->wait_for_replay($new, $standby, 60), "node$standby (standby of node$new) replayed it");
 is($ha->safe_psql($standby, $read_all), $read_old, "node$standby (standby): mq.read returns the same messages");
 is($ha->safe_psql($standby, q{SELECT string_agg(coalesce(consumer, group_name) || ':' || partition || ':' || committed_offset, ' '
 	ORDER BY coalesce(consumer, group_name), partition)
