@@ -201,6 +201,8 @@ DELETE FROM rc_receipts;
 INSERT INTO rc_receipts SELECT 'g', msg_id, receipt FROM mq.consume('rc_s', 1, group_name => 'rc_g');
 SELECT mq.nack('rc_s', receipts => ARRAY[receipt], requeue => false) FROM rc_receipts;
 SELECT count(*) AS dead_letters FROM mq.browse('%DLQ%rc_g');
+-- reject refuses streams, by receipt as by id: 0A000
+SELECT mq.reject('rc_s', receipt => receipt) FROM rc_receipts;
 -- a deleted group's receipts: 55000
 DELETE FROM rc_receipts;
 INSERT INTO rc_receipts SELECT 'g', msg_id, receipt FROM mq.consume('rc_s', 1, group_name => 'rc_g');

@@ -353,6 +353,8 @@ settle_call(FunctionCallInfo fcinfo, const char *fn, int group_arg, int consumer
 	PreventCommandIfReadOnly(fn);
 	if (gname != NULL && q->type != MQ_QUEUE_STREAM)
 		mq_groups_need_stream(q);
+	if (group_arg < 0 && q->type == MQ_QUEUE_STREAM)
+		mq_stream_refuse(q, fn);	/* mq.reject, as by id */
 	for (int i = 0; i < st->n; i++)
 		if (st->queue_ids[i] != q->id)
 			ereport(ERROR,
