@@ -1713,3 +1713,15 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
 			FROM mq.bindings b WHERE b.exchange <> ''), '[]'::jsonb))
 $$;
 -- END RabbitMQ definitions
+
+-- ---- issue 15, metrics (src/stats.c, docs/metrics.md) ----
+-- One row per Prometheus sample: the counters of each queue and consumer
+-- group state since it was made (the first use after a start), and gauges
+-- from bounded state (docs/metrics/queries.yaml maps them for
+-- prometheus-postgres-exporter).
+CREATE FUNCTION mq._metrics()
+RETURNS TABLE (name text, labels jsonb, value double precision)
+AS 'MODULE_PATHNAME', 'mq_metrics' LANGUAGE C;
+CREATE VIEW mq.metrics AS SELECT * FROM mq._metrics();
+GRANT SELECT ON mq.metrics TO PUBLIC;
+-- ---- end of issue 15 metrics block ----

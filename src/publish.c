@@ -914,7 +914,9 @@ group_dead_letter(MqQueue *gq, MqDelivery *d)
  *	2. MQ_SETTLE_RETRY arms a timer that appends the entry again at
  *	   retry_at, carrying its delivery count, to the lane it was in;
  *	3. the records go to the settlement logs together (one WAL record per
- *	   page), then the floors.
+ *	   page), then the floors;
+ *	4. acks, dead letters and expiries count in q's counters (mq.metrics)
+ *	   once the transaction commits.
  * It lives here, beside dead-lettering, because dead-lettering publishes
  * and publishing drops heads: a file of its own would call publish.c and
  * be called by it.  Returns how many were settled.  The commit's
@@ -926,17 +928,29 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 {
 	MqSettleBatch batch;
 	int			settled;
+	int64		acked = 0;
+	int64		dead_lettered = 0;
+	int64		expired = 0;
 
 	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < n; i++)
 	{
 		if (dl[i].dead)
-			mq_settle_batch_add(&batch, q->group != NULL ?
-								group_dead_letter(q, &dl[i]) :
-								mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason),
-								dl[i].qpos);
+		{
+			int16		kind = q->group != NULL ?
+				group_dead_letter(q, &dl[i]) :
+				mq_dead_letter(q, dl[i].msg_id, dl[i].dead_reason);
+
+			mq_settle_batch_add(&batch, kind, dl[i].qpos);
+			dead_lettered += kind == MQ_SETTLE_DEAD;
+			expired += dl[i].dead_reason != NULL &&
+				strcmp(dl[i].dead_reason, "expired") == 0;
+		}
 		else if (live_kind != 0)
+		{
 			mq_settle_batch_add(&batch, live_kind, dl[i].qpos);
+			acked += live_kind == MQ_SETTLE_ACK;
+		}
 		if (!dl[i].dead && live_kind == MQ_SETTLE_RETRY)
 		{
 			MqEntry		e;
@@ -957,6 +971,10 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 		mq_settle_batch_flush(&batch);
 		mq_queue_write_floors(q);
 	}
+	/* the counters of mq.metrics, once the settlements commit */
+	mq_queue_count_at_commit(q, MQ_C_ACKED, acked);
+	mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, dead_lettered);
+	mq_queue_count_at_commit(q, MQ_C_EXPIRED, expired);
 	return settled;
 }
 

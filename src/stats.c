@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * stats.c
- *	  Monitoring: the rows of the mq.queues view.
+ *	  Monitoring: the rows of the mq.queues and mq.metrics views.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +12,8 @@
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
@@ -21,6 +23,7 @@
 
 PG_FUNCTION_INFO_V1(mq_queue_stats);
 PG_FUNCTION_INFO_V1(mq_session_counters);
+PG_FUNCTION_INFO_V1(mq_metrics);
 
 /* An interval of us microseconds, as a Datum */
 static Datum
@@ -147,4 +150,188 @@ mq_session_counters(PG_FUNCTION_ARGS)
 	values[0] = Int64GetDatum(mq_stat_tag_skipped);
 	values[1] = Int64GetDatum(mq_log_fetches);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/* ---------- mq.metrics ---------- */
+
+/* Series names of the counters (queue.h MqCounter), Prometheus style */
+static const char *const counter_names[MQ_NCOUNTERS] = {
+	[MQ_C_PUBLISHED] = "queue_ext_published_total",
+	[MQ_C_DELIVERED] = "queue_ext_delivered_total",
+	[MQ_C_REDELIVERED] = "queue_ext_redelivered_total",
+	[MQ_C_ACKED] = "queue_ext_acked_total",
+	[MQ_C_NACKED] = "queue_ext_nacked_total",
+	[MQ_C_DEAD_LETTERED] = "queue_ext_dead_lettered_total",
+	[MQ_C_EXPIRED] = "queue_ext_expired_total",
+};
+
+/* One key of a labels object (Prometheus label values are strings) */
+static void
+label_push(JsonbParseState **st, const char *key, const char *value)
+{
+	JsonbValue	k;
+	JsonbValue	v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	v.type = jbvString;
+	v.val.string.val = (char *) value;
+	v.val.string.len = strlen(value);
+	(void) pushJsonbValue(st, WJB_KEY, &k);
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/*
+ * The labels of a sample: queue, and for a consumer group's state group
+ * (and consumer, a broadcast group's), partition when not negative
+ */
+static Datum
+labels_make(const char *queue, const char *group, const char *consumer,
+			int partition)
+{
+	JsonbParseState *st = NULL;
+	JsonbValue *res;
+
+	(void) pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	label_push(&st, "queue", queue);
+	if (group != NULL)
+		label_push(&st, "group", group);
+	if (consumer != NULL)
+		label_push(&st, "consumer", consumer);
+	if (partition >= 0)
+	{
+		char		buf[16];
+
+		snprintf(buf, sizeof(buf), "%d", partition);
+		label_push(&st, "partition", buf);
+	}
+	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+	return JsonbPGetDatum(JsonbValueToJsonb(res));
+}
+
+static void
+sample_put(ReturnSetInfo *rsinfo, const char *name, Datum labels, double value)
+{
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = labels;
+	values[2] = Float8GetDatum(value);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* The counters of queue state view (a queue, a group's or a consumer's) */
+static void
+counters_put(ReturnSetInfo *rsinfo, MqQueue *view, Datum labels, bool published)
+{
+	MqQueueCounters ev;
+
+	mq_queue_counters(view, &ev);
+	for (int c = 0; c < MQ_NCOUNTERS; c++)
+		if (c != MQ_C_PUBLISHED || published)
+			sample_put(rsinfo, counter_names[c], labels, (double) ev.n[c]);
+}
+
+/*
+ * The samples of a consumer group's state (view; consumer: a broadcast
+ * group's consumer, else NULL): its counters, its unacked (in flight),
+ * delayed (failed deliveries waiting for their retry) and consumers, and
+ * per partition its lag
+ */
+static void
+group_samples(ReturnSetInfo *rsinfo, MqQueue *q, MqGroup *g, MqQueue *view,
+			  const char *consumer)
+{
+	Datum		labels = labels_make(q->name, g->name, consumer, -1);
+	int64		in_flight = 0;
+	int64		retrying = 0;
+	int32		consumers = 0;
+
+	counters_put(rsinfo, view, labels, false);
+	for (int p = 0; p < q->nlanes; p++)
+	{
+		MqGroupProgress pr;
+
+		mq_group_progress(view, p, &pr);
+		in_flight += pr.in_flight;
+		retrying += pr.retrying;
+		consumers = pr.consumers;	/* of the whole state, in each */
+		sample_put(rsinfo, "queue_ext_group_lag",
+				   labels_make(q->name, g->name, consumer, p),
+				   (double) Max(pr.end_offset - pr.committed_offset, 0));
+	}
+	sample_put(rsinfo, "queue_ext_unacked", labels, (double) in_flight);
+	sample_put(rsinfo, "queue_ext_delayed", labels, (double) retrying);
+	sample_put(rsinfo, "queue_ext_consumers", labels, (double) consumers);
+}
+
+/*
+ * mq._metrics(): the rows of mq.metrics, one per sample (name, labels,
+ * value), from bounded state only: each queue's counters and counts
+ * (mq.queues'), each consumer group's counters and progress
+ * (mq.consumer_groups'), and the armed timers of all queues in one scan.
+ */
+Datum
+mq_metrics(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz now = GetCurrentTimestamp();
+	MemoryContext per_queue;
+	MemoryContext old;
+	int32	   *timer_queues;
+	int64	   *timer_counts;
+	int			ntimers;
+	ListCell   *lc;
+
+	mq_catalog_refresh();
+	InitMaterializedSRF(fcinfo, 0);
+	ntimers = mq_timers_count_all(&timer_queues, &timer_counts);
+	per_queue = AllocSetContextCreate(CurrentMemoryContext, "mq.metrics queue",
+									  ALLOCSET_DEFAULT_SIZES);
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+		MqQueueCounts c;
+		Datum		labels;
+		ListCell   *lg;
+
+		old = MemoryContextSwitchTo(per_queue);
+		mq_queue_counts(q, &c, NULL);
+		for (int i = 0; i < ntimers; i++)
+			if (timer_queues[i] == q->id)
+				c.delayed += timer_counts[i];
+		labels = labels_make(q->name, NULL, NULL, -1);
+		counters_put(rsinfo, q, labels, true);
+		/* a stream: ready is the offsets it retains, as in mq.queues */
+		sample_put(rsinfo, "queue_ext_ready", labels, (double) c.ready);
+		sample_put(rsinfo, "queue_ext_unacked", labels,
+				   q->type == MQ_QUEUE_STREAM ? 0.0 : (double) c.unacked);
+		sample_put(rsinfo, "queue_ext_delayed", labels, (double) c.delayed);
+		sample_put(rsinfo, "queue_ext_oldest_ready_age_seconds", labels,
+				   c.oldest_ready != 0 && c.ready > 0 ?
+				   Max(now - c.oldest_ready, 0) / 1000000.0 : 0.0);
+		sample_put(rsinfo, "queue_ext_consumers", labels, (double) c.consumers);
+
+		foreach(lg, q->groups)
+		{
+			MqGroup    *g = lfirst(lg);
+			ListCell   *lcc;
+
+			if (!g->broadcast || g->consumers == NIL)
+				group_samples(rsinfo, q, g, g->view, NULL);
+			else
+				foreach(lcc, g->consumers)
+				{
+					MqGroupConsumer *gc = lfirst(lcc);
+
+					group_samples(rsinfo, q, g, gc->view, gc->name);
+				}
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(per_queue);
+	}
+	MemoryContextDelete(per_queue);
+	return (Datum) 0;
 }

@@ -300,3 +300,34 @@ mq_cancel(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_INT32(n);
 }
+
+/*
+ * Armed timers of every queue that has any, in one scan of mq.timer (not
+ * one per queue): (*queue_ids)[i] has (*counts)[i], palloc'd in the
+ * caller's memory context; returns how many queues
+ */
+int
+mq_timers_count_all(int32 **queue_ids, int64 **counts)
+{
+	MqOwnerScope owner;
+	MemoryContext cxt = CurrentMemoryContext;
+	int			n;
+
+	mq_owner_enter(&owner);
+	mq_owner_exec("SELECT queue_id, pg_catalog.count(*) FROM mq.timer GROUP BY queue_id",
+				  0, NULL, NULL, NULL, true, SPI_OK_SELECT, "count delayed messages");
+	n = (int) SPI_processed;
+	*queue_ids = MemoryContextAlloc(cxt, sizeof(int32) * Max(n, 1));
+	*counts = MemoryContextAlloc(cxt, sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		(*queue_ids)[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+													  SPI_tuptable->tupdesc, 1, &isnull));
+		(*counts)[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												   SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	mq_owner_leave(&owner);
+	return n;
+}

@@ -37,4 +37,7 @@ extern TimestampTz mq_timers_take_due(MqDueGroup **groups, int *ngroups, int *fi
 /* Number of armed timers of a queue */
 extern int64 mq_timers_count(int32 queue_id);
 
+/* Armed timers of every queue that has any, in one scan (mq.metrics) */
+extern int	mq_timers_count_all(int32 **queue_ids, int64 **counts);
+
 #endif							/* MQ_TIMERS_H */

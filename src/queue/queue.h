@@ -417,6 +417,38 @@ extern bool mq_queue_session_leased(MqQueue *q);
 /* Record lane floors every so many settlements (call after settling) */
 extern void mq_queue_write_floors(MqQueue *q);
 
+/* ---------- event counters (queue_xact.c, queue_inspect.c) ---------- */
+
+/*
+ * What happened to a queue state (a queue's, a consumer group's or a
+ * broadcast consumer's), counted where it happens, from when the state's
+ * hash entry was made (its first use since the server started; a group's
+ * again after mq.seek): for mq.metrics.  Monotonic in between.
+ */
+typedef enum MqCounter
+{
+	MQ_C_PUBLISHED,				/* entries committed (not re-appended retries) */
+	MQ_C_DELIVERED,				/* messages handed to a consumer by a take */
+	MQ_C_REDELIVERED,			/* of those, with the redelivered flag */
+	MQ_C_ACKED,					/* acks and auto-acks committed */
+	MQ_C_NACKED,				/* nacks and rejects (a requeue at once, the
+								 * others at commit) */
+	MQ_C_DEAD_LETTERED,			/* copies to a dead-letter exchange or DLQ */
+	MQ_C_EXPIRED,				/* taken dead because they expired */
+	MQ_NCOUNTERS
+} MqCounter;
+
+typedef struct MqQueueCounters
+{
+	int64		n[MQ_NCOUNTERS];
+} MqQueueCounters;
+
+/* Add n to counter c of q once this transaction commits */
+extern void mq_queue_count_at_commit(MqQueue *q, MqCounter c, int64 n);
+
+/* The counters of q (a queue, or a group's view) */
+extern void mq_queue_counters(MqQueue *q, MqQueueCounters *out);
+
 /* ---------- inspection (queue_inspect.c) ---------- */
 
 typedef struct MqQueueCounts

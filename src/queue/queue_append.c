@@ -68,13 +68,15 @@ queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
 
 /*
  * End an append of n entries of bytes body bytes: they count in the
- * backlog when we commit
+ * backlog when we commit, and the fresh ones among them (not a retry that
+ * a nack's timer appends again) as published
  */
 static void
-queue_append_end(MqQueueShared *qs, int n, int64 bytes)
+queue_append_end(MqQueueShared *qs, int n, int64 bytes, int fresh)
 {
 	LWLockRelease(&qs->gen_lock);
 	mqq_local_add_publish(qs, n, bytes);
+	mqq_local_count(qs, MQ_C_PUBLISHED, fresh);
 }
 
 /*
@@ -105,10 +107,12 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	MqQueueShared *qs;
 	int			gen;
 	int64		bytes = 0;
+	int			fresh = 0;
 	Oid			relid;
 
 	for (int i = 0; i < n; i++)
 	{
+		fresh += entries[i].delivery_count == 0;
 		entries[i].body_size = entry_body_size(q, &entries[i]);
 		entries[i].offset = -1;
 		bytes += entry_ready_bytes(q, &entries[i]);
@@ -126,7 +130,7 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 	}
 	else
 		mqq_entry_append(relid, lane, gen, entries, n, qpos);
-	queue_append_end(qs, n, bytes);
+	queue_append_end(qs, n, bytes, fresh);
 	pfree(qpos);
 }
 
@@ -175,7 +179,8 @@ mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row)
 	mqq_check_lane_block(link->rel, &row->tid);
 	ExecDropSingleTupleTableSlot(row->slot);
 	table_close(link->rel, NoLock);
-	queue_append_end((MqQueueShared *) link->shared, 1, link->body_size);
+	/* a linked publish is always a new message */
+	queue_append_end((MqQueueShared *) link->shared, 1, link->body_size, 1);
 }
 
 /*

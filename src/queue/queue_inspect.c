@@ -336,3 +336,18 @@ mq_queue_min_msg_id(MqQueue *q)
 	LWLockRelease(&qs->lock);
 	return min;
 }
+
+/* The event counters of q's state (queue.h), loading it if need be */
+void
+mq_queue_counters(MqQueue *q, MqQueueCounters *out)
+{
+	MqQueueShared *qs;
+
+	memset(out, 0, sizeof(*out));
+	/* a standby has none of a non-durable queue's state (mq_queue_counts) */
+	if (!q->durable && RecoveryInProgress())
+		return;
+	qs = mqq_queue_lock(q, LW_SHARED);
+	*out = qs->counters;
+	LWLockRelease(&qs->lock);
+}

@@ -401,6 +401,12 @@ typedef struct MqQueueShared
 	int32		nretry_delays;	/* 0: not a group */
 	int64		retry_delays_us[MQ_MAX_RETRY_DELAYS];
 
+	/*
+	 * Event counters for mq.metrics (queue.h), under the queue lock held
+	 * exclusively by whoever counts; zeroed when the hash entry is made.
+	 */
+	MqQueueCounters counters;
+
 	/* Protected by the queue lock, except as MqLaneState says */
 	MqLaneState lanes[MQ_MAX_LANES];
 } MqQueueShared;
@@ -433,8 +439,9 @@ typedef enum MqLocalKind
 	MQ_L_LEASE,					/* lease taken in this transaction */
 	MQ_L_ACK,					/* settlement pending in this transaction */
 	MQ_L_PUBLISH,				/* entries appended in this transaction */
-	MQ_L_DEAD					/* a consumer group's DLQ copy of a message
+	MQ_L_DEAD,					/* a consumer group's DLQ copy of a message
 								 * of lane msg_id: counted at commit */
+	MQ_L_COUNT					/* add msg_id to counter bytes at commit */
 } MqLocalKind;
 
 /* Relations of lane generations opened during one operation */
@@ -674,6 +681,7 @@ extern void mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id,
 extern void mqq_note_leased_queue(MqQueueKey key);
 extern void mqq_local_add_publish(MqQueueShared *qs, int64 n, int64 bytes);
 extern int64 mqq_local_published(MqQueue *q, int64 *bytes);
+extern void mqq_local_count(MqQueueShared *qs, MqCounter c, int64 n);
 
 /*
  * queue_stream.c: offsets of stream partitions.  An append takes the

@@ -79,6 +79,9 @@ settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
 		case MQ_SETTLE_OP_RETRY:
 			t->state = MQ_T_ACKING;
 			mqq_local_add(MQ_L_ACK, qs, t->msg_id, true);
+			/* a nack without requeue (DEAD) or with a delay (RETRY) */
+			if (op != MQ_SETTLE_OP_ACK)
+				mqq_local_count(qs, MQ_C_NACKED, 1);
 			break;
 		case MQ_SETTLE_OP_REQUEUE:
 		case MQ_SETTLE_OP_REQUEUE_FREE:
@@ -89,8 +92,11 @@ settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
 				/* dead-lettered at the return, as RabbitMQ does */
 				t->state = MQ_T_ACKING;
 				mqq_local_add(MQ_L_ACK, qs, t->msg_id, true);
+				mqq_local_count(qs, MQ_C_NACKED, 1);
 				return MQ_SETTLE_RESULT_OVER_LIMIT;
 			}
+			/* the return holds at once, and so does its count */
+			qs->counters.n[MQ_C_NACKED]++;
 			t->state = MQ_T_READY;
 			t->owner = -1;
 			t->prev_owner = -1;

@@ -246,6 +246,7 @@ mqq_queue_shared(MqQueueKey key, bool create)
 		qs->nwaiting = 0;
 		qs->stream = NULL;
 		qs->nretry_delays = 0;
+		memset(&qs->counters, 0, sizeof(qs->counters));
 		/* a stream's next offsets are read from its logs at the first append */
 		for (int lane = 0; lane < MQ_MAX_LANES; lane++)
 			qs->lanes[lane].offsets_known = false;

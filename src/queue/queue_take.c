@@ -123,6 +123,10 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 		t->delivery_count++;
 		if (t->delivery_count > 1)
 			t->redelivered = true;
+		/* a delivery happened, whatever becomes of the transaction */
+		qs->counters.n[MQ_C_DELIVERED]++;
+		if (t->redelivered)
+			qs->counters.n[MQ_C_REDELIVERED]++;
 	}
 	d->redelivered = t->redelivered;
 	d->delivery_count = t->delivery_count;

@@ -41,8 +41,10 @@ typedef struct MqLocalAction
 	MqLocalKind kind;
 	int			nest;			/* (sub)transaction nesting level */
 	MqQueueKey	qkey;
-	int64		msg_id;			/* PUBLISH: number of entries */
-	int64		bytes;			/* PUBLISH: their body bytes, if recorded */
+	int64		msg_id;			/* PUBLISH: number of entries; COUNT: how
+								 * many to add */
+	int64		bytes;			/* PUBLISH: their body bytes, if recorded;
+								 * COUNT: the MqCounter */
 	bool		prev_leased;	/* ACK: message was leased before */
 } MqLocalAction;
 
@@ -80,8 +82,8 @@ mqq_register_callbacks(void)
  * Remember what this (sub)transaction did to message msg_id of qs (for
  * MQ_L_PUBLISH, msg_id is the number of entries appended).
  */
-void
-mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
+static void
+local_add_key(MqLocalKind kind, MqQueueKey key, int64 msg_id, bool prev_leased)
 {
 	mqq_register_callbacks();
 	if (nlocal == maxlocal)
@@ -91,11 +93,17 @@ mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_lease
 	}
 	local_actions[nlocal].kind = kind;
 	local_actions[nlocal].nest = GetCurrentTransactionNestLevel();
-	local_actions[nlocal].qkey = qs->key;
+	local_actions[nlocal].qkey = key;
 	local_actions[nlocal].msg_id = msg_id;
 	local_actions[nlocal].bytes = 0;
 	local_actions[nlocal].prev_leased = prev_leased;
 	nlocal++;
+}
+
+void
+mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
+{
+	local_add_key(kind, qs->key, msg_id, prev_leased);
 }
 
 /*
@@ -107,6 +115,42 @@ mqq_local_add_publish(MqQueueShared *qs, int64 n, int64 bytes)
 {
 	mqq_local_add(MQ_L_PUBLISH, qs, n, false);
 	local_actions[nlocal - 1].bytes = bytes;
+}
+
+/*
+ * Add n to counter c of the queue state known by key once this
+ * (sub)transaction commits.  Counts in a row for one state and counter
+ * share one action (a batch settles or publishes many messages).
+ */
+static void
+local_count_key(MqQueueKey key, MqCounter c, int64 n)
+{
+	MqLocalAction *last = nlocal > 0 ? &local_actions[nlocal - 1] : NULL;
+
+	if (n == 0)
+		return;
+	if (last != NULL && last->kind == MQ_L_COUNT && last->bytes == c &&
+		last->nest == GetCurrentTransactionNestLevel() &&
+		mqq_key_equal(last->qkey, key))
+	{
+		last->msg_id += n;
+		return;
+	}
+	local_add_key(MQ_L_COUNT, key, n, false);
+	local_actions[nlocal - 1].bytes = c;
+}
+
+void
+mqq_local_count(MqQueueShared *qs, MqCounter c, int64 n)
+{
+	local_count_key(qs->key, c, n);
+}
+
+/* Only the key is needed now: the state is locked at commit */
+void
+mq_queue_count_at_commit(MqQueue *q, MqCounter c, int64 n)
+{
+	local_count_key(mqq_key(q), c, n);
 }
 
 /* Remember that this session holds leases on the queue key, for its exit */
@@ -239,6 +283,11 @@ local_commit(int from)
 				qs->lanes[a->msg_id].dead_lettered++;
 			continue;
 		}
+		if (a->kind == MQ_L_COUNT)
+		{
+			qs->counters.n[a->bytes] += a->msg_id;
+			continue;
+		}
 		if (a->kind == MQ_L_PUBLISH)
 		{
 			qs->backlog += a->msg_id;
@@ -290,7 +339,8 @@ local_abort(int from)
 
 			if ((pass == 0) != (a->kind == MQ_L_ACK))
 				continue;
-			if (a->kind == MQ_L_PUBLISH || a->kind == MQ_L_DEAD)
+			if (a->kind == MQ_L_PUBLISH || a->kind == MQ_L_DEAD ||
+				a->kind == MQ_L_COUNT)
 				continue;
 			qs = mqq_queue_lock_key(a->qkey);
 			if (qs == NULL)
@@ -337,7 +387,8 @@ mq_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_PREPARE:
 			for (int i = 0; i < nlocal; i++)
-				if (local_actions[i].kind != MQ_L_PUBLISH)
+				if (local_actions[i].kind != MQ_L_PUBLISH &&
+					local_actions[i].kind != MQ_L_COUNT)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							 errmsg("cannot prepare a transaction that consumed or settled messages")));
