@@ -52,6 +52,10 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	rabbitmq-server
 )
+# the real Prometheus exporter on mq.metrics (TAP test 033, docs/metrics.md)
+QE_PACKAGES+=(
+	prometheus-postgres-exporter
+)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
