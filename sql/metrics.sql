@@ -75,6 +75,13 @@ SELECT count(*) AS delivered FROM mq.consume('mt_ttl');
 SELECT published, delivered, acked, expired, dead_lettered, ready FROM mt_row('mt_ttl');
 SELECT published, ready FROM mt_row('mt_dead');
 
+-- reject-publish-dlx: a message the full queue refuses is dead-lettered
+-- by it without entering it (not published to it)
+SELECT mq.queue_declare('mt_full', arguments => '{"x-max-length": 1, "x-overflow": "reject-publish-dlx", "x-dead-letter-exchange": "mt_dlx"}');
+SELECT count(mq.send('mt_full', 'f' || i)) AS sent FROM generate_series(1, 2) i;
+SELECT published, dead_lettered, ready FROM mt_row('mt_full');
+SELECT published, ready FROM mt_row('mt_dead');
+
 -- a stream and a consumer group: the stream's published, the group's
 -- counters, unacked, consumers and lag per partition
 SELECT mq.queue_declare('mt_s', 'stream', arguments => '{"partitions": 2}');
@@ -134,7 +141,7 @@ SELECT count(*) AS group_rows FROM mq.metrics WHERE labels->>'group' = 'mt_g';
 SELECT mq.queue_delete('mt_s') >= 0 AS deleted;
 SELECT count(*) AS after FROM mq.metrics WHERE labels->>'queue' IN ('mt_ttl', 'mt_s');
 
-SELECT mq.queue_delete(q) >= 0 AS deleted FROM unnest(ARRAY['mt_q', 'mt_dead', '%DLQ%mt_g']) q
+SELECT mq.queue_delete(q) >= 0 AS deleted FROM unnest(ARRAY['mt_q', 'mt_full', 'mt_dead', '%DLQ%mt_g']) q
  WHERE EXISTS (SELECT 1 FROM mq.queues WHERE queue = q);
 SELECT mq.exchange_delete('mt_dlx');
 SELECT count(*) AS left_over FROM mq.metrics WHERE labels->>'queue' LIKE 'mt\_%';

@@ -749,6 +749,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 					 errmsg("queue \"%s\" is full", q->name),
 					 errdetail("x-overflow is reject-publish-dlx, but no dead-letter exchange took the message."),
 					 errhint("Give the queue an x-dead-letter-exchange with a queue bound to it.")));
+		mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, 1);
 	}
 
 	/* 6. drop-head overflow: dead-letter the oldest ready messages */
@@ -1078,8 +1079,9 @@ admit_due(FireGroup *fg)
 			((q->max_length >= 0 && ready + 1 > q->max_length) ||
 			 (q->max_length_bytes >= 0 && ready_bytes + size > q->max_length_bytes)))
 		{
-			if (q->overflow_dlx)
-				(void) mq_dead_letter(q, fg->entries[i].msg_id, "maxlen");
+			if (q->overflow_dlx &&
+				mq_dead_letter(q, fg->entries[i].msg_id, "maxlen") == MQ_SETTLE_DEAD)
+				mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, 1);
 			continue;
 		}
 		ready++;
