@@ -125,7 +125,7 @@ sub qe_pgbouncer_missing
 # more aliases of the same database.  auth_type any (the server trusts the
 # OS user the test runs as), no unix socket, server_login_retry 1 s (a
 # restarted server is used again at once).  Returns a
-# QueueExtTest::PgBouncer: ->port, ->connect(alias), ->kill, ->start,
+# QueueExtTest::PgBouncer: ->port, ->user, ->connect(alias), ->kill, ->start,
 # ->logfile.  It is killed when the test ends.
 sub qe_pgbouncer
 {
@@ -184,6 +184,7 @@ pidfile = $self->{dir}/pgbouncer.pid
 }
 
 sub port { return $_[0]->{port}; }
+sub user { return $_[0]->{user}; }
 sub logfile { return "$_[0]->{dir}/pgbouncer.log"; }
 
 # Start it (again) and wait until it accepts connections (20 s at most)
@@ -230,7 +231,9 @@ sub connect
 
 END
 {
-	# only the process that started them (not a forked client) kills them
+	# only the process that started them (not a forked client) kills them;
+	# the test's exit status stays (finish sets $?)
+	local $?;
 	for my $b (@all)
 	{
 		$b->kill if $b->{h} && $b->{starter} == $$;
