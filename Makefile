@@ -29,8 +29,9 @@ OBJS += src/queue/queue_group.o src/queue/queue_take.o src/queue/queue_settle.o 
 OBJS += src/msglog.o
 # Topology cache, privileges, the routing matchers and the message filters
 OBJS += src/catalog.o src/routing_topic.o src/routing_headers.o src/filter.o
-# Leaves: argument checks, running SQL as the owner, small helpers
-OBJS += src/args.o src/owner.o src/mqutils.o
+# Leaves: argument checks, running SQL as the owner, receipts' text, small
+# helpers
+OBJS += src/args.o src/owner.o src/receipt.o src/mqutils.o
 # Storage (src/am/mqlog.h): the mqlog table access method
 OBJS += src/am/mqlog_handler.o src/am/mqlog_insert.o src/am/mqlog_scan.o \
 	src/am/mqlog_index.o src/am/mqlog_visibility.o src/am/mqlog_vacuum.o \

@@ -647,11 +647,13 @@ DROP FUNCTION mq.consume(text, int, interval, interval, text, text, boolean, int
 CREATE FUNCTION mq.consume(queue text, max_messages int DEFAULT 1,
 	wait interval DEFAULT '0', lease interval DEFAULT '30 seconds',
 	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
-	auto_ack boolean DEFAULT false, prefetch int DEFAULT NULL)
+	auto_ack boolean DEFAULT false, prefetch int DEFAULT NULL,
+	session_bound boolean DEFAULT true)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
-	message_group text, priority int, properties jsonb, reconsume_times int)
+	message_group text, priority int, properties jsonb, reconsume_times int,
+	receipt text)
 AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
 -- Stateless read of a stream partition by offset or time (src/stream_sql.c)
 CREATE FUNCTION mq.read(queue text, "partition" int, from_offset bigint DEFAULT NULL,
@@ -659,21 +661,31 @@ CREATE FUNCTION mq.read(queue text, "partition" int, from_offset bigint DEFAULT 
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
-	message_group text, priority int, properties jsonb)
+	message_group text, priority int, properties jsonb, reconsume_times int,
+	receipt text)
 AS 'MODULE_PATHNAME', 'mq_read' LANGUAGE C;
 DROP FUNCTION mq.extend_lease(text, bigint[], interval);
-CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval,
-	group_name text DEFAULT NULL, consumer text DEFAULT NULL)
+CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[] DEFAULT NULL,
+	lease interval DEFAULT '30 seconds', group_name text DEFAULT NULL,
+	consumer text DEFAULT NULL, receipts text[] DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
 -- ack and nack: the consumer of a broadcast group
 DROP FUNCTION mq.ack(text, bigint[], text);
-CREATE FUNCTION mq.ack(queue text, msg_ids bigint[], group_name text DEFAULT NULL,
-	consumer text DEFAULT NULL)
+CREATE FUNCTION mq.ack(queue text, msg_ids bigint[] DEFAULT NULL,
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	receipts text[] DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_ack' LANGUAGE C;
 DROP FUNCTION mq.nack(text, bigint[], boolean, interval, text);
-CREATE FUNCTION mq.nack(queue text, msg_ids bigint[], requeue boolean DEFAULT true,
-	delay interval DEFAULT NULL, group_name text DEFAULT NULL, consumer text DEFAULT NULL)
+CREATE FUNCTION mq.nack(queue text, msg_ids bigint[] DEFAULT NULL,
+	requeue boolean DEFAULT true, delay interval DEFAULT NULL,
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	receipts text[] DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
+-- receipts: settling a delivery from any session (connection poolers)
+DROP FUNCTION mq.reject(text, bigint, boolean);
+CREATE FUNCTION mq.reject(queue text, msg_id bigint DEFAULT NULL,
+	requeue boolean DEFAULT true, receipt text DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_reject' LANGUAGE C;
 
 ------------------------------------------------------------------------
 -- inspection: mq.queues.ready_bytes (the view is made again on the new

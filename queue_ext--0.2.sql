@@ -1107,11 +1107,13 @@ RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
 CREATE FUNCTION mq.consume(queue text, max_messages int DEFAULT 1,
 	wait interval DEFAULT '0', lease interval DEFAULT '30 seconds',
 	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
-	auto_ack boolean DEFAULT false, prefetch int DEFAULT NULL)
+	auto_ack boolean DEFAULT false, prefetch int DEFAULT NULL,
+	session_bound boolean DEFAULT true)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
-	message_group text, priority int, properties jsonb, reconsume_times int)
+	message_group text, priority int, properties jsonb, reconsume_times int,
+	receipt text)
 AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
 
 CREATE FUNCTION mq.browse(queue text, max_messages int DEFAULT 10)
@@ -1127,7 +1129,8 @@ CREATE FUNCTION mq.read(queue text, "partition" int, from_offset bigint DEFAULT 
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
-	message_group text, priority int, properties jsonb)
+	message_group text, priority int, properties jsonb, reconsume_times int,
+	receipt text)
 AS 'MODULE_PATHNAME', 'mq_read' LANGUAGE C;
 
 CREATE FUNCTION mq.message(msg_id bigint)
@@ -1147,19 +1150,24 @@ AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C;
 -- BEGIN broadcast consumer groups (issue 12, stream-broadcast): DDL block 3/3
 -- (changed: mq.ack, mq.nack and mq.extend_lease gained a trailing
 -- consumer text DEFAULT NULL, the consumer of a broadcast group)
-CREATE FUNCTION mq.ack(queue text, msg_ids bigint[], group_name text DEFAULT NULL,
-	consumer text DEFAULT NULL)
+CREATE FUNCTION mq.ack(queue text, msg_ids bigint[] DEFAULT NULL,
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	receipts text[] DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_ack' LANGUAGE C;
 
-CREATE FUNCTION mq.nack(queue text, msg_ids bigint[], requeue boolean DEFAULT true,
-	delay interval DEFAULT NULL, group_name text DEFAULT NULL, consumer text DEFAULT NULL)
+CREATE FUNCTION mq.nack(queue text, msg_ids bigint[] DEFAULT NULL,
+	requeue boolean DEFAULT true, delay interval DEFAULT NULL,
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	receipts text[] DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
 
-CREATE FUNCTION mq.reject(queue text, msg_id bigint, requeue boolean DEFAULT true)
+CREATE FUNCTION mq.reject(queue text, msg_id bigint DEFAULT NULL,
+	requeue boolean DEFAULT true, receipt text DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_reject' LANGUAGE C;
 
-CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[], lease interval,
-	group_name text DEFAULT NULL, consumer text DEFAULT NULL)
+CREATE FUNCTION mq.extend_lease(queue text, msg_ids bigint[] DEFAULT NULL,
+	lease interval DEFAULT '30 seconds', group_name text DEFAULT NULL,
+	consumer text DEFAULT NULL, receipts text[] DEFAULT NULL)
 RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
 -- END broadcast consumer groups: DDL block 3/3
 

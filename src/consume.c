@@ -29,6 +29,7 @@
 #include "msglog.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "receipt.h"
 #include "consume.h"
 
 PG_FUNCTION_INFO_V1(mq_consume);
@@ -39,14 +40,14 @@ PG_FUNCTION_INFO_V1(mq_trace);
 
 /*
  * Columns of a delivery row (see mq.consume in the install script): 16,
- * and mq.consume's reconsume_times after them
+ * and mq.consume's (and mq.read's) reconsume_times and receipt after them
  */
-#define MQ_DELIVERY_NATTS 17
+#define MQ_DELIVERY_NATTS 18
 
 void
 mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 					bool redelivered, int32 delivery_count, int partition,
-					int64 offset, int32 reconsume_times)
+					int64 offset, int32 reconsume_times, const char *receipt)
 {
 	Datum		values[MQ_DELIVERY_NATTS];
 	bool		nulls[MQ_DELIVERY_NATTS];
@@ -73,7 +74,6 @@ mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	TEXTVAL(11, m->key);
 	TEXTVAL(12, m->tag);
 	TEXTVAL(13, m->message_group);
-#undef TEXTVAL
 	prio = mq_jsonb_get_text(m->properties, "priority");
 	if (prio)
 		values[14] = Int32GetDatum(atoi(prio));
@@ -85,16 +85,34 @@ mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	nulls[15] = props == NULL;
 	values[16] = Int32GetDatum(reconsume_times);
 	nulls[16] = reconsume_times < 0;
+	TEXTVAL(17, receipt);
+#undef TEXTVAL
 	Assert(rsinfo->setDesc->natts <= MQ_DELIVERY_NATTS);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* Emit one delivery row of a classic or quorum queue */
+/* Emit one row of a classic or quorum queue (receipt: NULL for none) */
 static void
 put_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
-		bool redelivered, int32 delivery_count)
+		bool redelivered, int32 delivery_count, const char *receipt)
 {
-	mq_put_delivery_row(rsinfo, queue, m, redelivered, delivery_count, -1, 0, -1);
+	mq_put_delivery_row(rsinfo, queue, m, redelivered, delivery_count, -1, 0, -1,
+						receipt);
+}
+
+/* The receipt of delivery d of q (NULL: none, settled at once) */
+static char *
+delivery_receipt(MqQueue *q, MqDelivery *d)
+{
+	MqReceipt	r;
+
+	if (d->receipt == 0)
+		return NULL;
+	r.queue_id = q->id;
+	r.state_id = q->group_id;
+	r.msg_id = d->msg_id;
+	r.nonce = d->receipt;
+	return mq_receipt_format(&r);
 }
 
 void
@@ -257,6 +275,7 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 	for (int i = 0; i < got; i++)
 	{
 		MqMessage	m;
+		char	   *receipt;
 
 		if (dl[i].dead)
 			continue;
@@ -282,12 +301,15 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 			}
 			continue;
 		}
+		receipt = auto_ack ? NULL : delivery_receipt(q, &dl[i]);
 		if (q->group != NULL)
 			mq_put_delivery_row(rsinfo, q->name, &m, dl[i].redelivered,
 								dl[i].delivery_count, mq_qpos_lane(dl[i].qpos),
-								dl[i].offset, Max(dl[i].delivery_count - 1, 0));
+								dl[i].offset, Max(dl[i].delivery_count - 1, 0),
+								receipt);
 		else
-			put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count);
+			put_row(rsinfo, q->name, &m, dl[i].redelivered, dl[i].delivery_count,
+					receipt);
 		live++;
 	}
 	if (nfiltered > 0)
@@ -323,7 +345,7 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 
 /*
  * mq.consume(queue, max_messages, wait, lease, group_name, consumer,
- *			  auto_ack, prefetch)
+ *			  auto_ack, prefetch, session_bound)
  */
 Datum
 mq_consume(PG_FUNCTION_ARGS)
@@ -345,7 +367,8 @@ mq_consume(PG_FUNCTION_ARGS)
 	MqFilter   *filter;
 	int			skipped;
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages", "wait", "lease", NULL, NULL, "auto_ack");
+	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages", "wait", "lease", NULL, NULL, "auto_ack",
+				  NULL, "session_bound");
 	max_messages = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	wait_us = mq_interval_us(PG_GETARG_INTERVAL_P(2), "wait", 0);
 	lease_us = mq_interval_us(PG_GETARG_INTERVAL_P(3), "lease", 1);
@@ -353,7 +376,8 @@ mq_consume(PG_FUNCTION_ARGS)
 	mq_consumer_name_check(consumer);
 	auto_ack = PG_GETARG_BOOL(6);
 	prefetch = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
-	mode = auto_ack ? MQ_TAKE_AUTO_ACK : MQ_TAKE_LEASE;
+	mode = auto_ack ? MQ_TAKE_AUTO_ACK :
+		PG_GETARG_BOOL(8) ? MQ_TAKE_LEASE : MQ_TAKE_LEASE_DETACHED;
 	deadline = mq_time_add(GetCurrentTimestamp(), wait_us, "wait");
 	(void) mq_time_add(GetCurrentTimestamp(), lease_us, "lease");
 
@@ -467,7 +491,7 @@ mq_browse(PG_FUNCTION_ARGS)
 		MqMessage	m;
 
 		if (mq_log_fetch(ids[i], &m))
-			put_row(rsinfo, q->name, &m, counts[i] > 0, counts[i]);
+			put_row(rsinfo, q->name, &m, counts[i] > 0, counts[i], NULL);
 	}
 	return (Datum) 0;
 }
@@ -509,7 +533,7 @@ message_rows(FunctionCallInfo fcinfo, List *ids)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied to read message " INT64_FORMAT, m.msg_id),
 					 errdetail("Reading a message needs consume on exchange \"%s\".", m.exchange)));
-		put_row(rsinfo, "", &m, false, 0);
+		put_row(rsinfo, "", &m, false, 0, NULL);
 	}
 }
 

@@ -27,7 +27,8 @@
  */
 extern void mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 								bool redelivered, int32 delivery_count,
-								int partition, int64 offset, int32 reconsume_times);
+								int partition, int64 offset, int32 reconsume_times,
+								const char *receipt);
 
 /*
  * Raise 0A000 for fn on stream q: it has no consumer state of its own

@@ -9,6 +9,11 @@
  * exactly-once for that work; if the transaction rolls back, the message
  * is leased again (or ready again, if it was also consumed in it).
  *
+ * A call names its messages by id (delivered to this session) or by
+ * receipt (receipt.h: delivered to any session, within the lease), the
+ * way through a connection pooler, where the next transaction of a client
+ * may run on another server session.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,6 +28,7 @@
 #include "args.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "receipt.h"
 #include "consume.h"
 
 PG_FUNCTION_INFO_V1(mq_ack);
@@ -44,26 +50,83 @@ settle_queue(FunctionCallInfo fcinfo, int group_arg, int consumer_arg,
 	return q;
 }
 
-/* The msg_ids argument (argument 1) */
-static int64 *
-id_array(FunctionCallInfo fcinfo, int *n)
+/*
+ * The messages a settle call names: by id (argument 1, delivered to this
+ * session) or by receipt (argument receipts_arg), exactly one of them.
+ * single: the arguments are one bigint and one text (mq.reject).
+ */
+typedef struct SettleTargets
 {
-	Datum	   *elems = mq_array_arg(fcinfo, 1, INT8OID, "msg_ids", n);
-	int64	   *ids = palloc(sizeof(int64) * Max(*n, 1));
+	int			n;
+	int64	   *ids;
+	uint64	   *nonces;			/* by receipt, else NULL */
+	int32	   *queue_ids;		/* by receipt: what each names */
+	int32	   *state_ids;
+	char	  **texts;
+} SettleTargets;
 
-	for (int i = 0; i < *n; i++)
-		ids[i] = DatumGetInt64(elems[i]);
-	return ids;
+static void
+settle_targets(FunctionCallInfo fcinfo, int receipts_arg, bool single,
+			   SettleTargets *st)
+{
+	bool		by_id = !PG_ARGISNULL(1);
+	bool		by_receipt = !PG_ARGISNULL(receipts_arg);
+	Datum	   *elems;
+
+	memset(st, 0, sizeof(SettleTargets));
+	if (by_id == by_receipt)
+		ereport(ERROR,
+				(errcode(by_id ? ERRCODE_INVALID_PARAMETER_VALUE : ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg(single ? "give either msg_id or receipt" : "give either msg_ids or receipts"),
+				 errdetail(by_id ? "Both were given." : "Neither was given.")));
+	if (by_id)
+	{
+		if (single)
+		{
+			st->n = 1;
+			elems = &fcinfo->args[1].value;
+		}
+		else
+			elems = mq_array_arg(fcinfo, 1, INT8OID, "msg_ids", &st->n);
+		st->ids = palloc(sizeof(int64) * Max(st->n, 1));
+		for (int i = 0; i < st->n; i++)
+			st->ids[i] = DatumGetInt64(elems[i]);
+		return;
+	}
+	if (single)
+	{
+		st->n = 1;
+		elems = &fcinfo->args[receipts_arg].value;
+	}
+	else
+		elems = mq_array_arg(fcinfo, receipts_arg, TEXTOID, "receipts", &st->n);
+	st->ids = palloc(sizeof(int64) * Max(st->n, 1));
+	st->nonces = palloc(sizeof(uint64) * Max(st->n, 1));
+	st->queue_ids = palloc(sizeof(int32) * Max(st->n, 1));
+	st->state_ids = palloc(sizeof(int32) * Max(st->n, 1));
+	st->texts = palloc(sizeof(char *) * Max(st->n, 1));
+	for (int i = 0; i < st->n; i++)
+	{
+		MqReceipt	r;
+
+		st->texts[i] = TextDatumGetCString(elems[i]);
+		mq_receipt_parse(st->texts[i], &r);
+		st->ids[i] = r.msg_id;
+		st->nonces[i] = r.nonce;
+		st->queue_ids[i] = r.queue_id;
+		st->state_ids[i] = r.state_id;
+	}
 }
 
 /*
  * Settle each id with op; raises if one of them is not currently
- * delivered to this session (everything done by the call is then rolled
- * back with the transaction).
+ * delivered to this session, or (receipts not NULL) is not the delivery
+ * its receipt names, within its lease (everything done by the call is
+ * then rolled back with the transaction).
  */
 static int
-settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
-		   const char *dead_reason)
+settle_ids(MqQueue *q, int64 *ids, const uint64 *receipts, int n, MqSettleOp op,
+		   TimestampTz when, const char *dead_reason)
 {
 	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
 	MqSettled  *out = palloc(sizeof(MqSettled) * Max(n, 1));
@@ -91,7 +154,10 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 	if (op == MQ_SETTLE_OP_REQUEUE_FREE && q->group != NULL)
 		op = MQ_SETTLE_OP_REQUEUE;
 
-	got = mq_queue_settle(q, ids, n, op, when, out);
+	if (receipts != NULL)
+		got = mq_queue_settle_receipts(q, ids, receipts, n, op, when, out);
+	else
+		got = mq_queue_settle(q, ids, n, op, when, out);
 	for (int i = 0; i < got; i++)
 	{
 		MqSettleResult r = out[i].result;
@@ -102,7 +168,14 @@ settle_ids(MqQueue *q, int64 *ids, int n, MqSettleOp op, TimestampTz when,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("message " INT64_FORMAT " of queue \"%s\" is leased by another consumer",
 							ids[i], q->name),
-					 errdetail("Only the session a message is delivered to can settle it; its lease may have expired and the message been redelivered.")));
+					 errdetail("Only the session a message is delivered to can settle it by its id; its lease may have expired and the message been redelivered."),
+					 errhint("From another session, or through a connection pooler, settle a delivery by its receipt (the receipt column of mq.consume).")));
+		if (r == MQ_SETTLE_RESULT_STALE)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("receipt of message " INT64_FORMAT " of queue \"%s\" is no longer valid",
+							ids[i], q->name),
+					 errdetail("Its lease ran out, or the delivery was settled or is being settled; the message may have been delivered again, with another receipt.")));
 		if (r == MQ_SETTLE_RESULT_NOT_FOUND)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -174,43 +247,165 @@ settle_ids_any(MqGroup *g, MqQueue *gview, int64 *ids, int n, MqSettleOp op,
 				sub[k++] = ids[i];
 				done[i] = true;
 			}
-		(void) settle_ids(c->view, sub, k, op, when, dead_reason);
+		(void) settle_ids(c->view, sub, NULL, k, op, when, dead_reason);
 	}
 	k = 0;
 	for (int i = 0; i < n; i++)
 		if (!done[i])
 			sub[k++] = ids[i];
 	if (k > 0)
-		(void) settle_ids(first ? first : gview, sub, k, op, when, dead_reason);
+		(void) settle_ids(first ? first : gview, sub, NULL, k, op, when, dead_reason);
 	pfree(done);
 	pfree(here);
 	pfree(sub);
 	return n;
 }
 
-/* settle_ids, or settle_ids_any for a broadcast group without a consumer */
-static int
-settle_ids_in(MqQueue *q, MqGroup *any, int64 *ids, int n, MqSettleOp op,
-			  TimestampTz when, const char *dead_reason)
+/*
+ * The consumer state of q that a receipt names: q's own (state 0), a
+ * consumer group's or a broadcast consumer's; 55000 when it is gone (the
+ * group was deleted), 22023 when it is not the group_name (or consumer)
+ * the call names
+ */
+static MqQueue *
+receipt_state(MqQueue *q, int32 state_id, const char *gname, const char *cname,
+			  const char *text)
 {
-	if (any != NULL)
-		return settle_ids_any(any, q, ids, n, op, when, dead_reason);
-	return settle_ids(q, ids, n, op, when, dead_reason);
+	ListCell   *lc;
+
+	if (state_id == 0 && q->type != MQ_QUEUE_STREAM)
+		return q;
+	foreach(lc, q->groups)
+	{
+		MqGroup    *g = lfirst(lc);
+		MqQueue    *view = NULL;
+		const char *consumer = NULL;
+		ListCell   *lc2;
+
+		if (g->id == state_id && !g->broadcast)
+			view = g->view;
+		foreach(lc2, g->consumers)
+		{
+			MqGroupConsumer *c = lfirst(lc2);
+
+			if (c->id == state_id)
+			{
+				view = c->view;
+				consumer = c->name;
+			}
+		}
+		if (view == NULL)
+			continue;
+		if ((gname != NULL && strcmp(gname, g->name) != 0) ||
+			(cname != NULL && (consumer == NULL || strcmp(cname, consumer) != 0)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("receipt \"%s\" is not of consumer group \"%s\"%s%s%s",
+							text, gname ? gname : g->name,
+							cname ? " consumer \"" : "", cname ? cname : "",
+							cname ? "\"" : ""),
+					 errdetail("It is a receipt of group \"%s\"%s%s%s of queue \"%s\".",
+							   g->name, consumer ? ", consumer \"" : "",
+							   consumer ? consumer : "", consumer ? "\"" : "",
+							   q->name)));
+		return view;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("receipt \"%s\" of queue \"%s\" is no longer valid", text, q->name),
+			 errdetail("The consumer group it was delivered in no longer exists.")));
+	return NULL;				/* keep compiler quiet */
 }
 
-/* mq.ack(queue, msg_ids, group_name, consumer) returns the number acked */
+/*
+ * Settle what st names in queue argument 0 with op.  By id: in the
+ * consumer state of group_arg and consumer_arg (settle_ids_any for a
+ * broadcast group without a consumer name).  By receipt: in the states
+ * the receipts name, one run of consecutive receipts of one state at a
+ * time (group_arg and consumer_arg, when given, must be theirs).  dlq: the
+ * op may dead-letter a group's messages, so the groups' DLQs must exist.
+ */
+static int
+settle_call(FunctionCallInfo fcinfo, const char *fn, int group_arg, int consumer_arg,
+			bool dlq, SettleTargets *st, MqSettleOp op, TimestampTz when,
+			const char *dead_reason)
+{
+	char	   *gname;
+	char	   *cname;
+	MqQueue    *q;
+	MqGroup    *any;
+
+	if (st->nonces == NULL)
+	{
+		q = settle_queue(fcinfo, group_arg, consumer_arg, fn, dlq, &any);
+		if (any != NULL)
+			return settle_ids_any(any, q, st->ids, st->n, op, when, dead_reason);
+		return settle_ids(q, st->ids, NULL, st->n, op, when, dead_reason);
+	}
+
+	gname = group_arg >= 0 && !PG_ARGISNULL(group_arg) ?
+		text_to_cstring(PG_GETARG_TEXT_PP(group_arg)) : NULL;
+	cname = consumer_arg >= 0 && !PG_ARGISNULL(consumer_arg) ?
+		text_to_cstring(PG_GETARG_TEXT_PP(consumer_arg)) : NULL;
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+	PreventCommandIfReadOnly(fn);
+	if (gname != NULL && q->type != MQ_QUEUE_STREAM)
+		mq_groups_need_stream(q);
+	if (group_arg < 0 && q->type == MQ_QUEUE_STREAM)
+		mq_stream_refuse(q, fn);	/* mq.reject, as by id */
+	for (int i = 0; i < st->n; i++)
+		if (st->queue_ids[i] != q->id)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("receipt \"%s\" is not of queue \"%s\"", st->texts[i], q->name)));
+
+	/* a group's dead letters go to its DLQ, made at its first use */
+	if (dlq && q->type == MQ_QUEUE_STREAM)
+	{
+		bool		made = false;
+
+		for (int i = 0; i < st->n; i++)
+			if (i == 0 || st->state_ids[i] != st->state_ids[i - 1])
+			{
+				MqQueue    *view = receipt_state(q, st->state_ids[i], gname, cname,
+												 st->texts[i]);
+
+				made |= mq_group_dlq_ensure(view->group->name);
+			}
+		if (made)
+		{
+			mq_catalog_refresh();
+			q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+		}
+	}
+	for (int i = 0; i < st->n;)
+	{
+		int			j = i + 1;
+
+		while (j < st->n && st->state_ids[j] == st->state_ids[i])
+			j++;
+		(void) settle_ids(receipt_state(q, st->state_ids[i], gname, cname, st->texts[i]),
+						  st->ids + i, st->nonces + i, j - i, op, when, dead_reason);
+		i = j;
+	}
+	return st->n;
+}
+
+/*
+ * mq.ack(queue, msg_ids, group_name, consumer, receipts) returns the
+ * number acked
+ */
 Datum
 mq_ack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q;
-	MqGroup    *any;
-	int			n;
-	int64	   *ids;
+	SettleTargets st;
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids");
-	q = settle_queue(fcinfo, 2, 3, "mq.ack", false, &any);
-	ids = id_array(fcinfo, &n);
-	PG_RETURN_INT32(settle_ids_in(q, any, ids, n, MQ_SETTLE_OP_ACK, 0, NULL));
+	MQ_CHECK_ARGS(fcinfo, "queue");
+	settle_targets(fcinfo, 4, false, &st);
+	PG_RETURN_INT32(settle_call(fcinfo, "mq.ack", 2, 3, false, &st,
+								MQ_SETTLE_OP_ACK, 0, NULL));
 }
 
 /*
@@ -218,65 +413,57 @@ mq_ack(PG_FUNCTION_ARGS)
  * a reject counts toward x-delivery-limit and a nack does not.
  */
 static int
-nack_common(MqQueue *q, MqGroup *any, int64 *ids, int n, bool requeue,
-			Interval *delay, MqSettleOp requeue_op)
+nack_common(FunctionCallInfo fcinfo, const char *fn, int group_arg,
+			int consumer_arg, SettleTargets *st, bool requeue, Interval *delay,
+			MqSettleOp requeue_op)
 {
 	TimestampTz when = 0;
 
 	if (delay)
 		when = mq_time_add(GetCurrentTimestamp(), mq_interval_us(delay, "delay", 0), "delay");
-	return settle_ids_in(q, any, ids, n, requeue ? requeue_op : MQ_SETTLE_OP_DEAD,
-						 when, "rejected");
+	return settle_call(fcinfo, fn, group_arg, consumer_arg, true, st,
+					   requeue ? requeue_op : MQ_SETTLE_OP_DEAD, when, "rejected");
 }
 
-/* mq.nack(queue, msg_ids, requeue, delay, group_name, consumer) */
+/* mq.nack(queue, msg_ids, requeue, delay, group_name, consumer, receipts) */
 Datum
 mq_nack(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q;
-	MqGroup    *any;
-	int			n;
-	int64	   *ids;
+	SettleTargets st;
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "requeue", NULL, NULL);
-	q = settle_queue(fcinfo, 4, 5, "mq.nack", true, &any);
-	ids = id_array(fcinfo, &n);
-	PG_RETURN_INT32(nack_common(q, any, ids, n, PG_GETARG_BOOL(2),
+	MQ_CHECK_ARGS(fcinfo, "queue", NULL, "requeue");
+	settle_targets(fcinfo, 6, false, &st);
+	PG_RETURN_INT32(nack_common(fcinfo, "mq.nack", 4, 5, &st, PG_GETARG_BOOL(2),
 								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
 								MQ_SETTLE_OP_REQUEUE_FREE));
 }
 
-/* mq.reject(queue, msg_id, requeue) */
+/* mq.reject(queue, msg_id, requeue, receipt) */
 Datum
 mq_reject(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q;
-	int64		id;
+	SettleTargets st;
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "msg_id", "requeue");
-	q = settle_queue(fcinfo, -1, -1, "mq.reject", false, NULL);
-	id = PG_GETARG_INT64(1);
-	PG_RETURN_INT32(nack_common(q, NULL, &id, 1, PG_GETARG_BOOL(2), NULL,
-								MQ_SETTLE_OP_REQUEUE));
+	MQ_CHECK_ARGS(fcinfo, "queue", NULL, "requeue");
+	settle_targets(fcinfo, 3, true, &st);
+	PG_RETURN_INT32(nack_common(fcinfo, "mq.reject", -1, -1, &st, PG_GETARG_BOOL(2),
+								NULL, MQ_SETTLE_OP_REQUEUE));
 }
 
 /*
- * mq.extend_lease(queue, msg_ids, lease, group_name, consumer): lease runs
- * for 'lease' from now
+ * mq.extend_lease(queue, msg_ids, lease, group_name, consumer, receipts):
+ * lease runs for 'lease' from now
  */
 Datum
 mq_extend_lease(PG_FUNCTION_ARGS)
 {
-	MqQueue    *q;
-	MqGroup    *any;
-	int			n;
-	int64	   *ids;
+	SettleTargets st;
 	TimestampTz until;
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "lease");
-	q = settle_queue(fcinfo, 3, 4, "mq.extend_lease", false, &any);
-	ids = id_array(fcinfo, &n);
+	MQ_CHECK_ARGS(fcinfo, "queue", NULL, "lease");
+	settle_targets(fcinfo, 5, false, &st);
 	until = mq_time_add(GetCurrentTimestamp(),
 						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");
-	PG_RETURN_INT32(settle_ids_in(q, any, ids, n, MQ_SETTLE_OP_EXTEND, until, NULL));
+	PG_RETURN_INT32(settle_call(fcinfo, "mq.extend_lease", 3, 4, false, &st,
+								MQ_SETTLE_OP_EXTEND, until, NULL));
 }

@@ -109,7 +109,8 @@ mq_read(PG_FUNCTION_ARGS)
 							entries[i].msg_id, q->name)));
 			continue;
 		}
-		mq_put_delivery_row(rsinfo, q->name, &m, false, 0, partition, entries[i].offset, -1);
+		mq_put_delivery_row(rsinfo, q->name, &m, false, 0, partition, entries[i].offset, -1,
+							NULL);
 	}
 	pfree(ids);
 	pfree(msgs);

@@ -294,11 +294,15 @@ typedef struct MqDelivery
 	const char *dead_reason;
 	TimestampTz expires_at;		/* of the entry (DT_NOEND: never) */
 	int64		offset;			/* streams: offset in its partition, else -1 */
+	uint64		receipt;		/* leased: the nonce of its receipt (never
+								 * 0), else 0 */
 } MqDelivery;
 
 typedef enum MqTakeMode
 {
 	MQ_TAKE_LEASE,				/* normal consume */
+	MQ_TAKE_LEASE_DETACHED,		/* a lease the session's end does not return
+								 * (mq.consume(session_bound => false)) */
 	MQ_TAKE_AUTO_ACK,			/* consume and settle at once */
 	MQ_TAKE_DROP_HEAD,			/* overflow: dead-letter the oldest ready */
 	MQ_TAKE_EXPIRE				/* maintenance: dead-letter expired ones at the head */
@@ -358,6 +362,9 @@ typedef enum MqSettleResult
 	MQ_SETTLE_RESULT_OK,
 	MQ_SETTLE_RESULT_NOT_FOUND,	/* not delivered (unknown, settled or ready) */
 	MQ_SETTLE_RESULT_NOT_OWNER,	/* leased by another session */
+	MQ_SETTLE_RESULT_STALE,		/* by receipt: not the current delivery (its
+								 * lease ran out, it is settled or being
+								 * settled, or it was delivered again) */
 	MQ_SETTLE_RESULT_OVER_LIMIT /* a requeue that took the message over
 								 * x-delivery-limit: settling it instead, the
 								 * caller dead-letters it */
@@ -383,6 +390,18 @@ typedef struct MqSettled
  */
 extern int	mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n,
 							MqSettleOp op, TimestampTz when, MqSettled *out);
+
+/*
+ * The same by receipt: msg_ids[i] with the nonce receipts[i] of its
+ * delivery, leased to any session, within its lease (else STALE, and it
+ * stops there).  A settlement (ack, dead-letter, retry) passes the
+ * delivery to this session first, so that this transaction's end decides
+ * it; an extension and a requeue leave its holder as it is.
+ */
+extern int	mq_queue_settle_receipts(MqQueue *q, const int64 *msg_ids,
+									 const uint64 *receipts, int n,
+									 MqSettleOp op, TimestampTz when,
+									 MqSettled *out);
 
 /*
  * Which of msg_ids[0..n-1] are delivered to this session in q (leased, or

@@ -259,6 +259,11 @@ typedef struct MqTracked
 	TimestampTz visible_at;
 	TimestampTz expires_at;
 	int64		offset;			/* streams: offset in its partition, else -1 */
+	uint64		receipt;		/* LEASED: the nonce of this delivery's
+								 * receipt (consume.c), 0: none */
+	bool		detached;		/* LEASED: not bound to the holder's session
+								 * (mq.consume(session_bound => false)): its
+								 * end does not return it, the lease does */
 } MqTracked;
 
 /*

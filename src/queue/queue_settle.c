@@ -109,18 +109,40 @@ settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
 }
 
 /*
- * Settle the messages msg_ids[0..n-1] of q, leased by this session, in
+ * Settle t by receipt: the delivery the receipt was handed out with, still
+ * leased (to any session) and within its lease.  A settlement passes it to
+ * this session, whose transaction's end then makes it hold or undoes it
+ * (back to leased, held by this session).
+ */
+static MqSettleResult
+settle_receipt(MqQueue *q, MqQueueShared *qs, MqTracked *t, uint64 receipt,
+			   MqSettleOp op, TimestampTz when, TimestampTz now, MqSettled *out)
+{
+	if (t == NULL || t->state != MQ_T_LEASED || t->receipt != receipt ||
+		t->until <= now)
+		return MQ_SETTLE_RESULT_STALE;
+	if (op != MQ_SETTLE_OP_EXTEND && t->owner != MyProc->pgprocno)
+	{
+		t->owner = MyProc->pgprocno;
+		mqq_note_leased_queue(qs->key);
+	}
+	return settle_one(q, qs, t, op, when, now, out);
+}
+
+/*
+ * Settle the messages msg_ids[0..n-1] of q, leased by this session (or
+ * with receipts, see mq_queue_settle_receipts), in
  * that order and under one hold of the queue lock: ack, dead-letter or
  * retry (ACKING until this transaction ends; the caller appends the
  * settlement records), requeue (ready again, not before when), or extend
  * their leases (until when).  A message whose lease ran out but that
  * nobody has taken since is still ours.  out[i] tells what became of
  * msg_ids[i]; it stops after the first that is not ours (NOT_FOUND,
- * NOT_OWNER) and returns how many out[] entries it filled.
+ * NOT_OWNER, STALE) and returns how many out[] entries it filled.
  */
-int
-mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
-				TimestampTz when, MqSettled *out)
+static int
+settle_common(MqQueue *q, const int64 *msg_ids, const uint64 *receipts, int n,
+			  MqSettleOp op, TimestampTz when, MqSettled *out)
 {
 	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 	TimestampTz now = GetCurrentTimestamp();
@@ -136,23 +158,30 @@ mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
 		MqTracked  *t = tracked_find_from(qs, msg_ids[done], &cursor);
 		MqSettled  *o = &out[done++];
 
-		if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
-		{
-			/* our lease ran out but nobody has taken the message since: ours */
-			t->state = MQ_T_LEASED;
-			t->owner = MyProc->pgprocno;
-			t->prev_owner = -1;
-			t->until = now;
-			qs->unacked++;
-		}
-		if (t == NULL || t->state != MQ_T_LEASED)
-			o->result = MQ_SETTLE_RESULT_NOT_FOUND;
-		else if (t->owner != MyProc->pgprocno)
-			o->result = MQ_SETTLE_RESULT_NOT_OWNER;
+		if (receipts != NULL)
+			o->result = settle_receipt(q, qs, t, receipts[done - 1], op, when,
+									   now, o);
 		else
-			o->result = settle_one(q, qs, t, op, when, now, o);
+		{
+			if (t && t->state == MQ_T_READY && t->prev_owner == MyProc->pgprocno)
+			{
+				/* our lease ran out but nobody has taken it since: ours */
+				t->state = MQ_T_LEASED;
+				t->owner = MyProc->pgprocno;
+				t->prev_owner = -1;
+				t->until = now;
+				qs->unacked++;
+			}
+			if (t == NULL || t->state != MQ_T_LEASED)
+				o->result = MQ_SETTLE_RESULT_NOT_FOUND;
+			else if (t->owner != MyProc->pgprocno)
+				o->result = MQ_SETTLE_RESULT_NOT_OWNER;
+			else
+				o->result = settle_one(q, qs, t, op, when, now, o);
+		}
 		if (o->result == MQ_SETTLE_RESULT_NOT_FOUND ||
-			o->result == MQ_SETTLE_RESULT_NOT_OWNER)
+			o->result == MQ_SETTLE_RESULT_NOT_OWNER ||
+			o->result == MQ_SETTLE_RESULT_STALE)
 			break;
 		if (o->result == MQ_SETTLE_RESULT_OK &&
 			(op == MQ_SETTLE_OP_REQUEUE || op == MQ_SETTLE_OP_REQUEUE_FREE))
@@ -179,6 +208,20 @@ mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
 	if (returned.n > 0)
 		mq_settle_batch_flush(&returned);
 	return done;
+}
+
+int
+mq_queue_settle(MqQueue *q, const int64 *msg_ids, int n, MqSettleOp op,
+				TimestampTz when, MqSettled *out)
+{
+	return settle_common(q, msg_ids, NULL, n, op, when, out);
+}
+
+int
+mq_queue_settle_receipts(MqQueue *q, const int64 *msg_ids, const uint64 *receipts,
+						 int n, MqSettleOp op, TimestampTz when, MqSettled *out)
+{
+	return settle_common(q, msg_ids, receipts, n, op, when, out);
 }
 
 int

@@ -30,6 +30,32 @@
 #include "filter.h"
 #include "queue/queue_int.h"
 
+/*
+ * Nonces of receipts: 64 random bits per delivery, from pg_strong_random
+ * (so that a receipt cannot be guessed from others), drawn in blocks to
+ * keep the call out of the per-message path.
+ */
+#define MQ_NONCE_BLOCK 64
+static uint64 nonces[MQ_NONCE_BLOCK];
+static int	nnonces = 0;
+
+static uint64
+receipt_nonce(void)
+{
+	uint64		r;
+
+	if (nnonces == 0)
+	{
+		if (!pg_strong_random(nonces, sizeof(nonces)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not generate random receipts")));
+		nnonces = MQ_NONCE_BLOCK;
+	}
+	r = nonces[--nnonces];
+	return r != 0 ? r : 1;		/* 0 means "no receipt" */
+}
+
 /* The queue this backend waits on, between prepare_wait and cancel_wait */
 
 /* Earliest time a tracked entry becomes deliverable, from the last take */
@@ -68,6 +94,7 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	d->dead_reason = NULL;
 	d->expires_at = t->expires_at;
 	d->offset = t->offset;
+	d->receipt = 0;
 
 	if (mode == MQ_TAKE_DROP_HEAD)
 	{
@@ -119,6 +146,8 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 	{
 		t->state = MQ_T_LEASED;
 		t->until = lease_until;
+		t->receipt = d->receipt = receipt_nonce();
+		t->detached = mode == MQ_TAKE_LEASE_DETACHED;
 		mqq_local_add(MQ_L_LEASE, qs, t->msg_id, false);
 		qs->last_delivery = now;
 	}
@@ -491,7 +520,7 @@ mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mo
 	if (skipped)
 		*skipped = 0;
 	/* only a tag filter that does not take everything skips by hash */
-	if (tag_filter != NULL && (mode == MQ_TAKE_LEASE || mode == MQ_TAKE_AUTO_ACK) &&
+	if (tag_filter != NULL && mode != MQ_TAKE_DROP_HEAD && mode != MQ_TAKE_EXPIRE &&
 		mq_filter_kind(tag_filter) == MQ_FILTER_TAG && !mq_filter_matches_all(tag_filter))
 		skip = tag_filter;
 
@@ -514,7 +543,7 @@ mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mo
 
 	wake |= expire_leases(qs, now, &frozen);
 	mqq_gate_init(&gate, q, qs,
-				  mode == MQ_TAKE_LEASE || mode == MQ_TAKE_AUTO_ACK, now);
+				  mode != MQ_TAKE_DROP_HEAD && mode != MQ_TAKE_EXPIRE, now);
 	if (qs->returns_first)
 		got = take_returns(q, qs, n, now, lease_until, mode, chash, out, &wake, &gate);
 

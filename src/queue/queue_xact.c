@@ -12,7 +12,8 @@
  * entries become SETTLED and appended ones count in the backlog; at abort
  * (or the abort of a subtransaction), settlements go back to leased and
  * leases taken go back to ready, redelivered.  When the session ends,
- * everything it still holds becomes ready at once.
+ * everything it still holds becomes ready at once (but deliveries not
+ * bound to the session, which wait for their lease or a receipt).
  *
  *-------------------------------------------------------------------------
  */
@@ -391,12 +392,28 @@ mq_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	state_drops_subxact(event, level);
 }
 
-/* Session end: everything this session holds becomes ready at once */
+/*
+ * Session end: everything this session holds becomes ready at once, but
+ * for deliveries not bound to it (mq.consume(session_bound => false)),
+ * which stay leased, held by no session, until their lease runs out.
+ */
 static void
 mq_session_exit(int code, Datum arg)
 {
 	if (mqq_shared == NULL)
 		return;
+
+	/*
+	 * A transaction still open is aborted after this callback (it was
+	 * registered after the one that aborts it, and they run in reverse):
+	 * undo it first, so that what it consumed -- bound or not -- is ready
+	 * again and what it settled is leased again, as the abort would.
+	 */
+	if (nlocal > 0)
+	{
+		local_abort(0);
+		nlocal = 0;
+	}
 	for (int i = 0; i < nleased_queues; i++)
 	{
 		MqQueueShared *qs = mqq_queue_lock_key(leased_queues[i]);
@@ -411,8 +428,11 @@ mq_session_exit(int code, Datum arg)
 		{
 			MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
-			if (t->owner == MyProc->pgprocno &&
-				(t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
+			if (t->owner == MyProc->pgprocno && t->state == MQ_T_LEASED &&
+				t->detached)
+				t->owner = -1;	/* its lease or a receipt settles it */
+			else if (t->owner == MyProc->pgprocno &&
+					 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
 			{
 				release_to_ready(qs, t);
 				any = true;
