@@ -7,11 +7,13 @@
 #     statements through 2 server connections: acks by msg_id fail
 #     ("leased by another consumer"), acks by receipt all succeed;
 #  c. session_bound => false: a disconnected client's delivery comes back
-#     after its lease and not before; session_bound => true through the
+#     after its lease and not before, and another client may settle it by
+#     receipt meanwhile; session_bound => true through the
 #     pooler stays leased too (the server session lives); on a direct
 #     connection session_bound => true returns at once, false does not;
 #  d. a receipt of an expired delivery is refused (55000) and does not
-#     settle the redelivery; settled, malformed and other queue's receipts;
+#     settle the redelivery; an ack by receipt that rolls back keeps it;
+#     settled, malformed and other queue's receipts;
 #  e. 8 clients consuming (batches of 1-5) and acking by receipt in separate
 #     transactions through 2 server connections, recording what they acked
 #     in the ack's transaction: every message acked once, none lost
@@ -126,8 +128,9 @@ want('a') and subtest 'a. a receipt from client A acks from client B on another 
 # b. the issue's failure and its fix: consume, then ack in the next
 #    statement, 6 clients through 2 server connections
 ############################################################################
-# A client process: 30 times consume one message of q (autocommit), then ack
-# it in the next statement by msg_id ($by eq 'ids') or by receipt.  Log
+# A client process: 30 times consume one message of q (autocommit), work on
+# it for 2 ms, then ack it in the next statement by msg_id ($by eq 'ids') or
+# by receipt.  Log
 # lines: "ok <msg_id> <acked>", "err <msg_id> <error>", "none <error>".
 sub pairs_client
 {
@@ -148,6 +151,7 @@ sub pairs_client
 			print $out 'none ', errline($dbh), "\n";
 			next;
 		}
+		sleep 0.002;    # the client's work on it
 		my ($acked) = $by eq 'ids'
 		  ? $dbh->selectrow_array('SELECT mq.ack(?, ARRAY[?::bigint])', undef, $q, $mid)
 		  : $dbh->selectrow_array('SELECT mq.ack(?, receipts => ?::text[])', undef, $q, [$r]);
@@ -231,6 +235,17 @@ want('c') and subtest 'c. a disconnected consumer: lease, session_bound, pooler 
 		is(($mid // 'none') . " $red $dc", ($q eq 'c_free' ? $m1 : $m2) . ' 1 2',
 			"pooler, $q: after the lease delivered again, redelivered, delivery_count 2");
 	}
+	# what a client that disconnected leaves for the lease, another one
+	# settles by receipt
+	$node->safe_psql('postgres', q{SELECT mq.send('c_free', 'c-ack')});
+	my $A3 = $pgb->connect;
+	my ($m3, $r3) = $A3->selectrow_array(
+		q{SELECT msg_id, receipt FROM mq.consume('c_free', lease => '1 minute', session_bound => false)});
+	$A3->disconnect;
+	my ($x) = $B->selectrow_array(q{SELECT mq.ack('c_free', receipts => ?::text[])}, undef, [$r3]);
+	is($x, 1, 'pooler: after the consumer disconnected, another client acks by its receipt')
+	  or diag(errline($B));
+	is(counts('c_free'), '0 0', 'pooler: nothing left');
 	$B->disconnect;
 
 	# direct connections: session_bound true returns at once on disconnect,
@@ -259,6 +274,11 @@ want('c') and subtest 'c. a disconnected consumer: lease, session_bound, pooler 
 	my ($n) = $C->selectrow_array(q{SELECT count(*) FROM mq.consume('c_dfree', lease => '1 minute')});
 	is($n, 0, 'direct, session_bound false: 2 s after the session ended nobody gets it');
 	is(counts('c_dfree'), '0 1', 'direct, session_bound false: still unacked');
+	my $D3 = DBI->connect($dsn, $pgb->user, '', \%attr);
+	my ($x2) = $D3->selectrow_array("SELECT mq.ack('c_dfree', ARRAY[$d2]::bigint[])");
+	ok(!defined $x2 && ($D3->state // '') eq '55000',
+		'direct, session_bound false: a new session cannot ack it by id: ' . errline($D3));
+	$D3->disconnect;
 	cmp_ok(time - $t1, '<', 6, 'direct: (checked before its lease ended)');
 	sleep_until($t1 + 6.5);
 	my ($mid, $red, $dc) = $C->selectrow_array(
@@ -309,6 +329,20 @@ want('d') and subtest 'd. a receipt of an expired delivery is refused and settle
 		'the message was not settled: delivered again');
 	($x) = $A->selectrow_array(q{SELECT mq.ack('d', receipts => ?::text[])}, undef, [$r4]);
 	is($x, 1, 'and acked by its new receipt') or diag(errline($A));
+
+	# an ack by receipt that rolls back leaves the delivery leased, and the
+	# receipt good
+	$node->safe_psql('postgres', q{SELECT mq.send('d', 'd3')});
+	my ($mid5, $r5) = $A->selectrow_array(q{SELECT msg_id, receipt FROM mq.consume('d', lease => '1 minute')});
+	$B->begin_work;
+	($x) = $B->selectrow_array(q{SELECT mq.ack('d', receipts => ?::text[])}, undef, [$r5]);
+	is($x, 1, 'B acks by receipt in a transaction') or diag(errline($B));
+	$B->rollback;
+	is(counts('d'), '0 1', 'B rolled back: still leased');
+	my ($none) = $B->selectrow_array(q{SELECT count(*) FROM mq.consume('d')});
+	is($none, 0, 'not consumable meanwhile');
+	($x) = $A->selectrow_array(q{SELECT mq.ack('d', receipts => ?::text[])}, undef, [$r5]);
+	is($x, 1, 'the same receipt acks it afterwards') or diag(errline($A));
 
 	# malformed; of another queue
 	($x) = $A->selectrow_array(q{SELECT mq.ack('d', receipts => ARRAY['not a receipt'])});
@@ -465,7 +499,8 @@ sub xact_client
 			sleep 0.02;
 			next;
 		}
-		my $ok = $dbh->do('INSERT INTO work SELECT unnest(?::bigint[]), unnest(?::boolean[])',
+		# the work: a row per message, and 10 ms
+		my $ok = $dbh->do('INSERT INTO work SELECT unnest(?::bigint[]), unnest(?::boolean[]) FROM pg_sleep(0.01)',
 			undef, [ map { $_->[0] } @$ids ], [ map { $_->[1] ? 'true' : 'false' } @$ids ]);
 		if (!$ok) { $fail->('insert'); next; }
 		my ($n) = $dbh->selectrow_array(q{SELECT mq.ack('f', ?::bigint[])},
@@ -483,7 +518,7 @@ want('f') and subtest 'f. consume + work + ack in one transaction: exactly-once 
 		"SELECT count(*) FROM mq.send_batch('f', ARRAY(SELECT 'f-' || g FROM generate_series(1, $fN) g))");
 	my %kids;
 	$kids{ xact_client("$bdir/f.$_.log") } = $_ for 1 .. 4;
-	$node->poll_query_until('postgres', 'SELECT count(*) >= ' . int($fN / 3) . ' FROM work')
+	$node->poll_query_until('postgres', 'SELECT count(*) >= ' . int($fN / 10) . ' FROM work')
 	  or die 'the clients made no progress';
 	my $before = $node->safe_psql('postgres', 'SELECT count(*) FROM work');
 	# kill -9 the postmaster; start again once it and its children are gone
@@ -500,6 +535,8 @@ want('f') and subtest 'f. consume + work + ack in one transaction: exactly-once 
 		sleep 0.5;
 	}
 	ok($started, "postmaster killed with $before of $fN done, restarted");
+	cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM work'), '<', $fN,
+		'(the crash came before the clients were done)');
 	is(qe_reap(\%kids, 110), 0, 'the 4 clients reconnected through pgbouncer and drained the queue');
 	my ($errs, %kinds) = (0);
 	for my $k (1 .. 4)
