@@ -1,6 +1,6 @@
 # Behind a transaction-mode pooler (issue 14): a real pgbouncer
-# (pool_mode = transaction, 2 server connections; alias "one": 1) in front
-# of the node, DBD::Pg clients through it.
+# (pool_mode = transaction, 2 server connections) in front of the node,
+# DBD::Pg clients through it.
 #  a. a receipt from client A's consume acks from client B on another server
 #     session (classic and quorum queue): the message is gone, never back;
 #  b. the issue's failure: 6 clients x 30 consume-then-ack pairs in separate
@@ -61,7 +61,7 @@ SELECT mq.group_declare('gs', 'g1', start => 'earliest', retry_delays => ARRAY['
 CREATE TABLE work_log (q text, msg_id bigint, body text, pid int DEFAULT pg_backend_pid());
 CREATE TABLE work (msg_id bigint, redelivered boolean);
 });
-my $pgb = qe_pgbouncer($node, 'transaction', 2, databases => { one => [ 'transaction', 1 ] });
+my $pgb = qe_pgbouncer($node, 'transaction', 2);
 
 # ready and unacked of queue q, "ready unacked"
 sub counts
