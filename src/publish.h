@@ -96,6 +96,13 @@ typedef enum MqTrimWhen
 
 extern bool mq_overflow_drop_head(MqQueue *q, MqTrimWhen when);
 
+/*
+ * The worker: append the entries of delayed messages that fell due, as
+ * their publish would have, limits included; returns the next due time
+ * (0: none) and in *fired how many timers it took.
+ */
+extern TimestampTz mq_fire_due_timers(int *fired);
+
 /* Settle every ready message of q without dead-lettering; returns how many */
 extern int64 mq_purge(MqQueue *q);
 

@@ -50,11 +50,7 @@ settle_queue(FunctionCallInfo fcinfo, int group_arg, int consumer_arg,
 	return q;
 }
 
-/*
- * The messages a settle call names: by id (argument 1, delivered to this
- * session) or by receipt (argument receipts_arg), exactly one of them.
- * single: the arguments are one bigint and one text (mq.reject).
- */
+/* The messages a settle call names */
 typedef struct SettleTargets
 {
 	int			n;
@@ -65,12 +61,18 @@ typedef struct SettleTargets
 	char	  **texts;
 } SettleTargets;
 
+/*
+ * The messages of a settle call, by id (argument 1, delivered to this
+ * session) or by receipt (argument receipts_arg), exactly one of them;
+ * single: they are one bigint and one text (mq.reject), not arrays.
+ */
 static void
 settle_targets(FunctionCallInfo fcinfo, int receipts_arg, bool single,
 			   SettleTargets *st)
 {
 	bool		by_id = !PG_ARGISNULL(1);
 	bool		by_receipt = !PG_ARGISNULL(receipts_arg);
+	Datum		one;
 	Datum	   *elems;
 
 	memset(st, 0, sizeof(SettleTargets));
@@ -84,7 +86,8 @@ settle_targets(FunctionCallInfo fcinfo, int receipts_arg, bool single,
 		if (single)
 		{
 			st->n = 1;
-			elems = &fcinfo->args[1].value;
+			one = PG_GETARG_DATUM(1);
+			elems = &one;
 		}
 		else
 			elems = mq_array_arg(fcinfo, 1, INT8OID, "msg_ids", &st->n);
@@ -96,7 +99,8 @@ settle_targets(FunctionCallInfo fcinfo, int receipts_arg, bool single,
 	if (single)
 	{
 		st->n = 1;
-		elems = &fcinfo->args[receipts_arg].value;
+		one = PG_GETARG_DATUM(receipts_arg);
+		elems = &one;
 	}
 	else
 		elems = mq_array_arg(fcinfo, receipts_arg, TEXTOID, "receipts", &st->n);

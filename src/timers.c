@@ -31,7 +31,6 @@
 
 #include "mqutils.h"
 #include "args.h"
-#include "filter.h"
 #include "owner.h"
 #include "msglog.h"
 #include "queue/queue.h"
@@ -131,34 +130,8 @@ mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n)
 	mq_owner_leave(&owner);
 }
 
-typedef struct FireGroup
-{
-	MqQueue    *q;
-	int			lane;
-	MqEntry    *entries;
-	int			n;
-} FireGroup;
-
-static void
-fire_group(void *arg)
-{
-	FireGroup  *fg = arg;
-
-	/* a stream's entry carries its message's tag hash (groups' filters) */
-	for (int i = 0; i < fg->n; i++)
-	{
-		MqMessage	m;
-
-		fg->entries[i].tag_hash = MQ_TAG_HASH_NONE;
-		if (fg->q->type == MQ_QUEUE_STREAM && mq_log_fetch(fg->entries[i].msg_id, &m) &&
-			m.tag != NULL)
-			fg->entries[i].tag_hash = mq_tag_hash(m.tag, strlen(m.tag));
-	}
-	mq_queue_append(fg->q, fg->lane, fg->entries, fg->n);
-}
-
 TimestampTz
-mq_timers_fire(int *fired)
+mq_timers_take_due(MqDueGroup **groups, int *ngroups, int *fired)
 {
 	MqOwnerScope owner;
 	MemoryContext callercxt = CurrentMemoryContext;
@@ -222,44 +195,28 @@ mq_timers_fire(int *fired)
 	}
 	mq_owner_leave(&owner);
 
-	/*
-	 * Append the entries, grouped by queue and lane, in due order; each
-	 * group in a subtransaction, so that a broken queue loses its own due
-	 * messages (logged) without holding back everybody else's.
-	 */
+	/* grouped by queue and lane, in due order */
+	*groups = MemoryContextAlloc(callercxt, sizeof(MqDueGroup) * Max(n, 1));
+	*ngroups = 0;
 	for (int i = 0; i < n; i++)
 	{
-		MqQueue    *q;
-		int			k = 0;
-		MqEntry    *batch;
-		FireGroup	fg;
+		MqDueGroup *g;
 
 		if (qids[i] == 0)
 			continue;
-		q = mq_queue_by_id(qids[i]);
-		batch = palloc(sizeof(MqEntry) * (n - i));
+		g = &(*groups)[(*ngroups)++];
+		g->queue_id = qids[i];
+		g->lane = lanes[i];
+		g->entries = MemoryContextAlloc(callercxt, sizeof(MqEntry) * (n - i));
+		g->n = 0;
 		for (int j = i; j < n; j++)
 		{
-			if (qids[j] == qids[i] && lanes[j] == lanes[i])
+			if (qids[j] == g->queue_id && lanes[j] == g->lane)
 			{
-				batch[k++] = entries[j];
-				if (j != i)
-					qids[j] = 0;
+				g->entries[g->n++] = entries[j];
+				qids[j] = 0;
 			}
 		}
-		if (q && lanes[i] < q->nlanes)
-		{
-			char	   *what = psprintf("firing %d delayed messages for queue \"%s\"", k, q->name);
-
-			fg.q = q;
-			fg.lane = lanes[i];
-			fg.entries = batch;
-			fg.n = k;
-			(void) mq_run_guarded(what, fire_group, &fg, NULL);
-			pfree(what);
-		}
-		qids[i] = 0;
-		pfree(batch);
 	}
 	if (n == MQ_TIMER_BATCH)
 		next = GetCurrentTimestamp();	/* more are due: come back at once */

@@ -18,11 +18,21 @@
 /* Arm timers: entries for q's lane appear when due */
 extern void mq_timers_add(MqQueue *q, int lane, MqEntry *entries, int n);
 
+/* Due timers of one queue and lane, in due order */
+typedef struct MqDueGroup
+{
+	int32		queue_id;
+	int			lane;
+	MqEntry    *entries;
+	int			n;
+} MqDueGroup;
+
 /*
- * Fire due timers (appending their queue entries) in the current
- * transaction; returns the next due time (0: none).
+ * Take due timers (deleting them in the current transaction): *fired of
+ * them, in *ngroups groups, for their entries to be appended
+ * (mq_fire_due_timers, publish.c); returns the next due time (0: none).
  */
-extern TimestampTz mq_timers_fire(int *fired);
+extern TimestampTz mq_timers_take_due(MqDueGroup **groups, int *ngroups, int *fired);
 
 /* Number of armed timers of a queue */
 extern int64 mq_timers_count(int32 queue_id);

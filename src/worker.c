@@ -308,7 +308,7 @@ step_timers(void *arg)
 {
 	int			fired;
 
-	note_due((PassState *) arg, mq_timers_fire(&fired));
+	note_due((PassState *) arg, mq_fire_due_timers(&fired));
 }
 
 /*

@@ -49,6 +49,10 @@ QE_PACKAGES+=(
 	etcd-server
 	etcd-client
 )
+# RabbitMQ definitions import/export against a real RabbitMQ (TAP test 036)
+QE_PACKAGES+=(
+	rabbitmq-server
+)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
