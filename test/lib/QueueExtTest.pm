@@ -10,6 +10,8 @@
 #						 conf => "restart_after_crash = on\n");
 #	  my $standby = qe_standby($node, 'standby');
 #	  qe_group_consume_ack($session, 's', 10, 'ga', group => 'ga');
+#	  my $pgb = qe_pgbouncer($node, 'transaction', 2);   # a real pgbouncer
+#	  my $dbh = $pgb->connect;                          # DBD::Pg through it
 package QueueExtTest;
 
 use strict;
@@ -19,7 +21,8 @@ use PostgreSQL::Test::Cluster;
 use POSIX ();
 use Time::HiRes ();
 
-our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_reap);
+our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_reap
+  qe_pgbouncer qe_pgbouncer_missing);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -100,6 +103,141 @@ sub qe_reap
 	}
 	kill 'KILL', keys %$kids;
 	return $failed + scalar(keys %$kids);
+}
+
+# ---- pgbouncer (tests 026, 032) -------------------------------------------
+
+# Why a pgbouncer test cannot run here (a reason for plan skip_all), or
+# undef: it needs Debian's pgbouncer and DBD::Pg (CI installs both, see
+# test/lib/cluster.sh)
+sub qe_pgbouncer_missing
+{
+	return 'pgbouncer is not installed (Debian package pgbouncer)'
+	  unless -x $QueueExtTest::PgBouncer::bin;
+	return 'DBD::Pg is not installed (Debian package libdbd-pg-perl)'
+	  unless eval { require DBI; require DBD::Pg; 1 };
+	return undef;
+}
+
+# A started pgbouncer on 127.0.0.1 (a free port) in front of node's
+# database postgres: alias "postgres" in pool_mode mode with pool_size
+# server connections; databases => { alias => [mode, pool_size], ... } adds
+# more aliases of the same database.  auth_type any (the server trusts the
+# OS user the test runs as), no unix socket, server_login_retry 1 s (a
+# restarted server is used again at once).  Returns a
+# QueueExtTest::PgBouncer: ->port, ->user, ->connect(alias), ->kill, ->start,
+# ->logfile.  It is killed when the test ends.
+sub qe_pgbouncer
+{
+	my ($node, $mode, $pool_size, %opt) = @_;
+	return QueueExtTest::PgBouncer->new($node, $mode, $pool_size, %opt);
+}
+
+package QueueExtTest::PgBouncer;
+
+use strict;
+use warnings;
+use IPC::Run;
+use IO::Socket::INET;
+use PostgreSQL::Test::Utils;
+use Time::HiRes ();
+
+our $bin = '/usr/sbin/pgbouncer';
+my @all;
+
+sub new
+{
+	my ($class, $node, $mode, $pool_size, %opt) = @_;
+	my $self = bless {
+		node => $node,
+		dir => PostgreSQL::Test::Utils::tempdir,
+		port => PostgreSQL::Test::Cluster::get_free_port(),
+		user => $node->safe_psql('postgres', 'SELECT current_user'),
+		starter => $$,
+	}, $class;
+	my %db = (%{ $opt{databases} // {} }, postgres => [ $mode, $pool_size ]);
+	my $ini = "[databases]\n";
+	for my $alias (sort keys %db)
+	{
+		my ($m, $size) = @{ $db{$alias} };
+		$ini .= "$alias = host=" . $node->host . ' port=' . $node->port
+		  . " dbname=postgres user=$self->{user} pool_mode=$m pool_size=$size\n";
+	}
+	$ini .= qq{[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $self->{port}
+unix_socket_dir =
+auth_type = any
+pool_mode = $mode
+default_pool_size = $pool_size
+max_client_conn = 100
+server_reset_query = DISCARD ALL
+# after a server restart, try to log in again within a second, not 15
+server_login_retry = 1
+logfile = $self->{dir}/pgbouncer.log
+pidfile = $self->{dir}/pgbouncer.pid
+};
+	PostgreSQL::Test::Utils::append_to_file("$self->{dir}/pgbouncer.ini", $ini);
+	push @all, $self;
+	$self->start;
+	return $self;
+}
+
+sub port { return $_[0]->{port}; }
+sub user { return $_[0]->{user}; }
+sub logfile { return "$_[0]->{dir}/pgbouncer.log"; }
+
+# Start it (again) and wait until it accepts connections (20 s at most)
+sub start
+{
+	my ($self) = @_;
+	$self->{h} = IPC::Run::start([ $bin, "$self->{dir}/pgbouncer.ini" ],
+		'<', \undef, '>>', "$self->{dir}/pgbouncer.out", '2>&1');
+	my $deadline = Time::HiRes::time() + 20;
+	while (Time::HiRes::time() < $deadline)
+	{
+		return 1
+		  if IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port}, Timeout => 1);
+		Time::HiRes::sleep(0.05);
+	}
+	die "pgbouncer did not start on port $self->{port} (see $self->{dir})";
+}
+
+# kill -9 (its server connections end with it)
+sub kill
+{
+	my ($self) = @_;
+	return unless $self->{h};
+	$self->{h}->signal('KILL');
+	eval { $self->{h}->finish; };
+	delete $self->{h};
+	unlink "$self->{dir}/pgbouncer.pid";
+	return;
+}
+
+# A DBD::Pg connection through it to alias (default postgres), or undef;
+# errors are returned (err, errstr, state), not raised or printed, as a
+# client that handles them does; no server-side prepared statements, which
+# transaction pooling cannot keep.  %attr: more DBI attributes.
+sub connect
+{
+	my ($self, $alias, %attr) = @_;
+	$alias //= 'postgres';
+	return DBI->connect("dbi:Pg:dbname=$alias;host=127.0.0.1;port=$self->{port}",
+		$self->{user}, '',
+		{ AutoCommit => 1, RaiseError => 0, PrintError => 0, PrintWarn => 0,
+		  pg_server_prepare => 0, %attr });
+}
+
+END
+{
+	# only the process that started them (not a forked client) kills them;
+	# the test's exit status stays (finish sets $?)
+	local $?;
+	for my $b (@all)
+	{
+		$b->kill if $b->{h} && $b->{starter} == $$;
+	}
 }
 
 1;

@@ -36,7 +36,8 @@ QE_PACKAGES=(
 	"postgresql-$PG_MAJOR-auto-failover"
 	python3-psycopg2
 )
-# HA fault matrix row 1 (test/t/026_ha_client_connection_lost.pl): a pooler
+# HA fault matrix row 1 (test/t/026_ha_client_connection_lost.pl) and the
+# pooler tests (test/t/032_pooler_receipts.pl, bench/pooler_wait.py): a pooler
 # in front of the server and a Perl client library
 QE_PACKAGES+=(
 	pgbouncer

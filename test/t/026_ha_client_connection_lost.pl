@@ -24,17 +24,13 @@ use PostgreSQL::Test::Cluster;
 use QueueExtTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(time sleep);
 
 # CI installs both (test/lib/cluster.sh); QE_SKIP_DEPS=1 on a machine
 # without them skips this test, as the other HA tests do
-my $pgbouncer_bin = '/usr/sbin/pgbouncer';
-plan skip_all => 'pgbouncer is not installed (Debian package pgbouncer)' unless -x $pgbouncer_bin;
-plan skip_all => 'DBD::Pg is not installed (Debian package libdbd-pg-perl)'
-  unless eval { require DBI; require DBD::Pg; DBD::Pg->import(':async'); 1 };
+if (my $missing = qe_pgbouncer_missing()) { plan skip_all => $missing; }
+DBD::Pg->import(':async');
 
 # allows_streaming: with max_wal_senders = 0 a COMMIT never waits for a standby
 # (mq.quorum_unavailable = wait: a3 needs a COMMIT that waits for a standby,
@@ -173,51 +169,12 @@ $c->disconnect;
 # b. pgbouncer restarts while clients publish
 ############################################################################
 my $bdir = PostgreSQL::Test::Utils::tempdir;
-my $bport = PostgreSQL::Test::Cluster::get_free_port();
-my $bouncer;
-
-sub bouncer_start
-{
-	open(my $fh, '>', "$bdir/pgbouncer.ini") or die;
-	print $fh "[databases]\n";
-	for my $mode ('session', 'transaction')
-	{
-		# db "session", "transaction": pools of 4; "<mode>1": one server connection
-		print $fh "$mode = host=" . $node->host . ' port=' . $node->port
-		  . " dbname=postgres user=$osuser pool_mode=$mode pool_size=4\n";
-		print $fh "${mode}1 = host=" . $node->host . ' port=' . $node->port
-		  . " dbname=postgres user=$osuser pool_mode=$mode pool_size=1\n";
-	}
-	print $fh qq{[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $bport
-unix_socket_dir =
-auth_type = any
-logfile = $bdir/pgbouncer.log
-pidfile = $bdir/pgbouncer.pid
-server_reset_query = DISCARD ALL
-max_client_conn = 50
-};
-	close $fh;
-	$bouncer = IPC::Run::start([ $pgbouncer_bin, "$bdir/pgbouncer.ini" ],
-		'<', \undef, '>>', "$bdir/pgbouncer.out", '2>&1');
-	my $deadline = time + 20;
-	while (time < $deadline)
-	{
-		last if IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $bport, Timeout => 1);
-		sleep 0.05;
-	}
-	return;
-}
-
-sub bouncer_kill
-{
-	$bouncer->signal('KILL');
-	$bouncer->finish;
-	unlink "$bdir/pgbouncer.pid";
-	return;
-}
-bouncer_start();
+# db "session", "transaction": pools of 4; "<mode>1": one server connection
+# (test/lib/QueueExtTest.pm)
+my $pgb = qe_pgbouncer($node, 'session', 4, databases => {
+	session => [ 'session', 4 ], transaction => [ 'transaction', 4 ],
+	session1 => [ 'session', 1 ], transaction1 => [ 'transaction', 1 ] });
+my $bport = $pgb->port;
 ok(client(port => $bport, db => 'session'), 'pgbouncer accepts connections');
 
 # A publisher process: publishes n messages "<tag>-<i>" to queue bq, one per
@@ -284,9 +241,9 @@ for my $mode ('session', 'transaction')
 				"SELECT count(*) >= $want FROM mq.browse('bq', 10000) WHERE convert_from(body, 'UTF8') LIKE '${mode}2-%'") eq 't';
 			sleep 0.05;
 		}
-		bouncer_kill();
+		$pgb->kill;
 		sleep 0.2;
-		bouncer_start();
+		$pgb->start;
 	}
 	is(qe_reap(\%kids, 100), 0, "b ($mode pooling): both publishers finished");
 
@@ -365,7 +322,7 @@ $node->safe_psql('postgres', q{SELECT mq.send('dq', 'e1')});
 	my $a = client(port => $bport, db => 'session');
 	my ($mid) = $a->selectrow_array(q{SELECT msg_id FROM mq.consume('dq', lease => '1 hour')});
 	ok($mid, 'c: consumed through pgbouncer');
-	bouncer_kill();
+	$pgb->kill;
 	wait_for(q{SELECT unacked = 0 AND ready = 1 FROM mq.queues WHERE queue = 'dq'},
 		'the delivery to return after pgbouncer died');
 	is($node->safe_psql('postgres', q{SELECT redelivered FROM mq.consume('dq', auto_ack => true)}),
