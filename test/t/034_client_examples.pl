@@ -226,6 +226,11 @@ SKIP:
 		local $ENV{npm_config_update_notifier} = 'false';
 		local $ENV{npm_config_fund} = 'false';
 		local $ENV{npm_config_audit} = 'false';
+		# trust the system's certificates too: node has a CA bundle of its own,
+		# and the test's clean environment has no NODE_EXTRA_CA_CERTS
+		my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
+		local $ENV{NODE_EXTRA_CA_CERTS} = $ENV{NODE_EXTRA_CA_CERTS}
+		  // (-r $system_cas ? $system_cas : '');
 		my ($nrc) = run_example([ $npm_bin, 'ci', '--prefix', $dir, '--no-progress' ], 240);
 		is($nrc, 0, 'npm ci installs pg into a scratch copy of examples/node');
 	}
