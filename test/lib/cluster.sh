@@ -57,6 +57,16 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	prometheus-postgres-exporter
 )
+# the client examples (examples/, TAP test 034): psycopg 3 for the Python
+# ones, libpq's headers for the C worker, and Node.js with npm for the node
+# ones -- only when no node or npm is found: a nodejs from nodesource has npm
+# inside, and Debian's npm package conflicts with it
+QE_PACKAGES+=(
+	python3-psycopg
+	libpq-dev
+)
+command -v node >/dev/null 2>&1 || QE_PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || QE_PACKAGES+=(npm)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
