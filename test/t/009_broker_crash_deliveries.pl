@@ -47,10 +47,16 @@ sub crash
 
 	kill 'KILL', $pid;
 	eval { $bg->quit; };
-	$node->poll_query_until('postgres', 'SELECT 1', '1')
-	  or die 'server did not come back after the crash';
+
+	# the postmaster may accept a connection before it has noticed the
+	# death: wait for it to say so, then for the restart to end
+	my $deadline = time + 60;
+	sleep 0.1 until $node->log_contains(qr/terminated by signal 9/, $logpos)
+	  || time > $deadline;
 	ok($node->log_contains(qr/terminated by signal 9/, $logpos),
 		"backend $pid killed: the server went through crash recovery");
+	$node->poll_query_until('postgres', 'SELECT 1', '1')
+	  or die 'server did not come back after the crash';
 	return;
 }
 
