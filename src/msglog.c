@@ -78,7 +78,8 @@ static Oid	current_db = InvalidOid;
  *					choosing a page, and then the check runs again, so a
  *					segment grows past mq.segment_size by at most a page
  *					per backend (as it could already through concurrent
- *					appends).
+ *					appends).  A batch (mq_log_append of several messages)
+ *					always checks.
  */
 static Oid	current_relid[2] = {InvalidOid, InvalidOid};
 static char current_relname[2][NAMEDATALEN];
@@ -334,11 +335,20 @@ insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
 	list_free(indexes);
 }
 
+/* The segment for n messages: a batch may take many pages, so it always checks the size */
+static Relation
+open_for_append(bool durable, int n, int64 *segno)
+{
+	if (n > 1)
+		current_block[durable ? 0 : 1] = InvalidBlockNumber;
+	return mq_log_open_append(durable, segno);
+}
+
 void
 mq_log_append(MqMessage **msgs, int n, bool durable)
 {
 	int64		segno;
-	Relation	rel = mq_log_open_append(durable, &segno);
+	Relation	rel = open_for_append(durable, n, &segno);
 
 	/*
 	 * The slots share an unpinned copy of the descriptor: n slots pinning the
