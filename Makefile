@@ -12,6 +12,8 @@ OBJS = src/queue_ext.o
 OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o \
 	src/filter_sql.o src/stream_sql.o src/group_sql.o src/redrive_sql.o \
 	src/replication_sql.o src/dump_sql.o
+# ... and the planner hook that puts mq functions' DEFAULT arguments into calls
+OBJS += src/plan_defaults.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
 # Verbs: publish (routing, overflow, dead-lettering, the settling sequence),

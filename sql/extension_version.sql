@@ -30,3 +30,13 @@ ROLLBACK;
 SELECT mq.send('ev_q', 'accepted') IS NOT NULL AS sent;
 SELECT convert_from(body, 'UTF8') FROM mq.consume('ev_q', 10, auto_ack => true);
 SELECT mq.queue_delete('ev_q');
+-- The install script stores what it compresses in the catalogs with lz4
+-- where the server has it (mq.send's DEFAULT arguments are read from
+-- pg_proc.proargdefaults on every call): bench/README.md, "Stream publish
+-- at 1 msg/txn: the profile"
+SELECT pg_column_compression(p.proargdefaults) =
+       CASE WHEN 'lz4' = ANY (s.enumvals) THEN 'lz4' ELSE 'pglz' END AS send_defaults_compression_ok
+FROM pg_proc p, pg_settings s
+WHERE p.oid = 'mq.send(text, bytea, jsonb, interval, timestamptz, text, text, text, int,
+                       interval, text, text, text, text, text, int, int)'::regprocedure
+  AND s.name = 'default_toast_compression';

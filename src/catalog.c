@@ -127,14 +127,58 @@ mq_topology_changed(PG_FUNCTION_ARGS)
  * Relation id of a table in schema mq; errors if the extension is not
  * installed in this database.
  */
+/*
+ * The relids found are kept (a publish asks for mq.cat_queue's to take a
+ * queue's object lock): a few names, forgotten on any relcache
+ * invalidation, which dropping or renaming one of these tables sends (as
+ * queue_lane.c's cache of lane table relids).
+ */
+#define MQ_INTERNAL_RELIDS 16
+
+typedef struct InternalRelid
+{
+	char		name[NAMEDATALEN];
+	Oid			relid;
+} InternalRelid;
+
+static InternalRelid internal_relids[MQ_INTERNAL_RELIDS];
+static int	n_internal_relids = 0;
+static bool internal_relids_cb = false;
+static uint64 internal_relids_invals = 0;
+
+static void
+internal_relids_inval(Datum arg, Oid relid)
+{
+	n_internal_relids = 0;
+	internal_relids_invals++;
+}
+
 Oid
 mq_internal_relid(const char *relname)
 {
-	Oid			nsp = get_namespace_oid(MQ_SCHEMA, true);
+	Oid			nsp;
 	Oid			relid = InvalidOid;
+	uint64		invals = internal_relids_invals;
 
+	for (int i = 0; i < n_internal_relids; i++)
+		if (strcmp(internal_relids[i].name, relname) == 0)
+			return internal_relids[i].relid;
+
+	nsp = get_namespace_oid(MQ_SCHEMA, true);
 	if (OidIsValid(nsp))
 		relid = get_relname_relid(relname, nsp);
+	if (OidIsValid(relid) && invals == internal_relids_invals &&
+		n_internal_relids < MQ_INTERNAL_RELIDS && strlen(relname) < NAMEDATALEN)
+	{
+		if (!internal_relids_cb)
+		{
+			CacheRegisterRelcacheCallback(internal_relids_inval, (Datum) 0);
+			internal_relids_cb = true;
+		}
+		strlcpy(internal_relids[n_internal_relids].name, relname, NAMEDATALEN);
+		internal_relids[n_internal_relids].relid = relid;
+		n_internal_relids++;
+	}
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),

@@ -63,6 +63,47 @@ mq_msglog_init(void)
 static int64 current_segno[2] = {0, 0};
 static Oid	current_db = InvalidOid;
 
+/*
+ * What this backend knows of its current segment of each chain, so that a
+ * publish neither looks the segment up by name nor asks for its size (an
+ * lseek) every time:
+ *	current_relid	its relid, as last looked up (checked against the name
+ *					of the relation it opens: an OID can be reused once the
+ *					segment is retired)
+ *	current_block	the block our last append to it went to; while that is
+ *					below the last block of a full segment, the segment is
+ *					not full from our appends, and we skip the size check.
+ *					Others may fill it meanwhile: our next append goes to
+ *					our own target page, or finds the relation's size while
+ *					choosing a page, and then the check runs again, so a
+ *					segment grows past mq.segment_size by at most a page
+ *					per backend (as it could already through concurrent
+ *					appends).  A batch (mq_log_append of several messages)
+ *					always checks.
+ */
+static Oid	current_relid[2] = {InvalidOid, InvalidOid};
+static char current_relname[2][NAMEDATALEN];
+static Oid	current_nsp[2] = {InvalidOid, InvalidOid};
+static BlockNumber current_block[2] = {InvalidBlockNumber, InvalidBlockNumber};
+
+/* Make segno (0: unknown) the current segment of a chain */
+static void
+set_current(int chain, int64 segno)
+{
+	current_segno[chain] = segno;
+	current_relid[chain] = InvalidOid;
+	current_block[chain] = InvalidBlockNumber;
+}
+
+/* After an append to segment segno, at block blkno */
+static void
+note_append(int64 segno, BlockNumber blkno)
+{
+	for (int chain = 0; chain < 2; chain++)
+		if (current_segno[chain] == segno && OidIsValid(current_relid[chain]))
+			current_block[chain] = blkno;
+}
+
 char *
 mq_segment_relname(int64 segno)
 {
@@ -146,7 +187,8 @@ mq_log_open_append(bool durable, int64 *segno_out)
 
 	if (current_db != MyDatabaseId)
 	{
-		current_segno[0] = current_segno[1] = 0;
+		set_current(0, 0);
+		set_current(1, 0);
 		current_db = MyDatabaseId;
 	}
 
@@ -165,29 +207,60 @@ mq_log_open_append(bool durable, int64 *segno_out)
 				segno = Max(segment_newest(!durable), 0) + 1;
 				segment_create(segno, durable);
 			}
-			current_segno[chain] = segno;
+			set_current(chain, segno);
 		}
 
 		/*
 		 * The segment may be retired between the lookup and the lock: a
 		 * segment this backend still takes for its current one can have
 		 * been filled by others and emptied since.  try_table_open says
-		 * so once the retiring transaction has committed.
+		 * so once the retiring transaction has committed.  A relid kept
+		 * from an earlier call is only trusted if the relation it opens
+		 * has the segment's name.
 		 */
-		relid = segment_relid(segno);
-		rel = OidIsValid(relid) ? try_table_open(relid, RowExclusiveLock) : NULL;
+		relid = current_relid[chain];
+		if (OidIsValid(relid))
+		{
+			rel = try_table_open(relid, RowExclusiveLock);
+			if (rel != NULL &&
+				(strcmp(RelationGetRelationName(rel), current_relname[chain]) != 0 ||
+				 RelationGetNamespace(rel) != current_nsp[chain]))
+			{
+				/* the segment is gone and its OID reused: look again */
+				table_close(rel, RowExclusiveLock);
+				rel = NULL;
+			}
+		}
+		else
+		{
+			char	   *name = mq_segment_relname(segno);
+			Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+
+			relid = get_relname_relid(name, nsp);
+			rel = OidIsValid(relid) ? try_table_open(relid, RowExclusiveLock) : NULL;
+			if (rel != NULL)
+			{
+				current_relid[chain] = relid;
+				strlcpy(current_relname[chain], name, NAMEDATALEN);
+				current_nsp[chain] = nsp;
+			}
+			pfree(name);
+		}
 		if (rel == NULL)
 		{
 			/* retired or rolled back: look again */
-			current_segno[chain] = 0;
+			set_current(chain, 0);
 			continue;
 		}
-		if (RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_size)
+		if ((current_block[chain] != InvalidBlockNumber &&
+			 current_block[chain] + 1 < (BlockNumber) mq_segment_size) ||
+			RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_size)
 		{
 			*segno_out = segno;
 			return rel;
 		}
 		table_close(rel, RowExclusiveLock);
+		current_block[chain] = InvalidBlockNumber;
 
 		/*
 		 * full: move to the newest segment, creating one if needed.
@@ -200,11 +273,11 @@ mq_log_open_append(bool durable, int64 *segno_out)
 
 			if (newest > segno && OidIsValid(segment_relid(newest)) &&
 				segment_newest(durable) == newest)
-				current_segno[chain] = newest;
+				set_current(chain, newest);
 			else
 			{
 				segment_create(newest + 1, durable);
-				current_segno[chain] = newest + 1;
+				set_current(chain, newest + 1);
 			}
 		}
 	}
@@ -262,11 +335,20 @@ insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
 	list_free(indexes);
 }
 
+/* The segment for n messages: a batch may take many pages, so it always checks the size */
+static Relation
+open_for_append(bool durable, int n, int64 *segno)
+{
+	if (n > 1)
+		current_block[durable ? 0 : 1] = InvalidBlockNumber;
+	return mq_log_open_append(durable, segno);
+}
+
 void
 mq_log_append(MqMessage **msgs, int n, bool durable)
 {
 	int64		segno;
-	Relation	rel = mq_log_open_append(durable, &segno);
+	Relation	rel = open_for_append(durable, n, &segno);
 
 	/*
 	 * The slots share an unpinned copy of the descriptor: n slots pinning the
@@ -290,6 +372,7 @@ mq_log_append(MqMessage **msgs, int n, bool durable)
 	else
 		table_multi_insert(rel, slots, n, cid, 0, NULL);
 
+	note_append(segno, ItemPointerGetBlockNumber(&slots[n - 1]->tts_tid));
 	for (int i = 0; i < n; i++)
 	{
 		msgs[i]->msg_id = mq_msgid_make(segno, &slots[i]->tts_tid);
@@ -522,6 +605,7 @@ mq_log_link_reserve(Relation seg, int64 segno, MqMessage *msg, MqlogLinkedRow *r
 	ExecStoreVirtualTuple(slot);
 	mqlog_linked_reserve(row, seg, slot, GetCurrentCommandId(true), false);
 	msg->msg_id = mq_msgid_make(segno, &row->tid);
+	note_append(segno, ItemPointerGetBlockNumber(&row->tid));
 }
 
 /* After mqlog_linked_write: index the message and free the row */

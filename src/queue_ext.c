@@ -17,6 +17,7 @@
 #include "am/mqlog.h"
 #include "half.h"
 #include "msglog.h"
+#include "plan_defaults.h"
 #include "publish.h"
 #include "queue/queue.h"
 #include "quorum.h"
@@ -32,8 +33,9 @@ void		_PG_init(void);
  * and, when preloading, sets up what it needs: mqlog_init (the access
  * method and its WAL resource manager), mq_msglog_init, mq_publish_init,
  * mq_quorum_init (quorum commits: settings, shared memory),
- * mq_half_init, mq_queue_init (queue state, its shared memory) and
- * mq_worker_init (background workers).  Every mq.* setting must be defined
+ * mq_half_init, mq_queue_init (queue state, its shared memory),
+ * mq_worker_init (background workers) and mq_plan_defaults_init (the
+ * planner hook that inserts the DEFAULT arguments of mq functions).  Every mq.* setting must be defined
  * before MarkGUCPrefixReserved, which would otherwise drop its value from
  * postgresql.conf.
  *
@@ -54,5 +56,6 @@ _PG_init(void)
 	mq_half_init();
 	mq_queue_init();
 	mq_worker_init();
+	mq_plan_defaults_init();
 	MarkGUCPrefixReserved("mq");
 }

@@ -466,10 +466,31 @@ mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 /*
  * Exclusively lock the relation's current last page (or create the first
  * page).  Retries when the relation grew while we waited for the lock.
+ *
+ * The page our last ordered append went to (the relation's target block,
+ * which ordered appends keep too) is tried first: it is still the last
+ * page unless someone extended the relation since, so the common case asks
+ * for the relation's size (an lseek) once, under the lock, not twice.
  */
 static Buffer
 mqlog_lock_last_page(Relation rel, bool *isnew)
 {
+	BlockNumber hint = RelationGetTargetBlock(rel);
+
+	/* the target block exists: see mqlog_get_target_buffer */
+	if (hint != InvalidBlockNumber)
+	{
+		Buffer		buf = ReadBuffer(rel, hint);
+
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (RelationGetNumberOfBlocks(rel) == hint + 1)
+		{
+			*isnew = PageIsNew(BufferGetPage(buf));
+			return buf;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+
 	for (;;)
 	{
 		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
@@ -567,6 +588,7 @@ mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
 		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
 		isnew = false;
 	}
+	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 	UnlockReleaseBuffer(buf);
 
 	for (i = 0; i < nslots; i++)
@@ -647,8 +669,8 @@ mqlog_linked_write(MqlogLinkedRow *rows, int n)
 	{
 		MqlogLinkedRow *row = &rows[i];
 
-		if (!row->ordered)
-			RelationSetTargetBlock(row->rel, ItemPointerGetBlockNumber(&row->tid));
+		/* for an ordered append: the last page, tried first next time */
+		RelationSetTargetBlock(row->rel, ItemPointerGetBlockNumber(&row->tid));
 		UnlockReleaseBuffer(row->buf);
 		pgstat_count_heap_insert(row->rel, 1);
 		row->slot->tts_tableOid = RelationGetRelid(row->rel);

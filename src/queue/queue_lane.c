@@ -31,20 +31,96 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "mqutils.h"
 #include "owner.h"
 #include "queue/queue_int.h"
 
+/*
+ * A backend-local cache of the relids of lane tables, so that a publish or
+ * a consume does not print a table name and look it up in two syscaches
+ * for each table it opens.  Only found relids are kept.  Any relcache
+ * invalidation empties it: a lane table that is dropped or renamed sends
+ * one for its relid, which is processed at the same points as the
+ * syscache invalidation that would make the name lookup see the change
+ * (and an invalidation that arrives while we look a name up keeps that
+ * answer out of the cache).  Invalidations of other relations are rare
+ * next to lookups, and the cache is cheap to refill.
+ */
+typedef struct LaneRelKey
+{
+	int32		queue_id;
+	int32		lane;
+	int32		gen;
+	int32		settle;
+} LaneRelKey;
+
+typedef struct LaneRelEntry
+{
+	LaneRelKey	key;
+	Oid			relid;
+} LaneRelEntry;
+
+#define LANE_RELID_CACHE_MAX 4096
+
+static HTAB *lane_relids = NULL;
+static bool lane_relids_reset = false;
+static uint64 lane_relids_invals = 0;
+
+static void
+lane_relid_inval(Datum arg, Oid relid)
+{
+	lane_relids_reset = true;
+	lane_relids_invals++;
+}
+
 Oid
 mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 {
 	char		name[NAMEDATALEN];
+	LaneRelKey	key;
+	LaneRelEntry *e;
+	uint64		invals;
+	Oid			relid;
 
+	if (lane_relids == NULL || lane_relids_reset)
+	{
+		HASHCTL		ctl;
+
+		if (lane_relids == NULL)
+			CacheRegisterRelcacheCallback(lane_relid_inval, (Datum) 0);
+		else
+			hash_destroy(lane_relids);
+		ctl.keysize = sizeof(LaneRelKey);
+		ctl.entrysize = sizeof(LaneRelEntry);
+		ctl.hcxt = CacheMemoryContext;
+		lane_relids = hash_create("queue_ext lane relids", 256, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		lane_relids_reset = false;
+	}
+	key.queue_id = queue_id;
+	key.lane = lane;
+	key.gen = gen;
+	key.settle = settle ? 1 : 0;
+	e = hash_search(lane_relids, &key, HASH_FIND, NULL);
+	if (e != NULL)
+		return e->relid;
+
+	invals = lane_relids_invals;
 	snprintf(name, sizeof(name), "%c%d_%d_%d", settle ? 's' : 'q', queue_id, lane, gen);
-	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+	relid = get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+	if (OidIsValid(relid) && invals == lane_relids_invals && !lane_relids_reset &&
+		hash_get_num_entries(lane_relids) < LANE_RELID_CACHE_MAX)
+	{
+		e = hash_search(lane_relids, &key, HASH_ENTER, NULL);
+		e->relid = relid;
+	}
+	return relid;
 }
 
 Oid

@@ -1,0 +1,66 @@
+#!/bin/bash
+# bench/publish_cost.sh: user-space instructions per statement of a single-message publish
+# (SELECT mq.send to a 4-partition stream, 100 random bytes) against the heap INSERT floor of
+# bench/streams.py, counted by valgrind's callgrind in a single-user backend: no client, no
+# commit flush, no other load, so the figure is the same from run to run (bench/README.md,
+# "Stream publish at 1 msg/txn: the profile").  Each statement is its own transaction.  The
+# count per statement is the difference between N2 and N1 statements, divided by N2 - N1, so
+# the backend's start and first calls (catalog and cache loads) drop out.
+#
+#   bash bench/publish_cost.sh            # as root; needs valgrind (apt-get install valgrind)
+#
+# Env: PGBIN (/usr/lib/postgresql/15/bin: a PostgreSQL with queue_ext installed), N1 (100),
+# N2 (300), KEEP=1 keeps the scratch directory (the callgrind outputs, for callgrind_annotate).
+set -euo pipefail
+BIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+N1=${N1:-100}
+N2=${N2:-300}
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+W=$(mktemp -d /tmp/publish_cost.XXXXXX)
+chown postgres "$W"
+trap '[ "${KEEP:-0}" = 1 ] || rm -rf "$W"' EXIT
+su postgres -c "$BIN/initdb -D $W/data -A trust" >/dev/null
+cat >> "$W/data/postgresql.conf" <<CONF
+shared_preload_libraries = 'queue_ext'
+fsync = off
+listen_addresses = ''
+unix_socket_directories = '$W'
+port = 5599
+CONF
+su postgres -c "$BIN/pg_ctl -D $W/data -l $W/server.log -w start" >/dev/null
+"$BIN/psql" -h "$W" -p 5599 -U postgres -d postgres -Xq -v ON_ERROR_STOP=1 <<'SQL'
+CREATE DATABASE bench;
+\c bench
+CREATE EXTENSION pgcrypto;
+CREATE EXTENSION queue_ext;
+SELECT mq.queue_declare('b3_stream', type => 'stream', arguments => '{"partitions": 4}') \g /dev/null
+SELECT mq.queue_declare('b3_classic') \g /dev/null
+CREATE TABLE b3_heap (id bigserial, published_at timestamptz DEFAULT now(),
+                      routing_key text, body bytea);
+SQL
+su postgres -c "$BIN/pg_ctl -D $W/data -w stop" >/dev/null
+
+# instructions of n statements
+count() {
+	local stmt=$1 n=$2 out
+	out=$W/cg.$n.$RANDOM
+	for _ in $(seq "$n"); do echo "$stmt"; done > "$W/in.sql"
+	chmod a+r "$W/in.sql"
+	su postgres -c "valgrind --tool=callgrind --callgrind-out-file=$out.cg \
+		$BIN/postgres --single -D $W/data -j bench < $W/in.sql > /dev/null 2> $out.err"
+	grep -o "Collected : [0-9]*" "$out.err" | awk '{print $3}'
+}
+
+ALL_ARGS="NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+printf '%-58s %s\n' "statement (one per transaction)" "instructions"
+while IFS='|' read -r label stmt; do
+	a=$(count "$stmt" "$N1")
+	b=$(count "$stmt" "$N2")
+	printf '%-58s %s\n' "$label" $(( (b - a) / (N2 - N1) ))
+done <<LIST
+mq.send to a 4-partition stream|SELECT mq.send('b3_stream', gen_random_bytes(100));
+mq.send to a stream, all 17 arguments given|SELECT mq.send('b3_stream', gen_random_bytes(100), $ALL_ARGS);
+mq.send to a classic queue|SELECT mq.send('b3_classic', gen_random_bytes(100));
+heap INSERT (the floor of bench/streams.py)|INSERT INTO b3_heap (routing_key, body) VALUES ('b3', gen_random_bytes(100));
+LIST
+if [ "${KEEP:-0}" = 1 ]; then echo "callgrind outputs: $W/*.cg"; fi
