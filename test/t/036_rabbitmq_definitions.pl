@@ -30,14 +30,16 @@ plan skip_all => 'rabbitmq-server is not installed (Debian package rabbitmq-serv
 
 # a private RabbitMQ node: its own ports, directories, cookie and epmd
 my $dir = PostgreSQL::Test::Utils::tempdir('rabbit');
-my $base = 20000 + ($$ % 20000);
+# three free ports (as the test clusters find theirs)
+my ($amqp_port, $dist_port, $epmd_port) =
+  map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
 my %renv = (
 	HOME => $dir,
 	RABBITMQ_NODENAME => "qe$$\@localhost",
 	RABBITMQ_NODE_IP_ADDRESS => '127.0.0.1',
-	RABBITMQ_NODE_PORT => $base,
-	RABBITMQ_DIST_PORT => $base + 1,
-	ERL_EPMD_PORT => $base + 2,
+	RABBITMQ_NODE_PORT => $amqp_port,
+	RABBITMQ_DIST_PORT => $dist_port,
+	ERL_EPMD_PORT => $epmd_port,
 	ERL_EPMD_ADDRESS => '127.0.0.1',
 	RABBITMQ_MNESIA_BASE => "$dir/mnesia",
 	RABBITMQ_LOG_BASE => "$dir/log",
@@ -48,7 +50,7 @@ my %renv = (
 make_path("$dir/mnesia", "$dir/log");
 PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins", "[].\n");
 PostgreSQL::Test::Utils::append_to_file("$dir/rabbitmq.conf",
-	"listeners.tcp.default = 127.0.0.1:$base\nloopback_users = none\n");
+	"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n");
 PostgreSQL::Test::Utils::append_to_file("$dir/advanced.config", "[].\n");
 
 # run a RabbitMQ command with the node's environment; its stdout
@@ -83,7 +85,9 @@ for (1 .. 120)
 }
 unless ($started)
 {
-	diag(PostgreSQL::Test::Utils::slurp_file($_)) for glob("$dir/log/*.log");
+	diag("$_:\n" . PostgreSQL::Test::Utils::slurp_file($_))
+	  for grep { -f } glob("$dir/log/*"), glob("$dir/*.dump");
+	diag($@);
 	BAIL_OUT('RabbitMQ did not start');
 }
 pass('RabbitMQ started');
