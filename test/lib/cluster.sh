@@ -52,6 +52,13 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	rabbitmq-server
 )
+# mqctl, the command-line tool (mqctl/, docs/mqctl.md): libpq and json-c to
+# build it, a pseudo-terminal for its progress bar test (TAP test 035)
+QE_PACKAGES+=(
+	libpq-dev
+	libjson-c-dev
+	libio-pty-perl
+)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
