@@ -444,36 +444,105 @@ static const char *list_help =
 "\n"
 "Options:\n"
 "  -f, --format=FORMAT    table (default; on a terminal cut to its width),\n"
-"                         json (an array of objects) or csv (with a header)\n";
+"                         json (an array of objects) or csv (with a header)\n"
+"  --columns=A,B,...      only these columns, in this order\n"
+"  --all                  every column in a table too (tables of queues and\n"
+"                         groups show the main ones; json and csv show all)\n";
+
+/*
+ * What a table shows of the wide views by default (--all: every column;
+ * JSON and CSV always have every column)
+ */
+#define QUEUES_TABLE_COLUMNS \
+	"queue,type,durable,ready,unacked,delayed,consumers,oldest_ready_age,arguments"
+#define GROUPS_TABLE_COLUMNS \
+	"queue,group_name,mode,partition,consumer,committed_offset,end_offset,lag," \
+	"in_flight,retrying,dead_lettered,consumers,idle"
+
+/* "SELECT a, b FROM" for the comma-separated column names of list */
+static char *
+select_columns(const char *list)
+{
+	char	   *copy = xstrdup(list);
+	size_t		cap = strlen(list) * 3 + 32;
+	char	   *sql = xmalloc(cap);
+	size_t		len = 0;
+	char	   *save = NULL;
+
+	len += snprintf(sql, cap, "SELECT ");
+	for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save))
+	{
+		char	   *q = PQescapeIdentifier(mq_connect(), name, strlen(name));
+
+		if (q == NULL)
+			die_conn();
+		sql = xrealloc(sql, cap += strlen(q) + 4);
+		len += snprintf(sql + len, cap - len, "%s%s", len > 7 ? ", " : "", q);
+		PQfreemem(q);
+	}
+	if (len == 7)
+		die_usage("list", "--columns needs column names");
+	snprintf(sql + len, cap - len, " FROM");
+	free(copy);
+	return sql;
+}
 
 static int
 cmd_list(int argc, char **argv)
 {
+	static const char *const names[] = {"columns", "all", NULL};
+	static const bool values[] = {true, false};
 	CmdOpts		o;
 	const char *what;
-	const char *sql;
+	const char *from;
+	const char *order;
+	const char *table_columns = NULL;
+	char	   *select;
+	char	   *sql;
 
-	parse_cmd("list", list_help, argc, argv, NULL, NULL, &o);
+	parse_cmd("list", list_help, argc, argv, names, values, &o);
 	want_pos("list", &o, 1, 1, "what to list (queues, exchanges, bindings, groups, consumers)");
 	what = o.pos[0];
 	if (strcmp(what, "queues") == 0)
-		sql = "SELECT * FROM mq.queues ORDER BY queue";
+	{
+		from = "mq.queues";
+		order = "queue";
+		table_columns = QUEUES_TABLE_COLUMNS;
+	}
 	else if (strcmp(what, "exchanges") == 0)
-		sql = "SELECT * FROM mq.exchanges ORDER BY exchange";
+		from = "mq.exchanges", order = "exchange";
 	else if (strcmp(what, "bindings") == 0)
-		sql = "SELECT * FROM mq.bindings ORDER BY exchange, queue, binding_key, arguments::text";
+		from = "mq.bindings", order = "exchange, queue, binding_key, arguments::text";
 	else if (strcmp(what, "groups") == 0)
-		sql = "SELECT * FROM mq.consumer_groups ORDER BY queue, group_name, partition, consumer NULLS FIRST";
+	{
+		from = "mq.consumer_groups";
+		order = "queue, group_name, partition, consumer NULLS FIRST";
+		table_columns = GROUPS_TABLE_COLUMNS;
+	}
 	else if (strcmp(what, "consumers") == 0)
-		sql = "SELECT queue, NULL::text AS group_name, consumers, unacked AS in_flight, last_delivery"
-			"  FROM mq.queues WHERE type <> 'stream'"
+	{
+		from = "(SELECT queue, NULL::text AS group_name, consumers, unacked AS in_flight,"
+			" last_delivery FROM mq.queues WHERE type <> 'stream'"
 			" UNION ALL "
 			"SELECT queue, group_name, max(consumers), sum(in_flight)::bigint, max(last_delivery)"
-			"  FROM mq.consumer_groups GROUP BY queue, group_name"
-			" ORDER BY queue, group_name NULLS FIRST";
+			"  FROM mq.consumer_groups GROUP BY queue, group_name) c";
+		order = "queue, group_name NULLS FIRST";
+	}
 	else
 		die_usage("list", "cannot list \"%s\": queues, exchanges, bindings, groups or consumers", what);
+	if (o.vals[0] && o.vals[1])
+		die_usage("list", "--columns and --all exclude each other");
+	if (o.vals[0])
+		select = select_columns(o.vals[0]);
+	else if (table_columns && o.format == FORMAT_TABLE && !o.vals[1])
+		select = select_columns(table_columns);
+	else
+		select = xstrdup("SELECT * FROM");
+	sql = xmalloc(strlen(select) + strlen(from) + strlen(order) + 16);
+	sprintf(sql, "%s %s ORDER BY %s", select, from, order);
 	print_query(sql, 0, NULL, o.format);
+	free(select);
+	free(sql);
 	return EXIT_OK;
 }
 

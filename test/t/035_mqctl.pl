@@ -177,6 +177,14 @@ my $bar = index($lines[0], '|');
 is(scalar(grep { index($_, '|') == $bar } @lines[ 2 .. $#lines ]), $#lines - 1, 'columns aligned');
 ok((grep { /^q1\s+\| classic \| t\s+\|\s+0 \|/ } @lines), 'q1 row');
 
+unlike($lines[0], qr/last_delivery|first_offset/, 'a table of queues shows the main columns');
+($rc, $out) = mq([qw(list queues --all)]);
+like((split /\n/, $out)[0], qr/\| last_delivery \|.*\| quorum_met$/, 'list queues --all: every column');
+($rc, $out) = mq([ 'list', 'queues', '--columns', 'ready,queue', '--format', 'csv' ]);
+like($out, qr/^ready,queue\n(?:.*\n)*0,q1\n/, '--columns: those columns, in that order');
+($rc, $out, $err) = mq([ 'list', 'queues', '--columns', 'queue,nope' ]);
+is($rc, 1, '--columns with an unknown column: exit 1');
+like($err, qr/^mqctl: error: column "nope" does not exist/, 'the unknown column is named');
 ($rc, $out) = mq([qw(list queues --format json)]);
 my $queues = decode_json($out);
 my ($q1) = grep { $_->{queue} eq 'q1' } @$queues;
