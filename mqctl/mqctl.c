@@ -48,6 +48,8 @@ static const char *main_help =
 "  trace MSG_ID                       the life of a message\n"
 "  lookup --key KEY                   messages published with a key\n"
 "  dlq list|show QUEUE|redrive QUEUE  dead-letter queues\n"
+"  top                                a live screen of every queue and group\n"
+"  bench                              publish and consume throughput\n"
 "\n"
 "Every command takes --help.  Without -d, -h, -p, -U the PG* environment\n"
 "variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGSERVICE...) and ~/.pgpass\n"
@@ -898,6 +900,8 @@ static const Command commands[] = {
 	{"trace", cmd_trace},
 	{"lookup", cmd_lookup},
 	{"dlq", cmd_dlq},
+	{"top", cmd_top},
+	{"bench", cmd_bench},
 	{NULL, NULL}
 };
 

@@ -7,6 +7,8 @@
  * mqctl.c		main, connection, the topology and inspection commands
  * output.c		tables, JSON and CSV from a query result
  * messages.c	publish, send and consume
+ * top.c		the live screen (ncurses)
+ * bench.c		publish and consume throughput
  *
  *-------------------------------------------------------------------------
  */
@@ -85,5 +87,11 @@ extern void end_progress_line(void);
 extern int	cmd_publish(int argc, char **argv);
 extern int	cmd_send(int argc, char **argv);
 extern int	cmd_consume(int argc, char **argv);
+
+/* top.c */
+extern int	cmd_top(int argc, char **argv);
+
+/* bench.c */
+extern int	cmd_bench(int argc, char **argv);
 
 #endif							/* MQCTL_H */

@@ -52,11 +52,13 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	rabbitmq-server
 )
-# mqctl, the command-line tool (mqctl/, docs/mqctl.md): libpq and json-c to
-# build it, a pseudo-terminal for its progress bar test (TAP test 035)
+# mqctl, the command-line tool (mqctl/, docs/mqctl.md): libpq, json-c and
+# ncurses (top) to build it, a pseudo-terminal for its progress bar and
+# screen tests (TAP test 035)
 QE_PACKAGES+=(
 	libpq-dev
 	libjson-c-dev
+	libncurses-dev
 	libio-pty-perl
 )
 

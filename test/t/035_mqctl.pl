@@ -53,7 +53,7 @@ like($out, qr/^mqctl \(queue_ext\) \d/, '--version names the tool');
 ($rc, $out) = mq(['--help']);
 is($rc, 0, '--help exits 0');
 like($out, qr/list queues\|exchanges.*consume QUEUE/s, '--help lists the commands');
-for my $cmd (qw(list declare delete bind unbind purge publish send consume trace lookup dlq))
+for my $cmd (qw(list declare delete bind unbind purge publish send consume trace lookup dlq top bench))
 {
 	($rc, $out) = mq([ $cmd, '--help' ]);
 	is($rc, 0, "$cmd --help exits 0");
@@ -358,22 +358,36 @@ is($out, "1\n", 'delete queue: the delayed message it held');
 
 # ---- the progress bar ------------------------------------------------------
 # mqctl with its stderr on a pseudo-terminal, stdout and stdin elsewhere
+# (screen => 1: stdin and stdout on it too, TERM=xterm; then once its output
+# matches $opt{until}, $opt{keys} is typed)
 sub mq_on_pty
 {
-	my @args = @_;
+	my ($args, %opt) = @_;
 	my $pty = IO::Pty->new;
 	my $slave = $pty->slave;
 	my $pid = fork();
 	die "fork: $!" unless defined $pid;
 	if ($pid == 0)
 	{
-		open(STDIN, '<', '/dev/null');
-		open(STDOUT, '>', '/dev/null');
+		if ($opt{screen})
+		{
+			$ENV{TERM} = 'xterm';
+			$pty->make_slave_controlling_terminal;
+			open(STDIN, '<&', $slave) or POSIX::_exit(99);
+			open(STDOUT, '>&', $slave) or POSIX::_exit(99);
+		}
+		else
+		{
+			open(STDIN, '<', '/dev/null');
+			open(STDOUT, '>', '/dev/null');
+		}
 		open(STDERR, '>&', $slave) or POSIX::_exit(99);
-		exec($mqctl, @args) or POSIX::_exit(98);
+		exec($mqctl, @$args) or POSIX::_exit(98);
 	}
 	$pty->close_slave;
+	$pty->set_raw if $opt{screen};
 	my $text = '';
+	my $typed = 0;
 	my $deadline = time + 120;
 	# read until the child closed the terminal (EOF, or EIO on Linux)
 	while (time < $deadline)
@@ -384,6 +398,11 @@ sub mq_on_pty
 		my $n = sysread($pty, my $buf, 65536);
 		last unless $n;
 		$text .= $buf;
+		if (defined $opt{keys} && !$typed && $text =~ $opt{until})
+		{
+			syswrite($pty, $opt{keys});
+			$typed = 1;
+		}
 	}
 	$deadline = time + 60;
 	while (waitpid($pid, POSIX::WNOHANG()) != $pid)
@@ -400,11 +419,11 @@ sub mq_on_pty
 }
 
 sql(q{SELECT mq.queue_declare('bulk')});
-my ($prc, $tty) = mq_on_pty('send', 'bulk', (1 .. 5000), '--batch', '100');
+my ($prc, $tty) = mq_on_pty([ 'send', 'bulk', (1 .. 5000), '--batch', '100' ]);
 is($prc, 0, 'send 5000 messages with stderr on a terminal');
 like($tty, qr/\[#+\] 5000\/5000 100% \d+ msg\/s ETA 0:00/, 'the progress bar reached 5000/5000, with rate and ETA');
 is(sql(q{SELECT ready FROM mq.queues WHERE queue = 'bulk'}), '5000', 'all 5000 sent');
-($prc, $tty) = mq_on_pty('send', 'bulk', (1 .. 50));
+($prc, $tty) = mq_on_pty([ 'send', 'bulk', (1 .. 50) ]);
 is($tty, '', 'no bar for a few messages');
 ($rc, $out, $err) = mq([ 'send', 'bulk', '--batch', '500' ], in => join("\n", 1 .. 5000) . "\n");
 is($rc . $out . $err, '0', 'no bar without a terminal');
@@ -456,6 +475,60 @@ my %all = %seen;
 $all{$_}++ for split /\n/, $out;
 is(scalar(keys %all), 3000, 'with the rest, every message exactly once');
 is(scalar(grep { $all{$_} != 1 } keys %all), 0, '... none twice');
+
+# ---- top --------------------------------------------------------------------
+sql(q{SELECT mq.queue_declare('stuck'); SELECT mq.send('stuck', 'x');
+	  SELECT mq.queue_declare('ts', 'stream'); SELECT mq.group_declare('ts', 'tg')});
+($rc, $out, $err) = mq([qw(top --batch)]);
+is($rc, 0, 'top --batch');
+like($out, qr/^mqctl top - \S+ postgres@.* queues \d+, ready \d+, unacked \d+; groups 1, lag 0; stalled 2$/m,
+	'top: the summary line (stuck and bulk are stalled)');
+like($out, qr/^QUEUE\s+GROUP\s+TYPE\s+READY\s+UNACKED\s+DELAY\s+LAG\s+IN\/s\s+ACK\/s\s+CONS\s+OLDEST\s+IDLE\s+STATE$/m,
+	'top: the columns');
+like($out, qr/^stuck\s+classic\s+1\s+0\s+0\s+-\s+-\s+-\s+0\s+[\d.]+s\s+-\s+stalled$/m,
+	'top: a queue with a ready message and no consumer is stalled');
+like($out, qr/^fol\s+classic\s+0\s+0\s+0\s+-\s+-\s+-\s+0\s+-\s+\S+$/m, 'top: an empty queue is not');
+like($out, qr/^ts\s+tg\s+group\s+-\s+0\s+0\s+0\s+-\s+-\s+0\s+-\s+-$/m, 'top: a group, no rate in the first frame');
+# rates: publish to the stream between two frames
+($fout, $ferr) = ('', '');
+$h = IPC::Run::start([ $mqctl, 'top', '--batch', '--iterations', '2', '--interval', '2' ],
+	'<', \undef, '>', \$fout, '2>', \$ferr);
+$deadline = time + 60;
+$h->pump_nb while $fout !~ /^ts\s+tg/m && time < $deadline && usleep(20_000) >= 0;
+sql(q{SELECT mq.send('ts', 'r' || g) FROM generate_series(1, 200) g});
+$h->finish;
+is($?, 0, 'top --batch --iterations 2');
+my @frames = split /\n\n(?=mqctl top)/, $fout;
+is(scalar(@frames), 2, 'two frames');
+my ($in_rate) = $frames[1] =~ /^ts\s+tg\s+group\s+-\s+0\s+0\s+200\s+(\d+)\s+0\s/m;
+ok(defined $in_rate && $in_rate > 0 && $in_rate <= 200,
+	'top: the group\'s publish rate from the second frame (' . ($in_rate // 'none') . '/s), its lag 200');
+# the screen, on a pseudo-terminal: drawn, the stalled row in red, q quits
+($prc, $tty) = mq_on_pty([ 'top' ], screen => 1, until => qr/stuck/, keys => 'q');
+is($prc, 0, 'top on a terminal: q quits, exit 0');
+like($tty, qr/mqctl top - /, 'top drew its screen');
+like($tty, qr/refresh 1s, q: quit/, 'top names its keys');
+like($tty, qr/\e\[31m(?:\e\[1m)?stuck/, 'the stalled queue is highlighted in red');
+($rc, $out, $err) = mq([qw(top --interval 0)]);
+is($rc, 2, 'top --interval 0: bad usage');
+
+# ---- bench -------------------------------------------------------------------
+($rc, $out, $err) = mq([qw(bench --messages 3000 --producers 2 --consumers 3 --batch 50 --size 20 --format json)]);
+is($rc, 0, 'bench');
+my $b = decode_json($out);
+is($b->{publish}{messages}, 3000, 'bench: published');
+is($b->{consume_ack}{messages}, 3000, 'bench: consumed and acked');
+is($b->{publish}{processes} . '/' . $b->{consume_ack}{processes}, '2/3', 'bench: processes');
+cmp_ok($b->{publish}{per_second}, '>', 0, 'bench: a publish rate');
+cmp_ok($b->{consume_ack}{per_second}, '>', 0, 'bench: a consume rate');
+($rc, $out) = mq([qw(bench --messages 500 --type stream)]);
+is($rc, 0, 'bench on a stream');
+like($out, qr/^stream queue, 100-byte bodies, batches of 100\npublish\s+500 messages\s+1 producers.*msg\/s.*\nconsume\+ack\s+500 messages/,
+	'bench prints both rates');
+is(sql(q{SELECT count(*) FROM mq.queues WHERE queue LIKE 'mqctl-bench-%' OR queue = '%DLQ%bench'}), '0',
+	'bench deleted its queues');
+($rc, $out, $err) = mq([qw(bench --type fanout)]);
+is($rc, 2, 'bench --type fanout: bad usage');
 
 $node->stop;
 done_testing();
