@@ -10,6 +10,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <errno.h>
 #include <getopt.h>
 #include <locale.h>
 #include <stdarg.h>
@@ -48,6 +49,7 @@ static const char *main_help =
 "  trace MSG_ID                       the life of a message\n"
 "  lookup --key KEY                   messages published with a key\n"
 "  dlq list|show QUEUE|redrive QUEUE  dead-letter queues\n"
+"  definitions export|import FILE     RabbitMQ's definitions JSON\n"
 "  top                                a live screen of every queue and group\n"
 "  bench                              publish and consume throughput\n"
 "\n"
@@ -879,6 +881,131 @@ cmd_dlq(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* ---------------------------------------------------------------- definitions */
+
+static const char *definitions_help =
+"mqctl definitions: a topology in RabbitMQ's definitions format.\n"
+"\n"
+"Usage:\n"
+"  mqctl definitions export [FILE]     this database's exchanges, queues and\n"
+"                                      bindings (mq.definitions_export), to FILE\n"
+"                                      or stdout\n"
+"  mqctl definitions import FILE|- [--vhost VHOST] [--format table|json|csv]\n"
+"                                      declare what a RabbitMQ export holds\n"
+"                                      (mq.definitions_import, one transaction)\n"
+"                                      and print what was done with each object\n"
+"\n"
+"import exits 1 when an object failed (the others are imported; the report\n"
+"says why), 0 when everything was created, existed or was reported skipped.\n";
+
+/* The whole of FILE ("-": stdin) as a string, else exit 2 */
+static char *
+read_whole_file(const char *cmd, const char *path)
+{
+	FILE	   *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	size_t		cap = 65536;
+	size_t		len = 0;
+	size_t		n;
+	char	   *buf;
+
+	if (f == NULL)
+		die_usage(cmd, "could not open \"%s\": %s", path, strerror(errno));
+	buf = xmalloc(cap);
+	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0)
+	{
+		len += n;
+		if (len + 1 == cap)
+			buf = xrealloc(buf, cap *= 2);
+	}
+	buf[len] = '\0';
+	if (f != stdin)
+		fclose(f);
+	return buf;
+}
+
+static int
+cmd_definitions(int argc, char **argv)
+{
+	static const char *const names[] = {"vhost", NULL};
+	static const bool values[] = {true};
+	CmdOpts		o;
+	const char *what;
+
+	parse_cmd("definitions", definitions_help, argc, argv, names, values, &o);
+	want_pos("definitions", &o, 1, 2, "export or import");
+	what = o.pos[0];
+	if (strcmp(what, "export") == 0)
+	{
+		PGresult   *res;
+		json_object *defs;
+		FILE	   *out = stdout;
+
+		if (o.vals[0])
+			die_usage("definitions", "--vhost is for import");
+		res = run_query("SELECT mq.definitions_export()", 0, NULL);
+		defs = json_tokener_parse(PQgetvalue(res, 0, 0));
+		if (o.npos > 1 && strcmp(o.pos[1], "-") != 0)
+		{
+			out = fopen(o.pos[1], "w");
+			if (out == NULL)
+				die_usage("definitions", "could not write \"%s\": %s", o.pos[1], strerror(errno));
+		}
+		fputs(json_object_to_json_string_ext(defs, JSON_C_TO_STRING_PRETTY |
+											 JSON_C_TO_STRING_SPACED |
+											 JSON_C_TO_STRING_NOSLASHESCAPE), out);
+		fputc('\n', out);
+		if (out != stdout && fclose(out) != 0)
+		{
+			fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname,
+					o.pos[1], strerror(errno));
+			return EXIT_SERVER;
+		}
+		json_object_put(defs);
+		PQclear(res);
+	}
+	else if (strcmp(what, "import") == 0)
+	{
+		const char *p[2];
+		PGresult   *res;
+		int			failed = 0;
+		int			action;
+
+		want_pos("definitions", &o, 2, 2, "the file to import (- for stdin)");
+		p[0] = read_whole_file("definitions", o.pos[1]);
+		p[1] = o.vals[0] ? o.vals[0] : "/";
+		res = run_query("SELECT * FROM mq.definitions_import($1::jsonb, $2)", 2, p);
+		action = PQfnumber(res, "action");
+		for (int r = 0; r < PQntuples(res); r++)
+			if (action >= 0 && strcmp(PQgetvalue(res, r, action), "failed") == 0)
+				failed++;
+		if (o.format == FORMAT_JSON)
+		{
+			json_object *arr = json_object_new_array();
+
+			for (int r = 0; r < PQntuples(res); r++)
+				json_object_array_add(arr, row_to_json(res, r));
+			puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY |
+												JSON_C_TO_STRING_SPACED |
+												JSON_C_TO_STRING_NOSLASHESCAPE));
+			json_object_put(arr);
+		}
+		else
+			print_result(res, o.format);
+		PQclear(res);
+		free((char *) p[0]);
+		if (failed > 0)
+		{
+			fflush(stdout);
+			fprintf(stderr, "%s: error: %d object%s could not be imported (action \"failed\" above)\n",
+					progname, failed, failed == 1 ? "" : "s");
+			return EXIT_SERVER;
+		}
+	}
+	else
+		die_usage("definitions", "unknown definitions command \"%s\": export or import", what);
+	return EXIT_OK;
+}
+
 /* ---------------------------------------------------------------- main */
 
 typedef struct Command
@@ -900,6 +1027,7 @@ static const Command commands[] = {
 	{"trace", cmd_trace},
 	{"lookup", cmd_lookup},
 	{"dlq", cmd_dlq},
+	{"definitions", cmd_definitions},
 	{"top", cmd_top},
 	{"bench", cmd_bench},
 	{NULL, NULL}

@@ -53,7 +53,7 @@ like($out, qr/^mqctl \(queue_ext\) \d/, '--version names the tool');
 ($rc, $out) = mq(['--help']);
 is($rc, 0, '--help exits 0');
 like($out, qr/list queues\|exchanges.*consume QUEUE/s, '--help lists the commands');
-for my $cmd (qw(list declare delete bind unbind purge publish send consume trace lookup dlq top bench))
+for my $cmd (qw(list declare delete bind unbind purge publish send consume trace lookup dlq definitions top bench))
 {
 	($rc, $out) = mq([ $cmd, '--help' ]);
 	is($rc, 0, "$cmd --help exits 0");
@@ -475,6 +475,51 @@ my %all = %seen;
 $all{$_}++ for split /\n/, $out;
 is(scalar(keys %all), 3000, 'with the rest, every message exactly once');
 is(scalar(grep { $all{$_} != 1 } keys %all), 0, '... none twice');
+
+# ---- definitions -------------------------------------------------------------
+for my $db (qw(d1 d2))
+{
+	sql("CREATE DATABASE $db");
+	$node->safe_psql($db, 'CREATE EXTENSION queue_ext');
+}
+$node->safe_psql('d1', q{SELECT mq.exchange_declare('dx', 'topic');
+	SELECT mq.queue_declare('dq', arguments => '{"x-max-length": 5}');
+	SELECT mq.bind('dq', 'dx', 'a.*')});
+($rc, $out, $err) = mq([ '-d', 'd1', 'definitions', 'export', "$dir/defs.json" ]);
+is($rc . $out . $err, '0', 'definitions export FILE');
+my $defs = decode_json(slurp_file("$dir/defs.json"));
+my ($dq) = grep { $_->{name} eq 'dq' } @{ $defs->{queues} };
+is($dq->{arguments}{'x-max-length'}, 5, 'export: the queue with its arguments');
+my ($dx) = grep { $_->{name} eq 'dx' } @{ $defs->{exchanges} };
+is($dx->{type}, 'topic', 'export: the exchange');
+ok((grep { $_->{source} eq 'dx' && $_->{destination} eq 'dq' && $_->{routing_key} eq 'a.*' }
+	@{ $defs->{bindings} }), 'export: the binding');
+($rc, $out) = mq([qw(-d d1 definitions export)]);
+is_deeply(decode_json($out), $defs, 'definitions export to stdout: the same');
+($rc, $out, $err) = mq([ '-d', 'd2', 'definitions', 'import', "$dir/defs.json" ]);
+is($rc, 0, 'definitions import FILE');
+like($out, qr/^kind\s+\| name\s+\| action\s+\| detail$/m, 'import: the report as a table');
+like($out, qr/^queue\s+\| dq\s+\| created /m, 'import: the queue created');
+like($out, qr/^binding\s+\| dx -> dq \(a\.\*\)\s+\| created /m, 'import: the binding created');
+is($node->safe_psql('d2', q{SELECT arguments FROM mq.queues WHERE queue = 'dq'}), '{"x-max-length": 5}',
+	'the imported queue');
+($rc, $out) = mq([qw(-d d2 definitions import - --format json)], in => slurp_file("$dir/defs.json"));
+is($rc, 0, 'definitions import from stdin');
+my @report = @{ decode_json($out) };
+is(scalar(grep { $_->{action} ne 'exists' } @report), 0, 'imported again: everything exists');
+($rc, $out, $err) = mq([qw(-d d2 definitions import -)],
+	in => '{"queues": [{"name": "bad", "vhost": "/", "durable": true, "arguments": {"x-max-length": "many"}}]}');
+is($rc, 1, 'an object that failed: exit 1');
+like($out, qr/^queue\s+\| bad\s+\| failed\s+\| invalid value "many"/m, 'the report says why');
+like($err, qr/^mqctl: error: 1 object could not be imported/, 'and the error says how many');
+($rc, $out, $err) = mq([qw(-d d2 definitions import -)], in => 'not json');
+is($rc, 1, 'not JSON: exit 1');
+like($err, qr/^mqctl: error: invalid input syntax for type json/, 'the server\'s error');
+($rc, $out, $err) = mq([qw(definitions import)]);
+is($rc, 2, 'definitions import without a file: bad usage');
+($rc, $out, $err) = mq([qw(definitions import /nonexistent/defs.json)]);
+is($rc, 2, 'definitions import of a missing file: bad usage');
+like($err, qr/could not open "\/nonexistent\/defs\.json"/, 'the missing file is named');
 
 # ---- top --------------------------------------------------------------------
 sql(q{SELECT mq.queue_declare('stuck'); SELECT mq.send('stuck', 'x');
