@@ -159,8 +159,10 @@ bench_phase(const BenchOpts *o, long nproc, bool produce, long *total)
 			close(ready[0]);
 			close(result[0]);
 			(void) mq_connect();
+			/* connected; closing ready lets the parent see a child that died */
 			if (write(ready[1], "r", 1) != 1)
 				_exit(EXIT_SERVER);
+			close(ready[1]);
 			/* wait for the others: the parent closes go */
 			while (read(go[0], &c, 1) > 0)
 				;

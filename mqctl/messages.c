@@ -601,6 +601,16 @@ enum
 	C_REQUEUE, C_FORMAT, C_HELP, C_NOPTS
 };
 
+/*
+ * The columns of mq.consume, published_at as JSON writes times (ISO 8601,
+ * as in the JSON of list)
+ */
+#define CONSUME_COLUMNS \
+	"msg_id, queue, exchange, routing_key, body, headers," \
+	" to_json(published_at) #>> '{}' AS published_at, redelivered, delivery_count," \
+	" \"partition\", \"offset\", key, tag, message_group, priority, properties," \
+	" reconsume_times, receipt"
+
 static volatile sig_atomic_t interrupted;
 static volatile sig_atomic_t waiting;
 static PGcancel *volatile cancel_handle;
@@ -800,9 +810,9 @@ cmd_consume(int argc, char **argv)
 		if (interrupted)
 			ok = false, PQclear(PQexec(pg, "ROLLBACK"));
 		else
-			ok = xact_query(pg, "SELECT * FROM mq.consume($1, $2::int, wait => $3::interval,"
-							" lease => $4::interval, group_name => $5, consumer => $6)",
-							6, p, &res);
+			ok = xact_query(pg, "SELECT " CONSUME_COLUMNS " FROM mq.consume($1, $2::int,"
+							" wait => $3::interval, lease => $4::interval, group_name => $5,"
+							" consumer => $6)", 6, p, &res);
 		waiting = 0;
 		if (!ok)
 			break;

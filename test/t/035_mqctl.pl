@@ -273,6 +273,7 @@ is($msgs[2]{body_base64}, '/wD+', 'a body that is not UTF-8 in base64');
 ok(!exists $msgs[2]{body}, '... and no body then');
 is_deeply($msgs[0]{headers}, { h => 1 }, 'json headers');
 is($msgs[0]{delivery_count}, 1, 'json numbers');
+like($msgs[0]{published_at}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:[\d.]+\+00:00$/, 'json times in ISO 8601, as list writes them');
 is_deeply([ sort keys %{ $msgs[0] } ],
 	[ sort qw(msg_id queue exchange routing_key body headers published_at redelivered delivery_count
 		partition offset key tag message_group priority properties reconsume_times receipt) ],
