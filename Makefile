@@ -77,3 +77,17 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild everything when a header changes
 $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/am/*.h $(srcdir)/src/queue/*.h)
+
+# mqctl, the command-line tool (mqctl/Makefile, a PGXS program on libpq and
+# json-c): built, installed and cleaned with the extension
+all: mqctl-all
+install: mqctl-install
+clean: mqctl-clean
+uninstall: mqctl-uninstall
+.PHONY: mqctl-all mqctl-install mqctl-clean mqctl-uninstall
+mqctl-all:
+	$(MAKE) -C $(srcdir)/mqctl PG_CONFIG='$(PG_CONFIG)'
+mqctl-install: mqctl-all
+	$(MAKE) -C $(srcdir)/mqctl PG_CONFIG='$(PG_CONFIG)' install
+mqctl-clean mqctl-uninstall: mqctl-%:
+	$(MAKE) -C $(srcdir)/mqctl PG_CONFIG='$(PG_CONFIG)' $*

@@ -67,6 +67,15 @@ QE_PACKAGES+=(
 )
 command -v node >/dev/null 2>&1 || QE_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || QE_PACKAGES+=(npm)
+# mqctl, the command-line tool (mqctl/, docs/mqctl.md): libpq, json-c and
+# ncurses (top) to build it, a pseudo-terminal for its progress bar and
+# screen tests (TAP test 035)
+QE_PACKAGES+=(
+	libpq-dev
+	libjson-c-dev
+	libncurses-dev
+	libio-pty-perl
+)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }
