@@ -87,7 +87,13 @@ uninstall: mqctl-uninstall
 .PHONY: mqctl-all mqctl-install mqctl-clean mqctl-uninstall
 mqctl-all:
 	$(MAKE) -C $(srcdir)/mqctl PG_CONFIG='$(PG_CONFIG)'
+# PostgreSQL's bindir is not on Debian's PATH (psql there is a wrapper in
+# /usr/bin): a link in MQCTL_LINK_DIR puts mqctl on it (empty: none)
+MQCTL_LINK_DIR ?= /usr/local/bin
 mqctl-install: mqctl-all
 	$(MAKE) -C $(srcdir)/mqctl PG_CONFIG='$(PG_CONFIG)' install
+	@if [ -z '$(DESTDIR)' ] && [ -n '$(MQCTL_LINK_DIR)' ] && [ -d '$(MQCTL_LINK_DIR)' ] && \
+		[ -w '$(MQCTL_LINK_DIR)' ]; then \
+		ln -sf '$(bindir)/mqctl' '$(MQCTL_LINK_DIR)/mqctl'; fi
 mqctl-clean mqctl-uninstall: mqctl-%:
 	$(MAKE) -C $(srcdir)/mqctl PG_CONFIG='$(PG_CONFIG)' $*
