@@ -58,7 +58,7 @@ esac
 # ---------------------------------------------------------------------------
 # packages, build, install
 # ---------------------------------------------------------------------------
-qe_install_deps
+qe_install_deps core
 qe_ensure_pg_user
 
 # Build in a fixed place so that an unchanged tree gives the same library
@@ -219,6 +219,7 @@ Connect (trust authentication, local connections only):
     psql -h $SOCKDIR -p $PORT -U postgres $DB
     psql "host=localhost port=$PORT user=postgres dbname=$DB"
     runuser -u postgres -- psql -p $PORT $DB      (or: sudo -u postgres psql -p $PORT $DB)
+    mqctl -h $SOCKDIR -p $PORT -U postgres -d $DB list queues     (the CLI: docs/mqctl.md)
 Stop it:   sudo bash test/demo.sh --stop
            (or: runuser -u postgres -- $PG_BINDIR/pg_ctl -D $DATA stop)
 Start it again / update after a rebuild:  sudo bash test/demo.sh

@@ -21,12 +21,21 @@ PG_BINDIR=$("$PG_CONFIG" --bindir 2>/dev/null || echo "/usr/lib/postgresql/$PG_M
 QE_PG_USER=${QE_PG_USER:-postgres}
 QE_WERROR=${QE_WERROR:-1}
 
-# Debian packages needed to build, test and benchmark queue_ext
-QE_PACKAGES=(
+# Debian packages needed to build and run queue_ext and mqctl (the demo
+# server, test/demo.sh, installs these only)
+QE_CORE_PACKAGES=(
 	"postgresql-$PG_MAJOR"
 	"postgresql-server-dev-$PG_MAJOR"
 	"postgresql-client-$PG_MAJOR"
 	postgresql-contrib
+	build-essential
+	libpq-dev
+	libjson-c-dev
+	libncurses-dev
+)
+# Debian packages needed to build, test and benchmark queue_ext
+QE_PACKAGES=(
+	"${QE_CORE_PACKAGES[@]}"
 	"postgresql-$PG_MAJOR-pgq3"
 	build-essential
 	perl
@@ -90,9 +99,11 @@ qe_require_root()
 # Install whatever of QE_PACKAGES is missing; does nothing when all are there.
 qe_install_deps()
 {
-	local p missing=()
+	local p missing=() list=("${QE_PACKAGES[@]}")
 
-	for p in "${QE_PACKAGES[@]}"; do
+	# "core": only what building and running needs (the demo)
+	[ "${1:-}" = core ] && list=("${QE_CORE_PACKAGES[@]}")
+	for p in "${list[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing+=("$p")
 	done
