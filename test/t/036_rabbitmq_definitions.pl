@@ -46,7 +46,8 @@ my %renv = (
 	RABBITMQ_CONFIG_FILE => "$dir/rabbitmq",
 	RABBITMQ_ENABLED_PLUGINS_FILE => "$dir/enabled_plugins",
 	RABBITMQ_PID_FILE => "$dir/rabbit.pid",
-	RABBITMQ_ADVANCED_CONFIG_FILE => "$dir/advanced.config");
+	RABBITMQ_ADVANCED_CONFIG_FILE => "$dir/advanced.config",
+	ERL_CRASH_DUMP => "$dir/erl_crash.dump");
 make_path("$dir/mnesia", "$dir/log");
 PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins", "[].\n");
 PostgreSQL::Test::Utils::append_to_file("$dir/rabbitmq.conf",
