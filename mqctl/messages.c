@@ -42,7 +42,6 @@ now_seconds(void)
 typedef struct Progress
 {
 	bool		enabled;		/* stderr is a terminal */
-	bool		shown;			/* the bar is on the screen */
 	long		total;			/* -1: not known */
 	long		done;
 	double		start;
@@ -113,6 +112,7 @@ static void
 progress_start(long total)
 {
 	memset(&progress, 0, sizeof(progress));
+	progress_line_open = false;
 	progress.enabled = isatty(fileno(stderr));
 	progress.total = total;
 	progress.start = now_seconds();
@@ -124,30 +124,19 @@ progress_add(long n)
 	progress.done += n;
 	if (!progress.enabled)
 		return;
-	if (!progress.shown &&
+	if (!progress_line_open &&
 		(progress.total > PROGRESS_THRESHOLD ||
 		 (progress.total < 0 && progress.done > PROGRESS_THRESHOLD)))
-		progress.shown = true;
-	if (progress.shown &&
+		progress_line_open = true;
+	if (progress_line_open &&
 		(now_seconds() - progress.last_draw >= 0.2 || progress.done == progress.total))
 		progress_draw();
-}
-
-/* Before any other output to stderr: end the bar's line */
-void
-end_progress_line(void)
-{
-	if (progress.shown)
-	{
-		fputc('\n', stderr);
-		progress.shown = false;
-	}
 }
 
 static void
 progress_finish(void)
 {
-	if (progress.shown)
+	if (progress_line_open)
 	{
 		progress_draw();
 		end_progress_line();

@@ -36,7 +36,7 @@ typedef enum OutputFormat
 	FORMAT_RAW
 } OutputFormat;
 
-/* mqctl.c */
+/* common.c */
 extern const char *progname;
 extern PGconn *mq_connect(void);
 extern void mq_disconnect(void);
@@ -82,8 +82,11 @@ extern bool valid_utf8(const char *s, size_t len);
 extern json_object *value_to_json(PGresult *res, int row, int col);
 extern json_object *row_to_json(PGresult *res, int row);
 
-/* messages.c */
+/* common.c: the progress line (drawn by messages.c), ended before errors */
+extern bool progress_line_open;
 extern void end_progress_line(void);
+
+/* messages.c */
 extern int	cmd_publish(int argc, char **argv);
 extern int	cmd_send(int argc, char **argv);
 extern int	cmd_consume(int argc, char **argv);
