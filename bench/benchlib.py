@@ -9,6 +9,7 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -189,3 +190,19 @@ class Ticker:
     def stop(self):
         self.stop_ev.set()
         self.t.join(timeout=10)
+
+
+class Tee:
+    """stdout, and a copy of it into the results file path"""
+
+    def __init__(self, path):
+        self.f = open(path, "w")
+        self.out = sys.stdout
+
+    def write(self, s):
+        self.out.write(s)
+        self.f.write(s)
+
+    def flush(self):
+        self.out.flush()
+        self.f.flush()

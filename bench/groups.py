@@ -54,7 +54,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import psql, psql1, wal_lsn, pgbench, median, ratio, table, log, Pipe  # noqa: E402
+from benchlib import psql, psql1, wal_lsn, pgbench, median, ratio, table, log, Pipe, Tee  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 E = os.environ.get
@@ -539,20 +539,6 @@ print(r['tx'], r['tps'], r['lat_ms'])""" % (os.path.dirname(os.path.abspath(__fi
     ok = abs(ratio(h["ack_rate"], w["ack_rate"]) - 1) <= 0.10 and abs(ratio(h["pub_rate"], w["pub_rate"]) - 1) <= 0.10
     log("held xmin: throughput within 10 %%: %s" % ("met" if ok else "NOT met"))
     drop_stream(q)
-
-
-class Tee:
-    def __init__(self, path):
-        self.f = open(path, "w")
-        self.out = sys.stdout
-
-    def write(self, s):
-        self.out.write(s)
-        self.f.write(s)
-
-    def flush(self):
-        self.out.flush()
-        self.f.flush()
 
 
 def main():

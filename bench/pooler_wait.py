@@ -31,7 +31,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import HOST, PORT, USER, DB, median, pct, table, log  # noqa: E402
+from benchlib import HOST, PORT, USER, DB, median, pct, table, log, Tee  # noqa: E402
 
 import psycopg2  # noqa: E402  (Debian python3-psycopg2)
 
@@ -158,20 +158,6 @@ def run(pool, k, mode):
     return dict(pub_med=median(ms), pub_p95=pct(ms, 95), pub_max=max(ms),
                 del_med=median(dl), del_p95=pct(dl, 95), del_max=max(dl) if dl else float("nan"),
                 published=len(pub), delivered=len(got), left=left, errors=errors)
-
-
-class Tee:
-    def __init__(self, path):
-        self.f = open(path, "w")
-        self.out = sys.stdout
-
-    def write(self, s):
-        self.out.write(s)
-        self.f.write(s)
-
-    def flush(self):
-        self.out.flush()
-        self.f.flush()
 
 
 def main():
