@@ -128,6 +128,21 @@ want('a') and subtest 'a. a receipt from client A acks from client B on another 
 # b. the issue's failure and its fix: consume, then ack in the next
 #    statement, 6 clients through 2 server connections
 ############################################################################
+# Fork a client process that writes its log lines to $log: the parent gets
+# its pid, the child runs $body->($out) and exits with what it returns
+sub log_child
+{
+	my ($log, $body) = @_;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	return $pid if $pid;
+	open(my $out, '>', $log) or POSIX::_exit(2);
+	$out->autoflush(1);
+	my $rc = $body->($out);
+	close $out;
+	POSIX::_exit($rc);
+}
+
 # A client process: 30 times consume one message of q (autocommit), work on
 # it for 2 ms, then ack it in the next statement by msg_id ($by eq 'ids') or
 # by receipt.  Log
@@ -135,30 +150,27 @@ want('a') and subtest 'a. a receipt from client A acks from client B on another 
 sub pairs_client
 {
 	my ($q, $by, $log) = @_;
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	return $pid if $pid;
-	open(my $out, '>', $log) or POSIX::_exit(2);
-	$out->autoflush(1);
-	my $dbh = $pgb->connect or POSIX::_exit(3);
-	for my $i (1 .. 30)
-	{
-		my ($mid, $r) = $dbh->selectrow_array(
-			'SELECT msg_id, ' . ($by eq 'ids' ? 'NULL' : 'receipt')
-			  . " FROM mq.consume(?, lease => '5 minutes')", undef, $q);
-		if (!defined $mid)
+	return log_child($log, sub {
+		my ($out) = @_;
+		my $dbh = $pgb->connect or POSIX::_exit(3);
+		for my $i (1 .. 30)
 		{
-			print $out 'none ', errline($dbh), "\n";
-			next;
+			my ($mid, $r) = $dbh->selectrow_array(
+				'SELECT msg_id, ' . ($by eq 'ids' ? 'NULL' : 'receipt')
+				  . " FROM mq.consume(?, lease => '5 minutes')", undef, $q);
+			if (!defined $mid)
+			{
+				print $out 'none ', errline($dbh), "\n";
+				next;
+			}
+			sleep 0.002;    # the client's work on it
+			my ($acked) = $by eq 'ids'
+			  ? $dbh->selectrow_array('SELECT mq.ack(?, ARRAY[?::bigint])', undef, $q, $mid)
+			  : $dbh->selectrow_array('SELECT mq.ack(?, receipts => ?::text[])', undef, $q, [$r]);
+			print $out defined $acked ? "ok $mid $acked\n" : "err $mid " . errline($dbh) . "\n";
 		}
-		sleep 0.002;    # the client's work on it
-		my ($acked) = $by eq 'ids'
-		  ? $dbh->selectrow_array('SELECT mq.ack(?, ARRAY[?::bigint])', undef, $q, $mid)
-		  : $dbh->selectrow_array('SELECT mq.ack(?, receipts => ?::text[])', undef, $q, [$r]);
-		print $out defined $acked ? "ok $mid $acked\n" : "err $mid " . errline($dbh) . "\n";
-	}
-	close $out;
-	POSIX::_exit(0);
+		return 0;
+	});
 }
 
 my $bdir = PostgreSQL::Test::Utils::tempdir;
@@ -366,57 +378,54 @@ want('d') and subtest 'd. a receipt of an expired delivery is refused and settle
 sub receipt_client
 {
 	my ($q, $bound, $log) = @_;
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	return $pid if $pid;
-	open(my $out, '>', $log) or POSIX::_exit(2);
-	$out->autoflush(1);
-	srand($$);
-	my $dbh = $pgb->connect or POSIX::_exit(3);
-	my $deadline = time + 100;
-	while (time < $deadline)
-	{
-		my $rows = $dbh->selectall_arrayref(
-			q{SELECT msg_id, convert_from(body, 'UTF8'), receipt
-			    FROM mq.consume(?, ?::int, session_bound => ?::boolean)},
-			undef, $q, 1 + int(rand(5)), $bound);
-		if (!$rows)
+	return log_child($log, sub {
+		my ($out) = @_;
+		srand($$);
+		my $dbh = $pgb->connect or POSIX::_exit(3);
+		my $deadline = time + 100;
+		while (time < $deadline)
 		{
-			print $out 'err consume ', errline($dbh), "\n";
-			sleep 0.05;
-			next;
+			my $rows = $dbh->selectall_arrayref(
+				q{SELECT msg_id, convert_from(body, 'UTF8'), receipt
+				    FROM mq.consume(?, ?::int, session_bound => ?::boolean)},
+				undef, $q, 1 + int(rand(5)), $bound);
+			if (!$rows)
+			{
+				print $out 'err consume ', errline($dbh), "\n";
+				sleep 0.05;
+				next;
+			}
+			if (!@$rows)
+			{
+				my ($left) = $dbh->selectrow_array(
+					'SELECT ready + unacked FROM mq.queues WHERE queue = ?', undef, $q);
+				last if defined $left && $left == 0;
+				sleep 0.02;
+				next;
+			}
+			$dbh->begin_work;
+			my $ins = $dbh->do(
+				'INSERT INTO work_log (q, msg_id, body) SELECT ?, unnest(?::bigint[]), unnest(?::text[])',
+				undef, $q, [ map { $_->[0] } @$rows ], [ map { $_->[1] } @$rows ]);
+			my ($acked) = $ins
+			  ? $dbh->selectrow_array('SELECT mq.ack(?, receipts => ?::text[])',
+				undef, $q, [ map { $_->[2] } @$rows ])
+			  : (undef);
+			if (!defined $acked || $acked != @$rows)
+			{
+				print $out 'err ack ', errline($dbh), "\n";
+				$dbh->rollback;
+				next;
+			}
+			if (!$dbh->commit)
+			{
+				print $out 'err commit ', errline($dbh), "\n";
+				next;
+			}
+			print $out 'ok ', scalar(@$rows), "\n";
 		}
-		if (!@$rows)
-		{
-			my ($left) = $dbh->selectrow_array(
-				'SELECT ready + unacked FROM mq.queues WHERE queue = ?', undef, $q);
-			last if defined $left && $left == 0;
-			sleep 0.02;
-			next;
-		}
-		$dbh->begin_work;
-		my $ins = $dbh->do(
-			'INSERT INTO work_log (q, msg_id, body) SELECT ?, unnest(?::bigint[]), unnest(?::text[])',
-			undef, $q, [ map { $_->[0] } @$rows ], [ map { $_->[1] } @$rows ]);
-		my ($acked) = $ins
-		  ? $dbh->selectrow_array('SELECT mq.ack(?, receipts => ?::text[])',
-			undef, $q, [ map { $_->[2] } @$rows ])
-		  : (undef);
-		if (!defined $acked || $acked != @$rows)
-		{
-			print $out 'err ack ', errline($dbh), "\n";
-			$dbh->rollback;
-			next;
-		}
-		if (!$dbh->commit)
-		{
-			print $out 'err commit ', errline($dbh), "\n";
-			next;
-		}
-		print $out 'ok ', scalar(@$rows), "\n";
-	}
-	close $out;
-	POSIX::_exit(time < $deadline ? 0 : 1);
+		return time < $deadline ? 0 : 1;
+	});
 }
 
 want('e') and subtest 'e. 8 clients ack by receipt in separate transactions through 2 connections' => sub {
@@ -463,54 +472,51 @@ my $fN = 3000;
 sub xact_client
 {
 	my ($log) = @_;
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	return $pid if $pid;
-	open(my $out, '>', $log) or POSIX::_exit(2);
-	$out->autoflush(1);
-	srand($$);
-	my $deadline = time + 120;
-	my $dbh;
-	while (time < $deadline)
-	{
-		$dbh //= $pgb->connect;
-		if (!$dbh)
+	return log_child($log, sub {
+		my ($out) = @_;
+		srand($$);
+		my $deadline = time + 120;
+		my $dbh;
+		while (time < $deadline)
 		{
-			sleep 0.1;
-			next;
+			$dbh //= $pgb->connect;
+			if (!$dbh)
+			{
+				sleep 0.1;
+				next;
+			}
+			my $fail = sub {
+				print $out "err $_[0] ", errline($dbh), "\n";
+				$dbh->disconnect;
+				undef $dbh;
+				sleep 0.05;
+			};
+			$dbh->begin_work;
+			my $ids = $dbh->selectall_arrayref(
+				q{SELECT msg_id, redelivered FROM mq.consume('f', ?::int)}, undef, 1 + int(rand(10)));
+			if (!$ids) { $fail->('consume'); next; }
+			if (!@$ids)
+			{
+				$dbh->rollback;
+				my ($left) = $dbh->selectrow_array(
+					q{SELECT ready + unacked FROM mq.queues WHERE queue = 'f'});
+				if (!defined $left) { $fail->('left'); next; }
+				last if $left == 0;
+				sleep 0.02;
+				next;
+			}
+			# the work: a row per message, and 10 ms
+			my $ok = $dbh->do('INSERT INTO work SELECT unnest(?::bigint[]), unnest(?::boolean[]) FROM pg_sleep(0.01)',
+				undef, [ map { $_->[0] } @$ids ], [ map { $_->[1] ? 'true' : 'false' } @$ids ]);
+			if (!$ok) { $fail->('insert'); next; }
+			my ($n) = $dbh->selectrow_array(q{SELECT mq.ack('f', ?::bigint[])},
+				undef, [ map { $_->[0] } @$ids ]);
+			if (!defined $n) { $fail->('ack'); next; }
+			if (!$dbh->commit) { $fail->('commit'); next; }
+			print $out 'ok ', scalar(@$ids), "\n";
 		}
-		my $fail = sub {
-			print $out "err $_[0] ", errline($dbh), "\n";
-			$dbh->disconnect;
-			undef $dbh;
-			sleep 0.05;
-		};
-		$dbh->begin_work;
-		my $ids = $dbh->selectall_arrayref(
-			q{SELECT msg_id, redelivered FROM mq.consume('f', ?::int)}, undef, 1 + int(rand(10)));
-		if (!$ids) { $fail->('consume'); next; }
-		if (!@$ids)
-		{
-			$dbh->rollback;
-			my ($left) = $dbh->selectrow_array(
-				q{SELECT ready + unacked FROM mq.queues WHERE queue = 'f'});
-			if (!defined $left) { $fail->('left'); next; }
-			last if $left == 0;
-			sleep 0.02;
-			next;
-		}
-		# the work: a row per message, and 10 ms
-		my $ok = $dbh->do('INSERT INTO work SELECT unnest(?::bigint[]), unnest(?::boolean[]) FROM pg_sleep(0.01)',
-			undef, [ map { $_->[0] } @$ids ], [ map { $_->[1] ? 'true' : 'false' } @$ids ]);
-		if (!$ok) { $fail->('insert'); next; }
-		my ($n) = $dbh->selectrow_array(q{SELECT mq.ack('f', ?::bigint[])},
-			undef, [ map { $_->[0] } @$ids ]);
-		if (!defined $n) { $fail->('ack'); next; }
-		if (!$dbh->commit) { $fail->('commit'); next; }
-		print $out 'ok ', scalar(@$ids), "\n";
-	}
-	close $out;
-	POSIX::_exit(time < $deadline ? 0 : 1);
+		return time < $deadline ? 0 : 1;
+	});
 }
 
 want('f') and subtest 'f. consume + work + ack in one transaction: exactly-once under kill -9' => sub {
