@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,15 +37,6 @@ static const char *bench_help =
 "  --type=TYPE            classic (default), quorum or stream (read by a\n"
 "                         consumer group \"bench\")\n"
 "  --format=table|json    how to print the result (default table)\n";
-
-static double
-bench_now(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
 
 typedef struct BenchOpts
 {
@@ -181,7 +171,7 @@ bench_phase(const BenchOpts *o, long nproc, bool produce, long *total)
 	for (long i = 0; i < nproc; i++)
 		if (read(ready[0], buf, 1) != 1)
 			break;
-	start = bench_now();
+	start = now_seconds();
 	close(go[1]);
 	*total = 0;
 	rf = fdopen(result[0], "r");
@@ -202,7 +192,7 @@ bench_phase(const BenchOpts *o, long nproc, bool produce, long *total)
 				produce ? "producer" : "consumer");
 		exit(EXIT_SERVER);
 	}
-	return bench_now() - start;
+	return now_seconds() - start;
 }
 
 int

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/time.h>
 
 #include "mqctl.h"
 
@@ -25,6 +26,16 @@ static const char *opt_port;
 static const char *opt_user;
 static int	opt_prompt;			/* -1 never (-w), 0 when needed, 1 first (-W) */
 static PGconn *conn;
+
+/* The wall clock in seconds, for rates and intervals */
+double
+now_seconds(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
 
 /*
  * A progress line is on stderr (messages.c draws it): it must be ended

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "mqctl.h"
@@ -27,15 +26,6 @@
 #define PROGRESS_THRESHOLD	2000
 /* largest --batch: a statement has at most 65535 parameters */
 #define MAX_BATCH		10000
-
-static double
-now_seconds(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
 
 /* ---------------------------------------------------------------- progress */
 

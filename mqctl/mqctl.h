@@ -54,6 +54,7 @@ extern bool parse_format(const char *arg, bool allow_raw, OutputFormat *fmt);
 extern long parse_count(const char *cmd, const char *opt, const char *arg, long min, long max);
 extern void add_kv(const char *cmd, const char *opt, json_object *obj, const char *kv);
 extern bool want_help(int argc, char **argv);
+extern double now_seconds(void);
 
 /* the connection options every command takes (getopt_long) */
 #define CONN_SHORTOPTS "d:h:p:U:wW"

@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,15 +104,6 @@ top_signal(int signo)
 	top_stop = 1;
 }
 
-static double
-now_s(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
-
 static long long
 get_ll(PGresult *res, int r, int c, bool *has)
 {
@@ -161,7 +151,7 @@ take_sample(Sample *s, const Sample *prev)
 {
 	PGresult   *res = run_query(TOP_SQL, 0, NULL);
 
-	s->at = now_s();
+	s->at = now_seconds();
 	s->n = PQntuples(res);
 	s->rows = xmalloc(sizeof(Row) * (s->n + 1));
 	for (int r = 0; r < s->n; r++)
