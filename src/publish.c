@@ -321,6 +321,22 @@ reject_over_limit(Dest *dst, bytea **bodies)
 						   ready_bytes, adding, q->max_length_bytes)));
 }
 
+/*
+ * Does one more message of size body bytes fit q's limits with *ready
+ * messages of *ready_bytes body bytes ready, as RabbitMQ's queue checks
+ * each publish?  If it does, it counts in them.
+ */
+static bool
+admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes, int32 size)
+{
+	if ((q->max_length >= 0 && *ready + 1 > q->max_length) ||
+		(q->max_length_bytes >= 0 && *ready_bytes + size > q->max_length_bytes))
+		return false;
+	(*ready)++;
+	*ready_bytes += size;
+	return true;
+}
+
 /* A message that a reject-publish-dlx queue refused */
 typedef struct Refused
 {
@@ -344,10 +360,7 @@ refuse_over_limit(Dest *dst, bytea **bodies, Refused **refused, int *nrefused)
 
 	for (int e = 0; e < dst->n; e++)
 	{
-		int32		size = body_bytes(bodies[dst->msg_index[e]]);
-
-		if ((q->max_length >= 0 && ready + 1 > q->max_length) ||
-			(q->max_length_bytes >= 0 && ready_bytes + size > q->max_length_bytes))
+		if (!admit_one(q, &ready, &ready_bytes, body_bytes(bodies[dst->msg_index[e]])))
 		{
 			if (*nrefused == 0)
 				*refused = palloc(sizeof(Refused) * 8);
@@ -358,8 +371,6 @@ refuse_over_limit(Dest *dst, bytea **bodies, Refused **refused, int *nrefused)
 			(*nrefused)++;
 			continue;
 		}
-		ready++;
-		ready_bytes += size;
 		dst->msg_index[k] = dst->msg_index[e];
 		dst->lane[k] = dst->lane[e];
 		k++;
@@ -1075,17 +1086,18 @@ admit_due(FireGroup *fg)
 		int32		size = Max(fg->entries[i].body_size, 0);
 
 		/* a message nacked with a delay comes back: a return is never refused */
-		if (fg->entries[i].delivery_count == 0 &&
-			((q->max_length >= 0 && ready + 1 > q->max_length) ||
-			 (q->max_length_bytes >= 0 && ready_bytes + size > q->max_length_bytes)))
+		if (fg->entries[i].delivery_count > 0)
+		{
+			ready++;
+			ready_bytes += size;
+		}
+		else if (!admit_one(q, &ready, &ready_bytes, size))
 		{
 			if (q->overflow_dlx &&
 				mq_dead_letter(q, fg->entries[i].msg_id, "maxlen") == MQ_SETTLE_DEAD)
 				mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, 1);
 			continue;
 		}
-		ready++;
-		ready_bytes += size;
 		fg->entries[k++] = fg->entries[i];
 	}
 	/* held to the commit, as a publisher holds it */
