@@ -18,6 +18,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "utils/timestamp.h"
 
 #include "queue/queue_int.h"
@@ -372,4 +373,36 @@ mq_queue_counters(MqQueue *q, MqQueueCounters *out)
 	qs = mqq_queue_lock(q, LW_SHARED);
 	*out = qs->counters;
 	LWLockRelease(&qs->lock);
+}
+
+/*
+ * Messages of q leased now: LEASED whose lease has not run out, and ACKING
+ * by another session (being settled by an open transaction, which may
+ * still roll back; this session's own settlements are gone for it), in
+ * the order of the tracked list (the shared lock: nothing changes).
+ */
+int
+mq_queue_in_flight(MqQueue *q, int max, int64 *msg_ids, int32 *delivery_counts,
+				   TimestampTz *untils)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	TimestampTz now = GetCurrentTimestamp();
+	int			got = 0;
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (got >= max)
+			break;
+		if (!((t->state == MQ_T_LEASED && t->until > now) ||
+			  (t->state == MQ_T_ACKING && t->owner != MyProc->pgprocno)))
+			continue;
+		msg_ids[got] = t->msg_id;
+		delivery_counts[got] = t->delivery_count;
+		untils[got++] = t->until;
+	}
+	LWLockRelease(&qs->lock);
+	return got;
 }

@@ -264,6 +264,11 @@ typedef struct MqTracked
 	bool		detached;		/* LEASED: not bound to the holder's session
 								 * (mq.consume(session_bound => false)): its
 								 * end does not return it, the lease does */
+	int			lease_pid;		/* detached LEASED: the process and local */
+	LocalTransactionId lease_lxid;	/* transaction that took the lease: it
+									 * does not run out before that
+									 * transaction ends (pgmq's read holds
+									 * its row lock until then) */
 } MqTracked;
 
 /*
