@@ -529,7 +529,10 @@ mq_lease_ids(PG_FUNCTION_ARGS)
 				 errmsg("lease must be positive when deliver is true")));
 	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	if (q->type == MQ_QUEUE_STREAM)
-		mq_stream_refuse(q, "mq.lease_ids");
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("mq.lease_ids does not apply to stream queue \"%s\"", q->name),
+				 errdetail("A stream's messages are leased by its consumer groups.")));
 	PreventCommandIfReadOnly("mq.lease_ids");
 	InitMaterializedSRF(fcinfo, 0);
 	if (n == 0)
@@ -572,7 +575,10 @@ mq_in_flight(PG_FUNCTION_ARGS)
 	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	if (q->type == MQ_QUEUE_STREAM)
-		mq_stream_refuse(q, "mq.in_flight");
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("mq.in_flight does not apply to stream queue \"%s\"", q->name),
+				 errdetail("A stream's messages are leased by its consumer groups.")));
 	InitMaterializedSRF(fcinfo, 0);
 	ids = palloc(sizeof(int64) * n);
 	counts = palloc(sizeof(int32) * n);

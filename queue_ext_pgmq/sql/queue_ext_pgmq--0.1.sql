@@ -423,8 +423,10 @@ $$ LANGUAGE sql;
 CREATE FUNCTION pgmq._take(qe TEXT, msg_ids BIGINT[], lease INTERVAL)
 RETURNS TABLE (msg_id BIGINT, qe_id BIGINT, read_ct INTEGER, vt TIMESTAMPTZ) AS $$
     WITH ids AS (
-        SELECT u.id, u.ord, pgmq._qe_id(qe, u.id) AS qe_id
+        SELECT DISTINCT ON (u.id) u.id, u.ord, pgmq._qe_id(qe, u.id) AS qe_id
           FROM unnest(msg_ids) WITH ORDINALITY AS u(id, ord)
+         WHERE u.id IS NOT NULL
+         ORDER BY u.id, u.ord
     )
     SELECT ids.id, l.msg_id, l.delivery_count, coalesce(l.was_until, clock_timestamp())
       FROM mq.lease_ids(qe, ARRAY(SELECT ids.qe_id FROM ids WHERE ids.qe_id IS NOT NULL ORDER BY ids.ord),
