@@ -148,10 +148,44 @@ RETURNS bigint LANGUAGE SQL IMMUTABLE AS $$
   SELECT split_part(key, ':', 1)::bigint
 $$;
 
+-- The queue_ext message ids of pgmq messages msg_ids of queue qe, in one
+-- index probe per log segment (mq.messages_by_key looks one key up at a
+-- time and reads each message): newest first, so that a key used by an
+-- earlier incarnation of the queue (dropped, created again) gives the
+-- current one.  Only ids of messages sent to qe come back, nothing of
+-- their contents: what may be done with them is checked as the caller by
+-- mq.lease_ids and mq.message.
+CREATE FUNCTION pgmq._qe_ids(qe text, msg_ids bigint[])
+RETURNS TABLE (msg_id bigint, qe_id bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    s record;
+    keys text[] := ARRAY(SELECT DISTINCT u::text || ':' || qe FROM unnest(msg_ids) AS u
+                          WHERE u IS NOT NULL);
+    r record;
+BEGIN
+    FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c
+              WHERE c.durable OR NOT pg_is_in_recovery() ORDER BY c.segno DESC LOOP
+        EXIT WHEN cardinality(keys) = 0;
+        FOR r IN EXECUTE format(
+                $q$SELECT DISTINCT ON (l.key) l.key, mq._msg_id(%s, l.ctid) AS id
+                     FROM %s l
+                    WHERE l.key = ANY ($1) AND l.exchange = '' AND l.routing_key = $2
+                    ORDER BY l.key, l.published_at DESC$q$, s.segno, s.relid::regclass)
+                USING keys, qe LOOP
+            msg_id := split_part(r.key, ':', 1)::bigint;
+            qe_id := r.id;
+            RETURN NEXT;
+            keys := array_remove(keys, r.key);
+        END LOOP;
+    END LOOP;
+END
+$$;
+
 -- The queue_ext message id of pgmq message msg_id of queue qe (NULL: none)
 CREATE FUNCTION pgmq._qe_id(qe text, msg_id bigint)
 RETURNS bigint LANGUAGE SQL STABLE AS $$
-  SELECT m.msg_id FROM mq.messages_by_key(msg_id::text || ':' || qe, 1) m
+  SELECT k.qe_id FROM pgmq._qe_ids(qe, ARRAY[msg_id]) k
 $$;
 
 -- A pgmq vt (seconds) as a queue_ext lease: leases are positive, and a
@@ -423,9 +457,9 @@ $$ LANGUAGE sql;
 CREATE FUNCTION pgmq._take(qe TEXT, msg_ids BIGINT[], lease INTERVAL)
 RETURNS TABLE (msg_id BIGINT, qe_id BIGINT, read_ct INTEGER, vt TIMESTAMPTZ) AS $$
     WITH ids AS (
-        SELECT DISTINCT ON (u.id) u.id, u.ord, pgmq._qe_id(qe, u.id) AS qe_id
+        SELECT DISTINCT ON (u.id) u.id, u.ord, k.qe_id
           FROM unnest(msg_ids) WITH ORDINALITY AS u(id, ord)
-         WHERE u.id IS NOT NULL
+          JOIN pgmq._qe_ids(qe, msg_ids) k ON k.msg_id = u.id
          ORDER BY u.id, u.ord
     )
     SELECT ids.id, l.msg_id, l.delivery_count, coalesce(l.was_until, clock_timestamp())
