@@ -714,9 +714,9 @@ mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mo
  */
 static MqTracked *
 lease_find(MqQueue *q, MqQueueShared *qs, LaneRels *lr, int64 msg_id,
-		   int *scanned)
+		   int *scanned, dlist_node **cursor)
 {
-	MqTracked  *t = mqq_tracked_find(qs, msg_id);
+	MqTracked  *t = mqq_tracked_find_from(qs, msg_id, cursor);
 	dlist_iter	it;
 
 	/*
@@ -781,6 +781,7 @@ mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_un
 	int			ndl = 0;
 	int			got = 0;
 	int			scanned = 0;
+	dlist_node *cursor = NULL;	/* ids mostly come in the list's order */
 	bool		wake = false;
 	LaneRels	lr;
 	MqSettleBatch records;
@@ -801,7 +802,7 @@ mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_un
 		for (int j = 0; j < i; j++)
 			if (msg_ids[j] == msg_ids[i])
 				goto next;
-		t = lease_find(q, qs, &lr, msg_ids[i], &scanned);
+		t = lease_find(q, qs, &lr, msg_ids[i], &scanned, &cursor);
 		if (t == NULL || (t->state != MQ_T_READY && t->state != MQ_T_LEASED))
 			continue;
 		o->msg_id = t->msg_id;
