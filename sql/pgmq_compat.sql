@@ -34,6 +34,7 @@ SELECT pg_temp.err($$SELECT pgmq.create('semi;colon')$$);
 SELECT pg_temp.err($$SELECT pgmq.create('dash--dash')$$);
 SELECT pg_temp.err($$SELECT pgmq.create(repeat('x', 48))$$);
 SELECT pg_temp.err($$SELECT pgmq.send('never_created', '1')$$);
+SELECT pg_temp.err($$SELECT pgmq.read('never_created', 10, 1)$$);
 
 -- A queue: a queue_ext queue, a view, a sequence and an archive table
 SELECT pgmq.create('jobs');
@@ -61,6 +62,7 @@ SELECT msg_id, read_ct, vt = enqueued_at AS fresh, message, headers FROM pgmq.q_
 SELECT msg_id, read_ct, vt > clock_timestamp() + interval '50 seconds' AS vt_ok, message, headers
   FROM pgmq.read('jobs', 60, 3);
 SELECT msg_id FROM pgmq.read('jobs', 60, 0);                  -- nothing
+SELECT pg_temp.err($$SELECT pgmq.read('jobs', NULL, 1)$$);
 SELECT msg_id, message FROM pgmq.read('jobs', 60, 2, '{"n": 8}');   -- conditional
 -- read ones show in the view with their vt and read_ct
 SELECT msg_id, read_ct, vt > clock_timestamp() AS invisible FROM pgmq.q_jobs ORDER BY msg_id;

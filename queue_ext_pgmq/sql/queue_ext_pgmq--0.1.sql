@@ -189,10 +189,13 @@ RETURNS bigint LANGUAGE SQL STABLE AS $$
 $$;
 
 -- A pgmq vt (seconds) as a queue_ext lease: leases are positive, and a
--- vt of 0 or less makes the message visible again at once
+-- vt of 0 or less makes the message visible again at once (NULL stays
+-- NULL: queue_ext refuses it, 22004, where pgmq's vt column would, 23502)
 CREATE FUNCTION pgmq._lease(vt integer)
 RETURNS interval LANGUAGE SQL IMMUTABLE AS $$
-  SELECT CASE WHEN vt > 0 THEN make_interval(secs => vt) ELSE interval '1 microsecond' END
+  SELECT CASE WHEN vt IS NULL THEN NULL
+              WHEN vt > 0 THEN make_interval(secs => vt)
+              ELSE interval '1 microsecond' END
 $$;
 
 -- Delayed messages of queue qe (queue_ext's timers, readable by their
