@@ -735,14 +735,16 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
--- A plain or unlogged queue (the caller checked the name and holds the
--- queue's lock)
+-- A plain or unlogged queue: the name checked, under the queue's lock
 CREATE FUNCTION pgmq._create(queue_name TEXT, unlogged BOOLEAN)
 RETURNS void AS $$
 DECLARE
-    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qtable TEXT;
     existed BOOLEAN;
 BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    qtable := pgmq.format_table_name(queue_name, 'q');
     existed := to_regclass(format('pgmq.%I', qtable)) IS NOT NULL;
     PERFORM pgmq._create_queue(queue_name, NOT unlogged);
     PERFORM pgmq._create_archive(queue_name, NULL);
@@ -758,31 +760,19 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
+-- A durable queue_ext queue pgmq.q_<name>, the view pgmq.q_<name>, the
+-- sequence of its msg_ids and the archive table pgmq.a_<name>
 CREATE FUNCTION pgmq.create_non_partitioned(queue_name TEXT)
 RETURNS void AS $$
-DECLARE
-    -- A durable queue_ext queue pgmq.q_<name>, the view pgmq.q_<name>, the
-    -- sequence of its msg_ids and the archive table pgmq.a_<name>.
-    unlogged BOOLEAN := false;
-BEGIN
-    PERFORM pgmq.validate_queue_name(queue_name);
-    PERFORM pgmq.acquire_queue_lock(queue_name);
-    PERFORM pgmq._create(queue_name, unlogged);
-END;
-$$ LANGUAGE plpgsql;
+    SELECT pgmq._create(queue_name, unlogged => false);
+$$ LANGUAGE sql;
 
+-- As create_non_partitioned, on a queue_ext queue that is not durable
+-- (lost in a crash as an unlogged table); the archive is logged
 CREATE FUNCTION pgmq.create_unlogged(queue_name TEXT)
 RETURNS void AS $$
-DECLARE
-    -- As create_non_partitioned, on a queue_ext queue that is not durable
-    -- (lost in a crash as an unlogged table); the archive is logged.
-    unlogged BOOLEAN := true;
-BEGIN
-    PERFORM pgmq.validate_queue_name(queue_name);
-    PERFORM pgmq.acquire_queue_lock(queue_name);
-    PERFORM pgmq._create(queue_name, unlogged);
-END;
-$$ LANGUAGE plpgsql;
+    SELECT pgmq._create(queue_name, unlogged => true);
+$$ LANGUAGE sql;
 
 CREATE FUNCTION pgmq."create"(queue_name TEXT)
 RETURNS void AS $$
