@@ -112,7 +112,7 @@ enum OpKind
 	OP_EXCHANGE_DECLARE, OP_EXCHANGE_DELETE, OP_QUEUE_DECLARE, OP_QUEUE_BIND,
 	OP_QUEUE_UNBIND, OP_QUEUE_PURGE, OP_QUEUE_DELETE, OP_CONSUME, OP_GET,
 	OP_SETTLE, OP_PUBLISH, OP_TX_SELECT, OP_TX_COMMIT, OP_TX_ROLLBACK,
-	OP_REPLY, OP_RECOVER
+	OP_REPLY, OP_RECOVER, OP_ERROR, OP_CLOSE
 };
 
 enum SettleKind
@@ -140,6 +140,10 @@ typedef struct Op
 	json_object *args;
 	/* OP_SETTLE */
 	enum SettleKind settle;
+	uint64_t	tag;
+	bool		multiple;
+	/* OP_ERROR: a channel exception in its turn */
+	int			code;
 	Unacked    *entries;
 	/* OP_PUBLISH: the messages of the batch */
 	PubMsg	   *msgs;
@@ -179,6 +183,8 @@ struct Chan
 	enum ChanState state;
 	PgSess	   *pg;
 	bool		pg_ready;
+	PgSess	   *getpg;			/* basic.get of a tx-mode channel */
+	bool		getpg_ready;
 	bool		have_fn;		/* the publish function is in pg_temp */
 	Op		   *ops,
 			   *ops_tail;
@@ -194,6 +200,8 @@ struct Chan
 	uint64_t	pub_seq;
 	bool		tx;
 	bool		flow;
+	bool		client_closing;	/* channel.close from the client queued */
+	bool		discarding;		/* an exception is queued: drop what comes */
 	int			prefetch_consumer;
 	int			prefetch_global;
 	char		last_queue[256];
@@ -233,6 +241,7 @@ struct Conn
 	struct bufferevent *bev;
 	enum ConnState state;
 	bool		dead;
+	bool		client_closing;	/* connection.close from the client */
 	char		peer[64];
 	char		user[256];
 	char	   *password;
@@ -279,6 +288,10 @@ static void cons_free(Consumer *cons);
 static void cons_remove(Consumer *cons, bool notify, bool force);
 static void ctl_job(Conn *c, const char *sql, const char *param);
 static void settle_done_entries(Chan *ch, Unacked *e);
+static bool ack_tag_known(Chan *ch, uint64_t tag);
+static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
+static void conn_close_finish(Conn *c);
+static void run_op(Chan *ch, Op *op);
 
 /* ------------------------------------------------------------------------ */
 /* registry                                                                  */
@@ -789,6 +802,22 @@ chan_lost(void *arg)
 			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
 }
 
+static void
+getpg_connected(void *arg, bool ok, const char *error)
+{
+	Chan	   *ch = arg;
+
+	if (!ok)
+	{
+		chan_connected(arg, ok, error);
+		return;
+	}
+	ch->getpg_ready = true;
+	/* the get waiting for it */
+	if (ch->op_running && ch->ops && ch->ops->kind == OP_GET)
+		run_op(ch, ch->ops);
+}
+
 static Chan *
 chan_open(Conn *c, uint16_t id)
 {
@@ -817,6 +846,9 @@ chan_release(Chan *ch)
 	pg_close(ch->pg);
 	ch->pg = NULL;
 	ch->pg_ready = false;
+	pg_close(ch->getpg);
+	ch->getpg = NULL;
+	ch->getpg_ready = false;
 	while (ch->ops)
 	{
 		Op		   *op = ch->ops;
@@ -850,11 +882,21 @@ chan_release(Chan *ch)
 }
 
 static void
+chan_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	free(arg);
+}
+
+/* the struct goes from the event loop: callers up the stack may look at it */
+static void
 chan_free(Chan *ch)
 {
+	struct timeval zero = {0, 0};
+
 	chan_release(ch);
 	ch->conn->chans[ch->id] = NULL;
-	free(ch);
+	ch->state = CH_CLOSING;
+	event_base_once(gw_base, -1, EV_TIMEOUT, chan_free_cb, ch, &zero);
 }
 
 static void
@@ -864,6 +906,18 @@ chan_error(Chan *ch, int code, const char *text, int cls, int meth)
 		return;
 	if (gw_verbose)
 		logmsg("%s: channel %d: %s", ch->conn->peer, ch->id, text);
+	if (ch->client_closing)
+	{
+		/* the client closes it anyway: its close-ok */
+		Conn	   *c = ch->conn;
+
+		if (!c->client_closing)
+			send_simple(c, ch->id, AMQP_CHANNEL, 41);
+		chan_free(ch);
+		if (c->client_closing)
+			conn_close_finish(c);
+		return;
+	}
 	method_begin(ch->id, AMQP_CHANNEL, 40);
 	buf_u16(&out, code);
 	buf_shortstr(&out, text);
@@ -2343,16 +2397,47 @@ run_op(Chan *ch, Op *op)
 		case OP_GET:
 			if (qreg_locked(ch->conn, op->s1))
 				break;
+			if (ch->tx && !ch->getpg_ready)
+			{
+				/*
+				 * A tx-mode channel's session is in its transaction, and a
+				 * delivery is not transactional in RabbitMQ: gets go through
+				 * a session of their own (acks stay in the transaction).
+				 */
+				if (ch->getpg == NULL)
+				{
+					ch->getpg = pg_connect(ch->conn->user, ch->conn->password,
+										   ch->conn->db[0] ? ch->conn->db : NULL, false,
+										   getpg_connected, ch);
+					ch->getpg->on_lost = chan_lost;
+				}
+				return;
+			}
 			vals[0] = op->s1;
 			vals[1] = cfg.lease;
 			vals[2] = op->no_ack ? "true" : "false";
-			pg_send(ch->pg, "SELECT " DELIVERY_COLUMNS ", (SELECT ready FROM mq.queues q "
+			pg_send(ch->tx ? ch->getpg : ch->pg,
+					"SELECT " DELIVERY_COLUMNS ", (SELECT ready FROM mq.queues q "
 					"WHERE q.queue = $1)::bigint FROM mq.consume($1, 1, lease => $2::interval, "
 					"auto_ack => $3::boolean)", 3, NULL, vals, NULL, NULL, 1, get_done, ch);
 			return;
 		case OP_SETTLE:
 		case OP_RECOVER:
+			if (!(op->multiple && op->tag == 0) && !ack_tag_known(ch, op->tag))
+			{
+				snprintf(text, sizeof(text), "PRECONDITION_FAILED - unknown delivery tag %llu",
+						 (unsigned long long) op->tag);
+				chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+				return;
+			}
+			op->entries = take_entries(ch, op->tag, op->multiple);
 			run_settle(ch, op);
+			return;
+		case OP_ERROR:
+			chan_error(ch, op->code, op->s2, op->cls, op->meth);
+			return;
+		case OP_CLOSE:
+			/* chan_pump handles it */
 			return;
 		case OP_PUBLISH:
 			run_publish(ch, op);
@@ -2382,6 +2467,18 @@ chan_pump(Chan *ch)
 	{
 		Op		   *op = ch->ops;
 
+		if (op->kind == OP_CLOSE)
+		{
+			Conn	   *c = ch->conn;
+
+			chan_release(ch);
+			if (!c->client_closing)
+				send_simple(c, ch->id, AMQP_CHANNEL, 41);
+			chan_free(ch);
+			if (c->client_closing)
+				conn_close_finish(c);
+			return;
+		}
 		if (op->kind == OP_PUBLISH)
 		{
 			int			n = 1;
@@ -2534,6 +2631,25 @@ parse_content_header(Chan *ch, PubMsg *m, const uint8_t *p, size_t len, char *er
 	return ok;
 }
 
+/* a channel exception in its turn, after the operations before it; what
+ * arrives meanwhile is dropped */
+static void
+chan_error_queued(Chan *ch, int code, const char *text, int cls, int meth)
+{
+	Op		   *op = op_new(ch, OP_ERROR, cls, meth);
+
+	op->code = code;
+	snprintf(op->s2, sizeof(op->s2), "%s", text);
+	if (ch->pub)
+	{
+		pub_free(ch->pub);
+		ch->pub = NULL;
+	}
+	ch->content = 0;
+	ch->discarding = true;		/* drop the rest until the close */
+	chan_pump(ch);
+}
+
 static void
 publish_complete(Chan *ch)
 {
@@ -2597,16 +2713,32 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				s2[256],
 				s3[256],
 				text[600];
-	Op		   *op;
+	Op		   *op = NULL;
 
 	if (cls == AMQP_CHANNEL && meth == 40)
 	{
 		/* channel.close from the client */
-		chan_release(ch);
-		send_simple(c, ch->id, AMQP_CHANNEL, 41);
-		chan_free(ch);
+		if (ch->state == CH_CLOSING)
+		{
+			/* crossed ours */
+			send_simple(c, ch->id, AMQP_CHANNEL, 41);
+			chan_free(ch);
+			return;
+		}
+		/* what came before it is done first (publishes, acks) */
+		if (ch->pub)
+		{
+			pub_free(ch->pub);
+			ch->pub = NULL;
+		}
+		ch->content = 0;
+		ch->client_closing = true;
+		op_new(ch, OP_CLOSE, cls, meth);
+		chan_pump(ch);
 		return;
 	}
+	if (ch->client_closing || ch->discarding)
+		return;
 	if (ch->state == CH_CLOSING)
 	{
 		if (cls == AMQP_CHANNEL && meth == 41)
@@ -2620,6 +2752,10 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 		return;
 	}
 
+#define QUEUE_ERROR(code_, text_) \
+	do { if (op == NULL) op = op_new(ch, OP_ERROR, cls, meth); \
+		 op->kind = OP_ERROR; op->code = (code_); \
+		 snprintf(op->s2, sizeof(op->s2), "%s", (text_)); chan_pump(ch); return; } while (0)
 #define ARGS_OK() \
 	do { if (r->err) { conn_error(c, AMQP_SYNTAX_ERROR, "SYNTAX_ERROR - malformed method arguments", cls, meth); return; } } while (0)
 
@@ -2655,9 +2791,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				ARGS_OK();
 				if (internal && !op->passive)
 				{
-					chan_error(ch, AMQP_NOT_IMPLEMENTED,
-							   "NOT_IMPLEMENTED - internal exchanges are not supported by mq-amqp", cls, meth);
-					return;
+					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - internal exchanges are not supported by mq-amqp");
 				}
 			}
 			break;
@@ -2671,10 +2805,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 			break;
 		case AMQP_EXCHANGE * 1000 + 30:	/* bind */
 		case AMQP_EXCHANGE * 1000 + 40:	/* unbind */
-			chan_error(ch, AMQP_NOT_IMPLEMENTED,
-					   "NOT_IMPLEMENTED - exchange-to-exchange bindings are not supported by queue_ext",
-					   cls, meth);
-			return;
+			QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - exchange-to-exchange bindings are not supported by queue_ext");
 		case AMQP_QUEUE * 1000 + 10:	/* declare */
 			op = op_new(ch, OP_QUEUE_DECLARE, cls, meth);
 			rd_u16(r);
@@ -2763,9 +2894,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 					snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
 				if (json_get(op->args, "x-stream-offset"))
 				{
-					chan_error(ch, AMQP_NOT_IMPLEMENTED,
-							   "NOT_IMPLEMENTED - x-stream-offset is not supported by mq-amqp", cls, meth);
-					return;
+					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - x-stream-offset is not supported by mq-amqp");
 				}
 				if (op->s3[0] == '\0')
 				{
@@ -2874,17 +3003,13 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 					requeue = rd_bit(r);
 				}
 				ARGS_OK();
-				if (!(multiple && tag == 0) && !ack_tag_known(ch, tag))
-				{
-					snprintf(text, sizeof(text), "PRECONDITION_FAILED - unknown delivery tag %llu",
-							 (unsigned long long) tag);
-					chan_error(ch, AMQP_PRECONDITION_FAILED, text, cls, meth);
-					return;
-				}
+				/* the tag is checked in the operation's turn: after the
+				 * publishes and deliveries before it */
 				op = op_new(ch, OP_SETTLE, cls, meth);
 				op->settle = meth == 80 ? SETTLE_ACK : meth == 90 ? SETTLE_REJECT : SETTLE_NACK;
 				op->requeue = requeue;
-				op->entries = take_entries(ch, tag, multiple);
+				op->tag = tag;
+				op->multiple = multiple;
 				break;
 			}
 		case AMQP_BASIC * 1000 + 100:	/* recover-async */
@@ -2895,14 +3020,13 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				ARGS_OK();
 				if (!requeue)
 				{
-					chan_error(ch, AMQP_NOT_IMPLEMENTED,
-							   "NOT_IMPLEMENTED - requeue=false", cls, meth);
-					return;
+					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - requeue=false");
 				}
 				op = op_new(ch, meth == 110 ? OP_RECOVER : OP_SETTLE, cls, meth);
 				op->settle = SETTLE_NACK;
 				op->requeue = true;
-				op->entries = take_entries(ch, 0, true);
+				op->tag = 0;
+				op->multiple = true;
 				break;
 			}
 		case AMQP_CONFIRM * 1000 + 10:	/* select */
@@ -2912,9 +3036,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				ARGS_OK();
 				if (ch->tx)
 				{
-					chan_error(ch, AMQP_PRECONDITION_FAILED,
-							   "PRECONDITION_FAILED - cannot switch from tx to confirm mode", cls, meth);
-					return;
+					QUEUE_ERROR(AMQP_PRECONDITION_FAILED, "PRECONDITION_FAILED - cannot switch from tx to confirm mode");
 				}
 				ch->confirm = true;
 				if (!nowait)
@@ -2924,9 +3046,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 		case AMQP_TX * 1000 + 10:	/* select */
 			if (ch->confirm)
 			{
-				chan_error(ch, AMQP_PRECONDITION_FAILED,
-						   "PRECONDITION_FAILED - cannot switch from confirm to tx mode", cls, meth);
-				return;
+				QUEUE_ERROR(AMQP_PRECONDITION_FAILED, "PRECONDITION_FAILED - cannot switch from confirm to tx mode");
 			}
 			if (ch->tx)
 			{
@@ -2939,9 +3059,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 		case AMQP_TX * 1000 + 30:	/* rollback */
 			if (!ch->tx)
 			{
-				chan_error(ch, AMQP_PRECONDITION_FAILED,
-						   "PRECONDITION_FAILED - channel is not transactional", cls, meth);
-				return;
+				QUEUE_ERROR(AMQP_PRECONDITION_FAILED, "PRECONDITION_FAILED - channel is not transactional");
 			}
 			op = op_new(ch, meth == 20 ? OP_TX_COMMIT : OP_TX_ROLLBACK, cls, meth);
 			break;
@@ -2949,12 +3067,13 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 			snprintf(text, sizeof(text), "NOT_IMPLEMENTED - method %d.%d is not supported", cls, meth);
 			if (cls == AMQP_BASIC || cls == AMQP_QUEUE || cls == AMQP_EXCHANGE ||
 				cls == AMQP_TX || cls == AMQP_CONFIRM || cls == AMQP_CHANNEL)
-				chan_error(ch, AMQP_NOT_IMPLEMENTED, text, cls, meth);
+				QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, text);
 			else
 				conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
 			return;
 	}
 #undef ARGS_OK
+#undef QUEUE_ERROR
 	(void) s2;
 	(void) s3;
 	chan_pump(ch);
@@ -3023,6 +3142,24 @@ conn_error(Conn *c, int code, const char *text, int cls, int meth)
 				chan_release(c->chans[i]);
 	c->close_timer = evtimer_new(gw_base, close_timeout, c);
 	evtimer_add(c->close_timer, &tv);
+}
+
+/* a client's connection.close: close-ok once its channels are done */
+static void
+conn_close_finish(Conn *c)
+{
+	int			i;
+
+	if (c->dead || c->chans == NULL)
+		return;
+	for (i = 1; i <= c->channel_max; i++)
+		if (c->chans[i])
+			return;
+	if (!(bufferevent_get_enabled(c->bev) & EV_READ))
+		return;					/* done already */
+	send_simple(c, 0, AMQP_CONNECTION, 51);
+	/* the socket goes once the close-ok is written (conn_written) */
+	bufferevent_disable(c->bev, EV_READ);
 }
 
 static void
@@ -3179,6 +3316,8 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 	}
 	if (c->state == C_CLOSING)
 	{
+		if (c->client_closing)
+			return;
 		if (meth == 51 || meth == 50)
 		{
 			if (meth == 50)
@@ -3315,16 +3454,33 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 		case 50:				/* close */
 			{
 				int			i;
+				struct timeval tv = {30, 0};
 
+				/* the channels finish what they were sent first */
+				c->client_closing = true;
+				c->state = C_CLOSING;
 				if (c->chans)
 					for (i = 1; i <= c->channel_max; i++)
+					{
+						Chan	   *ch = c->chans[i];
+
+						if (ch == NULL)
+							continue;
+						if (ch->state != CH_OPEN)
+							chan_free(ch);
+						else if (!ch->client_closing)
+						{
+							ch->client_closing = true;
+							op_new(ch, OP_CLOSE, AMQP_CHANNEL, 40);
+						}
+					}
+				c->close_timer = evtimer_new(gw_base, close_timeout, c);
+				evtimer_add(c->close_timer, &tv);
+				if (c->chans)
+					for (i = 1; i <= c->channel_max && !c->dead; i++)
 						if (c->chans[i])
-							chan_release(c->chans[i]);
-				send_simple(c, 0, AMQP_CONNECTION, 51);
-				bufferevent_flush(c->bev, EV_WRITE, BEV_FLUSH);
-				c->state = C_CLOSING;
-				/* the socket goes once the close-ok is written */
-				bufferevent_disable(c->bev, EV_READ);
+							chan_pump(c->chans[i]);
+				conn_close_finish(c);
 				return;
 			}
 		case 51:				/* close-ok without a close */
@@ -3446,14 +3602,14 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 			if (strncmp(err, "SYNTAX", 6) == 0)
 				conn_error(c, AMQP_SYNTAX_ERROR, err, AMQP_BASIC, 40);
 			else
-				chan_error(ch, AMQP_PRECONDITION_FAILED, err, AMQP_BASIC, 40);
+				chan_error_queued(ch, AMQP_PRECONDITION_FAILED, err, AMQP_BASIC, 40);
 			return;
 		}
 		if (ch->pub->body_size > cfg.max_message)
 		{
 			snprintf(err, sizeof(err), "PRECONDITION_FAILED - message size %llu is larger than configured max size %zu",
 					 (unsigned long long) ch->pub->body_size, cfg.max_message);
-			chan_error(ch, AMQP_PRECONDITION_FAILED, err, AMQP_BASIC, 40);
+			chan_error_queued(ch, AMQP_PRECONDITION_FAILED, err, AMQP_BASIC, 40);
 			return;
 		}
 		if (ch->pub->body_size == 0)

@@ -296,7 +296,8 @@ pg_send(PgSess *s, const char *sql, int n, const Oid *types,
 	s->cb = cb;
 	s->cbarg = arg;
 	s->busy = true;
-	if (!PQsendQueryParams(s->pg, sql, n, types, vals, lens, fmts, result_format))
+	if (n == 0 ? !PQsendQuery(s->pg, sql) :
+		!PQsendQueryParams(s->pg, sql, n, types, vals, lens, fmts, result_format))
 	{
 		/* the session is gone: report it from the loop */
 		s->send_failed = true;
