@@ -1898,13 +1898,14 @@ settle_done(void *arg, PGresult *res)
 	}
 	else
 	{
-		Unacked    *e;
+		Unacked    *e,
+				   *list = op->entries;
 
-		for (e = op->entries; e; e = e->next)
+		op->entries = NULL;
+		for (e = list; e; e = e->next)
 			if (e->cons)
 				e->cons->unacked--;
-		settle_done_entries(ch, op->entries);
-		op->entries = NULL;
+		settle_done_entries(ch, list);
 	}
 	if (ch->state == CH_OPEN)
 		op_finish(ch);
