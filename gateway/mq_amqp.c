@@ -168,6 +168,10 @@ struct Consumer
 	int			prefetch;
 	int			unacked;
 	int			asked;			/* messages asked by the running poll */
+	/* a stream consumer reads through a consumer group of its own */
+	bool		stream;
+	char		group[64];
+	json_object *offset_spec;	/* x-stream-offset */
 	Consumer   *next;
 };
 
@@ -221,6 +225,7 @@ typedef struct CtlJob
 {
 	char	   *sql;
 	char	   *param;
+	char	   *param2;			/* NULL: one parameter */
 	struct CtlJob *next;
 } CtlJob;
 
@@ -286,12 +291,13 @@ static void chan_release(Chan *ch);
 static void cons_poll(Consumer *cons);
 static void cons_free(Consumer *cons);
 static void cons_remove(Consumer *cons, bool notify, bool force);
-static void ctl_job(Conn *c, const char *sql, const char *param);
+static void ctl_job(Conn *c, const char *sql, const char *param, const char *param2);
 static void settle_done_entries(Chan *ch, Unacked *e);
 static bool ack_tag_known(Chan *ch, uint64_t tag);
 static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 static void conn_close_finish(Conn *c);
 static void run_op(Chan *ch, Op *op);
+static void stream_setup(Consumer *cons);
 
 /* ------------------------------------------------------------------------ */
 /* registry                                                                  */
@@ -579,6 +585,7 @@ ctl_done(void *arg, PGresult *res)
 		ctl->jobs_tail = NULL;
 	free(j->sql);
 	free(j->param);
+	free(j->param2);
 	free(j);
 	ctl->running = false;
 	if (res == NULL)
@@ -590,6 +597,7 @@ ctl_done(void *arg, PGresult *res)
 			ctl->jobs = j->next;
 			free(j->sql);
 			free(j->param);
+			free(j->param2);
 			free(j);
 		}
 	}
@@ -603,10 +611,10 @@ ctl_pump(Ctl *ctl)
 		return;
 	if (ctl->jobs && ctl->ready)
 	{
-		const char *vals[1] = {ctl->jobs->param};
+		const char *vals[2] = {ctl->jobs->param, ctl->jobs->param2};
 
 		ctl->running = true;
-		pg_send(ctl->pg, ctl->jobs->sql, 1, NULL, vals, NULL, NULL, 0, ctl_done, ctl);
+		pg_send(ctl->pg, ctl->jobs->sql, vals[1] ? 2 : 1, NULL, vals, NULL, NULL, 0, ctl_done, ctl);
 		return;
 	}
 	if (!ctl->jobs && ctl->orphan)
@@ -617,7 +625,7 @@ ctl_pump(Ctl *ctl)
 }
 
 static void
-ctl_job(Conn *c, const char *sql, const char *param)
+ctl_job(Conn *c, const char *sql, const char *param, const char *param2)
 {
 	CtlJob	   *j;
 
@@ -626,6 +634,7 @@ ctl_job(Conn *c, const char *sql, const char *param)
 	j = calloc(1, sizeof(CtlJob));
 	j->sql = strdup(sql);
 	j->param = strdup(param);
+	j->param2 = param2 ? strdup(param2) : NULL;
 	if (c->ctl->jobs_tail)
 		c->ctl->jobs_tail->next = j;
 	else
@@ -660,6 +669,7 @@ ctl_connected(void *arg, bool ok, const char *error)
 				ctl->jobs = j->next;
 				free(j->sql);
 				free(j->param);
+				free(j->param2);
 				free(j);
 			}
 		}
@@ -997,7 +1007,8 @@ fix_x_death(json_object *headers)
  * priority (docs/amqp.md).
  */
 static void
-props_from_row(Buf *b, const char *headers_txt, const char *props_txt, bool has_prio, int prio)
+props_from_row(Buf *b, const char *headers_txt, const char *props_txt, bool has_prio, int prio,
+			   int64_t stream_offset)
 {
 	json_object *headers = headers_txt ? json_tokener_parse(headers_txt) : NULL;
 	json_object *props = props_txt ? json_tokener_parse(props_txt) : NULL;
@@ -1023,6 +1034,22 @@ props_from_row(Buf *b, const char *headers_txt, const char *props_txt, bool has_
 		}
 		send_headers = !(json_get(extra, "no-headers") && json_object_object_length(headers) == 0);
 		fix_x_death(headers);
+	}
+	if (stream_offset >= 0)
+	{
+		/* RabbitMQ's streams tell a consumer each message's offset */
+		json_object *l = json_object_new_object();
+
+		if (headers == NULL || !json_object_is_type(headers, json_type_object))
+		{
+			if (headers)
+				json_object_put(headers);
+			headers = json_object_new_object();
+		}
+		json_object_object_add(l, AMQP_TYPE_KEY, json_object_new_string("l"));
+		json_object_object_add(l, "v", json_object_new_int64(stream_offset));
+		json_object_object_add(headers, "x-stream-offset", l);
+		send_headers = true;
 	}
 	if (exp)
 	{
@@ -1086,11 +1113,11 @@ props_from_row(Buf *b, const char *headers_txt, const char *props_txt, bool has_
 /* the columns every delivery query selects, binary results */
 #define DELIVERY_COLUMNS \
 	"msg_id, queue, exchange, routing_key, body, headers::text, redelivered, " \
-	"priority, properties::text, receipt"
+	"priority, properties::text, receipt, \"offset\""
 enum
 {
 	COL_MSG_ID, COL_QUEUE, COL_EXCHANGE, COL_RK, COL_BODY, COL_HEADERS, COL_REDELIVERED,
-	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_READY
+	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_OFFSET, COL_READY
 };
 
 static int32_t
@@ -1143,7 +1170,8 @@ send_row_content(Chan *ch, PGresult *r, int row)
 
 	props_from_row(&props, col_str(r, row, COL_HEADERS), col_str(r, row, COL_PROPS),
 				   !PQgetisnull(r, row, COL_PRIORITY),
-				   PQgetisnull(r, row, COL_PRIORITY) ? 0 : col_i32(r, row, COL_PRIORITY));
+				   PQgetisnull(r, row, COL_PRIORITY) ? 0 : col_i32(r, row, COL_PRIORITY),
+				   PQgetisnull(r, row, COL_OFFSET) ? -1 : col_i64(r, row, COL_OFFSET));
 	send_content(ch->conn, ch->id, &props, (const uint8_t *) PQgetvalue(r, row, COL_BODY),
 				 PQgetlength(r, row, COL_BODY));
 	buf_free(&props);
@@ -1189,7 +1217,7 @@ cons_poll(Consumer *cons)
 	Conn	   *c = ch->conn;
 	char		nbuf[16],
 				wbuf[32];
-	const char *vals[5];
+	const char *vals[6];
 	int			n;
 
 	if (!cons->ready || cons->polling || cons->cancelled || cons->cancelling)
@@ -1208,13 +1236,14 @@ cons_poll(Consumer *cons)
 	vals[2] = wbuf;
 	vals[3] = cfg.lease;
 	vals[4] = cons->no_ack ? "true" : "false";
+	vals[5] = cons->stream ? cons->group : NULL;
 	cons->polling = true;
 	cons->asked = n;
 	ch->n_asked += n;
 	pg_send(cons->pg,
 			"SELECT " DELIVERY_COLUMNS " FROM mq.consume($1, $2::int, wait => $3::interval, "
-			"lease => $4::interval, auto_ack => $5::boolean)",
-			5, NULL, vals, NULL, NULL, 1, cons_polled, cons);
+			"lease => $4::interval, auto_ack => $5::boolean, group_name => $6)",
+			6, NULL, vals, NULL, NULL, 1, cons_polled, cons);
 }
 
 static void
@@ -1275,6 +1304,125 @@ cons_polled(void *arg, PGresult *res)
 }
 
 static void
+stream_ready(void *arg, PGresult *res)
+{
+	Consumer   *cons = arg;
+	Chan	   *ch = cons->ch;
+
+	if (!res_ok(res))
+	{
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	cons->ready = true;
+	if (cons->cancelling)
+	{
+		cons_send_cancel_ok(cons);
+		return;
+	}
+	cons_poll(cons);
+}
+
+/*
+ * A stream consumer: a consumer group of its own (clustering, one member),
+ * starting where x-stream-offset says: "first", "last"/"next" (the
+ * default), an offset, a timestamp, or an age such as "1h" (RabbitMQ's
+ * interval units Y M D h m s).  The group goes with the consumer.
+ */
+static void
+stream_setup(Consumer *cons)
+{
+	json_object *o = cons->offset_spec;
+	const char *start = "latest";
+	char		arg[64] = "";
+	const char *sql;
+	const char *vals[4];
+	int			n = 3;
+
+	if (o && json_object_is_type(o, json_type_string))
+	{
+		const char *s = json_object_get_string(o);
+
+		if (strcmp(s, "first") == 0)
+			start = "earliest";
+		else if (strcmp(s, "last") != 0 && strcmp(s, "next") != 0)
+		{
+			char	   *end;
+			long		v = strtol(s, &end, 10);
+			const char *unit = NULL;
+
+			switch (*end)
+			{
+				case 'Y':
+					unit = "years";
+					break;
+				case 'M':
+					unit = "months";
+					break;
+				case 'D':
+					unit = "days";
+					break;
+				case 'h':
+					unit = "hours";
+					break;
+				case 'm':
+					unit = "minutes";
+					break;
+				case 's':
+					unit = "seconds";
+					break;
+			}
+			if (unit == NULL || end[1] != '\0' || v < 0)
+			{
+				chan_error(cons->ch, AMQP_PRECONDITION_FAILED,
+						   "PRECONDITION_FAILED - invalid x-stream-offset", AMQP_BASIC, 20);
+				return;
+			}
+			snprintf(arg, sizeof(arg), "%ld %s", v, unit);
+		}
+	}
+	else if (o && json_object_is_type(o, json_type_int))
+		snprintf(arg, sizeof(arg), "%lld", (long long) json_object_get_int64(o));
+	else if (o && json_object_is_type(o, json_type_object))
+	{
+		const char *t = json_str(o, AMQP_TYPE_KEY);
+		json_object *v = json_get(o, "v");
+
+		if (t && strcmp(t, "T") == 0 && v)
+			snprintf(arg, sizeof(arg), "@%s", json_object_get_string(v));
+		else if (t && (strchr("bBsUuilL", t[0]) != NULL) && v)
+			snprintf(arg, sizeof(arg), "%s", json_object_get_string(v));
+	}
+	vals[0] = cons->queue;
+	vals[1] = cons->group;
+	vals[2] = start;
+	if (arg[0] == '\0')
+		sql = "SELECT mq.group_declare($1, $2, start => $3)";
+	else if (arg[0] == '@')
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_time => to_timestamp($4::bigint))";
+		vals[3] = arg + 1;
+		n = 4;
+	}
+	else if (strchr(arg, ' '))
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_time => now() - $4::interval)";
+		vals[3] = arg;
+		n = 4;
+	}
+	else
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_offset => $4::bigint)";
+		vals[3] = arg;
+		n = 4;
+	}
+	pg_send(cons->pg, sql, n, NULL, vals, NULL, NULL, 0, stream_ready, cons);
+}
+
+static void
 cons_connected(void *arg, bool ok, const char *error)
 {
 	Consumer   *cons = arg;
@@ -1285,6 +1433,11 @@ cons_connected(void *arg, bool ok, const char *error)
 
 		reply_text(text, sizeof(text), AMQP_CONNECTION_FORCED, error);
 		conn_error(cons->ch->conn, AMQP_CONNECTION_FORCED, text, AMQP_BASIC, 20);
+		return;
+	}
+	if (cons->stream)
+	{
+		stream_setup(cons);
 		return;
 	}
 	cons->ready = true;
@@ -1333,6 +1486,10 @@ cons_free(Consumer *cons)
 				e->cons = NULL;
 	}
 	pg_close(cons->pg);
+	if (cons->stream)
+		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2)", cons->queue, cons->group);
+	if (cons->offset_spec)
+		json_object_put(cons->offset_spec);
 	free(cons);
 }
 
@@ -1361,7 +1518,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 				q->exclusive_consumer = NULL;
 			if (q->auto_delete && q->consumers == 0 && q->had_consumer && !notify)
 			{
-				ctl_job(c, "SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = $1", q->name);
+				ctl_job(c, "SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = $1", q->name, NULL);
 				q->auto_delete = false;
 			}
 			qreg_maybe_drop(q);
@@ -1755,13 +1912,6 @@ consume_checked(void *arg, PGresult *res)
 		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
 		return;
 	}
-	if (strcmp(PQgetvalue(res, 0, 0), "stream") == 0)
-	{
-		chan_error(ch, AMQP_NOT_IMPLEMENTED,
-				   "NOT_IMPLEMENTED - basic.consume on a stream queue is not supported by mq-amqp",
-				   op->cls, op->meth);
-		return;
-	}
 	q = qreg_find(conn_db(c), op->s1, true);
 	if (q->exclusive_consumer || (op->exclusive && q->consumers > 0))
 	{
@@ -1778,6 +1928,15 @@ consume_checked(void *arg, PGresult *res)
 	cons->no_ack = op->no_ack;
 	cons->exclusive = op->exclusive;
 	cons->prefetch = cons->no_ack ? 0 : ch->prefetch_consumer;
+	if (strcmp(PQgetvalue(res, 0, 0), "stream") == 0)
+	{
+		cons->stream = true;
+		snprintf(cons->group, sizeof(cons->group), "mq-amqp.%08lx%08lx",
+				 (unsigned long) random(), (unsigned long) random());
+		cons->offset_spec = json_get(op->args, "x-stream-offset");
+		if (cons->offset_spec)
+			json_object_get(cons->offset_spec);
+	}
 	cons->next = ch->consumers;
 	ch->consumers = cons;
 	q->consumers++;
@@ -2893,10 +3052,6 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				ARGS_OK();
 				if (op->s1[0] == '\0')
 					snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
-				if (json_get(op->args, "x-stream-offset"))
-				{
-					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - x-stream-offset is not supported by mq-amqp");
-				}
 				if (op->s3[0] == '\0')
 				{
 					static uint64_t ctag = 0;
@@ -3197,7 +3352,7 @@ conn_destroy(Conn *c)
 		next = q->next;
 		if (q->owner == c)
 		{
-			ctl_job(c, "SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = $1", q->name);
+			ctl_job(c, "SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = $1", q->name, NULL);
 			cancel_queue_consumers(q->db, q->name, c);
 			q->owner = NULL;
 			q->auto_delete = false;

@@ -815,6 +815,37 @@ def priority_queue():
 
 
 @test
+def stream_queue_with_offsets():
+    conn = connect()
+    ch = conn.channel()
+    q = name('stream')
+    ch.queue_declare(q, durable=True, arguments={'x-queue-type': 'stream'})
+    for i in range(5):
+        ch.basic_publish('', q, b'%d' % i)
+    ch.basic_qos(prefetch_count=10)
+
+    def read(offset, n, publish=None):
+        got = []
+        tag = ch.basic_consume(q, lambda c, m, p, b: (got.append((b, p.headers['x-stream-offset'])),
+                                                      c.basic_ack(m.delivery_tag)),
+                               arguments={'x-stream-offset': offset})
+        if publish:
+            time.sleep(0.5)
+            ch.basic_publish('', q, publish)
+        deadline = time.time() + 10
+        while len(got) < n and time.time() < deadline:
+            conn.process_data_events(time_limit=0.1)
+        conn.process_data_events(time_limit=0.3)
+        ch.basic_cancel(tag)
+        return got
+
+    eq(read('first', 5), [(b'%d' % i, i) for i in range(5)], 'from the first offset')
+    eq(read(3, 2), [(b'3', 3), (b'4', 4)], 'from offset 3')
+    eq(read('next', 1, publish=b'new'), [(b'new', 5)], 'only what comes next')
+    conn.close()
+
+
+@test
 def heartbeats_keep_idle_connection():
     conn = connect(heartbeat=1)
     t0 = time.time()

@@ -92,7 +92,8 @@ my @expected = qw(
   vhost_is_a_database exclusive_queue_locked_and_deleted_on_close
   auto_delete_queue_goes_with_last_consumer consumer_cancel_notification_on_queue_delete
   cancel_keeps_unacked_deliveries_ackable transactions not_implemented user_id_checked
-  large_message_many_frames priority_queue heartbeats_keep_idle_connection
+  large_message_many_frames priority_queue stream_queue_with_offsets
+  heartbeats_keep_idle_connection
   bad_frame_end_is_frame_error oversize_frame_is_frame_error malformed_method_is_syntax_error
   unknown_class_is_not_implemented wrong_protocol_header silent_client_is_dropped);
 my $checks = "$FindBin::RealBin/../amqp/gateway_checks.py";
