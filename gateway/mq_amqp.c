@@ -142,6 +142,7 @@ typedef struct Op
 	enum SettleKind settle;
 	uint64_t	tag;
 	bool		multiple;
+	bool		taken;			/* entries taken already (a merged batch) */
 	/* OP_ERROR: a channel exception in its turn */
 	int			code;
 	Unacked    *entries;
@@ -2583,6 +2584,11 @@ run_op(Chan *ch, Op *op)
 			return;
 		case OP_SETTLE:
 		case OP_RECOVER:
+			if (op->taken)
+			{
+				run_settle(ch, op);
+				return;
+			}
 			if (!(op->multiple && op->tag == 0) && !ack_tag_known(ch, op->tag))
 			{
 				snprintf(text, sizeof(text), "PRECONDITION_FAILED - unknown delivery tag %llu",
@@ -2638,6 +2644,38 @@ chan_pump(Chan *ch)
 			if (c->client_closing)
 				conn_close_finish(c);
 			return;
+		}
+		if (op->kind == OP_SETTLE &&
+			((op->multiple && op->tag == 0) || ack_tag_known(ch, op->tag)))
+		{
+			/* consecutive settles of one kind: one statement */
+			Unacked    *tail;
+			int			n = 1;
+
+			op->entries = take_entries(ch, op->tag, op->multiple);
+			op->taken = true;
+			for (tail = op->entries; tail && tail->next; tail = tail->next)
+				;
+			while (op->next && op->next->kind == OP_SETTLE && n < cfg.batch_max &&
+				   op->next->settle == op->settle && op->next->requeue == op->requeue &&
+				   ((op->next->multiple && op->next->tag == 0) ||
+					ack_tag_known(ch, op->next->tag)))
+			{
+				Op		   *nx = op->next;
+				Unacked    *more = take_entries(ch, nx->tag, nx->multiple);
+
+				if (tail)
+					tail->next = more;
+				else
+					op->entries = more;
+				for (tail = more ? more : tail; tail && tail->next; tail = tail->next)
+					;
+				op->next = nx->next;
+				if (ch->ops_tail == nx)
+					ch->ops_tail = op;
+				op_free(nx);
+				n++;
+			}
 		}
 		if (op->kind == OP_PUBLISH)
 		{
