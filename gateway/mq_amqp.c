@@ -190,7 +190,6 @@ struct Chan
 	bool		pg_ready;
 	PgSess	   *getpg;			/* basic.get of a tx-mode channel */
 	bool		getpg_ready;
-	bool		have_fn;		/* the publish function is in pg_temp */
 	Op		   *ops,
 			   *ops_tail;
 	bool		op_running;
@@ -299,6 +298,8 @@ static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 static void conn_close_finish(Conn *c);
 static void run_op(Chan *ch, Op *op);
 static void stream_setup(Consumer *cons);
+static void chan_setup(Chan *ch);
+static void getpg_setup(Chan *ch);
 
 /* ------------------------------------------------------------------------ */
 /* registry                                                                  */
@@ -579,7 +580,7 @@ ctl_done(void *arg, PGresult *res)
 	Ctl		   *ctl = arg;
 	CtlJob	   *j = ctl->jobs;
 
-	if (res && !res_ok(res))
+	if (res && !res_ok(res) && strcmp(res_state(res) ? res_state(res) : "", "42704") != 0)
 		logmsg("cleanup \"%s\" failed: %s", j->param, res_message(res));
 	ctl->jobs = j->next;
 	if (!ctl->jobs)
@@ -800,8 +801,7 @@ chan_connected(void *arg, bool ok, const char *error)
 		conn_error(ch->conn, AMQP_CONNECTION_FORCED, text, AMQP_CHANNEL, 10);
 		return;
 	}
-	ch->pg_ready = true;
-	chan_pump(ch);
+	chan_setup(ch);
 }
 
 static void
@@ -814,6 +814,22 @@ chan_lost(void *arg)
 }
 
 static void
+getpg_setup_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+
+	if (!res_ok(res))
+	{
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	ch->getpg_ready = true;
+	/* the get waiting for it */
+	if (ch->op_running && ch->ops && ch->ops->kind == OP_GET)
+		run_op(ch, ch->ops);
+}
+
+static void
 getpg_connected(void *arg, bool ok, const char *error)
 {
 	Chan	   *ch = arg;
@@ -823,10 +839,7 @@ getpg_connected(void *arg, bool ok, const char *error)
 		chan_connected(arg, ok, error);
 		return;
 	}
-	ch->getpg_ready = true;
-	/* the get waiting for it */
-	if (ch->op_running && ch->ops && ch->ops->kind == OP_GET)
-		run_op(ch, ch->ops);
+	getpg_setup(ch);
 }
 
 static Chan *
@@ -1519,7 +1532,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 				q->exclusive_consumer = NULL;
 			if (q->auto_delete && q->consumers == 0 && q->had_consumer && !notify)
 			{
-				ctl_job(c, "SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = $1", q->name, NULL);
+				ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
 				q->auto_delete = false;
 			}
 			qreg_maybe_drop(q);
@@ -1856,7 +1869,7 @@ run_queue_declare(Chan *ch, Op *op)
 	{
 		const char *vals[1] = {op->s1};
 
-		pg_send(ch->pg, "SELECT queue, ready::bigint FROM mq.queues WHERE queue = $1",
+		pg_send(ch->pg, "SELECT queue, ready FROM pg_temp.amqp_queue($1)",
 				1, NULL, vals, NULL, NULL, 0, queue_declared, ch);
 	}
 	else
@@ -1884,7 +1897,7 @@ run_queue_declare(Chan *ch, Op *op)
 		vals[2] = (op->durable && !op->exclusive) || strcmp(type, "classic") != 0 ? "true" : "false";
 		vals[3] = args;
 		pg_send(ch->pg,
-				"SELECT d.q, (SELECT ready FROM mq.queues WHERE queue = d.q)::bigint "
+				"SELECT d.q, (SELECT ready FROM pg_temp.amqp_queue(d.q)) "
 				"FROM (SELECT mq.queue_declare($1, type => $2, durable => $3::boolean, "
 				"arguments => $4::jsonb) AS q) d",
 				4, NULL, vals, NULL, NULL, 0, queue_declared, ch);
@@ -2383,18 +2396,57 @@ publish_done(void *arg, PGresult *res)
 
 static void run_publish(Chan *ch, Op *op);
 
+/*
+ * A queue's row of mq.queues.  The view computes every queue's state, and
+ * raises 42704 when a queue goes away meanwhile (another connection's
+ * exclusive queue, say): tried again then.
+ */
+static const char queue_fn[] =
+"CREATE FUNCTION pg_temp.amqp_queue(q text) RETURNS TABLE (queue text, type text, ready bigint) "
+"LANGUAGE plpgsql AS $f$ "
+"BEGIN "
+"  FOR i IN 1 .. 20 LOOP "
+"    BEGIN "
+"      RETURN QUERY SELECT s.queue, s.type, s.ready::bigint FROM mq.queues s WHERE s.queue = q; "
+"      RETURN; "
+"    EXCEPTION WHEN undefined_object THEN "
+"      PERFORM pg_sleep(0.005); "
+"    END; "
+"  END LOOP; "
+"  RETURN QUERY SELECT s.queue, s.type, s.ready::bigint FROM mq.queues s WHERE s.queue = q; "
+"END $f$";
+
 static void
-fn_created(void *arg, PGresult *res)
+chan_setup_done(void *arg, PGresult *res)
 {
 	Chan	   *ch = arg;
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, ch->ops);
+		chan_sql_error(ch, res, NULL);
 		return;
 	}
-	ch->have_fn = true;
-	run_publish(ch, ch->ops);
+	ch->pg_ready = true;
+	chan_pump(ch);
+}
+
+static void
+getpg_setup(Chan *ch)
+{
+	pg_send(ch->getpg, queue_fn, 0, NULL, NULL, NULL, NULL, 0, getpg_setup_done, ch);
+}
+
+/* the channel's session is there: its functions in pg_temp */
+static void
+chan_setup(Chan *ch)
+{
+	Buf			sql = {0};
+
+	buf_bytes(&sql, publish_fn, strlen(publish_fn));
+	buf_bytes(&sql, "; ", 2);
+	buf_bytes(&sql, queue_fn, sizeof(queue_fn));
+	pg_send(ch->pg, (const char *) sql.data, 0, NULL, NULL, NULL, NULL, 0, chan_setup_done, ch);
+	buf_free(&sql);
 }
 
 static void
@@ -2412,11 +2464,6 @@ run_publish(Chan *ch, Op *op)
 				n = 0;
 	PubMsg	   *m;
 
-	if (!ch->have_fn)
-	{
-		pg_send(ch->pg, publish_fn, 0, NULL, NULL, NULL, NULL, 0, fn_created, ch);
-		return;
-	}
 	for (m = op->msgs; m; m = m->next)
 		n++;
 	memset(arrs, 0, sizeof(arrs));
@@ -2545,14 +2592,14 @@ run_op(Chan *ch, Op *op)
 			vals[1] = op->if_empty ? "true" : "false";
 			/* deleting a missing queue is fine (RabbitMQ) */
 			pg_send(ch->pg, "SELECT mq.queue_delete($1, if_empty => $2::boolean) "
-					"FROM mq.queues WHERE queue = $1", 2, NULL, vals, NULL, NULL, 0,
+					"FROM pg_temp.amqp_queue($1)", 2, NULL, vals, NULL, NULL, 0,
 					op_simple_done, ch);
 			return;
 		case OP_CONSUME:
 			if (qreg_locked(ch->conn, op->s1))
 				break;
 			vals[0] = op->s1;
-			pg_send(ch->pg, "SELECT type FROM mq.queues WHERE queue = $1", 1, NULL, vals,
+			pg_send(ch->pg, "SELECT type FROM pg_temp.amqp_queue($1)", 1, NULL, vals,
 					NULL, NULL, 0, consume_checked, ch);
 			return;
 		case OP_GET:
@@ -2578,8 +2625,8 @@ run_op(Chan *ch, Op *op)
 			vals[1] = cfg.lease;
 			vals[2] = op->no_ack ? "true" : "false";
 			pg_send(ch->tx ? ch->getpg : ch->pg,
-					"SELECT " DELIVERY_COLUMNS ", (SELECT ready FROM mq.queues q "
-					"WHERE q.queue = $1)::bigint FROM mq.consume($1, 1, lease => $2::interval, "
+					"SELECT " DELIVERY_COLUMNS ", (SELECT q.ready FROM pg_temp.amqp_queue($1) q) "
+					"FROM mq.consume($1, 1, lease => $2::interval, "
 					"auto_ack => $3::boolean)", 3, NULL, vals, NULL, NULL, 1, get_done, ch);
 			return;
 		case OP_SETTLE:
@@ -3390,7 +3437,7 @@ conn_destroy(Conn *c)
 		next = q->next;
 		if (q->owner == c)
 		{
-			ctl_job(c, "SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = $1", q->name, NULL);
+			ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
 			cancel_queue_consumers(q->db, q->name, c);
 			q->owner = NULL;
 			q->auto_delete = false;
