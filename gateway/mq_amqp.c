@@ -3106,7 +3106,11 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				bool		global = rd_bit(r);
 
 				ARGS_OK();
-				(void) size;	/* RabbitMQ ignores prefetch-size too */
+				if (size != 0)
+				{
+					snprintf(text, sizeof(text), "NOT_IMPLEMENTED - prefetch_size!=0 (%u)", size);
+					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, text);
+				}
 				if (global)
 					ch->prefetch_global = count;
 				else
@@ -3787,7 +3791,12 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 	}
 	if (chid > c->channel_max)
 	{
-		conn_error(c, AMQP_CHANNEL_ERROR, "CHANNEL_ERROR - channel number above channel_max", 0, 0);
+		char		text[128];
+
+		snprintf(text, sizeof(text),
+				 "NOT_ALLOWED - number of channels opened (%u) has reached the negotiated channel_max (%u)",
+				 chid, c->channel_max);
+		conn_error(c, AMQP_NOT_ALLOWED, text, AMQP_CHANNEL, 10);
 		return;
 	}
 	ch = chan_get(c, chid);

@@ -27,7 +27,8 @@ my $python = '/usr/bin/python3';
 plan skip_all => 'python3-pika is not installed (Debian package python3-pika)'
   unless system("$python -c 'import pika' >/dev/null 2>&1") == 0;
 
-my $node = qe_node('amqp');
+# each AMQP connection takes a session, and one per channel and consumer
+my $node = qe_node('amqp', conf => "max_connections = 200\n");
 my $gateway = $node->config_data('--bindir') . '/mq-amqp';
 ok(-x $gateway, "mq-amqp is installed next to pg_config's bindir ($gateway)");
 
