@@ -292,6 +292,9 @@ static void cons_poll(Consumer *cons);
 static void cons_free(Consumer *cons);
 static void cons_remove(Consumer *cons, bool notify, bool force);
 static void ctl_job(Conn *c, const char *sql, const char *param, const char *param2);
+static void ctl_then_jobs(Conn *c, bool ok, const char *error);
+static Ctl *ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char *error));
+static void ctl_orphan(Ctl *ctl);
 static void settle_done_entries(Chan *ch, Unacked *e);
 static bool ack_tag_known(Chan *ch, uint64_t tag);
 static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
@@ -632,7 +635,11 @@ ctl_job(Conn *c, const char *sql, const char *param, const char *param2)
 	CtlJob	   *j;
 
 	if (c->ctl == NULL)
-		return;
+	{
+		if (c->state != C_OPEN && c->state != C_CLOSING)
+			return;
+		c->ctl = ctl_new(c, c->db[0] ? c->db : NULL, ctl_then_jobs);
+	}
 	j = calloc(1, sizeof(CtlJob));
 	j->sql = strdup(sql);
 	j->param = strdup(param);
@@ -679,6 +686,33 @@ ctl_connected(void *arg, bool ok, const char *error)
 		return;
 	}
 	ctl->then(ctl->conn, ok, error);
+}
+
+/* a cleanup session connected (or not) */
+static void
+ctl_then_jobs(Conn *c, bool ok, const char *error)
+{
+	Ctl		   *ctl = c->ctl;
+
+	if (!ok)
+	{
+		logmsg("%s: cleanup session failed: %s", c->peer, error);
+		while (ctl->jobs)
+		{
+			CtlJob	   *j = ctl->jobs;
+
+			ctl->jobs = j->next;
+			free(j->sql);
+			free(j->param);
+			free(j->param2);
+			free(j);
+		}
+		ctl->jobs_tail = NULL;
+		c->ctl = NULL;
+		ctl_orphan(ctl);
+		return;
+	}
+	ctl_pump(ctl);
 }
 
 static Ctl *
@@ -3511,7 +3545,9 @@ vhost_connected(Conn *c, bool ok, const char *error)
 	method_begin(0, AMQP_CONNECTION, 41);
 	buf_shortstr(&out, "");
 	frame_send(c);
-	ctl_pump(c->ctl);
+	/* an idle connection holds no session: cleanups open one when needed */
+	ctl_orphan(c->ctl);
+	c->ctl = NULL;
 }
 
 static void
