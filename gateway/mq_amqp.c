@@ -53,7 +53,9 @@ static struct
 	int			batch_max;		/* publishes per statement (and commit) */
 	size_t		max_message;
 	size_t		out_high;		/* client output held before consumers pause */
-}			cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024, 4 * 1024 * 1024};
+	size_t		pending_high;	/* publish bytes waiting before reading stops */
+}			cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
+	4 * 1024 * 1024, 64 * 1024 * 1024};
 
 static void logmsg(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
 
@@ -104,6 +106,7 @@ typedef struct PubMsg
 	char	   *content_type;
 	char	   *correlation_id;
 	char	   *reply_to;
+	Conn	   *owner;			/* counted in its pending bytes */
 	struct PubMsg *next;
 } PubMsg;
 
@@ -247,6 +250,9 @@ struct Conn
 	enum ConnState state;
 	bool		dead;
 	bool		client_closing;	/* connection.close from the client */
+	bool		finishing;		/* the socket goes once its output is written */
+	size_t		pending;		/* bytes of publishes not yet done */
+	bool		paused;			/* reading stopped until they are */
 	char		peer[64];
 	char		user[256];
 	char	   *password;
@@ -746,6 +752,34 @@ chan_get(Conn *c, uint16_t id)
 	return c->chans[id];
 }
 
+/*
+ * A publisher faster than PostgreSQL: reading from its socket stops while
+ * more than pending_high bytes of its publishes wait, and goes on below a
+ * quarter of that (TCP then holds the publisher back).
+ */
+static void
+pub_uncount(PubMsg *m)
+{
+	Conn	   *c = m->owner;
+
+	if (c == NULL)
+		return;
+	m->owner = NULL;
+	c->pending -= m->body.len;
+	if (c->paused && c->pending < cfg.pending_high / 4 && !c->dead && c->bev)
+	{
+		c->paused = false;
+		c->last_recv = time(NULL);
+		if (!c->finishing)
+		{
+			bufferevent_enable(c->bev, EV_READ);
+			/* what was read already */
+			bufferevent_trigger(c->bev, EV_READ,
+								BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+		}
+	}
+}
+
 static void
 op_free(Op *op)
 {
@@ -757,6 +791,7 @@ op_free(Op *op)
 	for (m = op->msgs; m; m = mn)
 	{
 		mn = m->next;
+		pub_uncount(m);
 		buf_free(&m->body);
 		buf_free(&m->props);
 		free(m->headers_json);
@@ -781,6 +816,7 @@ op_free(Op *op)
 static void
 pub_free(PubMsg *m)
 {
+	pub_uncount(m);
 	buf_free(&m->body);
 	buf_free(&m->props);
 	free(m->headers_json);
@@ -2939,6 +2975,13 @@ publish_complete(Chan *ch)
 	ch->content = 0;
 	op = op_new(ch, OP_PUBLISH, AMQP_BASIC, 40);
 	op->msgs = m;
+	m->owner = ch->conn;
+	ch->conn->pending += m->body.len;
+	if (ch->conn->pending > cfg.pending_high && !ch->conn->paused)
+	{
+		ch->conn->paused = true;
+		bufferevent_disable(ch->conn->bev, EV_READ);
+	}
 	chan_pump(ch);
 }
 
@@ -3434,9 +3477,10 @@ conn_close_finish(Conn *c)
 	for (i = 1; i <= c->channel_max; i++)
 		if (c->chans[i])
 			return;
-	if (!(bufferevent_get_enabled(c->bev) & EV_READ))
+	if (c->finishing)
 		return;					/* done already */
 	send_simple(c, 0, AMQP_CONNECTION, 51);
+	c->finishing = true;
 	/* the socket goes once the close-ok is written (conn_written) */
 	bufferevent_disable(c->bev, EV_READ);
 }
@@ -3463,6 +3507,7 @@ conn_destroy(Conn *c)
 
 	if (c->dead)
 		return;
+	c->dead = true;				/* nothing more is written to it */
 	if (gw_verbose)
 		logmsg("%s: connection closed", c->peer);
 	if (c->chans)
@@ -3482,7 +3527,6 @@ conn_destroy(Conn *c)
 			qreg_maybe_drop(q);
 		}
 	}
-	c->dead = true;
 	if (c->ctl)
 	{
 		ctl_orphan(c->ctl);
@@ -3510,7 +3554,7 @@ heartbeat_tick(evutil_socket_t fd, short what, void *arg)
 
 	if (c->dead)
 		return;
-	if (time(NULL) - c->last_recv > 2 * (time_t) c->heartbeat)
+	if (!c->paused && time(NULL) - c->last_recv > 2 * (time_t) c->heartbeat)
 	{
 		logmsg("%s: missed heartbeats from client, timeout: %ds", c->peer, c->heartbeat);
 		conn_destroy(c);
@@ -3945,6 +3989,7 @@ conn_read(struct bufferevent *bev, void *arg)
 				bufferevent_write(bev, "AMQP\0\0\x09\x01", 8);
 				bufferevent_flush(bev, EV_WRITE, BEV_FLUSH);
 				c->state = C_CLOSING;
+				c->finishing = true;
 				bufferevent_disable(bev, EV_READ);
 				evbuffer_drain(in, avail);
 				return;
@@ -3966,6 +4011,7 @@ conn_read(struct bufferevent *bev, void *arg)
 					 size + 8, limit);
 			evbuffer_drain(in, avail);
 			conn_error(c, AMQP_FRAME_ERROR, text, 0, 0);
+			c->finishing = true;
 			bufferevent_disable(bev, EV_READ);
 			return;
 		}
@@ -3976,6 +4022,7 @@ conn_read(struct bufferevent *bev, void *arg)
 		{
 			evbuffer_drain(in, avail);
 			conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - bad frame end octet", 0, 0);
+			c->finishing = true;
 			bufferevent_disable(bev, EV_READ);
 			return;
 		}
@@ -3995,7 +4042,7 @@ conn_written(struct bufferevent *bev, void *arg)
 
 	if (c->dead)
 		return;
-	if (c->state == C_CLOSING && !(bufferevent_get_enabled(bev) & EV_READ) &&
+	if (c->finishing &&
 		evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 	{
 		conn_destroy(c);
