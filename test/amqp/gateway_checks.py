@@ -803,6 +803,25 @@ def large_message_many_frames():
 
 
 @test
+def fast_publisher_then_close_all_arrive():
+    # more than the gateway buffers (64 MB): it stops reading, TCP holds
+    # the publisher back, and everything published before the clean close
+    # is stored
+    conn = connect()
+    ch = conn.channel()
+    q = name('flood')
+    ch.queue_declare(q)
+    body = b'f' * 8000
+    for i in range(10000):
+        ch.basic_publish('', q, body)
+    conn.close()
+    conn = connect()
+    eq(conn.channel().queue_declare(q, passive=True).method.message_count, 10000, 'all stored')
+    conn.channel().queue_delete(q)
+    conn.close()
+
+
+@test
 def priority_queue():
     conn = connect()
     ch = conn.channel()
