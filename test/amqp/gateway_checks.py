@@ -822,6 +822,57 @@ def fast_publisher_then_close_all_arrive():
 
 
 @test
+def alternate_exchange_and_headers_exchange():
+    conn = connect()
+    ch = conn.channel()
+    ae = name('ae')
+    main = name('main')
+    hx = name('hdrs')
+    qa = ch.queue_declare('', exclusive=True).method.queue
+    qh = ch.queue_declare('', exclusive=True).method.queue
+    ch.exchange_declare(ae, 'fanout')
+    ch.exchange_declare(main, 'direct', arguments={'alternate-exchange': ae})
+    ch.exchange_declare(hx, 'headers')
+    ch.queue_bind(qa, ae)
+    ch.queue_bind(qh, hx, arguments={'x-match': 'all', 'kind': 'order', 'n': 7})
+    ch.basic_publish(main, 'unbound-key', b'to the ae')
+    ch.basic_publish(hx, '', b'match', pika.BasicProperties(headers={'kind': 'order', 'n': 7, 'x': 1}))
+    ch.basic_publish(hx, '', b'no match', pika.BasicProperties(headers={'kind': 'order', 'n': 8}))
+    eq(ch.basic_get(qa, auto_ack=True)[2], b'to the ae', 'alternate exchange')
+    eq(ch.basic_get(qh, auto_ack=True)[2], b'match', 'headers exchange')
+    check(ch.basic_get(qh)[0] is None, 'the other one did not match')
+    conn.close()
+
+
+@test
+def ttl_length_limits_and_delay():
+    conn = connect()
+    ch = conn.channel()
+    q = name('ttl')
+    ch.queue_declare(q, arguments={'x-message-ttl': 200})
+    ch.basic_publish('', q, b'expires')
+    ch.basic_publish('', q, b'per-message', pika.BasicProperties(expiration='100'))
+    time.sleep(0.6)
+    check(ch.basic_get(q)[0] is None, 'expired messages are not delivered')
+    q2 = name('maxlen')
+    ch.queue_declare(q2, arguments={'x-max-length': 2})
+    for i in range(4):
+        ch.basic_publish('', q2, b'%d' % i)
+    eq([ch.basic_get(q2, auto_ack=True)[2] for _ in range(2)], [b'2', b'3'], 'drop-head')
+    q3 = name('delay')
+    ch.queue_declare(q3)
+    ch.basic_publish('', q3, b'later', pika.BasicProperties(headers={'x-delay': 1500}))
+    check(ch.basic_get(q3)[0] is None, 'not before its delay')
+    deadline = time.time() + 10
+    got = None
+    while got is None and time.time() < deadline:
+        time.sleep(0.3)
+        got = ch.basic_get(q3, auto_ack=True)[2]
+    eq(got, b'later', 'after its delay')
+    conn.close()
+
+
+@test
 def priority_queue():
     conn = connect()
     ch = conn.channel()
