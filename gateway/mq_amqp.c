@@ -146,6 +146,8 @@ typedef struct Op
 	uint64_t	tag;
 	bool		multiple;
 	bool		taken;			/* entries taken already (a merged batch) */
+	int			retries;		/* after deadlocks */
+	int			stage;			/* queue.declare: 1 once declared, counting */
 	/* OP_ERROR: a channel exception in its turn */
 	int			code;
 	Unacked    *entries;
@@ -308,6 +310,7 @@ static void conn_close_finish(Conn *c);
 static void run_op(Chan *ch, Op *op);
 static void stream_setup(Consumer *cons);
 static void chan_setup(Chan *ch);
+static void run_queue_declare(Chan *ch, Op *op);
 static void getpg_setup(Chan *ch);
 
 /* ------------------------------------------------------------------------ */
@@ -549,6 +552,25 @@ chan_sql_error(Chan *ch, PGresult *res, Op *op)
 		conn_error(ch->conn, code, text, op ? op->cls : 0, op ? op->meth : 0);
 	else
 		chan_error(ch, code, text, op ? op->cls : 0, op ? op->meth : 0);
+}
+
+/*
+ * A statement of an autocommit channel that PostgreSQL chose as a deadlock
+ * victim (or a serialization failure) changed nothing: run it again, as
+ * RabbitMQ would not have failed it.  Not in tx mode: the transaction is
+ * gone with it.
+ */
+static bool
+op_retry(Chan *ch, PGresult *res, Op *op)
+{
+	const char *st = res_state(res);
+
+	if (res == NULL || op == NULL || ch->tx || op->retries >= 10 || st == NULL ||
+		(strcmp(st, "40P01") != 0 && strcmp(st, "40001") != 0))
+		return false;
+	op->retries++;
+	run_op(ch, op);
+	return true;
 }
 
 /* a text[] literal of n strings */
@@ -1734,10 +1756,20 @@ op_simple_done(void *arg, PGresult *res)
 {
 	Chan	   *ch = arg;
 	Op		   *op = ch->ops;
+	const char *st = res_state(res);
 
+	/* deleting a missing queue is fine (RabbitMQ) */
+	if (op->kind == OP_QUEUE_DELETE && st && strcmp(st, "42704") == 0 && !ch->tx)
+	{
+		if (!op->nowait)
+			reply_queue_ok(ch, 41, 0);
+		op_finish(ch);
+		return;
+	}
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, op);
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
 		return;
 	}
 	switch (op->kind)
@@ -1887,10 +1919,11 @@ queue_declared(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, op);
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
 		return;
 	}
-	if (PQntuples(res) == 0)
+	if (PQntuples(res) == 0 && op->stage == 0)
 	{
 		char		text[600];
 
@@ -1898,7 +1931,7 @@ queue_declared(void *arg, PGresult *res)
 		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
 		return;
 	}
-	name = PQgetvalue(res, 0, 0);
+	name = op->s1;
 	if (!op->passive && (op->exclusive || op->auto_delete))
 	{
 		q = qreg_find(conn_db(c), name, true);
@@ -1913,11 +1946,30 @@ queue_declared(void *arg, PGresult *res)
 	{
 		method_begin(ch->id, AMQP_QUEUE, 11);
 		buf_shortstr(&out, name);
-		buf_u32(&out, PQgetisnull(res, 0, 1) ? 0 : (uint32_t) strtoll(PQgetvalue(res, 0, 1), NULL, 10));
+		buf_u32(&out, PQntuples(res) == 0 || PQgetisnull(res, 0, 1) ? 0 :
+				(uint32_t) strtoll(PQgetvalue(res, 0, 1), NULL, 10));
 		buf_u32(&out, q ? q->consumers : 0);
 		frame_send(c);
 	}
 	op_finish(ch);
+}
+
+static void
+queue_declared_1(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	/* the name: a server-named queue's is made up by queue_declare */
+	snprintf(op->s1, sizeof(op->s1), "%s", PQgetvalue(res, 0, 0));
+	op->stage = 1;
+	run_queue_declare(ch, op);
 }
 
 static void
@@ -1935,7 +1987,7 @@ run_queue_declare(Chan *ch, Op *op)
 		chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
 		return;
 	}
-	if (op->passive)
+	if (op->passive || op->stage == 1)
 	{
 		const char *vals[1] = {op->s1};
 
@@ -1966,11 +2018,14 @@ run_queue_declare(Chan *ch, Op *op)
 		vals[1] = type;
 		vals[2] = (op->durable && !op->exclusive) || strcmp(type, "classic") != 0 ? "true" : "false";
 		vals[3] = args;
+		/*
+		 * declared first, counted after: reading every queue's state in the
+		 * declaring transaction would deadlock against concurrent declares
+		 */
 		pg_send(ch->pg,
-				"SELECT d.q, (SELECT ready FROM pg_temp.amqp_queue(d.q)) "
-				"FROM (SELECT mq.queue_declare($1, type => $2, durable => $3::boolean, "
-				"arguments => $4::jsonb) AS q) d",
-				4, NULL, vals, NULL, NULL, 0, queue_declared, ch);
+				"SELECT mq.queue_declare($1, type => $2, durable => $3::boolean, "
+				"arguments => $4::jsonb)",
+				4, NULL, vals, NULL, NULL, 0, queue_declared_1, ch);
 		free(args);
 	}
 }
@@ -1987,7 +2042,8 @@ consume_checked(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, op);
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
 		return;
 	}
 	if (PQntuples(res) == 0)
@@ -2047,7 +2103,8 @@ get_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, op);
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
 		return;
 	}
 	if (PQntuples(res) == 0)
@@ -2120,7 +2177,8 @@ settle_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, op);
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
 		return;
 	}
 	if (op->kind == OP_RECOVER)
@@ -2213,7 +2271,8 @@ tx_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, op);
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
 		return;
 	}
 	e = ch->tx_settled;
@@ -2404,7 +2463,8 @@ publish_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, op);
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
 		return;
 	}
 	for (i = 0; i < PQntuples(res) && m; i++, m = m->next)
@@ -2661,9 +2721,12 @@ run_op(Chan *ch, Op *op)
 			vals[0] = op->s1;
 			vals[1] = op->if_empty ? "true" : "false";
 			/* deleting a missing queue is fine (RabbitMQ) */
-			pg_send(ch->pg, "SELECT mq.queue_delete($1, if_empty => $2::boolean) "
-					"FROM pg_temp.amqp_queue($1)", 2, NULL, vals, NULL, NULL, 0,
-					op_simple_done, ch);
+			/*
+			 * Not joined with mq.queues: reading every queue's state in the
+			 * deleting transaction deadlocks concurrent deletes
+			 */
+			pg_send(ch->pg, "SELECT mq.queue_delete($1, if_empty => $2::boolean)",
+					2, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
 			return;
 		case OP_CONSUME:
 			if (qreg_locked(ch->conn, op->s1))
@@ -2714,6 +2777,7 @@ run_op(Chan *ch, Op *op)
 				return;
 			}
 			op->entries = take_entries(ch, op->tag, op->multiple);
+			op->taken = true;	/* a retry runs the same statement */
 			run_settle(ch, op);
 			return;
 		case OP_ERROR:
