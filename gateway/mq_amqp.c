@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
@@ -269,6 +270,7 @@ struct Conn
 	time_t		last_recv;
 	struct event *hb;
 	struct event *close_timer;
+	struct event *handshake_timer;	/* open within 10 s, as RabbitMQ */
 	Conn	   *next;
 };
 
@@ -3606,6 +3608,8 @@ conn_destroy(Conn *c)
 		event_free(c->hb);
 	if (c->close_timer)
 		event_free(c->close_timer);
+	if (c->handshake_timer)
+		event_free(c->handshake_timer);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	event_base_once(gw_base, -1, EV_TIMEOUT, conn_free_cb, c, &zero);
@@ -4125,6 +4129,19 @@ conn_event(struct bufferevent *bev, short what, void *arg)
 		conn_destroy(c);
 }
 
+static const struct timeval handshake_tv = {10, 0};
+
+static void
+handshake_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (c->state == C_OPEN || c->state == C_CLOSING || c->dead)
+		return;
+	logmsg("%s: handshake not done within %d s: closed", c->peer, (int) handshake_tv.tv_sec);
+	conn_destroy(c);
+}
+
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {
@@ -4155,10 +4172,35 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	bufferevent_setcb(c->bev, conn_read, conn_written, conn_event, c);
 	bufferevent_setwatermark(c->bev, EV_WRITE, cfg.out_high / 4, 0);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->handshake_timer = evtimer_new(gw_base, handshake_timeout, c);
+	evtimer_add(c->handshake_timer, &handshake_tv);
 	c->next = conns;
 	conns = c;
 	if (gw_verbose)
 		logmsg("%s: connection accepted", c->peer);
+}
+
+/* out of file descriptors (or another accept error): pause a second
+ * rather than spin on the readable listening socket */
+static struct event *accept_resume;
+
+static void
+on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct timeval tv = {1, 0};
+	int			err = EVUTIL_SOCKET_ERROR();
+
+	logmsg("accept failed: %s; not accepting for a second", evutil_socket_error_to_string(err));
+	evconnlistener_disable(l);
+	if (accept_resume == NULL)
+		accept_resume = evtimer_new(gw_base, on_accept_resume, l);
+	evtimer_add(accept_resume, &tv);
 }
 
 static void
@@ -4400,6 +4442,16 @@ main(int argc, char **argv)
 		memmove(host, host + 1, strlen(host));
 	}
 	signal(SIGPIPE, SIG_IGN);
+	{
+		/* a socket per client: as many descriptors as allowed */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+		{
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	srandom((unsigned) time(NULL) ^ (unsigned) getpid());
 
 	gw_base = event_base_new();
@@ -4422,6 +4474,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "mq-amqp: could not listen on %s: %s\n", cfg.listen, strerror(errno));
 		return 1;
 	}
+	evconnlistener_set_error_cb(listener, on_accept_error);
 	sigint = evsignal_new(gw_base, SIGINT, on_signal, NULL);
 	sigterm = evsignal_new(gw_base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);
@@ -4432,6 +4485,8 @@ main(int argc, char **argv)
 	while (conns)
 		conn_destroy(conns);
 	evconnlistener_free(listener);
+	if (accept_resume)
+		event_free(accept_resume);
 	event_free(sigint);
 	event_free(sigterm);
 	event_base_free(gw_base);

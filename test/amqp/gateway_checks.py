@@ -1023,6 +1023,15 @@ def wrong_protocol_header():
 
 
 @test
+def unfinished_handshake_is_dropped():
+    s = socket.create_connection(('127.0.0.1', PORT), timeout=30)
+    t0 = time.time()
+    eq(s.recv(10), b'', 'closed by the gateway')
+    check(8 < time.time() - t0 < 20, 'after its handshake timeout (10 s): %.1f' % (time.time() - t0))
+    s.close()
+
+
+@test
 def silent_client_is_dropped():
     s = raw_handshake(heartbeat=1)
     t0 = time.time()

@@ -97,7 +97,8 @@ my @expected = qw(
   alternate_exchange_and_headers_exchange ttl_length_limits_and_delay priority_queue stream_queue_with_offsets
   heartbeats_keep_idle_connection
   bad_frame_end_is_frame_error oversize_frame_is_frame_error malformed_method_is_syntax_error
-  unknown_class_is_not_implemented wrong_protocol_header silent_client_is_dropped);
+  unknown_class_is_not_implemented wrong_protocol_header
+  unfinished_handshake_is_dropped silent_client_is_dropped);
 my $checks = "$FindBin::RealBin/../amqp/gateway_checks.py";
 IPC::Run::run([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost' ],
 	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(600));
