@@ -25,6 +25,7 @@ typedef struct PgSess
 	PGconn	   *pg;
 	struct event *rev;			/* read readiness (persistent) */
 	struct event *wev;			/* write readiness while flushing / connecting */
+	struct event *tev;			/* connect timeout */
 	bool		connecting;
 	bool		busy;
 	bool		closed;			/* pg_close called: free after the callback */

@@ -4138,6 +4138,12 @@ handshake_timeout(evutil_socket_t fd, short what, void *arg)
 
 	if (c->state == C_OPEN || c->state == C_CLOSING || c->dead)
 		return;
+	if (c->state == C_AUTHING || c->state == C_OPENING)
+	{
+		/* waiting for PostgreSQL (which has its own timeout), not the client */
+		evtimer_add(c->handshake_timer, &handshake_tv);
+		return;
+	}
 	logmsg("%s: handshake not done within %d s: closed", c->peer, (int) handshake_tv.tv_sec);
 	conn_destroy(c);
 }

@@ -50,6 +50,8 @@ pg_watch(PgSess *s, bool want_write)
 static void
 pg_free(PgSess *s)
 {
+	if (s->tev)
+		event_free(s->tev);
 	if (s->rev)
 		event_free(s->rev);
 	if (s->wev)
@@ -68,6 +70,23 @@ pg_connect_failed_cb(evutil_socket_t fd, short what, void *arg)
 
 	s->in_cb = true;
 	s->on_connect(s->arg, false, s->pg ? PQerrorMessage(s->pg) : "out of memory");
+	s->in_cb = false;
+	if (s->closed)
+		pg_free(s);
+}
+
+static void
+pg_connect_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	PgSess	   *s = arg;
+
+	if (!s->connecting || s->closed)
+		return;
+	s->connecting = false;
+	event_del(s->rev);
+	event_del(s->wev);
+	s->in_cb = true;
+	s->on_connect(s->arg, false, "timeout expired connecting to the PostgreSQL server");
 	s->in_cb = false;
 	if (s->closed)
 		pg_free(s);
@@ -143,6 +162,16 @@ pg_connect(const char *user, const char *password, const char *dbname,
 	}
 	PQsetNoticeProcessor(s->pg, pg_notice, NULL);
 	pg_watch(s, true);
+	{
+		/*
+		 * libpq's connect_timeout is not applied to PQconnectPoll: a server
+		 * that does not answer is an error after 10 s, not a hang
+		 */
+		struct timeval tv = {10, 0};
+
+		s->tev = evtimer_new(gw_base, pg_connect_timeout, s);
+		evtimer_add(s->tev, &tv);
+	}
 	return s;
 }
 
@@ -160,6 +189,8 @@ pg_finish_connect(PgSess *s)
 		bool		ok = (st == PGRES_POLLING_OK);
 
 		s->connecting = false;
+		if (s->tev)
+			event_del(s->tev);
 		if (ok)
 		{
 			PQsetnonblocking(s->pg, 1);
