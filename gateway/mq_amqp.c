@@ -2981,7 +2981,7 @@ parse_content_header(Chan *ch, PubMsg *m, const uint8_t *p, size_t len, char *er
 #undef GET_SHORT
 	if (r.err)
 	{
-		snprintf(err, errlen, "SYNTAX_ERROR - malformed content header");
+		snprintf(err, errlen, "FRAME_ERROR - cannot decode the content header");
 		ok = false;
 	}
 	if (ok && headers)
@@ -3145,7 +3145,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 		 op->kind = OP_ERROR; op->code = (code_); \
 		 snprintf(op->s2, sizeof(op->s2), "%s", (text_)); chan_pump(ch); return; } while (0)
 #define ARGS_OK() \
-	do { if (r->err) { conn_error(c, AMQP_SYNTAX_ERROR, "SYNTAX_ERROR - malformed method arguments", cls, meth); return; } } while (0)
+	do { if (r->err) { conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode the method's arguments", cls, meth); return; } } while (0)
 
 	switch (cls * 1000 + meth)
 	{
@@ -3743,7 +3743,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					json_object_put(client);
 				if (r->err || resp == NULL)
 				{
-					conn_error(c, AMQP_SYNTAX_ERROR, "SYNTAX_ERROR - malformed connection.start-ok", cls, meth);
+					conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode connection.start-ok", cls, meth);
 					return;
 				}
 				if (strcmp(mech, "PLAIN") == 0)
@@ -3798,7 +3798,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					break;
 				if (r->err)
 				{
-					conn_error(c, AMQP_SYNTAX_ERROR, "SYNTAX_ERROR - malformed connection.tune-ok", cls, meth);
+					conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode connection.tune-ok", cls, meth);
 					return;
 				}
 				if (frame_max != 0 && frame_max < 4096)
@@ -3827,7 +3827,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 			rd_shortstr(r, c->vhost);
 			if (r->err)
 			{
-				conn_error(c, AMQP_SYNTAX_ERROR, "SYNTAX_ERROR - malformed connection.open", cls, meth);
+				conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode connection.open", cls, meth);
 				return;
 			}
 			c->state = C_OPENING;
@@ -3923,7 +3923,7 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		meth = rd_u16(&r);
 		if (r.err)
 		{
-			conn_error(c, AMQP_SYNTAX_ERROR, "SYNTAX_ERROR - short method frame", 0, 0);
+			conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - short method frame", 0, 0);
 			return;
 		}
 		conn_method(c, cls, meth, &r);
@@ -3958,7 +3958,7 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		meth = rd_u16(&r);
 		if (r.err)
 		{
-			conn_error(c, AMQP_SYNTAX_ERROR, "SYNTAX_ERROR - short method frame", 0, 0);
+			conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - short method frame", 0, 0);
 			return;
 		}
 		if (ch == NULL)
@@ -3997,8 +3997,8 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		}
 		if (!parse_content_header(ch, ch->pub, p, len, err, sizeof(err)))
 		{
-			if (strncmp(err, "SYNTAX", 6) == 0)
-				conn_error(c, AMQP_SYNTAX_ERROR, err, AMQP_BASIC, 40);
+			if (strncmp(err, "FRAME_ERROR", 11) == 0)
+				conn_error(c, AMQP_FRAME_ERROR, err, AMQP_BASIC, 40);
 			else
 				chan_error_queued(ch, AMQP_PRECONDITION_FAILED, err, AMQP_BASIC, 40);
 			return;

@@ -873,6 +873,77 @@ def ttl_length_limits_and_delay():
 
 
 @test
+def flow_recover_and_global_qos():
+    conn = connect()
+    ch = conn.channel()
+    q = name('flow')
+    ch.queue_declare(q)
+    got = []
+    ch.basic_qos(prefetch_count=3, global_qos=True)
+    ch.basic_consume(q, lambda c, m, p, b: got.append(m))
+    eq(ch.flow(False), False, 'flow-ok inactive')
+    for i in range(5):
+        ch.basic_publish('', q, b'%d' % i)
+    conn.process_data_events(time_limit=1.0)
+    eq(len(got), 0, 'nothing delivered while flow is off')
+    eq(ch.flow(True), True, 'flow-ok active')
+    deadline = time.time() + 10
+    while len(got) < 3 and time.time() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    conn.process_data_events(time_limit=0.5)
+    eq(len(got), 3, 'global prefetch 3')
+    ch.basic_recover(requeue=True)
+    deadline = time.time() + 10
+    while len(got) < 6 and time.time() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    conn.process_data_events(time_limit=0.5)
+    eq(len(got), 6, 'the three recovered came again')
+    check(all(m.redelivered for m in got[3:]), 'redelivered after recover')
+    ch.basic_ack(0, multiple=True)
+    deadline = time.time() + 10
+    while len(got) < 8 and time.time() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    eq(sorted(m.delivery_tag for m in got), list(range(1, 9)), 'tags per channel')
+    conn.close()
+
+
+@test
+def exclusive_consumer_and_tag_reuse():
+    conn = connect()
+    ch = conn.channel()
+    q = name('exclcons')
+    ch.queue_declare(q)
+    ch.basic_consume(q, lambda *a: None, exclusive=True, consumer_tag='only')
+    other = conn.channel()
+    try:
+        other.basic_consume(q, lambda *a: None)
+        raise Fail('a second consumer of an exclusive consumer passed')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'exclusive consumer')
+    try:
+        ch.basic_consume(name('other'), lambda *a: None, consumer_tag='only')
+        raise Fail('a reused consumer tag passed')
+    except Exception as e:  # pika refuses a duplicate tag itself
+        check('only' in str(e) or getattr(e, 'reply_code', 530) == 530, repr(e))
+    conn.close()
+
+
+@test
+def no_ack_consumer():
+    conn = connect()
+    ch = conn.channel()
+    q = name('noack')
+    ch.queue_declare(q)
+    for i in range(20):
+        ch.basic_publish('', q, b'%d' % i)
+    got = consume_n(ch, q, 20, ack=False)
+    eq([b for _, _, b in got], [b'%d' % i for i in range(20)], 'all, in order')
+    ch.close()
+    eq(conn.channel().queue_declare(q, passive=True).method.message_count, 0, 'settled as sent')
+    conn.close()
+
+
+@test
 def priority_queue():
     conn = connect()
     ch = conn.channel()
@@ -937,7 +1008,7 @@ def raw_handshake(heartbeat=0, frame_max=131072):
     send_method(s, 0, 10, 11, args)
     f = read_frame(s)
     check(f[2][:4] == struct.pack('>HH', 10, 30), 'connection.tune: %r' % (f,))
-    send_method(s, 0, 10, 31, struct.pack('>HIH', 0, frame_max, heartbeat))
+    send_method(s, 0, 10, 31, struct.pack('>HIH', 2047, frame_max, heartbeat))
     send_method(s, 0, 10, 40, bytes([1]) + b'/' + bytes([0]) + bytes([0]))
     f = read_frame(s)
     check(f[2][:4] == struct.pack('>HH', 10, 41), 'connection.open-ok')
@@ -994,13 +1065,13 @@ def oversize_frame_is_frame_error():
 
 
 @test
-def malformed_method_is_syntax_error():
+def malformed_method_is_frame_error():
+    # a method that cannot be decoded (cut short): 501, as RabbitMQ
     s = raw_handshake()
     send_method(s, 1, 20, 10, b'\x00')
     read_frame(s)  # open-ok
-    # queue.declare cut short
     send_method(s, 1, 50, 10, b'\x00\x00\x05ab')
-    expect_close(s, 502)
+    expect_close(s, 501)
     s.close()
 
 
@@ -1026,7 +1097,10 @@ def wrong_protocol_header():
 def unfinished_handshake_is_dropped():
     s = socket.create_connection(('127.0.0.1', PORT), timeout=30)
     t0 = time.time()
-    eq(s.recv(10), b'', 'closed by the gateway')
+    try:
+        eq(s.recv(10), b'', 'closed by the gateway')
+    except ConnectionResetError:
+        pass
     check(8 < time.time() - t0 < 20, 'after its handshake timeout (10 s): %.1f' % (time.time() - t0))
     s.close()
 
