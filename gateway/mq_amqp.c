@@ -1674,7 +1674,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 
 /* cancel the consumers of a queue being deleted, everywhere */
 static void
-cancel_queue_consumers(const char *db, const char *queue, Conn *except_cancel)
+cancel_queue_consumers(const char *db, const char *queue)
 {
 	Conn	   *c;
 	int			i;
@@ -2450,7 +2450,7 @@ send_confirm(Chan *ch, bool ack, uint64_t tag, bool multiple)
 {
 	method_begin(ch->id, AMQP_BASIC, ack ? 80 : 120);
 	buf_u64(&out, tag);
-	buf_u8(&out, ack ? (multiple ? 1 : 0) : (multiple ? 1 : 0));
+	buf_u8(&out, multiple ? 1 : 0);	/* nack: requeue bit 0 */
 	frame_send(ch->conn);
 }
 
@@ -2717,7 +2717,7 @@ run_op(Chan *ch, Op *op)
 					return;
 				}
 			}
-			cancel_queue_consumers(conn_db(ch->conn), op->s1, NULL);
+			cancel_queue_consumers(conn_db(ch->conn), op->s1);
 			if (ch->state != CH_OPEN)
 				return;
 			vals[0] = op->s1;
@@ -3098,8 +3098,6 @@ static void
 chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 {
 	char		s1[256],
-				s2[256],
-				s3[256],
 				text[600];
 	Op		   *op = NULL;
 
@@ -3462,8 +3460,6 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 	}
 #undef ARGS_OK
 #undef QUEUE_ERROR
-	(void) s2;
-	(void) s3;
 	chan_pump(ch);
 }
 
@@ -3587,7 +3583,7 @@ conn_destroy(Conn *c)
 		if (q->owner == c)
 		{
 			ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
-			cancel_queue_consumers(q->db, q->name, c);
+			cancel_queue_consumers(q->db, q->name);
 			q->owner = NULL;
 			q->auto_delete = false;
 			qreg_maybe_drop(q);
