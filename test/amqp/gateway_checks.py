@@ -367,6 +367,49 @@ def confirms_batched_async():
 
 
 @test
+def confirms_refused_publish_nacked_alone():
+    # 10 publishes in flight to a queue that takes 4 (reject-publish): the
+    # gateway stores a batch in one commit with a savepoint per publish, so
+    # exactly the 6 refused are nacked, each once, and the 4 acked
+    q = name('confirm_mixed')
+    result = {}
+    acked, nacked = set(), set()
+
+    def on_open(c):
+        c.channel(on_open_callback=on_channel)
+
+    def on_channel(ch):
+        last = [0]
+
+        def on_confirm(frame):
+            m = frame.method
+            tags = set(range(last[0] + 1, m.delivery_tag + 1)) if m.multiple else {m.delivery_tag}
+            tags -= acked | nacked
+            (acked if isinstance(m, pika.spec.Basic.Ack) else nacked).update(tags)
+            last[0] = max(last[0], m.delivery_tag) if m.multiple else last[0]
+            if len(acked) + len(nacked) >= 10:
+                ch.connection.close()
+
+        def on_declared(_):
+            ch.confirm_delivery(on_confirm, callback=lambda _: [
+                ch.basic_publish('', q, b'%d' % i) for i in range(10)])
+
+        ch.queue_declare(q, arguments={'x-max-length': 4, 'x-overflow': 'reject-publish'},
+                         callback=on_declared)
+
+    c = pika.SelectConnection(params(), on_open_callback=on_open,
+                              on_close_callback=lambda *a: c.ioloop.stop())
+    c.ioloop.call_later(20, c.ioloop.stop)
+    c.ioloop.start()
+    eq(len(acked), 4, 'acked')
+    eq(len(nacked), 6, 'nacked')
+    eq(acked | nacked, set(range(1, 11)), 'every publish confirmed once')
+    conn = connect()
+    eq(conn.channel().queue_declare(q, passive=True).method.message_count, 4, 'the 4 acked are stored')
+    conn.close()
+
+
+@test
 def mandatory_return():
     conn = connect()
     ch = conn.channel()

@@ -87,6 +87,7 @@ ok(wait_for_port(), "mq-amqp listens on 127.0.0.1:$port");
 my @expected = qw(
   tutorial_hello_world tutorial_work_queues tutorial_publish_subscribe tutorial_routing
   tutorial_topics tutorial_rpc properties_round_trip publisher_confirms confirms_batched_async
+  confirms_refused_publish_nacked_alone
   mandatory_return basic_get_and_counts nack_reject_requeue_and_dead_letter ack_multiple
   channel_close_requeues_only_its_deliveries bad_delivery_tag_closes_only_the_channel
   passive_declare_not_found redeclare_with_other_settings login_refused unknown_vhost
