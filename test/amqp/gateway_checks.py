@@ -12,6 +12,7 @@ prefix), so checks do not depend on each other.
 import datetime
 import decimal
 import os
+import random
 import socket
 import struct
 import sys
@@ -1125,6 +1126,44 @@ def unknown_class_is_not_implemented():
     read_frame(s)  # open-ok
     send_method(s, 1, 77, 10)
     expect_close(s, 540)
+    s.close()
+
+
+@test
+def random_frames_never_crash():
+    # 150 connections sending random methods, content headers and frames
+    # (fixed seed): the gateway answers or closes each, and is still there
+    rnd = random.Random(16)
+    methods = [(20, 10), (20, 20), (20, 40), (40, 10), (40, 20), (40, 30), (50, 10), (50, 20),
+               (50, 30), (50, 40), (50, 50), (60, 10), (60, 20), (60, 30), (60, 40), (60, 70),
+               (60, 80), (60, 90), (60, 100), (60, 110), (60, 120), (85, 10), (90, 10),
+               (90, 20), (90, 30), (10, 50), (10, 51)]
+    for _ in range(150):
+        s = raw_handshake()
+        send_method(s, 1, 20, 10, b'\x00')
+        read_frame(s)
+        try:
+            for _ in range(rnd.randint(1, 8)):
+                r = rnd.random()
+                if r < 0.6:
+                    cls, meth = rnd.choice(methods)
+                    args = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 40)))
+                    send_method(s, rnd.choice([1, 1, 1, 2, 0]), cls, meth, args)
+                elif r < 0.8:
+                    payload = struct.pack('>HHQH', 60, 0, rnd.randint(0, 100), rnd.getrandbits(16)) + \
+                        bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 30)))
+                    s.sendall(struct.pack('>BHI', 2, 1, len(payload)) + payload + b'\xce')
+                else:
+                    payload = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 50)))
+                    s.sendall(struct.pack('>BHI', rnd.choice([1, 2, 3, 8, 9]), rnd.randint(0, 3),
+                                          len(payload)) + payload + rnd.choice([b'\xce', b'\x00']))
+            s.settimeout(0.05)
+            while s.recv(65536):
+                pass
+        except (socket.timeout, ConnectionError, OSError):
+            pass
+        s.close()
+    s = raw_handshake()
     s.close()
 
 

@@ -7,7 +7,7 @@
 #     404 on passive declares, 403 bad password, 530 unknown vhost, vhost =
 #     database, exclusive (405) and auto-delete queues, consumer cancel
 #     notification, tx, 540 NOT_IMPLEMENTED, heartbeats, bad and oversize
-#     frames and methods that cannot be decoded (501);
+#     frames and methods that cannot be decoded (501), random frames;
 #  2. the PostgreSQL server restarting under a connected client: the client
 #     gets a connection error (320), and new connections work afterwards;
 #  3. the gateway is still running and logged no crash.
@@ -99,7 +99,7 @@ my @expected = qw(
   flow_recover_and_global_qos exclusive_consumer_and_tag_reuse no_ack_consumer priority_queue stream_queue_with_offsets
   heartbeats_keep_idle_connection
   bad_frame_end_is_frame_error oversize_frame_is_frame_error malformed_method_is_frame_error
-  unknown_class_is_not_implemented wrong_protocol_header
+  unknown_class_is_not_implemented random_frames_never_crash wrong_protocol_header
   unfinished_handshake_is_dropped silent_client_is_dropped);
 my $checks = "$FindBin::RealBin/../amqp/gateway_checks.py";
 IPC::Run::run([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost' ],
