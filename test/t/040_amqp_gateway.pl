@@ -10,7 +10,8 @@
 #     frames and methods that cannot be decoded (501), random frames;
 #  2. the PostgreSQL server restarting under a connected client: the client
 #     gets a connection error (320), and new connections work afterwards;
-#  3. the gateway is still running and logged no crash.
+#  3. 200 idle connections hold no PostgreSQL session;
+#  4. the gateway is still running and logged no crash.
 use strict;
 use warnings;
 use FindBin;
@@ -119,6 +120,37 @@ is(scalar(keys %result), scalar(@expected), 'every check reported once')
   or diag("checks output:\n$out");
 diag("checks stderr:\n$err") if grep { !$_->[0] } values %result;
 
+# idle connections cost no PostgreSQL session (the login's is closed after
+# connection.open-ok); a channel costs one
+my $idle_client = q{
+import sys, pika
+p = pika.ConnectionParameters('127.0.0.1', int(sys.argv[1]), '/',
+    pika.PlainCredentials('amqp_app', 'amqp-secret'))
+conns = [pika.BlockingConnection(p) for _ in range(200)]
+print('opened %d' % len(conns), flush=True)
+sys.stdin.readline()
+ch = conns[0].channel()
+ch.queue_declare('idle_check')  # done by the channel's session
+print('channel', flush=True)
+sys.stdin.readline()
+for c in conns:
+    c.close()
+print('closed', flush=True)
+};
+my ($iin, $iout, $ierr) = ('', '', '');
+my $idle = IPC::Run::start([ $python, '-c', $idle_client, $port ],
+	'<', \$iin, '>', \$iout, '2>', \$ierr, IPC::Run::timeout(120));
+$idle->pump until $iout =~ /opened/ || !$idle->pumpable;
+like($iout, qr/opened 200/, '200 AMQP connections open');
+my $sessions = q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mq-amqp'};
+is($node->safe_psql('postgres', $sessions), '0', 'and hold no PostgreSQL session');
+$iin .= "\n";
+$idle->pump until $iout =~ /channel/ || !$idle->pumpable;
+is($node->safe_psql('postgres', $sessions), '1', 'a channel holds one');
+$iin .= "\n";
+$idle->finish;
+like($iout, qr/closed/, 'all closed') or diag($ierr);
+
 # 2. the server restarting under a connected client: a connection error,
 # not a hang; the gateway serves new connections once it is back
 my $restart_client = q{
@@ -166,7 +198,7 @@ IPC::Run::run([ $python, '-c', $after, $port ], '<', \undef, '>', \$out, '2>', \
 	IPC::Run::timeout(60));
 is($out, "after restart\n", 'new connections work after the restart') or diag($err);
 
-# 3. the gateway is alive and logged no crash
+# 4. the gateway is alive and logged no crash
 my $gwpid = $gw->{KIDS}[0]{PID};
 ok(kill(0, $gwpid), 'mq-amqp is still running');
 $gw->signal('TERM');
