@@ -8,9 +8,9 @@
 #     database, exclusive (405) and auto-delete queues, consumer cancel
 #     notification, tx, 540 NOT_IMPLEMENTED, heartbeats, bad and oversize
 #     frames and methods that cannot be decoded (501), random frames;
-#  2. the PostgreSQL server restarting under a connected client: the client
+#  2. 200 idle connections hold no PostgreSQL session;
+#  3. the PostgreSQL server restarting under a connected client: the client
 #     gets a connection error (320), and new connections work afterwards;
-#  3. 200 idle connections hold no PostgreSQL session;
 #  4. the gateway is still running and logged no crash.
 use strict;
 use warnings;
@@ -120,7 +120,7 @@ is(scalar(keys %result), scalar(@expected), 'every check reported once')
   or diag("checks output:\n$out");
 diag("checks stderr:\n$err") if grep { !$_->[0] } values %result;
 
-# idle connections cost no PostgreSQL session (the login's is closed after
+# 2. idle connections cost no PostgreSQL session (the login's is closed after
 # connection.open-ok); a channel costs one
 my $idle_client = q{
 import sys, pika
@@ -151,7 +151,7 @@ $iin .= "\n";
 $idle->finish;
 like($iout, qr/closed/, 'all closed') or diag($ierr);
 
-# 2. the server restarting under a connected client: a connection error,
+# 3. the server restarting under a connected client: a connection error,
 # not a hang; the gateway serves new connections once it is back
 my $restart_client = q{
 import sys, time, pika
