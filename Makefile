@@ -98,6 +98,16 @@ mqctl-install: mqctl-all
 mqctl-clean mqctl-uninstall: mqctl-%:
 	$(MAKE) -C $(srcdir)/mqctl PG_CONFIG='$(PG_CONFIG)' $*
 
+# queue_ext_pgmq, pgmq's SQL API on queue_ext (queue_ext_pgmq/Makefile, SQL
+# only, docs/pgmq.md): built, installed and cleaned with the extension
+all: pgmq-all
+install: pgmq-install
+clean: pgmq-clean
+uninstall: pgmq-uninstall
+.PHONY: pgmq-all pgmq-install pgmq-clean pgmq-uninstall
+pgmq-all pgmq-install pgmq-clean pgmq-uninstall: pgmq-%:
+	$(MAKE) -C $(srcdir)/queue_ext_pgmq PG_CONFIG='$(PG_CONFIG)' $(patsubst all,,$*)
+
 # mq-amqp, the AMQP 0-9-1 gateway (gateway/Makefile, a PGXS program on libpq,
 # libevent and json-c; docs/amqp.md): built, installed and cleaned with the
 # extension, linked into MQCTL_LINK_DIR like mqctl

@@ -1739,6 +1739,20 @@ AS 'MODULE_PATHNAME', 'mq_metrics' LANGUAGE C;
 CREATE VIEW mq.metrics AS SELECT * FROM mq._metrics();
 GRANT SELECT ON mq.metrics TO PUBLIC;
 -- ---- end of issue 15 metrics block ----
+-- BEGIN pgmq support (issue 15, queue_ext_pgmq): leases by id
+-- Lease messages by id whoever holds them (a visibility timeout that
+-- belongs to nobody, as pgmq's vt): lease '0' makes them ready at once;
+-- deliver => true takes only ready ones, as a delivery (src/consume.c)
+CREATE FUNCTION mq.lease_ids(queue text, msg_ids bigint[],
+	lease interval DEFAULT '30 seconds', deliver boolean DEFAULT false)
+RETURNS TABLE (msg_id bigint, delivery_count int, was_leased boolean,
+	was_until timestamptz)
+AS 'MODULE_PATHNAME', 'mq_lease_ids' LANGUAGE C;
+-- What is leased now, by anyone, with lease ends
+CREATE FUNCTION mq.in_flight(queue text, max_messages int DEFAULT 1000)
+RETURNS TABLE (msg_id bigint, delivery_count int, lease_until timestamptz)
+AS 'MODULE_PATHNAME', 'mq_in_flight' LANGUAGE C;
+-- END pgmq support
 -- BEGIN lz4 restored (see the start of the script)
 SELECT pg_catalog.set_config('default_toast_compression',
 		pg_catalog.current_setting('queue_ext.saved_toast_compression'), true)

@@ -1161,6 +1161,21 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	message_group text, priority int, properties jsonb)
 AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C;
 
+-- BEGIN pgmq support (issue 15, queue_ext_pgmq): leases by id
+-- Lease messages by id whoever holds them (a visibility timeout that
+-- belongs to nobody, as pgmq's vt): lease '0' makes them ready at once;
+-- deliver => true takes only ready ones, as a delivery (src/consume.c)
+CREATE FUNCTION mq.lease_ids(queue text, msg_ids bigint[],
+	lease interval DEFAULT '30 seconds', deliver boolean DEFAULT false)
+RETURNS TABLE (msg_id bigint, delivery_count int, was_leased boolean,
+	was_until timestamptz)
+AS 'MODULE_PATHNAME', 'mq_lease_ids' LANGUAGE C;
+-- What is leased now, by anyone, with lease ends
+CREATE FUNCTION mq.in_flight(queue text, max_messages int DEFAULT 1000)
+RETURNS TABLE (msg_id bigint, delivery_count int, lease_until timestamptz)
+AS 'MODULE_PATHNAME', 'mq_in_flight' LANGUAGE C;
+-- END pgmq support
+
 -- BEGIN broadcast consumer groups (issue 12, stream-broadcast): DDL block 3/3
 -- (changed: mq.ack, mq.nack and mq.extend_lease gained a trailing
 -- consumer text DEFAULT NULL, the consumer of a broadcast group)

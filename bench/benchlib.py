@@ -79,8 +79,10 @@ class Pipe:
 
 
 def pgbench(script, clients=8, threads=2, seconds=None, transactions=None,
-            defines=None, per_statement=False, db=None):
-    """Run pgbench with a custom script; return dict(tps, tx, lat_ms, elapsed, stmts)."""
+            defines=None, per_statement=False, db=None, protocol=None):
+    """Run pgbench with a custom script; return dict(tps, tx, lat_ms, elapsed, stmts).
+
+    protocol: None (pgbench's default, simple), or "extended" / "prepared" (-M)."""
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False, dir="/tmp") as f:
         f.write(script)
         path = f.name
@@ -93,6 +95,8 @@ def pgbench(script, clients=8, threads=2, seconds=None, transactions=None,
         cmd += ["-t", str(transactions)]
     if per_statement:
         cmd += ["-r"]
+    if protocol is not None:
+        cmd += ["-M", protocol]
     for k, v in (defines or {}).items():
         cmd += ["-D", "%s=%s" % (k, v)]
     cmd += [db or DB]

@@ -10,6 +10,11 @@ the systems each repetition; medians of H3_REPS runs of H3_SECONDS s, 8 clients:
   heap     INSERT into a heap table (id bigserial, published_at timestamptz,
            routing_key text, body bytea): the floor, no queue semantics at all
 Bodies: 100 random bytes (gen_random_bytes), so nothing compresses.
+At 1 msg/txn each system runs twice: with pgbench's simple query protocol (every
+statement parsed and planned: the parser reads mq.send's fifteen DEFAULT NULL
+arguments from pg_proc each time, bench/publish_cost.sh) and with prepared
+statements (-M prepared: parsed and planned once per connection, as drivers that
+prepare do: JDBC after 5 executions, psycopg 3 after 5, node-postgres with a name).
 Also WAL bytes per message (H3_WALN messages, 100 per transaction, 1 client).
 
 Env: H3_SECONDS (10; quick 3), H3_REPS (3; quick 1), H3_WALN (20000; quick 5000)
@@ -26,6 +31,8 @@ SECONDS = int(E("H3_SECONDS", 3 if QUICK else 10))
 REPS = int(E("H3_REPS", 1 if QUICK else 3))
 WALN = int(E("H3_WALN", 5000 if QUICK else 20000))
 SYSTEMS = ["stream", "classic", "heap"]
+# (messages per transaction, pgbench protocol: None = simple)
+WORKLOADS = [(1, None), (1, "prepared"), (100, None)]
 BODY = "gen_random_bytes(100)"
 
 
@@ -78,16 +85,20 @@ def main():
     for rep in range(REPS):
         order = SYSTEMS[rep % 3:] + SYSTEMS[:rep % 3]
         for s in order:
-            for batch in (1, 100):
+            for batch, proto in WORKLOADS:
                 setup(s)
-                r = pgbench(script(s, batch), clients=8, threads=2, seconds=SECONDS)
-                res.setdefault((s, batch), []).append(r["tps"] * batch)
-                log("  rep %d %-7s %3d/txn %10.0f msg/s" % (rep + 1, s, batch, res[(s, batch)][-1]))
+                r = pgbench(script(s, batch), clients=8, threads=2, seconds=SECONDS,
+                            protocol=proto)
+                key = (s, batch, proto)
+                res.setdefault(key, []).append(r["tps"] * batch)
+                log("  rep %d %-7s %3d/txn %-8s %10.0f msg/s"
+                    % (rep + 1, s, batch, proto or "simple", res[key][-1]))
     rows = []
-    for batch in (1, 100):
-        st, cl, hp = (median(res[(s, batch)]) for s in SYSTEMS)
+    for batch, proto in WORKLOADS:
+        st, cl, hp = (median(res[(s, batch, proto)]) for s in SYSTEMS)
         ok = "PASS" if ratio(st, hp) >= 1.0 else "FAIL"
-        rows.append(["%d msg/txn, 8 clients" % batch, "%.0f" % st, "%.0f" % cl, "%.0f" % hp,
+        rows.append(["%d msg/txn, 8 clients%s" % (batch, ", prepared" if proto else ""),
+                     "%.0f" % st, "%.0f" % cl, "%.0f" % hp,
                      "%.2f" % ratio(st, hp), "%.2f" % ratio(cl, hp), ">= 1.0x heap " + ok])
     log("\n### publish throughput (msg/s, median of %d x %d s)" % (REPS, SECONDS))
     log(table(["workload", "stream (4 partitions)", "classic queue", "heap INSERT",

@@ -2,7 +2,9 @@
  *
  * consume.c
  *	  SQL entry points that read messages: mq.consume (with long polling),
- *	  mq.browse, and lookups by id and by business key.
+ *	  mq.browse, and lookups by id and by business key; and, for
+ *	  visibility-timeout clients (pgmq), mq.lease_ids (lease or release
+ *	  messages by id whoever holds them) and mq.in_flight.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +39,8 @@ PG_FUNCTION_INFO_V1(mq_browse);
 PG_FUNCTION_INFO_V1(mq_message);
 PG_FUNCTION_INFO_V1(mq_messages_by_key);
 PG_FUNCTION_INFO_V1(mq_trace);
+PG_FUNCTION_INFO_V1(mq_lease_ids);
+PG_FUNCTION_INFO_V1(mq_in_flight);
 
 /*
  * Columns of a delivery row (see mq.consume in the install script): 16,
@@ -492,6 +496,103 @@ mq_browse(PG_FUNCTION_ARGS)
 
 		if (mq_log_fetch(ids[i], &m))
 			put_row(rsinfo, q->name, &m, counts[i] > 0, counts[i], NULL);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * mq.lease_ids(queue, msg_ids, lease, deliver): lease messages by id,
+ * whatever their state and holder (see mq_queue_lease_ids); lease '0'
+ * makes them ready at once.  One row per message found.
+ */
+Datum
+mq_lease_ids(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqQueue    *q;
+	Datum	   *elems;
+	int			n;
+	int64	   *ids;
+	int64		lease_us;
+	bool		deliver;
+	TimestampTz until = 0;
+	MqLeased   *out;
+	int			got;
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "msg_ids", "lease", "deliver");
+	elems = mq_array_arg(fcinfo, 1, INT8OID, "msg_ids", &n);
+	lease_us = mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 0);
+	deliver = PG_GETARG_BOOL(3);
+	if (deliver && lease_us == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease must be positive when deliver is true")));
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	if (q->type == MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("mq.lease_ids does not apply to stream queue \"%s\"", q->name),
+				 errdetail("A stream's messages are leased by its consumer groups.")));
+	PreventCommandIfReadOnly("mq.lease_ids");
+	InitMaterializedSRF(fcinfo, 0);
+	if (n == 0)
+		return (Datum) 0;
+	ids = palloc(sizeof(int64) * n);
+	for (int i = 0; i < n; i++)
+		ids[i] = DatumGetInt64(elems[i]);
+	if (lease_us > 0)
+		until = mq_time_add(GetCurrentTimestamp(), lease_us, "lease");
+	out = palloc(sizeof(MqLeased) * n);
+	got = mq_queue_lease_ids(q, ids, n, until, deliver, out);
+	for (int i = 0; i < got; i++)
+	{
+		Datum		v[4];
+		bool		nulls[4] = {false, false, false, false};
+
+		v[0] = Int64GetDatum(out[i].msg_id);
+		v[1] = Int32GetDatum(out[i].delivery_count);
+		v[2] = BoolGetDatum(out[i].was_leased);
+		v[3] = TimestampTzGetDatum(out[i].was_until);
+		nulls[3] = out[i].was_until == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* mq.in_flight(queue, max_messages): what is leased now, with lease ends */
+Datum
+mq_in_flight(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqQueue    *q;
+	int			n;
+	int64	   *ids;
+	int32	   *counts;
+	TimestampTz *untils;
+	int			got;
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages");
+	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	if (q->type == MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("mq.in_flight does not apply to stream queue \"%s\"", q->name),
+				 errdetail("A stream's messages are leased by its consumer groups.")));
+	InitMaterializedSRF(fcinfo, 0);
+	ids = palloc(sizeof(int64) * n);
+	counts = palloc(sizeof(int32) * n);
+	untils = palloc(sizeof(TimestampTz) * n);
+	got = mq_queue_in_flight(q, n, ids, counts, untils);
+	for (int i = 0; i < got; i++)
+	{
+		Datum		v[3];
+		bool		nulls[3] = {false, false, false};
+
+		v[0] = Int64GetDatum(ids[i]);
+		v[1] = Int32GetDatum(counts[i]);
+		v[2] = TimestampTzGetDatum(untils[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	return (Datum) 0;
 }

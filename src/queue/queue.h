@@ -343,6 +343,35 @@ extern void mq_queue_prepare_wait(MqQueue *q);
 extern bool mq_queue_wait(MqQueue *q, long timeout_ms);
 extern void mq_queue_cancel_wait(void);
 
+/*
+ * Lease messages of q by id, whatever state they are in and whoever holds
+ * them (pgmq's visibility timeout, which belongs to nobody): a ready
+ * message (tracked, or still ahead of the scan position, which advances to
+ * it), a leased one (any session's; the holder loses it) or one whose
+ * lease ran out.  Each is then leased to this session until lease_until,
+ * detached (its session's end does not return it), or with lease_until 0
+ * made ready at once.  deliver: only ready messages are taken, as a
+ * delivery (the delivery count grows), for a consumer that chose them by
+ * id.  A message that is being settled, settled, not yet committed or
+ * delayed in a timer is not found.  out[] gets one entry per message
+ * found; returns how many.  A message more than MQ_LEASE_SCAN_MAX entries
+ * ahead of the scan position raises 53400.
+ */
+#define MQ_LEASE_SCAN_MAX 10000
+
+typedef struct MqLeased
+{
+	int64		msg_id;
+	int32		delivery_count; /* after this call */
+	bool		was_leased;		/* leased (to anyone) before the call */
+	TimestampTz was_until;		/* its lease end before, or the time it
+								 * was ready from (0: always) */
+} MqLeased;
+
+extern int	mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n,
+							   TimestampTz lease_until, bool deliver,
+							   MqLeased *out);
+
 /* ---------- settling (queue_settle.c) ---------- */
 
 /* What to do with a message leased by this session */
@@ -483,6 +512,14 @@ typedef struct MqDeliveryState
 } MqDeliveryState;
 
 extern bool mq_queue_delivery_state(MqQueue *q, int64 msg_id, MqDeliveryState *st);
+
+/*
+ * Messages of q leased now (to any session, lease not run out, or being
+ * settled by an open transaction): up to max of them, with their delivery
+ * counts and lease ends; returns how many.
+ */
+extern int	mq_queue_in_flight(MqQueue *q, int max, int64 *msg_ids,
+							   int32 *delivery_counts, TimestampTz *untils);
 
 /* Browse ready messages without taking them */
 extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts);

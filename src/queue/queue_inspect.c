@@ -18,6 +18,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "utils/timestamp.h"
 
 #include "queue/queue_int.h"
@@ -287,8 +288,9 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 
 /*
  * Lowest message id that an unsettled entry of q refers to: the
- * tracked entries, then every committed entry not scanned yet (this reads
- * the backlog, so it is for maintenance only).  The caller holds an
+ * tracked entries (a PENDING one by its row: its publisher may have
+ * committed since the scan passed it), then every committed entry not
+ * scanned yet (this reads the backlog, so it is for maintenance only).  The caller holds an
  * exclusive lock on the segments it wants to drop, so no entry referring
  * to them is still being written, and turns the id into a segment.
  */
@@ -303,15 +305,36 @@ mq_queue_min_msg_id(MqQueue *q)
 	if (q->type == MQ_QUEUE_STREAM)
 		return mqq_stream_min_msg_id(q);
 	qs = mqq_queue_lock(q, LW_SHARED);
+	mqq_lane_rels_init(&lr);
 
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
-		if (t->state != MQ_T_SETTLED && t->msg_id > 0)
+		if (t->state == MQ_T_SETTLED)
+			continue;
+		if (t->state == MQ_T_PENDING)
+		{
+			/*
+			 * Its msg_id is a placeholder until a take looks at it again,
+			 * and its publisher may have committed since (and released its
+			 * lock on the segment): the entry row has the real id.  A row
+			 * that cannot be read keeps everything.
+			 */
+			MqlogRowState st;
+			TupleTableSlot *slot;
+			bool		isnull;
+
+			if (!mqq_tracked_row(&lr, q, t, &st, &slot))
+				min = 0;
+			else if (st != MQLOG_ROW_ABORTED)
+				min = Min(min, DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
+														  &isnull)));
+			continue;
+		}
+		if (t->msg_id > 0)
 			min = Min(min, t->msg_id);
 	}
-	mqq_lane_rels_init(&lr);
 	for (int lane = 0; lane < qs->nlanes; lane++)
 	{
 		uint64		qpos = qs->lanes[lane].scan_pos;
@@ -350,4 +373,36 @@ mq_queue_counters(MqQueue *q, MqQueueCounters *out)
 	qs = mqq_queue_lock(q, LW_SHARED);
 	*out = qs->counters;
 	LWLockRelease(&qs->lock);
+}
+
+/*
+ * Messages of q leased now: LEASED whose lease has not run out, and ACKING
+ * by another session (being settled by an open transaction, which may
+ * still roll back; this session's own settlements are gone for it), in
+ * the order of the tracked list (the shared lock: nothing changes).
+ */
+int
+mq_queue_in_flight(MqQueue *q, int max, int64 *msg_ids, int32 *delivery_counts,
+				   TimestampTz *untils)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_SHARED);
+	TimestampTz now = GetCurrentTimestamp();
+	int			got = 0;
+	dlist_iter	it;
+
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (got >= max)
+			break;
+		if (!((t->state == MQ_T_LEASED && t->until > now) ||
+			  (t->state == MQ_T_ACKING && t->owner != MyProc->pgprocno)))
+			continue;
+		msg_ids[got] = t->msg_id;
+		delivery_counts[got] = t->delivery_count;
+		untils[got++] = t->until;
+	}
+	LWLockRelease(&qs->lock);
+	return got;
 }

@@ -264,6 +264,11 @@ typedef struct MqTracked
 	bool		detached;		/* LEASED: not bound to the holder's session
 								 * (mq.consume(session_bound => false)): its
 								 * end does not return it, the lease does */
+	int			lease_pid;		/* detached LEASED: the process and local */
+	LocalTransactionId lease_lxid;	/* transaction that took the lease: it
+									 * does not run out before that
+									 * transaction ends (pgmq's read holds
+									 * its row lock until then) */
 } MqTracked;
 
 /*
@@ -646,6 +651,8 @@ extern MqQueueKey mqq_key(MqQueue *q);
 extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key);
 extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
 extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);
+extern MqTracked *mqq_tracked_find_from(MqQueueShared *qs, int64 msg_id,
+										dlist_node **cursor);
 extern MqTracked *mqq_track_new(MqQueueShared *qs, uint64 qpos);
 extern void mqq_tracked_fill(MqTracked *t, TupleTableSlot *slot);
 extern int32 mqq_entry_body_size(TupleTableSlot *slot);

@@ -31,38 +31,6 @@
 
 /* ---------- settling ---------- */
 
-/*
- * Find msg_id on qs's tracked list, starting after *cursor (NULL: at the
- * head) and wrapping around; *cursor is left at the entry found.  The ids
- * of one settle call mostly come in the order they were delivered, which
- * is the list's order, so a batch costs about one walk of the list, not
- * one walk per id.
- */
-static MqTracked *
-tracked_find_from(MqQueueShared *qs, int64 msg_id, dlist_node **cursor)
-{
-	dlist_node *start = *cursor ? *cursor : &qs->tracked.head;
-	dlist_node *node = start;
-
-	if (dlist_is_empty(&qs->tracked))
-		return NULL;
-	do
-	{
-		MqTracked  *t;
-
-		node = node->next;
-		if (node == &qs->tracked.head)
-			continue;
-		t = dlist_container(MqTracked, node, node);
-		if (t->msg_id == msg_id && t->state != MQ_T_SETTLED)
-		{
-			*cursor = node;
-			return t;
-		}
-	} while (node != start);
-	return NULL;
-}
-
 /* Settle one tracked entry we hold with op (see mq_queue_settle) */
 static MqSettleResult
 settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
@@ -161,7 +129,7 @@ settle_common(MqQueue *q, const int64 *msg_ids, const uint64 *receipts, int n,
 	returned.frozen = true;
 	while (done < n)
 	{
-		MqTracked  *t = tracked_find_from(qs, msg_ids[done], &cursor);
+		MqTracked  *t = mqq_tracked_find_from(qs, msg_ids[done], &cursor);
 		MqSettled  *o = &out[done++];
 
 		if (receipts != NULL)
@@ -239,7 +207,7 @@ mq_queue_leased_here(MqQueue *q, const int64 *msg_ids, int n, bool *here)
 
 	for (int i = 0; i < n; i++)
 	{
-		MqTracked  *t = tracked_find_from(qs, msg_ids[i], &cursor);
+		MqTracked  *t = mqq_tracked_find_from(qs, msg_ids[i], &cursor);
 
 		here[i] = t != NULL &&
 			((t->state == MQ_T_LEASED && t->owner == MyProc->pgprocno) ||

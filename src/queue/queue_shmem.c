@@ -176,6 +176,38 @@ mqq_tracked_find(MqQueueShared *qs, int64 msg_id)
 }
 
 /*
+ * Find msg_id on qs's tracked list, starting after *cursor (NULL: at the
+ * head) and wrapping around; *cursor is left at the entry found.  The ids
+ * of one settle call mostly come in the order they were delivered, which
+ * is the list's order, so a batch costs about one walk of the list, not
+ * one walk per id.
+ */
+MqTracked *
+mqq_tracked_find_from(MqQueueShared *qs, int64 msg_id, dlist_node **cursor)
+{
+	dlist_node *start = *cursor ? *cursor : &qs->tracked.head;
+	dlist_node *node = start;
+
+	if (dlist_is_empty(&qs->tracked))
+		return NULL;
+	do
+	{
+		MqTracked  *t;
+
+		node = node->next;
+		if (node == &qs->tracked.head)
+			continue;
+		t = dlist_container(MqTracked, node, node);
+		if (t->msg_id == msg_id && t->state != MQ_T_SETTLED)
+		{
+			*cursor = node;
+			return t;
+		}
+	} while (node != start);
+	return NULL;
+}
+
+/*
  * A new tracked entry for the entry at qpos, at the end of the queue's
  * list, with nothing known of it yet; NULL when no slot is free.
  */

@@ -152,6 +152,8 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
 		t->until = lease_until;
 		t->receipt = d->receipt = receipt_nonce();
 		t->detached = mode == MQ_TAKE_LEASE_DETACHED;
+		t->lease_pid = MyProcPid;
+		t->lease_lxid = MyProc->lxid;
 		mqq_local_add(MQ_L_LEASE, qs, t->msg_id, false);
 		qs->last_delivery = now;
 	}
@@ -337,6 +339,26 @@ mq_queue_next_due(void)
 }
 
 /*
+ * Is the transaction that took detached lease t still open?  Such a lease
+ * does not run out before that transaction ends: a visibility timeout
+ * (pgmq's read, SQS) shorter than the reading transaction must not hand
+ * the message to another reader while the first may still commit its
+ * work, and a rollback returns it anyway.  Session-bound leases run out
+ * on time (RabbitMQ's consumer timeout).  The holder's PGPROC is read
+ * without a lock: a stale lxid only makes the lease run out a pass later.
+ */
+static bool
+lease_taker_open(MqTracked *t)
+{
+	PGPROC	   *proc;
+
+	if (!t->detached || t->owner < 0 || t->lease_lxid == InvalidLocalTransactionId)
+		return false;
+	proc = GetPGProcByNumber(t->owner);
+	return proc->pid == t->lease_pid && proc->lxid == t->lease_lxid;
+}
+
+/*
  * Leases that ran out return their messages to ready, redelivered (queue
  * lock held), before anything is taken; on a quorum queue they join the
  * returns in the order they were delivered.  True if any did.
@@ -353,6 +375,8 @@ expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
 		if (t->state != MQ_T_LEASED || t->until > now)
+			continue;
+		if (lease_taker_open(t))
 			continue;
 		t->state = MQ_T_READY;
 		t->prev_owner = t->owner;
@@ -677,5 +701,174 @@ mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mo
 			mq_queue_write_floors(q);
 		}
 	}
+	return got;
+}
+
+/*
+ * Find msg_id in q, tracked or else among the entries ahead of the scan
+ * positions (highest lane first), which the scan then passes over as it
+ * would for a take: they stay tracked, ready, in their place.  NULL when
+ * it is in no lane (settled, delayed in a timer, or its publisher has not
+ * committed); *scanned counts the entries scanned, and at
+ * MQ_LEASE_SCAN_MAX the search raises 53400 rather than tracking more.
+ */
+static MqTracked *
+lease_find(MqQueue *q, MqQueueShared *qs, LaneRels *lr, int64 msg_id,
+		   int *scanned, dlist_node **cursor)
+{
+	MqTracked  *t = mqq_tracked_find_from(qs, msg_id, cursor);
+	dlist_iter	it;
+
+	/*
+	 * Pending entries carry no id: those whose publisher has committed
+	 * since are read again, as a take does (aborted ones are settled).
+	 */
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *p = dlist_container(MqTracked, node, it.cur);
+		MqlogRowState st;
+		TupleTableSlot *slot;
+
+		if (t != NULL)
+			break;
+		if (p->state != MQ_T_PENDING)
+			continue;
+		if (!mqq_tracked_row(lr, q, p, &st, &slot) || st == MQLOG_ROW_ABORTED)
+			p->state = MQ_T_SETTLED;
+		else if (st == MQLOG_ROW_COMMITTED)
+		{
+			mqq_tracked_fill(p, slot);
+			if (p->msg_id == msg_id)
+				t = p;
+		}
+	}
+
+	for (int lane = qs->nlanes - 1; t == NULL && lane >= 0; lane--)
+	{
+		for (;;)
+		{
+			bool		end;
+			MqTracked  *s;
+
+			if (*scanned >= MQ_LEASE_SCAN_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("message " INT64_FORMAT " is not among the next %d entries of queue \"%s\"",
+								msg_id, MQ_LEASE_SCAN_MAX, q->name),
+						 errdetail("A message is leased by id only once it is tracked or near the head of its queue."),
+						 errhint("Consume the messages ahead of it first.")));
+			s = scan_next(q, qs, lane, lr, 0, NULL, NULL, &end);
+			if (end)
+				break;
+			(*scanned)++;
+			if (s != NULL && s->state == MQ_T_READY && s->msg_id == msg_id)
+			{
+				t = s;
+				break;
+			}
+		}
+	}
+	return t;
+}
+
+int
+mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_until,
+				   bool deliver, MqLeased *out)
+{
+	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+	TimestampTz now = GetCurrentTimestamp();
+	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
+	int			ndl = 0;
+	int			got = 0;
+	int			scanned = 0;
+	dlist_node *cursor = NULL;	/* ids mostly come in the list's order */
+	bool		wake = false;
+	LaneRels	lr;
+	MqSettleBatch records;
+	MqSettleBatch frozen;
+
+	Assert(!deliver || lease_until != 0);
+	next_due = 0;
+	mq_settle_batch_init(&frozen, q);
+	frozen.frozen = true;
+	wake |= expire_leases(qs, now, &frozen);
+	mqq_lane_rels_init(&lr);
+	for (int i = 0; i < n; i++)
+	{
+		MqTracked  *t;
+		MqLeased   *o = &out[got];
+
+		/* an id twice in one call: the first took it */
+		for (int j = 0; j < i; j++)
+			if (msg_ids[j] == msg_ids[i])
+				goto next;
+		t = lease_find(q, qs, &lr, msg_ids[i], &scanned, &cursor);
+		if (t == NULL || (t->state != MQ_T_READY && t->state != MQ_T_LEASED))
+			continue;
+		o->msg_id = t->msg_id;
+		o->was_leased = t->state == MQ_T_LEASED;
+		o->was_until = o->was_leased ? t->until : Max(t->until, t->visible_at);
+		if (deliver)
+		{
+			bool		dummy = false;
+
+			/*
+			 * Only a ready message, due now; one that a take would
+			 * dead-letter (expired, over x-delivery-limit) is left to it.
+			 */
+			if (t->state != MQ_T_READY || !take_now(q, t, now, MQ_TAKE_LEASE_DETACHED, &dummy) ||
+				mqq_entry_dead(q, t, now))
+				continue;
+			take_one(q, qs, t, now, lease_until, MQ_TAKE_LEASE_DETACHED, 0, &dl[ndl++]);
+		}
+		else if (lease_until == 0)
+		{
+			/* ready at once: a return, as a nack with requeue */
+			if (t->state == MQ_T_LEASED)
+			{
+				t->state = MQ_T_READY;
+				t->owner = -1;
+				t->prev_owner = -1;
+				t->redelivered = true;
+				qs->unacked--;
+				mqq_tracked_returned(qs, t);
+			}
+			t->until = 0;
+			wake = true;
+		}
+		else
+		{
+			/* leased to this session, not a delivery: the count stays */
+			if (t->state == MQ_T_READY)
+			{
+				qs->unacked++;
+				mqq_tracked_delivered(qs, t);
+			}
+			t->state = MQ_T_LEASED;
+			t->owner = MyProc->pgprocno;
+			t->prev_owner = -1;
+			t->consumer_hash = 0;
+			t->until = lease_until;
+			t->receipt = receipt_nonce();	/* the holder's receipt is void */
+			t->detached = true;
+			t->lease_pid = MyProcPid;
+			t->lease_lxid = MyProc->lxid;
+			mqq_local_add(MQ_L_LEASE, qs, t->msg_id, false);
+			mqq_note_leased_queue(qs->key);
+		}
+		o->delivery_count = t->delivery_count;
+		got++;
+next:	;
+	}
+	mqq_lane_rels_close(&lr);
+	note_deliveries(q, qs, dl, ndl, &records);
+	LWLockRelease(&qs->lock);
+	if (wake)
+		mqq_wake(qs);
+	if (records.n > 0)
+		mq_settle_batch_flush(&records);
+	if (frozen.n > 0)
+		mq_settle_batch_flush(&frozen);
+	pfree(dl);
 	return got;
 }

@@ -58,6 +58,11 @@ QE_PACKAGES+=(
 	etcd-server
 	etcd-client
 )
+# queue_ext_pgmq (pgmq's API, docs/pgmq.md): pg_partman for partitioned
+# queues' archives (sql/pgmq_compat.sql, pgmq's own suite)
+QE_PACKAGES+=(
+	"postgresql-$PG_MAJOR-partman"
+)
 # RabbitMQ definitions import/export against a real RabbitMQ (TAP test 036)
 QE_PACKAGES+=(
 	rabbitmq-server

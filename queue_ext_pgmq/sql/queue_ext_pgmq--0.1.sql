@@ -1,0 +1,994 @@
+-- queue_ext_pgmq 0.1: pgmq's SQL API (its release 1.5.1) on queue_ext.
+--
+-- A pgmq queue <name> is the queue_ext classic queue "pgmq.q_<name>"
+-- (lower-cased, as pgmq names its tables): messages live in queue_ext's
+-- append-only logs, so reading and deleting them leaves no dead tuples.
+-- pgmq's per-queue msg_id is taken from a sequence pgmq.q_<name>_msg_id_seq
+-- (as pgmq's identity column) and stored as the message's business key
+-- '<msg_id>:pgmq.q_<name>', by which the queue_ext message is found again.
+-- A read is a queue_ext consume with a detached lease of vt seconds
+-- (session_bound => false: nobody owns it, as pgmq's visibility timeout);
+-- delete, archive and set_vt take the message by id whoever holds it
+-- (mq.lease_ids), then ack it or leave it leased.  pgmq.q_<name> is a view,
+-- pgmq.a_<name> a real, insert-only table.  docs/pgmq.md lists what
+-- differs from pgmq.
+
+\echo Use "CREATE EXTENSION queue_ext_pgmq" to load this file. \quit
+
+------------------------------------------------------------
+-- Tables and types (pgmq's)
+------------------------------------------------------------
+CREATE TABLE pgmq.meta (
+    queue_name VARCHAR UNIQUE NOT NULL,
+    is_partitioned BOOLEAN NOT NULL,
+    is_unlogged BOOLEAN NOT NULL,
+    created_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL
+);
+
+GRANT USAGE ON SCHEMA pgmq TO pg_monitor;
+GRANT SELECT ON ALL TABLES IN SCHEMA pgmq TO pg_monitor;
+GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq TO pg_monitor;
+ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq GRANT SELECT ON TABLES TO pg_monitor;
+ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq GRANT SELECT ON SEQUENCES TO pg_monitor;
+
+CREATE TYPE pgmq.message_record AS (
+    msg_id BIGINT,
+    read_ct INTEGER,
+    enqueued_at TIMESTAMP WITH TIME ZONE,
+    vt TIMESTAMP WITH TIME ZONE,
+    message JSONB,
+    headers JSONB
+);
+
+CREATE TYPE pgmq.queue_record AS (
+    queue_name VARCHAR,
+    is_partitioned BOOLEAN,
+    is_unlogged BOOLEAN,
+    created_at TIMESTAMP WITH TIME ZONE
+);
+
+CREATE TYPE pgmq.metrics_result AS (
+    queue_name text,
+    queue_length bigint,
+    newest_msg_age_sec int,
+    oldest_msg_age_sec int,
+    total_messages bigint,
+    scrape_time timestamp with time zone,
+    queue_visible_length bigint
+);
+
+-- A queue_ext queue left from an earlier installation of this extension
+-- (DROP EXTENSION drops the views, sequences and tables, but queue_ext's
+-- queues are not members of this extension): pgmq's DROP EXTENSION loses
+-- the queues' messages, and so does this.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT q.queue FROM mq.queues q WHERE q.queue LIKE 'pgmq.q\_%' LOOP
+        PERFORM mq.queue_delete(r.queue);
+    END LOOP;
+END
+$$;
+
+------------------------------------------------------------
+-- Names, checks, helpers
+------------------------------------------------------------
+CREATE FUNCTION pgmq.acquire_queue_lock(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('pgmq.queue_' || queue_name));
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq's check of a queue name, and its table name (lower-cased)
+CREATE FUNCTION pgmq.format_table_name(queue_name text, prefix text)
+RETURNS TEXT AS $$
+BEGIN
+    IF queue_name ~ '\$|;|--|'''
+    THEN
+        RAISE EXCEPTION 'queue name contains invalid characters: $, ;, --, or \''';
+    END IF;
+    RETURN lower(prefix || '_' || queue_name);
+END;
+$$ LANGUAGE plpgsql IMMUTABLE;
+
+-- (The PL/pgSQL functions that raise pgmq's errors keep the statements
+-- that raise them on pgmq's line numbers, so that an error's CONTEXT reads
+-- as pgmq's.)
+CREATE FUNCTION pgmq.validate_queue_name(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+  IF length(queue_name) > 47 THEN
+    -- A partitioned queue's archive gets a partman template table
+    -- template_pgmq_a_<name>: 16 characters + 47 = 63, the longest
+    -- identifier PostgreSQL keeps.
+    --
+    RAISE EXCEPTION 'queue name is too long, maximum length is 47 characters';
+  END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq._extension_exists(extension_name TEXT)
+RETURNS BOOLEAN LANGUAGE SQL AS $$
+  SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = extension_name)
+$$;
+
+-- Is the relation pgmq.<table_name> a member of this extension?
+CREATE FUNCTION pgmq._belongs_to_pgmq(table_name TEXT)
+RETURNS BOOLEAN LANGUAGE SQL AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM pg_depend d
+     WHERE d.refclassid = 'pg_extension'::regclass
+       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue_ext_pgmq')
+       AND d.classid = 'pg_class'::regclass
+       AND d.objid = (SELECT c.oid FROM pg_class c
+                       WHERE c.relname = table_name
+                         AND c.relnamespace = 'pgmq'::regnamespace)
+       AND d.deptype = 'e')
+$$;
+
+-- The queue_ext queue of a pgmq queue
+CREATE FUNCTION pgmq._queue(queue_name TEXT)
+RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
+  SELECT 'pgmq.' || pgmq.format_table_name(queue_name, 'q')
+$$;
+
+-- A message's body as pgmq returns it (a NULL message is stored empty,
+-- with its own content type)
+CREATE FUNCTION pgmq._message(body bytea, properties jsonb)
+RETURNS jsonb LANGUAGE SQL STABLE AS $$
+  SELECT CASE WHEN properties->>'content_type' = 'application/x-pgmq-null' THEN NULL
+              ELSE convert_from(body, pg_catalog.getdatabaseencoding())::jsonb END
+$$;
+
+-- pgmq's msg_id of a queue_ext message of queue qe (its key '<id>:<qe>')
+CREATE FUNCTION pgmq._msg_id(key text)
+RETURNS bigint LANGUAGE SQL IMMUTABLE AS $$
+  SELECT split_part(key, ':', 1)::bigint
+$$;
+
+-- The queue_ext message ids of pgmq messages msg_ids of queue qe, in one
+-- index probe per log segment (mq.messages_by_key looks one key up at a
+-- time and reads each message): newest first, so that a key used by an
+-- earlier incarnation of the queue (dropped, created again) gives the
+-- current one.  Only ids of messages sent to qe come back, nothing of
+-- their contents: what may be done with them is checked as the caller by
+-- mq.lease_ids and mq.message.
+CREATE FUNCTION pgmq._qe_ids(qe text, msg_ids bigint[])
+RETURNS TABLE (msg_id bigint, qe_id bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    s record;
+    keys text[] := ARRAY(SELECT DISTINCT u::text || ':' || qe FROM unnest(msg_ids) AS u
+                          WHERE u IS NOT NULL);
+    r record;
+BEGIN
+    FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c
+              WHERE c.durable OR NOT pg_is_in_recovery() ORDER BY c.segno DESC LOOP
+        EXIT WHEN cardinality(keys) = 0;
+        FOR r IN EXECUTE format(
+                $q$SELECT DISTINCT ON (l.key) l.key, mq._msg_id(%s, l.ctid) AS id
+                     FROM %s l
+                    WHERE l.key = ANY ($1) AND l.exchange = '' AND l.routing_key = $2
+                    ORDER BY l.key, l.published_at DESC$q$, s.segno, s.relid::regclass)
+                USING keys, qe LOOP
+            msg_id := split_part(r.key, ':', 1)::bigint;
+            qe_id := r.id;
+            RETURN NEXT;
+            keys := array_remove(keys, r.key);
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- The queue_ext message id of pgmq message msg_id of queue qe (NULL: none)
+CREATE FUNCTION pgmq._qe_id(qe text, msg_id bigint)
+RETURNS bigint LANGUAGE SQL STABLE AS $$
+  SELECT k.qe_id FROM pgmq._qe_ids(qe, ARRAY[msg_id]) k
+$$;
+
+-- A pgmq vt (seconds) as a queue_ext lease: leases are positive, and a
+-- vt of 0 or less makes the message visible again at once (NULL stays
+-- NULL: queue_ext refuses it, 22004, where pgmq's vt column would, 23502)
+CREATE FUNCTION pgmq._lease(vt integer)
+RETURNS interval LANGUAGE SQL IMMUTABLE AS $$
+  SELECT CASE WHEN vt IS NULL THEN NULL
+              WHEN vt > 0 THEN make_interval(secs => vt)
+              ELSE interval '1 microsecond' END
+$$;
+
+-- Delayed messages of queue qe (queue_ext's timers, readable by their
+-- owner only): id and due time
+CREATE FUNCTION pgmq._delayed(qe text)
+RETURNS TABLE (msg_id bigint, due timestamptz)
+LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT t.msg_id, t.due FROM mq.timer t JOIN mq.cat_queue c ON c.id = t.queue_id
+   WHERE c.name = qe
+$$;
+REVOKE ALL ON FUNCTION pgmq._delayed(text) FROM PUBLIC;
+
+-- Disarm the timer of delayed message qe_id of queue qe: false if it has
+-- none (mq.cancel refuses a message that is not delayed)
+CREATE FUNCTION pgmq._cancel(qe text, qe_id bigint)
+RETURNS boolean LANGUAGE SQL AS $$
+  SELECT CASE WHEN EXISTS (SELECT 1 FROM pgmq._delayed(qe) d WHERE d.msg_id = qe_id)
+              THEN mq.cancel(qe_id) > 0 ELSE false END
+$$;
+
+-- The rows pgmq keeps in pgmq.q_<name>: ready messages (what a read would
+-- take, in its order, up to 10000), leased ones, delayed ones
+CREATE FUNCTION pgmq._queue_rows(qe text)
+RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
+  SELECT pgmq._msg_id(b.key), b.delivery_count, b.published_at, b.published_at,
+         pgmq._message(b.body, b.properties), b.headers
+    FROM mq.browse(qe, 10000) b
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), f.delivery_count, m.published_at, f.lease_until,
+         pgmq._message(m.body, m.properties), m.headers
+    FROM mq.in_flight(qe, 10000) f, LATERAL mq.message(f.msg_id) m
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), 0, m.published_at, d.due,
+         pgmq._message(m.body, m.properties), m.headers
+    FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
+$$;
+
+------------------------------------------------------------
+-- Sending
+------------------------------------------------------------
+
+-- send: the implementation.  delay: when the message becomes visible.
+CREATE FUNCTION pgmq.send(
+    queue_name TEXT,
+    msg JSONB,
+    headers JSONB,
+    delay TIMESTAMP WITH TIME ZONE
+) RETURNS SETOF BIGINT AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    id BIGINT;
+BEGIN
+    IF delay IS NULL THEN
+        -- pgmq's vt column is NOT NULL
+        RAISE EXCEPTION 'null value in column "vt" of relation "%" violates not-null constraint', qtable
+            USING ERRCODE = 'not_null_violation';
+    END IF;
+    id := nextval(format('pgmq.%I', qtable || '_msg_id_seq')::regclass);
+    IF msg IS NULL THEN
+        PERFORM mq.send(qe, ''::bytea, headers => headers,
+                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                        key => id::text || ':' || qe,
+                        content_type => 'application/x-pgmq-null');
+    ELSE
+        PERFORM mq.send(qe, msg, headers => headers,
+                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                        key => id::text || ':' || qe);
+    END IF;
+    RETURN NEXT id;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.send(queue_name TEXT, msg JSONB)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, headers JSONB)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, delay TIMESTAMP WITH TIME ZONE)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, NULL, delay);
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, headers JSONB, delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+-- send_batch: the implementation.  As pgmq's INSERT ... SELECT unnest(msgs),
+-- unnest(headers): with fewer headers than messages the rest get NULL,
+-- with more, the extra headers make messages with a NULL body.
+CREATE FUNCTION pgmq.send_batch(
+    queue_name TEXT,
+    msgs JSONB[],
+    headers JSONB[],
+    delay TIMESTAMP WITH TIME ZONE
+) RETURNS SETOF BIGINT AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT m, h FROM unnest(msgs, coalesce(headers, ARRAY[]::jsonb[])) AS u(m, h) LOOP
+        RETURN QUERY SELECT * FROM pgmq.send(queue_name, r.m, r.h, delay);
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[])
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], headers JSONB[])
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay TIMESTAMP WITH TIME ZONE)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, delay);
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], headers JSONB[], delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+------------------------------------------------------------
+-- Reading
+------------------------------------------------------------
+
+-- Messages whose body contains conditional, taken by id from the first
+-- 10000 ready ones (queue_ext filters nothing on its own for a consume)
+CREATE FUNCTION pgmq._read_conditional(qe TEXT, vt INTEGER, qty INTEGER, conditional JSONB)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    ids BIGINT[];
+    until TIMESTAMPTZ := clock_timestamp() + make_interval(secs => vt);
+BEGIN
+    SELECT array_agg(c.msg_id) INTO ids
+      FROM (SELECT b.msg_id FROM mq.browse(qe, 10000) b
+             WHERE pgmq._message(b.body, b.properties) @> conditional
+             LIMIT qty) c;
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT pgmq._msg_id(m.key), l.delivery_count, m.published_at, until,
+               pgmq._message(m.body, m.properties), m.headers
+          FROM mq.lease_ids(qe, ids, pgmq._lease(vt), deliver => true) l,
+               LATERAL mq.message(l.msg_id) m
+         ORDER BY l.msg_id;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.read(
+    queue_name TEXT,
+    vt INTEGER,
+    qty INTEGER,
+    conditional JSONB DEFAULT '{}'
+)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    until TIMESTAMPTZ := clock_timestamp() + make_interval(secs => vt);
+BEGIN
+    IF qty IS NOT NULL AND qty < 1 THEN
+        RETURN;
+    END IF;
+    IF conditional IS NOT NULL AND conditional <> '{}'::jsonb THEN
+        RETURN QUERY SELECT * FROM pgmq._read_conditional(qe, vt, least(coalesce(qty, 10000), 10000), conditional);
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT pgmq._msg_id(c.key), c.delivery_count, c.published_at, until,
+               pgmq._message(c.body, c.properties), c.headers
+          FROM mq.consume(qe, least(coalesce(qty, 10000), 10000), lease => pgmq._lease(vt),
+                          session_bound => false) c;
+END;
+$$ LANGUAGE plpgsql;
+
+-- Waits up to max_poll_seconds for messages: queue_ext wakes the wait at
+-- once when a publisher commits; leases that run out (and conditional
+-- reads) are looked at every poll_interval_ms
+CREATE FUNCTION pgmq.read_with_poll(
+    queue_name TEXT,
+    vt INTEGER,
+    qty INTEGER,
+    max_poll_seconds INTEGER DEFAULT 5,
+    poll_interval_ms INTEGER DEFAULT 100,
+    conditional JSONB DEFAULT '{}'
+)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    stop_at TIMESTAMPTZ := clock_timestamp() + make_interval(secs => max_poll_seconds);
+    wait INTERVAL;
+    until TIMESTAMPTZ;
+BEGIN
+    IF qty IS NOT NULL AND qty < 1 THEN
+        RETURN;
+    END IF;
+    LOOP
+        IF clock_timestamp() >= stop_at THEN
+            RETURN;
+        END IF;
+        IF conditional IS NOT NULL AND conditional <> '{}'::jsonb THEN
+            RETURN QUERY SELECT * FROM pgmq._read_conditional(qe, vt, least(coalesce(qty, 10000), 10000), conditional);
+            IF FOUND THEN
+                RETURN;
+            END IF;
+            PERFORM pg_sleep(poll_interval_ms::numeric / 1000);
+        ELSE
+            wait := least(stop_at - clock_timestamp(),
+                          make_interval(secs => greatest(poll_interval_ms, 1)::double precision / 1000));
+            IF wait < interval '0' THEN
+                wait := interval '0';
+            END IF;
+            RETURN QUERY
+                SELECT pgmq._msg_id(c.key), c.delivery_count, c.published_at,
+                       clock_timestamp() + make_interval(secs => vt),
+                       pgmq._message(c.body, c.properties), c.headers
+                  FROM mq.consume(qe, least(coalesce(qty, 10000), 10000), wait => wait,
+                                  lease => pgmq._lease(vt), session_bound => false) c;
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END IF;
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+-- pop: read and delete the first visible message
+CREATE FUNCTION pgmq.pop(queue_name TEXT)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT pgmq._msg_id(c.key), c.delivery_count - 1, c.published_at, c.published_at,
+           pgmq._message(c.body, c.properties), c.headers
+      FROM mq.consume(pgmq._queue(queue_name), 1, auto_ack => true, session_bound => false) c;
+$$ LANGUAGE sql;
+
+------------------------------------------------------------
+-- Settling by msg_id
+------------------------------------------------------------
+
+-- Take the pgmq messages msg_ids of queue qe by id, whoever holds them,
+-- leased to this transaction for a while: (pgmq id, queue_ext id,
+-- read_ct, vt), in the order of msg_ids; delayed ones are not here.
+CREATE FUNCTION pgmq._take(qe TEXT, msg_ids BIGINT[], lease INTERVAL)
+RETURNS TABLE (msg_id BIGINT, qe_id BIGINT, read_ct INTEGER, vt TIMESTAMPTZ) AS $$
+    WITH ids AS (
+        SELECT DISTINCT ON (u.id) u.id, u.ord, k.qe_id
+          FROM unnest(msg_ids) WITH ORDINALITY AS u(id, ord)
+          JOIN pgmq._qe_ids(qe, msg_ids) k ON k.msg_id = u.id
+         ORDER BY u.id, u.ord
+    )
+    SELECT ids.id, l.msg_id, l.delivery_count, coalesce(l.was_until, clock_timestamp())
+      FROM mq.lease_ids(qe, ARRAY(SELECT ids.qe_id FROM ids WHERE ids.qe_id IS NOT NULL ORDER BY ids.ord),
+                        lease) l
+      JOIN ids ON ids.qe_id = l.msg_id
+     ORDER BY ids.ord;
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.delete(queue_name TEXT, msg_ids BIGINT[])
+RETURNS SETOF BIGINT AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    taken BIGINT[];
+    taken_qe BIGINT[];
+    r record;
+BEGIN
+    IF msg_ids IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(t.msg_id ORDER BY t.ord), array_agg(t.qe_id ORDER BY t.ord)
+      INTO taken, taken_qe
+      FROM (SELECT k.msg_id, k.qe_id, row_number() OVER () AS ord
+              FROM pgmq._take(qe, msg_ids, interval '5 minutes') k) t;
+    IF taken_qe IS NOT NULL THEN
+        PERFORM mq.ack(qe, taken_qe);
+        RETURN QUERY SELECT unnest(taken);
+    END IF;
+    -- delayed messages: disarm their timers
+    FOR r IN SELECT u.id, pgmq._qe_id(qe, u.id) AS qe_id FROM unnest(msg_ids) AS u(id)
+              WHERE u.id <> ALL (coalesce(taken, ARRAY[]::bigint[])) LOOP
+        IF r.qe_id IS NOT NULL AND pgmq._cancel(qe, r.qe_id) THEN
+            RETURN NEXT r.id;
+        END IF;
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.delete(queue_name TEXT, msg_id BIGINT)
+RETURNS BOOLEAN AS $$
+    SELECT EXISTS (SELECT 1 FROM pgmq.delete(queue_name, ARRAY[msg_id]));
+$$ LANGUAGE sql;
+
+-- archive: the message goes to pgmq.a_<name> and leaves the queue, in the
+-- caller's transaction
+CREATE FUNCTION pgmq.archive(queue_name TEXT, msg_ids BIGINT[])
+RETURNS SETOF BIGINT AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+    taken BIGINT[] := ARRAY[]::bigint[];
+    taken_qe BIGINT[] := ARRAY[]::bigint[];
+    r record;
+    qe_id BIGINT;
+    due TIMESTAMPTZ;
+BEGIN
+    IF msg_ids IS NULL THEN
+        RETURN;
+    END IF;
+    FOR r IN SELECT k.msg_id, k.qe_id, k.read_ct, k.vt, m.published_at,
+                    pgmq._message(m.body, m.properties) AS message, m.headers
+               FROM pgmq._take(qe, msg_ids, interval '5 minutes') k,
+                    LATERAL mq.message(k.qe_id) m LOOP
+        EXECUTE format('INSERT INTO pgmq.%I (msg_id, read_ct, enqueued_at, vt, message, headers)
+                        VALUES ($1, $2, $3, $4, $5, $6)', atable)
+          USING r.msg_id, r.read_ct, r.published_at, r.vt, r.message, r.headers;
+        taken := taken || r.msg_id;
+        taken_qe := taken_qe || r.qe_id;
+    END LOOP;
+    IF cardinality(taken_qe) > 0 THEN
+        PERFORM mq.ack(qe, taken_qe);
+        RETURN QUERY SELECT unnest(taken);
+    END IF;
+    -- delayed messages: disarm their timers, archive them as they were
+    FOR r IN SELECT u.id FROM unnest(msg_ids) AS u(id) WHERE u.id <> ALL (taken) LOOP
+        qe_id := pgmq._qe_id(qe, r.id);
+        CONTINUE WHEN qe_id IS NULL;
+        SELECT d.due INTO due FROM pgmq._delayed(qe) d WHERE d.msg_id = qe_id;
+        CONTINUE WHEN NOT FOUND;
+        IF pgmq._cancel(qe, qe_id) THEN
+            EXECUTE format('INSERT INTO pgmq.%I (msg_id, read_ct, enqueued_at, vt, message, headers)
+                            SELECT $1, 0, m.published_at, $2, pgmq._message(m.body, m.properties), m.headers
+                              FROM mq.message($3) m', atable)
+              USING r.id, due, qe_id;
+            RETURN NEXT r.id;
+        END IF;
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.archive(queue_name TEXT, msg_id BIGINT)
+RETURNS BOOLEAN AS $$
+    SELECT EXISTS (SELECT 1 FROM pgmq.archive(queue_name, ARRAY[msg_id]));
+$$ LANGUAGE sql;
+
+-- set_vt: the message becomes visible vt seconds from now, whatever state
+-- it is in (ready, read by anyone, delayed)
+CREATE FUNCTION pgmq.set_vt(queue_name TEXT, msg_id BIGINT, vt INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    until TIMESTAMPTZ := clock_timestamp() + make_interval(secs => vt);
+    qe_id BIGINT := pgmq._qe_id(qe, msg_id);
+    l record;
+    m record;
+BEGIN
+    IF qe_id IS NULL OR vt IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT * INTO l FROM mq.lease_ids(qe, ARRAY[qe_id],
+                                      CASE WHEN vt > 0 THEN make_interval(secs => vt)
+                                           ELSE interval '0' END);
+    IF FOUND THEN
+        RETURN QUERY SELECT set_vt.msg_id, l.delivery_count, x.published_at, until,
+                            pgmq._message(x.body, x.properties), x.headers
+                       FROM mq.message(qe_id) x;
+        RETURN;
+    END IF;
+    -- delayed: arm it again for the new time (a new queue_ext message with
+    -- the same pgmq msg_id)
+    SELECT * INTO m FROM mq.message(qe_id);
+    IF NOT FOUND OR NOT pgmq._cancel(qe, qe_id) THEN
+        RETURN;
+    END IF;
+    PERFORM mq.send(qe, m.body, headers => m.headers,
+                    deliver_at => CASE WHEN until > clock_timestamp() THEN until END,
+                    key => m.key, content_type => m.properties->>'content_type');
+    RETURN QUERY SELECT set_vt.msg_id, 0, m.published_at, until,
+                        pgmq._message(m.body, m.properties), m.headers;
+END;
+$$ LANGUAGE plpgsql;
+
+-- purge: every message of the queue (ready, read, delayed); returns how many
+CREATE FUNCTION pgmq.purge_queue(queue_name TEXT)
+RETURNS BIGINT AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    n BIGINT := 0;
+    ids BIGINT[];
+    d record;
+BEGIN
+    n := mq.queue_purge(qe);
+    -- read ones (queue_purge leaves them), up to 10000 at a time; those
+    -- another transaction is settling are left to it
+    LOOP
+        SELECT array_agg(l.msg_id) INTO ids
+          FROM mq.lease_ids(qe, ARRAY(SELECT f.msg_id FROM mq.in_flight(qe, 10000) f),
+                            interval '5 minutes') l;
+        EXIT WHEN ids IS NULL;
+        n := n + mq.ack(qe, ids);
+    END LOOP;
+    FOR d IN SELECT * FROM pgmq._delayed(qe) LOOP
+        IF pgmq._cancel(qe, d.msg_id) THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
+$$ LANGUAGE plpgsql;
+
+------------------------------------------------------------
+-- Metrics, listing
+------------------------------------------------------------
+CREATE FUNCTION pgmq.metrics(queue_name TEXT)
+RETURNS pgmq.metrics_result AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    result_row pgmq.metrics_result;
+BEGIN
+    SELECT queue_name, q.total, NULL, NULL, NULL, now(), q.ready
+      INTO result_row
+      FROM mq.queues q WHERE q.queue = qe;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    SELECT EXTRACT(epoch FROM (now() - max(r.enqueued_at)))::int,
+           EXTRACT(epoch FROM (now() - min(r.enqueued_at)))::int
+      INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+      FROM pgmq._queue_rows(qe) r;
+    EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pgmq.%I',
+                   qtable || '_msg_id_seq')
+       INTO result_row.total_messages;
+    RETURN result_row;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.metrics_all()
+RETURNS SETOF pgmq.metrics_result AS $$
+DECLARE
+    row_name RECORD;
+BEGIN
+    FOR row_name IN SELECT m.queue_name FROM pgmq.meta m LOOP
+        RETURN NEXT pgmq.metrics(row_name.queue_name);
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.list_queues()
+RETURNS SETOF pgmq.queue_record AS $$
+BEGIN
+  RETURN QUERY SELECT * FROM pgmq.meta;
+END
+$$ LANGUAGE plpgsql;
+
+------------------------------------------------------------
+-- Creating and dropping queues
+------------------------------------------------------------
+
+-- The queue_ext queue, its msg_id sequence and the view pgmq.q_<name>
+-- (the parts every kind of pgmq queue has); durable: false for
+-- create_unlogged.  With notices as pgmq's CREATE ... IF NOT EXISTS give
+-- for a queue that exists.
+CREATE FUNCTION pgmq._create_queue(queue_name TEXT, durable BOOLEAN)
+RETURNS void AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    qseq TEXT := qtable || '_msg_id_seq';
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
+        PERFORM mq.queue_declare(qe, durable => durable);
+    END IF;
+    IF to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
+        EXECUTE format('CREATE SEQUENCE pgmq.%I', qseq);
+    END IF;
+    IF to_regclass(format('pgmq.%I', qtable)) IS NULL THEN
+        EXECUTE format('CREATE VIEW pgmq.%I AS
+                          SELECT msg_id, read_ct, enqueued_at, vt, message, headers
+                            FROM pgmq._queue_rows(%L)', qtable, qe);
+    ELSE
+        RAISE NOTICE 'relation "%" already exists, skipping', qtable;
+    END IF;
+    IF pgmq._extension_exists('queue_ext_pgmq') AND NOT pgmq._belongs_to_pgmq(qtable) THEN
+        EXECUTE format('ALTER EXTENSION queue_ext_pgmq ADD VIEW pgmq.%I', qtable);
+        EXECUTE format('ALTER EXTENSION queue_ext_pgmq ADD SEQUENCE pgmq.%I', qseq);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- The archive table pgmq.a_<name> (partition_col: NULL for a plain table)
+CREATE FUNCTION pgmq._create_archive(queue_name TEXT, partition_col TEXT)
+RETURNS void AS $$
+DECLARE
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+BEGIN
+    IF partition_col IS NULL THEN
+        EXECUTE format('CREATE TABLE IF NOT EXISTS pgmq.%I (
+            msg_id BIGINT PRIMARY KEY,
+            read_ct INT DEFAULT 0 NOT NULL,
+            enqueued_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            archived_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            vt TIMESTAMP WITH TIME ZONE NOT NULL,
+            message JSONB,
+            headers JSONB)', atable);
+    ELSE
+        EXECUTE format('CREATE TABLE IF NOT EXISTS pgmq.%I (
+            msg_id BIGINT NOT NULL,
+            read_ct INT DEFAULT 0 NOT NULL,
+            enqueued_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            archived_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            vt TIMESTAMP WITH TIME ZONE NOT NULL,
+            message JSONB,
+            headers JSONB) PARTITION BY RANGE (%I)', atable, partition_col);
+    END IF;
+    IF pgmq._extension_exists('queue_ext_pgmq') AND NOT pgmq._belongs_to_pgmq(atable) THEN
+        EXECUTE format('ALTER EXTENSION queue_ext_pgmq ADD TABLE pgmq.%I', atable);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- A plain or unlogged queue (the caller checked the name and holds the
+-- queue's lock)
+CREATE FUNCTION pgmq._create(queue_name TEXT, unlogged BOOLEAN)
+RETURNS void AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    existed BOOLEAN;
+BEGIN
+    existed := to_regclass(format('pgmq.%I', qtable)) IS NOT NULL;
+    PERFORM pgmq._create_queue(queue_name, NOT unlogged);
+    PERFORM pgmq._create_archive(queue_name, NULL);
+    IF existed THEN
+        -- pgmq's index on vt (queue_ext needs none)
+        RAISE NOTICE 'relation "%" already exists, skipping', qtable || '_vt_idx';
+    END IF;
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON pgmq.%I (archived_at)',
+                   'archived_at_idx_' || queue_name, pgmq.format_table_name(queue_name, 'a'));
+    INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged)
+    VALUES (queue_name, false, unlogged)
+    ON CONFLICT DO NOTHING;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.create_non_partitioned(queue_name TEXT)
+RETURNS void AS $$
+DECLARE
+    -- A durable queue_ext queue pgmq.q_<name>, the view pgmq.q_<name>, the
+    -- sequence of its msg_ids and the archive table pgmq.a_<name>.
+    unlogged BOOLEAN := false;
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._create(queue_name, unlogged);
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.create_unlogged(queue_name TEXT)
+RETURNS void AS $$
+DECLARE
+    -- As create_non_partitioned, on a queue_ext queue that is not durable
+    -- (lost in a crash as an unlogged table); the archive is logged.
+    unlogged BOOLEAN := true;
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._create(queue_name, unlogged);
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq."create"(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+    PERFORM pgmq.create_non_partitioned(queue_name);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pg_partman
+CREATE FUNCTION pgmq._get_pg_partman_schema()
+RETURNS TEXT LANGUAGE SQL AS $$
+  SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_partman';
+$$;
+
+CREATE FUNCTION pgmq._get_pg_partman_major_version()
+RETURNS INT LANGUAGE SQL AS $$
+  SELECT split_part(extversion, '.', 1)::INT FROM pg_extension WHERE extname = 'pg_partman'
+$$;
+
+CREATE FUNCTION pgmq._ensure_pg_partman_installed()
+RETURNS void AS $$
+BEGIN
+  IF NOT pgmq._extension_exists('pg_partman') THEN
+    RAISE EXCEPTION 'pg_partman is required for partitioned queues';
+  END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- A partition interval that is a number partitions by msg_id, anything
+-- else by time
+CREATE FUNCTION pgmq._get_partition_col(partition_interval TEXT)
+RETURNS TEXT AS $$
+BEGIN
+    RETURN CASE WHEN partition_interval ~ '^\s*[+-]?[0-9]+\s*$' THEN 'msg_id' ELSE 'enqueued_at' END;
+END;
+$$ LANGUAGE plpgsql IMMUTABLE;
+
+-- Partition table fq_table by control through pg_partman, keeping
+-- retention of them (old partitions dropped by partman's maintenance)
+CREATE FUNCTION pgmq._partman_parent(fq_table TEXT, control TEXT,
+                                     partition_interval TEXT, retention_interval TEXT)
+RETURNS void AS $$
+BEGIN
+    EXECUTE format('SELECT %I.create_parent(p_parent_table := %L, p_control := %L,
+                                            p_interval := %L, p_type := %L)',
+                   pgmq._get_pg_partman_schema(), fq_table, control, partition_interval,
+                   CASE WHEN pgmq._get_pg_partman_major_version() = 5 THEN 'range' ELSE 'native' END);
+    EXECUTE format('UPDATE %I.part_config
+                       SET retention = %L, retention_keep_table = false,
+                           retention_keep_index = true, automatic_maintenance = %L
+                     WHERE parent_table = %L',
+                   pgmq._get_pg_partman_schema(), retention_interval, 'on', fq_table);
+END;
+$$ LANGUAGE plpgsql;
+
+-- A partitioned queue: the messages are in queue_ext as for any queue (its
+-- logs need no partitions: settled generations are dropped whole); the
+-- archive pgmq.a_<name> is partitioned by pg_partman, by msg_id or by
+-- archived_at, with the retention given
+CREATE FUNCTION pgmq.create_partitioned(
+  queue_name TEXT,
+  partition_interval TEXT DEFAULT '10000',
+  retention_interval TEXT DEFAULT '100000'
+)
+RETURNS void AS $$
+DECLARE
+    -- The queue as create's; the archive partitioned by
+    -- pg_partman: by msg_id when partition_interval is a number, else by
+    -- archived_at, partitions older than retention_interval dropped by
+    -- partman's maintenance.
+    --
+    partition_col TEXT;
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._ensure_pg_partman_installed();
+    partition_col := pgmq._get_partition_col(partition_interval);
+    PERFORM pgmq._create_queue(queue_name, true);
+    INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged)
+    VALUES (queue_name, true, false)
+    ON CONFLICT DO NOTHING;
+    partition_col := CASE WHEN partition_col = 'enqueued_at' THEN 'archived_at' ELSE partition_col END;
+    PERFORM pgmq._create_archive(queue_name, partition_col);
+    PERFORM pgmq._partman_parent('pgmq.' || atable, partition_col, partition_interval,
+                                 retention_interval);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON pgmq.%I (archived_at)',
+                   'archived_at_idx_' || queue_name, atable);
+END;
+$$ LANGUAGE plpgsql;
+
+-- Turn a plain archive into one partitioned by msg_id (the old table is
+-- kept as pgmq.a_<name>_old)
+CREATE FUNCTION pgmq.convert_archive_partitioned(
+  table_name TEXT,
+  partition_interval TEXT DEFAULT '10000',
+  retention_interval TEXT DEFAULT '100000',
+  leading_partition INT DEFAULT 10
+)
+RETURNS void AS $$
+DECLARE
+    atable TEXT := pgmq.format_table_name(table_name, 'a');
+    kind "char";
+BEGIN
+    SELECT c.relkind INTO kind FROM pg_class c
+     WHERE c.relname = atable AND c.relnamespace = 'pgmq'::regnamespace;
+    IF kind = 'p' THEN
+        -- (pgmq's notice, with its stray "s")
+        RAISE NOTICE 'Table %s is already partitioned', atable;
+        RETURN;
+    END IF;
+    IF kind IS DISTINCT FROM 'r' THEN
+        RAISE NOTICE 'Table %s does not exists', atable;
+        RETURN;
+    END IF;
+    -- The old table keeps its rows under a new name; the new one has its
+    -- columns, defaults and indexes, partitioned by msg_id.  The index on
+    -- archived_at is renamed as the table is (pgmq's names: a long queue
+    -- name truncates the new index name, and may collide with another
+    -- queue's, as in pgmq).
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    EXECUTE format('ALTER TABLE pgmq.%I RENAME TO %I', atable, atable || '_old');
+    EXECUTE format('CREATE TABLE pgmq.%I (LIKE pgmq.%I INCLUDING ALL) PARTITION BY RANGE (msg_id)',
+                   atable, atable || '_old');
+    EXECUTE 'ALTER INDEX pgmq.archived_at_idx_' || table_name
+            || ' RENAME TO archived_at_idx_' || table_name || '_old';
+    EXECUTE 'CREATE INDEX archived_at_idx_' || table_name || ' ON ' || format('pgmq.%I', atable)
+            || '(archived_at)';
+    EXECUTE format('SELECT %I.create_parent(p_parent_table := %L, p_control := %L,
+                                            p_interval := %L, p_type := %L)',
+                   pgmq._get_pg_partman_schema(), 'pgmq.' || atable, 'msg_id', partition_interval,
+                   CASE WHEN pgmq._get_pg_partman_major_version() = 5 THEN 'range' ELSE 'native' END);
+    EXECUTE format('UPDATE %I.part_config
+                       SET retention = %L, retention_keep_table = false,
+                           retention_keep_index = false, infinite_time_partitions = true
+                     WHERE parent_table = %L',
+                   pgmq._get_pg_partman_schema(), retention_interval, 'pgmq.' || atable);
+END;
+$$ LANGUAGE plpgsql;
+
+-- Keep the archive when the queue (or this extension) is dropped
+CREATE FUNCTION pgmq.detach_archive(queue_name TEXT)
+RETURNS VOID AS $$
+DECLARE
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+BEGIN
+    IF pgmq._extension_exists('queue_ext_pgmq') AND pgmq._belongs_to_pgmq(atable) THEN
+        EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP TABLE pgmq.%I', atable);
+    END IF;
+END
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.drop_queue(queue_name TEXT)
+RETURNS BOOLEAN AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    qseq TEXT := qtable || '_msg_id_seq';
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+    partitioned BOOLEAN;
+BEGIN
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    SELECT m.is_partitioned INTO partitioned FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
+    IF to_regclass(format('pgmq.%I', qtable)) IS NULL THEN
+        RAISE NOTICE 'pgmq queue `%` does not exist', queue_name;
+        RETURN FALSE;
+    END IF;
+    IF pgmq._extension_exists('queue_ext_pgmq') THEN
+        IF pgmq._belongs_to_pgmq(qtable) THEN
+            EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP VIEW pgmq.%I', qtable);
+        END IF;
+        IF pgmq._belongs_to_pgmq(qseq) THEN
+            EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP SEQUENCE pgmq.%I', qseq);
+        END IF;
+        IF pgmq._belongs_to_pgmq(atable) THEN
+            EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP TABLE pgmq.%I', atable);
+        END IF;
+    END IF;
+    EXECUTE format('DROP VIEW IF EXISTS pgmq.%I', qtable);
+    EXECUTE format('DROP SEQUENCE IF EXISTS pgmq.%I', qseq);
+    EXECUTE format('DROP TABLE IF EXISTS pgmq.%I', atable);
+    IF EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
+        PERFORM mq.queue_delete(qe);
+    END IF;
+    DELETE FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
+    IF partitioned AND pgmq._extension_exists('pg_partman') THEN
+        EXECUTE format('DELETE FROM %I.part_config WHERE parent_table IN (%L, %L)',
+                       pgmq._get_pg_partman_schema(), 'pgmq.' || qtable, 'pgmq.' || atable);
+    END IF;
+    RETURN TRUE;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.drop_queue(queue_name TEXT, partitioned BOOLEAN)
+RETURNS BOOLEAN AS $$
+BEGIN
+    RAISE WARNING 'drop_queue(queue_name, partitioned) is deprecated and will be removed in PGMQ v2.0. Use drop_queue(queue_name) instead';
+    PERFORM pgmq.drop_queue(queue_name);
+    RETURN TRUE;
+END;
+$$ LANGUAGE plpgsql;

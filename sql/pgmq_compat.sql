@@ -1,0 +1,232 @@
+-- queue_ext_pgmq: pgmq's SQL API on queue_ext queues (docs/pgmq.md).
+-- queue_ext is loaded by the runner; this test loads the pgmq layer.
+CREATE EXTENSION queue_ext_pgmq;
+CREATE EXTENSION pg_partman;
+
+-- errors as SQLSTATE: message (no CONTEXT, no source locations)
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- The surface: pgmq 1.5.1's functions with its argument names, defaults
+-- and results (helpers starting with _ are this layer's own)
+SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+       pg_get_function_result(p.oid) AS result
+  FROM pg_proc p
+ WHERE p.pronamespace = 'pgmq'::regnamespace AND p.proname !~ '^_'
+ ORDER BY 1, 2;
+-- and its types
+SELECT t.typname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod)
+  FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid
+ WHERE t.typnamespace = 'pgmq'::regnamespace
+   AND t.typname IN ('message_record', 'queue_record', 'metrics_result')
+ ORDER BY 1, 2;
+-- pgmq.meta is a table
+SELECT tablename FROM pg_tables WHERE schemaname = 'pgmq' ORDER BY 1;
+
+-- Names: pgmq's checks and errors
+SELECT pgmq.format_table_name('Jobs-EU', 'q');
+SELECT pg_temp.err($$SELECT pgmq.create('semi;colon')$$);
+SELECT pg_temp.err($$SELECT pgmq.create('dash--dash')$$);
+SELECT pg_temp.err($$SELECT pgmq.create(repeat('x', 48))$$);
+SELECT pg_temp.err($$SELECT pgmq.send('never_created', '1')$$);
+SELECT pg_temp.err($$SELECT pgmq.read('never_created', 10, 1)$$);
+
+-- A queue: a queue_ext queue, a view, a sequence and an archive table
+SELECT pgmq.create('jobs');
+SELECT pgmq.create('jobs');                  -- idempotent, with pgmq's notices
+SELECT queue, type, durable FROM mq.queues WHERE queue LIKE 'pgmq.%' ORDER BY 1;
+SELECT c.relname, c.relkind FROM pg_class c
+ WHERE c.relnamespace = 'pgmq'::regnamespace AND c.relname LIKE '%jobs%' ORDER BY 1;
+SELECT queue_name, is_partitioned, is_unlogged, created_at <= now() FROM pgmq.list_queues();
+
+-- msg_ids count from 1 per queue, in every form of send
+SELECT pgmq.send('jobs', '{"n": 1}');
+SELECT pgmq.send('jobs', '{"n": 2}', '{"trace": "a"}'::jsonb);
+SELECT pgmq.send('jobs', '{"n": 3}', 0);
+SELECT pgmq.send('jobs', '{"n": 4}', clock_timestamp() - interval '1 second');
+SELECT pgmq.send('jobs', '{"n": 5}', '{"trace": "b"}'::jsonb, 0);
+SELECT pgmq.send('jobs', NULL);
+SELECT pgmq.send_batch('jobs', ARRAY['{"n": 7}', '{"n": 8}']::jsonb[]);
+SELECT pgmq.send_batch('jobs', ARRAY['{"n": 9}', '10']::jsonb[], ARRAY['{"h": 9}']::jsonb[]);
+SELECT pgmq.send_batch('jobs', ARRAY['11']::jsonb[], 0);
+SELECT pgmq.send_batch('jobs', ARRAY['12']::jsonb[], clock_timestamp());
+SELECT pgmq.send_batch('jobs', ARRAY['13']::jsonb[], ARRAY['{"h": 13}']::jsonb[], 0);
+SELECT msg_id, read_ct, vt = enqueued_at AS fresh, message, headers FROM pgmq.q_jobs ORDER BY msg_id;
+
+-- read: in order, qty at most, read_ct counts, vt in the future
+SELECT msg_id, read_ct, vt > clock_timestamp() + interval '50 seconds' AS vt_ok, message, headers
+  FROM pgmq.read('jobs', 60, 3);
+SELECT msg_id FROM pgmq.read('jobs', 60, 0);                  -- nothing
+SELECT pg_temp.err($$SELECT pgmq.read('jobs', NULL, 1)$$);
+SELECT msg_id, message FROM pgmq.read('jobs', 60, 2, '{"n": 8}');   -- conditional
+-- read ones show in the view with their vt and read_ct
+SELECT msg_id, read_ct, vt > clock_timestamp() AS invisible FROM pgmq.q_jobs ORDER BY msg_id;
+
+-- delete: read and never-read messages, by one id and by array
+SELECT pgmq.delete('jobs', 1);               -- read
+SELECT pgmq.delete('jobs', 4);               -- never read
+SELECT pgmq.delete('jobs', 4);               -- gone
+SELECT pgmq.delete('jobs', 999);             -- never existed
+SELECT * FROM pgmq.delete('jobs', ARRAY[2, 5, 999, 2]::bigint[]);
+SELECT msg_id FROM pgmq.q_jobs ORDER BY msg_id;
+
+-- archive: a read one (read_ct kept) and a never-read one
+SELECT pgmq.archive('jobs', 3);
+SELECT pgmq.archive('jobs', 6);
+SELECT pgmq.archive('jobs', 6);
+SELECT * FROM pgmq.archive('jobs', ARRAY[7, 9, 1000]::bigint[]);
+SELECT msg_id, read_ct, archived_at >= enqueued_at AS ok, message, headers FROM pgmq.a_jobs ORDER BY msg_id;
+SELECT msg_id FROM pgmq.q_jobs ORDER BY msg_id;
+
+-- set_vt: hides a ready message, shows a read one again, any message
+SELECT msg_id, read_ct, vt > clock_timestamp() + interval '90 seconds' AS later
+  FROM pgmq.set_vt('jobs', 10, 100);
+SELECT msg_id FROM pgmq.read('jobs', 1, 10);                  -- 10 is hidden, 8 read
+SELECT msg_id, read_ct FROM pgmq.set_vt('jobs', 8, 0);        -- visible again
+SELECT msg_id, read_ct FROM pgmq.read('jobs', 30, 1);         -- 8 once more
+SELECT msg_id FROM pgmq.set_vt('jobs', 424242, 10);           -- no such message: no row
+-- (11, 12 and 13 are read for 1 s, 8 for 30 s, 10 hidden: pop finds
+-- nothing visible)
+SELECT msg_id FROM pgmq.pop('jobs');
+-- a pop takes the first visible message and deletes it
+SELECT pgmq.create('popq');
+SELECT pgmq.send_batch('popq', ARRAY['"a"', '"b"', '"c"']::jsonb[]);
+SELECT msg_id FROM pgmq.read('popq', 60, 1);
+SELECT msg_id, read_ct, message FROM pgmq.pop('popq');
+SELECT msg_id, read_ct, message FROM pgmq.pop('popq');
+SELECT msg_id, read_ct, message FROM pgmq.pop('popq');
+SELECT msg_id FROM pgmq.q_popq ORDER BY msg_id;
+
+-- a read in a transaction that rolls back leaves the message visible, and
+-- a delete that rolls back leaves it there
+BEGIN;
+SELECT msg_id FROM pgmq.set_vt('jobs', 10, 0);
+SELECT msg_id FROM pgmq.read('jobs', 60, 1);
+ROLLBACK;
+BEGIN;
+SELECT pgmq.delete('jobs', 10);
+SELECT count(*) FROM pgmq.q_jobs WHERE msg_id = 10;           -- gone for us
+ROLLBACK;
+SELECT msg_id, read_ct FROM pgmq.read('jobs', 60, 1);
+
+-- delayed messages: in the view with their vt, invisible to read, and
+-- delete, archive, set_vt and purge reach them
+SELECT pgmq.create('later');
+SELECT pgmq.send('later', '"a"', 3600);
+SELECT pgmq.send('later', '"b"', clock_timestamp() + interval '1 hour');
+SELECT pgmq.send_batch('later', ARRAY['"c"', '"d"']::jsonb[], 3600);
+SELECT msg_id, read_ct, vt > clock_timestamp() + interval '50 minutes' AS due_later, message FROM pgmq.q_later ORDER BY msg_id;
+SELECT msg_id FROM pgmq.read('later', 10, 10);
+SELECT pgmq.delete('later', 1);
+SELECT pgmq.archive('later', 2);
+SELECT msg_id, read_ct, vt > clock_timestamp() AS due_later, message FROM pgmq.a_later;
+SELECT msg_id, vt <= clock_timestamp() AS now_visible FROM pgmq.set_vt('later', 3, 0);
+SELECT msg_id, message FROM pgmq.read('later', 10, 10);
+SELECT pgmq.purge_queue('later');            -- 3 (read) and 4 (delayed)
+SELECT count(*) FROM pgmq.q_later;
+
+-- read_with_poll: returns as soon as a message becomes visible
+SELECT pgmq.create('poll');
+SELECT pgmq.send('poll', '"p"');
+SELECT msg_id FROM pgmq.read('poll', 1, 1);
+SELECT clock_timestamp() AS t0 \gset
+SELECT msg_id, read_ct FROM pgmq.read_with_poll('poll', 30, 1, 5, 50);
+SELECT clock_timestamp() - :'t0' BETWEEN interval '0.3 s' AND interval '4 s' AS woke_in_time;
+SELECT clock_timestamp() AS t0 \gset
+SELECT msg_id FROM pgmq.read_with_poll('poll', 30, 1, 1);       -- nothing: after 1 s
+SELECT clock_timestamp() - :'t0' >= interval '0.9 s' AS waited;
+SELECT msg_id FROM pgmq.set_vt('poll', 1, 1);
+SELECT msg_id FROM pgmq.read_with_poll('poll', 30, 1, 5, 50, '{"x": 1}');  -- no match
+SELECT msg_id, message FROM pgmq.read_with_poll('poll', 30, 1, 5, 50, '"p"');
+
+-- metrics
+SELECT pgmq.create('m');
+SELECT pgmq.send_batch('m', ARRAY['1', '2', '3']::jsonb[]);
+SELECT pgmq.send('m', '4', 600);
+SELECT msg_id FROM pgmq.read('m', 60, 1);
+SELECT queue_name, queue_length, queue_visible_length, total_messages,
+       newest_msg_age_sec BETWEEN 0 AND 60 AS newest_ok,
+       oldest_msg_age_sec BETWEEN newest_msg_age_sec AND 60 AS oldest_ok, scrape_time = now() AS now
+  FROM pgmq.metrics('m');
+SELECT queue_name, queue_length FROM pgmq.metrics_all() ORDER BY 1;
+SELECT pg_temp.err($$SELECT pgmq.metrics('no_such_queue')$$);
+
+-- purge counts ready, read and delayed messages; ids go on
+SELECT pgmq.purge_queue('m');
+SELECT pgmq.send('m', '5');
+
+-- unlogged queues: a queue_ext queue that is not durable
+SELECT pgmq.create_unlogged('scratch');
+SELECT durable FROM mq.queues WHERE queue = 'pgmq.q_scratch';
+SELECT is_unlogged FROM pgmq.meta WHERE queue_name = 'scratch';
+
+-- names keep pgmq's case and characters; tables are lower-cased
+SELECT pgmq.create('Mixed-Case');
+SELECT pgmq.send('Mixed-Case', '{"k": true}');
+SELECT msg_id, message FROM pgmq.read('Mixed-Case', 10, 1);
+SELECT pgmq.archive('Mixed-Case', 1);
+SELECT msg_id FROM pgmq."a_mixed-case";
+
+-- partitioned queues: the archive partitioned by pg_partman
+SELECT pgmq.create_partitioned('parted', '100', '1000');
+SELECT relkind FROM pg_class WHERE oid = 'pgmq.a_parted'::regclass;
+SELECT parent_table, control FROM part_config WHERE parent_table LIKE 'pgmq.%' ORDER BY 1;
+SELECT pgmq.send_batch('parted', ARRAY['1', '2']::jsonb[]);
+SELECT * FROM pgmq.archive('parted', ARRAY[1, 2]::bigint[]);
+SELECT count(*) FROM pgmq.a_parted;
+SELECT is_partitioned FROM pgmq.meta WHERE queue_name = 'parted';
+
+-- dropping: true, then false with pgmq's notice; the old form warns
+SELECT pgmq.drop_queue('parted');
+SELECT count(*) FROM part_config WHERE parent_table LIKE 'pgmq.%';
+SELECT pgmq.drop_queue('parted');
+SELECT pgmq.drop_queue('scratch', false);
+SELECT count(*) FROM mq.queues WHERE queue = 'pgmq.q_scratch';
+-- created again, a queue counts from 1 again
+SELECT pgmq.drop_queue('poll');
+SELECT pgmq.create('poll');
+SELECT pgmq.send('poll', '"again"');
+SELECT msg_id, message FROM pgmq.read('poll', 10, 5);
+
+-- the queue_ext operations under it, by themselves
+SELECT mq.queue_declare('plain');
+SELECT mq.send('plain', 'x') AS x_id \gset
+SELECT msg_id = :x_id AS same, delivery_count, was_leased, was_until IS NOT NULL AS ready_since
+  FROM mq.lease_ids('plain', ARRAY[:x_id, :x_id, 1]::bigint[], '1 minute');
+SELECT msg_id = :x_id AS same, delivery_count FROM mq.in_flight('plain');
+SELECT count(*) FROM mq.browse('plain');                      -- leased: not ready
+SELECT msg_id = :x_id AS same, was_leased FROM mq.lease_ids('plain', ARRAY[:x_id]::bigint[], '0');
+SELECT count(*) FROM mq.in_flight('plain');
+SELECT msg_id = :x_id AS same, delivery_count FROM mq.lease_ids('plain', ARRAY[:x_id]::bigint[], '1 minute', deliver => true);
+SELECT count(*) FROM mq.lease_ids('plain', ARRAY[:x_id]::bigint[], '1 minute', deliver => true);  -- leased: not taken
+SELECT mq.ack('plain', ARRAY[:x_id]::bigint[]);
+SELECT count(*) FROM mq.lease_ids('plain', ARRAY[:x_id]::bigint[]);   -- settled
+SELECT count(*) FROM mq.lease_ids('plain', ARRAY[]::bigint[]);
+SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('plain', ARRAY[1]::bigint[], '0', true)$$);
+SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('plain', NULL)$$);
+SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('plain', ARRAY[1]::bigint[], '-1 s')$$);
+SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('nope', ARRAY[1]::bigint[])$$);
+SELECT pg_temp.err($$SELECT * FROM mq.in_flight('plain', 0)$$);
+SELECT mq.queue_declare('ev', type => 'stream');
+SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('ev', ARRAY[1]::bigint[])$$);
+SELECT pg_temp.err($$SELECT * FROM mq.in_flight('ev')$$);
+
+-- DROP EXTENSION drops the queues (a detached archive stays); a new
+-- CREATE EXTENSION starts from nothing
+SELECT pgmq.detach_archive('jobs');
+DROP EXTENSION queue_ext_pgmq CASCADE;
+SELECT tablename FROM pg_tables WHERE schemaname = 'pgmq' ORDER BY 1;
+CREATE EXTENSION queue_ext_pgmq;
+SELECT count(*) FROM mq.queues WHERE queue LIKE 'pgmq.%';
+SELECT pgmq.create('jobs');
+SELECT pgmq.send('jobs', '"fresh"');
+SELECT count(*) FROM pgmq.q_jobs;
+-- (the archive was taken into the extension again by create)
+DROP EXTENSION queue_ext_pgmq CASCADE;
+DROP SCHEMA pgmq;
+DROP EXTENSION pg_partman;
