@@ -107,3 +107,21 @@ uninstall: pgmq-uninstall
 .PHONY: pgmq-all pgmq-install pgmq-clean pgmq-uninstall
 pgmq-all pgmq-install pgmq-clean pgmq-uninstall: pgmq-%:
 	$(MAKE) -C $(srcdir)/queue_ext_pgmq PG_CONFIG='$(PG_CONFIG)' $(patsubst all,,$*)
+
+# mq-amqp, the AMQP 0-9-1 gateway (gateway/Makefile, a PGXS program on libpq,
+# libevent and json-c; docs/amqp.md): built, installed and cleaned with the
+# extension, linked into MQCTL_LINK_DIR like mqctl
+all: gateway-all
+install: gateway-install
+clean: gateway-clean
+uninstall: gateway-uninstall
+.PHONY: gateway-all gateway-install gateway-clean gateway-uninstall
+gateway-all:
+	$(MAKE) -C $(srcdir)/gateway PG_CONFIG='$(PG_CONFIG)'
+gateway-install: gateway-all
+	$(MAKE) -C $(srcdir)/gateway PG_CONFIG='$(PG_CONFIG)' install
+	@if [ -z '$(DESTDIR)' ] && [ -n '$(MQCTL_LINK_DIR)' ] && [ -d '$(MQCTL_LINK_DIR)' ] && \
+		[ -w '$(MQCTL_LINK_DIR)' ]; then \
+		ln -sf '$(bindir)/mq-amqp' '$(MQCTL_LINK_DIR)/mq-amqp'; fi
+gateway-clean gateway-uninstall: gateway-%:
+	$(MAKE) -C $(srcdir)/gateway PG_CONFIG='$(PG_CONFIG)' $*

@@ -90,6 +90,12 @@ QE_PACKAGES+=(
 	libncurses-dev
 	libio-pty-perl
 )
+# mq-amqp, the AMQP 0-9-1 gateway (gateway/, docs/amqp.md): libevent to build
+# it, Debian's pika to test it (TAP test 040)
+QE_PACKAGES+=(
+	libevent-dev
+	python3-pika
+)
 
 qe_log()  { printf '==> %s\n' "$*"; }
 qe_warn() { printf 'WARNING: %s\n' "$*" >&2; }

@@ -1,0 +1,4499 @@
+/*
+ * mq_amqp.c: mq-amqp, an AMQP 0-9-1 gateway in front of queue_ext
+ *
+ * Clients speak AMQP 0-9-1; the gateway speaks queue_ext's SQL API to
+ * PostgreSQL.  docs/amqp.md describes the mapping:
+ *
+ *  - PLAIN (or AMQPLAIN) login: the gateway connects as that role with that
+ *    password; the virtual host names the database ("/": --dbname's).
+ *  - each channel has its own PostgreSQL session, which runs the channel's
+ *    operations (declares, binds, publishes, gets, acks, tx) in order, one
+ *    statement at a time;
+ *  - each basic.consume has its own session too, long-polling mq.consume
+ *    (wait => ...), so that a waiting consumer never holds up anything else.
+ *    Its deliveries belong to that session (queue_ext: a delivery belongs to
+ *    the session that consumed it); the channel settles them by receipt
+ *    (mq.ack/nack/reject with receipts =>).  Closing a channel closes its
+ *    sessions, and queue_ext returns their unacked deliveries at once.
+ */
+#include "gateway.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/listener.h>
+
+#define GW_VERSION "0.2"
+
+struct event_base *gw_base;
+PQconninfoOption *gw_conninfo;
+bool		gw_verbose = false;
+
+static struct
+{
+	char		listen[300];
+	char	   *dbname;
+	int			heartbeat;		/* seconds proposed in connection.tune */
+	uint32_t	frame_max;
+	int			channel_max;
+	char		lease[64];		/* lease of a delivery: RabbitMQ has none */
+	int			poll_wait;		/* seconds a consumer's long poll waits */
+	int			batch_max;		/* publishes per statement (and commit) */
+	size_t		max_message;
+	size_t		out_high;		/* client output held before consumers pause */
+	size_t		pending_high;	/* publish bytes waiting before reading stops */
+}			cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
+	4 * 1024 * 1024, 64 * 1024 * 1024};
+
+static void logmsg(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
+
+static void
+logmsg(const char *fmt,...)
+{
+	va_list		ap;
+	time_t		now = time(NULL);
+	char		ts[32];
+
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", gmtime(&now));
+	fprintf(stderr, "%s UTC mq-amqp: ", ts);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ------------------------------------------------------------------------ */
+/* objects                                                                   */
+
+typedef struct Conn Conn;
+typedef struct Chan Chan;
+typedef struct Consumer Consumer;
+
+typedef struct Unacked
+{
+	uint64_t	tag;
+	char	   *queue;
+	char	   *receipt;
+	Consumer   *cons;			/* NULL: a basic.get */
+	struct Unacked *next;
+} Unacked;
+
+typedef struct PubMsg
+{
+	char		exchange[256];
+	char		rk[256];
+	bool		mandatory;
+	uint64_t	seq;			/* publisher confirm sequence, 0 without */
+	uint64_t	body_size;
+	Buf			body;
+	Buf			props;			/* the content header's properties, as sent */
+	char	   *headers_json;	/* what queue_ext stores */
+	int			priority;		/* -1: none */
+	char		expiration[64];	/* interval text, "" none */
+	char		delay[64];
+	char	   *content_type;
+	char	   *correlation_id;
+	char	   *reply_to;
+	Conn	   *owner;			/* counted in its pending bytes */
+	struct PubMsg *next;
+} PubMsg;
+
+enum OpKind
+{
+	OP_EXCHANGE_DECLARE, OP_EXCHANGE_DELETE, OP_QUEUE_DECLARE, OP_QUEUE_BIND,
+	OP_QUEUE_UNBIND, OP_QUEUE_PURGE, OP_QUEUE_DELETE, OP_CONSUME, OP_GET,
+	OP_SETTLE, OP_PUBLISH, OP_TX_SELECT, OP_TX_COMMIT, OP_TX_ROLLBACK,
+	OP_REPLY, OP_RECOVER, OP_ERROR, OP_CLOSE
+};
+
+enum SettleKind
+{
+	SETTLE_ACK, SETTLE_NACK, SETTLE_REJECT
+};
+
+typedef struct Op
+{
+	enum OpKind kind;
+	uint16_t	cls;
+	uint16_t	meth;
+	char		s1[256];		/* exchange / queue */
+	char		s2[256];		/* type / exchange */
+	char		s3[256];		/* routing key / consumer tag */
+	bool		passive,
+				durable,
+				exclusive,
+				auto_delete,
+				nowait,
+				if_unused,
+				if_empty,
+				no_ack,
+				requeue;
+	json_object *args;
+	/* OP_SETTLE */
+	enum SettleKind settle;
+	uint64_t	tag;
+	bool		multiple;
+	bool		taken;			/* entries taken already (a merged batch) */
+	int			retries;		/* after deadlocks */
+	int			stage;			/* queue.declare: 1 once declared, counting */
+	/* OP_ERROR: a channel exception in its turn */
+	int			code;
+	Unacked    *entries;
+	/* OP_PUBLISH: the messages of the batch */
+	PubMsg	   *msgs;
+	/* OP_REPLY: a prepared reply method (no SQL) */
+	Buf			reply;
+	struct Op  *next;
+} Op;
+
+struct Consumer
+{
+	Chan	   *ch;
+	char		tag[256];
+	char		queue[256];
+	bool		no_ack;
+	bool		exclusive;
+	PgSess	   *pg;
+	bool		ready;
+	bool		polling;
+	bool		cancelling;		/* basic.cancel: the poll is being cancelled */
+	bool		cancel_nowait;
+	bool		cancelled;		/* cancel-ok sent; kept while it has unacked */
+	int			prefetch;
+	int			unacked;
+	int			asked;			/* messages asked by the running poll */
+	/* a stream consumer reads through a consumer group of its own */
+	bool		stream;
+	char		group[64];
+	json_object *offset_spec;	/* x-stream-offset */
+	Consumer   *next;
+};
+
+enum ChanState
+{
+	CH_OPEN, CH_CLOSING
+};
+
+struct Chan
+{
+	Conn	   *conn;
+	uint16_t	id;
+	enum ChanState state;
+	PgSess	   *pg;
+	bool		pg_ready;
+	PgSess	   *getpg;			/* basic.get of a tx-mode channel */
+	bool		getpg_ready;
+	Op		   *ops,
+			   *ops_tail;
+	bool		op_running;
+	uint64_t	next_tag;
+	Unacked    *unacked,
+			   *unacked_tail;
+	int			n_unacked;
+	int			n_asked;
+	Unacked    *tx_settled;		/* settled in the open transaction */
+	Consumer   *consumers;
+	bool		confirm;
+	uint64_t	pub_seq;
+	bool		tx;
+	bool		flow;
+	bool		client_closing;	/* channel.close from the client queued */
+	bool		discarding;		/* an exception is queued: drop what comes */
+	int			prefetch_consumer;
+	int			prefetch_global;
+	char		last_queue[256];
+	/* content being received */
+	int			content;		/* 0 none, 1 header expected, 2 body */
+	PubMsg	   *pub;
+};
+
+enum ConnState
+{
+	C_HEADER, C_START_SENT, C_AUTHING, C_TUNE_SENT, C_TUNED, C_OPENING, C_OPEN, C_CLOSING
+};
+
+/* a session of a connection for cleanups (exclusive and auto-delete queues);
+ * it outlives the connection until its jobs are done */
+typedef struct CtlJob
+{
+	char	   *sql;
+	char	   *param;
+	char	   *param2;			/* NULL: one parameter */
+	struct CtlJob *next;
+} CtlJob;
+
+typedef struct Ctl
+{
+	PgSess	   *pg;
+	Conn	   *conn;			/* NULL once orphaned */
+	void		(*then) (Conn *c, bool ok, const char *error);
+	bool		ready;
+	bool		running;
+	bool		orphan;			/* its connection is gone */
+	CtlJob	   *jobs,
+			   *jobs_tail;
+} Ctl;
+
+struct Conn
+{
+	struct bufferevent *bev;
+	enum ConnState state;
+	bool		dead;
+	bool		client_closing;	/* connection.close from the client */
+	bool		finishing;		/* the socket goes once its output is written */
+	size_t		pending;		/* bytes of publishes not yet done */
+	bool		paused;			/* reading stopped until they are */
+	char		peer[64];
+	char		user[256];
+	char	   *password;
+	char		vhost[256];
+	char		db[256];		/* "" : --dbname's */
+	uint32_t	frame_max;
+	uint16_t	channel_max;
+	uint16_t	heartbeat;
+	bool		cancel_notify;
+	Chan	  **chans;
+	Ctl		   *ctl;
+	time_t		last_recv;
+	struct event *hb;
+	struct event *close_timer;
+	struct event *handshake_timer;	/* open within 10 s, as RabbitMQ */
+	Conn	   *next;
+};
+
+static Conn *conns;
+
+/* queues with state the gateway keeps: ownership, consumers */
+typedef struct Qreg
+{
+	char		db[256];
+	char		name[256];
+	Conn	   *owner;			/* exclusive queue's connection */
+	bool		auto_delete;
+	int			consumers;
+	bool		had_consumer;
+	Consumer   *exclusive_consumer;
+	struct Qreg *next;
+} Qreg;
+
+static Qreg *qregs;
+
+static Buf out;					/* the frame being built (one at a time) */
+
+static void conn_error(Conn *c, int code, const char *text, int cls, int meth);
+static void conn_destroy(Conn *c);
+static void chan_error(Chan *ch, int code, const char *text, int cls, int meth);
+static void chan_pump(Chan *ch);
+static void chan_release(Chan *ch);
+static void cons_poll(Consumer *cons);
+static void cons_free(Consumer *cons);
+static void cons_remove(Consumer *cons, bool notify, bool force);
+static void ctl_job(Conn *c, const char *sql, const char *param, const char *param2);
+static void ctl_then_jobs(Conn *c, bool ok, const char *error);
+static Ctl *ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char *error));
+static void ctl_orphan(Ctl *ctl);
+static void settle_done_entries(Chan *ch, Unacked *e);
+static bool ack_tag_known(Chan *ch, uint64_t tag);
+static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
+static void conn_close_finish(Conn *c);
+static void run_op(Chan *ch, Op *op);
+static void stream_setup(Consumer *cons);
+static void chan_setup(Chan *ch);
+static void run_queue_declare(Chan *ch, Op *op);
+static void getpg_setup(Chan *ch);
+
+/* ------------------------------------------------------------------------ */
+/* registry                                                                  */
+
+static const char *
+conn_db(Conn *c)
+{
+	return c->db;
+}
+
+static Qreg *
+qreg_find(const char *db, const char *name, bool create)
+{
+	Qreg	   *q;
+
+	for (q = qregs; q; q = q->next)
+		if (strcmp(q->db, db) == 0 && strcmp(q->name, name) == 0)
+			return q;
+	if (!create)
+		return NULL;
+	q = calloc(1, sizeof(Qreg));
+	snprintf(q->db, sizeof(q->db), "%s", db);
+	snprintf(q->name, sizeof(q->name), "%s", name);
+	q->next = qregs;
+	qregs = q;
+	return q;
+}
+
+static void
+qreg_drop(Qreg *q)
+{
+	Qreg	  **pp;
+
+	for (pp = &qregs; *pp; pp = &(*pp)->next)
+		if (*pp == q)
+		{
+			*pp = q->next;
+			free(q);
+			return;
+		}
+}
+
+static void
+qreg_maybe_drop(Qreg *q)
+{
+	if (q->owner == NULL && !q->auto_delete && q->consumers == 0)
+		qreg_drop(q);
+}
+
+/* the queue is locked for c: exclusive to another connection */
+static bool
+qreg_locked(Conn *c, const char *name)
+{
+	Qreg	   *q = qreg_find(conn_db(c), name, false);
+
+	return q && q->owner && q->owner != c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* frames                                                                    */
+
+static void
+frame_begin(uint8_t type, uint16_t ch)
+{
+	out.len = 0;
+	buf_u8(&out, type);
+	buf_u16(&out, ch);
+	buf_u32(&out, 0);
+}
+
+static void
+frame_send(Conn *c)
+{
+	buf_set_u32(&out, 3, out.len - 7);
+	buf_u8(&out, AMQP_FRAME_END);
+	if (!c->dead && c->bev)
+		bufferevent_write(c->bev, out.data, out.len);
+}
+
+static void
+method_begin(uint16_t ch, uint16_t cls, uint16_t meth)
+{
+	frame_begin(AMQP_FRAME_METHOD, ch);
+	buf_u16(&out, cls);
+	buf_u16(&out, meth);
+}
+
+static void
+send_simple(Conn *c, uint16_t ch, uint16_t cls, uint16_t meth)
+{
+	method_begin(ch, cls, meth);
+	frame_send(c);
+}
+
+/* the content header and body frames after a method */
+static void
+send_content(Conn *c, uint16_t ch, const Buf *props, const uint8_t *body, size_t len)
+{
+	size_t		chunk = c->frame_max ? c->frame_max - 8 : cfg.frame_max - 8;
+	size_t		off;
+
+	frame_begin(AMQP_FRAME_HEADER, ch);
+	buf_u16(&out, AMQP_BASIC);
+	buf_u16(&out, 0);
+	buf_u64(&out, len);
+	if (props->len)
+		buf_bytes(&out, props->data, props->len);
+	else
+		buf_u16(&out, 0);
+	frame_send(c);
+	for (off = 0; off < len; off += chunk)
+	{
+		size_t		n = len - off < chunk ? len - off : chunk;
+
+		frame_begin(AMQP_FRAME_BODY, ch);
+		buf_bytes(&out, body + off, n);
+		frame_send(c);
+	}
+}
+
+static const char *
+reply_name(int code)
+{
+	switch (code)
+	{
+		case 200:
+			return "OK";
+		case AMQP_CONTENT_TOO_LARGE:
+			return "CONTENT_TOO_LARGE";
+		case AMQP_NO_ROUTE:
+			return "NO_ROUTE";
+		case AMQP_CONNECTION_FORCED:
+			return "CONNECTION_FORCED";
+		case AMQP_INVALID_PATH:
+			return "INVALID_PATH";
+		case AMQP_ACCESS_REFUSED:
+			return "ACCESS_REFUSED";
+		case AMQP_NOT_FOUND:
+			return "NOT_FOUND";
+		case AMQP_RESOURCE_LOCKED:
+			return "RESOURCE_LOCKED";
+		case AMQP_PRECONDITION_FAILED:
+			return "PRECONDITION_FAILED";
+		case AMQP_FRAME_ERROR:
+			return "FRAME_ERROR";
+		case AMQP_SYNTAX_ERROR:
+			return "SYNTAX_ERROR";
+		case AMQP_COMMAND_INVALID:
+			return "COMMAND_INVALID";
+		case AMQP_CHANNEL_ERROR:
+			return "CHANNEL_ERROR";
+		case AMQP_UNEXPECTED_FRAME:
+			return "UNEXPECTED_FRAME";
+		case AMQP_RESOURCE_ERROR:
+			return "RESOURCE_ERROR";
+		case AMQP_NOT_ALLOWED:
+			return "NOT_ALLOWED";
+		case AMQP_NOT_IMPLEMENTED:
+			return "NOT_IMPLEMENTED";
+		default:
+			return "INTERNAL_ERROR";
+	}
+}
+
+/* "NOT_FOUND - text", at most a shortstr */
+static void
+reply_text(char *buf, size_t len, int code, const char *text)
+{
+	snprintf(buf, len < 256 ? len : 256, "%s - %s", reply_name(code), text);
+}
+
+/* ------------------------------------------------------------------------ */
+/* SQL helpers                                                               */
+
+/* the AMQP reply code of an SQLSTATE (docs/amqp.md) */
+static int
+sqlstate_code(const char *st)
+{
+	if (st == NULL)
+		return AMQP_INTERNAL_ERROR;
+	if (strcmp(st, "42704") == 0 || strcmp(st, "42P01") == 0)
+		return AMQP_NOT_FOUND;
+	if (strcmp(st, "42501") == 0 || strcmp(st, "42939") == 0)
+		return AMQP_ACCESS_REFUSED;
+	if (strcmp(st, "0A000") == 0)
+		return AMQP_NOT_IMPLEMENTED;
+	if (strncmp(st, "22", 2) == 0 || strcmp(st, "55000") == 0 ||
+		strcmp(st, "53400") == 0 || strcmp(st, "54000") == 0 ||
+		strcmp(st, "42809") == 0 || strcmp(st, "53000") == 0 ||
+		strcmp(st, "2BP01") == 0 || strcmp(st, "P0002") == 0)
+		return AMQP_PRECONDITION_FAILED;
+	if (strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 || strcmp(st, "55P03") == 0)
+		return AMQP_RESOURCE_LOCKED;
+	return AMQP_INTERNAL_ERROR;
+}
+
+static bool
+res_ok(PGresult *res)
+{
+	return res && (PQresultStatus(res) == PGRES_TUPLES_OK ||
+				   PQresultStatus(res) == PGRES_COMMAND_OK);
+}
+
+static const char *
+res_state(PGresult *res)
+{
+	return res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+}
+
+static const char *
+res_message(PGresult *res)
+{
+	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+	return m ? m : "PostgreSQL session lost";
+}
+
+/*
+ * A statement of the channel failed: a channel exception with the
+ * SQLSTATE's reply code, or a connection exception when the session itself
+ * is gone (the server restarting: 320 CONNECTION_FORCED).
+ */
+static void
+chan_sql_error(Chan *ch, PGresult *res, Op *op)
+{
+	char		text[256];
+	int			code;
+
+	if (res == NULL)
+	{
+		conn_error(ch->conn, AMQP_CONNECTION_FORCED,
+				   "CONNECTION_FORCED - PostgreSQL session lost", op ? op->cls : 0, op ? op->meth : 0);
+		return;
+	}
+	code = sqlstate_code(res_state(res));
+	reply_text(text, sizeof(text), code, res_message(res));
+	if (code == AMQP_INTERNAL_ERROR)
+		conn_error(ch->conn, code, text, op ? op->cls : 0, op ? op->meth : 0);
+	else
+		chan_error(ch, code, text, op ? op->cls : 0, op ? op->meth : 0);
+}
+
+/*
+ * A statement of an autocommit channel that PostgreSQL chose as a deadlock
+ * victim (or a serialization failure) changed nothing: run it again, as
+ * RabbitMQ would not have failed it.  Not in tx mode: the transaction is
+ * gone with it.
+ */
+static bool
+op_retry(Chan *ch, PGresult *res, Op *op)
+{
+	const char *st = res_state(res);
+
+	if (res == NULL || op == NULL || ch->tx || op->retries >= 10 || st == NULL ||
+		(strcmp(st, "40P01") != 0 && strcmp(st, "40001") != 0))
+		return false;
+	op->retries++;
+	run_op(ch, op);
+	return true;
+}
+
+/* a text[] literal of n strings */
+static void
+text_array(Buf *b, char **items, int n)
+{
+	int			i;
+
+	b->len = 0;
+	buf_u8(b, '{');
+	for (i = 0; i < n; i++)
+	{
+		const char *p;
+
+		if (i)
+			buf_u8(b, ',');
+		buf_u8(b, '"');
+		for (p = items[i]; *p; p++)
+		{
+			if (*p == '"' || *p == '\\')
+				buf_u8(b, '\\');
+			buf_u8(b, *p);
+		}
+		buf_u8(b, '"');
+	}
+	buf_u8(b, '}');
+	buf_u8(b, '\0');
+}
+
+/* ------------------------------------------------------------------------ */
+/* the control session of a connection                                       */
+
+static void ctl_pump(Ctl *ctl);
+
+static void
+ctl_done(void *arg, PGresult *res)
+{
+	Ctl		   *ctl = arg;
+	CtlJob	   *j = ctl->jobs;
+
+	if (res && !res_ok(res) && strcmp(res_state(res) ? res_state(res) : "", "42704") != 0)
+		logmsg("cleanup \"%s\" failed: %s", j->param, res_message(res));
+	ctl->jobs = j->next;
+	if (!ctl->jobs)
+		ctl->jobs_tail = NULL;
+	free(j->sql);
+	free(j->param);
+	free(j->param2);
+	free(j);
+	ctl->running = false;
+	if (res == NULL)
+	{
+		/* the session is gone: drop the rest */
+		while (ctl->jobs)
+		{
+			j = ctl->jobs;
+			ctl->jobs = j->next;
+			free(j->sql);
+			free(j->param);
+			free(j->param2);
+			free(j);
+		}
+	}
+	ctl_pump(ctl);
+}
+
+static void
+ctl_pump(Ctl *ctl)
+{
+	if (ctl->running)
+		return;
+	if (ctl->jobs && ctl->ready)
+	{
+		const char *vals[2] = {ctl->jobs->param, ctl->jobs->param2};
+
+		ctl->running = true;
+		pg_send(ctl->pg, ctl->jobs->sql, vals[1] ? 2 : 1, NULL, vals, NULL, NULL, 0, ctl_done, ctl);
+		return;
+	}
+	if (!ctl->jobs && ctl->orphan)
+	{
+		pg_close(ctl->pg);
+		free(ctl);
+	}
+}
+
+static void
+ctl_job(Conn *c, const char *sql, const char *param, const char *param2)
+{
+	CtlJob	   *j;
+
+	if (c->ctl == NULL)
+	{
+		if (c->state != C_OPEN && c->state != C_CLOSING)
+			return;
+		c->ctl = ctl_new(c, c->db[0] ? c->db : NULL, ctl_then_jobs);
+	}
+	j = calloc(1, sizeof(CtlJob));
+	j->sql = strdup(sql);
+	j->param = strdup(param);
+	j->param2 = param2 ? strdup(param2) : NULL;
+	if (c->ctl->jobs_tail)
+		c->ctl->jobs_tail->next = j;
+	else
+		c->ctl->jobs = j;
+	c->ctl->jobs_tail = j;
+	ctl_pump(c->ctl);
+}
+
+static void
+ctl_lost(void *arg)
+{
+	Ctl		   *ctl = arg;
+
+	ctl->ready = false;
+}
+
+static void
+ctl_connected(void *arg, bool ok, const char *error)
+{
+	Ctl		   *ctl = arg;
+
+	ctl->ready = ok;
+	if (ctl->orphan || ctl->conn == NULL)
+	{
+		if (!ok)
+		{
+			/* nobody to report to: drop the jobs */
+			while (ctl->jobs)
+			{
+				CtlJob	   *j = ctl->jobs;
+
+				ctl->jobs = j->next;
+				free(j->sql);
+				free(j->param);
+				free(j->param2);
+				free(j);
+			}
+		}
+		ctl_pump(ctl);
+		return;
+	}
+	ctl->then(ctl->conn, ok, error);
+}
+
+/* a cleanup session connected (or not) */
+static void
+ctl_then_jobs(Conn *c, bool ok, const char *error)
+{
+	Ctl		   *ctl = c->ctl;
+
+	if (!ok)
+	{
+		logmsg("%s: cleanup session failed: %s", c->peer, error);
+		while (ctl->jobs)
+		{
+			CtlJob	   *j = ctl->jobs;
+
+			ctl->jobs = j->next;
+			free(j->sql);
+			free(j->param);
+			free(j->param2);
+			free(j);
+		}
+		ctl->jobs_tail = NULL;
+		c->ctl = NULL;
+		ctl_orphan(ctl);
+		return;
+	}
+	ctl_pump(ctl);
+}
+
+static Ctl *
+ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char *error))
+{
+	Ctl		   *ctl = calloc(1, sizeof(Ctl));
+
+	ctl->conn = c;
+	ctl->then = then;
+	ctl->pg = pg_connect(c->user, c->password, dbname, false, ctl_connected, ctl);
+	ctl->pg->on_lost = ctl_lost;
+	return ctl;
+}
+
+static void
+ctl_orphan(Ctl *ctl)
+{
+	ctl->orphan = true;
+	ctl->conn = NULL;
+	ctl_pump(ctl);
+}
+
+/* ------------------------------------------------------------------------ */
+/* channels                                                                  */
+
+static Chan *
+chan_get(Conn *c, uint16_t id)
+{
+	if (id == 0 || id > c->channel_max || c->chans == NULL)
+		return NULL;
+	return c->chans[id];
+}
+
+/*
+ * A publisher faster than PostgreSQL: reading from its socket stops while
+ * more than pending_high bytes of its publishes wait, and goes on below a
+ * quarter of that (TCP then holds the publisher back).
+ */
+static void
+pub_uncount(PubMsg *m)
+{
+	Conn	   *c = m->owner;
+
+	if (c == NULL)
+		return;
+	m->owner = NULL;
+	c->pending -= m->body.len;
+	if (c->paused && c->pending < cfg.pending_high / 4 && !c->dead && c->bev)
+	{
+		c->paused = false;
+		c->last_recv = time(NULL);
+		if (!c->finishing)
+		{
+			bufferevent_enable(c->bev, EV_READ);
+			/* what was read already */
+			bufferevent_trigger(c->bev, EV_READ,
+								BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+		}
+	}
+}
+
+static void
+op_free(Op *op)
+{
+	PubMsg	   *m,
+			   *mn;
+
+	if (op->args)
+		json_object_put(op->args);
+	for (m = op->msgs; m; m = mn)
+	{
+		mn = m->next;
+		pub_uncount(m);
+		buf_free(&m->body);
+		buf_free(&m->props);
+		free(m->headers_json);
+		free(m->content_type);
+		free(m->correlation_id);
+		free(m->reply_to);
+		free(m);
+	}
+	while (op->entries)
+	{
+		Unacked    *e = op->entries;
+
+		op->entries = e->next;
+		free(e->queue);
+		free(e->receipt);
+		free(e);
+	}
+	buf_free(&op->reply);
+	free(op);
+}
+
+static void
+pub_free(PubMsg *m)
+{
+	pub_uncount(m);
+	buf_free(&m->body);
+	buf_free(&m->props);
+	free(m->headers_json);
+	free(m->content_type);
+	free(m->correlation_id);
+	free(m->reply_to);
+	free(m);
+}
+
+static Op *
+op_new(Chan *ch, enum OpKind kind, uint16_t cls, uint16_t meth)
+{
+	Op		   *op = calloc(1, sizeof(Op));
+
+	op->kind = kind;
+	op->cls = cls;
+	op->meth = meth;
+	if (ch->ops_tail)
+		ch->ops_tail->next = op;
+	else
+		ch->ops = op;
+	ch->ops_tail = op;
+	return op;
+}
+
+/* the head operation is done: next one */
+static void
+op_finish(Chan *ch)
+{
+	Op		   *op = ch->ops;
+
+	ch->op_running = false;
+	if (op == NULL)
+		return;
+	ch->ops = op->next;
+	if (ch->ops == NULL)
+		ch->ops_tail = NULL;
+	op_free(op);
+	chan_pump(ch);
+}
+
+static void
+chan_connected(void *arg, bool ok, const char *error)
+{
+	Chan	   *ch = arg;
+
+	if (!ok)
+	{
+		char		text[256];
+
+		reply_text(text, sizeof(text), AMQP_CONNECTION_FORCED, error);
+		conn_error(ch->conn, AMQP_CONNECTION_FORCED, text, AMQP_CHANNEL, 10);
+		return;
+	}
+	chan_setup(ch);
+}
+
+static void
+chan_lost(void *arg)
+{
+	Chan	   *ch = arg;
+
+	conn_error(ch->conn, AMQP_CONNECTION_FORCED,
+			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
+}
+
+static void
+getpg_setup_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+
+	if (!res_ok(res))
+	{
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	ch->getpg_ready = true;
+	/* the get waiting for it */
+	if (ch->op_running && ch->ops && ch->ops->kind == OP_GET)
+		run_op(ch, ch->ops);
+}
+
+static void
+getpg_connected(void *arg, bool ok, const char *error)
+{
+	Chan	   *ch = arg;
+
+	if (!ok)
+	{
+		chan_connected(arg, ok, error);
+		return;
+	}
+	getpg_setup(ch);
+}
+
+static Chan *
+chan_open(Conn *c, uint16_t id)
+{
+	Chan	   *ch = calloc(1, sizeof(Chan));
+
+	ch->conn = c;
+	ch->id = id;
+	ch->flow = true;
+	ch->state = CH_OPEN;
+	ch->pg = pg_connect(c->user, c->password, c->db[0] ? c->db : NULL, false,
+						chan_connected, ch);
+	ch->pg->on_lost = chan_lost;
+	c->chans[id] = ch;
+	return ch;
+}
+
+/* give back everything of the channel: its sessions end (queue_ext returns
+ * their unacked deliveries at once), its consumers go */
+static void
+chan_release(Chan *ch)
+{
+	Unacked    *e;
+
+	while (ch->consumers)
+		cons_remove(ch->consumers, false, true);
+	pg_close(ch->pg);
+	ch->pg = NULL;
+	ch->pg_ready = false;
+	pg_close(ch->getpg);
+	ch->getpg = NULL;
+	ch->getpg_ready = false;
+	while (ch->ops)
+	{
+		Op		   *op = ch->ops;
+
+		ch->ops = op->next;
+		op_free(op);
+	}
+	ch->ops_tail = NULL;
+	ch->op_running = false;
+	while ((e = ch->unacked))
+	{
+		ch->unacked = e->next;
+		free(e->queue);
+		free(e->receipt);
+		free(e);
+	}
+	ch->unacked_tail = NULL;
+	while ((e = ch->tx_settled))
+	{
+		ch->tx_settled = e->next;
+		free(e->queue);
+		free(e->receipt);
+		free(e);
+	}
+	if (ch->pub)
+	{
+		pub_free(ch->pub);
+		ch->pub = NULL;
+	}
+	ch->content = 0;
+}
+
+static void
+chan_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	free(arg);
+}
+
+/* the struct goes from the event loop: callers up the stack may look at it */
+static void
+chan_free(Chan *ch)
+{
+	struct timeval zero = {0, 0};
+
+	chan_release(ch);
+	ch->conn->chans[ch->id] = NULL;
+	ch->state = CH_CLOSING;
+	event_base_once(gw_base, -1, EV_TIMEOUT, chan_free_cb, ch, &zero);
+}
+
+static void
+chan_error(Chan *ch, int code, const char *text, int cls, int meth)
+{
+	if (ch->state != CH_OPEN)
+		return;
+	if (gw_verbose)
+		logmsg("%s: channel %d: %s", ch->conn->peer, ch->id, text);
+	if (ch->client_closing)
+	{
+		/* the client closes it anyway: its close-ok */
+		Conn	   *c = ch->conn;
+
+		if (!c->client_closing)
+			send_simple(c, ch->id, AMQP_CHANNEL, 41);
+		chan_free(ch);
+		if (c->client_closing)
+			conn_close_finish(c);
+		return;
+	}
+	method_begin(ch->id, AMQP_CHANNEL, 40);
+	buf_u16(&out, code);
+	buf_shortstr(&out, text);
+	buf_u16(&out, cls);
+	buf_u16(&out, meth);
+	frame_send(ch->conn);
+	ch->state = CH_CLOSING;
+	chan_release(ch);
+}
+
+/* ------------------------------------------------------------------------ */
+/* deliveries                                                                */
+
+static json_object *
+json_get(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o && json_object_is_type(o, json_type_object) &&
+		json_object_object_get_ex(o, key, &v))
+		return v;
+	return NULL;
+}
+
+static const char *
+json_str(json_object *o, const char *key)
+{
+	json_object *v = json_get(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* x-death as RabbitMQ sends it: time an AMQP timestamp, count a long */
+static void
+fix_x_death(json_object *headers)
+{
+	json_object *xd = json_get(headers, "x-death");
+	size_t		i;
+
+	if (!xd || !json_object_is_type(xd, json_type_array))
+		return;
+	for (i = 0; i < json_object_array_length(xd); i++)
+	{
+		json_object *d = json_object_array_get_idx(xd, i);
+		const char *t = json_str(d, "time");
+		json_object *cnt = json_get(d, "count");
+
+		if (t)
+		{
+			int64_t		secs = amqp_parse_iso_time(t);
+
+			if (secs >= 0)
+			{
+				json_object *ts = json_object_new_object();
+				char		txt[32];
+
+				snprintf(txt, sizeof(txt), "%lld", (long long) secs);
+				json_object_object_add(ts, AMQP_TYPE_KEY, json_object_new_string("T"));
+				json_object_object_add(ts, "v", json_object_new_string(txt));
+				json_object_object_add(d, "time", ts);
+			}
+		}
+		if (cnt && json_object_is_type(cnt, json_type_int))
+		{
+			json_object *l = json_object_new_object();
+
+			json_object_object_add(l, AMQP_TYPE_KEY, json_object_new_string("l"));
+			json_object_object_add(l, "v", json_object_new_int64(json_object_get_int64(cnt)));
+			json_object_object_add(d, "count", l);
+		}
+	}
+}
+
+/*
+ * The basic properties of a delivery, from queue_ext's headers (with the
+ * properties the gateway kept under AMQP_PROPS_KEY), its properties and its
+ * priority (docs/amqp.md).
+ */
+static void
+props_from_row(Buf *b, const char *headers_txt, const char *props_txt, bool has_prio, int prio,
+			   int64_t stream_offset)
+{
+	json_object *headers = headers_txt ? json_tokener_parse(headers_txt) : NULL;
+	json_object *props = props_txt ? json_tokener_parse(props_txt) : NULL;
+	json_object *extra = NULL;
+	uint16_t	flags = 0;
+	const char *content_type = json_str(props, "content_type");
+	const char *correlation_id = json_str(props, "correlation_id");
+	const char *reply_to = json_str(props, "reply_to");
+	json_object *exp = json_get(props, "expiration");
+	char		expiration[64] = "";
+	const char *exp_str = NULL;
+	json_object *v;
+	bool		send_headers = false;
+	char		err[128];
+
+	if (headers && json_object_is_type(headers, json_type_object))
+	{
+		extra = json_get(headers, AMQP_PROPS_KEY);
+		if (extra)
+		{
+			json_object_get(extra);
+			json_object_object_del(headers, AMQP_PROPS_KEY);
+		}
+		send_headers = !(json_get(extra, "no-headers") && json_object_object_length(headers) == 0);
+		fix_x_death(headers);
+	}
+	if (stream_offset >= 0)
+	{
+		/* RabbitMQ's streams tell a consumer each message's offset */
+		json_object *l = json_object_new_object();
+
+		if (headers == NULL || !json_object_is_type(headers, json_type_object))
+		{
+			if (headers)
+				json_object_put(headers);
+			headers = json_object_new_object();
+		}
+		json_object_object_add(l, AMQP_TYPE_KEY, json_object_new_string("l"));
+		json_object_object_add(l, "v", json_object_new_int64(stream_offset));
+		json_object_object_add(headers, "x-stream-offset", l);
+		send_headers = true;
+	}
+	if (exp)
+	{
+		const char *s = json_str(extra, "expiration");
+
+		if (s)
+			snprintf(expiration, sizeof(expiration), "%s", s);
+		else
+			snprintf(expiration, sizeof(expiration), "%lld",
+					 (long long) json_object_get_int64(exp));
+		exp_str = expiration;
+	}
+
+	b->len = 0;
+	buf_u16(b, 0);
+#define SHORT_PROP(bit, val) \
+	if (val) { flags |= (1 << (bit)); buf_shortstr(b, (val)); }
+	SHORT_PROP(15, content_type);
+	SHORT_PROP(14, json_str(extra, "content_encoding"));
+	if (send_headers)
+	{
+		flags |= 1 << 13;
+		if (!buf_table_json(b, headers, err, sizeof(err)))
+			logmsg("headers of a message: %s", err);
+	}
+	if ((v = json_get(extra, "delivery_mode")))
+	{
+		flags |= 1 << 12;
+		buf_u8(b, json_object_get_int(v));
+	}
+	if (has_prio)
+	{
+		flags |= 1 << 11;
+		buf_u8(b, prio);
+	}
+	SHORT_PROP(10, correlation_id);
+	SHORT_PROP(9, reply_to);
+	SHORT_PROP(8, exp_str);
+	SHORT_PROP(7, json_str(extra, "message_id"));
+	if ((v = json_get(extra, "timestamp")))
+	{
+		flags |= 1 << 6;
+		buf_u64(b, json_object_is_type(v, json_type_string) ?
+				strtoull(json_object_get_string(v), NULL, 10) : (uint64_t) json_object_get_int64(v));
+	}
+	SHORT_PROP(5, json_str(extra, "type"));
+	SHORT_PROP(4, json_str(extra, "user_id"));
+	SHORT_PROP(3, json_str(extra, "app_id"));
+	SHORT_PROP(2, json_str(extra, "cluster_id"));
+#undef SHORT_PROP
+	b->data[0] = flags >> 8;
+	b->data[1] = flags & 0xff;
+	if (headers)
+		json_object_put(headers);
+	if (props)
+		json_object_put(props);
+	if (extra)
+		json_object_put(extra);
+}
+
+/* the columns every delivery query selects, binary results */
+#define DELIVERY_COLUMNS \
+	"msg_id, queue, exchange, routing_key, body, headers::text, redelivered, " \
+	"priority, properties::text, receipt, \"offset\""
+enum
+{
+	COL_MSG_ID, COL_QUEUE, COL_EXCHANGE, COL_RK, COL_BODY, COL_HEADERS, COL_REDELIVERED,
+	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_OFFSET, COL_READY
+};
+
+static int32_t
+col_i32(PGresult *r, int row, int col)
+{
+	return (int32_t) be32((const uint8_t *) PQgetvalue(r, row, col));
+}
+
+static int64_t
+col_i64(PGresult *r, int row, int col)
+{
+	return (int64_t) be64((const uint8_t *) PQgetvalue(r, row, col));
+}
+
+static const char *
+col_str(PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+/* remember a delivery for its ack; returns its tag */
+static uint64_t
+track_delivery(Chan *ch, PGresult *r, int row, Consumer *cons, bool no_ack)
+{
+	uint64_t	tag = ++ch->next_tag;
+	Unacked    *e;
+
+	if (no_ack || PQgetisnull(r, row, COL_RECEIPT))
+		return tag;
+	e = calloc(1, sizeof(Unacked));
+	e->tag = tag;
+	e->queue = strdup(PQgetvalue(r, row, COL_QUEUE));
+	e->receipt = strdup(PQgetvalue(r, row, COL_RECEIPT));
+	e->cons = cons;
+	if (ch->unacked_tail)
+		ch->unacked_tail->next = e;
+	else
+		ch->unacked = e;
+	ch->unacked_tail = e;
+	ch->n_unacked++;
+	if (cons)
+		cons->unacked++;
+	return tag;
+}
+
+static void
+send_row_content(Chan *ch, PGresult *r, int row)
+{
+	Buf			props = {0};
+
+	props_from_row(&props, col_str(r, row, COL_HEADERS), col_str(r, row, COL_PROPS),
+				   !PQgetisnull(r, row, COL_PRIORITY),
+				   PQgetisnull(r, row, COL_PRIORITY) ? 0 : col_i32(r, row, COL_PRIORITY),
+				   PQgetisnull(r, row, COL_OFFSET) ? -1 : col_i64(r, row, COL_OFFSET));
+	send_content(ch->conn, ch->id, &props, (const uint8_t *) PQgetvalue(r, row, COL_BODY),
+				 PQgetlength(r, row, COL_BODY));
+	buf_free(&props);
+}
+
+/* ------------------------------------------------------------------------ */
+/* consumers                                                                 */
+
+static int
+cons_credit(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+	int			n = 100;
+
+	if (cons->prefetch > 0 && cons->prefetch - cons->unacked < n)
+		n = cons->prefetch - cons->unacked;
+	if (ch->prefetch_global > 0 && ch->prefetch_global - ch->n_unacked - ch->n_asked < n)
+		n = ch->prefetch_global - ch->n_unacked - ch->n_asked;
+	return n;
+}
+
+static void cons_polled(void *arg, PGresult *res);
+
+static void
+cons_send_cancel_ok(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+
+	cons->cancelling = false;
+	if (!cons->cancel_nowait)
+	{
+		method_begin(ch->id, AMQP_BASIC, 31);
+		buf_shortstr(&out, cons->tag);
+		frame_send(ch->conn);
+	}
+	cons_remove(cons, false, false);
+}
+
+static void
+cons_poll(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+	Conn	   *c = ch->conn;
+	char		nbuf[16],
+				wbuf[32];
+	const char *vals[6];
+	int			n;
+
+	if (!cons->ready || cons->polling || cons->cancelled || cons->cancelling)
+		return;
+	if (ch->state != CH_OPEN || !ch->flow || c->state != C_OPEN)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) > cfg.out_high)
+		return;					/* a slow client: resumed by conn_written */
+	n = cons_credit(cons);
+	if (n <= 0)
+		return;
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(wbuf, sizeof(wbuf), "%d seconds", cfg.poll_wait);
+	vals[0] = cons->queue;
+	vals[1] = nbuf;
+	vals[2] = wbuf;
+	vals[3] = cfg.lease;
+	vals[4] = cons->no_ack ? "true" : "false";
+	vals[5] = cons->stream ? cons->group : NULL;
+	cons->polling = true;
+	cons->asked = n;
+	ch->n_asked += n;
+	pg_send(cons->pg,
+			"SELECT " DELIVERY_COLUMNS " FROM mq.consume($1, $2::int, wait => $3::interval, "
+			"lease => $4::interval, auto_ack => $5::boolean, group_name => $6)",
+			6, NULL, vals, NULL, NULL, 1, cons_polled, cons);
+}
+
+static void
+cons_polled(void *arg, PGresult *res)
+{
+	Consumer   *cons = arg;
+	Chan	   *ch = cons->ch;
+	int			i;
+
+	cons->polling = false;
+	ch->n_asked -= cons->asked;
+	cons->asked = 0;
+	if (res == NULL)
+	{
+		conn_error(ch->conn, AMQP_CONNECTION_FORCED,
+				   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
+		return;
+	}
+	if (!res_ok(res))
+	{
+		const char *st = res_state(res);
+
+		if (cons->cancelling && st && strcmp(st, "57014") == 0)
+		{
+			cons_send_cancel_ok(cons);
+			return;
+		}
+		if (st && strcmp(st, "42704") == 0)
+		{
+			/* the queue was deleted: the broker's cancel notification */
+			cons_remove(cons, true, false);
+			return;
+		}
+		logmsg("%s: consumer %s on \"%s\": %s", ch->conn->peer, cons->tag, cons->queue,
+			   res_message(res));
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		uint64_t	tag = track_delivery(ch, res, i, cons, cons->no_ack);
+
+		method_begin(ch->id, AMQP_BASIC, 60);
+		buf_shortstr(&out, cons->tag);
+		buf_u64(&out, tag);
+		buf_u8(&out, *PQgetvalue(res, i, COL_REDELIVERED) ? 1 : 0);
+		buf_shortstr(&out, PQgetvalue(res, i, COL_EXCHANGE));
+		buf_shortstr(&out, PQgetvalue(res, i, COL_RK));
+		frame_send(ch->conn);
+		send_row_content(ch, res, i);
+	}
+	if (cons->cancelling)
+	{
+		cons_send_cancel_ok(cons);
+		return;
+	}
+	cons_poll(cons);
+}
+
+static void
+stream_ready(void *arg, PGresult *res)
+{
+	Consumer   *cons = arg;
+	Chan	   *ch = cons->ch;
+
+	if (!res_ok(res))
+	{
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	cons->ready = true;
+	if (cons->cancelling)
+	{
+		cons_send_cancel_ok(cons);
+		return;
+	}
+	cons_poll(cons);
+}
+
+/*
+ * A stream consumer: a consumer group of its own (clustering, one member),
+ * starting where x-stream-offset says: "first", "last"/"next" (the
+ * default), an offset, a timestamp, or an age such as "1h" (RabbitMQ's
+ * interval units Y M D h m s).  The group goes with the consumer.
+ */
+static void
+stream_setup(Consumer *cons)
+{
+	json_object *o = cons->offset_spec;
+	const char *start = "latest";
+	char		arg[64] = "";
+	const char *sql;
+	const char *vals[4];
+	int			n = 3;
+
+	if (o && json_object_is_type(o, json_type_string))
+	{
+		const char *s = json_object_get_string(o);
+
+		if (strcmp(s, "first") == 0)
+			start = "earliest";
+		else if (strcmp(s, "last") != 0 && strcmp(s, "next") != 0)
+		{
+			char	   *end;
+			long		v = strtol(s, &end, 10);
+			const char *unit = NULL;
+
+			switch (*end)
+			{
+				case 'Y':
+					unit = "years";
+					break;
+				case 'M':
+					unit = "months";
+					break;
+				case 'D':
+					unit = "days";
+					break;
+				case 'h':
+					unit = "hours";
+					break;
+				case 'm':
+					unit = "minutes";
+					break;
+				case 's':
+					unit = "seconds";
+					break;
+			}
+			if (unit == NULL || end[1] != '\0' || v < 0)
+			{
+				chan_error(cons->ch, AMQP_PRECONDITION_FAILED,
+						   "PRECONDITION_FAILED - invalid x-stream-offset", AMQP_BASIC, 20);
+				return;
+			}
+			snprintf(arg, sizeof(arg), "%ld %s", v, unit);
+		}
+	}
+	else if (o && json_object_is_type(o, json_type_int))
+		snprintf(arg, sizeof(arg), "%lld", (long long) json_object_get_int64(o));
+	else if (o && json_object_is_type(o, json_type_object))
+	{
+		const char *t = json_str(o, AMQP_TYPE_KEY);
+		json_object *v = json_get(o, "v");
+
+		if (t && strcmp(t, "T") == 0 && v)
+			snprintf(arg, sizeof(arg), "@%s", json_object_get_string(v));
+		else if (t && (strchr("bBsUuilL", t[0]) != NULL) && v)
+			snprintf(arg, sizeof(arg), "%s", json_object_get_string(v));
+	}
+	vals[0] = cons->queue;
+	vals[1] = cons->group;
+	vals[2] = start;
+	if (arg[0] == '\0')
+		sql = "SELECT mq.group_declare($1, $2, start => $3)";
+	else if (arg[0] == '@')
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_time => to_timestamp($4::bigint))";
+		vals[3] = arg + 1;
+		n = 4;
+	}
+	else if (strchr(arg, ' '))
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_time => now() - $4::interval)";
+		vals[3] = arg;
+		n = 4;
+	}
+	else
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_offset => $4::bigint)";
+		vals[3] = arg;
+		n = 4;
+	}
+	pg_send(cons->pg, sql, n, NULL, vals, NULL, NULL, 0, stream_ready, cons);
+}
+
+static void
+cons_connected(void *arg, bool ok, const char *error)
+{
+	Consumer   *cons = arg;
+
+	if (!ok)
+	{
+		char		text[256];
+
+		reply_text(text, sizeof(text), AMQP_CONNECTION_FORCED, error);
+		conn_error(cons->ch->conn, AMQP_CONNECTION_FORCED, text, AMQP_BASIC, 20);
+		return;
+	}
+	if (cons->stream)
+	{
+		stream_setup(cons);
+		return;
+	}
+	cons->ready = true;
+	if (cons->cancelling)
+	{
+		cons_send_cancel_ok(cons);
+		return;
+	}
+	cons_poll(cons);
+}
+
+static void
+cons_lost(void *arg)
+{
+	Consumer   *cons = arg;
+
+	conn_error(cons->ch->conn, AMQP_CONNECTION_FORCED,
+			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
+}
+
+static void
+cons_free(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+	Consumer  **pp;
+
+	for (pp = &ch->consumers; *pp; pp = &(*pp)->next)
+		if (*pp == cons)
+		{
+			*pp = cons->next;
+			break;
+		}
+	if (cons->polling)
+		ch->n_asked -= cons->asked;
+	/* settles in flight or in the open transaction no longer credit it */
+	{
+		Op		   *op;
+		Unacked    *e;
+
+		for (op = ch->ops; op; op = op->next)
+			for (e = op->entries; e; e = e->next)
+				if (e->cons == cons)
+					e->cons = NULL;
+		for (e = ch->tx_settled; e; e = e->next)
+			if (e->cons == cons)
+				e->cons = NULL;
+	}
+	pg_close(cons->pg);
+	if (cons->stream)
+		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2)", cons->queue, cons->group);
+	if (cons->offset_spec)
+		json_object_put(cons->offset_spec);
+	free(cons);
+}
+
+/*
+ * A consumer stops: out of the registry (an auto-delete queue goes with its
+ * last consumer), the broker's basic.cancel if notify (its queue was
+ * deleted).  Unless force (the channel goes) or notify, its session stays
+ * while it holds unacked deliveries: they are the channel's until acked.
+ */
+static void
+cons_remove(Consumer *cons, bool notify, bool force)
+{
+	Chan	   *ch = cons->ch;
+	Conn	   *c = ch->conn;
+
+	if (!cons->cancelled)
+	{
+		Qreg	   *q = qreg_find(conn_db(c), cons->queue, false);
+
+		cons->cancelled = true;
+		if (q)
+		{
+			if (q->consumers > 0)
+				q->consumers--;
+			if (q->exclusive_consumer == cons)
+				q->exclusive_consumer = NULL;
+			if (q->auto_delete && q->consumers == 0 && q->had_consumer && !notify)
+			{
+				ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
+				q->auto_delete = false;
+			}
+			qreg_maybe_drop(q);
+		}
+		if (notify && c->cancel_notify && ch->state == CH_OPEN)
+		{
+			method_begin(ch->id, AMQP_BASIC, 30);
+			buf_shortstr(&out, cons->tag);
+			buf_u8(&out, 1);	/* nowait */
+			frame_send(c);
+		}
+	}
+	if (!force && !notify && cons->unacked > 0 && ch->state == CH_OPEN)
+	{
+		if (cons->polling)
+			pg_cancel(cons->pg);
+		return;
+	}
+	/* its deliveries are gone with its session: forget their tags */
+	{
+		Unacked   **pp = &ch->unacked;
+
+		ch->unacked_tail = NULL;
+		while (*pp)
+		{
+			Unacked    *e = *pp;
+
+			if (e->cons == cons)
+			{
+				*pp = e->next;
+				ch->n_unacked--;
+				free(e->queue);
+				free(e->receipt);
+				free(e);
+			}
+			else
+			{
+				ch->unacked_tail = e;
+				pp = &e->next;
+			}
+		}
+	}
+	cons_free(cons);
+}
+
+/* cancel the consumers of a queue being deleted, everywhere */
+static void
+cancel_queue_consumers(const char *db, const char *queue)
+{
+	Conn	   *c;
+	int			i;
+
+	for (c = conns; c; c = c->next)
+	{
+		if (c->dead || c->chans == NULL || strcmp(c->db, db) != 0)
+			continue;
+		for (i = 1; i <= c->channel_max; i++)
+		{
+			Chan	   *ch = c->chans[i];
+			Consumer   *cons,
+					   *next;
+
+			if (!ch || ch->state != CH_OPEN)
+				continue;
+			for (cons = ch->consumers; cons; cons = next)
+			{
+				next = cons->next;
+				if (!cons->cancelled && strcmp(cons->queue, queue) == 0)
+				{
+					/* stop its poll first: queue_delete waits for it */
+					if (cons->polling)
+						pg_cancel(cons->pg);
+					cons_remove(cons, true, false);
+				}
+			}
+		}
+	}
+}
+
+/* resume the consumers of a connection (flow, credit, output drained) */
+static void
+conn_kick(Conn *c)
+{
+	int			i;
+
+	if (c->chans == NULL)
+		return;
+	for (i = 1; i <= c->channel_max; i++)
+	{
+		Chan	   *ch = c->chans[i];
+		Consumer   *cons;
+
+		if (!ch || ch->state != CH_OPEN)
+			continue;
+		for (cons = ch->consumers; cons; cons = cons->next)
+			cons_poll(cons);
+	}
+}
+
+static void
+chan_kick(Chan *ch)
+{
+	Consumer   *cons,
+			   *next;
+
+	for (cons = ch->consumers; cons; cons = next)
+	{
+		next = cons->next;
+		if (cons->cancelled && cons->unacked == 0)
+			cons_free(cons);
+		else
+			cons_poll(cons);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* channel operations                                                        */
+
+static void
+reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
+{
+	method_begin(ch->id, AMQP_QUEUE, meth);
+	buf_u32(&out, (uint32_t) (count < 0 ? 0 : count));
+	frame_send(ch->conn);
+}
+
+static void
+op_simple_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	const char *st = res_state(res);
+
+	/* deleting a missing queue is fine (RabbitMQ) */
+	if (op->kind == OP_QUEUE_DELETE && st && strcmp(st, "42704") == 0 && !ch->tx)
+	{
+		if (!op->nowait)
+			reply_queue_ok(ch, 41, 0);
+		op_finish(ch);
+		return;
+	}
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	switch (op->kind)
+	{
+		case OP_EXCHANGE_DECLARE:
+			if (op->passive && PQntuples(res) == 0)
+			{
+				char		text[300];
+
+				snprintf(text, sizeof(text), "NOT_FOUND - no exchange '%s' in vhost '%s'",
+						 op->s1, ch->conn->vhost);
+				chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
+				return;
+			}
+			if (!op->nowait)
+				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 11);
+			break;
+		case OP_EXCHANGE_DELETE:
+			if (!op->nowait)
+				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 21);
+			break;
+		case OP_QUEUE_BIND:
+			if (!op->nowait)
+				send_simple(ch->conn, ch->id, AMQP_QUEUE, 21);
+			break;
+		case OP_QUEUE_UNBIND:
+			send_simple(ch->conn, ch->id, AMQP_QUEUE, 51);
+			break;
+		case OP_QUEUE_PURGE:
+			if (!op->nowait)
+				reply_queue_ok(ch, 31, strtoll(PQgetvalue(res, 0, 0), NULL, 10));
+			break;
+		case OP_QUEUE_DELETE:
+			{
+				Qreg	   *q = qreg_find(conn_db(ch->conn), op->s1, false);
+
+				if (q)
+				{
+					q->owner = NULL;
+					q->auto_delete = false;
+					qreg_maybe_drop(q);
+				}
+				if (!op->nowait)
+					reply_queue_ok(ch, 41, PQntuples(res) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0);
+				break;
+			}
+		case OP_TX_SELECT:
+			ch->tx = true;
+			send_simple(ch->conn, ch->id, AMQP_TX, 11);
+			break;
+		default:
+			break;
+	}
+	op_finish(ch);
+}
+
+/* arguments without what queue_ext does not have (RabbitMQ accepts unknown
+ * x-arguments); sets *type from x-queue-type */
+static char *
+queue_arguments(json_object *args, const char **type, char *err, size_t errlen)
+{
+	static const char *const keep[] = {
+		"x-message-ttl", "x-max-length", "x-max-length-bytes", "x-overflow",
+		"x-dead-letter-exchange", "x-dead-letter-routing-key", "x-delivery-limit",
+		"x-max-priority", NULL
+	};
+	json_object *o = json_object_new_object();
+	const char *qt = json_str(args, "x-queue-type");
+	char	   *s;
+	int			i;
+
+	*type = "classic";
+	if (qt)
+	{
+		if (strcmp(qt, "classic") != 0 && strcmp(qt, "quorum") != 0 && strcmp(qt, "stream") != 0)
+		{
+			snprintf(err, errlen, "invalid arg 'x-queue-type' for queue: \"%s\"", qt);
+			json_object_put(o);
+			return NULL;
+		}
+		*type = qt;
+	}
+	if (strcmp(*type, "stream") == 0)
+	{
+		json_object *v;
+
+		if ((v = json_get(args, "x-max-age")) && json_object_is_type(v, json_type_string))
+		{
+			/* RabbitMQ's 7D, 12h, 30m, 10s, 1Y, 2M */
+			const char *a = json_object_get_string(v);
+			char	   *end;
+			long		n = strtol(a, &end, 10);
+			const char *unit = NULL;
+			char		txt[64];
+
+			switch (*end)
+			{
+				case 'Y':
+					unit = "years";
+					break;
+				case 'M':
+					unit = "months";
+					break;
+				case 'D':
+					unit = "days";
+					break;
+				case 'h':
+					unit = "hours";
+					break;
+				case 'm':
+					unit = "minutes";
+					break;
+				case 's':
+					unit = "seconds";
+					break;
+			}
+			if (unit && end[1] == '\0' && n > 0)
+			{
+				snprintf(txt, sizeof(txt), "%ld %s", n, unit);
+				json_object_object_add(o, "retention", json_object_new_string(txt));
+			}
+		}
+		if ((v = json_get(args, "x-max-length-bytes")))
+			json_object_object_add(o, "max_bytes", json_object_get(v));
+	}
+	else
+		for (i = 0; keep[i]; i++)
+		{
+			json_object *v = json_get(args, keep[i]);
+
+			if (v)
+				json_object_object_add(o, keep[i], json_object_get(v));
+		}
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+static void
+queue_declared(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Conn	   *c = ch->conn;
+	const char *name;
+	Qreg	   *q;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) == 0 && op->stage == 0)
+	{
+		char		text[600];
+
+		snprintf(text, sizeof(text), "NOT_FOUND - no queue '%s' in vhost '%s'", op->s1, c->vhost);
+		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
+		return;
+	}
+	name = op->s1;
+	if (!op->passive && (op->exclusive || op->auto_delete))
+	{
+		q = qreg_find(conn_db(c), name, true);
+		if (op->exclusive)
+			q->owner = c;
+		if (op->auto_delete)
+			q->auto_delete = true;
+	}
+	q = qreg_find(conn_db(c), name, false);
+	snprintf(ch->last_queue, sizeof(ch->last_queue), "%s", name);
+	if (!op->nowait)
+	{
+		method_begin(ch->id, AMQP_QUEUE, 11);
+		buf_shortstr(&out, name);
+		buf_u32(&out, PQntuples(res) == 0 || PQgetisnull(res, 0, 1) ? 0 :
+				(uint32_t) strtoll(PQgetvalue(res, 0, 1), NULL, 10));
+		buf_u32(&out, q ? q->consumers : 0);
+		frame_send(c);
+	}
+	op_finish(ch);
+}
+
+static void
+queue_declared_1(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	/* the name: a server-named queue's is made up by queue_declare */
+	snprintf(op->s1, sizeof(op->s1), "%s", PQgetvalue(res, 0, 0));
+	op->stage = 1;
+	run_queue_declare(ch, op);
+}
+
+static void
+run_queue_declare(Chan *ch, Op *op)
+{
+	Conn	   *c = ch->conn;
+	char		err[256],
+				text[300];
+
+	if (qreg_locked(c, op->s1))
+	{
+		snprintf(text, sizeof(text),
+				 "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '%s' in vhost '%s'",
+				 op->s1, c->vhost);
+		chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
+		return;
+	}
+	if (op->passive || op->stage == 1)
+	{
+		const char *vals[1] = {op->s1};
+
+		pg_send(ch->pg, "SELECT queue, ready FROM pg_temp.amqp_queue($1)",
+				1, NULL, vals, NULL, NULL, 0, queue_declared, ch);
+	}
+	else
+	{
+		const char *type;
+		char	   *args = queue_arguments(op->args, &type, err, sizeof(err));
+		const char *vals[4];
+
+		if (args == NULL)
+		{
+			reply_text(text, sizeof(text), AMQP_PRECONDITION_FAILED, err);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
+		if (strncmp(op->s1, "amq.", 4) == 0)
+		{
+			snprintf(text, sizeof(text),
+					 "ACCESS_REFUSED - queue name '%s' contains reserved prefix 'amq.*'", op->s1);
+			free(args);
+			chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
+			return;
+		}
+		vals[0] = op->s1;
+		vals[1] = type;
+		vals[2] = (op->durable && !op->exclusive) || strcmp(type, "classic") != 0 ? "true" : "false";
+		vals[3] = args;
+		/*
+		 * declared first, counted after: reading every queue's state in the
+		 * declaring transaction would deadlock against concurrent declares
+		 */
+		pg_send(ch->pg,
+				"SELECT mq.queue_declare($1, type => $2, durable => $3::boolean, "
+				"arguments => $4::jsonb)",
+				4, NULL, vals, NULL, NULL, 0, queue_declared_1, ch);
+		free(args);
+	}
+}
+
+static void
+consume_checked(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Conn	   *c = ch->conn;
+	Consumer   *cons;
+	Qreg	   *q;
+	char		text[600];
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) == 0)
+	{
+		snprintf(text, sizeof(text), "NOT_FOUND - no queue '%s' in vhost '%s'", op->s1, c->vhost);
+		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
+		return;
+	}
+	q = qreg_find(conn_db(c), op->s1, true);
+	if (q->exclusive_consumer || (op->exclusive && q->consumers > 0))
+	{
+		snprintf(text, sizeof(text), "ACCESS_REFUSED - queue '%s' in vhost '%s' in exclusive use",
+				 op->s1, c->vhost);
+		qreg_maybe_drop(q);
+		chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
+		return;
+	}
+	cons = calloc(1, sizeof(Consumer));
+	cons->ch = ch;
+	snprintf(cons->tag, sizeof(cons->tag), "%s", op->s3);
+	snprintf(cons->queue, sizeof(cons->queue), "%s", op->s1);
+	cons->no_ack = op->no_ack;
+	cons->exclusive = op->exclusive;
+	cons->prefetch = cons->no_ack ? 0 : ch->prefetch_consumer;
+	if (strcmp(PQgetvalue(res, 0, 0), "stream") == 0)
+	{
+		cons->stream = true;
+		snprintf(cons->group, sizeof(cons->group), "mq-amqp.%08lx%08lx",
+				 (unsigned long) random(), (unsigned long) random());
+		cons->offset_spec = json_get(op->args, "x-stream-offset");
+		if (cons->offset_spec)
+			json_object_get(cons->offset_spec);
+	}
+	cons->next = ch->consumers;
+	ch->consumers = cons;
+	q->consumers++;
+	q->had_consumer = true;
+	if (op->exclusive)
+		q->exclusive_consumer = cons;
+	if (!op->nowait)
+	{
+		method_begin(ch->id, AMQP_BASIC, 21);
+		buf_shortstr(&out, cons->tag);
+		frame_send(c);
+	}
+	cons->pg = pg_connect(c->user, c->password, c->db[0] ? c->db : NULL, true,
+						  cons_connected, cons);
+	cons->pg->on_lost = cons_lost;
+	op_finish(ch);
+}
+
+static void
+get_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) == 0)
+	{
+		method_begin(ch->id, AMQP_BASIC, 72);
+		buf_shortstr(&out, "");
+		frame_send(ch->conn);
+	}
+	else
+	{
+		uint64_t	tag = track_delivery(ch, res, 0, NULL, op->no_ack);
+		int64_t		ready = PQgetisnull(res, 0, COL_READY) ? 0 : col_i64(res, 0, COL_READY);
+
+		method_begin(ch->id, AMQP_BASIC, 71);
+		buf_u64(&out, tag);
+		buf_u8(&out, *PQgetvalue(res, 0, COL_REDELIVERED) ? 1 : 0);
+		buf_shortstr(&out, PQgetvalue(res, 0, COL_EXCHANGE));
+		buf_shortstr(&out, PQgetvalue(res, 0, COL_RK));
+		buf_u32(&out, ready > 0 ? (uint32_t) ready : 0);
+		frame_send(ch->conn);
+		send_row_content(ch, res, 0);
+	}
+	op_finish(ch);
+}
+
+/* put settled entries back, in tag order (a rolled-back transaction) */
+static void
+unacked_restore(Chan *ch, Unacked *list)
+{
+	while (list)
+	{
+		Unacked    *e = list,
+				  **pp;
+
+		list = e->next;
+		for (pp = &ch->unacked; *pp && (*pp)->tag < e->tag; pp = &(*pp)->next)
+			;
+		e->next = *pp;
+		*pp = e;
+		ch->n_unacked++;
+		if (e->cons)
+			e->cons->unacked++;
+	}
+	ch->unacked_tail = NULL;
+	for (list = ch->unacked; list; list = list->next)
+		ch->unacked_tail = list;
+}
+
+/* settled for good: credit back to their consumers */
+static void
+settle_done_entries(Chan *ch, Unacked *e)
+{
+	while (e)
+	{
+		Unacked    *next = e->next;
+
+		free(e->queue);
+		free(e->receipt);
+		free(e);
+		e = next;
+	}
+	chan_kick(ch);
+}
+
+static void
+settle_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (op->kind == OP_RECOVER)
+		send_simple(ch->conn, ch->id, AMQP_BASIC, 111);
+	if (ch->tx && op->kind == OP_SETTLE)
+	{
+		/* kept until COMMIT (credit) or ROLLBACK (unacked again) */
+		Unacked    *e = op->entries;
+
+		while (e && e->next)
+			e = e->next;
+		if (e)
+		{
+			e->next = ch->tx_settled;
+			ch->tx_settled = op->entries;
+			op->entries = NULL;
+		}
+	}
+	else
+	{
+		Unacked    *e,
+				   *list = op->entries;
+
+		op->entries = NULL;
+		for (e = list; e; e = e->next)
+			if (e->cons)
+				e->cons->unacked--;
+		settle_done_entries(ch, list);
+	}
+	if (ch->state == CH_OPEN)
+		op_finish(ch);
+}
+
+static void
+run_settle(Chan *ch, Op *op)
+{
+	int			n = 0,
+				i;
+	Unacked    *e;
+	char	  **qs,
+			  **rs;
+	Buf			qa = {0},
+				ra = {0};
+	const char *vals[3];
+	const char *sql;
+
+	for (e = op->entries; e; e = e->next)
+		n++;
+	if (n == 0)
+	{
+		if (op->kind == OP_RECOVER)
+			send_simple(ch->conn, ch->id, AMQP_BASIC, 111);
+		op_finish(ch);
+		return;
+	}
+	qs = calloc(n, sizeof(char *));
+	rs = calloc(n, sizeof(char *));
+	for (i = 0, e = op->entries; e; e = e->next, i++)
+	{
+		qs[i] = e->queue;
+		rs[i] = e->receipt;
+	}
+	text_array(&qa, qs, n);
+	text_array(&ra, rs, n);
+	vals[0] = (const char *) qa.data;
+	vals[1] = (const char *) ra.data;
+	vals[2] = op->requeue ? "true" : "false";
+	if (op->settle == SETTLE_ACK)
+		sql = "SELECT sum(mq.ack(q, receipts => r)) FROM (SELECT q, array_agg(r) r "
+			"FROM unnest($1::text[], $2::text[]) t(q, r) GROUP BY q) s";
+	else if (op->settle == SETTLE_NACK)
+		sql = "SELECT sum(mq.nack(q, receipts => r, requeue => $3::boolean)) FROM "
+			"(SELECT q, array_agg(r) r FROM unnest($1::text[], $2::text[]) t(q, r) GROUP BY q) s";
+	else
+		sql = "SELECT sum(mq.reject(q, receipt => r, requeue => $3::boolean)) "
+			"FROM unnest($1::text[], $2::text[]) t(q, r)";
+	pg_send(ch->pg, sql, op->settle == SETTLE_ACK ? 2 : 3, NULL, vals, NULL, NULL, 0, settle_done, ch);
+	free(qs);
+	free(rs);
+	buf_free(&qa);
+	buf_free(&ra);
+}
+
+static void
+tx_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Unacked    *e;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	e = ch->tx_settled;
+	ch->tx_settled = NULL;
+	if (op->kind == OP_TX_COMMIT)
+	{
+		Unacked    *x;
+
+		for (x = e; x; x = x->next)
+			if (x->cons)
+				x->cons->unacked--;
+		settle_done_entries(ch, e);
+		send_simple(ch->conn, ch->id, AMQP_TX, 21);
+	}
+	else
+	{
+		unacked_restore(ch, e);
+		send_simple(ch->conn, ch->id, AMQP_TX, 31);
+	}
+	op_finish(ch);
+}
+
+/* ---- publishing ---- */
+
+/*
+ * One statement publishes a batch: a function in the session's pg_temp runs
+ * mq.publish for each message in its own subtransaction, so that one refused
+ * publish is nacked alone; the statement's commit confirms the others.
+ */
+static const char publish_fn[] =
+"CREATE FUNCTION pg_temp.amqp_publish(ex text[], rk text[], body bytea[], hdr jsonb[], "
+"mand boolean[], prio int[], expi interval[], dly interval[], ct text[], corr text[], "
+"rep text[]) RETURNS TABLE (n int, msg_id bigint, state text, message text) "
+"LANGUAGE plpgsql AS $f$ "
+"BEGIN "
+"  FOR i IN 1 .. coalesce(array_length(ex, 1), 0) LOOP "
+"    n := i; msg_id := NULL; state := NULL; message := NULL; "
+"    BEGIN "
+"      msg_id := mq.publish(ex[i], rk[i], body[i], headers => hdr[i], mandatory => mand[i], "
+"        priority => prio[i], expiration => expi[i], delay => dly[i], content_type => ct[i], "
+"        correlation_id => corr[i], reply_to => rep[i]); "
+"    EXCEPTION WHEN OTHERS THEN "
+"      GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT; "
+"    END; "
+"    RETURN NEXT; "
+"    EXIT WHEN state IS NOT NULL AND state NOT IN ('P0002', '53400'); "
+"  END LOOP; "
+"END $f$";
+
+/* a one-dimensional binary array of n elements */
+typedef const void *(*elem_fn) (PubMsg *m, int *len);
+
+static void
+bin_array(Buf *b, Oid elemtype, PubMsg *msgs, int n, elem_fn get)
+{
+	PubMsg	   *m;
+
+	b->len = 0;
+	buf_u32(b, 1);				/* ndim */
+	buf_u32(b, 1);				/* has nulls */
+	buf_u32(b, elemtype);
+	buf_u32(b, n);
+	buf_u32(b, 1);				/* lower bound */
+	for (m = msgs; m; m = m->next)
+	{
+		int			len;
+		const void *p = get(m, &len);
+
+		if (p == NULL)
+			buf_u32(b, (uint32_t) -1);
+		else
+		{
+			buf_u32(b, len);
+			buf_bytes(b, p, len);
+		}
+	}
+}
+
+static uint8_t scratch[64];
+
+static const void *
+el_ex(PubMsg *m, int *len)
+{
+	*len = strlen(m->exchange);
+	return m->exchange;
+}
+static const void *
+el_rk(PubMsg *m, int *len)
+{
+	*len = strlen(m->rk);
+	return m->rk;
+}
+static const void *
+el_body(PubMsg *m, int *len)
+{
+	*len = m->body.len;
+	return m->body.data ? (const void *) m->body.data : "";
+}
+static Buf	jsonb_tmp;
+static const void *
+el_hdr(PubMsg *m, int *len)
+{
+	if (!m->headers_json)
+		return NULL;
+	jsonb_tmp.len = 0;
+	buf_u8(&jsonb_tmp, 1);
+	buf_bytes(&jsonb_tmp, m->headers_json, strlen(m->headers_json));
+	*len = jsonb_tmp.len;
+	return jsonb_tmp.data;
+}
+static const void *
+el_mand(PubMsg *m, int *len)
+{
+	scratch[0] = m->mandatory;
+	*len = 1;
+	return scratch;
+}
+static const void *
+el_prio(PubMsg *m, int *len)
+{
+	if (m->priority < 0)
+		return NULL;
+	scratch[0] = 0;
+	scratch[1] = 0;
+	scratch[2] = 0;
+	scratch[3] = m->priority;
+	*len = 4;
+	return scratch;
+}
+static const void *
+interval_bin(int64_t ms, int *len)
+{
+	int64_t		us = ms * 1000;
+	int			i;
+
+	for (i = 0; i < 8; i++)
+		scratch[i] = (uint8_t) (((uint64_t) us) >> (56 - 8 * i));
+	memset(scratch + 8, 0, 8);	/* days, months */
+	*len = 16;
+	return scratch;
+}
+static const void *
+el_expi(PubMsg *m, int *len)
+{
+	return m->expiration[0] ? interval_bin(strtoll(m->expiration, NULL, 10), len) : NULL;
+}
+static const void *
+el_delay(PubMsg *m, int *len)
+{
+	return m->delay[0] ? interval_bin(strtoll(m->delay, NULL, 10), len) : NULL;
+}
+static const void *
+el_ct(PubMsg *m, int *len)
+{
+	*len = m->content_type ? strlen(m->content_type) : 0;
+	return m->content_type;
+}
+static const void *
+el_corr(PubMsg *m, int *len)
+{
+	*len = m->correlation_id ? strlen(m->correlation_id) : 0;
+	return m->correlation_id;
+}
+static const void *
+el_rep(PubMsg *m, int *len)
+{
+	*len = m->reply_to ? strlen(m->reply_to) : 0;
+	return m->reply_to;
+}
+
+static void
+send_confirm(Chan *ch, bool ack, uint64_t tag, bool multiple)
+{
+	method_begin(ch->id, AMQP_BASIC, ack ? 80 : 120);
+	buf_u64(&out, tag);
+	buf_u8(&out, multiple ? 1 : 0);	/* nack: requeue bit 0 */
+	frame_send(ch->conn);
+}
+
+static void
+publish_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	PubMsg	   *m = op->msgs;
+	uint64_t	pending = 0;
+	int			i;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	for (i = 0; i < PQntuples(res) && m; i++, m = m->next)
+	{
+		const char *st = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
+
+		if (st == NULL)
+		{
+			pending = m->seq;
+			continue;
+		}
+		if (strcmp(st, "P0002") == 0)
+		{
+			/* mandatory and routed nowhere: basic.return, then the ack */
+			method_begin(ch->id, AMQP_BASIC, 50);
+			buf_u16(&out, AMQP_NO_ROUTE);
+			buf_shortstr(&out, "NO_ROUTE");
+			buf_shortstr(&out, m->exchange);
+			buf_shortstr(&out, m->rk);
+			frame_send(ch->conn);
+			send_content(ch->conn, ch->id, &m->props, m->body.data, m->body.len);
+			pending = m->seq;
+			continue;
+		}
+		if (strcmp(st, "53400") == 0)
+		{
+			/* refused (x-overflow reject-publish): nacked alone */
+			if (ch->confirm)
+			{
+				if (pending)
+					send_confirm(ch, true, pending, true);
+				pending = 0;
+				send_confirm(ch, false, m->seq, false);
+			}
+			continue;
+		}
+		{
+			char		text[300];
+			int			code = sqlstate_code(st);
+
+			if (strcmp(st, "42704") == 0 && strstr(PQgetvalue(res, i, 3), "exchange"))
+				snprintf(text, sizeof(text), "NOT_FOUND - no exchange '%s' in vhost '%s'",
+						 m->exchange, ch->conn->vhost);
+			else
+				reply_text(text, sizeof(text), code, PQgetvalue(res, i, 3));
+			if (ch->confirm && pending)
+				send_confirm(ch, true, pending, true);
+			if (code == AMQP_INTERNAL_ERROR)
+				conn_error(ch->conn, code, text, AMQP_BASIC, 40);
+			else
+				chan_error(ch, code, text, AMQP_BASIC, 40);
+			return;
+		}
+	}
+	if (ch->confirm && pending)
+		send_confirm(ch, true, pending, true);
+	op_finish(ch);
+}
+
+static void run_publish(Chan *ch, Op *op);
+
+/*
+ * A queue's row of mq.queues.  The view computes every queue's state, and
+ * raises 42704 when a queue goes away meanwhile (another connection's
+ * exclusive queue, say): tried again then.
+ */
+static const char queue_fn[] =
+"CREATE FUNCTION pg_temp.amqp_queue(q text) RETURNS TABLE (queue text, type text, ready bigint) "
+"LANGUAGE plpgsql AS $f$ "
+"BEGIN "
+"  FOR i IN 1 .. 20 LOOP "
+"    BEGIN "
+"      RETURN QUERY SELECT s.queue, s.type, s.ready::bigint FROM mq.queues s WHERE s.queue = q; "
+"      RETURN; "
+"    EXCEPTION WHEN undefined_object THEN "
+"      PERFORM pg_sleep(0.005); "
+"    END; "
+"  END LOOP; "
+"  RETURN QUERY SELECT s.queue, s.type, s.ready::bigint FROM mq.queues s WHERE s.queue = q; "
+"END $f$";
+
+static void
+chan_setup_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+
+	if (!res_ok(res))
+	{
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	ch->pg_ready = true;
+	chan_pump(ch);
+}
+
+static void
+getpg_setup(Chan *ch)
+{
+	pg_send(ch->getpg, queue_fn, 0, NULL, NULL, NULL, NULL, 0, getpg_setup_done, ch);
+}
+
+/* the channel's session is there: its functions in pg_temp */
+static void
+chan_setup(Chan *ch)
+{
+	Buf			sql = {0};
+
+	buf_bytes(&sql, publish_fn, strlen(publish_fn));
+	buf_bytes(&sql, "; ", 2);
+	buf_bytes(&sql, queue_fn, sizeof(queue_fn));
+	pg_send(ch->pg, (const char *) sql.data, 0, NULL, NULL, NULL, NULL, 0, chan_setup_done, ch);
+	buf_free(&sql);
+}
+
+static void
+run_publish(Chan *ch, Op *op)
+{
+	static const Oid types[11] = {1009, 1009, 1001, 3807, 1000, 1007, 1187, 1187, 1009, 1009, 1009};
+	static const elem_fn fns[11] = {el_ex, el_rk, el_body, el_hdr, el_mand, el_prio, el_expi,
+	el_delay, el_ct, el_corr, el_rep};
+	static const Oid elem[11] = {25, 25, 17, 3802, 16, 23, 1186, 1186, 25, 25, 25};
+	Buf			arrs[11];
+	const char *vals[11];
+	int			lens[11],
+				fmts[11],
+				i,
+				n = 0;
+	PubMsg	   *m;
+
+	for (m = op->msgs; m; m = m->next)
+		n++;
+	memset(arrs, 0, sizeof(arrs));
+	for (i = 0; i < 11; i++)
+	{
+		bin_array(&arrs[i], elem[i], op->msgs, n, fns[i]);
+		vals[i] = (const char *) arrs[i].data;
+		lens[i] = arrs[i].len;
+		fmts[i] = 1;
+	}
+	pg_send(ch->pg, "SELECT n, msg_id, state, message FROM pg_temp.amqp_publish($1, $2, $3, $4, "
+			"$5, $6, $7, $8, $9, $10, $11)", 11, types, vals, lens, fmts, 0, publish_done, ch);
+	for (i = 0; i < 11; i++)
+		buf_free(&arrs[i]);
+}
+
+static void
+run_op(Chan *ch, Op *op)
+{
+	const char *vals[5];
+	char	   *args;
+	char		text[600];
+
+	switch (op->kind)
+	{
+		case OP_REPLY:
+			if (op->reply.len)
+			{
+				out.len = 0;
+				buf_bytes(&out, op->reply.data, op->reply.len);
+				if (!ch->conn->dead)
+					bufferevent_write(ch->conn->bev, out.data, out.len);
+			}
+			op_finish(ch);
+			return;
+		case OP_EXCHANGE_DECLARE:
+			vals[0] = op->s1;
+			if (op->passive)
+			{
+				pg_send(ch->pg, "SELECT 1 FROM mq.exchanges WHERE exchange = $1", 1, NULL, vals,
+						NULL, NULL, 0, op_simple_done, ch);
+				return;
+			}
+			{
+				const char *type = op->s2;
+				const char *ae = json_str(op->args, "alternate-exchange");
+
+				if (strcmp(type, "x-delayed-message") == 0)
+				{
+					/* delays are per publish here (x-delay): the underlying type */
+					type = json_str(op->args, "x-delayed-type");
+					if (!type)
+					{
+						chan_error(ch, AMQP_PRECONDITION_FAILED,
+								   "PRECONDITION_FAILED - Invalid argument, 'x-delayed-type' must be an existing exchange type",
+								   op->cls, op->meth);
+						return;
+					}
+				}
+				if (strcmp(type, "direct") != 0 && strcmp(type, "fanout") != 0 &&
+					strcmp(type, "topic") != 0 && strcmp(type, "headers") != 0)
+				{
+					snprintf(text, sizeof(text), "COMMAND_INVALID - invalid exchange type '%s'", type);
+					conn_error(ch->conn, AMQP_COMMAND_INVALID, text, op->cls, op->meth);
+					return;
+				}
+				vals[1] = type;
+				vals[2] = op->durable ? "true" : "false";
+				vals[3] = ae;
+				pg_send(ch->pg, "SELECT mq.exchange_declare($1, type => $2, durable => $3::boolean, "
+						"alternate_exchange => $4)", 4, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+				return;
+			}
+		case OP_EXCHANGE_DELETE:
+			vals[0] = op->s1;
+			vals[1] = op->if_unused ? "true" : "false";
+			/* a missing exchange is fine (RabbitMQ) */
+			pg_send(ch->pg, "SELECT mq.exchange_delete($1, if_unused => $2::boolean) "
+					"FROM mq.exchanges WHERE exchange = $1", 2, NULL, vals, NULL, NULL, 0,
+					op_simple_done, ch);
+			return;
+		case OP_QUEUE_DECLARE:
+			run_queue_declare(ch, op);
+			return;
+		case OP_QUEUE_BIND:
+		case OP_QUEUE_UNBIND:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			args = strdup(op->args ? json_object_to_json_string_ext(op->args, JSON_C_TO_STRING_PLAIN) : "{}");
+			vals[0] = op->s1;
+			vals[1] = op->s2;
+			vals[2] = op->s3;
+			vals[3] = args;
+			pg_send(ch->pg, op->kind == OP_QUEUE_BIND ?
+					"SELECT mq.bind($1, $2, $3, $4::jsonb)" :
+					"SELECT mq.unbind($1, $2, $3, $4::jsonb)",
+					4, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+			free(args);
+			return;
+		case OP_QUEUE_PURGE:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			vals[0] = op->s1;
+			pg_send(ch->pg, "SELECT mq.queue_purge($1)", 1, NULL, vals, NULL, NULL, 0,
+					op_simple_done, ch);
+			return;
+		case OP_QUEUE_DELETE:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			if (op->if_unused)
+			{
+				Qreg	   *q = qreg_find(conn_db(ch->conn), op->s1, false);
+
+				if (q && q->consumers > 0)
+				{
+					snprintf(text, sizeof(text), "PRECONDITION_FAILED - queue '%s' in vhost '%s' in use",
+							 op->s1, ch->conn->vhost);
+					chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+					return;
+				}
+			}
+			cancel_queue_consumers(conn_db(ch->conn), op->s1);
+			if (ch->state != CH_OPEN)
+				return;
+			vals[0] = op->s1;
+			vals[1] = op->if_empty ? "true" : "false";
+			/* deleting a missing queue is fine (RabbitMQ) */
+			/*
+			 * Not joined with mq.queues: reading every queue's state in the
+			 * deleting transaction deadlocks concurrent deletes
+			 */
+			pg_send(ch->pg, "SELECT mq.queue_delete($1, if_empty => $2::boolean)",
+					2, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+			return;
+		case OP_CONSUME:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			vals[0] = op->s1;
+			pg_send(ch->pg, "SELECT type FROM pg_temp.amqp_queue($1)", 1, NULL, vals,
+					NULL, NULL, 0, consume_checked, ch);
+			return;
+		case OP_GET:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			if (ch->tx && !ch->getpg_ready)
+			{
+				/*
+				 * A tx-mode channel's session is in its transaction, and a
+				 * delivery is not transactional in RabbitMQ: gets go through
+				 * a session of their own (acks stay in the transaction).
+				 */
+				if (ch->getpg == NULL)
+				{
+					ch->getpg = pg_connect(ch->conn->user, ch->conn->password,
+										   ch->conn->db[0] ? ch->conn->db : NULL, false,
+										   getpg_connected, ch);
+					ch->getpg->on_lost = chan_lost;
+				}
+				return;
+			}
+			vals[0] = op->s1;
+			vals[1] = cfg.lease;
+			vals[2] = op->no_ack ? "true" : "false";
+			pg_send(ch->tx ? ch->getpg : ch->pg,
+					"SELECT " DELIVERY_COLUMNS ", (SELECT q.ready FROM pg_temp.amqp_queue($1) q) "
+					"FROM mq.consume($1, 1, lease => $2::interval, "
+					"auto_ack => $3::boolean)", 3, NULL, vals, NULL, NULL, 1, get_done, ch);
+			return;
+		case OP_SETTLE:
+		case OP_RECOVER:
+			if (op->taken)
+			{
+				run_settle(ch, op);
+				return;
+			}
+			if (!(op->multiple && op->tag == 0) && !ack_tag_known(ch, op->tag))
+			{
+				snprintf(text, sizeof(text), "PRECONDITION_FAILED - unknown delivery tag %llu",
+						 (unsigned long long) op->tag);
+				chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+				return;
+			}
+			op->entries = take_entries(ch, op->tag, op->multiple);
+			op->taken = true;	/* a retry runs the same statement */
+			run_settle(ch, op);
+			return;
+		case OP_ERROR:
+			chan_error(ch, op->code, op->s2, op->cls, op->meth);
+			return;
+		case OP_CLOSE:
+			/* chan_pump handles it */
+			return;
+		case OP_PUBLISH:
+			run_publish(ch, op);
+			return;
+		case OP_TX_SELECT:
+			pg_send(ch->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0, op_simple_done, ch);
+			return;
+		case OP_TX_COMMIT:
+			pg_send(ch->pg, "COMMIT; BEGIN", 0, NULL, NULL, NULL, NULL, 0, tx_done, ch);
+			return;
+		case OP_TX_ROLLBACK:
+			pg_send(ch->pg, "ROLLBACK; BEGIN", 0, NULL, NULL, NULL, NULL, 0, tx_done, ch);
+			return;
+	}
+	/* an exclusive queue of another connection */
+	snprintf(text, sizeof(text),
+			 "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '%s' in vhost '%s'",
+			 op->s1, ch->conn->vhost);
+	chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
+}
+
+/* run the next operations; consecutive publishes go as one batch */
+static void
+chan_pump(Chan *ch)
+{
+	while (ch->state == CH_OPEN && ch->pg_ready && !ch->op_running && ch->ops)
+	{
+		Op		   *op = ch->ops;
+
+		if (op->kind == OP_CLOSE)
+		{
+			Conn	   *c = ch->conn;
+
+			chan_release(ch);
+			if (!c->client_closing)
+				send_simple(c, ch->id, AMQP_CHANNEL, 41);
+			chan_free(ch);
+			if (c->client_closing)
+				conn_close_finish(c);
+			return;
+		}
+		if (op->kind == OP_SETTLE &&
+			((op->multiple && op->tag == 0) || ack_tag_known(ch, op->tag)))
+		{
+			/* consecutive settles of one kind: one statement */
+			Unacked    *tail;
+			int			n = 1;
+
+			op->entries = take_entries(ch, op->tag, op->multiple);
+			op->taken = true;
+			for (tail = op->entries; tail && tail->next; tail = tail->next)
+				;
+			while (op->next && op->next->kind == OP_SETTLE && n < cfg.batch_max &&
+				   op->next->settle == op->settle && op->next->requeue == op->requeue &&
+				   ((op->next->multiple && op->next->tag == 0) ||
+					ack_tag_known(ch, op->next->tag)))
+			{
+				Op		   *nx = op->next;
+				Unacked    *more = take_entries(ch, nx->tag, nx->multiple);
+
+				if (tail)
+					tail->next = more;
+				else
+					op->entries = more;
+				for (tail = more ? more : tail; tail && tail->next; tail = tail->next)
+					;
+				op->next = nx->next;
+				if (ch->ops_tail == nx)
+					ch->ops_tail = op;
+				op_free(nx);
+				n++;
+			}
+		}
+		if (op->kind == OP_PUBLISH)
+		{
+			int			n = 1;
+			PubMsg	   *tail = op->msgs;
+
+			while (op->next && op->next->kind == OP_PUBLISH && n < cfg.batch_max)
+			{
+				Op		   *nx = op->next;
+
+				tail->next = nx->msgs;
+				tail = nx->msgs;
+				nx->msgs = NULL;
+				op->next = nx->next;
+				if (ch->ops_tail == nx)
+					ch->ops_tail = op;
+				op_free(nx);
+				n++;
+			}
+		}
+		ch->op_running = true;
+		run_op(ch, op);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* receiving: content                                                        */
+
+static bool
+valid_expiration(const char *s)
+{
+	if (!*s || strlen(s) > 18)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/*
+ * The content header: the properties queue_ext has columns for go to
+ * mq.publish's arguments, the others into the headers under
+ * AMQP_PROPS_KEY (docs/amqp.md).
+ */
+static bool
+parse_content_header(Chan *ch, PubMsg *m, const uint8_t *p, size_t len, char *err, size_t errlen)
+{
+	Rd			r;
+	uint16_t	flags;
+	char		s[256];
+	json_object *headers = NULL;
+	json_object *extra = json_object_new_object();
+	bool		ok = true;
+
+	rd_init(&r, p, len);
+	rd_u16(&r);					/* class, checked by the caller */
+	rd_u16(&r);					/* weight */
+	m->body_size = rd_u64(&r);
+	flags = rd_u16(&r);
+	if (!r.err)
+		buf_bytes(&m->props, p + 12, len - 12);
+	if (flags & 1)
+	{
+		snprintf(err, errlen, "property flags continuation is not supported");
+		json_object_put(extra);
+		return false;
+	}
+#define GET_SHORT() (rd_shortstr(&r, s), s)
+	if (flags & (1 << 15))
+		m->content_type = strdup(GET_SHORT());
+	if (flags & (1 << 14))
+		json_object_object_add(extra, "content_encoding", json_object_new_string(GET_SHORT()));
+	if (flags & (1 << 13))
+		headers = rd_table(&r);
+	if (flags & (1 << 12))
+		json_object_object_add(extra, "delivery_mode", json_object_new_int(rd_u8(&r)));
+	m->priority = (flags & (1 << 11)) ? rd_u8(&r) : -1;
+	if (flags & (1 << 10))
+		m->correlation_id = strdup(GET_SHORT());
+	if (flags & (1 << 9))
+		m->reply_to = strdup(GET_SHORT());
+	if (flags & (1 << 8))
+	{
+		GET_SHORT();
+		if (!r.err && !valid_expiration(s))
+		{
+			snprintf(err, errlen, "PRECONDITION_FAILED - invalid expiration '%s'", s);
+			ok = false;
+		}
+		snprintf(m->expiration, sizeof(m->expiration), "%s", s);
+		json_object_object_add(extra, "expiration", json_object_new_string(s));
+	}
+	if (flags & (1 << 7))
+		json_object_object_add(extra, "message_id", json_object_new_string(GET_SHORT()));
+	if (flags & (1 << 6))
+	{
+		char		txt[32];
+
+		snprintf(txt, sizeof(txt), "%llu", (unsigned long long) rd_u64(&r));
+		json_object_object_add(extra, "timestamp", json_object_new_string(txt));
+	}
+	if (flags & (1 << 5))
+		json_object_object_add(extra, "type", json_object_new_string(GET_SHORT()));
+	if (flags & (1 << 4))
+	{
+		GET_SHORT();
+		if (!r.err && strcmp(s, ch->conn->user) != 0 && ok)
+		{
+			snprintf(err, errlen,
+					 "PRECONDITION_FAILED - user_id property set to '%s' but authenticated user was '%s'",
+					 s, ch->conn->user);
+			ok = false;
+		}
+		json_object_object_add(extra, "user_id", json_object_new_string(s));
+	}
+	if (flags & (1 << 3))
+		json_object_object_add(extra, "app_id", json_object_new_string(GET_SHORT()));
+	if (flags & (1 << 2))
+		json_object_object_add(extra, "cluster_id", json_object_new_string(GET_SHORT()));
+#undef GET_SHORT
+	if (r.err)
+	{
+		snprintf(err, errlen, "FRAME_ERROR - cannot decode the content header");
+		ok = false;
+	}
+	if (ok && headers)
+	{
+		json_object *d = json_get(headers, "x-delay");
+
+		if (d && json_object_is_type(d, json_type_int) && json_object_get_int64(d) > 0)
+			snprintf(m->delay, sizeof(m->delay), "%lld", (long long) json_object_get_int64(d));
+	}
+	if (ok && (headers || json_object_object_length(extra) > 0))
+	{
+		if (json_object_object_length(extra) > 0)
+		{
+			if (!headers)
+			{
+				headers = json_object_new_object();
+				json_object_object_add(extra, "no-headers", json_object_new_boolean(1));
+			}
+			json_object_object_add(headers, AMQP_PROPS_KEY, extra);
+			extra = NULL;
+		}
+		m->headers_json = strdup(json_object_to_json_string_ext(headers, JSON_C_TO_STRING_PLAIN));
+	}
+	if (headers)
+		json_object_put(headers);
+	if (extra)
+		json_object_put(extra);
+	return ok;
+}
+
+/* a channel exception in its turn, after the operations before it; what
+ * arrives meanwhile is dropped */
+static void
+chan_error_queued(Chan *ch, int code, const char *text, int cls, int meth)
+{
+	Op		   *op = op_new(ch, OP_ERROR, cls, meth);
+
+	op->code = code;
+	snprintf(op->s2, sizeof(op->s2), "%s", text);
+	if (ch->pub)
+	{
+		pub_free(ch->pub);
+		ch->pub = NULL;
+	}
+	ch->content = 0;
+	ch->discarding = true;		/* drop the rest until the close */
+	chan_pump(ch);
+}
+
+static void
+publish_complete(Chan *ch)
+{
+	PubMsg	   *m = ch->pub;
+	Op		   *op;
+
+	ch->pub = NULL;
+	ch->content = 0;
+	op = op_new(ch, OP_PUBLISH, AMQP_BASIC, 40);
+	op->msgs = m;
+	m->owner = ch->conn;
+	ch->conn->pending += m->body.len;
+	if (ch->conn->pending > cfg.pending_high && !ch->conn->paused)
+	{
+		ch->conn->paused = true;
+		bufferevent_disable(ch->conn->bev, EV_READ);
+	}
+	chan_pump(ch);
+}
+
+/* ------------------------------------------------------------------------ */
+/* receiving: methods                                                        */
+
+static bool
+ack_tag_known(Chan *ch, uint64_t tag)
+{
+	Unacked    *e;
+
+	for (e = ch->unacked; e; e = e->next)
+		if (e->tag == tag)
+			return true;
+	return false;
+}
+
+/* take the entries a basic.ack/nack/reject settles out of the unacked list */
+static Unacked *
+take_entries(Chan *ch, uint64_t tag, bool multiple)
+{
+	Unacked    *taken = NULL,
+			  **tail = &taken,
+			  **pp = &ch->unacked;
+
+	while (*pp)
+	{
+		Unacked    *e = *pp;
+
+		if ((multiple && (tag == 0 || e->tag <= tag)) || (!multiple && e->tag == tag))
+		{
+			*pp = e->next;
+			e->next = NULL;
+			*tail = e;
+			tail = &e->next;
+			ch->n_unacked--;
+		}
+		else
+			pp = &e->next;
+	}
+	ch->unacked_tail = NULL;
+	for (pp = &ch->unacked; *pp; pp = &(*pp)->next)
+		ch->unacked_tail = *pp;
+	return taken;
+}
+
+static void
+chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
+{
+	char		s1[256],
+				text[600];
+	Op		   *op = NULL;
+
+	if (cls == AMQP_CHANNEL && meth == 40)
+	{
+		/* channel.close from the client */
+		if (ch->state == CH_CLOSING)
+		{
+			/* crossed ours */
+			send_simple(c, ch->id, AMQP_CHANNEL, 41);
+			chan_free(ch);
+			return;
+		}
+		/* what came before it is done first (publishes, acks) */
+		if (ch->pub)
+		{
+			pub_free(ch->pub);
+			ch->pub = NULL;
+		}
+		ch->content = 0;
+		ch->client_closing = true;
+		op_new(ch, OP_CLOSE, cls, meth);
+		chan_pump(ch);
+		return;
+	}
+	if (ch->client_closing || ch->discarding)
+		return;
+	if (ch->state == CH_CLOSING)
+	{
+		if (cls == AMQP_CHANNEL && meth == 41)
+			chan_free(ch);
+		return;					/* everything else is dropped until close-ok */
+	}
+	if (ch->content)
+	{
+		conn_error(c, AMQP_UNEXPECTED_FRAME,
+				   "UNEXPECTED_FRAME - expected content header or body, got a method", cls, meth);
+		return;
+	}
+
+#define QUEUE_ERROR(code_, text_) \
+	do { if (op == NULL) op = op_new(ch, OP_ERROR, cls, meth); \
+		 op->kind = OP_ERROR; op->code = (code_); \
+		 snprintf(op->s2, sizeof(op->s2), "%s", (text_)); chan_pump(ch); return; } while (0)
+#define ARGS_OK() \
+	do { if (r->err) { conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode the method's arguments", cls, meth); return; } } while (0)
+
+	switch (cls * 1000 + meth)
+	{
+		case AMQP_CHANNEL * 1000 + 10:	/* channel.open on an open channel */
+			conn_error(c, AMQP_CHANNEL_ERROR, "CHANNEL_ERROR - second 'channel.open' seen", cls, meth);
+			return;
+		case AMQP_CHANNEL * 1000 + 20:	/* flow */
+			ch->flow = rd_bit(r);
+			ARGS_OK();
+			method_begin(ch->id, AMQP_CHANNEL, 21);
+			buf_u8(&out, ch->flow ? 1 : 0);
+			frame_send(c);
+			if (ch->flow)
+				chan_kick(ch);
+			return;
+		case AMQP_CHANNEL * 1000 + 21:	/* flow-ok: we never send flow */
+			return;
+		case AMQP_EXCHANGE * 1000 + 10:	/* declare */
+			op = op_new(ch, OP_EXCHANGE_DECLARE, cls, meth);
+			rd_u16(r);
+			rd_shortstr(r, op->s1);
+			rd_shortstr(r, op->s2);
+			op->passive = rd_bit(r);
+			op->durable = rd_bit(r);
+			op->auto_delete = rd_bit(r);
+			{
+				bool		internal = rd_bit(r);
+
+				op->nowait = rd_bit(r);
+				op->args = rd_table(r);
+				ARGS_OK();
+				if (internal && !op->passive)
+				{
+					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - internal exchanges are not supported by mq-amqp");
+				}
+			}
+			break;
+		case AMQP_EXCHANGE * 1000 + 20:	/* delete */
+			op = op_new(ch, OP_EXCHANGE_DELETE, cls, meth);
+			rd_u16(r);
+			rd_shortstr(r, op->s1);
+			op->if_unused = rd_bit(r);
+			op->nowait = rd_bit(r);
+			ARGS_OK();
+			break;
+		case AMQP_EXCHANGE * 1000 + 30:	/* bind */
+		case AMQP_EXCHANGE * 1000 + 40:	/* unbind */
+			QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - exchange-to-exchange bindings are not supported by queue_ext");
+		case AMQP_QUEUE * 1000 + 10:	/* declare */
+			op = op_new(ch, OP_QUEUE_DECLARE, cls, meth);
+			rd_u16(r);
+			rd_shortstr(r, op->s1);
+			op->passive = rd_bit(r);
+			op->durable = rd_bit(r);
+			op->exclusive = rd_bit(r);
+			op->auto_delete = rd_bit(r);
+			op->nowait = rd_bit(r);
+			op->args = rd_table(r);
+			ARGS_OK();
+			if (op->passive && op->s1[0] == '\0')
+				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+			break;
+		case AMQP_QUEUE * 1000 + 20:	/* bind */
+		case AMQP_QUEUE * 1000 + 50:	/* unbind */
+			op = op_new(ch, meth == 20 ? OP_QUEUE_BIND : OP_QUEUE_UNBIND, cls, meth);
+			rd_u16(r);
+			rd_shortstr(r, op->s1);
+			rd_shortstr(r, op->s2);
+			rd_shortstr(r, op->s3);
+			if (meth == 20)
+				op->nowait = rd_bit(r);
+			op->args = rd_table(r);
+			ARGS_OK();
+			if (op->s1[0] == '\0')
+				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+			break;
+		case AMQP_QUEUE * 1000 + 30:	/* purge */
+			op = op_new(ch, OP_QUEUE_PURGE, cls, meth);
+			rd_u16(r);
+			rd_shortstr(r, op->s1);
+			op->nowait = rd_bit(r);
+			ARGS_OK();
+			if (op->s1[0] == '\0')
+				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+			break;
+		case AMQP_QUEUE * 1000 + 40:	/* delete */
+			op = op_new(ch, OP_QUEUE_DELETE, cls, meth);
+			rd_u16(r);
+			rd_shortstr(r, op->s1);
+			op->if_unused = rd_bit(r);
+			op->if_empty = rd_bit(r);
+			op->nowait = rd_bit(r);
+			ARGS_OK();
+			if (op->s1[0] == '\0')
+				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+			break;
+		case AMQP_BASIC * 1000 + 10:	/* qos */
+			{
+				uint32_t	size = rd_u32(r);
+				uint16_t	count = rd_u16(r);
+				bool		global = rd_bit(r);
+
+				ARGS_OK();
+				if (size != 0)
+				{
+					snprintf(text, sizeof(text), "NOT_IMPLEMENTED - prefetch_size!=0 (%u)", size);
+					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, text);
+				}
+				if (global)
+					ch->prefetch_global = count;
+				else
+					ch->prefetch_consumer = count;
+				op = op_new(ch, OP_REPLY, cls, meth);
+				frame_begin(AMQP_FRAME_METHOD, ch->id);
+				buf_u16(&out, AMQP_BASIC);
+				buf_u16(&out, 11);
+				buf_set_u32(&out, 3, out.len - 7);
+				buf_u8(&out, AMQP_FRAME_END);
+				buf_bytes(&op->reply, out.data, out.len);
+				chan_kick(ch);
+				break;
+			}
+		case AMQP_BASIC * 1000 + 20:	/* consume */
+			{
+				Consumer   *x;
+
+				op = op_new(ch, OP_CONSUME, cls, meth);
+				rd_u16(r);
+				rd_shortstr(r, op->s1);
+				rd_shortstr(r, op->s3);
+				rd_bit(r);		/* no-local: nothing to do, as RabbitMQ */
+				op->no_ack = rd_bit(r);
+				op->exclusive = rd_bit(r);
+				op->nowait = rd_bit(r);
+				op->args = rd_table(r);
+				ARGS_OK();
+				if (op->s1[0] == '\0')
+					snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+				if (op->s3[0] == '\0')
+				{
+					static uint64_t ctag = 0;
+
+					snprintf(op->s3, sizeof(op->s3), "amq.ctag-%08lx%08lx-%llu",
+							 (unsigned long) random(), (unsigned long) random(),
+							 (unsigned long long) ++ctag);
+				}
+				for (x = ch->consumers; x; x = x->next)
+					if (!x->cancelled && strcmp(x->tag, op->s3) == 0)
+					{
+						snprintf(text, sizeof(text),
+								 "NOT_ALLOWED - attempt to reuse consumer tag '%s'", op->s3);
+						conn_error(c, AMQP_NOT_ALLOWED, text, cls, meth);
+						return;
+					}
+				break;
+			}
+		case AMQP_BASIC * 1000 + 30:	/* cancel */
+			{
+				Consumer   *x;
+				bool		nowait;
+
+				rd_shortstr(r, s1);
+				nowait = rd_bit(r);
+				ARGS_OK();
+				for (x = ch->consumers; x; x = x->next)
+					if (!x->cancelled && !x->cancelling && strcmp(x->tag, s1) == 0)
+						break;
+				if (x == NULL)
+				{
+					/* unknown tag: ok, as RabbitMQ */
+					if (!nowait)
+					{
+						method_begin(ch->id, AMQP_BASIC, 31);
+						buf_shortstr(&out, s1);
+						frame_send(c);
+					}
+					return;
+				}
+				x->cancel_nowait = nowait;
+				if (x->polling)
+				{
+					/* stop the long poll; its rows (if any) still go out */
+					x->cancelling = true;
+					pg_cancel(x->pg);
+				}
+				else if (!x->ready)
+					x->cancelling = true;
+				else
+					cons_send_cancel_ok(x);
+				return;
+			}
+		case AMQP_BASIC * 1000 + 40:	/* publish */
+			{
+				PubMsg	   *m = calloc(1, sizeof(PubMsg));
+				bool		immediate;
+
+				rd_u16(r);
+				rd_shortstr(r, m->exchange);
+				rd_shortstr(r, m->rk);
+				m->mandatory = rd_bit(r);
+				immediate = rd_bit(r);
+				if (r->err)
+				{
+					pub_free(m);
+					ARGS_OK();
+				}
+				if (immediate)
+				{
+					pub_free(m);
+					conn_error(c, AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - immediate=true", cls, meth);
+					return;
+				}
+				if (ch->confirm)
+					m->seq = ++ch->pub_seq;
+				ch->pub = m;
+				ch->content = 1;
+				return;
+			}
+		case AMQP_BASIC * 1000 + 70:	/* get */
+			op = op_new(ch, OP_GET, cls, meth);
+			rd_u16(r);
+			rd_shortstr(r, op->s1);
+			op->no_ack = rd_bit(r);
+			ARGS_OK();
+			if (op->s1[0] == '\0')
+				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+			break;
+		case AMQP_BASIC * 1000 + 80:	/* ack */
+		case AMQP_BASIC * 1000 + 90:	/* reject */
+		case AMQP_BASIC * 1000 + 120:	/* nack */
+			{
+				uint64_t	tag = rd_u64(r);
+				bool		multiple = false,
+							requeue = true;
+
+				if (meth == 80)
+					multiple = rd_bit(r);
+				else if (meth == 90)
+					requeue = rd_bit(r);
+				else
+				{
+					multiple = rd_bit(r);
+					requeue = rd_bit(r);
+				}
+				ARGS_OK();
+				/* the tag is checked in the operation's turn: after the
+				 * publishes and deliveries before it */
+				op = op_new(ch, OP_SETTLE, cls, meth);
+				op->settle = meth == 80 ? SETTLE_ACK : meth == 90 ? SETTLE_REJECT : SETTLE_NACK;
+				op->requeue = requeue;
+				op->tag = tag;
+				op->multiple = multiple;
+				break;
+			}
+		case AMQP_BASIC * 1000 + 100:	/* recover-async */
+		case AMQP_BASIC * 1000 + 110:	/* recover */
+			{
+				bool		requeue = rd_bit(r);
+
+				ARGS_OK();
+				if (!requeue)
+				{
+					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - requeue=false");
+				}
+				op = op_new(ch, meth == 110 ? OP_RECOVER : OP_SETTLE, cls, meth);
+				op->settle = SETTLE_NACK;
+				op->requeue = true;
+				op->tag = 0;
+				op->multiple = true;
+				break;
+			}
+		case AMQP_CONFIRM * 1000 + 10:	/* select */
+			{
+				bool		nowait = rd_bit(r);
+
+				ARGS_OK();
+				if (ch->tx)
+				{
+					QUEUE_ERROR(AMQP_PRECONDITION_FAILED, "PRECONDITION_FAILED - cannot switch from tx to confirm mode");
+				}
+				ch->confirm = true;
+				if (!nowait)
+					send_simple(c, ch->id, AMQP_CONFIRM, 11);
+				return;
+			}
+		case AMQP_TX * 1000 + 10:	/* select */
+			if (ch->confirm)
+			{
+				QUEUE_ERROR(AMQP_PRECONDITION_FAILED, "PRECONDITION_FAILED - cannot switch from confirm to tx mode");
+			}
+			if (ch->tx)
+			{
+				send_simple(c, ch->id, AMQP_TX, 11);
+				return;
+			}
+			op = op_new(ch, OP_TX_SELECT, cls, meth);
+			break;
+		case AMQP_TX * 1000 + 20:	/* commit */
+		case AMQP_TX * 1000 + 30:	/* rollback */
+			if (!ch->tx)
+			{
+				QUEUE_ERROR(AMQP_PRECONDITION_FAILED, "PRECONDITION_FAILED - channel is not transactional");
+			}
+			op = op_new(ch, meth == 20 ? OP_TX_COMMIT : OP_TX_ROLLBACK, cls, meth);
+			break;
+		default:
+			snprintf(text, sizeof(text), "NOT_IMPLEMENTED - method %d.%d is not supported", cls, meth);
+			if (cls == AMQP_BASIC || cls == AMQP_QUEUE || cls == AMQP_EXCHANGE ||
+				cls == AMQP_TX || cls == AMQP_CONFIRM || cls == AMQP_CHANNEL)
+				QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, text);
+			else
+				conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
+			return;
+	}
+#undef ARGS_OK
+#undef QUEUE_ERROR
+	chan_pump(ch);
+}
+
+/* ------------------------------------------------------------------------ */
+/* connection                                                                */
+
+static void
+send_start(Conn *c)
+{
+	json_object *props = json_object_new_object();
+	json_object *caps = json_object_new_object();
+	char		err[64];
+
+	json_object_object_add(caps, "publisher_confirms", json_object_new_boolean(1));
+	json_object_object_add(caps, "basic.nack", json_object_new_boolean(1));
+	json_object_object_add(caps, "consumer_cancel_notify", json_object_new_boolean(1));
+	json_object_object_add(caps, "exchange_exchange_bindings", json_object_new_boolean(0));
+	json_object_object_add(caps, "per_consumer_qos", json_object_new_boolean(1));
+	json_object_object_add(caps, "authentication_failure_close", json_object_new_boolean(1));
+	json_object_object_add(caps, "connection.blocked", json_object_new_boolean(0));
+	json_object_object_add(props, "capabilities", caps);
+	json_object_object_add(props, "product", json_object_new_string("mq-amqp (queue_ext)"));
+	json_object_object_add(props, "version", json_object_new_string(GW_VERSION));
+	json_object_object_add(props, "platform", json_object_new_string("PostgreSQL"));
+	json_object_object_add(props, "information", json_object_new_string("AMQP 0-9-1 gateway for queue_ext"));
+	method_begin(0, AMQP_CONNECTION, 10);
+	buf_u8(&out, 0);
+	buf_u8(&out, 9);
+	buf_table_json(&out, props, err, sizeof(err));
+	buf_longstr(&out, "PLAIN AMQPLAIN", 14);
+	buf_longstr(&out, "en_US", 5);
+	frame_send(c);
+	json_object_put(props);
+	c->state = C_START_SENT;
+}
+
+static void
+close_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	conn_destroy(arg);
+}
+
+/* a connection exception: close frame, then the socket after close-ok */
+static void
+conn_error(Conn *c, int code, const char *text, int cls, int meth)
+{
+	struct timeval tv = {3, 0};
+	int			i;
+
+	if (c->dead || c->state == C_CLOSING)
+		return;
+	if (gw_verbose || code != AMQP_REPLY_SUCCESS)
+		logmsg("%s: connection error: %s", c->peer, text);
+	method_begin(0, AMQP_CONNECTION, 50);
+	buf_u16(&out, code);
+	buf_shortstr(&out, text);
+	buf_u16(&out, cls);
+	buf_u16(&out, meth);
+	frame_send(c);
+	c->state = C_CLOSING;
+	if (c->chans)
+		for (i = 1; i <= c->channel_max; i++)
+			if (c->chans[i])
+				chan_release(c->chans[i]);
+	c->close_timer = evtimer_new(gw_base, close_timeout, c);
+	evtimer_add(c->close_timer, &tv);
+}
+
+/* a client's connection.close: close-ok once its channels are done */
+static void
+conn_close_finish(Conn *c)
+{
+	int			i;
+
+	if (c->dead || c->chans == NULL)
+		return;
+	for (i = 1; i <= c->channel_max; i++)
+		if (c->chans[i])
+			return;
+	if (c->finishing)
+		return;					/* done already */
+	send_simple(c, 0, AMQP_CONNECTION, 51);
+	c->finishing = true;
+	/* the socket goes once the close-ok is written (conn_written) */
+	bufferevent_disable(c->bev, EV_READ);
+}
+
+static void
+conn_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	free(c->password);
+	free(c->chans);
+	free(c);
+}
+
+/* the socket is gone: end everything of the connection */
+static void
+conn_destroy(Conn *c)
+{
+	struct timeval zero = {0, 0};
+	Conn	  **pp;
+	Qreg	   *q,
+			   *next;
+	int			i;
+
+	if (c->dead)
+		return;
+	c->dead = true;				/* nothing more is written to it */
+	if (gw_verbose)
+		logmsg("%s: connection closed", c->peer);
+	if (c->chans)
+		for (i = 1; i <= c->channel_max; i++)
+			if (c->chans[i])
+				chan_free(c->chans[i]);
+	/* its exclusive queues go, and auto-delete queues it consumed last */
+	for (q = qregs; q; q = next)
+	{
+		next = q->next;
+		if (q->owner == c)
+		{
+			ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
+			cancel_queue_consumers(q->db, q->name);
+			q->owner = NULL;
+			q->auto_delete = false;
+			qreg_maybe_drop(q);
+		}
+	}
+	if (c->ctl)
+	{
+		ctl_orphan(c->ctl);
+		c->ctl = NULL;
+	}
+	for (pp = &conns; *pp; pp = &(*pp)->next)
+		if (*pp == c)
+		{
+			*pp = c->next;
+			break;
+		}
+	if (c->hb)
+		event_free(c->hb);
+	if (c->close_timer)
+		event_free(c->close_timer);
+	if (c->handshake_timer)
+		event_free(c->handshake_timer);
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	event_base_once(gw_base, -1, EV_TIMEOUT, conn_free_cb, c, &zero);
+}
+
+static void
+heartbeat_tick(evutil_socket_t fd, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (c->dead)
+		return;
+	if (!c->paused && time(NULL) - c->last_recv > 2 * (time_t) c->heartbeat)
+	{
+		logmsg("%s: missed heartbeats from client, timeout: %ds", c->peer, c->heartbeat);
+		conn_destroy(c);
+		return;
+	}
+	frame_begin(AMQP_FRAME_HEARTBEAT, 0);
+	frame_send(c);
+}
+
+static void
+vhost_connected(Conn *c, bool ok, const char *error)
+{
+	if (!ok)
+	{
+		char		text[600];
+
+		if (strstr(error, "does not exist") || strstr(error, "permission denied for database") ||
+			strstr(error, "not currently accepting"))
+		{
+			snprintf(text, sizeof(text), "NOT_ALLOWED - access to vhost '%s' refused for user '%s'",
+					 c->vhost, c->user);
+			conn_error(c, AMQP_NOT_ALLOWED, text, AMQP_CONNECTION, 40);
+		}
+		else
+		{
+			reply_text(text, sizeof(text), AMQP_CONNECTION_FORCED, error);
+			conn_error(c, AMQP_CONNECTION_FORCED, text, AMQP_CONNECTION, 40);
+		}
+		return;
+	}
+	c->state = C_OPEN;
+	method_begin(0, AMQP_CONNECTION, 41);
+	buf_shortstr(&out, "");
+	frame_send(c);
+	/* an idle connection holds no session: cleanups open one when needed */
+	ctl_orphan(c->ctl);
+	c->ctl = NULL;
+}
+
+static void
+auth_connected(Conn *c, bool ok, const char *error)
+{
+	if (!ok)
+	{
+		char		text[600];
+
+		if (strstr(error, "authentication failed") || strstr(error, "no password") ||
+			strstr(error, "role") || strstr(error, "not permitted to log in") ||
+			strstr(error, "no pg_hba.conf entry"))
+		{
+			snprintf(text, sizeof(text),
+					 "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
+					 "For details see the broker logfile.");
+			logmsg("%s: login of \"%s\" refused: %s", c->peer, c->user, error);
+			conn_error(c, AMQP_ACCESS_REFUSED, text, AMQP_CONNECTION, 11);
+		}
+		else
+		{
+			reply_text(text, sizeof(text), AMQP_CONNECTION_FORCED, error);
+			conn_error(c, AMQP_CONNECTION_FORCED, text, AMQP_CONNECTION, 11);
+		}
+		return;
+	}
+	/* logged in: tune */
+	method_begin(0, AMQP_CONNECTION, 30);
+	buf_u16(&out, cfg.channel_max);
+	buf_u32(&out, cfg.frame_max);
+	buf_u16(&out, cfg.heartbeat);
+	frame_send(c);
+	c->state = C_TUNE_SENT;
+}
+
+static void
+conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
+{
+	char		s[256],
+				text[600];
+
+	if (cls != AMQP_CONNECTION)
+	{
+		conn_error(c, AMQP_COMMAND_INVALID, "COMMAND_INVALID - not a connection method on channel 0",
+				   cls, meth);
+		return;
+	}
+	if (c->state == C_CLOSING)
+	{
+		if (c->client_closing)
+			return;
+		if (meth == 51 || meth == 50)
+		{
+			if (meth == 50)
+				send_simple(c, 0, AMQP_CONNECTION, 51);
+			bufferevent_flush(c->bev, EV_WRITE, BEV_FLUSH);
+			conn_destroy(c);
+		}
+		return;
+	}
+	switch (meth)
+	{
+		case 11:				/* start-ok */
+			{
+				json_object *client;
+				uint32_t	len;
+				const uint8_t *resp;
+				char		mech[256];
+				json_object *caps;
+
+				if (c->state != C_START_SENT)
+					break;
+				client = rd_table(r);
+				rd_shortstr(r, mech);
+				resp = rd_longstr(r, &len);
+				rd_shortstr(r, s);
+				caps = json_get(client, "capabilities");
+				c->cancel_notify = json_get(caps, "consumer_cancel_notify") &&
+					json_object_get_boolean(json_get(caps, "consumer_cancel_notify"));
+				if (client)
+					json_object_put(client);
+				if (r->err || resp == NULL)
+				{
+					conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode connection.start-ok", cls, meth);
+					return;
+				}
+				if (strcmp(mech, "PLAIN") == 0)
+				{
+					/* authzid NUL authcid NUL password */
+					const uint8_t *p1 = memchr(resp, 0, len);
+					const uint8_t *p2 = p1 ? memchr(p1 + 1, 0, len - (p1 + 1 - resp)) : NULL;
+
+					if (!p2 || p2 - p1 - 1 > 255)
+					{
+						conn_error(c, AMQP_ACCESS_REFUSED, "ACCESS_REFUSED - malformed PLAIN response", cls, meth);
+						return;
+					}
+					memcpy(c->user, p1 + 1, p2 - p1 - 1);
+					c->user[p2 - p1 - 1] = '\0';
+					c->password = strndup((const char *) p2 + 1, len - (p2 + 1 - resp));
+				}
+				else if (strcmp(mech, "AMQPLAIN") == 0)
+				{
+					/* a table without its length prefix */
+					Buf			t = {0};
+					Rd			tr;
+					json_object *o;
+
+					buf_u32(&t, len);
+					buf_bytes(&t, resp, len);
+					rd_init(&tr, t.data, t.len);
+					o = rd_table(&tr);
+					snprintf(c->user, sizeof(c->user), "%s", json_str(o, "LOGIN") ? json_str(o, "LOGIN") : "");
+					c->password = strdup(json_str(o, "PASSWORD") ? json_str(o, "PASSWORD") : "");
+					json_object_put(o);
+					buf_free(&t);
+				}
+				else
+				{
+					snprintf(text, sizeof(text),
+							 "ACCESS_REFUSED - unsupported authentication mechanism '%s'", mech);
+					conn_error(c, AMQP_ACCESS_REFUSED, text, cls, meth);
+					return;
+				}
+				c->state = C_AUTHING;
+				c->ctl = ctl_new(c, NULL, auth_connected);
+				return;
+			}
+		case 31:				/* tune-ok */
+			{
+				uint16_t	channel_max = rd_u16(r);
+				uint32_t	frame_max = rd_u32(r);
+				uint16_t	heartbeat = rd_u16(r);
+
+				if (c->state != C_TUNE_SENT)
+					break;
+				if (r->err)
+				{
+					conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode connection.tune-ok", cls, meth);
+					return;
+				}
+				if (frame_max != 0 && frame_max < 4096)
+				{
+					conn_error(c, AMQP_NOT_ALLOWED, "NOT_ALLOWED - frame_max below 4096", cls, meth);
+					return;
+				}
+				c->channel_max = channel_max == 0 || channel_max > cfg.channel_max ?
+					cfg.channel_max : channel_max;
+				c->frame_max = frame_max == 0 || frame_max > cfg.frame_max ? cfg.frame_max : frame_max;
+				c->heartbeat = heartbeat;
+				c->chans = calloc(c->channel_max + 1, sizeof(Chan *));
+				if (heartbeat > 0)
+				{
+					struct timeval tv = {heartbeat / 2 > 0 ? heartbeat / 2 : 1, 0};
+
+					c->hb = event_new(gw_base, -1, EV_PERSIST, heartbeat_tick, c);
+					evtimer_add(c->hb, &tv);
+				}
+				c->state = C_TUNED;
+				return;
+			}
+		case 40:				/* open */
+			if (c->state != C_TUNED)
+				break;
+			rd_shortstr(r, c->vhost);
+			if (r->err)
+			{
+				conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - cannot decode connection.open", cls, meth);
+				return;
+			}
+			c->state = C_OPENING;
+			if (c->vhost[0] == '\0' || strcmp(c->vhost, "/") == 0)
+			{
+				c->db[0] = '\0';
+				vhost_connected(c, true, NULL);
+			}
+			else
+			{
+				/* the vhost is a database: the control session moves there */
+				snprintf(c->db, sizeof(c->db), "%s", c->vhost);
+				ctl_orphan(c->ctl);
+				c->ctl = ctl_new(c, c->db, vhost_connected);
+			}
+			return;
+		case 50:				/* close */
+			{
+				int			i;
+				struct timeval tv = {30, 0};
+
+				/* the channels finish what they were sent first */
+				c->client_closing = true;
+				c->state = C_CLOSING;
+				if (c->chans)
+					for (i = 1; i <= c->channel_max; i++)
+					{
+						Chan	   *ch = c->chans[i];
+
+						if (ch == NULL)
+							continue;
+						if (ch->state != CH_OPEN)
+							chan_free(ch);
+						else if (!ch->client_closing)
+						{
+							ch->client_closing = true;
+							op_new(ch, OP_CLOSE, AMQP_CHANNEL, 40);
+						}
+					}
+				c->close_timer = evtimer_new(gw_base, close_timeout, c);
+				evtimer_add(c->close_timer, &tv);
+				if (c->chans)
+					for (i = 1; i <= c->channel_max && !c->dead; i++)
+						if (c->chans[i])
+							chan_pump(c->chans[i]);
+				conn_close_finish(c);
+				return;
+			}
+		case 51:				/* close-ok without a close */
+			conn_destroy(c);
+			return;
+		case 60:				/* blocked / unblocked from a client: ignore */
+		case 61:
+			return;
+		default:
+			snprintf(text, sizeof(text), "NOT_IMPLEMENTED - method connection.%d", meth);
+			conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
+			return;
+	}
+	conn_error(c, AMQP_COMMAND_INVALID, "COMMAND_INVALID - connection method out of order", cls, meth);
+}
+
+/* one frame; false when the connection is done with */
+static void
+handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t len)
+{
+	Rd			r;
+	Chan	   *ch;
+
+	if (type == AMQP_FRAME_HEARTBEAT)
+	{
+		if (chid != 0)
+			conn_error(c, AMQP_COMMAND_INVALID, "COMMAND_INVALID - heartbeat on a channel", 0, 0);
+		return;
+	}
+	if (type != AMQP_FRAME_METHOD && type != AMQP_FRAME_HEADER && type != AMQP_FRAME_BODY)
+	{
+		conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - unknown frame type", 0, 0);
+		return;
+	}
+	if (chid == 0)
+	{
+		uint16_t	cls,
+					meth;
+
+		if (type != AMQP_FRAME_METHOD)
+		{
+			conn_error(c, AMQP_COMMAND_INVALID, "COMMAND_INVALID - content on channel 0", 0, 0);
+			return;
+		}
+		rd_init(&r, p, len);
+		cls = rd_u16(&r);
+		meth = rd_u16(&r);
+		if (r.err)
+		{
+			conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - short method frame", 0, 0);
+			return;
+		}
+		conn_method(c, cls, meth, &r);
+		return;
+	}
+	if (c->state == C_CLOSING)
+		return;
+	if (c->state != C_OPEN)
+	{
+		conn_error(c, AMQP_COMMAND_INVALID, "COMMAND_INVALID - channel frame before connection.open-ok",
+				   0, 0);
+		return;
+	}
+	if (chid > c->channel_max)
+	{
+		char		text[128];
+
+		snprintf(text, sizeof(text),
+				 "NOT_ALLOWED - number of channels opened (%u) has reached the negotiated channel_max (%u)",
+				 chid, c->channel_max);
+		conn_error(c, AMQP_NOT_ALLOWED, text, AMQP_CHANNEL, 10);
+		return;
+	}
+	ch = chan_get(c, chid);
+	if (type == AMQP_FRAME_METHOD)
+	{
+		uint16_t	cls,
+					meth;
+
+		rd_init(&r, p, len);
+		cls = rd_u16(&r);
+		meth = rd_u16(&r);
+		if (r.err)
+		{
+			conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - short method frame", 0, 0);
+			return;
+		}
+		if (ch == NULL)
+		{
+			if (cls == AMQP_CHANNEL && meth == 10)
+			{
+				chan_open(c, chid);
+				method_begin(chid, AMQP_CHANNEL, 11);
+				buf_longstr(&out, "", 0);
+				frame_send(c);
+			}
+			else if (cls == AMQP_CHANNEL && meth == 41)
+				;				/* close-ok of a channel already gone */
+			else
+				conn_error(c, AMQP_CHANNEL_ERROR, "CHANNEL_ERROR - expected 'channel.open'", cls, meth);
+			return;
+		}
+		chan_method(c, ch, cls, meth, &r);
+		return;
+	}
+	if (ch == NULL)
+	{
+		conn_error(c, AMQP_CHANNEL_ERROR, "CHANNEL_ERROR - content on a closed channel", 0, 0);
+		return;
+	}
+	if (ch->state == CH_CLOSING)
+		return;
+	if (type == AMQP_FRAME_HEADER)
+	{
+		char		err[300];
+
+		if (ch->content != 1 || len < 14 || be16(p) != AMQP_BASIC)
+		{
+			conn_error(c, AMQP_UNEXPECTED_FRAME, "UNEXPECTED_FRAME - unexpected content header", 0, 0);
+			return;
+		}
+		if (!parse_content_header(ch, ch->pub, p, len, err, sizeof(err)))
+		{
+			if (strncmp(err, "FRAME_ERROR", 11) == 0)
+				conn_error(c, AMQP_FRAME_ERROR, err, AMQP_BASIC, 40);
+			else
+				chan_error_queued(ch, AMQP_PRECONDITION_FAILED, err, AMQP_BASIC, 40);
+			return;
+		}
+		if (ch->pub->body_size > cfg.max_message)
+		{
+			snprintf(err, sizeof(err), "PRECONDITION_FAILED - message size %llu is larger than configured max size %zu",
+					 (unsigned long long) ch->pub->body_size, cfg.max_message);
+			chan_error_queued(ch, AMQP_PRECONDITION_FAILED, err, AMQP_BASIC, 40);
+			return;
+		}
+		if (ch->pub->body_size == 0)
+			publish_complete(ch);
+		else
+			ch->content = 2;
+		return;
+	}
+	/* body */
+	if (ch->content != 2)
+	{
+		conn_error(c, AMQP_UNEXPECTED_FRAME, "UNEXPECTED_FRAME - unexpected content body", 0, 0);
+		return;
+	}
+	if (ch->pub->body.len + len > ch->pub->body_size)
+	{
+		conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - content body larger than its header said", 0, 0);
+		return;
+	}
+	buf_bytes(&ch->pub->body, p, len);
+	if (ch->pub->body.len == ch->pub->body_size)
+		publish_complete(ch);
+}
+
+static void
+conn_read(struct bufferevent *bev, void *arg)
+{
+	Conn	   *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	c->last_recv = time(NULL);
+	while (!c->dead)
+	{
+		size_t		avail = evbuffer_get_length(in);
+		uint8_t    *p;
+		uint32_t	size;
+		uint32_t	limit;
+
+		if (c->state == C_HEADER)
+		{
+			if (avail < 8)
+				return;
+			p = evbuffer_pullup(in, 8);
+			if (memcmp(p, "AMQP\0\0\x09\x01", 8) != 0)
+			{
+				/* the protocol we speak, then close (AMQP 0-9-1 section 4.2.2) */
+				bufferevent_write(bev, "AMQP\0\0\x09\x01", 8);
+				bufferevent_flush(bev, EV_WRITE, BEV_FLUSH);
+				c->state = C_CLOSING;
+				c->finishing = true;
+				bufferevent_disable(bev, EV_READ);
+				evbuffer_drain(in, avail);
+				return;
+			}
+			evbuffer_drain(in, 8);
+			send_start(c);
+			continue;
+		}
+		if (avail < 7)
+			return;
+		p = evbuffer_pullup(in, 7);
+		size = be32(p + 3);
+		limit = c->frame_max ? c->frame_max : cfg.frame_max;
+		if ((uint64_t) size + 8 > limit)
+		{
+			char		text[200];
+
+			snprintf(text, sizeof(text), "FRAME_ERROR - frame size %u larger than frame_max %u",
+					 size + 8, limit);
+			evbuffer_drain(in, avail);
+			conn_error(c, AMQP_FRAME_ERROR, text, 0, 0);
+			c->finishing = true;
+			bufferevent_disable(bev, EV_READ);
+			return;
+		}
+		if (avail < (size_t) size + 8)
+			return;
+		p = evbuffer_pullup(in, size + 8);
+		if (p[size + 7] != AMQP_FRAME_END)
+		{
+			evbuffer_drain(in, avail);
+			conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - bad frame end octet", 0, 0);
+			c->finishing = true;
+			bufferevent_disable(bev, EV_READ);
+			return;
+		}
+		handle_frame(c, p[0], be16(p + 1), p + 7, size);
+		if (c->dead)
+			return;
+		evbuffer_drain(in, size + 8);
+	}
+}
+
+/* output drained below the low mark: consumers go on; a closing
+ * connection goes once its close is written */
+static void
+conn_written(struct bufferevent *bev, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (c->dead)
+		return;
+	if (c->finishing &&
+		evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+	{
+		conn_destroy(c);
+		return;
+	}
+	if (c->state == C_OPEN)
+		conn_kick(c);
+}
+
+static void
+conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		conn_destroy(c);
+}
+
+static const struct timeval handshake_tv = {10, 0};
+
+static void
+handshake_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (c->state == C_OPEN || c->state == C_CLOSING || c->dead)
+		return;
+	if (c->state == C_AUTHING || c->state == C_OPENING)
+	{
+		/* waiting for PostgreSQL (which has its own timeout), not the client */
+		evtimer_add(c->handshake_timer, &handshake_tv);
+		return;
+	}
+	logmsg("%s: handshake not done within %d s: closed", c->peer, (int) handshake_tv.tv_sec);
+	conn_destroy(c);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	Conn	   *c = calloc(1, sizeof(Conn));
+	int			one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (sa->sa_family == AF_INET)
+	{
+		struct sockaddr_in *in = (struct sockaddr_in *) sa;
+		char		a[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+		snprintf(c->peer, sizeof(c->peer), "%s:%d", a, ntohs(in->sin_port));
+	}
+	else if (sa->sa_family == AF_INET6)
+	{
+		struct sockaddr_in6 *in = (struct sockaddr_in6 *) sa;
+		char		a[INET6_ADDRSTRLEN];
+
+		inet_ntop(AF_INET6, &in->sin6_addr, a, sizeof(a));
+		snprintf(c->peer, sizeof(c->peer), "[%s]:%d", a, ntohs(in->sin6_port));
+	}
+	c->bev = bufferevent_socket_new(gw_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->state = C_HEADER;
+	c->last_recv = time(NULL);
+	c->frame_max = 0;
+	bufferevent_setcb(c->bev, conn_read, conn_written, conn_event, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, cfg.out_high / 4, 0);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->handshake_timer = evtimer_new(gw_base, handshake_timeout, c);
+	evtimer_add(c->handshake_timer, &handshake_tv);
+	c->next = conns;
+	conns = c;
+	if (gw_verbose)
+		logmsg("%s: connection accepted", c->peer);
+}
+
+/* out of file descriptors (or another accept error): pause a second
+ * rather than spin on the readable listening socket */
+static struct event *accept_resume;
+
+static void
+on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct timeval tv = {1, 0};
+	int			err = EVUTIL_SOCKET_ERROR();
+
+	logmsg("accept failed: %s; not accepting for a second", evutil_socket_error_to_string(err));
+	evconnlistener_disable(l);
+	if (accept_resume == NULL)
+		accept_resume = evtimer_new(gw_base, on_accept_resume, l);
+	evtimer_add(accept_resume, &tv);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	logmsg("received signal %d, shutting down", (int) sig);
+	event_base_loopexit(gw_base, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* configuration                                                             */
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+			"mq-amqp: an AMQP 0-9-1 gateway in front of queue_ext\n\n"
+			"Usage: mq-amqp [OPTION]...\n\n"
+			"  --listen HOST:PORT    address to listen on (default 127.0.0.1:5672)\n"
+			"  --dbname CONNINFO     the PostgreSQL server and database of vhost \"/\"\n"
+			"                        (libpq connection string; user and password come\n"
+			"                        from each client's login, other vhosts name databases)\n"
+			"  --config FILE         read settings (key = value lines) from FILE\n"
+			"  --heartbeat SECONDS   heartbeat proposed to clients (default 60, 0 none)\n"
+			"  --frame-max BYTES     largest frame (default 131072)\n"
+			"  --channel-max N       most channels per connection (default 2047)\n"
+			"  --lease INTERVAL      lease of an unacked delivery (default '1 day')\n"
+			"  --poll-wait SECONDS   longest wait of a consumer's long poll (default 10)\n"
+			"  --verbose             log connections and channel errors\n"
+			"  --help, --version\n\n"
+			"Settings in the file: listen, dbname, heartbeat, frame_max, channel_max,\n"
+			"lease, poll_wait, batch_max, max_message, verbose.  docs/amqp.md has more.\n");
+}
+
+static bool
+set_option(const char *key, const char *val)
+{
+	char	   *end;
+	long		n;
+
+	if (strcmp(key, "listen") == 0)
+	{
+		snprintf(cfg.listen, sizeof(cfg.listen), "%s", val);
+		return true;
+	}
+	if (strcmp(key, "dbname") == 0)
+	{
+		free(cfg.dbname);
+		cfg.dbname = strdup(val);
+		return true;
+	}
+	if (strcmp(key, "lease") == 0)
+	{
+		snprintf(cfg.lease, sizeof(cfg.lease), "%s", val);
+		return true;
+	}
+	if (strcmp(key, "verbose") == 0)
+	{
+		gw_verbose = strcmp(val, "on") == 0 || strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
+		return true;
+	}
+	n = strtol(val, &end, 10);
+	if (*val == '\0' || *end != '\0' || n < 0)
+	{
+		fprintf(stderr, "mq-amqp: invalid value \"%s\" for %s\n", val, key);
+		exit(2);
+	}
+	if (strcmp(key, "heartbeat") == 0 && n <= 65535)
+		cfg.heartbeat = n;
+	else if ((strcmp(key, "frame_max") == 0 || strcmp(key, "frame-max") == 0) && n >= 4096)
+		cfg.frame_max = n;
+	else if ((strcmp(key, "channel_max") == 0 || strcmp(key, "channel-max") == 0) && n >= 1 && n <= 65535)
+		cfg.channel_max = n;
+	else if ((strcmp(key, "poll_wait") == 0 || strcmp(key, "poll-wait") == 0) && n >= 1)
+		cfg.poll_wait = n;
+	else if (strcmp(key, "batch_max") == 0 && n >= 1 && n <= 10000)
+		cfg.batch_max = n;
+	else if (strcmp(key, "max_message") == 0 && n >= 1)
+		cfg.max_message = n;
+	else
+	{
+		fprintf(stderr, "mq-amqp: invalid setting %s = %s\n", key, val);
+		exit(2);
+	}
+	return true;
+}
+
+static void
+read_config(const char *path)
+{
+	FILE	   *f = fopen(path, "r");
+	char		line[2048];
+	int			lineno = 0;
+
+	if (f == NULL)
+	{
+		fprintf(stderr, "mq-amqp: could not open %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	while (fgets(line, sizeof(line), f))
+	{
+		char	   *k = line,
+				   *eq,
+				   *v,
+				   *e;
+
+		lineno++;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		if (*k == '#' || *k == '\n' || *k == '\0')
+			continue;
+		eq = strchr(k, '=');
+		if (eq == NULL)
+		{
+			fprintf(stderr, "mq-amqp: %s:%d: expected key = value\n", path, lineno);
+			exit(2);
+		}
+		for (e = eq; e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			;
+		*e = '\0';
+		v = eq + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (e = v + strlen(v); e > v && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--)
+			;
+		*e = '\0';
+		if (e > v + 1 && ((*v == '\'' && e[-1] == '\'') || (*v == '"' && e[-1] == '"')))
+		{
+			e[-1] = '\0';
+			v++;
+		}
+		set_option(k, v);
+	}
+	fclose(f);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct option opts[] = {
+		{"listen", required_argument, NULL, 'l'},
+		{"dbname", required_argument, NULL, 'd'},
+		{"config", required_argument, NULL, 'c'},
+		{"heartbeat", required_argument, NULL, 'H'},
+		{"frame-max", required_argument, NULL, 'F'},
+		{"channel-max", required_argument, NULL, 'C'},
+		{"lease", required_argument, NULL, 'L'},
+		{"poll-wait", required_argument, NULL, 'W'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}
+	};
+	int			o,
+				i;
+	char	   *host,
+			   *colon;
+	int			port;
+	struct evutil_addrinfo hints,
+			   *ai = NULL;
+	struct evconnlistener *listener;
+	char		portstr[16];
+	char	   *err = NULL;
+	struct event *sigint,
+			   *sigterm;
+
+	/* the config file first, so that flags override it */
+	for (i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			read_config(argv[i + 1]);
+		else if (strncmp(argv[i], "--config=", 9) == 0)
+			read_config(argv[i] + 9);
+	}
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
+	{
+		switch (o)
+		{
+			case 'l':
+				set_option("listen", optarg);
+				break;
+			case 'd':
+				set_option("dbname", optarg);
+				break;
+			case 'c':
+				break;
+			case 'H':
+				set_option("heartbeat", optarg);
+				break;
+			case 'F':
+				set_option("frame_max", optarg);
+				break;
+			case 'C':
+				set_option("channel_max", optarg);
+				break;
+			case 'L':
+				set_option("lease", optarg);
+				break;
+			case 'W':
+				set_option("poll_wait", optarg);
+				break;
+			case 'v':
+				gw_verbose = true;
+				break;
+			case 'h':
+				usage(stdout);
+				return 0;
+			case 'V':
+				printf("mq-amqp (queue_ext) %s\n", GW_VERSION);
+				return 0;
+			default:
+				usage(stderr);
+				return 2;
+		}
+	}
+	if (optind < argc)
+	{
+		fprintf(stderr, "mq-amqp: unexpected argument \"%s\"\n", argv[optind]);
+		return 2;
+	}
+	gw_conninfo = PQconninfoParse(cfg.dbname ? cfg.dbname : "", &err);
+	if (gw_conninfo == NULL)
+	{
+		fprintf(stderr, "mq-amqp: invalid --dbname: %s", err ? err : "out of memory\n");
+		return 2;
+	}
+
+	host = strdup(cfg.listen);
+	colon = strrchr(host, ':');
+	if (colon == NULL || (port = atoi(colon + 1)) <= 0 || port > 65535)
+	{
+		fprintf(stderr, "mq-amqp: --listen must be HOST:PORT, not \"%s\"\n", cfg.listen);
+		return 2;
+	}
+	*colon = '\0';
+	if (host[0] == '[' && colon[-1] == ']')
+	{
+		colon[-1] = '\0';
+		memmove(host, host + 1, strlen(host));
+	}
+	signal(SIGPIPE, SIG_IGN);
+	{
+		/* a socket per client: as many descriptors as allowed */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+		{
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	srandom((unsigned) time(NULL) ^ (unsigned) getpid());
+
+	gw_base = event_base_new();
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_PASSIVE;
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	if (evutil_getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai) != 0 || ai == NULL)
+	{
+		fprintf(stderr, "mq-amqp: could not resolve listen address \"%s\"\n", cfg.listen);
+		return 1;
+	}
+	listener = evconnlistener_new_bind(gw_base, on_accept, NULL,
+									   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
+									   ai->ai_addr, ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	if (listener == NULL)
+	{
+		fprintf(stderr, "mq-amqp: could not listen on %s: %s\n", cfg.listen, strerror(errno));
+		return 1;
+	}
+	evconnlistener_set_error_cb(listener, on_accept_error);
+	sigint = evsignal_new(gw_base, SIGINT, on_signal, NULL);
+	sigterm = evsignal_new(gw_base, SIGTERM, on_signal, NULL);
+	event_add(sigint, NULL);
+	event_add(sigterm, NULL);
+	logmsg("listening on %s", cfg.listen);
+	event_base_dispatch(gw_base);
+
+	while (conns)
+		conn_destroy(conns);
+	evconnlistener_free(listener);
+	if (accept_resume)
+		event_free(accept_resume);
+	event_free(sigint);
+	event_free(sigterm);
+	event_base_free(gw_base);
+	PQconninfoFree(gw_conninfo);
+	free(host);
+	buf_free(&out);
+	return 0;
+}

@@ -1,0 +1,377 @@
+/*
+ * pgsess.c: asynchronous libpq sessions on libevent for mq-amqp
+ *
+ * Connecting (PQconnectStartParams / PQconnectPoll) and queries
+ * (PQsendQueryParams / PQflush / PQconsumeInput / PQgetResult) never block:
+ * the session's socket is watched by the gateway's event base.  One
+ * statement at a time per session; its callback gets the statement's result
+ * (NULL when the session was lost) and must not keep it.
+ */
+#include "gateway.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern struct event_base *gw_base;
+extern PQconninfoOption *gw_conninfo;
+extern bool gw_verbose;
+
+static void pg_event(evutil_socket_t fd, short what, void *arg);
+
+static void
+pg_notice(void *arg, const char *message)
+{
+	if (gw_verbose)
+		fprintf(stderr, "mq-amqp: server notice: %s", message);
+}
+
+static void
+pg_watch(PgSess *s, bool want_write)
+{
+	int			fd = PQsocket(s->pg);
+
+	if (s->rev == NULL || event_get_fd(s->rev) != fd)
+	{
+		if (s->rev)
+			event_free(s->rev);
+		if (s->wev)
+			event_free(s->wev);
+		s->rev = event_new(gw_base, fd, EV_READ | EV_PERSIST, pg_event, s);
+		s->wev = event_new(gw_base, fd, EV_WRITE, pg_event, s);
+		event_add(s->rev, NULL);
+	}
+	if (want_write)
+		event_add(s->wev, NULL);
+	else
+		event_del(s->wev);
+}
+
+static void
+pg_free(PgSess *s)
+{
+	if (s->tev)
+		event_free(s->tev);
+	if (s->rev)
+		event_free(s->rev);
+	if (s->wev)
+		event_free(s->wev);
+	if (s->res)
+		PQclear(s->res);
+	if (s->pg)
+		PQfinish(s->pg);
+	free(s);
+}
+
+static void
+pg_connect_failed_cb(evutil_socket_t fd, short what, void *arg)
+{
+	PgSess	   *s = arg;
+
+	s->in_cb = true;
+	s->on_connect(s->arg, false, s->pg ? PQerrorMessage(s->pg) : "out of memory");
+	s->in_cb = false;
+	if (s->closed)
+		pg_free(s);
+}
+
+static void
+pg_connect_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	PgSess	   *s = arg;
+
+	if (!s->connecting || s->closed)
+		return;
+	s->connecting = false;
+	event_del(s->rev);
+	event_del(s->wev);
+	s->in_cb = true;
+	s->on_connect(s->arg, false, "timeout expired connecting to the PostgreSQL server");
+	s->in_cb = false;
+	if (s->closed)
+		pg_free(s);
+}
+
+/*
+ * Start a connection to the server of --dbname as user/password, to dbname
+ * (NULL: --dbname's).  check_client: a session that long-polls, so that
+ * the server notices at once when the gateway closes it
+ * (client_connection_check_interval) and ends the session, returning its
+ * deliveries.
+ */
+PgSess *
+pg_connect(const char *user, const char *password, const char *dbname,
+		   bool check_client, pg_connect_cb cb, void *arg)
+{
+	PgSess	   *s = calloc(1, sizeof(PgSess));
+	const char *keys[64];
+	const char *vals[64];
+	int			n = 0;
+	PQconninfoOption *o;
+	char		options[1024];
+	const char *base_options = NULL;
+
+	s->on_connect = cb;
+	s->arg = arg;
+	for (o = gw_conninfo; o && o->keyword; o++)
+	{
+		if (o->val == NULL || n >= 56)
+			continue;
+		if (strcmp(o->keyword, "user") == 0 || strcmp(o->keyword, "password") == 0 ||
+			strcmp(o->keyword, "application_name") == 0 ||
+			(dbname && strcmp(o->keyword, "dbname") == 0))
+			continue;
+		if (strcmp(o->keyword, "options") == 0)
+		{
+			base_options = o->val;
+			continue;
+		}
+		keys[n] = o->keyword;
+		vals[n++] = o->val;
+	}
+	keys[n] = "user";
+	vals[n++] = user;
+	keys[n] = "password";
+	vals[n++] = password;
+	if (dbname)
+	{
+		keys[n] = "dbname";
+		vals[n++] = dbname;
+	}
+	keys[n] = "application_name";
+	vals[n++] = "mq-amqp";
+	snprintf(options, sizeof(options), "%s%s", base_options ? base_options : "",
+			 check_client ? " -c client_connection_check_interval=100" : "");
+	if (options[0])
+	{
+		keys[n] = "options";
+		vals[n++] = options;
+	}
+	keys[n] = NULL;
+	vals[n] = NULL;
+
+	s->pg = PQconnectStartParams(keys, vals, 0);
+	s->connecting = true;
+	if (s->pg == NULL || PQstatus(s->pg) == CONNECTION_BAD || PQsocket(s->pg) < 0)
+	{
+		struct timeval zero = {0, 0};
+
+		/* report from the event loop, not from inside the caller */
+		event_base_once(gw_base, -1, EV_TIMEOUT, pg_connect_failed_cb, s, &zero);
+		return s;
+	}
+	PQsetNoticeProcessor(s->pg, pg_notice, NULL);
+	pg_watch(s, true);
+	{
+		/*
+		 * libpq's connect_timeout is not applied to PQconnectPoll: a server
+		 * that does not answer is an error after 10 s, not a hang
+		 */
+		struct timeval tv = {10, 0};
+
+		s->tev = evtimer_new(gw_base, pg_connect_timeout, s);
+		evtimer_add(s->tev, &tv);
+	}
+	return s;
+}
+
+static void
+pg_finish_connect(PgSess *s)
+{
+	PostgresPollingStatusType st = PQconnectPoll(s->pg);
+
+	if (st == PGRES_POLLING_READING)
+		pg_watch(s, false);
+	else if (st == PGRES_POLLING_WRITING)
+		pg_watch(s, true);
+	else
+	{
+		bool		ok = (st == PGRES_POLLING_OK);
+
+		s->connecting = false;
+		if (s->tev)
+			event_del(s->tev);
+		if (ok)
+		{
+			PQsetnonblocking(s->pg, 1);
+			pg_watch(s, false);
+		}
+		else
+		{
+			event_del(s->rev);
+			event_del(s->wev);
+		}
+		s->in_cb = true;
+		s->on_connect(s->arg, ok, ok ? NULL : PQerrorMessage(s->pg));
+		s->in_cb = false;
+		if (s->closed)
+			pg_free(s);
+	}
+}
+
+static void
+pg_lost(PgSess *s)
+{
+	event_del(s->rev);
+	event_del(s->wev);
+	s->in_cb = true;
+	if (s->busy)
+	{
+		s->busy = false;
+		if (s->res)
+		{
+			PQclear(s->res);
+			s->res = NULL;
+		}
+		s->cb(s->cbarg, NULL);
+	}
+	else if (s->on_lost)
+		s->on_lost(s->arg);
+	s->in_cb = false;
+	if (s->closed)
+		pg_free(s);
+}
+
+static void
+pg_event(evutil_socket_t fd, short what, void *arg)
+{
+	PgSess	   *s = arg;
+
+	if (s->closed)
+		return;
+	if (s->connecting)
+	{
+		pg_finish_connect(s);
+		return;
+	}
+	if (s->send_failed || PQstatus(s->pg) == CONNECTION_BAD)
+	{
+		pg_lost(s);
+		return;
+	}
+	if (what & EV_WRITE)
+	{
+		int			r = PQflush(s->pg);
+
+		if (r < 0)
+		{
+			pg_lost(s);
+			return;
+		}
+		pg_watch(s, r == 1);
+	}
+	if (!(what & EV_READ))
+		return;
+	if (!PQconsumeInput(s->pg))
+	{
+		pg_lost(s);
+		return;
+	}
+	if (!s->busy)
+	{
+		/* nothing asked: a notice, or the server closing the session */
+		PGresult   *r;
+
+		if (PQstatus(s->pg) == CONNECTION_BAD)
+		{
+			pg_lost(s);
+			return;
+		}
+		while (!PQisBusy(s->pg) && (r = PQgetResult(s->pg)) != NULL)
+			PQclear(r);
+		if (PQstatus(s->pg) == CONNECTION_BAD)
+			pg_lost(s);
+		return;
+	}
+	while (!PQisBusy(s->pg))
+	{
+		PGresult   *r = PQgetResult(s->pg);
+
+		if (r == NULL)
+		{
+			PGresult   *res = s->res;
+
+			s->res = NULL;
+			s->busy = false;
+			s->in_cb = true;
+			s->cb(s->cbarg, res);
+			s->in_cb = false;
+			if (res)
+				PQclear(res);
+			if (s->closed)
+				pg_free(s);
+			return;
+		}
+		/* one statement: keep its result, or the first error */
+		if (s->res == NULL)
+			s->res = r;
+		else if (PQresultStatus(s->res) != PGRES_FATAL_ERROR)
+		{
+			PQclear(s->res);
+			s->res = r;
+		}
+		else
+			PQclear(r);
+	}
+	if (PQstatus(s->pg) == CONNECTION_BAD)
+		pg_lost(s);
+}
+
+void
+pg_send(PgSess *s, const char *sql, int n, const Oid *types,
+		const char *const *vals, const int *lens, const int *fmts,
+		int result_format, pg_result_cb cb, void *arg)
+{
+	int			r;
+
+	s->cb = cb;
+	s->cbarg = arg;
+	s->busy = true;
+	if (n == 0 ? !PQsendQuery(s->pg, sql) :
+		!PQsendQueryParams(s->pg, sql, n, types, vals, lens, fmts, result_format))
+	{
+		/* the session is gone: report it from the loop */
+		s->send_failed = true;
+		event_active(s->rev, EV_READ, 0);
+		return;
+	}
+	r = PQflush(s->pg);
+	pg_watch(s, r == 1);
+}
+
+/* close now (the server session ends); the struct goes after any callback */
+void
+pg_close(PgSess *s)
+{
+	if (s == NULL || s->closed)
+		return;
+	s->closed = true;
+	if (s->rev)
+		event_del(s->rev);
+	if (s->wev)
+		event_del(s->wev);
+	if (s->pg)
+	{
+		PQfinish(s->pg);
+		s->pg = NULL;
+	}
+	if (!s->in_cb)
+		pg_free(s);
+}
+
+/* ask the server to cancel the running statement (a long poll) */
+void
+pg_cancel(PgSess *s)
+{
+	PGcancel   *c;
+	char		err[256];
+
+	if (s == NULL || s->closed || !s->busy || s->pg == NULL)
+		return;
+	c = PQgetCancel(s->pg);
+	if (c)
+	{
+		PQcancel(c, err, sizeof(err));
+		PQfreeCancel(c);
+	}
+}

@@ -1,0 +1,210 @@
+# mq-amqp, the AMQP 0-9-1 gateway (gateway/, docs/amqp.md), as the real
+# binary in front of a test server, driven by Debian's pika:
+#  1. test/amqp/gateway_checks.py: the six RabbitMQ tutorials, properties and
+#     headers round trip, confirms (one refused publish nacked alone),
+#     mandatory returns, get/ack/nack/reject, channel close requeueing only
+#     its deliveries, a bad delivery tag closing only its channel (406),
+#     404 on passive declares, 403 bad password, 530 unknown vhost, vhost =
+#     database, exclusive (405) and auto-delete queues, consumer cancel
+#     notification, tx, 540 NOT_IMPLEMENTED, heartbeats, bad and oversize
+#     frames and methods that cannot be decoded (501), random frames;
+#  2. 200 idle connections hold no PostgreSQL session;
+#  3. the PostgreSQL server restarting under a connected client: the client
+#     gets a connection error (320), and new connections work afterwards;
+#  4. the gateway is still running and logged no crash.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use QueueExtTest;
+use Test::More;
+use IO::Socket::INET;
+use IPC::Run ();
+use Time::HiRes qw(usleep);
+
+my $python = '/usr/bin/python3';
+plan skip_all => 'python3-pika is not installed (Debian package python3-pika)'
+  unless system("$python -c 'import pika' >/dev/null 2>&1") == 0;
+
+# each AMQP connection takes a session, and one per channel and consumer
+my $node = qe_node('amqp', conf => "max_connections = 200\n");
+my $gateway = $node->config_data('--bindir') . '/mq-amqp';
+ok(-x $gateway, "mq-amqp is installed next to pg_config's bindir ($gateway)");
+
+# a login role with a password, checked by the server (scram), that may
+# create queues and exchanges; a second database is a second vhost
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION queue_ext;
+	CREATE ROLE amqp_app LOGIN PASSWORD 'amqp-secret';
+	GRANT CREATE ON SCHEMA mq TO amqp_app;
+	CREATE DATABASE amqp_vhost OWNER amqp_app;
+});
+$node->safe_psql('amqp_vhost', q{
+	CREATE EXTENSION queue_ext;
+	GRANT CREATE ON SCHEMA mq TO amqp_app;
+});
+my $hba = $node->data_dir . '/pg_hba.conf';
+my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
+open(my $fh, '>', $hba) or die "$hba: $!";
+print $fh "local all amqp_app scram-sha-256\n$hba_text";
+close $fh;
+$node->reload;
+
+my $port = PostgreSQL::Test::Cluster::get_free_port();
+my $log = $node->basedir . '/mq-amqp.log';
+my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
+
+# --help and bad flags
+my ($out, $err);
+IPC::Run::run([ $gateway, '--help' ], '>', \$out, '2>', \$err);
+is($?, 0, '--help exits 0');
+like($out, qr/--listen HOST:PORT.*--dbname CONNINFO/s, '--help shows the flags');
+IPC::Run::run([ $gateway, '--listen', 'nonsense' ], '>', \$out, '2>', \$err);
+is($? >> 8, 2, 'a bad --listen exits 2');
+like($err, qr/--listen must be HOST:PORT/, 'and says why');
+
+# a config file, overridden by flags
+my $conf = $node->basedir . '/mq-amqp.conf';
+PostgreSQL::Test::Utils::append_to_file($conf,
+	"# mq-amqp settings\nlisten = 127.0.0.1:1\ndbname = '$conninfo'\nheartbeat = 30\n");
+my $gw = IPC::Run::start([ $gateway, '--config', $conf, '--listen', "127.0.0.1:$port" ],
+	'<', \undef, '>>', $log, '2>>', $log);
+
+sub wait_for_port
+{
+	for (1 .. 100)
+	{
+		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+		if ($s) { close $s; return 1; }
+		usleep(100_000);
+	}
+	return 0;
+}
+ok(wait_for_port(), "mq-amqp listens on 127.0.0.1:$port");
+
+# 1. the checks: one line per check
+my @expected = qw(
+  tutorial_hello_world tutorial_work_queues tutorial_publish_subscribe tutorial_routing
+  tutorial_topics tutorial_rpc properties_round_trip publisher_confirms confirms_batched_async
+  confirms_refused_publish_nacked_alone
+  mandatory_return basic_get_and_counts nack_reject_requeue_and_dead_letter ack_multiple
+  channel_close_requeues_only_its_deliveries bad_delivery_tag_closes_only_the_channel
+  passive_declare_not_found redeclare_with_other_settings login_refused unknown_vhost
+  vhost_is_a_database exclusive_queue_locked_and_deleted_on_close
+  auto_delete_queue_goes_with_last_consumer consumer_cancel_notification_on_queue_delete
+  cancel_keeps_unacked_deliveries_ackable transactions not_implemented user_id_checked
+  large_message_many_frames fast_publisher_then_close_all_arrive
+  alternate_exchange_and_headers_exchange ttl_length_limits_and_delay
+  flow_recover_and_global_qos exclusive_consumer_and_tag_reuse no_ack_consumer priority_queue stream_queue_with_offsets
+  heartbeats_keep_idle_connection
+  bad_frame_end_is_frame_error oversize_frame_is_frame_error malformed_method_is_frame_error
+  unknown_class_is_not_implemented random_frames_never_crash wrong_protocol_header
+  unfinished_handshake_is_dropped silent_client_is_dropped);
+my $checks = "$FindBin::RealBin/../amqp/gateway_checks.py";
+IPC::Run::run([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost' ],
+	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(600));
+my %result;
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/;
+}
+for my $name (@expected)
+{
+	ok($result{$name} && $result{$name}[0], "pika: $name")
+	  or diag($result{$name} ? $result{$name}[1] : "no result for $name");
+}
+is(scalar(keys %result), scalar(@expected), 'every check reported once')
+  or diag("checks output:\n$out");
+diag("checks stderr:\n$err") if grep { !$_->[0] } values %result;
+
+# 2. idle connections cost no PostgreSQL session (the login's is closed after
+# connection.open-ok); a channel costs one
+my $idle_client = q{
+import sys, pika
+p = pika.ConnectionParameters('127.0.0.1', int(sys.argv[1]), '/',
+    pika.PlainCredentials('amqp_app', 'amqp-secret'))
+conns = [pika.BlockingConnection(p) for _ in range(200)]
+print('opened %d' % len(conns), flush=True)
+sys.stdin.readline()
+ch = conns[0].channel()
+ch.queue_declare('idle_check')  # done by the channel's session
+print('channel', flush=True)
+sys.stdin.readline()
+for c in conns:
+    c.close()
+print('closed', flush=True)
+};
+my ($iin, $iout, $ierr) = ('', '', '');
+my $idle = IPC::Run::start([ $python, '-c', $idle_client, $port ],
+	'<', \$iin, '>', \$iout, '2>', \$ierr, IPC::Run::timeout(120));
+$idle->pump until $iout =~ /opened/ || !$idle->pumpable;
+like($iout, qr/opened 200/, '200 AMQP connections open');
+my $sessions = q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mq-amqp'};
+is($node->safe_psql('postgres', $sessions), '0', 'and hold no PostgreSQL session');
+$iin .= "\n";
+$idle->pump until $iout =~ /channel/ || !$idle->pumpable;
+is($node->safe_psql('postgres', $sessions), '1', 'a channel holds one');
+$iin .= "\n";
+$idle->finish;
+like($iout, qr/closed/, 'all closed') or diag($ierr);
+
+# 3. the server restarting under a connected client: a connection error,
+# not a hang; the gateway serves new connections once it is back
+my $restart_client = q{
+import sys, time, pika
+from pika.exceptions import ConnectionClosedByBroker, AMQPConnectionError
+p = pika.ConnectionParameters('127.0.0.1', int(sys.argv[1]), '/',
+    pika.PlainCredentials('amqp_app', 'amqp-secret'))
+c = pika.BlockingConnection(p)
+ch = c.channel()
+ch.queue_declare('restart_q')
+ch.basic_consume('restart_q', lambda *a: None)
+print('ready', flush=True)
+t0 = time.time()
+try:
+    while time.time() - t0 < 60:
+        c.process_data_events(time_limit=0.5)
+    print('still open')
+except ConnectionClosedByBroker as e:
+    print('closed %d %s' % (e.reply_code, e.reply_text))
+except AMQPConnectionError as e:
+    print('connection error %r' % (e,))
+};
+my ($rin, $rout, $rerr) = ('', '', '');
+my $client = IPC::Run::start([ $python, '-c', $restart_client, $port ],
+	'<', \$rin, '>', \$rout, '2>', \$rerr, IPC::Run::timeout(120));
+$client->pump until $rout =~ /ready/ || !$client->pumpable;
+like($rout, qr/ready/, 'a client consumes through the gateway');
+$node->restart(mode => 'fast');
+$client->finish;
+like($rout, qr/closed 320 CONNECTION_FORCED/,
+	'the server restart closes the client connection with 320');
+
+my $after = q{
+import sys, pika
+p = pika.ConnectionParameters('127.0.0.1', int(sys.argv[1]), '/',
+    pika.PlainCredentials('amqp_app', 'amqp-secret'))
+c = pika.BlockingConnection(p)
+ch = c.channel()
+ch.queue_declare('restart_q')
+ch.basic_publish('', 'restart_q', b'after restart')
+print(ch.basic_get('restart_q', auto_ack=True)[2].decode())
+c.close()
+};
+IPC::Run::run([ $python, '-c', $after, $port ], '<', \undef, '>', \$out, '2>', \$err,
+	IPC::Run::timeout(60));
+is($out, "after restart\n", 'new connections work after the restart') or diag($err);
+
+# 4. the gateway is alive and logged no crash
+my $gwpid = $gw->{KIDS}[0]{PID};
+ok(kill(0, $gwpid), 'mq-amqp is still running');
+$gw->signal('TERM');
+$gw->finish;
+my $gwlog = PostgreSQL::Test::Utils::slurp_file($log);
+unlike($gwlog, qr/Segmentation|Aborted|AddressSanitizer|out of memory/, 'no crash in its log');
+like($gwlog, qr/received signal 15, shutting down/, 'SIGTERM stops it cleanly');
+
+done_testing();
