@@ -44,10 +44,11 @@ check(depth == 1, 'the routed one arrived')
 ch.confirm_delivery()
 try:
     ch.basic_publish(X, 'nowhere', b'r5', mandatory=True)
-    say('confirm-mode mandatory unroutable publish: no error')
+    say('confirm-mode mandatory unroutable publish: acked, nothing returned')
     check(False, 'UnroutableError expected')
 except pika.exceptions.UnroutableError as e:
-    say('confirm-mode mandatory unroutable publish: UnroutableError, %d returned, code %d'
+    # pika raises it when the ack comes after a basic.return
+    say('confirm-mode mandatory unroutable publish: returned before its ack (%d message, code %d)'
         % (len(e.messages), e.messages[0].method.reply_code))
 ch.basic_publish(X, 'routed', b'r6', mandatory=True)
 say('confirm-mode mandatory routed publish: acked')
