@@ -184,6 +184,14 @@ def consume_n(conn, ch, q, n, timeout=5.0, auto_ack=False, **kw):
     return tag, got
 
 
+def consume_limited(conn, ch, q, limit):
+    """Start a consumer on q (manual acks), wait until limit deliveries came
+    (5 s at most), then 0.5 s more for any beyond the limit"""
+    tag, got = consume_n(conn, ch, q, limit, timeout=5.0)
+    settle(conn, 0.5)
+    return tag, got
+
+
 def settle(conn, seconds=0.3):
     """Let frames in flight arrive"""
     deadline = time.monotonic() + seconds
@@ -1158,7 +1166,7 @@ def qos_prefetch_1(n):
     ch.queue_declare(q)
     publish(ch, q, 'a', 'b', 'c')
     ch.basic_qos(prefetch_count=1)
-    tag, got = consume_n(c, ch, q, 3, timeout=0.7)
+    tag, got = consume_limited(c, ch, q, 1)
     eq([b for _, _, b in got], [b'a'], 'one unacked delivery at a time')
     ch.basic_ack(got[0][0].delivery_tag)
     deadline = time.monotonic() + 5
@@ -1177,7 +1185,7 @@ def qos_prefetch_3(n):
     ch.queue_declare(q)
     publish(ch, q, *'abcdef')
     ch.basic_qos(prefetch_count=3)
-    tag, got = consume_n(c, ch, q, 6, timeout=0.7)
+    tag, got = consume_limited(c, ch, q, 3)
     eq(len(got), 3, 'three unacked deliveries')
     ch.basic_ack(got[2][0].delivery_tag, multiple=True)
     deadline = time.monotonic() + 5
@@ -1200,7 +1208,10 @@ def qos_prefetch_per_consumer(n):
     got = []
     ch.basic_consume(q1, lambda c_, m, p, b: got.append(m.routing_key))
     ch.basic_consume(q2, lambda c_, m, p, b: got.append(m.routing_key))
-    settle(c, 0.7)
+    deadline = time.monotonic() + 5
+    while len(got) < 2 and time.monotonic() < deadline:
+        c.process_data_events(time_limit=0.05)
+    settle(c, 0.5)
     eq(sorted(got), sorted([q1, q2]), 'one each')
     c.close()
 
@@ -1439,10 +1450,10 @@ def message_ttl_expires(n):
     c = connect()
     ch = cchan(c)
     q = n.q()
-    ch.queue_declare(q, arguments={'x-message-ttl': 200})
+    ch.queue_declare(q, arguments={'x-message-ttl': 500})
     publish(ch, q, 'short-lived')
     eq(depth(ch, q), 1, 'there at first')
-    time.sleep(0.6)
+    time.sleep(1.2)
     eq(ch.basic_get(q), (None, None, None), 'expired after the TTL')
     c.close()
 
@@ -1453,9 +1464,9 @@ def per_message_expiration(n):
     ch = cchan(c)
     q = n.q()
     ch.queue_declare(q)
-    publish(ch, q, 'short', expiration='200')
+    publish(ch, q, 'short', expiration='300')
     publish(ch, q, 'long', expiration='600000')
-    time.sleep(0.6)
+    time.sleep(1.0)
     eq(get_bodies(ch, q), ['long'], 'the expired one is gone')
     c.close()
 
