@@ -2,13 +2,15 @@
 # run against a real RabbitMQ and against queue_ext's gateway mq-amqp, and
 # their outputs compared:
 #  1. Debian's rabbitmq-server, started here as this user on loopback
-#     ports (as test 036 does): every pika script (the six tutorials,
-#     publisher confirms, mandatory returns) must pass and the check suite
+#     ports (as test 036 does), with a second vhost: every pika script (the
+#     six tutorials, publisher confirms, mandatory returns, two vhosts kept
+#     apart) must pass and the check suite
 #     pika_checks.py must print "ok" for every check -- RabbitMQ is the
 #     reference; the same with the amqplib (npm) scripts when node and npm
 #     are installed;
 #  2. a queue_ext node, a role with a password (scram-sha-256, so a bad
-#     password really is refused), and mq-amqp from PostgreSQL's bindir on
+#     password really is refused), a second database (the second vhost),
+#     and mq-amqp from PostgreSQL's bindir on
 #     a free port in front of it: the same scripts, and each one's
 #     transcript must be the same as RabbitMQ's (is_deeply per script), and
 #     each check's line the same as RabbitMQ's (one test per check).
@@ -38,8 +40,10 @@ plan skip_all => 'rabbitmq-server is not installed (Debian package rabbitmq-serv
 plan skip_all => 'pika is not installed (Debian package python3-pika)'
   unless system($python, '-c', 'import pika') == 0;
 
-# the pika scripts, in the order they run; each prints "<name>: OK" last
+# the tutorials, pika and amqplib, in the order they run; each prints
+# "<name>: OK" last; then pika only: vhosts (the URL's vhost and qe_vhost)
 my @scripts = qw(hello work_queues pubsub routing topics rpc confirms mandatory);
+my @pika_only = qw(vhosts);
 
 # Where mq-amqp is known to differ from RabbitMQ, as measured when this
 # test was written (mq-amqp of branch amqp at 0ad9cd2): a check's name, or
@@ -85,7 +89,7 @@ sub run_all_clients
 {
 	my ($label, $url, $node_dir, $todo) = @_;
 	my %transcript;
-	for my $s (@scripts)
+	for my $s (@scripts, @pika_only)
 	{
 		local $TODO = $todo->{"python/$s"};
 		my ($rc, $out, $err) = run_client([ $python, "$clients/python/$s.py", $url ], 120);
@@ -179,6 +183,9 @@ unless ($started)
 	BAIL_OUT('RabbitMQ did not start');
 }
 pass('RabbitMQ started');
+# a second vhost for vhosts.py
+rabbit('rabbitmqctl', 'add_vhost', 'qe_vhost');
+rabbit('rabbitmqctl', 'set_permissions', '-p', 'qe_vhost', 'guest', '.*', '.*', '.*');
 
 # amqplib from npm, pinned by test/amqp_clients/node/package-lock.json, in a
 # scratch copy (as test 034 does for examples/node)
@@ -268,6 +275,11 @@ SKIP:
 		CREATE EXTENSION queue_ext;
 		SET password_encryption = 'scram-sha-256';
 		CREATE ROLE app LOGIN PASSWORD 'app-secret';
+		GRANT USAGE, CREATE ON SCHEMA mq TO app;
+		CREATE DATABASE qe_vhost;});
+	# vhost qe_vhost is database qe_vhost
+	$node->safe_psql('qe_vhost', q{
+		CREATE EXTENSION queue_ext;
 		GRANT USAGE, CREATE ON SCHEMA mq TO app;});
 
 	my $gport = PostgreSQL::Test::Cluster::get_free_port();
