@@ -58,6 +58,14 @@ my %gateway_todo = (
 	quorum_queue_non_durable_406 => 'a non-durable quorum queue is accepted',
 	'node/confirms' => 'x-max-length sent as a short-short int (amqplib): 406 invalid value',
 );
+# What the gateway may refuse with a channel error 540 NOT_IMPLEMENTED
+# instead of doing as RabbitMQ does (issue 16: exchange.bind only if
+# queue_ext has exchange-to-exchange bindings; anything else outside the
+# subset a proper exception)
+my %gateway_may_refuse = (
+	exchange_bind_e2e => 'queue_ext has no exchange-to-exchange bindings',
+	publish_internal_exchange_403 => 'internal exchanges',
+);
 
 # ---------------------------------------------------------------------------
 # Running a client
@@ -311,7 +319,14 @@ SKIP:
 		local $TODO = $gateway_todo{$c};
 		# what RabbitMQ skipped (no plugin) the gateway must pass
 		(my $want = $rabbit_c->{$c}) =~ s/ # skip .*//;
-		is($gw_c->{$c} // "(no line for $c)", $want, "mq-amqp: check $c as RabbitMQ");
+		my $got = $gw_c->{$c} // "(no line for $c)";
+		if ($gateway_may_refuse{$c} && $got ne $want)
+		{
+			like($got, qr/^not ok \Q$c\E: ChannelClosedByBroker: \(540, /,
+				"mq-amqp: check $c as RabbitMQ, or 540 NOT_IMPLEMENTED ($gateway_may_refuse{$c})");
+			next;
+		}
+		is($got, $want, "mq-amqp: check $c as RabbitMQ");
 	}
 	$gw->signal('TERM');
 	eval { $gw->finish; };

@@ -336,6 +336,22 @@ def unknown_exchange_type_503(n):
                    % e.reply_code)
 
 
+@check
+def silent_client_dropped(n):
+    # a client that sends nothing (no heartbeats) for several heartbeat
+    # intervals is disconnected by the broker
+    c = pika.BlockingConnection(with_url_kw(heartbeat=1))
+    time.sleep(5)   # no I/O: pika sends no heartbeat
+    try:
+        c.process_data_events(time_limit=1)
+        ch = c.channel()
+        ch.exchange_declare('amq.direct', passive=True)
+    except E.AMQPConnectionError:
+        true(c.is_closed, 'the connection is closed')
+        return
+    raise Fail('the broker kept a silent connection for 5 heartbeat intervals')
+
+
 # ---------------------------------------------------------------------------
 # queues
 # ---------------------------------------------------------------------------
@@ -670,6 +686,34 @@ def exchange_delete_removes_bindings(n):
     ch.exchange_declare(x, 'fanout')
     ch.basic_publish(x, '', b'not bound any more')
     eq(depth(ch, q), 0, 'the binding went with the exchange')
+    c.close()
+
+
+@check
+def exchange_bind_e2e(n):
+    c = connect()
+    ch = cchan(c)
+    src, dst, q = n.x('src'), n.x('dst'), n.q()
+    ch.exchange_declare(src, 'topic')
+    ch.exchange_declare(dst, 'fanout')
+    ch.queue_declare(q)
+    ch.queue_bind(q, dst)
+    ch.exchange_bind(dst, src, 'a.*')
+    ch.basic_publish(src, 'a.b', b'through two exchanges')
+    ch.basic_publish(src, 'b.a', b'not matched')
+    ch.exchange_unbind(dst, src, 'a.*')
+    ch.basic_publish(src, 'a.c', b'after the unbind')
+    eq(get_bodies(ch, q), ['through two exchanges'], 'routed through the exchange binding')
+    c.close()
+
+
+@check
+def publish_internal_exchange_403(n):
+    c = connect()
+    ch = c.channel()
+    x = n.x()
+    ch.exchange_declare(x, 'fanout', internal=True)
+    channel_error(403, lambda: ch.basic_publish(x, '', b'x'), ch)
     c.close()
 
 
@@ -1378,6 +1422,19 @@ def ack_after_auto_ack_406(n):
     publish(ch, q, 'a')
     m, _, _ = ch.basic_get(q, auto_ack=True)
     channel_error(406, lambda: ch.basic_ack(m.delivery_tag), ch)
+    c.close()
+
+
+@check
+def basic_recover_requeue(n):
+    c = connect()
+    q = n.q()
+    ch, got = unacked_on(c, q, list('ab'))
+    ch.basic_ack(got[0][0].delivery_tag)
+    ch.basic_cancel(got[0][0].consumer_tag)
+    ch.basic_recover(requeue=True)
+    m, p, b = cchan(c).basic_get(q, auto_ack=True)
+    eq((b, m and m.redelivered), (b'b', True), 'the unacked one requeued by basic.recover')
     c.close()
 
 
