@@ -352,6 +352,52 @@ def silent_client_dropped(n):
     raise Fail('the broker kept a silent connection for 5 heartbeat intervals')
 
 
+@check
+def oversize_frame_501(n):
+    # a client that sends frames larger than the negotiated frame_max:
+    # the broker closes the connection (501 FRAME_ERROR)
+    c = pika.BlockingConnection(with_url_kw(frame_max=4096))
+    ch = c.channel()
+    q = n.q()
+    ch.queue_declare(q)
+    c._impl._body_max_length = 131072 - 8   # pika now sends 128 KB body frames
+    try:
+        ch.basic_publish('', q, b'x' * 100000)
+        c.process_data_events(time_limit=2)
+        ch.queue_declare(q, passive=True)
+    except E.ConnectionClosedByBroker as e:
+        eq(e.reply_code, 501, 'connection closed with')
+        return
+    except E.AMQPConnectionError as e:
+        raise Fail('the connection was dropped without connection.close: %s' % type(e).__name__)
+    raise Fail('a frame over frame_max was accepted')
+
+
+@check
+def channels_do_not_block_each_other(n):
+    # a consumer waiting on an empty queue does not hold up another channel
+    # of the same connection
+    c = connect()
+    waiting, other = c.channel(), cchan(c)
+    qa, qb = n.q('empty'), n.q('busy')
+    waiting.queue_declare(qa)
+    other.queue_declare(qb)
+    got = []
+    waiting.basic_consume(qa, lambda c_, m, p, b: got.append(b), auto_ack=True)
+    t0 = time.monotonic()
+    for i in range(20):
+        other.basic_publish('', qb, b'%d' % i)
+    eq(depth(other, qb), 20, 'publishes on the other channel')
+    other.basic_publish('', qa, b'wake up')
+    deadline = time.monotonic() + 5
+    while not got and time.monotonic() < deadline:
+        c.process_data_events(time_limit=0.05)
+    elapsed = time.monotonic() - t0
+    eq(got, [b'wake up'], 'the waiting consumer gets the message')
+    true(elapsed < 5, '20 confirmed publishes and a delivery took %.1f s' % elapsed)
+    c.close()
+
+
 # ---------------------------------------------------------------------------
 # queues
 # ---------------------------------------------------------------------------
@@ -1837,6 +1883,37 @@ def tx_rollback_ack(n):
     m, _, b = c2.basic_get(q, auto_ack=True)
     eq((b, m and m.redelivered), (b'a', True), 'the rolled-back ack left it unacked; back on close')
     c.close()
+
+
+@check
+def tx_channels_independent(n):
+    # each tx-mode channel has its own transaction
+    c = connect()
+    a, b = c.channel(), c.channel()
+    q = n.q()
+    a.queue_declare(q)
+    a.tx_select()
+    b.tx_select()
+    publish(a, q, 'from a')
+    publish(b, q, 'from b')
+    a.tx_commit()
+    b.tx_rollback()
+    eq(get_bodies(c.channel(), q), ['from a'], 'the committed channel\'s publish only')
+    c.close()
+
+
+@check
+def qos_prefetch_size_540(n):
+    c = connect()
+    ch = c.channel()
+    try:
+        ch.basic_qos(prefetch_size=1000, prefetch_count=10)
+    except E.ConnectionClosedByBroker as e:
+        eq(e.reply_code, 540, 'connection closed with')
+        return
+    except E.ChannelClosedByBroker as e:
+        raise Fail('channel closed (%d) where RabbitMQ closes the connection (540)' % e.reply_code)
+    raise Fail('prefetch_size accepted')
 
 
 @check
