@@ -28,7 +28,7 @@ for i in range(1, 4):
     try:
         ch.basic_publish('', FULL_Q, ('f%d' % i).encode())
         say('publish f%d to %s (max-length 2): acked' % (i, FULL_Q))
-    except pika.exceptions.NackError as e:
+    except pika.exceptions.NackError:
         say('publish f%d to %s (max-length 2): nacked' % (i, FULL_Q))
 # the channel goes on after a nack
 ch.basic_publish('', OK_Q, b'after the nack')

@@ -17,7 +17,6 @@ import os
 import re
 import signal
 import sys
-import threading
 import time
 
 import pika
@@ -116,6 +115,14 @@ def with_url(vhost=None, password=None):
         p.virtual_host = vhost
     if password is not None:
         p.credentials = pika.PlainCredentials(p.credentials.username, password)
+    return p
+
+
+def with_url_kw(**kw):
+    """The URL's connection parameters with some changed"""
+    p = params()
+    for k, v in kw.items():
+        setattr(p, k, v)
     return p
 
 
@@ -241,13 +248,6 @@ def heartbeat_negotiated(n):
     ch = cchan(c)
     ch.queue_declare(n.q(), auto_delete=True)
     c.close()
-
-
-def with_url_kw(**kw):
-    p = params()
-    for k, v in kw.items():
-        setattr(p, k, v)
-    return p
 
 
 @check
