@@ -59,6 +59,9 @@ my %gateway_todo = (
 	queue_expires => 'x-expires is accepted but the unused queue is not deleted',
 	quorum_queue_non_durable_406 => 'a non-durable quorum queue is accepted',
 	qos_prefetch_size_540 => 'prefetch_size closes the channel with 540, RabbitMQ the connection',
+	stream_consume_without_prefetch_406 => 'a stream consumer without basic.qos is accepted',
+	stream_auto_ack_540 => 'an auto-ack stream consumer is accepted',
+	stream_basic_get_540 => 'basic.get on a stream closes the channel with 540, RabbitMQ the connection',
 	'node/confirms' => 'x-max-length sent as a short-short int (amqplib): 406 invalid value',
 	'node/field_types' => 'x-max-length sent as a short-short int (amqplib): 406 invalid value',
 );

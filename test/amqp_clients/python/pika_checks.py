@@ -1814,6 +1814,92 @@ def stream_queue_offsets(n):
     c.close()
 
 
+def stream_with(c, q, n):
+    """A stream queue q holding s0..s<n-1>"""
+    ch = cchan(c)
+    ch.queue_declare(q, durable=True, arguments={'x-queue-type': 'stream'})
+    publish(ch, q, *['s%d' % i for i in range(n)])
+    return ch
+
+
+@check
+def stream_offset_timestamp(n):
+    c = connect()
+    q = n.q()
+    stream_with(c, q, 3)
+    ch = c.channel()
+    ch.basic_qos(prefetch_count=10)
+    tag, got = consume_n(c, ch, q, 3,
+                         arguments={'x-stream-offset': datetime.datetime(2020, 1, 1)})
+    eq([b.decode() for _, _, b in got], ['s0', 's1', 's2'], 'from a timestamp before them all')
+    c.close()
+
+
+@check
+def stream_offset_next(n):
+    c = connect()
+    q = n.q()
+    pub = stream_with(c, q, 3)
+    ch = c.channel()
+    ch.basic_qos(prefetch_count=10)
+    got = []
+    ch.basic_consume(q, lambda c_, m, p, b: got.append(b.decode()),
+                     arguments={'x-stream-offset': 'next'})
+    settle(c, 0.5)
+    publish(pub, q, 'new')
+    deadline = time.monotonic() + 5
+    while not got and time.monotonic() < deadline:
+        c.process_data_events(time_limit=0.05)
+    settle(c, 0.3)
+    eq(got, ['new'], 'only what came after the consume')
+    c.close()
+
+
+@check
+def stream_consume_without_prefetch_406(n):
+    c = connect()
+    q = n.q()
+    stream_with(c, q, 1)
+    ch = c.channel()
+    channel_error(406, lambda: ch.basic_consume(q, lambda *a: None), ch,
+                  what='a stream consumer without basic.qos')
+    c.close()
+
+
+@check
+def stream_auto_ack_540(n):
+    c = connect()
+    q = n.q()
+    stream_with(c, q, 1)
+    ch = c.channel()
+    ch.basic_qos(prefetch_count=10)
+    try:
+        ch.basic_consume(q, lambda *a: None, auto_ack=True)
+        ch.queue_declare(q, passive=True)
+    except E.ConnectionClosedByBroker as e:
+        eq(e.reply_code, 540, 'connection closed with')
+        return
+    except E.ChannelClosedByBroker as e:
+        raise Fail('channel closed (%d) where RabbitMQ closes the connection (540)' % e.reply_code)
+    raise Fail('an auto-ack consumer of a stream accepted')
+
+
+@check
+def stream_basic_get_540(n):
+    c = connect()
+    q = n.q()
+    stream_with(c, q, 1)
+    ch = c.channel()
+    try:
+        ch.basic_get(q)
+    except E.ConnectionClosedByBroker as e:
+        eq(e.reply_code, 540, 'connection closed with')
+        return
+    except E.ChannelClosedByBroker as e:
+        raise Fail('channel closed (%d) where RabbitMQ closes the connection (540)' % e.reply_code)
+    raise Fail('basic.get on a stream accepted')
+
+
 # ---------------------------------------------------------------------------
 # transactions
 # ---------------------------------------------------------------------------
