@@ -68,9 +68,11 @@ QE_PACKAGES+=(
 	rabbitmq-server
 )
 # real AMQP 0-9-1 clients against RabbitMQ and the gateway mq-amqp (TAP test
-# 037, test/amqp_clients/, bench/amqp_bench.py): pika; amqplib comes from npm
+# 037, test/amqp_clients/, bench/amqp_bench.py): pika, Celery (over py-amqp);
+# amqplib comes from npm
 QE_PACKAGES+=(
 	python3-pika
+	python3-celery
 )
 # the real Prometheus exporter on mq.metrics (TAP test 033, docs/metrics.md)
 QE_PACKAGES+=(

@@ -4,7 +4,7 @@
 #  1. Debian's rabbitmq-server, started here as this user on loopback
 #     ports (as test 036 does), with a second vhost: every pika script (the
 #     six tutorials, publisher confirms, mandatory returns, two vhosts kept
-#     apart) must pass and the check suite
+#     apart, a Celery worker and its client) must pass and the check suite
 #     pika_checks.py must print "ok" for every check -- RabbitMQ is the
 #     reference; the same with the amqplib (npm) scripts when node and npm
 #     are installed;
@@ -41,9 +41,13 @@ plan skip_all => 'pika is not installed (Debian package python3-pika)'
   unless system($python, '-c', 'import pika') == 0;
 
 # the tutorials, pika and amqplib, in the order they run; each prints
-# "<name>: OK" last; then pika only: vhosts (the URL's vhost and qe_vhost)
+# "<name>: OK" last; then python only: vhosts (the URL's vhost and
+# qe_vhost), celery_tasks (a Celery worker and client, Debian's
+# python3-celery over py-amqp, when installed)
 my @scripts = qw(hello work_queues pubsub routing topics rpc confirms mandatory);
 my @pika_only = qw(vhosts);
+push @pika_only, 'celery_tasks' if system($python, '-c', 'import celery') == 0;
+note('python3-celery is not installed: celery_tasks.py does not run') unless grep { $_ eq 'celery_tasks' } @pika_only;
 # amqplib only: every field type amqplib sends (those pika cannot too)
 my @node_only = qw(field_types);
 
