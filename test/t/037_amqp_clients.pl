@@ -52,7 +52,7 @@ note('python3-celery is not installed: celery_tasks.py does not run') unless gre
 my @node_only = qw(field_types);
 
 # Where mq-amqp is known to differ from RabbitMQ, as measured when this
-# test was written (mq-amqp of branch amqp at 305c093): a check's name, or
+# test was written (mq-amqp of branch amqp at ddd0bcc): a check's name, or
 # a script ("python/NAME", "node/NAME").  They run as TODO tests: reported
 # (and "unexpectedly succeeded" once fixed) without failing the run.  Keep
 # this list short and true: delete an entry when the gateway passes it.
@@ -68,6 +68,10 @@ my %gateway_todo = (
 	stream_basic_get_540 => 'basic.get on a stream closes the channel with 540, RabbitMQ the connection',
 	'node/confirms' => 'x-max-length sent as a short-short int (amqplib): 406 invalid value',
 	'node/field_types' => 'x-max-length sent as a short-short int (amqplib): 406 invalid value',
+	# seen once in five runs each, on a loaded machine
+	'node/pubsub' => 'intermittent: two messages of one publisher channel delivered out of order',
+	channel_close_requeues_unacked =>
+	  'intermittent: right after channel.close-ok the unacked deliveries are not back yet',
 );
 # What the gateway may refuse with a channel error 540 NOT_IMPLEMENTED
 # instead of doing as RabbitMQ does (issue 16: exchange.bind only if
