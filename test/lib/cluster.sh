@@ -67,6 +67,13 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	rabbitmq-server
 )
+# real AMQP 0-9-1 clients against RabbitMQ and the gateway mq-amqp (TAP test
+# 037, test/amqp_clients/, bench/amqp_bench.py): pika, Celery (over py-amqp);
+# amqplib comes from npm
+QE_PACKAGES+=(
+	python3-pika
+	python3-celery
+)
 # the real Prometheus exporter on mq.metrics (TAP test 033, docs/metrics.md)
 QE_PACKAGES+=(
 	prometheus-postgres-exporter
