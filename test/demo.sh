@@ -220,6 +220,8 @@ Connect (trust authentication, local connections only):
     psql "host=localhost port=$PORT user=postgres dbname=$DB"
     runuser -u postgres -- psql -p $PORT $DB      (or: sudo -u postgres psql -p $PORT $DB)
     mqctl -h $SOCKDIR -p $PORT -U postgres -d $DB list queues     (the CLI: docs/mqctl.md)
+AMQP 0-9-1 clients (pika, amqplib, ...) through the gateway (docs/amqp.md), then amqp://postgres:any@127.0.0.1:5672/%2F:
+    runuser -u postgres -- mq-amqp --listen 127.0.0.1:5672 --dbname "host=$SOCKDIR port=$PORT dbname=$DB"
 Stop it:   sudo bash test/demo.sh --stop
            (or: runuser -u postgres -- $PG_BINDIR/pg_ctl -D $DATA stop)
 Start it again / update after a rebuild:  sudo bash test/demo.sh
