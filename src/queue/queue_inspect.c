@@ -318,8 +318,10 @@ mq_queue_min_msg_id(MqQueue *q)
 			/*
 			 * Its msg_id is a placeholder until a take looks at it again,
 			 * and its publisher may have committed since (and released its
-			 * lock on the segment): the entry row has the real id.  A row
-			 * that cannot be read keeps everything.
+			 * lock on the segment): the entry row has the real id.  The
+			 * row's columns are there only once it is committed (or ours);
+			 * one still in progress, or that cannot be read, keeps
+			 * everything, as in the scan below.
 			 */
 			MqlogRowState st;
 			TupleTableSlot *slot;
@@ -327,9 +329,11 @@ mq_queue_min_msg_id(MqQueue *q)
 
 			if (!mqq_tracked_row(&lr, q, t, &st, &slot))
 				min = 0;
-			else if (st != MQLOG_ROW_ABORTED)
+			else if (st == MQLOG_ROW_COMMITTED || st == MQLOG_ROW_OWN)
 				min = Min(min, DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
 														  &isnull)));
+			else if (st != MQLOG_ROW_ABORTED)
+				min = 0;
 			continue;
 		}
 		if (t->msg_id > 0)
