@@ -537,4 +537,16 @@ extern bool mqlog_peek_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 extern bool mqlog_last_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 						   TupleTableSlot *slot);
 
+/*
+ * A transaction's rows stop being in progress at one moment, but a cursor
+ * read classifies them one after another: a read racing the commit can
+ * find an earlier row of the transaction in progress and a later one
+ * committed.  Between mqlog_hold_begin and mqlog_hold_end (one take of a
+ * queue, which must deliver a transaction's messages in their order), a
+ * row whose topmost transaction an earlier row of the read showed in
+ * progress is classified in progress too.  Not nested.
+ */
+extern void mqlog_hold_begin(void);
+extern void mqlog_hold_end(void);
+
 #endif							/* MQLOG_H */

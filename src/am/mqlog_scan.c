@@ -17,6 +17,7 @@
 
 #include "access/heapam.h"
 #include "access/relscan.h"
+#include "access/subtrans.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "executor/tuptable.h"
@@ -658,16 +659,90 @@ mqlog_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
  * ----------------------------------------------------------------
  */
 
+/*
+ * The hold of mqlog_hold_begin (mqlog.h): the topmost transactions that a
+ * row of the current read showed in progress; hold_n is -1 outside a
+ * hold.  A transaction beyond the first MQLOG_HOLD_MAX is not held (its
+ * rows are classified as they are, as without a hold).
+ */
+#define MQLOG_HOLD_MAX 16
+static int	hold_n = -1;
+static TransactionId hold_xids[MQLOG_HOLD_MAX];
+
+void
+mqlog_hold_begin(void)
+{
+	hold_n = 0;
+}
+
+void
+mqlog_hold_end(void)
+{
+	hold_n = -1;
+}
+
+/*
+ * The topmost transaction of xid, which is in progress or ended after
+ * this transaction's first snapshot (pg_subtrans knows it then); an older
+ * xid cannot belong to a transaction the read saw in progress: Invalid.
+ */
+static TransactionId
+hold_topmost(TransactionId xid)
+{
+	if (!TransactionIdIsNormal(TransactionXmin) ||
+		TransactionIdPrecedes(xid, TransactionXmin))
+		return InvalidTransactionId;
+	return SubTransGetTopmostTransaction(xid);
+}
+
+/* Is xid, committed, part of a transaction the read saw in progress? */
+static bool
+hold_has(TransactionId xid)
+{
+	TransactionId top;
+
+	for (int i = 0; i < hold_n; i++)
+		if (hold_xids[i] == xid)
+			return true;
+	top = hold_topmost(xid);
+	if (!TransactionIdIsValid(top) || top == xid)
+		return false;
+	for (int i = 0; i < hold_n; i++)
+		if (hold_xids[i] == top)
+			return true;
+	return false;
+}
+
+static void
+hold_add(TransactionId xid)
+{
+	TransactionId top = hold_topmost(xid);
+
+	if (!TransactionIdIsValid(top))
+		top = xid;
+	for (int i = 0; i < hold_n; i++)
+		if (hold_xids[i] == top)
+			return;
+	if (hold_n < MQLOG_HOLD_MAX)
+		hold_xids[hold_n++] = top;
+}
+
 static MqlogRowState
 mqlog_row_state(const char *row, bool frozen)
 {
-	switch (mqlog_xmin_status(mqlog_row_xmin(row), frozen))
+	TransactionId xmin = mqlog_row_xmin(row);
+
+	switch (mqlog_xmin_status(xmin, frozen))
 	{
 		case MQLOG_XMIN_COMMITTED:
+			if (hold_n > 0 && !frozen && TransactionIdIsNormal(xmin) && hold_has(xmin))
+				return MQLOG_ROW_IN_PROGRESS;
 			return MQLOG_ROW_COMMITTED;
 		case MQLOG_XMIN_CURRENT:
 			return MQLOG_ROW_OWN;
 		case MQLOG_XMIN_IN_PROGRESS:
+			if (hold_n >= 0)
+				hold_add(xmin);
 			return MQLOG_ROW_IN_PROGRESS;
 		case MQLOG_XMIN_ABORTED:
 			break;

@@ -512,6 +512,38 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 								  NULL, NULL, out);
 }
 
+static int	take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
+						  const char *consumer, int prefetch,
+						  const struct MqFilter *tag_filter, int *skipped,
+						  MqDelivery *out);
+
+/*
+ * A take reads the queue's entries under a hold (mqlog.h): the messages of
+ * one transaction become deliverable together, in their order, even when
+ * the take races that transaction's commit.
+ */
+int
+mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
+					   const char *consumer, int prefetch,
+					   const struct MqFilter *tag_filter, int *skipped,
+					   MqDelivery *out)
+{
+	int			got;
+
+	mqlog_hold_begin();
+	PG_TRY();
+	{
+		got = take_filtered(q, n, lease_until, mode, consumer, prefetch,
+							tag_filter, skipped, out);
+	}
+	PG_FINALLY();
+	{
+		mqlog_hold_end();
+	}
+	PG_END_TRY();
+	return got;
+}
+
 /*
  * Take up to n messages of q for this session, in delivery order: on a
  * quorum queue first the returned messages, in the order they came back;
@@ -524,11 +556,11 @@ mq_queue_take(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
  * (overflow, expiry).  The delivery records a restart needs are written
  * once the queue lock is released, before returning.
  */
-int
-mq_queue_take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
-					   const char *consumer, int prefetch,
-					   const struct MqFilter *tag_filter, int *skipped,
-					   MqDelivery *out)
+static int
+take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
+			  const char *consumer, int prefetch,
+			  const struct MqFilter *tag_filter, int *skipped,
+			  MqDelivery *out)
 {
 	MqQueueShared *qs = mqq_queue_lock(q, LW_EXCLUSIVE);
 	TimestampTz now = GetCurrentTimestamp();
