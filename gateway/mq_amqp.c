@@ -148,6 +148,7 @@ typedef struct Op
 	bool		multiple;
 	bool		taken;			/* entries taken already (a merged batch) */
 	int			retries;		/* after deadlocks */
+	int64_t		expires;		/* queue.declare: x-expires (ms), 0: none */
 	int			stage;			/* queue.declare: 1 once declared, counting */
 	/* OP_ERROR: a channel exception in its turn */
 	int			code;
@@ -286,6 +287,10 @@ typedef struct Qreg
 	int			consumers;
 	bool		had_consumer;
 	Consumer   *exclusive_consumer;
+	int64_t		expires;		/* x-expires (ms), 0: none */
+	struct event *expire_ev;	/* fires when unused for that long */
+	char		expire_user[256];	/* who deletes it then: the declarer */
+	char	   *expire_password;
 	struct Qreg *next;
 } Qreg;
 
@@ -294,6 +299,7 @@ static Qreg *qregs;
 static Buf out;					/* the frame being built (one at a time) */
 
 static void conn_error(Conn *c, int code, const char *text, int cls, int meth);
+static void qreg_expired(evutil_socket_t fd, short what, void *arg);
 static void conn_destroy(Conn *c);
 static void chan_error(Chan *ch, int code, const char *text, int cls, int meth);
 static void chan_pump(Chan *ch);
@@ -351,6 +357,9 @@ qreg_drop(Qreg *q)
 		if (*pp == q)
 		{
 			*pp = q->next;
+			if (q->expire_ev)
+				event_free(q->expire_ev);
+			free(q->expire_password);
 			free(q);
 			return;
 		}
@@ -359,8 +368,41 @@ qreg_drop(Qreg *q)
 static void
 qreg_maybe_drop(Qreg *q)
 {
-	if (q->owner == NULL && !q->auto_delete && q->consumers == 0)
+	if (q->owner == NULL && !q->auto_delete && q->consumers == 0 && q->expires == 0)
 		qreg_drop(q);
+}
+
+/* the queue's x-expires is forgotten (it was deleted) */
+static void
+qreg_expires_off(Qreg *q)
+{
+	q->expires = 0;
+	if (q->expire_ev)
+		event_free(q->expire_ev);
+	q->expire_ev = NULL;
+	free(q->expire_password);
+	q->expire_password = NULL;
+}
+
+/*
+ * The queue was used (declared, read by basic.get, its last consumer
+ * went): its x-expires starts again; with consumers it does not run.
+ */
+static void
+qreg_touch(Qreg *q)
+{
+	struct timeval tv;
+
+	if (q == NULL || q->expires <= 0 || q->expire_ev == NULL)
+		return;
+	if (q->consumers > 0)
+	{
+		evtimer_del(q->expire_ev);
+		return;
+	}
+	tv.tv_sec = q->expires / 1000;
+	tv.tv_usec = (q->expires % 1000) * 1000;
+	evtimer_add(q->expire_ev, &tv);
 }
 
 /* the queue is locked for c: exclusive to another connection */
@@ -503,7 +545,8 @@ sqlstate_code(const char *st)
 	if (strncmp(st, "22", 2) == 0 || strcmp(st, "55000") == 0 ||
 		strcmp(st, "53400") == 0 || strcmp(st, "54000") == 0 ||
 		strcmp(st, "42809") == 0 || strcmp(st, "53000") == 0 ||
-		strcmp(st, "2BP01") == 0 || strcmp(st, "P0002") == 0)
+		strcmp(st, "2BP01") == 0 || strcmp(st, "P0002") == 0 ||
+		strcmp(st, "55006") == 0)
 		return AMQP_PRECONDITION_FAILED;
 	if (strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 || strcmp(st, "55P03") == 0)
 		return AMQP_RESOURCE_LOCKED;
@@ -763,6 +806,39 @@ ctl_orphan(Ctl *ctl)
 	ctl->orphan = true;
 	ctl->conn = NULL;
 	ctl_pump(ctl);
+}
+
+/*
+ * x-expires: the queue went unused for that long (no consumer here, no
+ * basic.get, no declare): delete it, as RabbitMQ does, in a session of
+ * the declarer's own that ends when done (the declaring connection may be
+ * gone).  Only this gateway's use counts: the expiry is its own timer,
+ * gone if the gateway restarts.
+ */
+static void
+qreg_expired(evutil_socket_t fd, short what, void *arg)
+{
+	Qreg	   *q = arg;
+	Ctl		   *ctl;
+	CtlJob	   *j;
+
+	(void) fd;
+	(void) what;
+	if (q->consumers > 0)
+		return;					/* re-armed when the last one goes */
+	ctl = calloc(1, sizeof(Ctl));
+	ctl->orphan = true;
+	j = calloc(1, sizeof(CtlJob));
+	j->sql = strdup("SELECT mq.queue_delete($1)");
+	j->param = strdup(q->name);
+	ctl->jobs = ctl->jobs_tail = j;
+	ctl->pg = pg_connect(q->expire_user, q->expire_password, q->db[0] ? q->db : NULL, false,
+						 ctl_connected, ctl);
+	ctl->pg->on_lost = ctl_lost;
+	logmsg("queue \"%s\" unused for its x-expires (%lld ms): deleted", q->name,
+		   (long long) q->expires);
+	qreg_expires_off(q);
+	qreg_maybe_drop(q);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1298,6 +1374,19 @@ cons_credit(Consumer *cons)
 		n = cons->prefetch - cons->unacked;
 	if (ch->prefetch_global > 0 && ch->prefetch_global - ch->n_unacked - ch->n_asked < n)
 		n = ch->prefetch_global - ch->n_unacked - ch->n_asked;
+	if (n > 1 && !cons->stream)
+	{
+		/*
+		 * Several consumers of the queue here: one message per poll, so
+		 * that a commit of many messages, which wakes every poll, is shared
+		 * between them as RabbitMQ's round-robin does, instead of going
+		 * whole to the first poll that wakes.
+		 */
+		Qreg	   *q = qreg_find(conn_db(ch->conn), cons->queue, false);
+
+		if (q && q->consumers > 1)
+			n = 1;
+	}
 	return n;
 }
 
@@ -1624,6 +1713,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 				q->consumers--;
 			if (q->exclusive_consumer == cons)
 				q->exclusive_consumer = NULL;
+			qreg_touch(q);		/* its x-expires starts with the last one gone */
 			if (q->auto_delete && q->consumers == 0 && q->had_consumer && !notify)
 			{
 				ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
@@ -1812,6 +1902,7 @@ op_simple_done(void *arg, PGresult *res)
 				{
 					q->owner = NULL;
 					q->auto_delete = false;
+					qreg_expires_off(q);
 					qreg_maybe_drop(q);
 				}
 				if (!op->nowait)
@@ -1942,7 +2033,18 @@ queue_declared(void *arg, PGresult *res)
 		if (op->auto_delete)
 			q->auto_delete = true;
 	}
+	if (!op->passive && op->expires > 0)
+	{
+		q = qreg_find(conn_db(c), name, true);
+		if (q->expire_ev == NULL)
+			q->expire_ev = evtimer_new(gw_base, qreg_expired, q);
+		q->expires = op->expires;
+		snprintf(q->expire_user, sizeof(q->expire_user), "%s", c->user);
+		free(q->expire_password);
+		q->expire_password = c->password ? strdup(c->password) : NULL;
+	}
 	q = qreg_find(conn_db(c), name, false);
+	qreg_touch(q);
 	snprintf(ch->last_queue, sizeof(ch->last_queue), "%s", name);
 	if (!op->nowait)
 	{
@@ -2008,6 +2110,38 @@ run_queue_declare(Chan *ch, Op *op)
 			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
 			return;
 		}
+		{
+			/* x-expires: a positive integer (ms), as RabbitMQ checks it */
+			json_object *xe = json_get(op->args, "x-expires");
+
+			op->expires = 0;
+			if (xe && (!json_object_is_type(xe, json_type_int) ||
+					   json_object_get_int64(xe) <= 0))
+			{
+				snprintf(text, sizeof(text),
+						 "PRECONDITION_FAILED - invalid arg 'x-expires' for queue '%s' in vhost '%s': %s",
+						 op->s1, c->vhost,
+						 !json_object_is_type(xe, json_type_int) ? "not an integer" :
+						 json_object_get_int64(xe) == 0 ? "zero" : "negative");
+				free(args);
+				chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+				return;
+			}
+			if (xe)
+				op->expires = json_object_get_int64(xe);
+		}
+		if (strcmp(type, "classic") != 0 &&
+			(!op->durable || op->auto_delete || op->exclusive))
+		{
+			/* quorum queues and streams are durable and shared (RabbitMQ) */
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - invalid property '%s' for queue '%s' in vhost '%s'",
+					 !op->durable ? "non-durable" : op->auto_delete ? "auto-delete" : "exclusive-owner",
+					 op->s1, c->vhost);
+			free(args);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
 		if (strncmp(op->s1, "amq.", 4) == 0)
 		{
 			snprintf(text, sizeof(text),
@@ -2063,6 +2197,28 @@ consume_checked(void *arg, PGresult *res)
 		chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
 		return;
 	}
+	if (strcmp(PQgetvalue(res, 0, 0), "stream") == 0)
+	{
+		/* RabbitMQ's restrictions on a stream's consumers, its codes */
+		if (op->no_ack)
+		{
+			snprintf(text, sizeof(text),
+					 "NOT_IMPLEMENTED - queue '%s' in vhost '%s' does not support consuming in auto-ack mode",
+					 op->s1, c->vhost);
+			qreg_maybe_drop(q);
+			conn_error(c, AMQP_NOT_IMPLEMENTED, text, op->cls, op->meth);
+			return;
+		}
+		if (ch->prefetch_consumer == 0 && ch->prefetch_global == 0)
+		{
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - consumer prefetch count is not set for queue '%s' in vhost '%s'",
+					 op->s1, c->vhost);
+			qreg_maybe_drop(q);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
+	}
 	cons = calloc(1, sizeof(Consumer));
 	cons->ch = ch;
 	snprintf(cons->tag, sizeof(cons->tag), "%s", op->s3);
@@ -2083,6 +2239,7 @@ consume_checked(void *arg, PGresult *res)
 	ch->consumers = cons;
 	q->consumers++;
 	q->had_consumer = true;
+	qreg_touch(q);				/* no expiry while it has consumers */
 	if (op->exclusive)
 		q->exclusive_consumer = cons;
 	if (!op->nowait)
@@ -2105,6 +2262,17 @@ get_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
+		const char *st = res_state(res);
+
+		if (st && strcmp(st, "0A000") == 0)
+		{
+			char		text[256];
+
+			/* basic.get on a stream: RabbitMQ closes the connection, 540 */
+			reply_text(text, sizeof(text), AMQP_NOT_IMPLEMENTED, res_message(res));
+			conn_error(ch->conn, AMQP_NOT_IMPLEMENTED, text, op->cls, op->meth);
+			return;
+		}
 		if (!op_retry(ch, res, op))
 			chan_sql_error(ch, res, op);
 		return;
@@ -2740,6 +2908,7 @@ run_op(Chan *ch, Op *op)
 		case OP_GET:
 			if (qreg_locked(ch->conn, op->s1))
 				break;
+			qreg_touch(qreg_find(conn_db(ch->conn), op->s1, false));
 			if (ch->tx && !ch->getpg_ready)
 			{
 				/*
@@ -3175,6 +3344,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				op->nowait = rd_bit(r);
 				op->args = rd_table(r);
 				ARGS_OK();
+				amqp_args_plain(op->args, false);
 				if (internal && !op->passive)
 				{
 					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - internal exchanges are not supported by mq-amqp");
@@ -3203,6 +3373,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 			op->nowait = rd_bit(r);
 			op->args = rd_table(r);
 			ARGS_OK();
+			amqp_args_plain(op->args, false);
 			if (op->passive && op->s1[0] == '\0')
 				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
 			break;
@@ -3217,6 +3388,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				op->nowait = rd_bit(r);
 			op->args = rd_table(r);
 			ARGS_OK();
+			amqp_args_plain(op->args, true);
 			if (op->s1[0] == '\0')
 				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
 			break;
@@ -3249,8 +3421,10 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				ARGS_OK();
 				if (size != 0)
 				{
+					/* a connection exception, as RabbitMQ's */
 					snprintf(text, sizeof(text), "NOT_IMPLEMENTED - prefetch_size!=0 (%u)", size);
-					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, text);
+					conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
+					return;
 				}
 				if (global)
 					ch->prefetch_global = count;
@@ -3280,6 +3454,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				op->nowait = rd_bit(r);
 				op->args = rd_table(r);
 				ARGS_OK();
+				amqp_args_plain(op->args, false);
 				if (op->s1[0] == '\0')
 					snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
 				if (op->s3[0] == '\0')
