@@ -180,6 +180,8 @@ struct Consumer
 	bool		stream;
 	char		group[64];
 	json_object *offset_spec;	/* x-stream-offset */
+	bool		in_turn;		/* waiting for its queue's turn to poll */
+	Consumer   *turn_next;
 	Consumer   *next;
 };
 
@@ -291,6 +293,11 @@ typedef struct Qreg
 	struct event *expire_ev;	/* fires when unused for that long */
 	char		expire_user[256];	/* who deletes it then: the declarer */
 	char	   *expire_password;
+	/* several consumers here take turns to poll (round-robin) */
+	Consumer   *poller;			/* whose poll runs, NULL: none */
+	Consumer   *turn_head,
+			   *turn_tail;		/* waiting for their turn, in order */
+	int			batch;			/* most rows one turn takes (grows on backlog) */
 	struct Qreg *next;
 } Qreg;
 
@@ -356,7 +363,11 @@ qreg_drop(Qreg *q)
 	for (pp = &qregs; *pp; pp = &(*pp)->next)
 		if (*pp == q)
 		{
+			Consumer   *t;
+
 			*pp = q->next;
+			for (t = q->turn_head; t; t = t->turn_next)
+				t->in_turn = false;
 			if (q->expire_ev)
 				event_free(q->expire_ev);
 			free(q->expire_password);
@@ -1374,23 +1385,106 @@ cons_credit(Consumer *cons)
 		n = cons->prefetch - cons->unacked;
 	if (ch->prefetch_global > 0 && ch->prefetch_global - ch->n_unacked - ch->n_asked < n)
 		n = ch->prefetch_global - ch->n_unacked - ch->n_asked;
-	if (n > 1 && !cons->stream)
-	{
-		/*
-		 * Several consumers of the queue here: one message per poll, so
-		 * that a commit of many messages, which wakes every poll, is shared
-		 * between them as RabbitMQ's round-robin does, instead of going
-		 * whole to the first poll that wakes.
-		 */
-		Qreg	   *q = qreg_find(conn_db(ch->conn), cons->queue, false);
-
-		if (q && q->consumers > 1)
-			n = 1;
-	}
 	return n;
 }
 
 static void cons_polled(void *arg, PGresult *res);
+
+/*
+ * Round-robin between consumers of one queue: every poll of a queue wakes
+ * at the same commit, and the first to take would get a whole batch (or,
+ * with prefetch 1, whoever's round trip is shortest).  So when several
+ * consumers of a queue are here, one poll of it runs at a time and the
+ * others wait in line: the next in line polls as soon as the running one
+ * returns, the one that returned polls again behind them.  A turn takes
+ * one message, more while the queue has a backlog (a turn that got all it
+ * asked doubles the next, up to the credit), so a trickle is shared
+ * message by message, as RabbitMQ does, and a backlog in batches.
+ */
+static void
+turn_pass(Qreg *q)
+{
+	while (q->poller == NULL && q->turn_head)
+	{
+		Consumer   *next = q->turn_head;
+
+		q->turn_head = next->turn_next;
+		if (q->turn_head == NULL)
+			q->turn_tail = NULL;
+		next->in_turn = false;
+		next->turn_next = NULL;
+		cons_poll(next);		/* takes the turn, or cannot poll now */
+	}
+}
+
+/*
+ * A second consumer of the queue came: a poll that started while there was
+ * one runs outside the turns, with its whole credit, and would take a
+ * whole batch; it is cancelled (nothing taken) and polls again in turn.
+ */
+static void
+turn_start(Consumer *newcons)
+{
+	Conn	   *c;
+	int			i;
+	Qreg	   *q = qreg_find(conn_db(newcons->ch->conn), newcons->queue, false);
+
+	if (q == NULL || newcons->stream)
+		return;
+	for (c = conns; c; c = c->next)
+	{
+		if (c->dead || c->chans == NULL || strcmp(c->db, newcons->ch->conn->db) != 0)
+			continue;
+		for (i = 1; i <= c->channel_max; i++)
+		{
+			Chan	   *ch = c->chans[i];
+			Consumer   *cons;
+
+			if (!ch || ch->state != CH_OPEN)
+				continue;
+			for (cons = ch->consumers; cons; cons = cons->next)
+				if (cons != newcons && cons != q->poller && cons->polling && !cons->cancelling &&
+					!cons->cancelled && !cons->stream && cons->asked > 1 &&
+					strcmp(cons->queue, newcons->queue) == 0)
+					pg_cancel(cons->pg);
+		}
+	}
+}
+
+/* the consumer goes: out of the line, and its turn passes */
+static void
+turn_leave(Consumer *cons)
+{
+	Qreg	   *q = qreg_find(conn_db(cons->ch->conn), cons->queue, false);
+	Consumer  **pp;
+
+	if (q == NULL)
+	{
+		cons->in_turn = false;
+		return;
+	}
+	if (cons->in_turn)
+	{
+		q->turn_tail = NULL;
+		for (pp = &q->turn_head; *pp;)
+		{
+			if (*pp == cons)
+				*pp = cons->turn_next;
+			else
+			{
+				q->turn_tail = *pp;
+				pp = &(*pp)->turn_next;
+			}
+		}
+		cons->in_turn = false;
+		cons->turn_next = NULL;
+	}
+	if (q->poller == cons)
+	{
+		q->poller = NULL;
+		turn_pass(q);
+	}
+}
 
 static void
 cons_send_cancel_ok(Consumer *cons)
@@ -1426,6 +1520,34 @@ cons_poll(Consumer *cons)
 	n = cons_credit(cons);
 	if (n <= 0)
 		return;
+	if (!cons->stream)
+	{
+		Qreg	   *q = qreg_find(conn_db(c), cons->queue, false);
+
+		if (q && (q->consumers > 1 || (q->poller && q->poller != cons)))
+		{
+			if (q->poller && q->poller != cons)
+			{
+				/* in line for its turn */
+				if (!cons->in_turn)
+				{
+					cons->in_turn = true;
+					cons->turn_next = NULL;
+					if (q->turn_tail)
+						q->turn_tail->turn_next = cons;
+					else
+						q->turn_head = cons;
+					q->turn_tail = cons;
+				}
+				return;
+			}
+			q->poller = cons;
+			if (q->batch < 1)
+				q->batch = 1;
+			if (n > q->batch)
+				n = q->batch;
+		}
+	}
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(wbuf, sizeof(wbuf), "%d seconds", cfg.poll_wait);
 	vals[0] = cons->queue;
@@ -1449,7 +1571,18 @@ cons_polled(void *arg, PGresult *res)
 	Consumer   *cons = arg;
 	Chan	   *ch = cons->ch;
 	int			i;
+	Qreg	   *q = qreg_find(conn_db(ch->conn), cons->queue, false);
 
+	if (q && q->poller == cons)
+	{
+		/* its turn ends: the next in line polls while these go out */
+		if (res_ok(res) && PQntuples(res) >= cons->asked)
+			q->batch = q->batch * 2 > 100 ? 100 : q->batch * 2;
+		else
+			q->batch = 1;
+		q->poller = NULL;
+		turn_pass(q);
+	}
 	cons->polling = false;
 	ch->n_asked -= cons->asked;
 	cons->asked = 0;
@@ -1466,6 +1599,15 @@ cons_polled(void *arg, PGresult *res)
 		if (cons->cancelling && st && strcmp(st, "57014") == 0)
 		{
 			cons_send_cancel_ok(cons);
+			return;
+		}
+		if (st && strcmp(st, "57014") == 0 && !cons->cancelled)
+		{
+			/*
+			 * Cancelled by turn_start (the queue's consumers take turns
+			 * now): nothing was taken, poll again in its turn
+			 */
+			cons_poll(cons);
 			return;
 		}
 		if (st && strcmp(st, "42704") == 0)
@@ -1669,6 +1811,7 @@ cons_free(Consumer *cons)
 		}
 	if (cons->polling)
 		ch->n_asked -= cons->asked;
+	turn_leave(cons);
 	/* settles in flight or in the open transaction no longer credit it */
 	{
 		Op		   *op;
@@ -2240,6 +2383,8 @@ consume_checked(void *arg, PGresult *res)
 	q->consumers++;
 	q->had_consumer = true;
 	qreg_touch(q);				/* no expiry while it has consumers */
+	if (q->consumers == 2)
+		turn_start(cons);		/* the consumers of the queue take turns now */
 	if (op->exclusive)
 		q->exclusive_consumer = cons;
 	if (!op->nowait)
@@ -2977,6 +3122,68 @@ run_op(Chan *ch, Op *op)
 	chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
 }
 
+static void
+close_requeued(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+
+	/* whatever it did, the close goes on: the sessions' ends return the rest */
+	(void) res;
+	ch->op_running = false;
+	chan_pump(ch);
+}
+
+/*
+ * Before a channel's close-ok: its consumers stop and the channel's session
+ * waits until PostgreSQL has ended their sessions, which returns their
+ * unacked deliveries (queue_ext's rule), so that they are ready again when
+ * the client reads close-ok, as with RabbitMQ.  Closing the socket is not
+ * the end of the session: PostgreSQL ends it a moment later (a session in
+ * a long poll notices its client gone at client_connection_check_interval,
+ * 100 ms).  The wait looks at pg_stat_activity every 10 ms, for at most a
+ * second.  Returns true when it started that statement.
+ */
+static bool
+close_requeue(Chan *ch)
+{
+	Consumer   *cons;
+	Buf			pids = {0};
+	char		num[16];
+	char	   *sql;
+	size_t		len;
+
+	buf_u8(&pids, '{');
+	for (cons = ch->consumers; cons; cons = cons->next)
+		if (cons->pg && cons->pg->pg && PQbackendPID(cons->pg->pg) > 0)
+		{
+			snprintf(num, sizeof(num), "%s%d", pids.len > 1 ? "," : "",
+					 PQbackendPID(cons->pg->pg));
+			buf_bytes(&pids, num, strlen(num));
+		}
+	buf_u8(&pids, '}');
+	buf_u8(&pids, '\0');
+	while (ch->consumers)
+		cons_remove(ch->consumers, false, true);
+	if (pids.len <= 3)
+	{
+		buf_free(&pids);
+		return false;
+	}
+	/* DO takes no parameters: the list is digits and commas */
+	len = pids.len + 400;
+	sql = malloc(len);
+	snprintf(sql, len,
+			 "DO $$BEGIN FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
+			 "EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity "
+			 "WHERE pid = ANY ('%s'::int[])); PERFORM pg_catalog.pg_sleep(0.01); "
+			 "END LOOP; END$$", (const char *) pids.data);
+	ch->op_running = true;
+	pg_send(ch->pg, sql, 0, NULL, NULL, NULL, NULL, 0, close_requeued, ch);
+	free(sql);
+	buf_free(&pids);
+	return true;
+}
+
 /* run the next operations; consecutive publishes go as one batch */
 static void
 chan_pump(Chan *ch)
@@ -2989,6 +3196,12 @@ chan_pump(Chan *ch)
 		{
 			Conn	   *c = ch->conn;
 
+			if (op->stage == 0)
+			{
+				op->stage = 1;
+				if (close_requeue(ch))
+					return;
+			}
 			chan_release(ch);
 			if (!c->client_closing)
 				send_simple(c, ch->id, AMQP_CHANNEL, 41);

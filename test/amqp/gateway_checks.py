@@ -1227,7 +1227,7 @@ def x_arguments_any_integer_type():
         q = name('xarg-' + ('upper-' if t.isupper() else '') + t.lower())
         queues.append((t, q))
         args = (struct.pack('>H', 0) + short_str(q.encode()) + bytes([0])
-                + raw_table([('x-max-length', t, v), ('x-overflow', 'S', struct.pack('>I', 11) + b'drop-head')]))
+                + raw_table([('x-max-length', t, v), ('x-overflow', 'S', struct.pack('>I', 9) + b'drop-head')]))
         send_method(s, 1, 50, 10, args)
         f = read_frame(s)
         eq(f[2][:4], struct.pack('>HH', 50, 11), 'declare-ok for x-max-length of type %s (%r)' % (t, f[2][4:120]))
