@@ -88,6 +88,7 @@ typedef struct Unacked
 	char	   *queue;
 	char	   *receipt;
 	Consumer   *cons;			/* NULL: a basic.get */
+	bool		early;			/* its ack came: credited before it is stored */
 	struct Unacked *next;
 } Unacked;
 
@@ -175,6 +176,7 @@ struct Consumer
 	bool		cancelled;		/* cancel-ok sent; kept while it has unacked */
 	int			prefetch;
 	int			unacked;
+	int			credited;		/* of those, acked by the client, not yet stored */
 	int			asked;			/* messages asked by the running poll */
 	/* a stream consumer reads through a consumer group of its own */
 	bool		stream;
@@ -1381,8 +1383,8 @@ cons_credit(Consumer *cons)
 	Chan	   *ch = cons->ch;
 	int			n = 100;
 
-	if (cons->prefetch > 0 && cons->prefetch - cons->unacked < n)
-		n = cons->prefetch - cons->unacked;
+	if (cons->prefetch > 0 && cons->prefetch - (cons->unacked - cons->credited) < n)
+		n = cons->prefetch - (cons->unacked - cons->credited);
 	if (ch->prefetch_global > 0 && ch->prefetch_global - ch->n_unacked - ch->n_asked < n)
 		n = ch->prefetch_global - ch->n_unacked - ch->n_asked;
 	return n;
@@ -2520,7 +2522,11 @@ settle_done(void *arg, PGresult *res)
 		op->entries = NULL;
 		for (e = list; e; e = e->next)
 			if (e->cons)
+			{
 				e->cons->unacked--;
+				if (e->early)
+					e->cons->credited--;
+			}
 		settle_done_entries(ch, list);
 	}
 	if (ch->state == CH_OPEN)
@@ -3780,6 +3786,31 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				/* the tag is checked in the operation's turn: after the
 				 * publishes and deliveries before it */
 				op = op_new(ch, OP_SETTLE, cls, meth);
+				if (!ch->tx)
+				{
+					/*
+					 * The consumer's prefetch credit comes back when the
+					 * settle arrives, as RabbitMQ's, not when its statement
+					 * is done: the consumers of a queue get their turns in
+					 * the order their acks came.  (In tx mode: at commit.)
+					 */
+					Unacked    *e;
+					bool		any = false;
+
+					for (e = ch->unacked; e; e = e->next)
+					{
+						if (tag != 0 && e->tag > tag)
+							break;
+						if ((multiple || e->tag == tag) && e->cons && !e->early)
+						{
+							e->early = true;
+							e->cons->credited++;
+							any = true;
+						}
+					}
+					if (any)
+						chan_kick(ch);
+				}
 				op->settle = meth == 80 ? SETTLE_ACK : meth == 90 ? SETTLE_REJECT : SETTLE_NACK;
 				op->requeue = requeue;
 				op->tag = tag;

@@ -1263,8 +1263,15 @@ def round_robin_prefetch_1_alternates():
     while len(order) < 10 and time.time() < deadline:
         conn.process_data_events(time_limit=0.05)
     eq(sorted(b for _, b in order), sorted(b'm%d' % i for i in range(10)), 'every message once')
-    na = sum(1 for w, _ in order if w == 'a')
-    eq((na, 10 - na), (5, 5), 'shared evenly (a, b): %r' % order)
+    # by message: a takes m0, m2, ... and b m1, m3, ... while each acks
+    # before the other's next delivery; pika runs the two channels'
+    # callbacks (and so their acks) not always in delivery order, which
+    # may give one consumer two in a row: at most one such slip
+    who = dict((int(b[1:]), w) for w, b in order)
+    slips = sum(1 for i in range(1, 10) if who[i] == who[i - 1])
+    na = sum(1 for w in who.values() if w == 'a')
+    check(slips <= 1 and 4 <= na <= 6,
+          'alternating between a and b (at most one slip): %r' % [who[i] for i in range(10)])
     conn.close()
 
 
