@@ -325,6 +325,7 @@ static bool ack_tag_known(Chan *ch, uint64_t tag);
 static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 static void conn_close_finish(Conn *c);
 static void run_op(Chan *ch, Op *op);
+static void delete_checked(void *arg, PGresult *res);
 static void stream_setup(Consumer *cons);
 static void chan_setup(Chan *ch);
 static void run_queue_declare(Chan *ch, Op *op);
@@ -3024,6 +3025,14 @@ run_op(Chan *ch, Op *op)
 		case OP_QUEUE_DELETE:
 			if (qreg_locked(ch->conn, op->s1))
 				break;
+			if (op->if_empty && op->stage == 0)
+			{
+				/* before its consumers are cancelled: a refused delete keeps them */
+				vals[0] = op->s1;
+				pg_send(ch->pg, "SELECT queue, ready FROM pg_temp.amqp_queue($1)",
+						1, NULL, vals, NULL, NULL, 0, delete_checked, ch);
+				return;
+			}
 			if (op->if_unused)
 			{
 				Qreg	   *q = qreg_find(conn_db(ch->conn), op->s1, false);
@@ -3188,6 +3197,32 @@ close_requeue(Chan *ch)
 	free(sql);
 	buf_free(&pids);
 	return true;
+}
+
+/* queue.delete with if_empty: is it empty? */
+static void
+delete_checked(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	char		text[600];
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 1) &&
+		strtoll(PQgetvalue(res, 0, 1), NULL, 10) > 0)
+	{
+		snprintf(text, sizeof(text), "PRECONDITION_FAILED - queue '%s' in vhost '%s' not empty",
+				 op->s1, ch->conn->vhost);
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return;
+	}
+	op->stage = 1;
+	run_op(ch, op);
 }
 
 /* run the next operations; consecutive publishes go as one batch */

@@ -1299,6 +1299,36 @@ def queue_expires_unused():
     conn.close()
 
 
+@test
+def delete_if_empty_refused_keeps_consumers():
+    # a refused if-empty delete (406 on its channel) leaves the queue and
+    # its consumers as they were
+    conn = connect()
+    ch = conn.channel()
+    q = name('ifempty')
+    ch.queue_declare(q)
+    ch.basic_publish('', q, b'm1')
+    ch.basic_publish('', q, b'm2')
+    ch.basic_qos(prefetch_count=1)
+    got = []
+    ch.basic_consume(q, lambda c, m, p, body: got.append((m.delivery_tag, body)))
+    deadline = time.time() + 10
+    while not got and time.time() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    eq([b for _, b in got], [b'm1'], 'one delivery (prefetch 1)')
+    try:
+        conn.channel().queue_delete(q, if_empty=True)
+        raise Fail('if-empty delete of a queue with a ready message accepted')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 406, 'if-empty delete of a non-empty queue')
+    ch.basic_ack(got[0][0])
+    deadline = time.time() + 10
+    while len(got) < 2 and time.time() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    eq([b for _, b in got], [b'm1', b'm2'], 'the consumer goes on')
+    conn.close()
+
+
 def main():
     for fn in CHECKS:
         if ONLY and fn.__name__ not in ONLY:
