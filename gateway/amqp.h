@@ -97,6 +97,8 @@ extern void rd_shortstr(Rd *r, char *out);
 extern const uint8_t *rd_longstr(Rd *r, uint32_t *len);
 /* a field table as a JSON object (typed encoding for what JSON lacks) */
 extern json_object *rd_table(Rd *r);
+/* x-arguments' typed numbers as plain JSON numbers, in place */
+extern void amqp_args_plain(json_object *tbl, bool only_x);
 
 /* the AMQP value of a broker-written ISO 8601 UTC time, -1 if none */
 extern int64_t amqp_parse_iso_time(const char *s);

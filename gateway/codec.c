@@ -392,6 +392,8 @@ double_text(double d, char *out, size_t outlen)
 }
 
 static json_object *rd_value(Rd *r, int depth);
+static const char *typed_string(json_object *o, const char *key);
+static int64_t typed_i64(json_object *o);
 
 static json_object *
 rd_table_depth(Rd *r, int depth)
@@ -565,6 +567,102 @@ rd_value(Rd *r, int depth)
 		default:
 			r->err = true;
 			return NULL;
+	}
+}
+
+/*
+ * x-arguments as queue_ext takes them: every AMQP number (8/16/64-bit and
+ * unsigned integers, floats, doubles JSON cannot hold, decimals), which the
+ * table reader keeps typed for headers, becomes a plain JSON number, as
+ * RabbitMQ reads its x-arguments by value whatever the integer type the
+ * client chose (amqplib sends x-max-length 2 as a short-short).  With
+ * only_x, only keys starting "x-" (a binding's other arguments are matched
+ * against headers, which keep their types).  Changes tbl in place.
+ */
+void
+amqp_args_plain(json_object *tbl, bool only_x)
+{
+	if (tbl == NULL || !json_object_is_type(tbl, json_type_object))
+		return;
+	{
+		json_object_object_foreach(tbl, key, val)
+		{
+		const char *type;
+		json_object *plain = NULL;
+
+		if (only_x && strncmp(key, "x-", 2) != 0)
+			continue;
+		if (val == NULL || !json_object_is_type(val, json_type_object) ||
+			(type = typed_string(val, AMQP_TYPE_KEY)) == NULL ||
+			type[0] == '\0' || type[1] != '\0')
+			continue;
+		switch (type[0])
+		{
+			case 'b':
+			case 'B':
+			case 's':
+			case 'U':
+			case 'u':
+			case 'i':
+			case 'l':
+				plain = json_object_new_int64(typed_i64(val));
+				break;
+			case 'L':
+				{
+					const char *s = typed_string(val, "v");
+					unsigned long long u = s ? strtoull(s, NULL, 10) : 0;
+
+					if (u <= (unsigned long long) INT64_MAX)
+						plain = json_object_new_int64((int64_t) u);
+					break;
+				}
+			case 'f':
+			case 'd':
+				{
+					const char *s = typed_string(val, "v");
+					double		d = s ? strtod(s, NULL) : 0;
+					char		txt[64];
+
+					/* a JSON number with a decimal point: still a float */
+					if (double_text(d, txt, sizeof(txt)))
+						plain = json_object_new_double_s(d, txt);
+					break;
+				}
+			case 'D':
+				{
+					json_object *sc;
+					int			scale = json_object_object_get_ex(val, "scale", &sc) ?
+						json_object_get_int(sc) : 0;
+					int64_t		n = typed_i64(val);
+					char		txt[64];
+
+					if (scale == 0)
+						plain = json_object_new_int64(n);
+					else if (scale <= 9)
+					{
+						int64_t		p10 = 1;
+						int			i;
+
+						for (i = 0; i < scale; i++)
+							p10 *= 10;
+						if (n % p10 == 0)
+							plain = json_object_new_int64(n / p10);
+						else
+						{
+							snprintf(txt, sizeof(txt), "%s%lld.%0*lld", n < 0 ? "-" : "",
+									 (long long) (llabs(n) / p10), scale,
+									 (long long) (llabs(n) % p10));
+							plain = json_object_new_double_s((double) n / (double) p10, txt);
+						}
+					}
+					break;
+				}
+			default:
+				break;
+		}
+		if (plain)
+			json_object_object_add(tbl, key, plain);
+		}
 	}
 }
 

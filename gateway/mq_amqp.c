@@ -88,6 +88,7 @@ typedef struct Unacked
 	char	   *queue;
 	char	   *receipt;
 	Consumer   *cons;			/* NULL: a basic.get */
+	bool		early;			/* its ack came: credited before it is stored */
 	struct Unacked *next;
 } Unacked;
 
@@ -148,6 +149,7 @@ typedef struct Op
 	bool		multiple;
 	bool		taken;			/* entries taken already (a merged batch) */
 	int			retries;		/* after deadlocks */
+	int64_t		expires;		/* queue.declare: x-expires (ms), 0: none */
 	int			stage;			/* queue.declare: 1 once declared, counting */
 	/* OP_ERROR: a channel exception in its turn */
 	int			code;
@@ -174,11 +176,14 @@ struct Consumer
 	bool		cancelled;		/* cancel-ok sent; kept while it has unacked */
 	int			prefetch;
 	int			unacked;
+	int			credited;		/* of those, acked by the client, not yet stored */
 	int			asked;			/* messages asked by the running poll */
 	/* a stream consumer reads through a consumer group of its own */
 	bool		stream;
 	char		group[64];
 	json_object *offset_spec;	/* x-stream-offset */
+	bool		in_turn;		/* waiting for its queue's turn to poll */
+	Consumer   *turn_next;
 	Consumer   *next;
 };
 
@@ -286,6 +291,15 @@ typedef struct Qreg
 	int			consumers;
 	bool		had_consumer;
 	Consumer   *exclusive_consumer;
+	int64_t		expires;		/* x-expires (ms), 0: none */
+	struct event *expire_ev;	/* fires when unused for that long */
+	char		expire_user[256];	/* who deletes it then: the declarer */
+	char	   *expire_password;
+	/* several consumers here take turns to poll (round-robin) */
+	Consumer   *poller;			/* whose poll runs, NULL: none */
+	Consumer   *turn_head,
+			   *turn_tail;		/* waiting for their turn, in order */
+	int			batch;			/* most rows one turn takes (grows on backlog) */
 	struct Qreg *next;
 } Qreg;
 
@@ -294,6 +308,7 @@ static Qreg *qregs;
 static Buf out;					/* the frame being built (one at a time) */
 
 static void conn_error(Conn *c, int code, const char *text, int cls, int meth);
+static void qreg_expired(evutil_socket_t fd, short what, void *arg);
 static void conn_destroy(Conn *c);
 static void chan_error(Chan *ch, int code, const char *text, int cls, int meth);
 static void chan_pump(Chan *ch);
@@ -310,6 +325,7 @@ static bool ack_tag_known(Chan *ch, uint64_t tag);
 static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 static void conn_close_finish(Conn *c);
 static void run_op(Chan *ch, Op *op);
+static void delete_checked(void *arg, PGresult *res);
 static void stream_setup(Consumer *cons);
 static void chan_setup(Chan *ch);
 static void run_queue_declare(Chan *ch, Op *op);
@@ -350,7 +366,14 @@ qreg_drop(Qreg *q)
 	for (pp = &qregs; *pp; pp = &(*pp)->next)
 		if (*pp == q)
 		{
+			Consumer   *t;
+
 			*pp = q->next;
+			for (t = q->turn_head; t; t = t->turn_next)
+				t->in_turn = false;
+			if (q->expire_ev)
+				event_free(q->expire_ev);
+			free(q->expire_password);
 			free(q);
 			return;
 		}
@@ -359,8 +382,41 @@ qreg_drop(Qreg *q)
 static void
 qreg_maybe_drop(Qreg *q)
 {
-	if (q->owner == NULL && !q->auto_delete && q->consumers == 0)
+	if (q->owner == NULL && !q->auto_delete && q->consumers == 0 && q->expires == 0)
 		qreg_drop(q);
+}
+
+/* the queue's x-expires is forgotten (it was deleted) */
+static void
+qreg_expires_off(Qreg *q)
+{
+	q->expires = 0;
+	if (q->expire_ev)
+		event_free(q->expire_ev);
+	q->expire_ev = NULL;
+	free(q->expire_password);
+	q->expire_password = NULL;
+}
+
+/*
+ * The queue was used (declared, read by basic.get, its last consumer
+ * went): its x-expires starts again; with consumers it does not run.
+ */
+static void
+qreg_touch(Qreg *q)
+{
+	struct timeval tv;
+
+	if (q == NULL || q->expires <= 0 || q->expire_ev == NULL)
+		return;
+	if (q->consumers > 0)
+	{
+		evtimer_del(q->expire_ev);
+		return;
+	}
+	tv.tv_sec = q->expires / 1000;
+	tv.tv_usec = (q->expires % 1000) * 1000;
+	evtimer_add(q->expire_ev, &tv);
 }
 
 /* the queue is locked for c: exclusive to another connection */
@@ -503,7 +559,8 @@ sqlstate_code(const char *st)
 	if (strncmp(st, "22", 2) == 0 || strcmp(st, "55000") == 0 ||
 		strcmp(st, "53400") == 0 || strcmp(st, "54000") == 0 ||
 		strcmp(st, "42809") == 0 || strcmp(st, "53000") == 0 ||
-		strcmp(st, "2BP01") == 0 || strcmp(st, "P0002") == 0)
+		strcmp(st, "2BP01") == 0 || strcmp(st, "P0002") == 0 ||
+		strcmp(st, "55006") == 0)
 		return AMQP_PRECONDITION_FAILED;
 	if (strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 || strcmp(st, "55P03") == 0)
 		return AMQP_RESOURCE_LOCKED;
@@ -763,6 +820,39 @@ ctl_orphan(Ctl *ctl)
 	ctl->orphan = true;
 	ctl->conn = NULL;
 	ctl_pump(ctl);
+}
+
+/*
+ * x-expires: the queue went unused for that long (no consumer here, no
+ * basic.get, no declare): delete it, as RabbitMQ does, in a session of
+ * the declarer's own that ends when done (the declaring connection may be
+ * gone).  Only this gateway's use counts: the expiry is its own timer,
+ * gone if the gateway restarts.
+ */
+static void
+qreg_expired(evutil_socket_t fd, short what, void *arg)
+{
+	Qreg	   *q = arg;
+	Ctl		   *ctl;
+	CtlJob	   *j;
+
+	(void) fd;
+	(void) what;
+	if (q->consumers > 0)
+		return;					/* re-armed when the last one goes */
+	ctl = calloc(1, sizeof(Ctl));
+	ctl->orphan = true;
+	j = calloc(1, sizeof(CtlJob));
+	j->sql = strdup("SELECT mq.queue_delete($1)");
+	j->param = strdup(q->name);
+	ctl->jobs = ctl->jobs_tail = j;
+	ctl->pg = pg_connect(q->expire_user, q->expire_password, q->db[0] ? q->db : NULL, false,
+						 ctl_connected, ctl);
+	ctl->pg->on_lost = ctl_lost;
+	logmsg("queue \"%s\" unused for its x-expires (%lld ms): deleted", q->name,
+		   (long long) q->expires);
+	qreg_expires_off(q);
+	qreg_maybe_drop(q);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1294,14 +1384,110 @@ cons_credit(Consumer *cons)
 	Chan	   *ch = cons->ch;
 	int			n = 100;
 
-	if (cons->prefetch > 0 && cons->prefetch - cons->unacked < n)
-		n = cons->prefetch - cons->unacked;
+	if (cons->prefetch > 0 && cons->prefetch - (cons->unacked - cons->credited) < n)
+		n = cons->prefetch - (cons->unacked - cons->credited);
 	if (ch->prefetch_global > 0 && ch->prefetch_global - ch->n_unacked - ch->n_asked < n)
 		n = ch->prefetch_global - ch->n_unacked - ch->n_asked;
 	return n;
 }
 
 static void cons_polled(void *arg, PGresult *res);
+
+/*
+ * Round-robin between consumers of one queue: every poll of a queue wakes
+ * at the same commit, and the first to take would get a whole batch (or,
+ * with prefetch 1, whoever's round trip is shortest).  So when several
+ * consumers of a queue are here, one poll of it runs at a time and the
+ * others wait in line: the next in line polls as soon as the running one
+ * returns, the one that returned polls again behind them.  A turn takes
+ * one message, more while the queue has a backlog (a turn that got all it
+ * asked doubles the next, up to the credit), so a trickle is shared
+ * message by message, as RabbitMQ does, and a backlog in batches.
+ */
+static void
+turn_pass(Qreg *q)
+{
+	while (q->poller == NULL && q->turn_head)
+	{
+		Consumer   *next = q->turn_head;
+
+		q->turn_head = next->turn_next;
+		if (q->turn_head == NULL)
+			q->turn_tail = NULL;
+		next->in_turn = false;
+		next->turn_next = NULL;
+		cons_poll(next);		/* takes the turn, or cannot poll now */
+	}
+}
+
+/*
+ * A second consumer of the queue came: a poll that started while there was
+ * one runs outside the turns, with its whole credit, and would take a
+ * whole batch; it is cancelled (nothing taken) and polls again in turn.
+ */
+static void
+turn_start(Consumer *newcons)
+{
+	Conn	   *c;
+	int			i;
+	Qreg	   *q = qreg_find(conn_db(newcons->ch->conn), newcons->queue, false);
+
+	if (q == NULL || newcons->stream)
+		return;
+	for (c = conns; c; c = c->next)
+	{
+		if (c->dead || c->chans == NULL || strcmp(c->db, newcons->ch->conn->db) != 0)
+			continue;
+		for (i = 1; i <= c->channel_max; i++)
+		{
+			Chan	   *ch = c->chans[i];
+			Consumer   *cons;
+
+			if (!ch || ch->state != CH_OPEN)
+				continue;
+			for (cons = ch->consumers; cons; cons = cons->next)
+				if (cons != newcons && cons != q->poller && cons->polling && !cons->cancelling &&
+					!cons->cancelled && !cons->stream && cons->asked > 1 &&
+					strcmp(cons->queue, newcons->queue) == 0)
+					pg_cancel(cons->pg);
+		}
+	}
+}
+
+/* the consumer goes: out of the line, and its turn passes */
+static void
+turn_leave(Consumer *cons)
+{
+	Qreg	   *q = qreg_find(conn_db(cons->ch->conn), cons->queue, false);
+	Consumer  **pp;
+
+	if (q == NULL)
+	{
+		cons->in_turn = false;
+		return;
+	}
+	if (cons->in_turn)
+	{
+		q->turn_tail = NULL;
+		for (pp = &q->turn_head; *pp;)
+		{
+			if (*pp == cons)
+				*pp = cons->turn_next;
+			else
+			{
+				q->turn_tail = *pp;
+				pp = &(*pp)->turn_next;
+			}
+		}
+		cons->in_turn = false;
+		cons->turn_next = NULL;
+	}
+	if (q->poller == cons)
+	{
+		q->poller = NULL;
+		turn_pass(q);
+	}
+}
 
 static void
 cons_send_cancel_ok(Consumer *cons)
@@ -1337,6 +1523,34 @@ cons_poll(Consumer *cons)
 	n = cons_credit(cons);
 	if (n <= 0)
 		return;
+	if (!cons->stream)
+	{
+		Qreg	   *q = qreg_find(conn_db(c), cons->queue, false);
+
+		if (q && (q->consumers > 1 || (q->poller && q->poller != cons)))
+		{
+			if (q->poller && q->poller != cons)
+			{
+				/* in line for its turn */
+				if (!cons->in_turn)
+				{
+					cons->in_turn = true;
+					cons->turn_next = NULL;
+					if (q->turn_tail)
+						q->turn_tail->turn_next = cons;
+					else
+						q->turn_head = cons;
+					q->turn_tail = cons;
+				}
+				return;
+			}
+			q->poller = cons;
+			if (q->batch < 1)
+				q->batch = 1;
+			if (n > q->batch)
+				n = q->batch;
+		}
+	}
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(wbuf, sizeof(wbuf), "%d seconds", cfg.poll_wait);
 	vals[0] = cons->queue;
@@ -1360,7 +1574,18 @@ cons_polled(void *arg, PGresult *res)
 	Consumer   *cons = arg;
 	Chan	   *ch = cons->ch;
 	int			i;
+	Qreg	   *q = qreg_find(conn_db(ch->conn), cons->queue, false);
 
+	if (q && q->poller == cons)
+	{
+		/* its turn ends: the next in line polls while these go out */
+		if (res_ok(res) && PQntuples(res) >= cons->asked)
+			q->batch = q->batch * 2 > 100 ? 100 : q->batch * 2;
+		else
+			q->batch = 1;
+		q->poller = NULL;
+		turn_pass(q);
+	}
 	cons->polling = false;
 	ch->n_asked -= cons->asked;
 	cons->asked = 0;
@@ -1377,6 +1602,15 @@ cons_polled(void *arg, PGresult *res)
 		if (cons->cancelling && st && strcmp(st, "57014") == 0)
 		{
 			cons_send_cancel_ok(cons);
+			return;
+		}
+		if (st && strcmp(st, "57014") == 0 && !cons->cancelled)
+		{
+			/*
+			 * Cancelled by turn_start (the queue's consumers take turns
+			 * now): nothing was taken, poll again in its turn
+			 */
+			cons_poll(cons);
 			return;
 		}
 		if (st && strcmp(st, "42704") == 0)
@@ -1580,6 +1814,7 @@ cons_free(Consumer *cons)
 		}
 	if (cons->polling)
 		ch->n_asked -= cons->asked;
+	turn_leave(cons);
 	/* settles in flight or in the open transaction no longer credit it */
 	{
 		Op		   *op;
@@ -1624,6 +1859,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 				q->consumers--;
 			if (q->exclusive_consumer == cons)
 				q->exclusive_consumer = NULL;
+			qreg_touch(q);		/* its x-expires starts with the last one gone */
 			if (q->auto_delete && q->consumers == 0 && q->had_consumer && !notify)
 			{
 				ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
@@ -1812,6 +2048,7 @@ op_simple_done(void *arg, PGresult *res)
 				{
 					q->owner = NULL;
 					q->auto_delete = false;
+					qreg_expires_off(q);
 					qreg_maybe_drop(q);
 				}
 				if (!op->nowait)
@@ -1942,7 +2179,18 @@ queue_declared(void *arg, PGresult *res)
 		if (op->auto_delete)
 			q->auto_delete = true;
 	}
+	if (!op->passive && op->expires > 0)
+	{
+		q = qreg_find(conn_db(c), name, true);
+		if (q->expire_ev == NULL)
+			q->expire_ev = evtimer_new(gw_base, qreg_expired, q);
+		q->expires = op->expires;
+		snprintf(q->expire_user, sizeof(q->expire_user), "%s", c->user);
+		free(q->expire_password);
+		q->expire_password = c->password ? strdup(c->password) : NULL;
+	}
 	q = qreg_find(conn_db(c), name, false);
+	qreg_touch(q);
 	snprintf(ch->last_queue, sizeof(ch->last_queue), "%s", name);
 	if (!op->nowait)
 	{
@@ -2008,6 +2256,38 @@ run_queue_declare(Chan *ch, Op *op)
 			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
 			return;
 		}
+		{
+			/* x-expires: a positive integer (ms), as RabbitMQ checks it */
+			json_object *xe = json_get(op->args, "x-expires");
+
+			op->expires = 0;
+			if (xe && (!json_object_is_type(xe, json_type_int) ||
+					   json_object_get_int64(xe) <= 0))
+			{
+				snprintf(text, sizeof(text),
+						 "PRECONDITION_FAILED - invalid arg 'x-expires' for queue '%s' in vhost '%s': %s",
+						 op->s1, c->vhost,
+						 !json_object_is_type(xe, json_type_int) ? "not an integer" :
+						 json_object_get_int64(xe) == 0 ? "zero" : "negative");
+				free(args);
+				chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+				return;
+			}
+			if (xe)
+				op->expires = json_object_get_int64(xe);
+		}
+		if (strcmp(type, "classic") != 0 &&
+			(!op->durable || op->auto_delete || op->exclusive))
+		{
+			/* quorum queues and streams are durable and shared (RabbitMQ) */
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - invalid property '%s' for queue '%s' in vhost '%s'",
+					 !op->durable ? "non-durable" : op->auto_delete ? "auto-delete" : "exclusive-owner",
+					 op->s1, c->vhost);
+			free(args);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
 		if (strncmp(op->s1, "amq.", 4) == 0)
 		{
 			snprintf(text, sizeof(text),
@@ -2063,6 +2343,28 @@ consume_checked(void *arg, PGresult *res)
 		chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
 		return;
 	}
+	if (strcmp(PQgetvalue(res, 0, 0), "stream") == 0)
+	{
+		/* RabbitMQ's restrictions on a stream's consumers, its codes */
+		if (op->no_ack)
+		{
+			snprintf(text, sizeof(text),
+					 "NOT_IMPLEMENTED - queue '%s' in vhost '%s' does not support consuming in auto-ack mode",
+					 op->s1, c->vhost);
+			qreg_maybe_drop(q);
+			conn_error(c, AMQP_NOT_IMPLEMENTED, text, op->cls, op->meth);
+			return;
+		}
+		if (ch->prefetch_consumer == 0 && ch->prefetch_global == 0)
+		{
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - consumer prefetch count is not set for queue '%s' in vhost '%s'",
+					 op->s1, c->vhost);
+			qreg_maybe_drop(q);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
+	}
 	cons = calloc(1, sizeof(Consumer));
 	cons->ch = ch;
 	snprintf(cons->tag, sizeof(cons->tag), "%s", op->s3);
@@ -2083,6 +2385,9 @@ consume_checked(void *arg, PGresult *res)
 	ch->consumers = cons;
 	q->consumers++;
 	q->had_consumer = true;
+	qreg_touch(q);				/* no expiry while it has consumers */
+	if (q->consumers == 2)
+		turn_start(cons);		/* the consumers of the queue take turns now */
 	if (op->exclusive)
 		q->exclusive_consumer = cons;
 	if (!op->nowait)
@@ -2105,6 +2410,17 @@ get_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
+		const char *st = res_state(res);
+
+		if (st && strcmp(st, "0A000") == 0)
+		{
+			char		text[256];
+
+			/* basic.get on a stream: RabbitMQ closes the connection, 540 */
+			reply_text(text, sizeof(text), AMQP_NOT_IMPLEMENTED, res_message(res));
+			conn_error(ch->conn, AMQP_NOT_IMPLEMENTED, text, op->cls, op->meth);
+			return;
+		}
 		if (!op_retry(ch, res, op))
 			chan_sql_error(ch, res, op);
 		return;
@@ -2207,7 +2523,11 @@ settle_done(void *arg, PGresult *res)
 		op->entries = NULL;
 		for (e = list; e; e = e->next)
 			if (e->cons)
+			{
 				e->cons->unacked--;
+				if (e->early)
+					e->cons->credited--;
+			}
 		settle_done_entries(ch, list);
 	}
 	if (ch->state == CH_OPEN)
@@ -2705,6 +3025,14 @@ run_op(Chan *ch, Op *op)
 		case OP_QUEUE_DELETE:
 			if (qreg_locked(ch->conn, op->s1))
 				break;
+			if (op->if_empty && op->stage == 0)
+			{
+				/* before its consumers are cancelled: a refused delete keeps them */
+				vals[0] = op->s1;
+				pg_send(ch->pg, "SELECT queue, ready FROM pg_temp.amqp_queue($1)",
+						1, NULL, vals, NULL, NULL, 0, delete_checked, ch);
+				return;
+			}
 			if (op->if_unused)
 			{
 				Qreg	   *q = qreg_find(conn_db(ch->conn), op->s1, false);
@@ -2740,6 +3068,7 @@ run_op(Chan *ch, Op *op)
 		case OP_GET:
 			if (qreg_locked(ch->conn, op->s1))
 				break;
+			qreg_touch(qreg_find(conn_db(ch->conn), op->s1, false));
 			if (ch->tx && !ch->getpg_ready)
 			{
 				/*
@@ -2808,6 +3137,94 @@ run_op(Chan *ch, Op *op)
 	chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
 }
 
+static void
+close_requeued(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+
+	/* whatever it did, the close goes on: the sessions' ends return the rest */
+	(void) res;
+	ch->op_running = false;
+	chan_pump(ch);
+}
+
+/*
+ * Before a channel's close-ok: its consumers stop and the channel's session
+ * waits until PostgreSQL has ended their sessions, which returns their
+ * unacked deliveries (queue_ext's rule), so that they are ready again when
+ * the client reads close-ok, as with RabbitMQ.  Closing the socket is not
+ * the end of the session: PostgreSQL ends it a moment later (a session in
+ * a long poll notices its client gone at client_connection_check_interval,
+ * 100 ms).  The wait looks at pg_stat_activity every 10 ms, for at most a
+ * second.  Returns true when it started that statement.
+ */
+static bool
+close_requeue(Chan *ch)
+{
+	Consumer   *cons;
+	Buf			pids = {0};
+	char		num[16];
+	char	   *sql;
+	size_t		len;
+
+	buf_u8(&pids, '{');
+	for (cons = ch->consumers; cons; cons = cons->next)
+		if (cons->pg && cons->pg->pg && PQbackendPID(cons->pg->pg) > 0)
+		{
+			snprintf(num, sizeof(num), "%s%d", pids.len > 1 ? "," : "",
+					 PQbackendPID(cons->pg->pg));
+			buf_bytes(&pids, num, strlen(num));
+		}
+	buf_u8(&pids, '}');
+	buf_u8(&pids, '\0');
+	while (ch->consumers)
+		cons_remove(ch->consumers, false, true);
+	if (pids.len <= 3)
+	{
+		buf_free(&pids);
+		return false;
+	}
+	/* DO takes no parameters: the list is digits and commas */
+	len = pids.len + 400;
+	sql = malloc(len);
+	snprintf(sql, len,
+			 "DO $$BEGIN FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
+			 "EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity "
+			 "WHERE pid = ANY ('%s'::int[])); PERFORM pg_catalog.pg_sleep(0.01); "
+			 "END LOOP; END$$", (const char *) pids.data);
+	ch->op_running = true;
+	pg_send(ch->pg, sql, 0, NULL, NULL, NULL, NULL, 0, close_requeued, ch);
+	free(sql);
+	buf_free(&pids);
+	return true;
+}
+
+/* queue.delete with if_empty: is it empty? */
+static void
+delete_checked(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	char		text[600];
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 1) &&
+		strtoll(PQgetvalue(res, 0, 1), NULL, 10) > 0)
+	{
+		snprintf(text, sizeof(text), "PRECONDITION_FAILED - queue '%s' in vhost '%s' not empty",
+				 op->s1, ch->conn->vhost);
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return;
+	}
+	op->stage = 1;
+	run_op(ch, op);
+}
+
 /* run the next operations; consecutive publishes go as one batch */
 static void
 chan_pump(Chan *ch)
@@ -2820,6 +3237,12 @@ chan_pump(Chan *ch)
 		{
 			Conn	   *c = ch->conn;
 
+			if (op->stage == 0)
+			{
+				op->stage = 1;
+				if (close_requeue(ch))
+					return;
+			}
 			chan_release(ch);
 			if (!c->client_closing)
 				send_simple(c, ch->id, AMQP_CHANNEL, 41);
@@ -3175,6 +3598,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				op->nowait = rd_bit(r);
 				op->args = rd_table(r);
 				ARGS_OK();
+				amqp_args_plain(op->args, false);
 				if (internal && !op->passive)
 				{
 					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - internal exchanges are not supported by mq-amqp");
@@ -3203,6 +3627,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 			op->nowait = rd_bit(r);
 			op->args = rd_table(r);
 			ARGS_OK();
+			amqp_args_plain(op->args, false);
 			if (op->passive && op->s1[0] == '\0')
 				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
 			break;
@@ -3217,6 +3642,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				op->nowait = rd_bit(r);
 			op->args = rd_table(r);
 			ARGS_OK();
+			amqp_args_plain(op->args, true);
 			if (op->s1[0] == '\0')
 				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
 			break;
@@ -3249,8 +3675,10 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				ARGS_OK();
 				if (size != 0)
 				{
+					/* a connection exception, as RabbitMQ's */
 					snprintf(text, sizeof(text), "NOT_IMPLEMENTED - prefetch_size!=0 (%u)", size);
-					QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, text);
+					conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
+					return;
 				}
 				if (global)
 					ch->prefetch_global = count;
@@ -3280,6 +3708,7 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				op->nowait = rd_bit(r);
 				op->args = rd_table(r);
 				ARGS_OK();
+				amqp_args_plain(op->args, false);
 				if (op->s1[0] == '\0')
 					snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
 				if (op->s3[0] == '\0')
@@ -3392,6 +3821,31 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				/* the tag is checked in the operation's turn: after the
 				 * publishes and deliveries before it */
 				op = op_new(ch, OP_SETTLE, cls, meth);
+				if (!ch->tx)
+				{
+					/*
+					 * The consumer's prefetch credit comes back when the
+					 * settle arrives, as RabbitMQ's, not when its statement
+					 * is done: the consumers of a queue get their turns in
+					 * the order their acks came.  (In tx mode: at commit.)
+					 */
+					Unacked    *e;
+					bool		any = false;
+
+					for (e = ch->unacked; e; e = e->next)
+					{
+						if (tag != 0 && e->tag > tag)
+							break;
+						if ((multiple || e->tag == tag) && e->cons && !e->early)
+						{
+							e->early = true;
+							e->cons->credited++;
+							any = true;
+						}
+					}
+					if (any)
+						chan_kick(ch);
+				}
 				op->settle = meth == 80 ? SETTLE_ACK : meth == 90 ? SETTLE_REJECT : SETTLE_NACK;
 				op->requeue = requeue;
 				op->tag = tag;

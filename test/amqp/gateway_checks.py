@@ -1200,6 +1200,135 @@ def silent_client_is_dropped():
     check(time.time() - t0 < 6, 'dropped within a few heartbeats')
 
 
+def short_str(b):
+    return bytes([len(b)]) + b
+
+
+def raw_table(items):
+    """an AMQP field table of (key, type, packed value)"""
+    body = b''.join(short_str(k.encode()) + t.encode() + v for k, t, v in items)
+    return struct.pack('>I', len(body)) + body
+
+
+@test
+def x_arguments_any_integer_type():
+    # amqplib sends x-max-length 2 as a short-short ('b'): every AMQP
+    # integer type (and a decimal of scale 0) is a number for x-arguments,
+    # as RabbitMQ reads them
+    types = [('b', struct.pack('>b', 2)), ('B', struct.pack('>B', 2)),
+             ('s', struct.pack('>h', 2)), ('u', struct.pack('>H', 2)),
+             ('i', struct.pack('>I', 2)), ('I', struct.pack('>i', 2)),
+             ('l', struct.pack('>q', 2)), ('D', struct.pack('>BI', 0, 2))]
+    s = raw_handshake()
+    send_method(s, 1, 20, 10, b'\x00')
+    read_frame(s)  # open-ok
+    queues = []
+    for t, v in types:
+        q = name('xarg-' + ('upper-' if t.isupper() else '') + t.lower())
+        queues.append((t, q))
+        args = (struct.pack('>H', 0) + short_str(q.encode()) + bytes([0])
+                + raw_table([('x-max-length', t, v), ('x-overflow', 'S', struct.pack('>I', 9) + b'drop-head')]))
+        send_method(s, 1, 50, 10, args)
+        f = read_frame(s)
+        eq(f[2][:4], struct.pack('>HH', 50, 11), 'declare-ok for x-max-length of type %s (%r)' % (t, f[2][4:120]))
+    s.close()
+    conn = connect()
+    ch = conn.channel()
+    for t, q in queues:
+        for i in range(4):
+            ch.basic_publish('', q, b'%d' % i)
+        eq(ch.queue_declare(q, passive=True).method.message_count, 2,
+           'x-max-length 2 sent as type %s holds 2' % t)
+    conn.close()
+
+
+@test
+def round_robin_prefetch_1_alternates():
+    # two consumers of one queue on one connection (two channels), prefetch 1
+    # each, acking at once: RabbitMQ alternates between them
+    conn = connect()
+    a, b = conn.channel(), conn.channel()
+    q = name('rr')
+    a.queue_declare(q)
+    order = []
+    for ch, who in ((a, 'a'), (b, 'b')):
+        ch.basic_qos(prefetch_count=1)
+        ch.basic_consume(q, lambda c, m, p, body, who=who: (order.append((who, body)),
+                                                             c.basic_ack(m.delivery_tag)))
+    conn.process_data_events(time_limit=0.5)
+    p = conn.channel()
+    for i in range(10):
+        p.basic_publish('', q, b'm%d' % i)
+    deadline = time.time() + 10
+    while len(order) < 10 and time.time() < deadline:
+        conn.process_data_events(time_limit=0.05)
+    eq(sorted(b for _, b in order), sorted(b'm%d' % i for i in range(10)), 'every message once')
+    # by message: a takes m0, m2, ... and b m1, m3, ... while each acks
+    # before the other's next delivery; pika runs the two channels'
+    # callbacks (and so their acks) not always in delivery order, which
+    # may give one consumer two in a row: at most one such slip
+    who = dict((int(b[1:]), w) for w, b in order)
+    slips = sum(1 for i in range(1, 10) if who[i] == who[i - 1])
+    na = sum(1 for w in who.values() if w == 'a')
+    check(slips <= 1 and 4 <= na <= 6,
+          'alternating between a and b (at most one slip): %r' % [who[i] for i in range(10)])
+    conn.close()
+
+
+@test
+def queue_expires_unused():
+    conn = connect()
+    ch = conn.channel()
+    q, kept, bad = name('expires'), name('expires-used'), name('expires-bad')
+    ch.queue_declare(q, arguments={'x-expires': 500})
+    ch.queue_declare(kept, arguments={'x-expires': 500})
+    ch.basic_publish('', q, b'x')
+    ch.basic_consume(kept, lambda c, m, p, body: None, auto_ack=True)
+    conn.process_data_events(time_limit=1.5)
+    eq(ch.queue_declare(kept, passive=True).method.consumer_count, 1, 'a consumed queue stays')
+    try:
+        conn.channel().queue_declare(q, passive=True)
+        raise Fail('the unused queue (with a message) is still there after its x-expires')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 404, 'passive declare of the expired queue')
+    try:
+        conn.channel().queue_declare(bad, arguments={'x-expires': 0})
+        raise Fail('x-expires 0 accepted')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 406, 'x-expires 0')
+    conn.close()
+
+
+@test
+def delete_if_empty_refused_keeps_consumers():
+    # a refused if-empty delete (406 on its channel) leaves the queue and
+    # its consumers as they were
+    conn = connect()
+    ch = conn.channel()
+    q = name('ifempty')
+    ch.queue_declare(q)
+    ch.basic_publish('', q, b'm1')
+    ch.basic_publish('', q, b'm2')
+    ch.basic_qos(prefetch_count=1)
+    got = []
+    ch.basic_consume(q, lambda c, m, p, body: got.append((m.delivery_tag, body)))
+    deadline = time.time() + 10
+    while not got and time.time() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    eq([b for _, b in got], [b'm1'], 'one delivery (prefetch 1)')
+    try:
+        conn.channel().queue_delete(q, if_empty=True)
+        raise Fail('if-empty delete of a queue with a ready message accepted')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 406, 'if-empty delete of a non-empty queue')
+    ch.basic_ack(got[0][0])
+    deadline = time.time() + 10
+    while len(got) < 2 and time.time() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    eq([b for _, b in got], [b'm1', b'm2'], 'the consumer goes on')
+    conn.close()
+
+
 def main():
     for fn in CHECKS:
         if ONLY and fn.__name__ not in ONLY:
