@@ -59,8 +59,6 @@ my @node_only = qw(field_types);
 my %gateway_todo = (
 	dead_letter_count_increments =>
 	  'queue_ext counts only its own recorded deaths (RabbitMQ 3.13+): a republished x-death header starts a new count, 3.10 counts on',
-	# seen once in five runs each, on a loaded machine
-	'node/pubsub' => 'intermittent: two messages of one publisher channel delivered out of order',
 );
 # What the gateway may refuse with a channel error 540 NOT_IMPLEMENTED
 # instead of doing as RabbitMQ does (issue 16: exchange.bind only if
