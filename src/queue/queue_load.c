@@ -678,8 +678,10 @@ mq_queue_inspect_end(MqQueue *q, bool held)
 	if (held)
 		return;
 	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, classid, q->id, 0);
-	while (LockHeldByMe(&tag, AccessShareLock))
-		UnlockDatabaseObject(classid, q->id, 0, AccessShareLock);
+	/* LockRelease is false (and warns) for a hold of another owner: stop */
+	while (LockHeldByMe(&tag, AccessShareLock) &&
+		   LockRelease(&tag, AccessShareLock, false))
+		;
 }
 
 /* Shared state of q, loaded; returns with qs->lock held in mode */
