@@ -319,7 +319,10 @@ mq_queue_min_msg_id(MqQueue *q)
 			 * Its msg_id is a placeholder until a take looks at it again,
 			 * and its publisher may have committed since (and released its
 			 * lock on the segment): the entry row has the real id.  A row
-			 * that cannot be read keeps everything.
+			 * that cannot be read keeps everything, and so does one whose
+			 * publisher is still running (the slot holds only committed
+			 * and own rows: reading it then dereferenced an empty slot,
+			 * crashing the worker's segment retirement under load).
 			 */
 			MqlogRowState st;
 			TupleTableSlot *slot;
@@ -327,9 +330,11 @@ mq_queue_min_msg_id(MqQueue *q)
 
 			if (!mqq_tracked_row(&lr, q, t, &st, &slot))
 				min = 0;
-			else if (st != MQLOG_ROW_ABORTED)
+			else if (st == MQLOG_ROW_COMMITTED || st == MQLOG_ROW_OWN)
 				min = Min(min, DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
 														  &isnull)));
+			else if (st == MQLOG_ROW_IN_PROGRESS)
+				min = 0;
 			continue;
 		}
 		if (t->msg_id > 0)
