@@ -317,7 +317,11 @@ mq_consumer_groups(PG_FUNCTION_ARGS)
 	{
 		MqQueue    *q = lfirst(lc);
 		ListCell   *lg;
+		bool		held;
 
+		/* a stream being deleted is left out (queue.h) */
+		if (q->groups == NIL || !mq_queue_inspect_begin(q, &held))
+			continue;
 		foreach(lg, q->groups)
 		{
 			MqGroup    *g = lfirst(lg);
@@ -333,6 +337,7 @@ mq_consumer_groups(PG_FUNCTION_ARGS)
 					progress_rows(rsinfo, q, g, c->view, c->name, now);
 				}
 		}
+		mq_queue_inspect_end(q, held);
 	}
 	return (Datum) 0;
 }

@@ -79,7 +79,11 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 		MqStreamPartition *parts = NULL;
 		Datum		values[16];
 		bool		nulls[16];
+		bool		held;
 
+		/* a queue being deleted is left out (queue.h) */
+		if (!mq_queue_inspect_begin(q, &held))
+			continue;
 		memset(nulls, 0, sizeof(nulls));
 		if (q->type == MQ_QUEUE_STREAM)
 			parts = palloc(sizeof(MqStreamPartition) * q->nlanes);
@@ -91,6 +95,7 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 			c.delayed += timers;
 			c.total += timers;
 		}
+		mq_queue_inspect_end(q, held);
 		values[0] = CStringGetTextDatum(q->name);
 		values[1] = CStringGetTextDatum(q->type == MQ_QUEUE_QUORUM ? "quorum" :
 										q->type == MQ_QUEUE_STREAM ? "stream" : "classic");
@@ -296,7 +301,11 @@ mq_metrics(PG_FUNCTION_ARGS)
 		MqQueueCounts c;
 		Datum		labels;
 		ListCell   *lg;
+		bool		held;
 
+		/* a queue being deleted is left out (queue.h) */
+		if (!mq_queue_inspect_begin(q, &held))
+			continue;
 		old = MemoryContextSwitchTo(per_queue);
 		mq_queue_counts(q, &c, NULL);
 		for (int i = 0; i < ntimers; i++)
@@ -331,6 +340,7 @@ mq_metrics(PG_FUNCTION_ARGS)
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(per_queue);
+		mq_queue_inspect_end(q, held);
 	}
 	MemoryContextDelete(per_queue);
 	return (Datum) 0;

@@ -135,8 +135,10 @@ mq_stream_partitions(PG_FUNCTION_ARGS)
 	foreach(lc, mq_queue_list())
 	{
 		MqQueue    *q = lfirst(lc);
+		bool		held;
 
-		if (q->type != MQ_QUEUE_STREAM)
+		/* a stream being deleted is left out (queue.h) */
+		if (q->type != MQ_QUEUE_STREAM || !mq_queue_inspect_begin(q, &held))
 			continue;
 		for (int p = 0; p < q->nlanes; p++)
 		{
@@ -156,6 +158,7 @@ mq_stream_partitions(PG_FUNCTION_ARGS)
 			n[6] = sp.last_time == 0;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 		}
+		mq_queue_inspect_end(q, held);
 	}
 	return (Datum) 0;
 }

@@ -209,6 +209,15 @@ extern void mq_queue_state_drop(int32 queue_id);	/* and its groups' */
  */
 extern void mq_queue_object_unlock(MqQueue *q);
 
+/*
+ * A view's inspection of queue q (queue_load.c): its object lock tried,
+ * never waited for, and released at the end (unless held before, *held).
+ * False: q is being deleted, or was since the catalog was read; leave it
+ * out.  Then read q's state as usual, and call mq_queue_inspect_end.
+ */
+extern bool mq_queue_inspect_begin(MqQueue *q, bool *held);
+extern void mq_queue_inspect_end(MqQueue *q, bool held);
+
 /* Forget the shared state of a deleted consumer group (the same rule) */
 extern void mq_group_state_drop(int32 queue_id, int32 group_id);
 

@@ -51,7 +51,9 @@
  *	0. the queue's object lock (heavyweight: classid mq.cat_queue, objid
  *	   the queue id; a consumer group's is its stream's): AccessShareLock
  *	   to the end of the transaction by every use of the queue's state
- *	   (mqq_queue_lock), AccessExclusiveLock by mq.queue_delete before it
+ *	   (mqq_queue_lock; the inspection views only try it, and let it go
+ *	   once they have read the queue: mq_queue_inspect_begin),
+ *	   AccessExclusiveLock by mq.queue_delete before it
  *	   touches anything of the queue, ExclusiveLock by publishers to a
  *	   limited queue (publish.c).  Taken before any LWLock below and before
  *	   any lane table's relation lock, so a delete never holds some of a

@@ -623,6 +623,67 @@ mq_queue_object_unlock(MqQueue *q)
 	UnlockDatabaseObject(mq_internal_relid("cat_queue"), q->id, 0, AccessShareLock);
 }
 
+/*
+ * Inspection of q by a view that lists every queue (mq.queues, mq.metrics,
+ * mq.consumer_groups, mq.stream_partitions): q's object lock in
+ * AccessShareLock, only tried, never waited for.  False, holding nothing
+ * more, when q is going away: a transaction deleting it holds its lock
+ * (the view leaves q out, whether that delete commits or not), or a delete
+ * committed since our catalog was read (mqq_queue_lock's check, made here
+ * so that it does not fail the view).  True otherwise: q's state may be
+ * read until mq_queue_inspect_end.
+ *
+ * A view waiting for a delete would wait for a transaction that may itself
+ * wait for us, and so would a delete waiting for a view's lock held to the
+ * end of the transaction (two transactions that each read mq.queues, then
+ * delete a queue each, deadlocked): the lock is released by
+ * mq_queue_inspect_end, unless this transaction held it before (*held).
+ */
+bool
+mq_queue_inspect_begin(MqQueue *q, bool *held)
+{
+	Oid			classid = mq_internal_relid("cat_queue");
+	LOCKTAG		tag;
+	int			low,
+				high;
+
+	Assert(q->group == NULL);
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, classid, q->id, 0);
+	*held = LockHeldByMe(&tag, AccessShareLock);
+	if (!ConditionalLockDatabaseObject(classid, q->id, 0, AccessShareLock))
+		return false;
+	AcceptInvalidationMessages();
+	if (mqq_queue_shared(mqq_key(q), false) == NULL &&
+		!RecoveryInProgress() &&
+		!mqq_lane_gens(q->id, 0, &low, &high) &&
+		!queue_row_exists(q->id))
+	{
+		UnlockDatabaseObject(classid, q->id, 0, AccessShareLock);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * End the inspection of q begun by mq_queue_inspect_begin (which returned
+ * true): every hold of q's object lock taken since is released, unless the
+ * transaction held it before.  Call it holding none of q's LWLocks.
+ */
+void
+mq_queue_inspect_end(MqQueue *q, bool held)
+{
+	Oid			classid = mq_internal_relid("cat_queue");
+	LOCKTAG		tag;
+
+	if (held)
+		return;
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, classid, q->id, 0);
+	/* LockRelease is false (and warns) for a hold of another owner: stop */
+	while (LockHeldByMe(&tag, AccessShareLock) &&
+		   LockRelease(&tag, AccessShareLock, false))
+		;
+}
+
 /* Shared state of q, loaded; returns with qs->lock held in mode */
 MqQueueShared *
 mqq_queue_lock(MqQueue *q, LWLockMode mode)
