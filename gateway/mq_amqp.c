@@ -1666,6 +1666,46 @@ stream_ready(void *arg, PGresult *res)
 }
 
 /*
+ * A RabbitMQ duration (x-stream-offset, x-max-age: 7D, 12h, 30m, 10s, 1Y,
+ * 2M) as a PostgreSQL interval in out; zero allowed or not.  False: not one.
+ */
+static bool
+rabbit_duration(const char *s, bool zero_ok, char *out, size_t outlen)
+{
+	char	   *end;
+	long		n = strtol(s, &end, 10);
+	const char *unit = NULL;
+
+	if (end == s)
+		return false;
+	switch (*end)
+	{
+		case 'Y':
+			unit = "years";
+			break;
+		case 'M':
+			unit = "months";
+			break;
+		case 'D':
+			unit = "days";
+			break;
+		case 'h':
+			unit = "hours";
+			break;
+		case 'm':
+			unit = "minutes";
+			break;
+		case 's':
+			unit = "seconds";
+			break;
+	}
+	if (unit == NULL || end[1] != '\0' || n < 0 || (n == 0 && !zero_ok))
+		return false;
+	snprintf(out, outlen, "%ld %s", n, unit);
+	return true;
+}
+
+/*
  * A stream consumer: a consumer group of its own (clustering, one member),
  * starting where x-stream-offset says: "first", "last"/"next" (the
  * default), an offset, a timestamp, or an age such as "1h" (RabbitMQ's
@@ -1689,38 +1729,12 @@ stream_setup(Consumer *cons)
 			start = "earliest";
 		else if (strcmp(s, "last") != 0 && strcmp(s, "next") != 0)
 		{
-			char	   *end;
-			long		v = strtol(s, &end, 10);
-			const char *unit = NULL;
-
-			switch (*end)
-			{
-				case 'Y':
-					unit = "years";
-					break;
-				case 'M':
-					unit = "months";
-					break;
-				case 'D':
-					unit = "days";
-					break;
-				case 'h':
-					unit = "hours";
-					break;
-				case 'm':
-					unit = "minutes";
-					break;
-				case 's':
-					unit = "seconds";
-					break;
-			}
-			if (unit == NULL || end[1] != '\0' || v < 0)
+			if (!rabbit_duration(s, true, arg, sizeof(arg)))
 			{
 				chan_error(cons->ch, AMQP_PRECONDITION_FAILED,
 						   "PRECONDITION_FAILED - invalid x-stream-offset", AMQP_BASIC, 20);
 				return;
 			}
-			snprintf(arg, sizeof(arg), "%ld %s", v, unit);
 		}
 	}
 	else if (o && json_object_is_type(o, json_type_int))
@@ -2097,39 +2111,10 @@ queue_arguments(json_object *args, const char **type, char *err, size_t errlen)
 
 		if ((v = json_get(args, "x-max-age")) && json_object_is_type(v, json_type_string))
 		{
-			/* RabbitMQ's 7D, 12h, 30m, 10s, 1Y, 2M */
-			const char *a = json_object_get_string(v);
-			char	   *end;
-			long		n = strtol(a, &end, 10);
-			const char *unit = NULL;
 			char		txt[64];
 
-			switch (*end)
-			{
-				case 'Y':
-					unit = "years";
-					break;
-				case 'M':
-					unit = "months";
-					break;
-				case 'D':
-					unit = "days";
-					break;
-				case 'h':
-					unit = "hours";
-					break;
-				case 'm':
-					unit = "minutes";
-					break;
-				case 's':
-					unit = "seconds";
-					break;
-			}
-			if (unit && end[1] == '\0' && n > 0)
-			{
-				snprintf(txt, sizeof(txt), "%ld %s", n, unit);
+			if (rabbit_duration(json_object_get_string(v), false, txt, sizeof(txt)))
 				json_object_object_add(o, "retention", json_object_new_string(txt));
-			}
 		}
 		if ((v = json_get(args, "x-max-length-bytes")))
 			json_object_object_add(o, "max_bytes", json_object_get(v));
