@@ -700,10 +700,17 @@ static bool
 hold_has(TransactionId xid)
 {
 	TransactionId top;
+	bool		newer = false;
 
 	for (int i = 0; i < hold_n; i++)
+	{
 		if (hold_xids[i] == xid)
 			return true;
+		/* a subtransaction's xid follows its topmost transaction's */
+		newer |= TransactionIdFollows(xid, hold_xids[i]);
+	}
+	if (!newer)
+		return false;
 	top = hold_topmost(xid);
 	if (!TransactionIdIsValid(top) || top == xid)
 		return false;
