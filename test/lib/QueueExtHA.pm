@@ -19,7 +19,7 @@
 #	  (the cluster goes down when the object is destroyed, or $ha->down)
 #
 #	  Environment: QE_HA_PORT (first of 4 consecutive ports; default: free
-#	  ones found from 42000 on), QE_HA_FAST (see cluster.sh), QE_HA_RESULTS
+#	  ones from 20000 on, below the ephemeral range), QE_HA_FAST (see cluster.sh), QE_HA_RESULTS
 #	  (file the figures are appended to; default tmp_check/ha_results.txt).
 package QueueExtHA;
 
@@ -54,11 +54,29 @@ sub _port_free
 	return 1;
 }
 
+# The first of 4 consecutive free ports.  They are taken below the kernel's
+# ephemeral range (ip_local_port_range, 32768-60999 by default): a port
+# in that range that is free now can be handed to some outgoing
+# connection (a keeper's libpq to the monitor, say) before the node that
+# is to listen on it starts, which made pg_autoctl fail with "could not
+# bind ... Address already in use".
 sub _free_base
 {
 	return $ENV{QE_HA_PORT} if $ENV{QE_HA_PORT};
-	for (my $p = 42000 + 4 * int(rand(500)); $p < 46000; $p += 4)
+	my $low = 32768;
+	if (open(my $fh, '<', '/proc/sys/net/ipv4/ip_local_port_range'))
 	{
+		my $line = <$fh>;
+		close $fh;
+		$low = $1 if defined $line && $line =~ /^\s*(\d+)/;
+	}
+	my $first = 20000;
+	my $last = ($low > $first + 400 ? $low : 32768) - 4;
+	my $slots = int(($last - $first) / 4);
+	my $start = int(rand($slots));
+	for my $i (0 .. $slots - 1)
+	{
+		my $p = $first + 4 * (($start + $i) % $slots);
 		return $p if !grep { !_port_free($_) } $p .. $p + 3;
 	}
 	croak 'no 4 free consecutive ports';
