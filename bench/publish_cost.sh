@@ -40,11 +40,11 @@ CREATE TABLE b3_heap (id bigserial, published_at timestamptz DEFAULT now(),
 SQL
 su postgres -c "$BIN/pg_ctl -D $W/data -w stop" >/dev/null
 
-# instructions of n statements
+# instructions of n statements (after setup statement $3, if given)
 count() {
-	local stmt=$1 n=$2 out
+	local stmt=$1 n=$2 setup=${3:-} out
 	out=$W/cg.$n.$RANDOM
-	for _ in $(seq "$n"); do echo "$stmt"; done > "$W/in.sql"
+	{ [ -z "$setup" ] || echo "$setup"; for _ in $(seq "$n"); do echo "$stmt"; done; } > "$W/in.sql"
 	chmod a+r "$W/in.sql"
 	su postgres -c "valgrind --tool=callgrind --callgrind-out-file=$out.cg \
 		$BIN/postgres --single -D $W/data -j bench < $W/in.sql > /dev/null 2> $out.err"
@@ -53,14 +53,16 @@ count() {
 
 ALL_ARGS="NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
 printf '%-58s %s\n' "statement (one per transaction)" "instructions"
-while IFS='|' read -r label stmt; do
-	a=$(count "$stmt" "$N1")
-	b=$(count "$stmt" "$N2")
+while IFS='|' read -r label stmt setup; do
+	a=$(count "$stmt" "$N1" "$setup")
+	b=$(count "$stmt" "$N2" "$setup")
 	printf '%-58s %s\n' "$label" $(( (b - a) / (N2 - N1) ))
 done <<LIST
 mq.send to a 4-partition stream|SELECT mq.send('b3_stream', gen_random_bytes(100));
 mq.send to a stream, all 17 arguments given|SELECT mq.send('b3_stream', gen_random_bytes(100), $ALL_ARGS);
 mq.send to a classic queue|SELECT mq.send('b3_classic', gen_random_bytes(100));
 heap INSERT (the floor of bench/streams.py)|INSERT INTO b3_heap (routing_key, body) VALUES ('b3', gen_random_bytes(100));
+prepared: mq.send to a 4-partition stream|EXECUTE s;|PREPARE s AS SELECT mq.send('b3_stream', gen_random_bytes(100));
+prepared: heap INSERT|EXECUTE h;|PREPARE h AS INSERT INTO b3_heap (routing_key, body) VALUES ('b3', gen_random_bytes(100));
 LIST
 if [ "${KEEP:-0}" = 1 ]; then echo "callgrind outputs: $W/*.cg"; fi
