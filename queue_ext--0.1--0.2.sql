@@ -1410,6 +1410,14 @@ BEGIN
 END
 $$;
 
+-- The newest message of each key sent to queue routing_key through the
+-- default exchange, by one index scan per key and segment (src/consume.c;
+-- queue_ext_pgmq maps its msg_ids with it).  Ids only, for internal callers.
+CREATE FUNCTION mq._log_find_keys(routing_key text, keys text[])
+RETURNS TABLE (key text, msg_id bigint)
+AS 'MODULE_PATHNAME', 'mq_log_find_keys' LANGUAGE C STABLE;
+REVOKE ALL ON FUNCTION mq._log_find_keys(text, text[]) FROM PUBLIC;
+
 -- BEGIN RabbitMQ definitions (issue 15)
 ------------------------------------------------------------------------
 -- RabbitMQ definitions: mq.definitions_import(json) declares what a

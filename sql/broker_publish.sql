@@ -115,6 +115,17 @@ SELECT count(*) FROM mq.message(NULL);                  -- 22004
 SELECT count(*) FROM mq.consume('bp_c', 10, auto_ack => true);
 SELECT convert_from(body, 'UTF8') FROM mq.message(:k1);
 
+-- the internal batch lookup by key (queue_ext_pgmq maps its msg_ids with
+-- it): the newest message of each key sent to that queue through the
+-- default exchange; a message routed by another exchange does not count
+SELECT mq.publish('bp_fan', '', 'order 1 via fanout'::text, key => 'bp-order-1') AS k4 \gset
+SELECT key, msg_id = :k2 AS newest_sent_to_bp_c, msg_id = :k3 AS k3
+  FROM mq._log_find_keys('bp_c', ARRAY['bp-order-1', NULL, 'bp-order-2', 'bp-no-such-key'])
+ ORDER BY key;
+SELECT count(*) FROM mq._log_find_keys('bp_a', ARRAY['bp-order-1', 'bp-order-2']);
+SELECT count(*) FROM mq._log_find_keys('bp_c', '{}');
+SELECT count(*) FROM mq._log_find_keys(NULL, '{}');    -- 22004
+
 -- clean up
 SELECT mq.queue_delete(q) FROM unnest(ARRAY['bp_a', 'bp_b', 'bp_c']) q;
 SELECT mq.exchange_delete('bp_fan');

@@ -216,6 +216,21 @@ SELECT mq.queue_declare('ev', type => 'stream');
 SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('ev', ARRAY[1]::bigint[])$$);
 SELECT pg_temp.err($$SELECT * FROM mq.in_flight('ev')$$);
 
+-- a queue dropped and created again numbers its messages from 1 again:
+-- its ids reach its own messages, never the earlier queue's
+SELECT pgmq.create('reborn');
+SELECT pgmq.send_batch('reborn', ARRAY['"old 1"', '"old 2"', '"old 3"']::jsonb[]);
+SELECT pgmq.drop_queue('reborn');
+SELECT pgmq.create('reborn');
+SELECT pgmq.send('reborn', '"new 1"');
+SELECT pgmq.delete('reborn', 2::bigint);            -- f: only the old queue had a 2
+SELECT pgmq.archive('reborn', 3::bigint);           -- f
+SELECT msg_id, message FROM pgmq.set_vt('reborn', 1, 0);
+SELECT msg_id, message FROM pgmq.read('reborn', 30, 5);
+SELECT pgmq.delete('reborn', ARRAY[1, 2, 3]::bigint[]);
+SELECT queue_length FROM pgmq.metrics('reborn');
+SELECT pgmq.drop_queue('reborn');
+
 -- DROP EXTENSION drops the queues (a detached archive stays); a new
 -- CREATE EXTENSION starts from nothing
 SELECT pgmq.detach_archive('jobs');

@@ -18,6 +18,7 @@
 #include "access/htup_details.h"
 #include "tcop/utility.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/snapmgr.h"
@@ -38,6 +39,7 @@ PG_FUNCTION_INFO_V1(mq_consume);
 PG_FUNCTION_INFO_V1(mq_browse);
 PG_FUNCTION_INFO_V1(mq_message);
 PG_FUNCTION_INFO_V1(mq_messages_by_key);
+PG_FUNCTION_INFO_V1(mq_log_find_keys);
 PG_FUNCTION_INFO_V1(mq_trace);
 PG_FUNCTION_INFO_V1(mq_lease_ids);
 PG_FUNCTION_INFO_V1(mq_in_flight);
@@ -663,6 +665,49 @@ mq_messages_by_key(PG_FUNCTION_ARGS)
 	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	mq_catalog_refresh();
 	message_rows(fcinfo, mq_log_lookup_key(key, n));
+	return (Datum) 0;
+}
+
+/*
+ * mq._log_find_keys(routing_key, keys): (key, msg_id) of the newest message
+ * of each key sent through the default exchange to queue routing_key, one
+ * index scan per key and log segment (queue_ext_pgmq maps its msg_ids to
+ * queue_ext's with it).  Internal: not granted to PUBLIC, it returns ids
+ * only; what may be done with them is checked where they are used.
+ */
+Datum
+mq_log_find_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *rkey;
+	ArrayType  *arr;
+	Datum	   *keys;
+	bool	   *nulls;
+	int			n;
+	int64	   *ids;
+
+	MQ_CHECK_ARGS(fcinfo, "routing_key", "keys");
+	rkey = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	arr = PG_GETARG_ARRAYTYPE_P(1);
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &keys, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (nulls[i])
+			keys[i] = (Datum) 0;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	mq_catalog_refresh();
+	mq_log_lookup_keys(rkey, keys, n, ids);
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		v[2];
+		bool		vn[2] = {false, false};
+
+		if (ids[i] == 0)
+			continue;
+		v[0] = keys[i];
+		v[1] = Int64GetDatum(ids[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, vn);
+	}
 	return (Datum) 0;
 }
 

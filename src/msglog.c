@@ -16,10 +16,13 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -30,6 +33,7 @@
 #include "storage/lock.h"
 #include "utils/guc.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -578,6 +582,183 @@ List *
 mq_log_lookup_key(const char *key, int limit)
 {
 	return lookup_indexed("_log_find_key", key, Int32GetDatum(0), INT4OID, limit);
+}
+
+/* A log segment: its number and its relation */
+typedef struct MqSegmentRef
+{
+	int64		segno;
+	Oid			relid;
+} MqSegmentRef;
+
+/* qsort order of segments, newest first */
+static int
+segno_desc_cmp(const void *a, const void *b)
+{
+	int64		x = ((const MqSegmentRef *) a)->segno;
+	int64		y = ((const MqSegmentRef *) b)->segno;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
+ * The readable segments, newest first, from mq.cat_segment read directly
+ * (a handful of rows; no SPI, no plan), in a palloc'd array.  On a
+ * standby the unlogged ones cannot be read.
+ */
+static int
+list_segments(Snapshot snapshot, MqSegmentRef **segs_out)
+{
+	Relation	cat = table_open(get_relname_relid("cat_segment",
+												   get_namespace_oid(MQ_SCHEMA, false)),
+								 AccessShareLock);
+	TableScanDesc scan = table_beginscan(cat, snapshot, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(cat, NULL);
+	bool		recovery = RecoveryInProgress();
+	int			cap = 8,
+				n = 0;
+	MqSegmentRef *segs = palloc(sizeof(MqSegmentRef) * cap);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+
+		/* columns: segno, relid, durable */
+		if (recovery && !DatumGetBool(slot_getattr(slot, 3, &isnull)))
+			continue;
+		if (n == cap)
+		{
+			cap *= 2;
+			segs = repalloc(segs, sizeof(MqSegmentRef) * cap);
+		}
+		segs[n].segno = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+		segs[n].relid = DatumGetObjectId(slot_getattr(slot, 2, &isnull));
+		n++;
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(cat, AccessShareLock);
+
+	qsort(segs, n, sizeof(MqSegmentRef), segno_desc_cmp);
+	*segs_out = segs;
+	return n;
+}
+
+/*
+ * The newest message of each of keys[0..n-1] published to the default
+ * exchange with routing key rkey (a queue's name): ids[i], 0 when there is
+ * none.  Segments are read newest first through their key index, one
+ * index scan per key, and a key found in a segment is not looked for in
+ * older ones; within a segment the latest published_at wins (so that a
+ * key used by an earlier incarnation of a queue gives the current one).
+ * Returns how many keys were found.  The caller checks who may see what.
+ */
+int
+mq_log_lookup_keys(const char *rkey, const Datum *keys, int n, int64 *ids)
+{
+	MqSegmentRef *segs;
+	int			nseg;
+	int			left = 0;
+	int			found = 0;
+	int			rkey_len = strlen(rkey);
+	TimestampTz *best;
+	Snapshot	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+
+	for (int i = 0; i < n; i++)
+	{
+		ids[i] = 0;
+		if (keys[i] != (Datum) 0)
+			left++;
+	}
+	if (left == 0)
+		return 0;
+
+	nseg = list_segments(snapshot, &segs);
+	best = palloc(sizeof(TimestampTz) * n);
+	for (int s = 0; s < nseg && left > 0; s++)
+	{
+		Relation	rel = try_table_open(segs[s].relid, AccessShareLock);
+		Relation	idx = NULL;
+		List	   *indexes;
+		ListCell   *lc;
+		TupleTableSlot *slot;
+		IndexScanDesc scan;
+		bool	   *found_here;
+
+		if (rel == NULL)
+			continue;			/* retired meanwhile */
+		indexes = RelationGetIndexList(rel);
+		foreach(lc, indexes)
+		{
+			Relation	i = index_open(lfirst_oid(lc), AccessShareLock);
+
+			if (i->rd_index->indkey.values[0] == MQ_LOG_ATT_KEY)
+			{
+				idx = i;
+				break;
+			}
+			index_close(i, AccessShareLock);
+		}
+		list_free(indexes);
+		if (idx == NULL)
+		{
+			table_close(rel, AccessShareLock);
+			continue;
+		}
+
+		slot = table_slot_create(rel, NULL);
+		scan = index_beginscan(rel, idx, snapshot, 1, 0);
+		found_here = palloc0(sizeof(bool) * n);
+		for (int i = 0; i < n; i++)
+		{
+			ScanKeyData sk;
+
+			if (ids[i] != 0 || keys[i] == (Datum) 0)
+				continue;
+			ScanKeyEntryInitialize(&sk, 0, 1, BTEqualStrategyNumber, InvalidOid,
+								   idx->rd_indcollation[0], F_TEXTEQ, keys[i]);
+			index_rescan(scan, &sk, 1, NULL, 0);
+			while (index_getnext_slot(scan, ForwardScanDirection, slot))
+			{
+				bool		isnull;
+				Datum		d = slot_getattr(slot, MQ_LOG_ATT_EXCHANGE, &isnull);
+				TimestampTz at;
+				int64		id;
+				text	   *t;
+
+				if (isnull || VARSIZE_ANY_EXHDR(DatumGetTextPP(d)) != 0)
+					continue;
+				d = slot_getattr(slot, MQ_LOG_ATT_ROUTING_KEY, &isnull);
+				if (isnull)
+					continue;
+				t = DatumGetTextPP(d);
+				if (VARSIZE_ANY_EXHDR(t) != rkey_len ||
+					memcmp(VARDATA_ANY(t), rkey, rkey_len) != 0)
+					continue;
+				at = DatumGetTimestampTz(slot_getattr(slot, MQ_LOG_ATT_PUBLISHED_AT, &isnull));
+				id = mq_msgid_make(segs[s].segno, &slot->tts_tid);
+				if (!found_here[i] || at > best[i] || (at == best[i] && id > ids[i]))
+				{
+					found_here[i] = true;
+					best[i] = at;
+					ids[i] = id;
+				}
+			}
+			if (found_here[i])
+			{
+				left--;
+				found++;
+			}
+		}
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(idx, AccessShareLock);
+		table_close(rel, AccessShareLock);
+		pfree(found_here);
+	}
+	pfree(best);
+	pfree(segs);
+	return found;
 }
 
 int64

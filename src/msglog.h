@@ -79,6 +79,9 @@ typedef struct MqMessage
  * does not store trailing NULLs).
  */
 #define MQ_LOG_NATTS 10
+#define MQ_LOG_ATT_PUBLISHED_AT 1
+#define MQ_LOG_ATT_EXCHANGE 2
+#define MQ_LOG_ATT_ROUTING_KEY 3
 #define MQ_LOG_ATT_KEY 7
 #define MQ_LOG_ATT_DEDUP_ID 10
 
@@ -116,6 +119,13 @@ extern int64 mq_log_fetches;
 
 /* Find the newest message published with this business key */
 extern List *mq_log_lookup_key(const char *key, int limit);
+
+/*
+ * The newest message of each key keys[i] (text datums, 0 for none) sent
+ * to queue rkey through the default exchange: ids[i], 0 if none.  Returns
+ * how many were found.
+ */
+extern int	mq_log_lookup_keys(const char *rkey, const Datum *keys, int n, int64 *ids);
 
 /* Find a message published with dedup_id since 'since'; 0 if none */
 extern int64 mq_log_find_dedup(const char *dedup_id, TimestampTz since);

@@ -5,7 +5,9 @@
 -- append-only logs, so reading and deleting them leaves no dead tuples.
 -- pgmq's per-queue msg_id is taken from a sequence pgmq.q_<name>_msg_id_seq
 -- (as pgmq's identity column) and stored as the message's business key
--- '<msg_id>:pgmq.q_<name>', by which the queue_ext message is found again.
+-- '<msg_id>:pgmq.q_<name>:<the sequence's oid>', by which the queue_ext
+-- message is found again (the oid tells a queue from an earlier one of
+-- the same name, whose msg_ids started at 1 too).
 -- A read is a queue_ext consume with a detached lease of vt seconds
 -- (session_bound => false: nobody owns it, as pgmq's visibility timeout);
 -- delete, archive and set_vt take the message by id whoever holds it
@@ -96,15 +98,13 @@ $$ LANGUAGE plpgsql IMMUTABLE;
 -- (The PL/pgSQL functions that raise pgmq's errors keep the statements
 -- that raise them on pgmq's line numbers, so that an error's CONTEXT reads
 -- as pgmq's.)
+-- pgmq's test and text: 48, although 47 is the longest name allowed
+-- (template_pgmq_a_<name>, partman's table: 16 + 47 = 63 characters)
 CREATE FUNCTION pgmq.validate_queue_name(queue_name TEXT)
 RETURNS void AS $$
 BEGIN
-  IF length(queue_name) > 47 THEN
-    -- A partitioned queue's archive gets a partman template table
-    -- template_pgmq_a_<name>: 16 characters + 47 = 63, the longest
-    -- identifier PostgreSQL keeps.
-    --
-    RAISE EXCEPTION 'queue name is too long, maximum length is 47 characters';
+  IF length(queue_name) >= 48 THEN
+    RAISE EXCEPTION 'queue name is too long, maximum length is 48 characters';
   END IF;
 END;
 $$ LANGUAGE plpgsql;
@@ -142,43 +142,31 @@ RETURNS jsonb LANGUAGE SQL STABLE AS $$
               ELSE convert_from(body, pg_catalog.getdatabaseencoding())::jsonb END
 $$;
 
--- pgmq's msg_id of a queue_ext message of queue qe (its key '<id>:<qe>')
+-- pgmq's msg_id of a queue_ext message of queue qe (its key '<id>:<qe>:<oid>')
 CREATE FUNCTION pgmq._msg_id(key text)
 RETURNS bigint LANGUAGE SQL IMMUTABLE AS $$
   SELECT split_part(key, ':', 1)::bigint
 $$;
 
--- The queue_ext message ids of pgmq messages msg_ids of queue qe, in one
--- index probe per log segment (mq.messages_by_key looks one key up at a
--- time and reads each message): newest first, so that a key used by an
--- earlier incarnation of the queue (dropped, created again) gives the
--- current one.  Only ids of messages sent to qe come back, nothing of
--- their contents: what may be done with them is checked as the caller by
--- mq.lease_ids and mq.message.
+-- The queue_ext message ids of pgmq messages msg_ids of queue qe (their
+-- keys '<id>:<qe>:<oid of its msg_id sequence>'), by one index scan per
+-- key and log segment in C (mq._log_find_keys).  Only ids of messages sent
+-- to qe come back, nothing of their contents: what may be done with them
+-- is checked as the caller by mq.lease_ids and mq.message.
 CREATE FUNCTION pgmq._qe_ids(qe text, msg_ids bigint[])
 RETURNS TABLE (msg_id bigint, qe_id bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    s record;
-    keys text[] := ARRAY(SELECT DISTINCT u::text || ':' || qe FROM unnest(msg_ids) AS u
-                          WHERE u IS NOT NULL);
-    r record;
+    seq oid := to_regclass(format('pgmq.%I', substr(qe, 6) || '_msg_id_seq'));
 BEGIN
-    FOR s IN SELECT c.segno, c.relid FROM mq.cat_segment c
-              WHERE c.durable OR NOT pg_is_in_recovery() ORDER BY c.segno DESC LOOP
-        EXIT WHEN cardinality(keys) = 0;
-        FOR r IN EXECUTE format(
-                $q$SELECT DISTINCT ON (l.key) l.key, mq._msg_id(%s, l.ctid) AS id
-                     FROM %s l
-                    WHERE l.key = ANY ($1) AND l.exchange = '' AND l.routing_key = $2
-                    ORDER BY l.key, l.published_at DESC$q$, s.segno, s.relid::regclass)
-                USING keys, qe LOOP
-            msg_id := split_part(r.key, ':', 1)::bigint;
-            qe_id := r.id;
-            RETURN NEXT;
-            keys := array_remove(keys, r.key);
-        END LOOP;
-    END LOOP;
+    IF seq IS NULL THEN
+        RETURN;
+    END IF;
+    -- plpgsql, not SQL: its plan is kept for the session
+    RETURN QUERY
+        SELECT split_part(k.key, ':', 1)::bigint, k.msg_id
+          FROM mq._log_find_keys(qe, ARRAY(SELECT DISTINCT u::text || ':' || qe || ':' || seq
+                                             FROM unnest(msg_ids) AS u WHERE u IS NOT NULL)) k;
 END
 $$;
 
@@ -247,6 +235,7 @@ CREATE FUNCTION pgmq.send(
 DECLARE
     qtable TEXT := pgmq.format_table_name(queue_name, 'q');
     qe TEXT := 'pgmq.' || qtable;
+    seq REGCLASS;
     id BIGINT;
 BEGIN
     IF delay IS NULL THEN
@@ -254,16 +243,17 @@ BEGIN
         RAISE EXCEPTION 'null value in column "vt" of relation "%" violates not-null constraint', qtable
             USING ERRCODE = 'not_null_violation';
     END IF;
-    id := nextval(format('pgmq.%I', qtable || '_msg_id_seq')::regclass);
+    seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
+    id := nextval(seq);
     IF msg IS NULL THEN
         PERFORM mq.send(qe, ''::bytea, headers => headers,
                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => id::text || ':' || qe,
+                        key => id::text || ':' || qe || ':' || seq::oid,
                         content_type => 'application/x-pgmq-null');
     ELSE
         PERFORM mq.send(qe, msg, headers => headers,
                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => id::text || ':' || qe);
+                        key => id::text || ':' || qe || ':' || seq::oid);
     END IF;
     RETURN NEXT id;
 END;
@@ -459,6 +449,9 @@ $$ LANGUAGE sql;
 -- read_ct, vt), in the order of msg_ids; delayed ones are not here.
 CREATE FUNCTION pgmq._take(qe TEXT, msg_ids BIGINT[], lease INTERVAL)
 RETURNS TABLE (msg_id BIGINT, qe_id BIGINT, read_ct INTEGER, vt TIMESTAMPTZ) AS $$
+BEGIN
+    -- plpgsql, not SQL: its plan is kept for the session
+    RETURN QUERY
     WITH ids AS (
         SELECT DISTINCT ON (u.id) u.id, u.ord, k.qe_id
           FROM unnest(msg_ids) WITH ORDINALITY AS u(id, ord)
@@ -470,7 +463,8 @@ RETURNS TABLE (msg_id BIGINT, qe_id BIGINT, read_ct INTEGER, vt TIMESTAMPTZ) AS 
                         lease) l
       JOIN ids ON ids.qe_id = l.msg_id
      ORDER BY ids.ord;
-$$ LANGUAGE sql;
+END
+$$ LANGUAGE plpgsql;
 
 CREATE FUNCTION pgmq.delete(queue_name TEXT, msg_ids BIGINT[])
 RETURNS SETOF BIGINT AS $$
@@ -501,10 +495,13 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
+-- (plpgsql, not SQL: its plan is kept for the session)
 CREATE FUNCTION pgmq.delete(queue_name TEXT, msg_id BIGINT)
 RETURNS BOOLEAN AS $$
-    SELECT EXISTS (SELECT 1 FROM pgmq.delete(queue_name, ARRAY[msg_id]));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM pgmq.delete(queue_name, ARRAY[msg_id]));
+END
+$$ LANGUAGE plpgsql;
 
 -- archive: the message goes to pgmq.a_<name> and leaves the queue, in the
 -- caller's transaction
