@@ -12,6 +12,8 @@
 #	  qe_group_consume_ack($session, 's', 10, 'ga', group => 'ga');
 #	  my $pgb = qe_pgbouncer($node, 'transaction', 2);   # a real pgbouncer
 #	  my $dbh = $pgb->connect;                          # DBD::Pg through it
+#	  my $rmq = qe_rabbitmq('name');       # a real RabbitMQ node (Debian's)
+#	  $rmq->ctl('list_queues');            # rabbitmqctl against it
 package QueueExtTest;
 
 use strict;
@@ -22,7 +24,7 @@ use POSIX ();
 use Time::HiRes ();
 
 our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_reap
-  qe_pgbouncer qe_pgbouncer_missing);
+  qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -131,6 +133,142 @@ sub qe_pgbouncer
 {
 	my ($node, $mode, $pool_size, %opt) = @_;
 	return QueueExtTest::PgBouncer->new($node, $mode, $pool_size, %opt);
+}
+
+# ---- RabbitMQ (tests 036, 037) --------------------------------------------
+
+# Why a test against a real RabbitMQ cannot run here (a reason for plan
+# skip_all), or undef: it needs Debian's rabbitmq-server (CI installs it)
+sub qe_rabbitmq_missing
+{
+	my $rbin = $QueueExtTest::RabbitMQ::rbin;
+	return 'rabbitmq-server is not installed (Debian package rabbitmq-server)'
+	  unless -x "$rbin/rabbitmq-server" && -x "$rbin/rabbitmqctl";
+	return undef;
+}
+
+# A started RabbitMQ node of its own, run as this user on loopback: free
+# ports for AMQP, Erlang distribution and epmd, its own directories and
+# cookie, guest allowed from 127.0.0.1.  BAIL_OUT (with its logs) if it does
+# not start.  Returns a QueueExtTest::RabbitMQ: ->port (AMQP), ->dir,
+# ->ctl(@args) (rabbitmqctl's stdout; dies on failure), ->stop.  It is
+# stopped when the test ends.
+sub qe_rabbitmq
+{
+	my ($name) = @_;
+	return QueueExtTest::RabbitMQ->new($name);
+}
+
+package QueueExtTest::RabbitMQ;
+
+use strict;
+use warnings;
+use File::Path qw(make_path);
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More ();
+
+our $rbin = '/usr/lib/rabbitmq/bin';
+my @nodes;
+
+sub new
+{
+	my ($class, $name) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir('rabbit');
+	my ($amqp_port, $dist_port, $epmd_port) =
+	  map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
+	my $self = bless {
+		dir => $dir,
+		port => $amqp_port,
+		starter => $$,
+		env => {
+			HOME => $dir,
+			RABBITMQ_NODENAME => "$name$$\@localhost",
+			RABBITMQ_NODE_IP_ADDRESS => '127.0.0.1',
+			RABBITMQ_NODE_PORT => $amqp_port,
+			RABBITMQ_DIST_PORT => $dist_port,
+			ERL_EPMD_PORT => $epmd_port,
+			ERL_EPMD_ADDRESS => '127.0.0.1',
+			RABBITMQ_MNESIA_BASE => "$dir/mnesia",
+			RABBITMQ_LOG_BASE => "$dir/log",
+			RABBITMQ_CONFIG_FILE => "$dir/rabbitmq",
+			RABBITMQ_ENABLED_PLUGINS_FILE => "$dir/enabled_plugins",
+			RABBITMQ_PID_FILE => "$dir/rabbit.pid",
+			RABBITMQ_ADVANCED_CONFIG_FILE => "$dir/advanced.config",
+			ERL_CRASH_DUMP => "$dir/erl_crash.dump",
+		},
+	}, $class;
+	make_path("$dir/mnesia", "$dir/log");
+	PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins", "[].\n");
+	# guest may log in from 127.0.0.1 (loopback_users = none)
+	PostgreSQL::Test::Utils::append_to_file("$dir/rabbitmq.conf",
+		"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n");
+	PostgreSQL::Test::Utils::append_to_file("$dir/advanced.config", "[].\n");
+
+	$self->_run('rabbitmq-server', '-detached');
+	$self->{running} = 1;
+	push @nodes, $self;
+	# the node registers with epmd a moment after -detached returns
+	my $started = 0;
+	for (1 .. 120)
+	{
+		last if ($started = eval { $self->ctl('await_startup', '--timeout', '60'); 1 });
+		sleep 1;
+	}
+	unless ($started)
+	{
+		Test::More::diag("$_:\n" . PostgreSQL::Test::Utils::slurp_file($_))
+		  for grep { -f } glob("$dir/log/*"), glob("$dir/*.dump");
+		Test::More::diag($@);
+		Test::More::BAIL_OUT('RabbitMQ did not start');
+	}
+	return $self;
+}
+
+sub port { return $_[0]->{port}; }
+sub dir { return $_[0]->{dir}; }
+
+# run one of RabbitMQ's programs with the node's environment; its stdout
+sub _run
+{
+	my ($self, $prog, @args) = @_;
+	local %ENV = (%ENV, %{ $self->{env} });
+	my ($out, $err);
+	my $ok = IPC::Run::run([ "$rbin/$prog", @args ], '<', \undef,
+		'>', \$out, '2>', \$err, IPC::Run::timeout(120));
+	die "$prog @args failed: $err$out" unless $ok;
+	return $out;
+}
+
+# rabbitmqctl @args against this node: its stdout (dies on failure)
+sub ctl
+{
+	my ($self, @args) = @_;
+	return $self->_run('rabbitmqctl', @args);
+}
+
+# Stop the node and its epmd
+sub stop
+{
+	my ($self) = @_;
+	return unless $self->{running};
+	local %ENV = (%ENV, %{ $self->{env} });
+	IPC::Run::run([ "$rbin/rabbitmqctl", 'shutdown' ], '>', \my $o, '2>', \my $e,
+		IPC::Run::timeout(60));
+	IPC::Run::run([ 'epmd', '-kill' ], '>', \$o, '2>', \$e, IPC::Run::timeout(10))
+	  if -x '/usr/bin/epmd';
+	$self->{running} = 0;
+	return;
+}
+
+END
+{
+	local $?;
+	for my $r (@nodes)
+	{
+		$r->stop if $r->{starter} == $$;
+	}
 }
 
 package QueueExtTest::PgBouncer;

@@ -20,77 +20,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use File::Path qw(make_path);
 use JSON::PP;
 use Time::HiRes qw(usleep);
 
-my $rbin = '/usr/lib/rabbitmq/bin';
-plan skip_all => 'rabbitmq-server is not installed (Debian package rabbitmq-server)'
-  unless -x "$rbin/rabbitmq-server" && -x "$rbin/rabbitmqctl";
+plan skip_all => qe_rabbitmq_missing() if qe_rabbitmq_missing();
 
 # a private RabbitMQ node: its own ports, directories, cookie and epmd
-my $dir = PostgreSQL::Test::Utils::tempdir('rabbit');
-# three free ports (as the test clusters find theirs)
-my ($amqp_port, $dist_port, $epmd_port) =
-  map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
-my %renv = (
-	HOME => $dir,
-	RABBITMQ_NODENAME => "qe$$\@localhost",
-	RABBITMQ_NODE_IP_ADDRESS => '127.0.0.1',
-	RABBITMQ_NODE_PORT => $amqp_port,
-	RABBITMQ_DIST_PORT => $dist_port,
-	ERL_EPMD_PORT => $epmd_port,
-	ERL_EPMD_ADDRESS => '127.0.0.1',
-	RABBITMQ_MNESIA_BASE => "$dir/mnesia",
-	RABBITMQ_LOG_BASE => "$dir/log",
-	RABBITMQ_CONFIG_FILE => "$dir/rabbitmq",
-	RABBITMQ_ENABLED_PLUGINS_FILE => "$dir/enabled_plugins",
-	RABBITMQ_PID_FILE => "$dir/rabbit.pid",
-	RABBITMQ_ADVANCED_CONFIG_FILE => "$dir/advanced.config",
-	ERL_CRASH_DUMP => "$dir/erl_crash.dump");
-make_path("$dir/mnesia", "$dir/log");
-PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins", "[].\n");
-PostgreSQL::Test::Utils::append_to_file("$dir/rabbitmq.conf",
-	"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n");
-PostgreSQL::Test::Utils::append_to_file("$dir/advanced.config", "[].\n");
-
-# run a RabbitMQ command with the node's environment; its stdout
-sub rabbit
-{
-	my (@cmd) = @_;
-	local %ENV = (%ENV, %renv);
-	my ($out, $err);
-	my $ok = IPC::Run::run([ "$rbin/$cmd[0]", @cmd[ 1 .. $#cmd ] ], '<', \undef,
-		'>', \$out, '2>', \$err, IPC::Run::timeout(120));
-	die "$cmd[0] @cmd[1..$#cmd] failed: $err$out" unless $ok;
-	return $out;
-}
-
-sub rabbit_stop
-{
-	local %ENV = (%ENV, %renv);
-	IPC::Run::run([ "$rbin/rabbitmqctl", 'shutdown' ], '>', \my $o, '2>', \my $e,
-		IPC::Run::timeout(60));
-	IPC::Run::run([ 'epmd', '-kill' ], '>', \$o, '2>', \$e, IPC::Run::timeout(10))
-	  if -x '/usr/bin/epmd';
-}
-END { rabbit_stop() if %renv; }
-
-rabbit('rabbitmq-server', '-detached');
-# the node registers with epmd a moment after -detached returns
-my $started = 0;
-for (1 .. 120)
-{
-	last if ($started = eval { rabbit('rabbitmqctl', 'await_startup', '--timeout', '60'); 1 });
-	sleep 1;
-}
-unless ($started)
-{
-	diag("$_:\n" . PostgreSQL::Test::Utils::slurp_file($_))
-	  for grep { -f } glob("$dir/log/*"), glob("$dir/*.dump");
-	diag($@);
-	BAIL_OUT('RabbitMQ did not start');
-}
+my $rmq = qe_rabbitmq('qe');
+my $dir = $rmq->dir;
 pass('RabbitMQ started');
 
 # 1. the topology, declared in RabbitMQ and exported by it
@@ -137,20 +74,20 @@ my $topology = {
 			[ 'orders', 'audit', 'exchange', '#', {} ]) ] };
 my $json = JSON::PP->new->canonical;
 PostgreSQL::Test::Utils::append_to_file("$dir/topology.json", $json->encode($topology));
-rabbit('rabbitmqctl', 'import_definitions', "$dir/topology.json");
+$rmq->ctl('import_definitions', "$dir/topology.json");
 
 # the import is asynchronous: wait until RabbitMQ lists every queue
 my $deadline = time + 60;
 my $listed = '';
 while (time < $deadline)
 {
-	$listed = rabbit('rabbitmqctl', 'list_queues', '-q', '-p', '/', 'name');
+	$listed = $rmq->ctl('list_queues', '-q', '-p', '/', 'name');
 	last if $listed =~ /\bjobs\b/ && $listed =~ /\bprio\b/ && $listed =~ /\bevents\b/
 	  && $listed =~ /\bdead-letters\b/ && $listed =~ /\bpayments\b/;
 	usleep(250_000);
 }
 like($listed, qr/payments/, 'RabbitMQ declared the topology');
-rabbit('rabbitmqctl', 'export_definitions', "$dir/export.json");
+$rmq->ctl('export_definitions', "$dir/export.json");
 my $export = PostgreSQL::Test::Utils::slurp_file("$dir/export.json");
 my $rdefs = decode_json($export);
 ok(scalar(@{ $rdefs->{queues} }) >= 5, 'RabbitMQ exported its definitions');
@@ -179,7 +116,7 @@ like($row{'queue jobs'}[1], qr/policy dlx applied/, 'the policy is applied');
 is($row{'user app'}[0], 'created', 'the user became a role');
 
 # the same queues, types and arguments as RabbitMQ lists them
-my $rq = rabbit('rabbitmqctl', 'list_queues', '-q', '--formatter', 'json', '-p', '/', 'name', 'type',
+my $rq = $rmq->ctl('list_queues', '-q', '--formatter', 'json', '-p', '/', 'name', 'type',
 	'arguments', 'durable');
 my %rabbit_q = map { $_->{name} => $_ } @{ decode_json($rq) };
 my $qe = decode_json($node->safe_psql('postgres',
@@ -206,7 +143,7 @@ for my $q (sort keys %rabbit_q)
 		is_deeply($qe->{$q}{arguments}, \%rargs, "queue $q: the same arguments");
 	}
 }
-my $rb = rabbit('rabbitmqctl', 'list_bindings', '-q', '-p', '/', 'source_name', 'destination_name',
+my $rb = $rmq->ctl('list_bindings', '-q', '-p', '/', 'source_name', 'destination_name',
 	'destination_kind', 'routing_key');
 my @rabbit_b = sort grep { !/^\t/ && /\tqueue\t/ } split /\n/, $rb;
 s/\tqueue\t/\t/ for @rabbit_b;
@@ -226,19 +163,19 @@ my $qexport = $node->safe_psql('postgres', 'SELECT mq.definitions_export()');
 $qexport =~ s/"vhost": "\/"/"vhost": "back"/g;
 $qexport =~ s/\{"name": "\/"\}/{"name": "back"}/;
 PostgreSQL::Test::Utils::append_to_file("$dir/back.json", $qexport);
-rabbit('rabbitmqctl', 'import_definitions', "$dir/back.json");
+$rmq->ctl('import_definitions', "$dir/back.json");
 $deadline = time + 60;
 my %back;
 while (time < $deadline)
 {
-	%back = map { $_->{name} => $_ } @{ decode_json(rabbit('rabbitmqctl', 'list_queues', '-q',
+	%back = map { $_->{name} => $_ } @{ decode_json($rmq->ctl('list_queues', '-q',
 		'--formatter', 'json', '-p', 'back', 'name', 'type', 'arguments', 'durable')) };
 	last if keys %back == keys %rabbit_q;
 	usleep(250_000);
 }
 is_deeply([ sort keys %back ], [ sort keys %rabbit_q ], 'RabbitMQ imported queue_ext\'s export');
 is($back{$_}{type}, $rabbit_q{$_}{type}, "queue $_ back in RabbitMQ: the same type") for sort keys %back;
-my @back_b = sort grep { !/^\t/ && /\tqueue\t/ } split /\n/, rabbit('rabbitmqctl', 'list_bindings', '-q',
+my @back_b = sort grep { !/^\t/ && /\tqueue\t/ } split /\n/, $rmq->ctl('list_bindings', '-q',
 	'-p', 'back', 'source_name', 'destination_name', 'destination_kind', 'routing_key');
 s/\tqueue\t/\t/ for @back_b;
 is_deeply(\@back_b, \@qe_b, 'and the same bindings');

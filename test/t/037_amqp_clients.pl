@@ -34,9 +34,7 @@ our $TODO;
 
 my $clients = "$FindBin::RealBin/../amqp_clients";
 my $python = '/usr/bin/python3';
-my $rbin = '/usr/lib/rabbitmq/bin';
-plan skip_all => 'rabbitmq-server is not installed (Debian package rabbitmq-server)'
-  unless -x "$rbin/rabbitmq-server" && -x "$rbin/rabbitmqctl";
+plan skip_all => qe_rabbitmq_missing() if qe_rabbitmq_missing();
 plan skip_all => 'pika is not installed (Debian package python3-pika)'
   unless system($python, '-c', 'import pika') == 0;
 
@@ -131,71 +129,11 @@ sub run_all_clients
 # 1. RabbitMQ, the reference
 # ---------------------------------------------------------------------------
 
-my $dir = PostgreSQL::Test::Utils::tempdir('rabbit');
-my ($amqp_port, $dist_port, $epmd_port) =
-  map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
-my %renv = (
-	HOME => $dir,
-	RABBITMQ_NODENAME => "qeclients$$\@localhost",
-	RABBITMQ_NODE_IP_ADDRESS => '127.0.0.1',
-	RABBITMQ_NODE_PORT => $amqp_port,
-	RABBITMQ_DIST_PORT => $dist_port,
-	ERL_EPMD_PORT => $epmd_port,
-	ERL_EPMD_ADDRESS => '127.0.0.1',
-	RABBITMQ_MNESIA_BASE => "$dir/mnesia",
-	RABBITMQ_LOG_BASE => "$dir/log",
-	RABBITMQ_CONFIG_FILE => "$dir/rabbitmq",
-	RABBITMQ_ENABLED_PLUGINS_FILE => "$dir/enabled_plugins",
-	RABBITMQ_PID_FILE => "$dir/rabbit.pid",
-	RABBITMQ_ADVANCED_CONFIG_FILE => "$dir/advanced.config",
-	ERL_CRASH_DUMP => "$dir/erl_crash.dump");
-make_path("$dir/mnesia", "$dir/log");
-PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins", "[].\n");
-# guest may log in from 127.0.0.1 (loopback_users = none)
-PostgreSQL::Test::Utils::append_to_file("$dir/rabbitmq.conf",
-	"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n");
-PostgreSQL::Test::Utils::append_to_file("$dir/advanced.config", "[].\n");
-
-sub rabbit
-{
-	my (@cmd) = @_;
-	local %ENV = (%ENV, %renv);
-	my ($out, $err);
-	my $ok = IPC::Run::run([ "$rbin/$cmd[0]", @cmd[ 1 .. $#cmd ] ], '<', \undef,
-		'>', \$out, '2>', \$err, IPC::Run::timeout(120));
-	die "$cmd[0] @cmd[1..$#cmd] failed: $err$out" unless $ok;
-	return $out;
-}
-
-sub rabbit_stop
-{
-	local %ENV = (%ENV, %renv);
-	IPC::Run::run([ "$rbin/rabbitmqctl", 'shutdown' ], '>', \my $o, '2>', \my $e,
-		IPC::Run::timeout(60));
-	IPC::Run::run([ 'epmd', '-kill' ], '>', \$o, '2>', \$e, IPC::Run::timeout(10))
-	  if -x '/usr/bin/epmd';
-}
-my $rabbit_started;
-END { local $?; rabbit_stop() if $rabbit_started; }
-
-rabbit('rabbitmq-server', '-detached');
-$rabbit_started = 1;
-my $started = 0;
-for (1 .. 120)
-{
-	last if ($started = eval { rabbit('rabbitmqctl', 'await_startup', '--timeout', '60'); 1 });
-	sleep 1;
-}
-unless ($started)
-{
-	diag("$_:\n" . PostgreSQL::Test::Utils::slurp_file($_))
-	  for grep { -f } glob("$dir/log/*"), glob("$dir/*.dump");
-	BAIL_OUT('RabbitMQ did not start');
-}
+my $rmq = qe_rabbitmq('qeclients');
 pass('RabbitMQ started');
 # a second vhost for vhosts.py
-rabbit('rabbitmqctl', 'add_vhost', 'qe_vhost');
-rabbit('rabbitmqctl', 'set_permissions', '-p', 'qe_vhost', 'guest', '.*', '.*', '.*');
+$rmq->ctl('add_vhost', 'qe_vhost');
+$rmq->ctl('set_permissions', '-p', 'qe_vhost', 'guest', '.*', '.*', '.*');
 
 # amqplib from npm, pinned by test/amqp_clients/node/package-lock.json, in a
 # scratch copy (as test 034 does for examples/node)
@@ -234,7 +172,7 @@ SKIP:
 	}
 }
 
-my $rurl = "amqp://guest:guest\@127.0.0.1:$amqp_port/%2F";
+my $rurl = "amqp://guest:guest\@127.0.0.1:" . $rmq->port . "/%2F";
 my ($rabbit_t, $rabbit_c, $rabbit_rc) = run_all_clients('RabbitMQ', $rurl, $node_dir);
 is($rabbit_rc, 0, 'RabbitMQ: pika_checks.py exits 0');
 ok(keys(%$rabbit_c) >= 80, 'RabbitMQ: pika_checks.py ran ' . scalar(keys %$rabbit_c) . ' checks');
@@ -250,8 +188,7 @@ if ($node_dir)
 		"RabbitMQ: amqplib $_.js prints what pika $_.py prints")
 	  for @scripts;
 }
-rabbit_stop();
-$rabbit_started = 0;
+$rmq->stop;
 
 # ---------------------------------------------------------------------------
 # 2. queue_ext behind mq-amqp
