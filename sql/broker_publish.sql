@@ -126,6 +126,19 @@ SELECT count(*) FROM mq._log_find_keys('bp_a', ARRAY['bp-order-1', 'bp-order-2']
 SELECT count(*) FROM mq._log_find_keys('bp_c', '{}');
 SELECT count(*) FROM mq._log_find_keys(NULL, '{}');    -- 22004
 
+-- business keys per message in a batch (keys: one per body, NULL for none)
+SELECT count(*) FROM mq.send_batch('bp_b', ARRAY['k1', 'k2', 'k3']::text[],
+	keys => ARRAY['bp-batch-1', NULL, 'bp-batch-3']);
+SELECT count(*) FROM mq.publish_batch('bp_fan', ARRAY['x'], ARRAY['p1', 'p2']::text[],
+	keys => ARRAY['bp-batch-p1', 'bp-batch-p2']);
+SELECT convert_from(body, 'UTF8'), key, routing_key FROM mq.messages_by_key('bp-batch-3');
+SELECT convert_from(body, 'UTF8'), exchange FROM mq.messages_by_key('bp-batch-p2');
+SELECT convert_from(body, 'UTF8') AS body, key FROM mq.consume('bp_b', 10, auto_ack => true);
+SELECT mq.send_batch('bp_b', ARRAY['a', 'b']::text[], keys => ARRAY['only one']);     -- 2202E
+SELECT mq.send_batch('bp_b', ARRAY['a']::text[], keys => ARRAY[['x']]);              -- 2202E
+SELECT mq.publish_batch('bp_fan', ARRAY['x'], ARRAY['a']::text[], keys => '{}');    -- 2202E
+SELECT ready FROM mq.queues WHERE queue = 'bp_b';                  -- nothing stored by those
+
 -- clean up
 SELECT mq.queue_delete(q) FROM unnest(ARRAY['bp_a', 'bp_b', 'bp_c']) q;
 SELECT mq.exchange_delete('bp_fan');

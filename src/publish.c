@@ -203,10 +203,10 @@ priority_lane(MqQueue *q, int priority)
  * next of a round robin of this session.
  */
 static int
-stream_partition(MqQueue *q, const MqPublishOpts *o)
+stream_partition(MqQueue *q, const MqPublishOpts *o, const char *key)
 {
 	static uint32 round_robin = 0;
-	const char *by = o->message_group ? o->message_group : o->key;
+	const char *by = o->message_group ? o->message_group : key;
 
 	if (o->partition >= 0)
 	{
@@ -478,10 +478,17 @@ publish_linked(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry, bool durabl
 	return msg->msg_id;
 }
 
+/* The business key of message i of a publish */
+static inline char *
+msg_key(const MqPublishOpts *o, int i)
+{
+	return o->keys ? o->keys[i] : o->key;
+}
+
 /* The message to store for one publish */
 static MqMessage *
 new_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
-			const MqPublishOpts *o, Jsonb *props, TimestampTz now)
+			const MqPublishOpts *o, char *key, Jsonb *props, TimestampTz now)
 {
 	MqMessage  *msg = palloc0(sizeof(MqMessage));
 
@@ -490,7 +497,7 @@ new_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
 	msg->routing_key = routing_key;
 	msg->headers = headers;
 	msg->body = body;
-	msg->key = o->key;
+	msg->key = key;
 	msg->tag = o->tag;
 	msg->message_group = o->message_group;
 	msg->dedup_id = o->dedup_id;
@@ -593,7 +600,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			/* the default exchange needs publish on the queue itself */
 			if (o->check_privileges && ex->name[0] == '\0')
 				mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
-			lane = q->type == MQ_QUEUE_STREAM ? stream_partition(q, o) :
+			lane = q->type == MQ_QUEUE_STREAM ? stream_partition(q, o, msg_key(o, i)) :
 				priority_lane(q, o->priority);
 			dest_add(dest_for(&dests, &ndests, q), i, lane);
 			durable |= q->durable;
@@ -682,7 +689,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		entry.tag_hash = entry_tag_hash(dst->q, o);
 		ids[i] = publish_linked(dst->q, dst->lane[0],
 								new_message(ex, routing_keys[i], hdrs[i],
-											bodies[i], o, mprops[i], now),
+											bodies[i], o, msg_key(o, i), mprops[i], now),
 								&entry, durable);
 		entries_written = true;
 	}
@@ -700,7 +707,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		for (int i = 0; i < n; i++)
 			if (routed[i])
 				msgs[m++] = new_message(ex, routing_keys[i], hdrs[i],
-										bodies[i], o, mprops[i], now);
+										bodies[i], o, msg_key(o, i), mprops[i], now);
 		/* delayed messages wait in durable timers: their body must too */
 		mq_log_append(msgs, m, durable || delayed);
 		m = 0;

@@ -33,6 +33,7 @@ typedef struct MqPublishOpts
 	int			priority;		/* -1: none */
 	int64		expiration_ms;	/* -1: none */
 	char	   *key;
+	char	  **keys;			/* per message (n), instead of key; NULL: key */
 	char	   *tag;
 	char	   *message_group;
 	char	   *dedup_id;

@@ -11,6 +11,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -226,11 +227,12 @@ mq_send(PG_FUNCTION_ARGS)
 
 /*
  * Shared by publish_batch and send_batch: rks has 1 or n elements;
- * headers is NULL or has n elements.
+ * headers and the business keys are NULL or have n elements (a NULL key:
+ * that message has none).
  */
 static Datum
 publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
-			 int bodies_arg, int headers_arg_no, MqPublishOpts *o)
+			 int bodies_arg, int headers_arg_no, int keys_arg_no, MqPublishOpts *o)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			arrtype = get_fn_expr_argtype(fcinfo->flinfo, bodies_arg);
@@ -270,6 +272,27 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 		for (int i = 0; i < n; i++)
 			headers[i] = mq_headers_check(DatumGetJsonbP(h[i]));
 	}
+	if (has_arg(fcinfo, keys_arg_no))
+	{
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(keys_arg_no);
+		Datum	   *kd;
+		bool	   *kn;
+		int			nk;
+
+		if (ARR_NDIM(arr) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("keys must be a one-dimensional array")));
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &kd, &kn, &nk);
+		if (nk != n)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("keys has %d elements but bodies has %d", nk, n),
+					 errhint("Give one business key (or NULL) per body.")));
+		o->keys = palloc(sizeof(char *) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			o->keys[i] = kn[i] ? NULL : TextDatumGetCString(kd[i]);
+	}
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (n > 0)
@@ -286,7 +309,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 
 /*
  * mq.publish_batch(exchange, routing_keys, bodies, headers, mandatory,
- *					durability, delay, partition)
+ *					durability, delay, partition, keys)
  */
 Datum
 mq_publish_batch(PG_FUNCTION_ARGS)
@@ -308,10 +331,10 @@ mq_publish_batch(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nrks; i++)
 		rks[i] = TextDatumGetCString(rkd[i]);
 	parse_props(fcinfo, &a, &o);
-	return publish_many(fcinfo, ex, rks, nrks, 2, 3, &o);
+	return publish_many(fcinfo, ex, rks, nrks, 2, 3, 8, &o);
 }
 
-/* mq.send_batch(queue, bodies, headers, delay, durability, partition) */
+/* mq.send_batch(queue, bodies, headers, delay, durability, partition, keys) */
 Datum
 mq_send_batch(PG_FUNCTION_ARGS)
 {
@@ -324,5 +347,5 @@ mq_send_batch(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	(void) mq_queue_lookup(qname, false);
 	parse_props(fcinfo, &a, &o);
-	return publish_many(fcinfo, mq_exchange_lookup("", false), &qname, 1, 1, 2, &o);
+	return publish_many(fcinfo, mq_exchange_lookup("", false), &qname, 1, 1, 2, 6, &o);
 }

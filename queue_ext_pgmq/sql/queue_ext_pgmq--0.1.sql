@@ -294,11 +294,41 @@ CREATE FUNCTION pgmq.send_batch(
     delay TIMESTAMP WITH TIME ZONE
 ) RETURNS SETOF BIGINT AS $$
 DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    seq REGCLASS;
+    bodies JSONB[];
+    hdrs JSONB[];
+    ids BIGINT[];
     r record;
 BEGIN
-    FOR r IN SELECT m, h FROM unnest(msgs, coalesce(headers, ARRAY[]::jsonb[])) AS u(m, h) LOOP
-        RETURN QUERY SELECT * FROM pgmq.send(queue_name, r.m, r.h, delay);
-    END LOOP;
+    SELECT array_agg(u.m ORDER BY u.ord), array_agg(u.h ORDER BY u.ord)
+      INTO bodies, hdrs
+      FROM unnest(msgs, coalesce(headers, ARRAY[]::jsonb[])) WITH ORDINALITY AS u(m, h, ord);
+    IF bodies IS NULL THEN
+        RETURN;
+    END IF;
+    IF delay IS NULL OR array_position(bodies, NULL) IS NOT NULL
+       OR (array_position(hdrs, NULL) IS NOT NULL
+           AND EXISTS (SELECT 1 FROM unnest(hdrs) AS x WHERE x IS NOT NULL)) THEN
+        -- a NULL message (stored with its own content type), headers for
+        -- some messages only, or pgmq's error for a NULL delay: one
+        -- message at a time
+        FOR r IN SELECT m, h FROM unnest(bodies, hdrs) AS u(m, h) LOOP
+            RETURN QUERY SELECT * FROM pgmq.send(queue_name, r.m, r.h, delay);
+        END LOOP;
+        RETURN;
+    END IF;
+    -- one mq.send_batch call: ids from the queue's sequence, in order
+    seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
+    SELECT array_agg(nextval(seq) ORDER BY g) INTO ids
+      FROM generate_series(1, cardinality(bodies)) AS g;
+    PERFORM mq.send_batch(qe, bodies,
+                          headers => CASE WHEN array_position(hdrs, NULL) IS NULL THEN hdrs END,
+                          delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
+                          keys => ARRAY(SELECT i::text || ':' || qe || ':' || seq::oid
+                                          FROM unnest(ids) WITH ORDINALITY AS u(i, o) ORDER BY o));
+    RETURN QUERY SELECT unnest(ids);
 END;
 $$ LANGUAGE plpgsql;
 
