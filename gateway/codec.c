@@ -898,3 +898,24 @@ amqp_parse_iso_time(const char *s)
 	tm.tm_sec = sec;
 	return (int64_t) timegm(&tm);
 }
+
+/* a member of a JSON object; NULL: none (or o is no object) */
+json_object *
+json_get(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o && json_object_is_type(o, json_type_object) &&
+		json_object_object_get_ex(o, key, &v))
+		return v;
+	return NULL;
+}
+
+/* a member that is a string; NULL: none */
+const char *
+json_str(json_object *o, const char *key)
+{
+	json_object *v = json_get(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,557 +35,24 @@
 #include <event2/buffer.h>
 #include <event2/listener.h>
 
-#define GW_VERSION "0.2"
-
 struct event_base *gw_base;
 PQconninfoOption *gw_conninfo;
-bool		gw_verbose = false;
-
-static struct
-{
-	char		listen[300];
-	char	   *dbname;
-	int			heartbeat;		/* seconds proposed in connection.tune */
-	uint32_t	frame_max;
-	int			channel_max;
-	char		lease[64];		/* lease of a delivery: RabbitMQ has none */
-	int			poll_wait;		/* seconds a consumer's long poll waits */
-	int			batch_max;		/* publishes per statement (and commit) */
-	size_t		max_message;
-	size_t		out_high;		/* client output held before consumers pause */
-	size_t		pending_high;	/* publish bytes waiting before reading stops */
-}			cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
-	4 * 1024 * 1024, 64 * 1024 * 1024};
-
-static void logmsg(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
-
-static void
-logmsg(const char *fmt,...)
-{
-	va_list		ap;
-	time_t		now = time(NULL);
-	char		ts[32];
-
-	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", gmtime(&now));
-	fprintf(stderr, "%s UTC mq-amqp: ", ts);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* ------------------------------------------------------------------------ */
-/* objects                                                                   */
-
-typedef struct Conn Conn;
-typedef struct Chan Chan;
-typedef struct Consumer Consumer;
-
-typedef struct Unacked
-{
-	uint64_t	tag;
-	char	   *queue;
-	char	   *receipt;
-	Consumer   *cons;			/* NULL: a basic.get */
-	bool		early;			/* its ack came: credited before it is stored */
-	struct Unacked *next;
-} Unacked;
-
-typedef struct PubMsg
-{
-	char		exchange[256];
-	char		rk[256];
-	bool		mandatory;
-	uint64_t	seq;			/* publisher confirm sequence, 0 without */
-	uint64_t	body_size;
-	Buf			body;
-	Buf			props;			/* the content header's properties, as sent */
-	char	   *headers_json;	/* what queue_ext stores */
-	int			priority;		/* -1: none */
-	char		expiration[64];	/* interval text, "" none */
-	char		delay[64];
-	char	   *content_type;
-	char	   *correlation_id;
-	char	   *reply_to;
-	Conn	   *owner;			/* counted in its pending bytes */
-	struct PubMsg *next;
-} PubMsg;
-
-enum OpKind
-{
-	OP_EXCHANGE_DECLARE, OP_EXCHANGE_DELETE, OP_QUEUE_DECLARE, OP_QUEUE_BIND,
-	OP_QUEUE_UNBIND, OP_QUEUE_PURGE, OP_QUEUE_DELETE, OP_CONSUME, OP_GET,
-	OP_SETTLE, OP_PUBLISH, OP_TX_SELECT, OP_TX_COMMIT, OP_TX_ROLLBACK,
-	OP_REPLY, OP_RECOVER, OP_ERROR, OP_CLOSE
-};
-
-enum SettleKind
-{
-	SETTLE_ACK, SETTLE_NACK, SETTLE_REJECT
-};
-
-typedef struct Op
-{
-	enum OpKind kind;
-	uint16_t	cls;
-	uint16_t	meth;
-	char		s1[256];		/* exchange / queue */
-	char		s2[256];		/* type / exchange */
-	char		s3[256];		/* routing key / consumer tag */
-	bool		passive,
-				durable,
-				exclusive,
-				auto_delete,
-				nowait,
-				if_unused,
-				if_empty,
-				no_ack,
-				requeue;
-	json_object *args;
-	/* OP_SETTLE */
-	enum SettleKind settle;
-	uint64_t	tag;
-	bool		multiple;
-	bool		taken;			/* entries taken already (a merged batch) */
-	int			retries;		/* after deadlocks */
-	int64_t		expires;		/* queue.declare: x-expires (ms), 0: none */
-	int			stage;			/* queue.declare: 1 once declared, counting */
-	/* OP_ERROR: a channel exception in its turn */
-	int			code;
-	Unacked    *entries;
-	/* OP_PUBLISH: the messages of the batch */
-	PubMsg	   *msgs;
-	/* OP_REPLY: a prepared reply method (no SQL) */
-	Buf			reply;
-	struct Op  *next;
-} Op;
-
-struct Consumer
-{
-	Chan	   *ch;
-	char		tag[256];
-	char		queue[256];
-	bool		no_ack;
-	bool		exclusive;
-	PgSess	   *pg;
-	bool		ready;
-	bool		polling;
-	bool		cancelling;		/* basic.cancel: the poll is being cancelled */
-	bool		cancel_nowait;
-	bool		cancelled;		/* cancel-ok sent; kept while it has unacked */
-	int			prefetch;
-	int			unacked;
-	int			credited;		/* of those, acked by the client, not yet stored */
-	int			asked;			/* messages asked by the running poll */
-	/* a stream consumer reads through a consumer group of its own */
-	bool		stream;
-	char		group[64];
-	json_object *offset_spec;	/* x-stream-offset */
-	bool		in_turn;		/* waiting for its queue's turn to poll */
-	Consumer   *turn_next;
-	Consumer   *next;
-};
-
-enum ChanState
-{
-	CH_OPEN, CH_CLOSING
-};
-
-struct Chan
-{
-	Conn	   *conn;
-	uint16_t	id;
-	enum ChanState state;
-	PgSess	   *pg;
-	bool		pg_ready;
-	PgSess	   *getpg;			/* basic.get of a tx-mode channel */
-	bool		getpg_ready;
-	Op		   *ops,
-			   *ops_tail;
-	bool		op_running;
-	uint64_t	next_tag;
-	Unacked    *unacked,
-			   *unacked_tail;
-	int			n_unacked;
-	int			n_asked;
-	Unacked    *tx_settled;		/* settled in the open transaction */
-	Consumer   *consumers;
-	bool		confirm;
-	uint64_t	pub_seq;
-	bool		tx;
-	bool		flow;
-	bool		client_closing;	/* channel.close from the client queued */
-	bool		discarding;		/* an exception is queued: drop what comes */
-	int			prefetch_consumer;
-	int			prefetch_global;
-	char		last_queue[256];
-	/* content being received */
-	int			content;		/* 0 none, 1 header expected, 2 body */
-	PubMsg	   *pub;
-};
-
-enum ConnState
-{
-	C_HEADER, C_START_SENT, C_AUTHING, C_TUNE_SENT, C_TUNED, C_OPENING, C_OPEN, C_CLOSING
-};
-
-/* a session of a connection for cleanups (exclusive and auto-delete queues);
- * it outlives the connection until its jobs are done */
-typedef struct CtlJob
-{
-	char	   *sql;
-	char	   *param;
-	char	   *param2;			/* NULL: one parameter */
-	struct CtlJob *next;
-} CtlJob;
-
-typedef struct Ctl
-{
-	PgSess	   *pg;
-	Conn	   *conn;			/* NULL once orphaned */
-	void		(*then) (Conn *c, bool ok, const char *error);
-	bool		ready;
-	bool		running;
-	bool		orphan;			/* its connection is gone */
-	CtlJob	   *jobs,
-			   *jobs_tail;
-} Ctl;
-
-struct Conn
-{
-	struct bufferevent *bev;
-	enum ConnState state;
-	bool		dead;
-	bool		client_closing;	/* connection.close from the client */
-	bool		finishing;		/* the socket goes once its output is written */
-	size_t		pending;		/* bytes of publishes not yet done */
-	bool		paused;			/* reading stopped until they are */
-	char		peer[64];
-	char		user[256];
-	char	   *password;
-	char		vhost[256];
-	char		db[256];		/* "" : --dbname's */
-	uint32_t	frame_max;
-	uint16_t	channel_max;
-	uint16_t	heartbeat;
-	bool		cancel_notify;
-	Chan	  **chans;
-	Ctl		   *ctl;
-	time_t		last_recv;
-	struct event *hb;
-	struct event *close_timer;
-	struct event *handshake_timer;	/* open within 10 s, as RabbitMQ */
-	Conn	   *next;
-};
-
-static Conn *conns;
-
-/* queues with state the gateway keeps: ownership, consumers */
-typedef struct Qreg
-{
-	char		db[256];
-	char		name[256];
-	Conn	   *owner;			/* exclusive queue's connection */
-	bool		auto_delete;
-	int			consumers;
-	bool		had_consumer;
-	Consumer   *exclusive_consumer;
-	int64_t		expires;		/* x-expires (ms), 0: none */
-	struct event *expire_ev;	/* fires when unused for that long */
-	char		expire_user[256];	/* who deletes it then: the declarer */
-	char	   *expire_password;
-	/* several consumers here take turns to poll (round-robin) */
-	Consumer   *poller;			/* whose poll runs, NULL: none */
-	Consumer   *turn_head,
-			   *turn_tail;		/* waiting for their turn, in order */
-	int			batch;			/* most rows one turn takes (grows on backlog) */
-	struct Qreg *next;
-} Qreg;
-
-static Qreg *qregs;
-
-static Buf out;					/* the frame being built (one at a time) */
 
 static void conn_error(Conn *c, int code, const char *text, int cls, int meth);
-static void qreg_expired(evutil_socket_t fd, short what, void *arg);
-static void conn_destroy(Conn *c);
 static void chan_error(Chan *ch, int code, const char *text, int cls, int meth);
+static void run_op(Chan *ch, Op *op);
 static void chan_pump(Chan *ch);
-static void chan_release(Chan *ch);
-static void cons_poll(Consumer *cons);
-static void cons_free(Consumer *cons);
+static void chan_setup(Chan *ch);
+static void getpg_setup(Chan *ch);
 static void cons_remove(Consumer *cons, bool notify, bool force);
-static void ctl_job(Conn *c, const char *sql, const char *param, const char *param2);
-static void ctl_then_jobs(Conn *c, bool ok, const char *error);
-static Ctl *ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char *error));
-static void ctl_orphan(Ctl *ctl);
-static void settle_done_entries(Chan *ch, Unacked *e);
+static void conn_close_finish(Conn *c);
+static void cons_poll(Consumer *cons);
+static void cons_polled(void *arg, PGresult *res);
+static void run_queue_declare(Chan *ch, Op *op);
+static void delete_checked(void *arg, PGresult *res);
 static bool ack_tag_known(Chan *ch, uint64_t tag);
 static Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
-static void conn_close_finish(Conn *c);
-static void run_op(Chan *ch, Op *op);
-static void delete_checked(void *arg, PGresult *res);
-static void stream_setup(Consumer *cons);
-static void chan_setup(Chan *ch);
-static void run_queue_declare(Chan *ch, Op *op);
-static void getpg_setup(Chan *ch);
-
-/* ------------------------------------------------------------------------ */
-/* registry                                                                  */
-
-static const char *
-conn_db(Conn *c)
-{
-	return c->db;
-}
-
-static Qreg *
-qreg_find(const char *db, const char *name, bool create)
-{
-	Qreg	   *q;
-
-	for (q = qregs; q; q = q->next)
-		if (strcmp(q->db, db) == 0 && strcmp(q->name, name) == 0)
-			return q;
-	if (!create)
-		return NULL;
-	q = calloc(1, sizeof(Qreg));
-	snprintf(q->db, sizeof(q->db), "%s", db);
-	snprintf(q->name, sizeof(q->name), "%s", name);
-	q->next = qregs;
-	qregs = q;
-	return q;
-}
-
-static void
-qreg_drop(Qreg *q)
-{
-	Qreg	  **pp;
-
-	for (pp = &qregs; *pp; pp = &(*pp)->next)
-		if (*pp == q)
-		{
-			Consumer   *t;
-
-			*pp = q->next;
-			for (t = q->turn_head; t; t = t->turn_next)
-				t->in_turn = false;
-			if (q->expire_ev)
-				event_free(q->expire_ev);
-			free(q->expire_password);
-			free(q);
-			return;
-		}
-}
-
-static void
-qreg_maybe_drop(Qreg *q)
-{
-	if (q->owner == NULL && !q->auto_delete && q->consumers == 0 && q->expires == 0)
-		qreg_drop(q);
-}
-
-/* the queue's x-expires is forgotten (it was deleted) */
-static void
-qreg_expires_off(Qreg *q)
-{
-	q->expires = 0;
-	if (q->expire_ev)
-		event_free(q->expire_ev);
-	q->expire_ev = NULL;
-	free(q->expire_password);
-	q->expire_password = NULL;
-}
-
-/*
- * The queue was used (declared, read by basic.get, its last consumer
- * went): its x-expires starts again; with consumers it does not run.
- */
-static void
-qreg_touch(Qreg *q)
-{
-	struct timeval tv;
-
-	if (q == NULL || q->expires <= 0 || q->expire_ev == NULL)
-		return;
-	if (q->consumers > 0)
-	{
-		evtimer_del(q->expire_ev);
-		return;
-	}
-	tv.tv_sec = q->expires / 1000;
-	tv.tv_usec = (q->expires % 1000) * 1000;
-	evtimer_add(q->expire_ev, &tv);
-}
-
-/* the queue is locked for c: exclusive to another connection */
-static bool
-qreg_locked(Conn *c, const char *name)
-{
-	Qreg	   *q = qreg_find(conn_db(c), name, false);
-
-	return q && q->owner && q->owner != c;
-}
-
-/* ------------------------------------------------------------------------ */
-/* frames                                                                    */
-
-static void
-frame_begin(uint8_t type, uint16_t ch)
-{
-	out.len = 0;
-	buf_u8(&out, type);
-	buf_u16(&out, ch);
-	buf_u32(&out, 0);
-}
-
-static void
-frame_send(Conn *c)
-{
-	buf_set_u32(&out, 3, out.len - 7);
-	buf_u8(&out, AMQP_FRAME_END);
-	if (!c->dead && c->bev)
-		bufferevent_write(c->bev, out.data, out.len);
-}
-
-static void
-method_begin(uint16_t ch, uint16_t cls, uint16_t meth)
-{
-	frame_begin(AMQP_FRAME_METHOD, ch);
-	buf_u16(&out, cls);
-	buf_u16(&out, meth);
-}
-
-static void
-send_simple(Conn *c, uint16_t ch, uint16_t cls, uint16_t meth)
-{
-	method_begin(ch, cls, meth);
-	frame_send(c);
-}
-
-/* the content header and body frames after a method */
-static void
-send_content(Conn *c, uint16_t ch, const Buf *props, const uint8_t *body, size_t len)
-{
-	size_t		chunk = c->frame_max ? c->frame_max - 8 : cfg.frame_max - 8;
-	size_t		off;
-
-	frame_begin(AMQP_FRAME_HEADER, ch);
-	buf_u16(&out, AMQP_BASIC);
-	buf_u16(&out, 0);
-	buf_u64(&out, len);
-	if (props->len)
-		buf_bytes(&out, props->data, props->len);
-	else
-		buf_u16(&out, 0);
-	frame_send(c);
-	for (off = 0; off < len; off += chunk)
-	{
-		size_t		n = len - off < chunk ? len - off : chunk;
-
-		frame_begin(AMQP_FRAME_BODY, ch);
-		buf_bytes(&out, body + off, n);
-		frame_send(c);
-	}
-}
-
-static const char *
-reply_name(int code)
-{
-	switch (code)
-	{
-		case 200:
-			return "OK";
-		case AMQP_CONTENT_TOO_LARGE:
-			return "CONTENT_TOO_LARGE";
-		case AMQP_NO_ROUTE:
-			return "NO_ROUTE";
-		case AMQP_CONNECTION_FORCED:
-			return "CONNECTION_FORCED";
-		case AMQP_INVALID_PATH:
-			return "INVALID_PATH";
-		case AMQP_ACCESS_REFUSED:
-			return "ACCESS_REFUSED";
-		case AMQP_NOT_FOUND:
-			return "NOT_FOUND";
-		case AMQP_RESOURCE_LOCKED:
-			return "RESOURCE_LOCKED";
-		case AMQP_PRECONDITION_FAILED:
-			return "PRECONDITION_FAILED";
-		case AMQP_FRAME_ERROR:
-			return "FRAME_ERROR";
-		case AMQP_SYNTAX_ERROR:
-			return "SYNTAX_ERROR";
-		case AMQP_COMMAND_INVALID:
-			return "COMMAND_INVALID";
-		case AMQP_CHANNEL_ERROR:
-			return "CHANNEL_ERROR";
-		case AMQP_UNEXPECTED_FRAME:
-			return "UNEXPECTED_FRAME";
-		case AMQP_RESOURCE_ERROR:
-			return "RESOURCE_ERROR";
-		case AMQP_NOT_ALLOWED:
-			return "NOT_ALLOWED";
-		case AMQP_NOT_IMPLEMENTED:
-			return "NOT_IMPLEMENTED";
-		default:
-			return "INTERNAL_ERROR";
-	}
-}
-
-/* "NOT_FOUND - text", at most a shortstr */
-static void
-reply_text(char *buf, size_t len, int code, const char *text)
-{
-	snprintf(buf, len < 256 ? len : 256, "%s - %s", reply_name(code), text);
-}
-
-/* ------------------------------------------------------------------------ */
-/* SQL helpers                                                               */
-
-/* the AMQP reply code of an SQLSTATE (docs/amqp.md) */
-static int
-sqlstate_code(const char *st)
-{
-	if (st == NULL)
-		return AMQP_INTERNAL_ERROR;
-	if (strcmp(st, "42704") == 0 || strcmp(st, "42P01") == 0)
-		return AMQP_NOT_FOUND;
-	if (strcmp(st, "42501") == 0 || strcmp(st, "42939") == 0)
-		return AMQP_ACCESS_REFUSED;
-	if (strcmp(st, "0A000") == 0)
-		return AMQP_NOT_IMPLEMENTED;
-	if (strncmp(st, "22", 2) == 0 || strcmp(st, "55000") == 0 ||
-		strcmp(st, "53400") == 0 || strcmp(st, "54000") == 0 ||
-		strcmp(st, "42809") == 0 || strcmp(st, "53000") == 0 ||
-		strcmp(st, "2BP01") == 0 || strcmp(st, "P0002") == 0 ||
-		strcmp(st, "55006") == 0)
-		return AMQP_PRECONDITION_FAILED;
-	if (strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 || strcmp(st, "55P03") == 0)
-		return AMQP_RESOURCE_LOCKED;
-	return AMQP_INTERNAL_ERROR;
-}
-
-static bool
-res_ok(PGresult *res)
-{
-	return res && (PQresultStatus(res) == PGRES_TUPLES_OK ||
-				   PQresultStatus(res) == PGRES_COMMAND_OK);
-}
-
-static const char *
-res_state(PGresult *res)
-{
-	return res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-}
-
-static const char *
-res_message(PGresult *res)
-{
-	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-
-	return m ? m : "PostgreSQL session lost";
-}
+static void conn_destroy(Conn *c);
 
 /*
  * A statement of the channel failed: a channel exception with the
@@ -631,232 +97,6 @@ op_retry(Chan *ch, PGresult *res, Op *op)
 	run_op(ch, op);
 	return true;
 }
-
-/* a text[] literal of n strings */
-static void
-text_array(Buf *b, char **items, int n)
-{
-	int			i;
-
-	b->len = 0;
-	buf_u8(b, '{');
-	for (i = 0; i < n; i++)
-	{
-		const char *p;
-
-		if (i)
-			buf_u8(b, ',');
-		buf_u8(b, '"');
-		for (p = items[i]; *p; p++)
-		{
-			if (*p == '"' || *p == '\\')
-				buf_u8(b, '\\');
-			buf_u8(b, *p);
-		}
-		buf_u8(b, '"');
-	}
-	buf_u8(b, '}');
-	buf_u8(b, '\0');
-}
-
-/* ------------------------------------------------------------------------ */
-/* the control session of a connection                                       */
-
-static void ctl_pump(Ctl *ctl);
-
-static void
-ctl_done(void *arg, PGresult *res)
-{
-	Ctl		   *ctl = arg;
-	CtlJob	   *j = ctl->jobs;
-
-	if (res && !res_ok(res) && strcmp(res_state(res) ? res_state(res) : "", "42704") != 0)
-		logmsg("cleanup \"%s\" failed: %s", j->param, res_message(res));
-	ctl->jobs = j->next;
-	if (!ctl->jobs)
-		ctl->jobs_tail = NULL;
-	free(j->sql);
-	free(j->param);
-	free(j->param2);
-	free(j);
-	ctl->running = false;
-	if (res == NULL)
-	{
-		/* the session is gone: drop the rest */
-		while (ctl->jobs)
-		{
-			j = ctl->jobs;
-			ctl->jobs = j->next;
-			free(j->sql);
-			free(j->param);
-			free(j->param2);
-			free(j);
-		}
-	}
-	ctl_pump(ctl);
-}
-
-static void
-ctl_pump(Ctl *ctl)
-{
-	if (ctl->running)
-		return;
-	if (ctl->jobs && ctl->ready)
-	{
-		const char *vals[2] = {ctl->jobs->param, ctl->jobs->param2};
-
-		ctl->running = true;
-		pg_send(ctl->pg, ctl->jobs->sql, vals[1] ? 2 : 1, NULL, vals, NULL, NULL, 0, ctl_done, ctl);
-		return;
-	}
-	if (!ctl->jobs && ctl->orphan)
-	{
-		pg_close(ctl->pg);
-		free(ctl);
-	}
-}
-
-static void
-ctl_job(Conn *c, const char *sql, const char *param, const char *param2)
-{
-	CtlJob	   *j;
-
-	if (c->ctl == NULL)
-	{
-		if (c->state != C_OPEN && c->state != C_CLOSING)
-			return;
-		c->ctl = ctl_new(c, c->db[0] ? c->db : NULL, ctl_then_jobs);
-	}
-	j = calloc(1, sizeof(CtlJob));
-	j->sql = strdup(sql);
-	j->param = strdup(param);
-	j->param2 = param2 ? strdup(param2) : NULL;
-	if (c->ctl->jobs_tail)
-		c->ctl->jobs_tail->next = j;
-	else
-		c->ctl->jobs = j;
-	c->ctl->jobs_tail = j;
-	ctl_pump(c->ctl);
-}
-
-static void
-ctl_lost(void *arg)
-{
-	Ctl		   *ctl = arg;
-
-	ctl->ready = false;
-}
-
-static void
-ctl_connected(void *arg, bool ok, const char *error)
-{
-	Ctl		   *ctl = arg;
-
-	ctl->ready = ok;
-	if (ctl->orphan || ctl->conn == NULL)
-	{
-		if (!ok)
-		{
-			/* nobody to report to: drop the jobs */
-			while (ctl->jobs)
-			{
-				CtlJob	   *j = ctl->jobs;
-
-				ctl->jobs = j->next;
-				free(j->sql);
-				free(j->param);
-				free(j->param2);
-				free(j);
-			}
-		}
-		ctl_pump(ctl);
-		return;
-	}
-	ctl->then(ctl->conn, ok, error);
-}
-
-/* a cleanup session connected (or not) */
-static void
-ctl_then_jobs(Conn *c, bool ok, const char *error)
-{
-	Ctl		   *ctl = c->ctl;
-
-	if (!ok)
-	{
-		logmsg("%s: cleanup session failed: %s", c->peer, error);
-		while (ctl->jobs)
-		{
-			CtlJob	   *j = ctl->jobs;
-
-			ctl->jobs = j->next;
-			free(j->sql);
-			free(j->param);
-			free(j->param2);
-			free(j);
-		}
-		ctl->jobs_tail = NULL;
-		c->ctl = NULL;
-		ctl_orphan(ctl);
-		return;
-	}
-	ctl_pump(ctl);
-}
-
-static Ctl *
-ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char *error))
-{
-	Ctl		   *ctl = calloc(1, sizeof(Ctl));
-
-	ctl->conn = c;
-	ctl->then = then;
-	ctl->pg = pg_connect(c->user, c->password, dbname, false, ctl_connected, ctl);
-	ctl->pg->on_lost = ctl_lost;
-	return ctl;
-}
-
-static void
-ctl_orphan(Ctl *ctl)
-{
-	ctl->orphan = true;
-	ctl->conn = NULL;
-	ctl_pump(ctl);
-}
-
-/*
- * x-expires: the queue went unused for that long (no consumer here, no
- * basic.get, no declare): delete it, as RabbitMQ does, in a session of
- * the declarer's own that ends when done (the declaring connection may be
- * gone).  Only this gateway's use counts: the expiry is its own timer,
- * gone if the gateway restarts.
- */
-static void
-qreg_expired(evutil_socket_t fd, short what, void *arg)
-{
-	Qreg	   *q = arg;
-	Ctl		   *ctl;
-	CtlJob	   *j;
-
-	(void) fd;
-	(void) what;
-	if (q->consumers > 0)
-		return;					/* re-armed when the last one goes */
-	ctl = calloc(1, sizeof(Ctl));
-	ctl->orphan = true;
-	j = calloc(1, sizeof(CtlJob));
-	j->sql = strdup("SELECT mq.queue_delete($1)");
-	j->param = strdup(q->name);
-	ctl->jobs = ctl->jobs_tail = j;
-	ctl->pg = pg_connect(q->expire_user, q->expire_password, q->db[0] ? q->db : NULL, false,
-						 ctl_connected, ctl);
-	ctl->pg->on_lost = ctl_lost;
-	logmsg("queue \"%s\" unused for its x-expires (%lld ms): deleted", q->name,
-		   (long long) q->expires);
-	qreg_expires_off(q);
-	qreg_maybe_drop(q);
-}
-
-/* ------------------------------------------------------------------------ */
-/* channels                                                                  */
 
 static Chan *
 chan_get(Conn *c, uint16_t id)
@@ -1136,28 +376,6 @@ chan_error(Chan *ch, int code, const char *text, int cls, int meth)
 	chan_release(ch);
 }
 
-/* ------------------------------------------------------------------------ */
-/* deliveries                                                                */
-
-static json_object *
-json_get(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o && json_object_is_type(o, json_type_object) &&
-		json_object_object_get_ex(o, key, &v))
-		return v;
-	return NULL;
-}
-
-static const char *
-json_str(json_object *o, const char *key)
-{
-	json_object *v = json_get(o, key);
-
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* x-death as RabbitMQ sends it: time an AMQP timestamp, count a long */
 static void
 fix_x_death(json_object *headers)
@@ -1308,16 +526,6 @@ props_from_row(Buf *b, const char *headers_txt, const char *props_txt, bool has_
 		json_object_put(extra);
 }
 
-/* the columns every delivery query selects, binary results */
-#define DELIVERY_COLUMNS \
-	"msg_id, queue, exchange, routing_key, body, headers::text, redelivered, " \
-	"priority, properties::text, receipt, \"offset\""
-enum
-{
-	COL_MSG_ID, COL_QUEUE, COL_EXCHANGE, COL_RK, COL_BODY, COL_HEADERS, COL_REDELIVERED,
-	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_OFFSET, COL_READY
-};
-
 static int32_t
 col_i32(PGresult *r, int row, int col)
 {
@@ -1375,9 +583,6 @@ send_row_content(Chan *ch, PGresult *r, int row)
 	buf_free(&props);
 }
 
-/* ------------------------------------------------------------------------ */
-/* consumers                                                                 */
-
 static int
 cons_credit(Consumer *cons)
 {
@@ -1390,8 +595,6 @@ cons_credit(Consumer *cons)
 		n = ch->prefetch_global - ch->n_unacked - ch->n_asked;
 	return n;
 }
-
-static void cons_polled(void *arg, PGresult *res);
 
 /*
  * Round-robin between consumers of one queue: every poll of a queue wakes
@@ -1663,46 +866,6 @@ stream_ready(void *arg, PGresult *res)
 		return;
 	}
 	cons_poll(cons);
-}
-
-/*
- * A RabbitMQ duration (x-stream-offset, x-max-age: 7D, 12h, 30m, 10s, 1Y,
- * 2M) as a PostgreSQL interval in out; zero allowed or not.  False: not one.
- */
-static bool
-rabbit_duration(const char *s, bool zero_ok, char *out, size_t outlen)
-{
-	char	   *end;
-	long		n = strtol(s, &end, 10);
-	const char *unit = NULL;
-
-	if (end == s)
-		return false;
-	switch (*end)
-	{
-		case 'Y':
-			unit = "years";
-			break;
-		case 'M':
-			unit = "months";
-			break;
-		case 'D':
-			unit = "days";
-			break;
-		case 'h':
-			unit = "hours";
-			break;
-		case 'm':
-			unit = "minutes";
-			break;
-		case 's':
-			unit = "seconds";
-			break;
-	}
-	if (unit == NULL || end[1] != '\0' || n < 0 || (n == 0 && !zero_ok))
-		return false;
-	snprintf(out, outlen, "%ld %s", n, unit);
-	return true;
 }
 
 /*
@@ -1992,9 +1155,6 @@ chan_kick(Chan *ch)
 	}
 }
 
-/* ------------------------------------------------------------------------ */
-/* channel operations                                                        */
-
 static void
 reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
 {
@@ -2077,59 +1237,6 @@ op_simple_done(void *arg, PGresult *res)
 			break;
 	}
 	op_finish(ch);
-}
-
-/* arguments without what queue_ext does not have (RabbitMQ accepts unknown
- * x-arguments); sets *type from x-queue-type */
-static char *
-queue_arguments(json_object *args, const char **type, char *err, size_t errlen)
-{
-	static const char *const keep[] = {
-		"x-message-ttl", "x-max-length", "x-max-length-bytes", "x-overflow",
-		"x-dead-letter-exchange", "x-dead-letter-routing-key", "x-delivery-limit",
-		"x-max-priority", NULL
-	};
-	json_object *o = json_object_new_object();
-	const char *qt = json_str(args, "x-queue-type");
-	char	   *s;
-	int			i;
-
-	*type = "classic";
-	if (qt)
-	{
-		if (strcmp(qt, "classic") != 0 && strcmp(qt, "quorum") != 0 && strcmp(qt, "stream") != 0)
-		{
-			snprintf(err, errlen, "invalid arg 'x-queue-type' for queue: \"%s\"", qt);
-			json_object_put(o);
-			return NULL;
-		}
-		*type = qt;
-	}
-	if (strcmp(*type, "stream") == 0)
-	{
-		json_object *v;
-
-		if ((v = json_get(args, "x-max-age")) && json_object_is_type(v, json_type_string))
-		{
-			char		txt[64];
-
-			if (rabbit_duration(json_object_get_string(v), false, txt, sizeof(txt)))
-				json_object_object_add(o, "retention", json_object_new_string(txt));
-		}
-		if ((v = json_get(args, "x-max-length-bytes")))
-			json_object_object_add(o, "max_bytes", json_object_get(v));
-	}
-	else
-		for (i = 0; keep[i]; i++)
-		{
-			json_object *v = json_get(args, keep[i]);
-
-			if (v)
-				json_object_object_add(o, keep[i], json_object_get(v));
-		}
-	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	return s;
 }
 
 static void
@@ -2602,8 +1709,6 @@ tx_done(void *arg, PGresult *res)
 	op_finish(ch);
 }
 
-/* ---- publishing ---- */
-
 /*
  * One statement publishes a batch: a function in the session's pg_temp runs
  * mq.publish for each message in its own subtransaction, so that one refused
@@ -2666,19 +1771,23 @@ el_ex(PubMsg *m, int *len)
 	*len = strlen(m->exchange);
 	return m->exchange;
 }
+
 static const void *
 el_rk(PubMsg *m, int *len)
 {
 	*len = strlen(m->rk);
 	return m->rk;
 }
+
 static const void *
 el_body(PubMsg *m, int *len)
 {
 	*len = m->body.len;
 	return m->body.data ? (const void *) m->body.data : "";
 }
+
 static Buf	jsonb_tmp;
+
 static const void *
 el_hdr(PubMsg *m, int *len)
 {
@@ -2690,6 +1799,7 @@ el_hdr(PubMsg *m, int *len)
 	*len = jsonb_tmp.len;
 	return jsonb_tmp.data;
 }
+
 static const void *
 el_mand(PubMsg *m, int *len)
 {
@@ -2697,6 +1807,7 @@ el_mand(PubMsg *m, int *len)
 	*len = 1;
 	return scratch;
 }
+
 static const void *
 el_prio(PubMsg *m, int *len)
 {
@@ -2709,6 +1820,7 @@ el_prio(PubMsg *m, int *len)
 	*len = 4;
 	return scratch;
 }
+
 static const void *
 interval_bin(int64_t ms, int *len)
 {
@@ -2721,28 +1833,33 @@ interval_bin(int64_t ms, int *len)
 	*len = 16;
 	return scratch;
 }
+
 static const void *
 el_expi(PubMsg *m, int *len)
 {
 	return m->expiration[0] ? interval_bin(strtoll(m->expiration, NULL, 10), len) : NULL;
 }
+
 static const void *
 el_delay(PubMsg *m, int *len)
 {
 	return m->delay[0] ? interval_bin(strtoll(m->delay, NULL, 10), len) : NULL;
 }
+
 static const void *
 el_ct(PubMsg *m, int *len)
 {
 	*len = m->content_type ? strlen(m->content_type) : 0;
 	return m->content_type;
 }
+
 static const void *
 el_corr(PubMsg *m, int *len)
 {
 	*len = m->correlation_id ? strlen(m->correlation_id) : 0;
 	return m->correlation_id;
 }
+
 static const void *
 el_rep(PubMsg *m, int *len)
 {
@@ -2830,8 +1947,6 @@ publish_done(void *arg, PGresult *res)
 		send_confirm(ch, true, pending, true);
 	op_finish(ch);
 }
-
-static void run_publish(Chan *ch, Op *op);
 
 /*
  * A queue's row of mq.queues.  The view computes every queue's state, and
@@ -3292,9 +2407,6 @@ chan_pump(Chan *ch)
 	}
 }
 
-/* ------------------------------------------------------------------------ */
-/* receiving: content                                                        */
-
 static bool
 valid_expiration(const char *s)
 {
@@ -3458,9 +2570,6 @@ publish_complete(Chan *ch)
 	}
 	chan_pump(ch);
 }
-
-/* ------------------------------------------------------------------------ */
-/* receiving: methods                                                        */
 
 static bool
 ack_tag_known(Chan *ch, uint64_t tag)
@@ -3901,9 +3010,6 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 #undef QUEUE_ERROR
 	chan_pump(ch);
 }
-
-/* ------------------------------------------------------------------------ */
-/* connection                                                                */
 
 static void
 send_start(Conn *c)
@@ -4649,133 +3755,6 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	logmsg("received signal %d, shutting down", (int) sig);
 	event_base_loopexit(gw_base, NULL);
-}
-
-/* ------------------------------------------------------------------------ */
-/* configuration                                                             */
-
-static void
-usage(FILE *f)
-{
-	fprintf(f,
-			"mq-amqp: an AMQP 0-9-1 gateway in front of queue_ext\n\n"
-			"Usage: mq-amqp [OPTION]...\n\n"
-			"  --listen HOST:PORT    address to listen on (default 127.0.0.1:5672)\n"
-			"  --dbname CONNINFO     the PostgreSQL server and database of vhost \"/\"\n"
-			"                        (libpq connection string; user and password come\n"
-			"                        from each client's login, other vhosts name databases)\n"
-			"  --config FILE         read settings (key = value lines) from FILE\n"
-			"  --heartbeat SECONDS   heartbeat proposed to clients (default 60, 0 none)\n"
-			"  --frame-max BYTES     largest frame (default 131072)\n"
-			"  --channel-max N       most channels per connection (default 2047)\n"
-			"  --lease INTERVAL      lease of an unacked delivery (default '1 day')\n"
-			"  --poll-wait SECONDS   longest wait of a consumer's long poll (default 10)\n"
-			"  --verbose             log connections and channel errors\n"
-			"  --help, --version\n\n"
-			"Settings in the file: listen, dbname, heartbeat, frame_max, channel_max,\n"
-			"lease, poll_wait, batch_max, max_message, verbose.  docs/amqp.md has more.\n");
-}
-
-static bool
-set_option(const char *key, const char *val)
-{
-	char	   *end;
-	long		n;
-
-	if (strcmp(key, "listen") == 0)
-	{
-		snprintf(cfg.listen, sizeof(cfg.listen), "%s", val);
-		return true;
-	}
-	if (strcmp(key, "dbname") == 0)
-	{
-		free(cfg.dbname);
-		cfg.dbname = strdup(val);
-		return true;
-	}
-	if (strcmp(key, "lease") == 0)
-	{
-		snprintf(cfg.lease, sizeof(cfg.lease), "%s", val);
-		return true;
-	}
-	if (strcmp(key, "verbose") == 0)
-	{
-		gw_verbose = strcmp(val, "on") == 0 || strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
-		return true;
-	}
-	n = strtol(val, &end, 10);
-	if (*val == '\0' || *end != '\0' || n < 0)
-	{
-		fprintf(stderr, "mq-amqp: invalid value \"%s\" for %s\n", val, key);
-		exit(2);
-	}
-	if (strcmp(key, "heartbeat") == 0 && n <= 65535)
-		cfg.heartbeat = n;
-	else if ((strcmp(key, "frame_max") == 0 || strcmp(key, "frame-max") == 0) && n >= 4096)
-		cfg.frame_max = n;
-	else if ((strcmp(key, "channel_max") == 0 || strcmp(key, "channel-max") == 0) && n >= 1 && n <= 65535)
-		cfg.channel_max = n;
-	else if ((strcmp(key, "poll_wait") == 0 || strcmp(key, "poll-wait") == 0) && n >= 1)
-		cfg.poll_wait = n;
-	else if (strcmp(key, "batch_max") == 0 && n >= 1 && n <= 10000)
-		cfg.batch_max = n;
-	else if (strcmp(key, "max_message") == 0 && n >= 1)
-		cfg.max_message = n;
-	else
-	{
-		fprintf(stderr, "mq-amqp: invalid setting %s = %s\n", key, val);
-		exit(2);
-	}
-	return true;
-}
-
-static void
-read_config(const char *path)
-{
-	FILE	   *f = fopen(path, "r");
-	char		line[2048];
-	int			lineno = 0;
-
-	if (f == NULL)
-	{
-		fprintf(stderr, "mq-amqp: could not open %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
-	while (fgets(line, sizeof(line), f))
-	{
-		char	   *k = line,
-				   *eq,
-				   *v,
-				   *e;
-
-		lineno++;
-		while (*k == ' ' || *k == '\t')
-			k++;
-		if (*k == '#' || *k == '\n' || *k == '\0')
-			continue;
-		eq = strchr(k, '=');
-		if (eq == NULL)
-		{
-			fprintf(stderr, "mq-amqp: %s:%d: expected key = value\n", path, lineno);
-			exit(2);
-		}
-		for (e = eq; e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
-			;
-		*e = '\0';
-		v = eq + 1;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		for (e = v + strlen(v); e > v && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--)
-			;
-		*e = '\0';
-		if (e > v + 1 && ((*v == '\'' && e[-1] == '\'') || (*v == '"' && e[-1] == '"')))
-		{
-			e[-1] = '\0';
-			v++;
-		}
-		set_option(k, v);
-	}
-	fclose(f);
 }
 
 int

@@ -13,10 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern struct event_base *gw_base;
-extern PQconninfoOption *gw_conninfo;
-extern bool gw_verbose;
-
 static void pg_event(evutil_socket_t fd, short what, void *arg);
 
 static void
