@@ -15,8 +15,13 @@
  * The files (mq_amqp.c is being split into files by job):
  *
  * mq_amqp.c			the rest: to be split
+ * consumer_session.c	a consumer's own session: set up, its polls' deliveries
+ * teardown.c			exceptions; channels and connections closed and freed
+ * channel.c			a channel's lists: operations, unacked deliveries
+ * consumer.c			consumers: credit, turns on a queue, polls, removal
  * registry.c			the connections, the queues the gateway keeps state of
  * control.c			a connection's control session (handshake, cleanups)
+ * delivery.c			a delivered row as AMQP, and its delivery tag
  * frames.c				frames to the client, the texts of reply codes
  * sql.c				SQLSTATEs, results, RabbitMQ's values in SQL's terms
  * config.c				the settings, and the log
@@ -291,6 +296,40 @@ enum
 	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_OFFSET, COL_READY
 };
 
+/* consumer_session.c */
+extern void cons_send_cancel_ok(Consumer *cons);
+extern void cons_polled(void *arg, PGresult *res);
+extern void cons_connected(void *arg, bool ok, const char *error);
+extern void cons_lost(void *arg);
+
+/* teardown.c */
+extern void chan_sql_error(Chan *ch, PGresult *res, Op *op);
+extern void chan_release(Chan *ch);
+extern void chan_free(Chan *ch);
+extern void chan_error(Chan *ch, int code, const char *text, int cls, int meth);
+extern void close_timeout(evutil_socket_t fd, short what, void *arg);
+extern void conn_error(Conn *c, int code, const char *text, int cls, int meth);
+extern void conn_close_finish(Conn *c);
+extern void conn_destroy(Conn *c);
+
+/* channel.c */
+extern void op_free(Op *op);
+extern void pub_free(PubMsg *m);
+extern Op *op_new(Chan *ch, enum OpKind kind, uint16_t cls, uint16_t meth);
+extern void unacked_restore(Chan *ch, Unacked *list);
+extern void settle_done_entries(Chan *ch, Unacked *e);
+extern bool ack_tag_known(Chan *ch, uint64_t tag);
+extern Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
+
+/* consumer.c */
+extern void turn_pass(Qreg *q);
+extern void turn_start(Consumer *newcons);
+extern void cons_poll(Consumer *cons);
+extern void cons_remove(Consumer *cons, bool notify, bool force);
+extern void cancel_queue_consumers(const char *db, const char *queue);
+extern void conn_kick(Conn *c);
+extern void chan_kick(Chan *ch);
+
 /* registry.c */
 extern Conn *conns;
 extern Qreg *qregs;
@@ -309,6 +348,11 @@ extern Ctl *ctl_new(Conn *c, const char *dbname,
 extern void ctl_orphan(Ctl *ctl);
 extern void ctl_oneshot(const char *user, const char *password, const char *dbname,
 						const char *sql, const char *param);
+
+/* delivery.c */
+extern int64_t col_i64(PGresult *r, int row, int col);
+extern uint64_t track_delivery(Chan *ch, PGresult *r, int row, Consumer *cons, bool no_ack);
+extern void send_row_content(Chan *ch, PGresult *r, int row);
 
 /* frames.c */
 extern Buf	out;				/* the frame being built (one at a time) */
