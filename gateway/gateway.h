@@ -15,6 +15,8 @@
  * The files (mq_amqp.c is being split into files by job):
  *
  * mq_amqp.c			the rest: to be split
+ * channel_open.c		a channel's sessions opened and set up
+ * operations.c			a channel's operations run in order, and their replies
  * consumer_session.c	a consumer's own session: set up, its polls' deliveries
  * teardown.c			exceptions; channels and connections closed and freed
  * channel.c			a channel's lists: operations, unacked deliveries
@@ -22,6 +24,7 @@
  * registry.c			the connections, the queues the gateway keeps state of
  * control.c			a connection's control session (handshake, cleanups)
  * delivery.c			a delivered row as AMQP, and its delivery tag
+ * publish.c			a batch of publishes as one statement
  * frames.c				frames to the client, the texts of reply codes
  * sql.c				SQLSTATEs, results, RabbitMQ's values in SQL's terms
  * config.c				the settings, and the log
@@ -296,6 +299,15 @@ enum
 	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_OFFSET, COL_READY
 };
 
+/* channel_open.c */
+extern void chan_lost(void *arg);
+extern void getpg_connected(void *arg, bool ok, const char *error);
+extern Chan *chan_open(Conn *c, uint16_t id);
+
+/* operations.c */
+extern void run_op(Chan *ch, Op *op);
+extern void chan_pump(Chan *ch);
+
 /* consumer_session.c */
 extern void cons_send_cancel_ok(Consumer *cons);
 extern void cons_polled(void *arg, PGresult *res);
@@ -353,6 +365,10 @@ extern void ctl_oneshot(const char *user, const char *password, const char *dbna
 extern int64_t col_i64(PGresult *r, int row, int col);
 extern uint64_t track_delivery(Chan *ch, PGresult *r, int row, Consumer *cons, bool no_ack);
 extern void send_row_content(Chan *ch, PGresult *r, int row);
+
+/* publish.c */
+extern const char publish_fn[];
+extern void publish_send(PgSess *pg, PubMsg *msgs, pg_result_cb cb, void *arg);
 
 /* frames.c */
 extern Buf	out;				/* the frame being built (one at a time) */
