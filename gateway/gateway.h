@@ -12,9 +12,14 @@
  * its deliveries belong to that session, and the channel acks them by
  * receipt.  PgSess: an asynchronous libpq connection driven by libevent.
  *
- * The files (mq_amqp.c is being split into files by job):
+ * The files, from the top down: each calls only files below it, though a
+ * callback may be named below the file that defines it (the poll's
+ * cons_polled, the get session's getpg_connected and chan_lost, on_accept):
  *
- * mq_amqp.c			the rest: to be split
+ * main.c				start-up: settings, listening socket, signals, the loop
+ * connection.c			a client connection: frames in, the connection class
+ * methods.c			an open channel's methods, queued as its operations
+ * content.c			a publish's content header and body
  * channel_open.c		a channel's sessions opened and set up
  * operations.c			a channel's operations run in order, and their replies
  * consumer_session.c	a consumer's own session: set up, its polls' deliveries
@@ -299,6 +304,23 @@ enum
 	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_OFFSET, COL_READY
 };
 
+/* main.c */
+extern struct event_base *gw_base;
+extern PQconninfoOption *gw_conninfo;
+
+/* connection.c */
+extern void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+					  int salen, void *arg);
+
+/* methods.c */
+extern void chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r);
+
+/* content.c */
+extern bool parse_content_header(Chan *ch, PubMsg *m, const uint8_t *p, size_t len, char *err,
+								 size_t errlen);
+extern void chan_error_queued(Chan *ch, int code, const char *text, int cls, int meth);
+extern void publish_complete(Chan *ch);
+
 /* channel_open.c */
 extern void chan_lost(void *arg);
 extern void getpg_connected(void *arg, bool ok, const char *error);
@@ -396,10 +418,6 @@ extern void logmsg(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2))
 extern void usage(FILE *f);
 extern bool set_option(const char *key, const char *val);
 extern void read_config(const char *path);
-
-/* mq_amqp.c */
-extern struct event_base *gw_base;
-extern PQconninfoOption *gw_conninfo;
 
 /* pgsess.c */
 extern PgSess *pg_connect(const char *user, const char *password, const char *dbname,
