@@ -1,9 +1,14 @@
-/*
- * amqp.h: AMQP 0-9-1 wire format for mq-amqp (docs/amqp.md)
+/*-------------------------------------------------------------------------
+ *
+ * amqp.h
+ *	  AMQP 0-9-1 wire format for mq-amqp (docs/amqp.md), the interface of
+ *	  codec.c.
  *
  * Buffers to build frames, a reader to parse method arguments and content
  * headers, and the conversion between AMQP field tables and the JSON that
  * queue_ext stores as a message's headers.
+ *
+ *-------------------------------------------------------------------------
  */
 #ifndef MQ_AMQP_H
 #define MQ_AMQP_H

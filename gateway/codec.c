@@ -1,5 +1,8 @@
-/*
- * codec.c: AMQP 0-9-1 encoding and decoding for mq-amqp
+/*-------------------------------------------------------------------------
+ *
+ * codec.c
+ *	  AMQP 0-9-1 encoding and decoding for mq-amqp (amqp.h): frame fields,
+ *	  field tables as JSON, and lookups in that JSON.
  *
  * Field tables (a message's headers, declare arguments) are held as JSON,
  * the form queue_ext stores headers in.  JSON has strings, numbers,
@@ -10,6 +13,8 @@
  * 64-bit integer that would fit 32 bits, text that is not UTF-8 -- is kept
  * as an object {"$amqp": "<type>", ...} and decoded back on delivery, so
  * that headers come back exactly as sent (docs/amqp.md).
+ *
+ *-------------------------------------------------------------------------
  */
 #include "amqp.h"
 
