@@ -1,9 +1,14 @@
-/*
- * amqp.h: AMQP 0-9-1 wire format for mq-amqp (docs/amqp.md)
+/*-------------------------------------------------------------------------
+ *
+ * amqp.h
+ *	  AMQP 0-9-1 wire format for mq-amqp (docs/amqp.md), the interface of
+ *	  codec.c.
  *
  * Buffers to build frames, a reader to parse method arguments and content
  * headers, and the conversion between AMQP field tables and the JSON that
  * queue_ext stores as a message's headers.
+ *
+ *-------------------------------------------------------------------------
  */
 #ifndef MQ_AMQP_H
 #define MQ_AMQP_H
@@ -102,6 +107,10 @@ extern void amqp_args_plain(json_object *tbl, bool only_x);
 
 /* the AMQP value of a broker-written ISO 8601 UTC time, -1 if none */
 extern int64_t amqp_parse_iso_time(const char *s);
+
+/* lookups in the JSON of a table: a member, a member that is a string */
+extern json_object *json_get(json_object *o, const char *key);
+extern const char *json_str(json_object *o, const char *key);
 
 extern uint16_t be16(const uint8_t *p);
 extern uint32_t be32(const uint8_t *p);

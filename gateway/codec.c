@@ -1,5 +1,8 @@
-/*
- * codec.c: AMQP 0-9-1 encoding and decoding for mq-amqp
+/*-------------------------------------------------------------------------
+ *
+ * codec.c
+ *	  AMQP 0-9-1 encoding and decoding for mq-amqp (amqp.h): frame fields,
+ *	  field tables as JSON, and lookups in that JSON.
  *
  * Field tables (a message's headers, declare arguments) are held as JSON,
  * the form queue_ext stores headers in.  JSON has strings, numbers,
@@ -10,6 +13,8 @@
  * 64-bit integer that would fit 32 bits, text that is not UTF-8 -- is kept
  * as an object {"$amqp": "<type>", ...} and decoded back on delivery, so
  * that headers come back exactly as sent (docs/amqp.md).
+ *
+ *-------------------------------------------------------------------------
  */
 #include "amqp.h"
 
@@ -897,4 +902,25 @@ amqp_parse_iso_time(const char *s)
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
 	return (int64_t) timegm(&tm);
+}
+
+/* a member of a JSON object; NULL: none (or o is no object) */
+json_object *
+json_get(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o && json_object_is_type(o, json_type_object) &&
+		json_object_object_get_ex(o, key, &v))
+		return v;
+	return NULL;
+}
+
+/* a member that is a string; NULL: none */
+const char *
+json_str(json_object *o, const char *key)
+{
+	json_object *v = json_get(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }

@@ -1,5 +1,9 @@
-/*
- * gateway.h: the objects of mq-amqp (docs/amqp.md)
+/*-------------------------------------------------------------------------
+ *
+ * gateway.h
+ *	  The interface of mq-amqp's files to each other (docs/amqp.md): the
+ *	  objects of the gateway and what one file calls in another.  amqp.h is
+ *	  the wire format's (codec.c).
  *
  * Conn: one AMQP connection (a client socket).  Chan: one AMQP channel, with
  * its own PostgreSQL session for declares, publishes, gets and acks, run one
@@ -7,15 +11,63 @@
  * basic.consume, with its own PostgreSQL session that long-polls mq.consume;
  * its deliveries belong to that session, and the channel acks them by
  * receipt.  PgSess: an asynchronous libpq connection driven by libevent.
+ *
+ * The files, from the top down: each calls only files below it, though a
+ * callback may be named below the file that defines it (the poll's
+ * cons_polled, the get session's getpg_connected and chan_lost, on_accept):
+ *
+ * main.c				start-up: settings, listening socket, signals, the loop
+ * connection.c			a client connection: frames in, the connection class
+ * methods.c			an open channel's methods, queued as its operations
+ * content.c			a publish's content header and body
+ * channel_open.c		a channel's sessions opened and set up
+ * operations.c			a channel's operations run in order, and their replies
+ * consumer_session.c	a consumer's own session: set up, its polls' deliveries
+ * teardown.c			exceptions; channels and connections closed and freed
+ * channel.c			a channel's lists: operations, unacked deliveries
+ * consumer.c			consumers: credit, turns on a queue, polls, removal
+ * registry.c			the connections, the queues the gateway keeps state of
+ * control.c			a connection's control session (handshake, cleanups)
+ * delivery.c			a delivered row as AMQP, and its delivery tag
+ * publish.c			a batch of publishes as one statement
+ * frames.c				frames to the client, the texts of reply codes
+ * sql.c				SQLSTATEs, results, RabbitMQ's values in SQL's terms
+ * config.c				the settings, and the log
+ * pgsess.c				asynchronous libpq sessions on libevent
+ * codec.c				the wire format (amqp.h): fields, field tables as JSON
+ *
+ *-------------------------------------------------------------------------
  */
 #ifndef MQ_GATEWAY_H
 #define MQ_GATEWAY_H
 
+#include <stdio.h>
+#include <time.h>
+
 #include <event2/event.h>
 #include <event2/bufferevent.h>
+#include <event2/listener.h>
 #include <libpq-fe.h>
 
 #include "amqp.h"
+
+#define GW_VERSION "0.2"
+
+/* the settings (config.c) */
+typedef struct GwConfig
+{
+	char		listen[300];
+	char	   *dbname;
+	int			heartbeat;		/* seconds proposed in connection.tune */
+	uint32_t	frame_max;
+	int			channel_max;
+	char		lease[64];		/* lease of a delivery: RabbitMQ has none */
+	int			poll_wait;		/* seconds a consumer's long poll waits */
+	int			batch_max;		/* publishes per statement (and commit) */
+	size_t		max_message;
+	size_t		out_high;		/* client output held before consumers pause */
+	size_t		pending_high;	/* publish bytes waiting before reading stops */
+} GwConfig;
 
 typedef void (*pg_result_cb) (void *arg, PGresult *res);
 typedef void (*pg_connect_cb) (void *arg, bool ok, const char *error);
@@ -39,6 +91,335 @@ typedef struct PgSess
 	void		(*on_lost) (void *arg);	/* the server went away while idle */
 } PgSess;
 
+typedef struct Conn Conn;
+typedef struct Chan Chan;
+typedef struct Consumer Consumer;
+typedef struct Ctl Ctl;	/* control.c */
+
+typedef struct Unacked
+{
+	uint64_t	tag;
+	char	   *queue;
+	char	   *receipt;
+	Consumer   *cons;			/* NULL: a basic.get */
+	bool		early;			/* its ack came: credited before it is stored */
+	struct Unacked *next;
+} Unacked;
+
+typedef struct PubMsg
+{
+	char		exchange[256];
+	char		rk[256];
+	bool		mandatory;
+	uint64_t	seq;			/* publisher confirm sequence, 0 without */
+	uint64_t	body_size;
+	Buf			body;
+	Buf			props;			/* the content header's properties, as sent */
+	char	   *headers_json;	/* what queue_ext stores */
+	int			priority;		/* -1: none */
+	char		expiration[64];	/* interval text, "" none */
+	char		delay[64];
+	char	   *content_type;
+	char	   *correlation_id;
+	char	   *reply_to;
+	Conn	   *owner;			/* counted in its pending bytes */
+	struct PubMsg *next;
+} PubMsg;
+
+enum OpKind
+{
+	OP_EXCHANGE_DECLARE, OP_EXCHANGE_DELETE, OP_QUEUE_DECLARE, OP_QUEUE_BIND,
+	OP_QUEUE_UNBIND, OP_QUEUE_PURGE, OP_QUEUE_DELETE, OP_CONSUME, OP_GET,
+	OP_SETTLE, OP_PUBLISH, OP_TX_SELECT, OP_TX_COMMIT, OP_TX_ROLLBACK,
+	OP_REPLY, OP_RECOVER, OP_ERROR, OP_CLOSE
+};
+
+enum SettleKind
+{
+	SETTLE_ACK, SETTLE_NACK, SETTLE_REJECT
+};
+
+typedef struct Op
+{
+	enum OpKind kind;
+	uint16_t	cls;
+	uint16_t	meth;
+	char		s1[256];		/* exchange / queue */
+	char		s2[256];		/* type / exchange */
+	char		s3[256];		/* routing key / consumer tag */
+	bool		passive,
+				durable,
+				exclusive,
+				auto_delete,
+				nowait,
+				if_unused,
+				if_empty,
+				no_ack,
+				requeue;
+	json_object *args;
+	/* OP_SETTLE */
+	enum SettleKind settle;
+	uint64_t	tag;
+	bool		multiple;
+	bool		taken;			/* entries taken already (a merged batch) */
+	int			retries;		/* after deadlocks */
+	int64_t		expires;		/* queue.declare: x-expires (ms), 0: none */
+	int			stage;			/* queue.declare: 1 once declared, counting */
+	/* OP_ERROR: a channel exception in its turn */
+	int			code;
+	Unacked    *entries;
+	/* OP_PUBLISH: the messages of the batch */
+	PubMsg	   *msgs;
+	/* OP_REPLY: a prepared reply method (no SQL) */
+	Buf			reply;
+	struct Op  *next;
+} Op;
+
+struct Consumer
+{
+	Chan	   *ch;
+	char		tag[256];
+	char		queue[256];
+	bool		no_ack;
+	bool		exclusive;
+	PgSess	   *pg;
+	bool		ready;
+	bool		polling;
+	bool		cancelling;		/* basic.cancel: the poll is being cancelled */
+	bool		cancel_nowait;
+	bool		cancelled;		/* cancel-ok sent; kept while it has unacked */
+	int			prefetch;
+	int			unacked;
+	int			credited;		/* of those, acked by the client, not yet stored */
+	int			asked;			/* messages asked by the running poll */
+	/* a stream consumer reads through a consumer group of its own */
+	bool		stream;
+	char		group[64];
+	json_object *offset_spec;	/* x-stream-offset */
+	bool		in_turn;		/* waiting for its queue's turn to poll */
+	Consumer   *turn_next;
+	Consumer   *next;
+};
+
+enum ChanState
+{
+	CH_OPEN, CH_CLOSING
+};
+
+struct Chan
+{
+	Conn	   *conn;
+	uint16_t	id;
+	enum ChanState state;
+	PgSess	   *pg;
+	bool		pg_ready;
+	PgSess	   *getpg;			/* basic.get of a tx-mode channel */
+	bool		getpg_ready;
+	Op		   *ops,
+			   *ops_tail;
+	bool		op_running;
+	uint64_t	next_tag;
+	Unacked    *unacked,
+			   *unacked_tail;
+	int			n_unacked;
+	int			n_asked;
+	Unacked    *tx_settled;		/* settled in the open transaction */
+	Consumer   *consumers;
+	bool		confirm;
+	uint64_t	pub_seq;
+	bool		tx;
+	bool		flow;
+	bool		client_closing;	/* channel.close from the client queued */
+	bool		discarding;		/* an exception is queued: drop what comes */
+	int			prefetch_consumer;
+	int			prefetch_global;
+	char		last_queue[256];
+	/* content being received */
+	int			content;		/* 0 none, 1 header expected, 2 body */
+	PubMsg	   *pub;
+};
+
+enum ConnState
+{
+	C_HEADER, C_START_SENT, C_AUTHING, C_TUNE_SENT, C_TUNED, C_OPENING, C_OPEN, C_CLOSING
+};
+
+struct Conn
+{
+	struct bufferevent *bev;
+	enum ConnState state;
+	bool		dead;
+	bool		client_closing;	/* connection.close from the client */
+	bool		finishing;		/* the socket goes once its output is written */
+	size_t		pending;		/* bytes of publishes not yet done */
+	bool		paused;			/* reading stopped until they are */
+	char		peer[64];
+	char		user[256];
+	char	   *password;
+	char		vhost[256];
+	char		db[256];		/* "" : --dbname's */
+	uint32_t	frame_max;
+	uint16_t	channel_max;
+	uint16_t	heartbeat;
+	bool		cancel_notify;
+	Chan	  **chans;
+	Ctl		   *ctl;
+	time_t		last_recv;
+	struct event *hb;
+	struct event *close_timer;
+	struct event *handshake_timer;	/* open within 10 s, as RabbitMQ */
+	Conn	   *next;
+};
+
+
+/* queues with state the gateway keeps: ownership, consumers */
+typedef struct Qreg
+{
+	char		db[256];
+	char		name[256];
+	Conn	   *owner;			/* exclusive queue's connection */
+	bool		auto_delete;
+	int			consumers;
+	bool		had_consumer;
+	Consumer   *exclusive_consumer;
+	int64_t		expires;		/* x-expires (ms), 0: none */
+	struct event *expire_ev;	/* fires when unused for that long */
+	char		expire_user[256];	/* who deletes it then: the declarer */
+	char	   *expire_password;
+	/* several consumers here take turns to poll (round-robin) */
+	Consumer   *poller;			/* whose poll runs, NULL: none */
+	Consumer   *turn_head,
+			   *turn_tail;		/* waiting for their turn, in order */
+	int			batch;			/* most rows one turn takes (grows on backlog) */
+	struct Qreg *next;
+} Qreg;
+
+/* the columns every delivery query selects, binary results */
+#define DELIVERY_COLUMNS \
+	"msg_id, queue, exchange, routing_key, body, headers::text, redelivered, " \
+	"priority, properties::text, receipt, \"offset\""
+enum
+{
+	COL_MSG_ID, COL_QUEUE, COL_EXCHANGE, COL_RK, COL_BODY, COL_HEADERS, COL_REDELIVERED,
+	COL_PRIORITY, COL_PROPS, COL_RECEIPT, COL_OFFSET, COL_READY
+};
+
+/* main.c */
+extern struct event_base *gw_base;
+extern PQconninfoOption *gw_conninfo;
+
+/* connection.c */
+extern void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+					  int salen, void *arg);
+
+/* methods.c */
+extern void chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r);
+
+/* content.c */
+extern bool parse_content_header(Chan *ch, PubMsg *m, const uint8_t *p, size_t len, char *err,
+								 size_t errlen);
+extern void chan_error_queued(Chan *ch, int code, const char *text, int cls, int meth);
+extern void publish_complete(Chan *ch);
+
+/* channel_open.c */
+extern void chan_lost(void *arg);
+extern void getpg_connected(void *arg, bool ok, const char *error);
+extern Chan *chan_open(Conn *c, uint16_t id);
+
+/* operations.c */
+extern void run_op(Chan *ch, Op *op);
+extern void chan_pump(Chan *ch);
+
+/* consumer_session.c */
+extern void cons_send_cancel_ok(Consumer *cons);
+extern void cons_polled(void *arg, PGresult *res);
+extern void cons_connected(void *arg, bool ok, const char *error);
+extern void cons_lost(void *arg);
+
+/* teardown.c */
+extern void chan_sql_error(Chan *ch, PGresult *res, Op *op);
+extern void chan_release(Chan *ch);
+extern void chan_free(Chan *ch);
+extern void chan_error(Chan *ch, int code, const char *text, int cls, int meth);
+extern void close_timeout(evutil_socket_t fd, short what, void *arg);
+extern void conn_error(Conn *c, int code, const char *text, int cls, int meth);
+extern void conn_close_finish(Conn *c);
+extern void conn_destroy(Conn *c);
+
+/* channel.c */
+extern void op_free(Op *op);
+extern void pub_free(PubMsg *m);
+extern Op *op_new(Chan *ch, enum OpKind kind, uint16_t cls, uint16_t meth);
+extern void unacked_restore(Chan *ch, Unacked *list);
+extern void settle_done_entries(Chan *ch, Unacked *e);
+extern bool ack_tag_known(Chan *ch, uint64_t tag);
+extern Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
+
+/* consumer.c */
+extern void turn_pass(Qreg *q);
+extern void turn_start(Consumer *newcons);
+extern void cons_poll(Consumer *cons);
+extern void cons_remove(Consumer *cons, bool notify, bool force);
+extern void cancel_queue_consumers(const char *db, const char *queue);
+extern void conn_kick(Conn *c);
+extern void chan_kick(Chan *ch);
+
+/* registry.c */
+extern Conn *conns;
+extern Qreg *qregs;
+extern const char *conn_db(Conn *c);
+extern Qreg *qreg_find(const char *db, const char *name, bool create);
+extern void qreg_maybe_drop(Qreg *q);
+extern void qreg_expires_off(Qreg *q);
+extern void qreg_touch(Qreg *q);
+extern bool qreg_locked(Conn *c, const char *name);
+extern void qreg_expired(evutil_socket_t fd, short what, void *arg);
+
+/* control.c */
+extern void ctl_job(Conn *c, const char *sql, const char *param, const char *param2);
+extern Ctl *ctl_new(Conn *c, const char *dbname,
+					void (*then) (Conn *c, bool ok, const char *error));
+extern void ctl_orphan(Ctl *ctl);
+extern void ctl_oneshot(const char *user, const char *password, const char *dbname,
+						const char *sql, const char *param);
+
+/* delivery.c */
+extern int64_t col_i64(PGresult *r, int row, int col);
+extern uint64_t track_delivery(Chan *ch, PGresult *r, int row, Consumer *cons, bool no_ack);
+extern void send_row_content(Chan *ch, PGresult *r, int row);
+
+/* publish.c */
+extern const char publish_fn[];
+extern void publish_send(PgSess *pg, PubMsg *msgs, pg_result_cb cb, void *arg);
+
+/* frames.c */
+extern Buf	out;				/* the frame being built (one at a time) */
+extern void frame_begin(uint8_t type, uint16_t ch);
+extern void frame_send(Conn *c);
+extern void method_begin(uint16_t ch, uint16_t cls, uint16_t meth);
+extern void send_simple(Conn *c, uint16_t ch, uint16_t cls, uint16_t meth);
+extern void send_content(Conn *c, uint16_t ch, const Buf *props, const uint8_t *body,
+						 size_t len);
+extern void reply_text(char *buf, size_t len, int code, const char *text);
+
+/* sql.c */
+extern int	sqlstate_code(const char *st);
+extern bool res_ok(PGresult *res);
+extern const char *res_state(PGresult *res);
+extern const char *res_message(PGresult *res);
+extern void text_array(Buf *b, char **items, int n);
+extern bool rabbit_duration(const char *s, bool zero_ok, char *out, size_t outlen);
+extern char *queue_arguments(json_object *args, const char **type, char *err, size_t errlen);
+
+/* config.c */
+extern GwConfig cfg;
+extern bool gw_verbose;
+extern void logmsg(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
+extern void usage(FILE *f);
+extern bool set_option(const char *key, const char *val);
+extern void read_config(const char *path);
+
+/* pgsess.c */
 extern PgSess *pg_connect(const char *user, const char *password, const char *dbname,
 						  bool check_client, pg_connect_cb cb, void *arg);
 extern void pg_send(PgSess *s, const char *sql, int n, const Oid *types,

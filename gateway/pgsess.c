@@ -1,21 +1,21 @@
-/*
- * pgsess.c: asynchronous libpq sessions on libevent for mq-amqp
+/*-------------------------------------------------------------------------
+ *
+ * pgsess.c
+ *	  Asynchronous libpq sessions on libevent for mq-amqp.
  *
  * Connecting (PQconnectStartParams / PQconnectPoll) and queries
  * (PQsendQueryParams / PQflush / PQconsumeInput / PQgetResult) never block:
  * the session's socket is watched by the gateway's event base.  One
  * statement at a time per session; its callback gets the statement's result
  * (NULL when the session was lost) and must not keep it.
+ *
+ *-------------------------------------------------------------------------
  */
 #include "gateway.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern struct event_base *gw_base;
-extern PQconninfoOption *gw_conninfo;
-extern bool gw_verbose;
 
 static void pg_event(evutil_socket_t fd, short what, void *arg);
 

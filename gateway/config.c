@@ -1,0 +1,164 @@
+/*-------------------------------------------------------------------------
+ *
+ * config.c
+ *	  The gateway's settings: their defaults, the configuration file (key =
+ *	  value lines) and the command-line options that override it, and the
+ *	  log they make verbose (stderr, UTC timestamps).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gateway.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* --verbose: log connections and channel errors */
+bool		gw_verbose = false;
+
+/* the settings, their defaults */
+GwConfig	cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
+	4 * 1024 * 1024, 64 * 1024 * 1024};
+
+/* a line of the log on stderr, its time in UTC */
+void
+logmsg(const char *fmt,...)
+{
+	va_list		ap;
+	time_t		now = time(NULL);
+	char		ts[32];
+
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", gmtime(&now));
+	fprintf(stderr, "%s UTC mq-amqp: ", ts);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+usage(FILE *f)
+{
+	fprintf(f,
+			"mq-amqp: an AMQP 0-9-1 gateway in front of queue_ext\n\n"
+			"Usage: mq-amqp [OPTION]...\n\n"
+			"  --listen HOST:PORT    address to listen on (default 127.0.0.1:5672)\n"
+			"  --dbname CONNINFO     the PostgreSQL server and database of vhost \"/\"\n"
+			"                        (libpq connection string; user and password come\n"
+			"                        from each client's login, other vhosts name databases)\n"
+			"  --config FILE         read settings (key = value lines) from FILE\n"
+			"  --heartbeat SECONDS   heartbeat proposed to clients (default 60, 0 none)\n"
+			"  --frame-max BYTES     largest frame (default 131072)\n"
+			"  --channel-max N       most channels per connection (default 2047)\n"
+			"  --lease INTERVAL      lease of an unacked delivery (default '1 day')\n"
+			"  --poll-wait SECONDS   longest wait of a consumer's long poll (default 10)\n"
+			"  --verbose             log connections and channel errors\n"
+			"  --help, --version\n\n"
+			"Settings in the file: listen, dbname, heartbeat, frame_max, channel_max,\n"
+			"lease, poll_wait, batch_max, max_message, verbose.  docs/amqp.md has more.\n");
+}
+
+bool
+set_option(const char *key, const char *val)
+{
+	char	   *end;
+	long		n;
+
+	if (strcmp(key, "listen") == 0)
+	{
+		snprintf(cfg.listen, sizeof(cfg.listen), "%s", val);
+		return true;
+	}
+	if (strcmp(key, "dbname") == 0)
+	{
+		free(cfg.dbname);
+		cfg.dbname = strdup(val);
+		return true;
+	}
+	if (strcmp(key, "lease") == 0)
+	{
+		snprintf(cfg.lease, sizeof(cfg.lease), "%s", val);
+		return true;
+	}
+	if (strcmp(key, "verbose") == 0)
+	{
+		gw_verbose = strcmp(val, "on") == 0 || strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
+		return true;
+	}
+	n = strtol(val, &end, 10);
+	if (*val == '\0' || *end != '\0' || n < 0)
+	{
+		fprintf(stderr, "mq-amqp: invalid value \"%s\" for %s\n", val, key);
+		exit(2);
+	}
+	if (strcmp(key, "heartbeat") == 0 && n <= 65535)
+		cfg.heartbeat = n;
+	else if ((strcmp(key, "frame_max") == 0 || strcmp(key, "frame-max") == 0) && n >= 4096)
+		cfg.frame_max = n;
+	else if ((strcmp(key, "channel_max") == 0 || strcmp(key, "channel-max") == 0) && n >= 1 && n <= 65535)
+		cfg.channel_max = n;
+	else if ((strcmp(key, "poll_wait") == 0 || strcmp(key, "poll-wait") == 0) && n >= 1)
+		cfg.poll_wait = n;
+	else if (strcmp(key, "batch_max") == 0 && n >= 1 && n <= 10000)
+		cfg.batch_max = n;
+	else if (strcmp(key, "max_message") == 0 && n >= 1)
+		cfg.max_message = n;
+	else
+	{
+		fprintf(stderr, "mq-amqp: invalid setting %s = %s\n", key, val);
+		exit(2);
+	}
+	return true;
+}
+
+void
+read_config(const char *path)
+{
+	FILE	   *f = fopen(path, "r");
+	char		line[2048];
+	int			lineno = 0;
+
+	if (f == NULL)
+	{
+		fprintf(stderr, "mq-amqp: could not open %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	while (fgets(line, sizeof(line), f))
+	{
+		char	   *k = line,
+				   *eq,
+				   *v,
+				   *e;
+
+		lineno++;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		if (*k == '#' || *k == '\n' || *k == '\0')
+			continue;
+		eq = strchr(k, '=');
+		if (eq == NULL)
+		{
+			fprintf(stderr, "mq-amqp: %s:%d: expected key = value\n", path, lineno);
+			exit(2);
+		}
+		for (e = eq; e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			;
+		*e = '\0';
+		v = eq + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (e = v + strlen(v); e > v && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--)
+			;
+		*e = '\0';
+		if (e > v + 1 && ((*v == '\'' && e[-1] == '\'') || (*v == '"' && e[-1] == '"')))
+		{
+			e[-1] = '\0';
+			v++;
+		}
+		set_option(k, v);
+	}
+	fclose(f);
+}

@@ -1,0 +1,234 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer_session.c
+ *	  A consumer's own PostgreSQL session: connected, a stream consumer's
+ *	  group set up, its polls' deliveries sent to the client, its cancel-ok,
+ *	  the session lost.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gateway.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void
+cons_send_cancel_ok(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+
+	cons->cancelling = false;
+	if (!cons->cancel_nowait)
+	{
+		method_begin(ch->id, AMQP_BASIC, 31);
+		buf_shortstr(&out, cons->tag);
+		frame_send(ch->conn);
+	}
+	cons_remove(cons, false, false);
+}
+
+void
+cons_polled(void *arg, PGresult *res)
+{
+	Consumer   *cons = arg;
+	Chan	   *ch = cons->ch;
+	int			i;
+	Qreg	   *q = qreg_find(conn_db(ch->conn), cons->queue, false);
+
+	if (q && q->poller == cons)
+	{
+		/* its turn ends: the next in line polls while these go out */
+		if (res_ok(res) && PQntuples(res) >= cons->asked)
+			q->batch = q->batch * 2 > 100 ? 100 : q->batch * 2;
+		else
+			q->batch = 1;
+		q->poller = NULL;
+		turn_pass(q);
+	}
+	cons->polling = false;
+	ch->n_asked -= cons->asked;
+	cons->asked = 0;
+	if (res == NULL)
+	{
+		conn_error(ch->conn, AMQP_CONNECTION_FORCED,
+				   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
+		return;
+	}
+	if (!res_ok(res))
+	{
+		const char *st = res_state(res);
+
+		if (cons->cancelling && st && strcmp(st, "57014") == 0)
+		{
+			cons_send_cancel_ok(cons);
+			return;
+		}
+		if (st && strcmp(st, "57014") == 0 && !cons->cancelled)
+		{
+			/*
+			 * Cancelled by turn_start (the queue's consumers take turns
+			 * now): nothing was taken, poll again in its turn
+			 */
+			cons_poll(cons);
+			return;
+		}
+		if (st && strcmp(st, "42704") == 0)
+		{
+			/* the queue was deleted: the broker's cancel notification */
+			cons_remove(cons, true, false);
+			return;
+		}
+		logmsg("%s: consumer %s on \"%s\": %s", ch->conn->peer, cons->tag, cons->queue,
+			   res_message(res));
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		uint64_t	tag = track_delivery(ch, res, i, cons, cons->no_ack);
+
+		method_begin(ch->id, AMQP_BASIC, 60);
+		buf_shortstr(&out, cons->tag);
+		buf_u64(&out, tag);
+		buf_u8(&out, *PQgetvalue(res, i, COL_REDELIVERED) ? 1 : 0);
+		buf_shortstr(&out, PQgetvalue(res, i, COL_EXCHANGE));
+		buf_shortstr(&out, PQgetvalue(res, i, COL_RK));
+		frame_send(ch->conn);
+		send_row_content(ch, res, i);
+	}
+	if (cons->cancelling)
+	{
+		cons_send_cancel_ok(cons);
+		return;
+	}
+	cons_poll(cons);
+}
+
+static void
+stream_ready(void *arg, PGresult *res)
+{
+	Consumer   *cons = arg;
+	Chan	   *ch = cons->ch;
+
+	if (!res_ok(res))
+	{
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	cons->ready = true;
+	if (cons->cancelling)
+	{
+		cons_send_cancel_ok(cons);
+		return;
+	}
+	cons_poll(cons);
+}
+
+/*
+ * A stream consumer: a consumer group of its own (clustering, one member),
+ * starting where x-stream-offset says: "first", "last"/"next" (the
+ * default), an offset, a timestamp, or an age such as "1h" (RabbitMQ's
+ * interval units Y M D h m s).  The group goes with the consumer.
+ */
+static void
+stream_setup(Consumer *cons)
+{
+	json_object *o = cons->offset_spec;
+	const char *start = "latest";
+	char		arg[64] = "";
+	const char *sql;
+	const char *vals[4];
+	int			n = 3;
+
+	if (o && json_object_is_type(o, json_type_string))
+	{
+		const char *s = json_object_get_string(o);
+
+		if (strcmp(s, "first") == 0)
+			start = "earliest";
+		else if (strcmp(s, "last") != 0 && strcmp(s, "next") != 0)
+		{
+			if (!rabbit_duration(s, true, arg, sizeof(arg)))
+			{
+				chan_error(cons->ch, AMQP_PRECONDITION_FAILED,
+						   "PRECONDITION_FAILED - invalid x-stream-offset", AMQP_BASIC, 20);
+				return;
+			}
+		}
+	}
+	else if (o && json_object_is_type(o, json_type_int))
+		snprintf(arg, sizeof(arg), "%lld", (long long) json_object_get_int64(o));
+	else if (o && json_object_is_type(o, json_type_object))
+	{
+		const char *t = json_str(o, AMQP_TYPE_KEY);
+		json_object *v = json_get(o, "v");
+
+		if (t && strcmp(t, "T") == 0 && v)
+			snprintf(arg, sizeof(arg), "@%s", json_object_get_string(v));
+		else if (t && (strchr("bBsUuilL", t[0]) != NULL) && v)
+			snprintf(arg, sizeof(arg), "%s", json_object_get_string(v));
+	}
+	vals[0] = cons->queue;
+	vals[1] = cons->group;
+	vals[2] = start;
+	if (arg[0] == '\0')
+		sql = "SELECT mq.group_declare($1, $2, start => $3)";
+	else if (arg[0] == '@')
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_time => to_timestamp($4::bigint))";
+		vals[3] = arg + 1;
+		n = 4;
+	}
+	else if (strchr(arg, ' '))
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_time => now() - $4::interval)";
+		vals[3] = arg;
+		n = 4;
+	}
+	else
+	{
+		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+			"mq.seek($1, $2, to_offset => $4::bigint)";
+		vals[3] = arg;
+		n = 4;
+	}
+	pg_send(cons->pg, sql, n, NULL, vals, NULL, NULL, 0, stream_ready, cons);
+}
+
+void
+cons_connected(void *arg, bool ok, const char *error)
+{
+	Consumer   *cons = arg;
+
+	if (!ok)
+	{
+		char		text[256];
+
+		reply_text(text, sizeof(text), AMQP_CONNECTION_FORCED, error);
+		conn_error(cons->ch->conn, AMQP_CONNECTION_FORCED, text, AMQP_BASIC, 20);
+		return;
+	}
+	if (cons->stream)
+	{
+		stream_setup(cons);
+		return;
+	}
+	cons->ready = true;
+	if (cons->cancelling)
+	{
+		cons_send_cancel_ok(cons);
+		return;
+	}
+	cons_poll(cons);
+}
+
+void
+cons_lost(void *arg)
+{
+	Consumer   *cons = arg;
+
+	conn_error(cons->ch->conn, AMQP_CONNECTION_FORCED,
+			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
+}

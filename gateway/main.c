@@ -1,0 +1,231 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *	  mq-amqp, an AMQP 0-9-1 gateway in front of queue_ext: start-up (the
+ *	  settings, the listening socket, signals) and the event loop.
+ *
+ * Clients speak AMQP 0-9-1; the gateway speaks queue_ext's SQL API to
+ * PostgreSQL.  docs/amqp.md describes the mapping:
+ *
+ *	- PLAIN (or AMQPLAIN) login: the gateway connects as that role with that
+ *	  password; the virtual host names the database ("/": --dbname's).
+ *	- each channel has its own PostgreSQL session, which runs the channel's
+ *	  operations (declares, binds, publishes, gets, acks, tx) in order, one
+ *	  statement at a time;
+ *	- each basic.consume has its own session too, long-polling mq.consume
+ *	  (wait => ...), so that a waiting consumer never holds up anything else.
+ *	  Its deliveries belong to that session (queue_ext: a delivery belongs to
+ *	  the session that consumed it); the channel settles them by receipt
+ *	  (mq.ack/nack/reject with receipts =>).  Closing a channel closes its
+ *	  sessions, and queue_ext returns their unacked deliveries at once.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gateway.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
+#include <event2/listener.h>
+
+/* the event loop of every socket, client and server */
+struct event_base *gw_base;
+
+/* --dbname's options: every session's, but for the login's role and a vhost's database */
+PQconninfoOption *gw_conninfo;
+
+/* out of file descriptors (or another accept error): pause a second
+ * rather than spin on the readable listening socket */
+static struct event *accept_resume;
+
+static void
+on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct timeval tv = {1, 0};
+	int			err = EVUTIL_SOCKET_ERROR();
+
+	logmsg("accept failed: %s; not accepting for a second", evutil_socket_error_to_string(err));
+	evconnlistener_disable(l);
+	if (accept_resume == NULL)
+		accept_resume = evtimer_new(gw_base, on_accept_resume, l);
+	evtimer_add(accept_resume, &tv);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	logmsg("received signal %d, shutting down", (int) sig);
+	event_base_loopexit(gw_base, NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct option opts[] = {
+		{"listen", required_argument, NULL, 'l'},
+		{"dbname", required_argument, NULL, 'd'},
+		{"config", required_argument, NULL, 'c'},
+		{"heartbeat", required_argument, NULL, 'H'},
+		{"frame-max", required_argument, NULL, 'F'},
+		{"channel-max", required_argument, NULL, 'C'},
+		{"lease", required_argument, NULL, 'L'},
+		{"poll-wait", required_argument, NULL, 'W'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}
+	};
+	int			o,
+				i;
+	char	   *host,
+			   *colon;
+	int			port;
+	struct evutil_addrinfo hints,
+			   *ai = NULL;
+	struct evconnlistener *listener;
+	char		portstr[16];
+	char	   *err = NULL;
+	struct event *sigint,
+			   *sigterm;
+
+	/* the config file first, so that flags override it */
+	for (i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			read_config(argv[i + 1]);
+		else if (strncmp(argv[i], "--config=", 9) == 0)
+			read_config(argv[i] + 9);
+	}
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
+	{
+		switch (o)
+		{
+			case 'l':
+				set_option("listen", optarg);
+				break;
+			case 'd':
+				set_option("dbname", optarg);
+				break;
+			case 'c':
+				break;
+			case 'H':
+				set_option("heartbeat", optarg);
+				break;
+			case 'F':
+				set_option("frame_max", optarg);
+				break;
+			case 'C':
+				set_option("channel_max", optarg);
+				break;
+			case 'L':
+				set_option("lease", optarg);
+				break;
+			case 'W':
+				set_option("poll_wait", optarg);
+				break;
+			case 'v':
+				gw_verbose = true;
+				break;
+			case 'h':
+				usage(stdout);
+				return 0;
+			case 'V':
+				printf("mq-amqp (queue_ext) %s\n", GW_VERSION);
+				return 0;
+			default:
+				usage(stderr);
+				return 2;
+		}
+	}
+	if (optind < argc)
+	{
+		fprintf(stderr, "mq-amqp: unexpected argument \"%s\"\n", argv[optind]);
+		return 2;
+	}
+	gw_conninfo = PQconninfoParse(cfg.dbname ? cfg.dbname : "", &err);
+	if (gw_conninfo == NULL)
+	{
+		fprintf(stderr, "mq-amqp: invalid --dbname: %s", err ? err : "out of memory\n");
+		return 2;
+	}
+
+	host = strdup(cfg.listen);
+	colon = strrchr(host, ':');
+	if (colon == NULL || (port = atoi(colon + 1)) <= 0 || port > 65535)
+	{
+		fprintf(stderr, "mq-amqp: --listen must be HOST:PORT, not \"%s\"\n", cfg.listen);
+		return 2;
+	}
+	*colon = '\0';
+	if (host[0] == '[' && colon[-1] == ']')
+	{
+		colon[-1] = '\0';
+		memmove(host, host + 1, strlen(host));
+	}
+	signal(SIGPIPE, SIG_IGN);
+	{
+		/* a socket per client: as many descriptors as allowed */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+		{
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	srandom((unsigned) time(NULL) ^ (unsigned) getpid());
+
+	gw_base = event_base_new();
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_PASSIVE;
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	if (evutil_getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai) != 0 || ai == NULL)
+	{
+		fprintf(stderr, "mq-amqp: could not resolve listen address \"%s\"\n", cfg.listen);
+		return 1;
+	}
+	listener = evconnlistener_new_bind(gw_base, on_accept, NULL,
+									   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
+									   ai->ai_addr, ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	if (listener == NULL)
+	{
+		fprintf(stderr, "mq-amqp: could not listen on %s: %s\n", cfg.listen, strerror(errno));
+		return 1;
+	}
+	evconnlistener_set_error_cb(listener, on_accept_error);
+	sigint = evsignal_new(gw_base, SIGINT, on_signal, NULL);
+	sigterm = evsignal_new(gw_base, SIGTERM, on_signal, NULL);
+	event_add(sigint, NULL);
+	event_add(sigterm, NULL);
+	logmsg("listening on %s", cfg.listen);
+	event_base_dispatch(gw_base);
+
+	while (conns)
+		conn_destroy(conns);
+	evconnlistener_free(listener);
+	if (accept_resume)
+		event_free(accept_resume);
+	event_free(sigint);
+	event_free(sigterm);
+	event_base_free(gw_base);
+	PQconninfoFree(gw_conninfo);
+	free(host);
+	buf_free(&out);
+	return 0;
+}

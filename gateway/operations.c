@@ -1,0 +1,1025 @@
+/*-------------------------------------------------------------------------
+ *
+ * operations.c
+ *	  The queued operations engine: a channel runs its operations (declares,
+ *	  binds, purges, deletes, consumes, gets, settles, publishes, tx, close)
+ *	  in order, one statement at a time on its session, consecutive
+ *	  publishes and settles as one; each operation's result becomes its
+ *	  reply, and the next one runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gateway.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void run_queue_declare(Chan *ch, Op *op);
+static void delete_checked(void *arg, PGresult *res);
+
+/*
+ * A statement of an autocommit channel that PostgreSQL chose as a deadlock
+ * victim (or a serialization failure) changed nothing: run it again, as
+ * RabbitMQ would not have failed it.  Not in tx mode: the transaction is
+ * gone with it.
+ */
+static bool
+op_retry(Chan *ch, PGresult *res, Op *op)
+{
+	const char *st = res_state(res);
+
+	if (res == NULL || op == NULL || ch->tx || op->retries >= 10 || st == NULL ||
+		(strcmp(st, "40P01") != 0 && strcmp(st, "40001") != 0))
+		return false;
+	op->retries++;
+	run_op(ch, op);
+	return true;
+}
+
+/* the head operation is done: next one */
+static void
+op_finish(Chan *ch)
+{
+	Op		   *op = ch->ops;
+
+	ch->op_running = false;
+	if (op == NULL)
+		return;
+	ch->ops = op->next;
+	if (ch->ops == NULL)
+		ch->ops_tail = NULL;
+	op_free(op);
+	chan_pump(ch);
+}
+
+static void
+reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
+{
+	method_begin(ch->id, AMQP_QUEUE, meth);
+	buf_u32(&out, (uint32_t) (count < 0 ? 0 : count));
+	frame_send(ch->conn);
+}
+
+static void
+op_simple_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	const char *st = res_state(res);
+
+	/* deleting a missing queue is fine (RabbitMQ) */
+	if (op->kind == OP_QUEUE_DELETE && st && strcmp(st, "42704") == 0 && !ch->tx)
+	{
+		if (!op->nowait)
+			reply_queue_ok(ch, 41, 0);
+		op_finish(ch);
+		return;
+	}
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	switch (op->kind)
+	{
+		case OP_EXCHANGE_DECLARE:
+			if (op->passive && PQntuples(res) == 0)
+			{
+				char		text[300];
+
+				snprintf(text, sizeof(text), "NOT_FOUND - no exchange '%s' in vhost '%s'",
+						 op->s1, ch->conn->vhost);
+				chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
+				return;
+			}
+			if (!op->nowait)
+				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 11);
+			break;
+		case OP_EXCHANGE_DELETE:
+			if (!op->nowait)
+				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 21);
+			break;
+		case OP_QUEUE_BIND:
+			if (!op->nowait)
+				send_simple(ch->conn, ch->id, AMQP_QUEUE, 21);
+			break;
+		case OP_QUEUE_UNBIND:
+			send_simple(ch->conn, ch->id, AMQP_QUEUE, 51);
+			break;
+		case OP_QUEUE_PURGE:
+			if (!op->nowait)
+				reply_queue_ok(ch, 31, strtoll(PQgetvalue(res, 0, 0), NULL, 10));
+			break;
+		case OP_QUEUE_DELETE:
+			{
+				Qreg	   *q = qreg_find(conn_db(ch->conn), op->s1, false);
+
+				if (q)
+				{
+					q->owner = NULL;
+					q->auto_delete = false;
+					qreg_expires_off(q);
+					qreg_maybe_drop(q);
+				}
+				if (!op->nowait)
+					reply_queue_ok(ch, 41, PQntuples(res) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0);
+				break;
+			}
+		case OP_TX_SELECT:
+			ch->tx = true;
+			send_simple(ch->conn, ch->id, AMQP_TX, 11);
+			break;
+		default:
+			break;
+	}
+	op_finish(ch);
+}
+
+static void
+queue_declared(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Conn	   *c = ch->conn;
+	const char *name;
+	Qreg	   *q;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) == 0 && op->stage == 0)
+	{
+		char		text[600];
+
+		snprintf(text, sizeof(text), "NOT_FOUND - no queue '%s' in vhost '%s'", op->s1, c->vhost);
+		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
+		return;
+	}
+	name = op->s1;
+	if (!op->passive && (op->exclusive || op->auto_delete))
+	{
+		q = qreg_find(conn_db(c), name, true);
+		if (op->exclusive)
+			q->owner = c;
+		if (op->auto_delete)
+			q->auto_delete = true;
+	}
+	if (!op->passive && op->expires > 0)
+	{
+		q = qreg_find(conn_db(c), name, true);
+		if (q->expire_ev == NULL)
+			q->expire_ev = evtimer_new(gw_base, qreg_expired, q);
+		q->expires = op->expires;
+		snprintf(q->expire_user, sizeof(q->expire_user), "%s", c->user);
+		free(q->expire_password);
+		q->expire_password = c->password ? strdup(c->password) : NULL;
+	}
+	q = qreg_find(conn_db(c), name, false);
+	qreg_touch(q);
+	snprintf(ch->last_queue, sizeof(ch->last_queue), "%s", name);
+	if (!op->nowait)
+	{
+		method_begin(ch->id, AMQP_QUEUE, 11);
+		buf_shortstr(&out, name);
+		buf_u32(&out, PQntuples(res) == 0 || PQgetisnull(res, 0, 1) ? 0 :
+				(uint32_t) strtoll(PQgetvalue(res, 0, 1), NULL, 10));
+		buf_u32(&out, q ? q->consumers : 0);
+		frame_send(c);
+	}
+	op_finish(ch);
+}
+
+static void
+queue_declared_1(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	/* the name: a server-named queue's is made up by queue_declare */
+	snprintf(op->s1, sizeof(op->s1), "%s", PQgetvalue(res, 0, 0));
+	op->stage = 1;
+	run_queue_declare(ch, op);
+}
+
+static void
+run_queue_declare(Chan *ch, Op *op)
+{
+	Conn	   *c = ch->conn;
+	char		err[256],
+				text[300];
+
+	if (qreg_locked(c, op->s1))
+	{
+		snprintf(text, sizeof(text),
+				 "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '%s' in vhost '%s'",
+				 op->s1, c->vhost);
+		chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
+		return;
+	}
+	if (op->passive || op->stage == 1)
+	{
+		const char *vals[1] = {op->s1};
+
+		pg_send(ch->pg, "SELECT queue, ready FROM pg_temp.amqp_queue($1)",
+				1, NULL, vals, NULL, NULL, 0, queue_declared, ch);
+	}
+	else
+	{
+		const char *type;
+		char	   *args = queue_arguments(op->args, &type, err, sizeof(err));
+		const char *vals[4];
+
+		if (args == NULL)
+		{
+			reply_text(text, sizeof(text), AMQP_PRECONDITION_FAILED, err);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
+		{
+			/* x-expires: a positive integer (ms), as RabbitMQ checks it */
+			json_object *xe = json_get(op->args, "x-expires");
+
+			op->expires = 0;
+			if (xe && (!json_object_is_type(xe, json_type_int) ||
+					   json_object_get_int64(xe) <= 0))
+			{
+				snprintf(text, sizeof(text),
+						 "PRECONDITION_FAILED - invalid arg 'x-expires' for queue '%s' in vhost '%s': %s",
+						 op->s1, c->vhost,
+						 !json_object_is_type(xe, json_type_int) ? "not an integer" :
+						 json_object_get_int64(xe) == 0 ? "zero" : "negative");
+				free(args);
+				chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+				return;
+			}
+			if (xe)
+				op->expires = json_object_get_int64(xe);
+		}
+		if (strcmp(type, "classic") != 0 &&
+			(!op->durable || op->auto_delete || op->exclusive))
+		{
+			/* quorum queues and streams are durable and shared (RabbitMQ) */
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - invalid property '%s' for queue '%s' in vhost '%s'",
+					 !op->durable ? "non-durable" : op->auto_delete ? "auto-delete" : "exclusive-owner",
+					 op->s1, c->vhost);
+			free(args);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
+		if (strncmp(op->s1, "amq.", 4) == 0)
+		{
+			snprintf(text, sizeof(text),
+					 "ACCESS_REFUSED - queue name '%s' contains reserved prefix 'amq.*'", op->s1);
+			free(args);
+			chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
+			return;
+		}
+		vals[0] = op->s1;
+		vals[1] = type;
+		vals[2] = (op->durable && !op->exclusive) || strcmp(type, "classic") != 0 ? "true" : "false";
+		vals[3] = args;
+		/*
+		 * declared first, counted after: reading every queue's state in the
+		 * declaring transaction would deadlock against concurrent declares
+		 */
+		pg_send(ch->pg,
+				"SELECT mq.queue_declare($1, type => $2, durable => $3::boolean, "
+				"arguments => $4::jsonb)",
+				4, NULL, vals, NULL, NULL, 0, queue_declared_1, ch);
+		free(args);
+	}
+}
+
+static void
+consume_checked(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Conn	   *c = ch->conn;
+	Consumer   *cons;
+	Qreg	   *q;
+	char		text[600];
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) == 0)
+	{
+		snprintf(text, sizeof(text), "NOT_FOUND - no queue '%s' in vhost '%s'", op->s1, c->vhost);
+		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
+		return;
+	}
+	q = qreg_find(conn_db(c), op->s1, true);
+	if (q->exclusive_consumer || (op->exclusive && q->consumers > 0))
+	{
+		snprintf(text, sizeof(text), "ACCESS_REFUSED - queue '%s' in vhost '%s' in exclusive use",
+				 op->s1, c->vhost);
+		qreg_maybe_drop(q);
+		chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
+		return;
+	}
+	if (strcmp(PQgetvalue(res, 0, 0), "stream") == 0)
+	{
+		/* RabbitMQ's restrictions on a stream's consumers, its codes */
+		if (op->no_ack)
+		{
+			snprintf(text, sizeof(text),
+					 "NOT_IMPLEMENTED - queue '%s' in vhost '%s' does not support consuming in auto-ack mode",
+					 op->s1, c->vhost);
+			qreg_maybe_drop(q);
+			conn_error(c, AMQP_NOT_IMPLEMENTED, text, op->cls, op->meth);
+			return;
+		}
+		if (ch->prefetch_consumer == 0 && ch->prefetch_global == 0)
+		{
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - consumer prefetch count is not set for queue '%s' in vhost '%s'",
+					 op->s1, c->vhost);
+			qreg_maybe_drop(q);
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return;
+		}
+	}
+	cons = calloc(1, sizeof(Consumer));
+	cons->ch = ch;
+	snprintf(cons->tag, sizeof(cons->tag), "%s", op->s3);
+	snprintf(cons->queue, sizeof(cons->queue), "%s", op->s1);
+	cons->no_ack = op->no_ack;
+	cons->exclusive = op->exclusive;
+	cons->prefetch = cons->no_ack ? 0 : ch->prefetch_consumer;
+	if (strcmp(PQgetvalue(res, 0, 0), "stream") == 0)
+	{
+		cons->stream = true;
+		snprintf(cons->group, sizeof(cons->group), "mq-amqp.%08lx%08lx",
+				 (unsigned long) random(), (unsigned long) random());
+		cons->offset_spec = json_get(op->args, "x-stream-offset");
+		if (cons->offset_spec)
+			json_object_get(cons->offset_spec);
+	}
+	cons->next = ch->consumers;
+	ch->consumers = cons;
+	q->consumers++;
+	q->had_consumer = true;
+	qreg_touch(q);				/* no expiry while it has consumers */
+	if (q->consumers == 2)
+		turn_start(cons);		/* the consumers of the queue take turns now */
+	if (op->exclusive)
+		q->exclusive_consumer = cons;
+	if (!op->nowait)
+	{
+		method_begin(ch->id, AMQP_BASIC, 21);
+		buf_shortstr(&out, cons->tag);
+		frame_send(c);
+	}
+	cons->pg = pg_connect(c->user, c->password, c->db[0] ? c->db : NULL, true,
+						  cons_connected, cons);
+	cons->pg->on_lost = cons_lost;
+	op_finish(ch);
+}
+
+static void
+get_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+
+	if (!res_ok(res))
+	{
+		const char *st = res_state(res);
+
+		if (st && strcmp(st, "0A000") == 0)
+		{
+			char		text[256];
+
+			/* basic.get on a stream: RabbitMQ closes the connection, 540 */
+			reply_text(text, sizeof(text), AMQP_NOT_IMPLEMENTED, res_message(res));
+			conn_error(ch->conn, AMQP_NOT_IMPLEMENTED, text, op->cls, op->meth);
+			return;
+		}
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) == 0)
+	{
+		method_begin(ch->id, AMQP_BASIC, 72);
+		buf_shortstr(&out, "");
+		frame_send(ch->conn);
+	}
+	else
+	{
+		uint64_t	tag = track_delivery(ch, res, 0, NULL, op->no_ack);
+		int64_t		ready = PQgetisnull(res, 0, COL_READY) ? 0 : col_i64(res, 0, COL_READY);
+
+		method_begin(ch->id, AMQP_BASIC, 71);
+		buf_u64(&out, tag);
+		buf_u8(&out, *PQgetvalue(res, 0, COL_REDELIVERED) ? 1 : 0);
+		buf_shortstr(&out, PQgetvalue(res, 0, COL_EXCHANGE));
+		buf_shortstr(&out, PQgetvalue(res, 0, COL_RK));
+		buf_u32(&out, ready > 0 ? (uint32_t) ready : 0);
+		frame_send(ch->conn);
+		send_row_content(ch, res, 0);
+	}
+	op_finish(ch);
+}
+
+static void
+settle_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (op->kind == OP_RECOVER)
+		send_simple(ch->conn, ch->id, AMQP_BASIC, 111);
+	if (ch->tx && op->kind == OP_SETTLE)
+	{
+		/* kept until COMMIT (credit) or ROLLBACK (unacked again) */
+		Unacked    *e = op->entries;
+
+		while (e && e->next)
+			e = e->next;
+		if (e)
+		{
+			e->next = ch->tx_settled;
+			ch->tx_settled = op->entries;
+			op->entries = NULL;
+		}
+	}
+	else
+	{
+		Unacked    *e,
+				   *list = op->entries;
+
+		op->entries = NULL;
+		for (e = list; e; e = e->next)
+			if (e->cons)
+			{
+				e->cons->unacked--;
+				if (e->early)
+					e->cons->credited--;
+			}
+		settle_done_entries(ch, list);
+	}
+	if (ch->state == CH_OPEN)
+		op_finish(ch);
+}
+
+static void
+run_settle(Chan *ch, Op *op)
+{
+	int			n = 0,
+				i;
+	Unacked    *e;
+	char	  **qs,
+			  **rs;
+	Buf			qa = {0},
+				ra = {0};
+	const char *vals[3];
+	const char *sql;
+
+	for (e = op->entries; e; e = e->next)
+		n++;
+	if (n == 0)
+	{
+		if (op->kind == OP_RECOVER)
+			send_simple(ch->conn, ch->id, AMQP_BASIC, 111);
+		op_finish(ch);
+		return;
+	}
+	qs = calloc(n, sizeof(char *));
+	rs = calloc(n, sizeof(char *));
+	for (i = 0, e = op->entries; e; e = e->next, i++)
+	{
+		qs[i] = e->queue;
+		rs[i] = e->receipt;
+	}
+	text_array(&qa, qs, n);
+	text_array(&ra, rs, n);
+	vals[0] = (const char *) qa.data;
+	vals[1] = (const char *) ra.data;
+	vals[2] = op->requeue ? "true" : "false";
+	if (op->settle == SETTLE_ACK)
+		sql = "SELECT sum(mq.ack(q, receipts => r)) FROM (SELECT q, array_agg(r) r "
+			"FROM unnest($1::text[], $2::text[]) t(q, r) GROUP BY q) s";
+	else if (op->settle == SETTLE_NACK)
+		sql = "SELECT sum(mq.nack(q, receipts => r, requeue => $3::boolean)) FROM "
+			"(SELECT q, array_agg(r) r FROM unnest($1::text[], $2::text[]) t(q, r) GROUP BY q) s";
+	else
+		sql = "SELECT sum(mq.reject(q, receipt => r, requeue => $3::boolean)) "
+			"FROM unnest($1::text[], $2::text[]) t(q, r)";
+	pg_send(ch->pg, sql, op->settle == SETTLE_ACK ? 2 : 3, NULL, vals, NULL, NULL, 0, settle_done, ch);
+	free(qs);
+	free(rs);
+	buf_free(&qa);
+	buf_free(&ra);
+}
+
+static void
+tx_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Unacked    *e;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	e = ch->tx_settled;
+	ch->tx_settled = NULL;
+	if (op->kind == OP_TX_COMMIT)
+	{
+		Unacked    *x;
+
+		for (x = e; x; x = x->next)
+			if (x->cons)
+				x->cons->unacked--;
+		settle_done_entries(ch, e);
+		send_simple(ch->conn, ch->id, AMQP_TX, 21);
+	}
+	else
+	{
+		unacked_restore(ch, e);
+		send_simple(ch->conn, ch->id, AMQP_TX, 31);
+	}
+	op_finish(ch);
+}
+
+static void
+send_confirm(Chan *ch, bool ack, uint64_t tag, bool multiple)
+{
+	method_begin(ch->id, AMQP_BASIC, ack ? 80 : 120);
+	buf_u64(&out, tag);
+	buf_u8(&out, multiple ? 1 : 0);	/* nack: requeue bit 0 */
+	frame_send(ch->conn);
+}
+
+static void
+publish_done(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	PubMsg	   *m = op->msgs;
+	uint64_t	pending = 0;
+	int			i;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	for (i = 0; i < PQntuples(res) && m; i++, m = m->next)
+	{
+		const char *st = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
+
+		if (st == NULL)
+		{
+			pending = m->seq;
+			continue;
+		}
+		if (strcmp(st, "P0002") == 0)
+		{
+			/* mandatory and routed nowhere: basic.return, then the ack */
+			method_begin(ch->id, AMQP_BASIC, 50);
+			buf_u16(&out, AMQP_NO_ROUTE);
+			buf_shortstr(&out, "NO_ROUTE");
+			buf_shortstr(&out, m->exchange);
+			buf_shortstr(&out, m->rk);
+			frame_send(ch->conn);
+			send_content(ch->conn, ch->id, &m->props, m->body.data, m->body.len);
+			pending = m->seq;
+			continue;
+		}
+		if (strcmp(st, "53400") == 0)
+		{
+			/* refused (x-overflow reject-publish): nacked alone */
+			if (ch->confirm)
+			{
+				if (pending)
+					send_confirm(ch, true, pending, true);
+				pending = 0;
+				send_confirm(ch, false, m->seq, false);
+			}
+			continue;
+		}
+		{
+			char		text[300];
+			int			code = sqlstate_code(st);
+
+			if (strcmp(st, "42704") == 0 && strstr(PQgetvalue(res, i, 3), "exchange"))
+				snprintf(text, sizeof(text), "NOT_FOUND - no exchange '%s' in vhost '%s'",
+						 m->exchange, ch->conn->vhost);
+			else
+				reply_text(text, sizeof(text), code, PQgetvalue(res, i, 3));
+			if (ch->confirm && pending)
+				send_confirm(ch, true, pending, true);
+			if (code == AMQP_INTERNAL_ERROR)
+				conn_error(ch->conn, code, text, AMQP_BASIC, 40);
+			else
+				chan_error(ch, code, text, AMQP_BASIC, 40);
+			return;
+		}
+	}
+	if (ch->confirm && pending)
+		send_confirm(ch, true, pending, true);
+	op_finish(ch);
+}
+
+void
+run_op(Chan *ch, Op *op)
+{
+	const char *vals[5];
+	char	   *args;
+	char		text[600];
+
+	switch (op->kind)
+	{
+		case OP_REPLY:
+			if (op->reply.len)
+			{
+				out.len = 0;
+				buf_bytes(&out, op->reply.data, op->reply.len);
+				if (!ch->conn->dead)
+					bufferevent_write(ch->conn->bev, out.data, out.len);
+			}
+			op_finish(ch);
+			return;
+		case OP_EXCHANGE_DECLARE:
+			vals[0] = op->s1;
+			if (op->passive)
+			{
+				pg_send(ch->pg, "SELECT 1 FROM mq.exchanges WHERE exchange = $1", 1, NULL, vals,
+						NULL, NULL, 0, op_simple_done, ch);
+				return;
+			}
+			{
+				const char *type = op->s2;
+				const char *ae = json_str(op->args, "alternate-exchange");
+
+				if (strcmp(type, "x-delayed-message") == 0)
+				{
+					/* delays are per publish here (x-delay): the underlying type */
+					type = json_str(op->args, "x-delayed-type");
+					if (!type)
+					{
+						chan_error(ch, AMQP_PRECONDITION_FAILED,
+								   "PRECONDITION_FAILED - Invalid argument, 'x-delayed-type' must be an existing exchange type",
+								   op->cls, op->meth);
+						return;
+					}
+				}
+				if (strcmp(type, "direct") != 0 && strcmp(type, "fanout") != 0 &&
+					strcmp(type, "topic") != 0 && strcmp(type, "headers") != 0)
+				{
+					snprintf(text, sizeof(text), "COMMAND_INVALID - invalid exchange type '%s'", type);
+					conn_error(ch->conn, AMQP_COMMAND_INVALID, text, op->cls, op->meth);
+					return;
+				}
+				vals[1] = type;
+				vals[2] = op->durable ? "true" : "false";
+				vals[3] = ae;
+				pg_send(ch->pg, "SELECT mq.exchange_declare($1, type => $2, durable => $3::boolean, "
+						"alternate_exchange => $4)", 4, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+				return;
+			}
+		case OP_EXCHANGE_DELETE:
+			vals[0] = op->s1;
+			vals[1] = op->if_unused ? "true" : "false";
+			/* a missing exchange is fine (RabbitMQ) */
+			pg_send(ch->pg, "SELECT mq.exchange_delete($1, if_unused => $2::boolean) "
+					"FROM mq.exchanges WHERE exchange = $1", 2, NULL, vals, NULL, NULL, 0,
+					op_simple_done, ch);
+			return;
+		case OP_QUEUE_DECLARE:
+			run_queue_declare(ch, op);
+			return;
+		case OP_QUEUE_BIND:
+		case OP_QUEUE_UNBIND:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			args = strdup(op->args ? json_object_to_json_string_ext(op->args, JSON_C_TO_STRING_PLAIN) : "{}");
+			vals[0] = op->s1;
+			vals[1] = op->s2;
+			vals[2] = op->s3;
+			vals[3] = args;
+			pg_send(ch->pg, op->kind == OP_QUEUE_BIND ?
+					"SELECT mq.bind($1, $2, $3, $4::jsonb)" :
+					"SELECT mq.unbind($1, $2, $3, $4::jsonb)",
+					4, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+			free(args);
+			return;
+		case OP_QUEUE_PURGE:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			vals[0] = op->s1;
+			pg_send(ch->pg, "SELECT mq.queue_purge($1)", 1, NULL, vals, NULL, NULL, 0,
+					op_simple_done, ch);
+			return;
+		case OP_QUEUE_DELETE:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			if (op->if_empty && op->stage == 0)
+			{
+				/* before its consumers are cancelled: a refused delete keeps them */
+				vals[0] = op->s1;
+				pg_send(ch->pg, "SELECT queue, ready FROM pg_temp.amqp_queue($1)",
+						1, NULL, vals, NULL, NULL, 0, delete_checked, ch);
+				return;
+			}
+			if (op->if_unused)
+			{
+				Qreg	   *q = qreg_find(conn_db(ch->conn), op->s1, false);
+
+				if (q && q->consumers > 0)
+				{
+					snprintf(text, sizeof(text), "PRECONDITION_FAILED - queue '%s' in vhost '%s' in use",
+							 op->s1, ch->conn->vhost);
+					chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+					return;
+				}
+			}
+			cancel_queue_consumers(conn_db(ch->conn), op->s1);
+			if (ch->state != CH_OPEN)
+				return;
+			vals[0] = op->s1;
+			vals[1] = op->if_empty ? "true" : "false";
+			/* deleting a missing queue is fine (RabbitMQ) */
+			/*
+			 * Not joined with mq.queues: reading every queue's state in the
+			 * deleting transaction deadlocks concurrent deletes
+			 */
+			pg_send(ch->pg, "SELECT mq.queue_delete($1, if_empty => $2::boolean)",
+					2, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+			return;
+		case OP_CONSUME:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			vals[0] = op->s1;
+			pg_send(ch->pg, "SELECT type FROM pg_temp.amqp_queue($1)", 1, NULL, vals,
+					NULL, NULL, 0, consume_checked, ch);
+			return;
+		case OP_GET:
+			if (qreg_locked(ch->conn, op->s1))
+				break;
+			qreg_touch(qreg_find(conn_db(ch->conn), op->s1, false));
+			if (ch->tx && !ch->getpg_ready)
+			{
+				/*
+				 * A tx-mode channel's session is in its transaction, and a
+				 * delivery is not transactional in RabbitMQ: gets go through
+				 * a session of their own (acks stay in the transaction).
+				 */
+				if (ch->getpg == NULL)
+				{
+					ch->getpg = pg_connect(ch->conn->user, ch->conn->password,
+										   ch->conn->db[0] ? ch->conn->db : NULL, false,
+										   getpg_connected, ch);
+					ch->getpg->on_lost = chan_lost;
+				}
+				return;
+			}
+			vals[0] = op->s1;
+			vals[1] = cfg.lease;
+			vals[2] = op->no_ack ? "true" : "false";
+			pg_send(ch->tx ? ch->getpg : ch->pg,
+					"SELECT " DELIVERY_COLUMNS ", (SELECT q.ready FROM pg_temp.amqp_queue($1) q) "
+					"FROM mq.consume($1, 1, lease => $2::interval, "
+					"auto_ack => $3::boolean)", 3, NULL, vals, NULL, NULL, 1, get_done, ch);
+			return;
+		case OP_SETTLE:
+		case OP_RECOVER:
+			if (op->taken)
+			{
+				run_settle(ch, op);
+				return;
+			}
+			if (!(op->multiple && op->tag == 0) && !ack_tag_known(ch, op->tag))
+			{
+				snprintf(text, sizeof(text), "PRECONDITION_FAILED - unknown delivery tag %llu",
+						 (unsigned long long) op->tag);
+				chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+				return;
+			}
+			op->entries = take_entries(ch, op->tag, op->multiple);
+			op->taken = true;	/* a retry runs the same statement */
+			run_settle(ch, op);
+			return;
+		case OP_ERROR:
+			chan_error(ch, op->code, op->s2, op->cls, op->meth);
+			return;
+		case OP_CLOSE:
+			/* chan_pump handles it */
+			return;
+		case OP_PUBLISH:
+			publish_send(ch->pg, op->msgs, publish_done, ch);
+			return;
+		case OP_TX_SELECT:
+			pg_send(ch->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0, op_simple_done, ch);
+			return;
+		case OP_TX_COMMIT:
+			pg_send(ch->pg, "COMMIT; BEGIN", 0, NULL, NULL, NULL, NULL, 0, tx_done, ch);
+			return;
+		case OP_TX_ROLLBACK:
+			pg_send(ch->pg, "ROLLBACK; BEGIN", 0, NULL, NULL, NULL, NULL, 0, tx_done, ch);
+			return;
+	}
+	/* an exclusive queue of another connection */
+	snprintf(text, sizeof(text),
+			 "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '%s' in vhost '%s'",
+			 op->s1, ch->conn->vhost);
+	chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
+}
+
+static void
+close_requeued(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+
+	/* whatever it did, the close goes on: the sessions' ends return the rest */
+	(void) res;
+	ch->op_running = false;
+	chan_pump(ch);
+}
+
+/*
+ * Before a channel's close-ok: its consumers stop and the channel's session
+ * waits until PostgreSQL has ended their sessions, which returns their
+ * unacked deliveries (queue_ext's rule), so that they are ready again when
+ * the client reads close-ok, as with RabbitMQ.  Closing the socket is not
+ * the end of the session: PostgreSQL ends it a moment later (a session in
+ * a long poll notices its client gone at client_connection_check_interval,
+ * 100 ms).  The wait looks at pg_stat_activity every 10 ms, for at most a
+ * second.  Returns true when it started that statement.
+ */
+static bool
+close_requeue(Chan *ch)
+{
+	Consumer   *cons;
+	Buf			pids = {0};
+	char		num[16];
+	char	   *sql;
+	size_t		len;
+
+	buf_u8(&pids, '{');
+	for (cons = ch->consumers; cons; cons = cons->next)
+		if (cons->pg && cons->pg->pg && PQbackendPID(cons->pg->pg) > 0)
+		{
+			snprintf(num, sizeof(num), "%s%d", pids.len > 1 ? "," : "",
+					 PQbackendPID(cons->pg->pg));
+			buf_bytes(&pids, num, strlen(num));
+		}
+	buf_u8(&pids, '}');
+	buf_u8(&pids, '\0');
+	while (ch->consumers)
+		cons_remove(ch->consumers, false, true);
+	if (pids.len <= 3)
+	{
+		buf_free(&pids);
+		return false;
+	}
+	/* DO takes no parameters: the list is digits and commas */
+	len = pids.len + 400;
+	sql = malloc(len);
+	snprintf(sql, len,
+			 "DO $$BEGIN FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
+			 "EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity "
+			 "WHERE pid = ANY ('%s'::int[])); PERFORM pg_catalog.pg_sleep(0.01); "
+			 "END LOOP; END$$", (const char *) pids.data);
+	ch->op_running = true;
+	pg_send(ch->pg, sql, 0, NULL, NULL, NULL, NULL, 0, close_requeued, ch);
+	free(sql);
+	buf_free(&pids);
+	return true;
+}
+
+/* queue.delete with if_empty: is it empty? */
+static void
+delete_checked(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	char		text[600];
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 1) &&
+		strtoll(PQgetvalue(res, 0, 1), NULL, 10) > 0)
+	{
+		snprintf(text, sizeof(text), "PRECONDITION_FAILED - queue '%s' in vhost '%s' not empty",
+				 op->s1, ch->conn->vhost);
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return;
+	}
+	op->stage = 1;
+	run_op(ch, op);
+}
+
+/* run the next operations; consecutive publishes go as one batch */
+void
+chan_pump(Chan *ch)
+{
+	while (ch->state == CH_OPEN && ch->pg_ready && !ch->op_running && ch->ops)
+	{
+		Op		   *op = ch->ops;
+
+		if (op->kind == OP_CLOSE)
+		{
+			Conn	   *c = ch->conn;
+
+			if (op->stage == 0)
+			{
+				op->stage = 1;
+				if (close_requeue(ch))
+					return;
+			}
+			chan_release(ch);
+			if (!c->client_closing)
+				send_simple(c, ch->id, AMQP_CHANNEL, 41);
+			chan_free(ch);
+			if (c->client_closing)
+				conn_close_finish(c);
+			return;
+		}
+		if (op->kind == OP_SETTLE &&
+			((op->multiple && op->tag == 0) || ack_tag_known(ch, op->tag)))
+		{
+			/* consecutive settles of one kind: one statement */
+			Unacked    *tail;
+			int			n = 1;
+
+			op->entries = take_entries(ch, op->tag, op->multiple);
+			op->taken = true;
+			for (tail = op->entries; tail && tail->next; tail = tail->next)
+				;
+			while (op->next && op->next->kind == OP_SETTLE && n < cfg.batch_max &&
+				   op->next->settle == op->settle && op->next->requeue == op->requeue &&
+				   ((op->next->multiple && op->next->tag == 0) ||
+					ack_tag_known(ch, op->next->tag)))
+			{
+				Op		   *nx = op->next;
+				Unacked    *more = take_entries(ch, nx->tag, nx->multiple);
+
+				if (tail)
+					tail->next = more;
+				else
+					op->entries = more;
+				for (tail = more ? more : tail; tail && tail->next; tail = tail->next)
+					;
+				op->next = nx->next;
+				if (ch->ops_tail == nx)
+					ch->ops_tail = op;
+				op_free(nx);
+				n++;
+			}
+		}
+		if (op->kind == OP_PUBLISH)
+		{
+			int			n = 1;
+			PubMsg	   *tail = op->msgs;
+
+			while (op->next && op->next->kind == OP_PUBLISH && n < cfg.batch_max)
+			{
+				Op		   *nx = op->next;
+
+				tail->next = nx->msgs;
+				tail = nx->msgs;
+				nx->msgs = NULL;
+				op->next = nx->next;
+				if (ch->ops_tail == nx)
+					ch->ops_tail = op;
+				op_free(nx);
+				n++;
+			}
+		}
+		ch->op_running = true;
+		run_op(ch, op);
+	}
+}

@@ -1,0 +1,247 @@
+/*-------------------------------------------------------------------------
+ *
+ * teardown.c
+ *	  How things end: a channel exception and a connection exception (their
+ *	  close frames), a statement's failure turned into one of them, a
+ *	  channel's sessions and consumers released and the channel freed, a
+ *	  client's connection.close finished, a connection destroyed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gateway.h"
+
+#include <stdlib.h>
+
+/*
+ * A statement of the channel failed: a channel exception with the
+ * SQLSTATE's reply code, or a connection exception when the session itself
+ * is gone (the server restarting: 320 CONNECTION_FORCED).
+ */
+void
+chan_sql_error(Chan *ch, PGresult *res, Op *op)
+{
+	char		text[256];
+	int			code;
+
+	if (res == NULL)
+	{
+		conn_error(ch->conn, AMQP_CONNECTION_FORCED,
+				   "CONNECTION_FORCED - PostgreSQL session lost", op ? op->cls : 0, op ? op->meth : 0);
+		return;
+	}
+	code = sqlstate_code(res_state(res));
+	reply_text(text, sizeof(text), code, res_message(res));
+	if (code == AMQP_INTERNAL_ERROR)
+		conn_error(ch->conn, code, text, op ? op->cls : 0, op ? op->meth : 0);
+	else
+		chan_error(ch, code, text, op ? op->cls : 0, op ? op->meth : 0);
+}
+
+/* give back everything of the channel: its sessions end (queue_ext returns
+ * their unacked deliveries at once), its consumers go */
+void
+chan_release(Chan *ch)
+{
+	Unacked    *e;
+
+	while (ch->consumers)
+		cons_remove(ch->consumers, false, true);
+	pg_close(ch->pg);
+	ch->pg = NULL;
+	ch->pg_ready = false;
+	pg_close(ch->getpg);
+	ch->getpg = NULL;
+	ch->getpg_ready = false;
+	while (ch->ops)
+	{
+		Op		   *op = ch->ops;
+
+		ch->ops = op->next;
+		op_free(op);
+	}
+	ch->ops_tail = NULL;
+	ch->op_running = false;
+	while ((e = ch->unacked))
+	{
+		ch->unacked = e->next;
+		free(e->queue);
+		free(e->receipt);
+		free(e);
+	}
+	ch->unacked_tail = NULL;
+	while ((e = ch->tx_settled))
+	{
+		ch->tx_settled = e->next;
+		free(e->queue);
+		free(e->receipt);
+		free(e);
+	}
+	if (ch->pub)
+	{
+		pub_free(ch->pub);
+		ch->pub = NULL;
+	}
+	ch->content = 0;
+}
+
+static void
+chan_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	free(arg);
+}
+
+/* the struct goes from the event loop: callers up the stack may look at it */
+void
+chan_free(Chan *ch)
+{
+	struct timeval zero = {0, 0};
+
+	chan_release(ch);
+	ch->conn->chans[ch->id] = NULL;
+	ch->state = CH_CLOSING;
+	event_base_once(gw_base, -1, EV_TIMEOUT, chan_free_cb, ch, &zero);
+}
+
+void
+chan_error(Chan *ch, int code, const char *text, int cls, int meth)
+{
+	if (ch->state != CH_OPEN)
+		return;
+	if (gw_verbose)
+		logmsg("%s: channel %d: %s", ch->conn->peer, ch->id, text);
+	if (ch->client_closing)
+	{
+		/* the client closes it anyway: its close-ok */
+		Conn	   *c = ch->conn;
+
+		if (!c->client_closing)
+			send_simple(c, ch->id, AMQP_CHANNEL, 41);
+		chan_free(ch);
+		if (c->client_closing)
+			conn_close_finish(c);
+		return;
+	}
+	method_begin(ch->id, AMQP_CHANNEL, 40);
+	buf_u16(&out, code);
+	buf_shortstr(&out, text);
+	buf_u16(&out, cls);
+	buf_u16(&out, meth);
+	frame_send(ch->conn);
+	ch->state = CH_CLOSING;
+	chan_release(ch);
+}
+
+void
+close_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	conn_destroy(arg);
+}
+
+/* a connection exception: close frame, then the socket after close-ok */
+void
+conn_error(Conn *c, int code, const char *text, int cls, int meth)
+{
+	struct timeval tv = {3, 0};
+	int			i;
+
+	if (c->dead || c->state == C_CLOSING)
+		return;
+	if (gw_verbose || code != AMQP_REPLY_SUCCESS)
+		logmsg("%s: connection error: %s", c->peer, text);
+	method_begin(0, AMQP_CONNECTION, 50);
+	buf_u16(&out, code);
+	buf_shortstr(&out, text);
+	buf_u16(&out, cls);
+	buf_u16(&out, meth);
+	frame_send(c);
+	c->state = C_CLOSING;
+	if (c->chans)
+		for (i = 1; i <= c->channel_max; i++)
+			if (c->chans[i])
+				chan_release(c->chans[i]);
+	c->close_timer = evtimer_new(gw_base, close_timeout, c);
+	evtimer_add(c->close_timer, &tv);
+}
+
+/* a client's connection.close: close-ok once its channels are done */
+void
+conn_close_finish(Conn *c)
+{
+	int			i;
+
+	if (c->dead || c->chans == NULL)
+		return;
+	for (i = 1; i <= c->channel_max; i++)
+		if (c->chans[i])
+			return;
+	if (c->finishing)
+		return;					/* done already */
+	send_simple(c, 0, AMQP_CONNECTION, 51);
+	c->finishing = true;
+	/* the socket goes once the close-ok is written (conn_written) */
+	bufferevent_disable(c->bev, EV_READ);
+}
+
+static void
+conn_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	free(c->password);
+	free(c->chans);
+	free(c);
+}
+
+/* the socket is gone: end everything of the connection */
+void
+conn_destroy(Conn *c)
+{
+	struct timeval zero = {0, 0};
+	Conn	  **pp;
+	Qreg	   *q,
+			   *next;
+	int			i;
+
+	if (c->dead)
+		return;
+	c->dead = true;				/* nothing more is written to it */
+	if (gw_verbose)
+		logmsg("%s: connection closed", c->peer);
+	if (c->chans)
+		for (i = 1; i <= c->channel_max; i++)
+			if (c->chans[i])
+				chan_free(c->chans[i]);
+	/* its exclusive queues go, and auto-delete queues it consumed last */
+	for (q = qregs; q; q = next)
+	{
+		next = q->next;
+		if (q->owner == c)
+		{
+			ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
+			cancel_queue_consumers(q->db, q->name);
+			q->owner = NULL;
+			q->auto_delete = false;
+			qreg_maybe_drop(q);
+		}
+	}
+	if (c->ctl)
+	{
+		ctl_orphan(c->ctl);
+		c->ctl = NULL;
+	}
+	for (pp = &conns; *pp; pp = &(*pp)->next)
+		if (*pp == c)
+		{
+			*pp = c->next;
+			break;
+		}
+	if (c->hb)
+		event_free(c->hb);
+	if (c->close_timer)
+		event_free(c->close_timer);
+	if (c->handshake_timer)
+		event_free(c->handshake_timer);
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	event_base_once(gw_base, -1, EV_TIMEOUT, conn_free_cb, c, &zero);
+}
