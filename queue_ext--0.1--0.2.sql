@@ -1416,6 +1416,41 @@ BEGIN
 END
 $$;
 
+-- New segments compare their indexed columns bytewise (key, dedup_id)
+CREATE OR REPLACE FUNCTION mq._segment_create(segno bigint, durable boolean)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	rel text := format('log_%s', segno);
+BEGIN
+	-- serialise concurrent roll-overs; whoever comes second finds the table
+	-- (the catalog cache may not have seen it yet, hence the exception)
+	PERFORM pg_advisory_xact_lock(7170001, 0);
+	IF to_regclass(format('mq.%I', rel)) IS NOT NULL THEN
+		RETURN;
+	END IF;
+	BEGIN
+		-- optional columns last: mqlog does not store trailing NULLs; the
+		-- indexed ones compare bytewise (COLLATE "C": equality is all they
+		-- are searched by, and a locale's strcoll made a key probe 10x dearer)
+		EXECUTE format('CREATE %s TABLE mq.%I (published_at timestamptz NOT NULL, '
+					   'exchange text, routing_key text, body bytea, headers jsonb, '
+					   'properties jsonb, key text COLLATE "C", tag text, message_group text, '
+					   'dedup_id text COLLATE "C") '
+					   'USING mqlog',
+					   CASE WHEN durable THEN '' ELSE 'UNLOGGED' END, rel);
+	EXCEPTION WHEN duplicate_table THEN
+		RETURN;
+	END;
+	EXECUTE format('CREATE INDEX %I ON mq.%I (key) WHERE key IS NOT NULL', rel || '_key', rel);
+	EXECUTE format('CREATE INDEX %I ON mq.%I (dedup_id) WHERE dedup_id IS NOT NULL',
+				   rel || '_dedup', rel);
+	INSERT INTO mq.cat_segment (segno, relid, durable)
+	VALUES (segno, format('mq.%I', rel)::regclass, durable)
+	ON CONFLICT DO NOTHING;
+END
+$$;
+
 -- The newest message of each key sent to queue routing_key through the
 -- default exchange, by one index scan per key and segment (src/consume.c;
 -- queue_ext_pgmq maps its msg_ids with it).  Ids only, for internal callers.
@@ -1766,6 +1801,11 @@ AS 'MODULE_PATHNAME', 'mq_lease_ids' LANGUAGE C;
 CREATE FUNCTION mq.in_flight(queue text, max_messages int DEFAULT 1000)
 RETURNS TABLE (msg_id bigint, delivery_count int, lease_until timestamptz)
 AS 'MODULE_PATHNAME', 'mq_in_flight' LANGUAGE C;
+-- Ack the message of each business key (the newest sent to the queue),
+-- whoever holds it, ready ones too: pgmq's delete by msg_id in one call
+CREATE FUNCTION mq.ack_keys(queue text, keys text[])
+RETURNS TABLE (key text, msg_id bigint)
+AS 'MODULE_PATHNAME', 'mq_ack_keys' LANGUAGE C;
 -- END pgmq support
 -- BEGIN lz4 restored (see the start of the script)
 SELECT pg_catalog.set_config('default_toast_compression',

@@ -212,9 +212,26 @@ SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('plain', NULL)$$);
 SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('plain', ARRAY[1]::bigint[], '-1 s')$$);
 SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('nope', ARRAY[1]::bigint[])$$);
 SELECT pg_temp.err($$SELECT * FROM mq.in_flight('plain', 0)$$);
+-- mq.ack_keys: ack by business key, ready or leased by anyone; a key twice
+-- counts once; unknown, settled and other queues' keys give no row
+SELECT mq.send('plain', 'a', key => 'ak-a') AS a_id \gset
+SELECT mq.send('plain', 'b', key => 'ak-b') AS b_id \gset
+SELECT mq.queue_declare('ak_other');
+SELECT mq.send('ak_other', 'c', key => 'ak-c') IS NOT NULL AS sent_elsewhere;
+SELECT count(*) FROM mq.consume('plain', 1, lease => '1 hour', session_bound => false);  -- a, leased
+SELECT key, msg_id = CASE key WHEN 'ak-a' THEN :a_id ELSE :b_id END AS right_id
+  FROM mq.ack_keys('plain', ARRAY['ak-b', 'nope', 'ak-a', 'ak-b', 'ak-c']);
+SELECT count(*) FROM mq.ack_keys('plain', ARRAY['ak-a']);        -- settled
+SELECT count(*) FROM mq.in_flight('plain');
+SELECT count(*) FROM mq.browse('plain');
+SELECT count(*) FROM mq.ack_keys('plain', '{}');
+SELECT pg_temp.err($$SELECT * FROM mq.ack_keys('plain', ARRAY['x', NULL])$$);
+SELECT pg_temp.err($$SELECT * FROM mq.ack_keys('plain', NULL)$$);
+SELECT pg_temp.err($$SELECT * FROM mq.ack_keys('nope', ARRAY['x'])$$);
 SELECT mq.queue_declare('ev', type => 'stream');
 SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('ev', ARRAY[1]::bigint[])$$);
 SELECT pg_temp.err($$SELECT * FROM mq.in_flight('ev')$$);
+SELECT pg_temp.err($$SELECT * FROM mq.ack_keys('ev', ARRAY['x'])$$);
 
 -- a queue dropped and created again numbers its messages from 1 again:
 -- its ids reach its own messages, never the earlier queue's

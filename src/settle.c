@@ -2,7 +2,8 @@
  *
  * settle.c
  *	  SQL entry points that settle deliveries: mq.ack, mq.nack, mq.reject
- *	  and mq.extend_lease.
+ *	  and mq.extend_lease; and mq.ack_keys, the delete by business key of
+ *	  visibility-timeout clients (queue_ext_pgmq).
  *
  * Settling is transactional: an ack is a settlement record appended in the
  * caller's transaction, so consume + work + ack in one transaction is
@@ -19,6 +20,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -29,12 +31,14 @@
 #include "publish.h"
 #include "queue/queue.h"
 #include "receipt.h"
+#include "msglog.h"
 #include "consume.h"
 
 PG_FUNCTION_INFO_V1(mq_ack);
 PG_FUNCTION_INFO_V1(mq_nack);
 PG_FUNCTION_INFO_V1(mq_reject);
 PG_FUNCTION_INFO_V1(mq_extend_lease);
+PG_FUNCTION_INFO_V1(mq_ack_keys);
 
 /*
  * The queue of a settle call (its arguments already checked not NULL);
@@ -470,4 +474,124 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");
 	PG_RETURN_INT32(settle_call(fcinfo, "mq.extend_lease", 3, 4, false, &st,
 								MQ_SETTLE_OP_EXTEND, until, NULL));
+}
+
+/* qsort order of positions into an array of msg_ids (arg): by id, then position */
+static int
+id_position_cmp(const void *a, const void *b, void *arg)
+{
+	const int64 *ids = arg;
+	int			i = *(const int *) a;
+	int			j = *(const int *) b;
+
+	if (ids[i] != ids[j])
+		return ids[i] < ids[j] ? -1 : 1;
+	return i - j;
+}
+
+/* qsort/bsearch order of int64s */
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * mq.ack_keys(queue, keys): ack the message of each business key (the
+ * newest message of that key sent to the queue), whoever holds it and
+ * ready ones too, as a visibility-timeout client deletes a message by its
+ * id (queue_ext_pgmq's pgmq.delete).  One row (key, msg_id) per message
+ * acked, in the order of keys; a key given twice counts once.  A key
+ * without a message, or whose message is delayed or settled, gives no
+ * row; a ready one deeper in the backlog than mq.lease_ids looks raises
+ * as there.  Needs consume on the queue; not for streams.
+ */
+Datum
+mq_ack_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqQueue    *q;
+	Datum	   *keys;
+	int			n;
+	int64	   *ids;
+	int		   *order;
+	int64	   *want;
+	int			nwant = 0;
+	MqLeased   *leased;
+	int			got;
+	int64	   *taken;
+	bool	   *acked;
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "keys");
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	mq_check_queue_privilege(q, MQ_PRIV_CONSUME);
+	if (q->type == MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("mq.ack_keys does not apply to stream queue \"%s\"", q->name),
+				 errdetail("A stream's messages are settled by its consumer groups.")));
+	keys = mq_array_arg(fcinfo, 1, TEXTOID, "keys", &n);
+	PreventCommandIfReadOnly("mq.ack_keys");
+	InitMaterializedSRF(fcinfo, 0);
+	if (n == 0)
+		return (Datum) 0;
+
+	/* the messages, each once */
+	ids = palloc(sizeof(int64) * n);
+	mq_log_lookup_keys(q->name, keys, n, ids);
+	order = palloc(sizeof(int) * n);
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	qsort_arg(order, n, sizeof(int), id_position_cmp, ids);
+	want = palloc(sizeof(int64) * n);
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		if (ids[i] == 0)
+			continue;
+		if (k > 0 && ids[order[k - 1]] == ids[i])
+		{
+			ids[i] = 0;			/* the same message as an earlier key */
+			continue;
+		}
+		want[nwant++] = ids[i];
+	}
+	if (nwant == 0)
+		return (Datum) 0;
+
+	/* take them over for a while, then ack what was taken */
+	leased = palloc(sizeof(MqLeased) * nwant);
+	got = mq_queue_lease_ids(q, want, nwant,
+							 mq_time_add(GetCurrentTimestamp(), 300 * USECS_PER_SEC, "lease"),
+							 false, leased);
+	if (got == 0)
+		return (Datum) 0;
+	taken = palloc(sizeof(int64) * got);
+	for (int i = 0; i < got; i++)
+		taken[i] = leased[i].msg_id;
+	settle_ids(q, taken, NULL, got, MQ_SETTLE_OP_ACK, 0, NULL);
+
+	/* rows in the order of keys: mark the acked ids (taken, sorted) */
+	acked = palloc0(sizeof(bool) * n);
+	qsort(taken, got, sizeof(int64), int64_cmp);
+	for (int i = 0; i < n; i++)
+		acked[i] = ids[i] != 0 &&
+			bsearch(&ids[i], taken, got, sizeof(int64), int64_cmp) != NULL;
+	for (int i = 0; i < n; i++)
+	{
+		Datum		v[2];
+		bool		nulls[2] = {false, false};
+
+		if (!acked[i])
+			continue;
+		v[0] = keys[i];
+		v[1] = Int64GetDatum(ids[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	return (Datum) 0;
 }

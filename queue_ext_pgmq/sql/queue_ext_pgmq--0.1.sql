@@ -496,24 +496,28 @@ BEGIN
 END
 $$ LANGUAGE plpgsql;
 
+-- (the messages are found and acked by their keys in one call, C's
+-- mq.ack_keys; delayed ones are left over and have their timers disarmed)
 CREATE FUNCTION pgmq.delete(queue_name TEXT, msg_ids BIGINT[])
 RETURNS SETOF BIGINT AS $$
 DECLARE
     qe TEXT := pgmq._queue(queue_name);
+    seq OID := to_regclass(format('pgmq.%I', substr(qe, 6) || '_msg_id_seq'));
     taken BIGINT[];
-    taken_qe BIGINT[];
     r record;
 BEGIN
     IF msg_ids IS NULL THEN
         RETURN;
     END IF;
-    SELECT array_agg(t.msg_id ORDER BY t.ord), array_agg(t.qe_id ORDER BY t.ord)
-      INTO taken, taken_qe
-      FROM (SELECT k.msg_id, k.qe_id, row_number() OVER () AS ord
-              FROM pgmq._take(qe, msg_ids, interval '5 minutes') k) t;
-    IF taken_qe IS NOT NULL THEN
-        PERFORM mq.ack(qe, taken_qe);
+    SELECT array_agg(split_part(a.key, ':', 1)::bigint) INTO taken
+      FROM mq.ack_keys(qe, ARRAY(SELECT u::text || ':' || qe || ':' || seq
+                                   FROM unnest(msg_ids) AS u
+                                  WHERE u IS NOT NULL AND seq IS NOT NULL)) a;
+    IF taken IS NOT NULL THEN
         RETURN QUERY SELECT unnest(taken);
+        IF cardinality(taken) >= cardinality(msg_ids) THEN
+            RETURN;
+        END IF;
     END IF;
     -- delayed messages: disarm their timers
     FOR r IN SELECT u.id, pgmq._qe_id(qe, u.id) AS qe_id FROM unnest(msg_ids) AS u(id)
