@@ -74,6 +74,13 @@ SELECT "partition", count(*) FROM generate_series(0, 3) p, mq.read('st_four', p)
  WHERE convert_from(body, 'UTF8') LIKE 'rr%' GROUP BY 1 ORDER BY 1;
 -- a batch may name the partition of all its messages
 SELECT count(*) FROM mq.send_batch('st_four', ARRAY['b1', 'b2'], partition => 3);
+-- a batch's per-message keys pick their partitions as single sends' keys do
+SELECT mq.queue_declare('st_keys', type => 'stream', arguments => '{"partitions": 4}');
+SELECT count(*) FROM mq.send_batch('st_keys', ARRAY['kb1', 'kb2', 'kb3', 'kb4'],
+	keys => ARRAY['customer-9', NULL, 'customer-9', 'customer-4']);
+SELECT count(DISTINCT "partition") AS partitions, min("partition") = :key_partition AS as_single
+  FROM generate_series(0, 3) p, mq.read('st_keys', p) WHERE key = 'customer-9';
+SELECT mq.queue_delete('st_keys');
 
 -- offsets: from 0 in each partition, one per entry in write order, with no
 -- duplicates; every message once
