@@ -1416,6 +1416,10 @@ BEGIN
 END
 $$;
 
+-- mq.message returns one row at most: planners joining it laterally
+-- (queue_ext_pgmq's views) must not expect a thousand per call
+ALTER FUNCTION mq.message(bigint) ROWS 1;
+
 -- New segments compare their indexed columns bytewise (key, dedup_id)
 CREATE OR REPLACE FUNCTION mq._segment_create(segno bigint, durable boolean)
 RETURNS void LANGUAGE plpgsql

@@ -1169,7 +1169,7 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
 	message_group text, priority int, properties jsonb)
-AS 'MODULE_PATHNAME', 'mq_message' LANGUAGE C;
+AS 'MODULE_PATHNAME', 'mq_message' LANGUAGE C ROWS 1;
 
 CREATE FUNCTION mq.messages_by_key(key text, max_messages int DEFAULT 10)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,

@@ -233,6 +233,42 @@ SELECT pg_temp.err($$SELECT * FROM mq.lease_ids('ev', ARRAY[1]::bigint[])$$);
 SELECT pg_temp.err($$SELECT * FROM mq.in_flight('ev')$$);
 SELECT pg_temp.err($$SELECT * FROM mq.ack_keys('ev', ARRAY['x'])$$);
 
+-- FIFO reads by message group (header x-pgmq-group): a group is readable
+-- while its oldest message is visible, and only up to its first message in
+-- flight; messages without the header form one group of their own
+SELECT pgmq.create('fq');
+SELECT pgmq.send('fq', jsonb_build_object('n', v.i),
+                 CASE WHEN v.g IS NOT NULL THEN jsonb_build_object('x-pgmq-group', v.g) END)
+  FROM (VALUES (1, 'A'), (2, 'A'), (3, 'A'), (4, 'B'), (5, 'B'), (6, NULL), (7, 'A')) v(i, g)
+ ORDER BY v.i;
+SELECT pgmq.create_fifo_index('fq'), pgmq.create_fifo_indexes_all();
+SELECT msg_id, read_ct, message, headers FROM pgmq.read_grouped('fq', 30, 3);   -- the oldest group first
+SELECT array_agg(msg_id) FROM pgmq.read_grouped('fq', 30, 10);                  -- A is held by 1-3
+SELECT array_agg(msg_id) FROM pgmq.read_grouped('fq', 30, 10);                  -- everything held
+SELECT pgmq.delete('fq', ARRAY[1, 2]::bigint[]);
+SELECT array_agg(msg_id) FROM pgmq.read_grouped_head('fq', 30, 10);             -- 3 still in flight
+SELECT pgmq.delete('fq', 3::bigint);
+SELECT array_agg(msg_id) FROM pgmq.read_grouped_head('fq', 30, 10);             -- now 7
+SELECT pgmq.purge_queue('fq');
+SELECT pgmq.send('fq', jsonb_build_object('n', v.i),
+                 CASE WHEN v.g IS NOT NULL THEN jsonb_build_object('x-pgmq-group', v.g) END)
+  FROM (VALUES (1, 'A'), (2, 'A'), (3, 'A'), (4, 'B'), (5, 'B'), (6, NULL), (7, 'A')) v(i, g)
+ ORDER BY v.i;
+SELECT array_agg(msg_id) FROM pgmq.read_grouped_rr('fq', 0, 10);                -- layered round robin
+SELECT array_agg(msg_id) FROM pgmq.read_grouped_head('fq', 0, 2);
+SELECT array_agg(msg_id) FROM pgmq.read_grouped_rr_with_poll('fq', 30, 4, 1, 10);
+SELECT count(*) FROM pgmq.read_grouped_with_poll('fq', 30, 10, 1, 10);          -- every head in flight
+SELECT count(*) FROM pgmq.read_grouped_head_with_poll('fq', 30, 10, 1, 10);
+SELECT count(*) FROM pgmq.read_grouped('fq', 30, 0);
+-- a delayed message holds its group back too
+SELECT pgmq.send('fq', '"later"', '{"x-pgmq-group": "C"}'::jsonb, 3600);
+SELECT pgmq.send('fq', '"now"', '{"x-pgmq-group": "C"}'::jsonb);
+SELECT msg_id FROM pgmq.read('fq', 0, 10) WHERE message = '"now"';        -- a plain read takes it
+SELECT count(*) FROM pgmq.read_grouped('fq', 30, 10);
+SELECT pg_temp.err($$SELECT * FROM pgmq.read_grouped('nope', 30, 1)$$);
+SELECT pg_temp.err($$SELECT pgmq.create_fifo_index('nope')$$);
+SELECT pgmq.drop_queue('fq');
+
 -- a queue dropped and created again numbers its messages from 1 again:
 -- its ids reach its own messages, never the earlier queue's
 SELECT pgmq.create('reborn');

@@ -472,6 +472,197 @@ RETURNS SETOF pgmq.message_record AS $$
 $$ LANGUAGE sql;
 
 ------------------------------------------------------------
+-- FIFO reads by message group (pgmq's later releases: the group is the
+-- header x-pgmq-group, '_default_fifo_group' without it)
+------------------------------------------------------------
+
+-- Every message of queue qe that a FIFO read must consider: pgmq id,
+-- queue_ext id, group, and whether it is visible (ready) -- leased and
+-- delayed ones hold their group back.  Up to 10000 of each kind.
+CREATE FUNCTION pgmq._fifo_state(qe TEXT)
+RETURNS TABLE (id BIGINT, qe_id BIGINT, grp TEXT, visible BOOLEAN)
+LANGUAGE SQL STABLE AS $$
+  SELECT pgmq._msg_id(b.key), b.msg_id,
+         coalesce(b.headers->>'x-pgmq-group', '_default_fifo_group'), true
+    FROM mq.browse(qe, 10000) b
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), m.msg_id,
+         coalesce(m.headers->>'x-pgmq-group', '_default_fifo_group'), false
+    FROM mq.in_flight(qe, 10000) f, LATERAL mq.message(f.msg_id) m
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), m.msg_id,
+         coalesce(m.headers->>'x-pgmq-group', '_default_fifo_group'), false
+    FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
+$$;
+
+-- The messages a FIFO read of mode 'grouped', 'rr' or 'head' takes, in
+-- the order it returns them (ord), from groups only_groups (NULL: all) but
+-- skip_groups.
+-- A group is readable when its oldest message is visible; from it the
+-- read may take the visible messages up to the first one that is not
+-- (strict order: nothing after a message in flight).  'grouped' fills
+-- the batch from the group with the oldest head first (SQS FIFO),
+-- 'rr' takes the first of every group, then the second, ... (groups by
+-- their heads' age), 'head' only the first of each group.
+CREATE FUNCTION pgmq._fifo_pick(qe TEXT, qty INTEGER, mode TEXT, only_groups TEXT[],
+                                skip_groups TEXT[])
+RETURNS TABLE (qe_id BIGINT, ord BIGINT, grp TEXT)
+LANGUAGE SQL STABLE AS $$
+  WITH s AS (
+    SELECT st.*,
+           row_number() OVER w AS rnk,
+           count(*) FILTER (WHERE NOT st.visible) OVER w AS hidden,
+           min(st.id) OVER (PARTITION BY st.grp) AS head
+      FROM pgmq._fifo_state(qe) st
+    WINDOW w AS (PARTITION BY st.grp ORDER BY st.id)
+  ), readable AS (
+    SELECT s.*, dense_rank() OVER (ORDER BY s.head) AS prio
+      FROM s
+     WHERE s.hidden = 0 AND (only_groups IS NULL OR s.grp = ANY (only_groups))
+       AND NOT s.grp = ANY (skip_groups)
+       AND (mode <> 'head' OR s.rnk = 1)
+  )
+  SELECT r.qe_id,
+         row_number() OVER (ORDER BY CASE WHEN mode = 'rr' THEN r.rnk ELSE 0 END, r.prio, r.rnk),
+         r.grp
+    FROM readable r
+   ORDER BY 2
+   LIMIT qty
+$$;
+
+-- A FIFO read: the groups it would take messages from are locked for the
+-- transaction (a transaction-level advisory lock per queue and group,
+-- tried, not waited for: a group another FIFO read holds is skipped and
+-- the pick made again without it), then the state is read again, so that
+-- what such another read leased is seen, and the messages are leased by id
+CREATE FUNCTION pgmq._read_grouped(queue_name TEXT, vt INTEGER, qty INTEGER, mode TEXT)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    n INTEGER := least(coalesce(qty, 10000), 10000);
+    until TIMESTAMPTZ := clock_timestamp() + make_interval(secs => vt);
+    mine TEXT[] := '{}';
+    busy TEXT[] := '{}';
+    g TEXT;
+    more BOOLEAN := true;
+    ids BIGINT[];
+BEGIN
+    IF n < 1 THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
+        RAISE EXCEPTION 'relation "pgmq.%" does not exist', pgmq.format_table_name(queue_name, 'q')
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    WHILE more LOOP
+        more := false;
+        FOR g IN SELECT p.grp FROM pgmq._fifo_pick(qe, n, mode, NULL, busy) p
+                  GROUP BY p.grp ORDER BY min(p.ord) LOOP
+            CONTINUE WHEN g = ANY (mine);
+            IF pg_try_advisory_xact_lock(hashtextextended('pgmq.fifo ' || qe || ' ' || g, 0)) THEN
+                mine := mine || g;
+            ELSE
+                busy := busy || g;
+                more := true;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(mine) = 0 THEN
+        RETURN;
+    END IF;
+    ids := ARRAY(SELECT p.qe_id FROM pgmq._fifo_pick(qe, n, mode, mine, '{}') p ORDER BY p.ord);
+    RETURN QUERY
+        SELECT pgmq._msg_id(m.key), l.delivery_count, m.published_at, until,
+               pgmq._message(m.body, m.properties), m.headers
+          FROM unnest(ids) WITH ORDINALITY AS u(id, o)
+          JOIN mq.lease_ids(qe, ids, pgmq._lease(vt), deliver => true) l ON l.msg_id = u.id,
+               LATERAL mq.message(l.msg_id) m
+         ORDER BY u.o;
+END;
+$$ LANGUAGE plpgsql;
+
+-- Poll a FIFO read every poll_interval_ms until it returns messages or
+-- max_poll_seconds have passed
+CREATE FUNCTION pgmq._read_grouped_poll(queue_name TEXT, vt INTEGER, qty INTEGER, mode TEXT,
+                                        max_poll_seconds INTEGER, poll_interval_ms INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    stop_at TIMESTAMPTZ := clock_timestamp() + make_interval(secs => max_poll_seconds);
+BEGIN
+    LOOP
+        IF clock_timestamp() >= stop_at THEN
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, mode);
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        PERFORM pg_sleep(poll_interval_ms::numeric / 1000);
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+-- read_grouped: SQS FIFO-style, as many messages as it can from the group
+-- with the oldest head first
+CREATE FUNCTION pgmq.read_grouped(queue_name TEXT, vt INTEGER, qty INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, 'grouped');
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.read_grouped_with_poll(queue_name TEXT, vt INTEGER, qty INTEGER,
+                                            max_poll_seconds INTEGER DEFAULT 5,
+                                            poll_interval_ms INTEGER DEFAULT 100)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped_poll(queue_name, vt, qty, 'grouped',
+                                          max_poll_seconds, poll_interval_ms);
+$$ LANGUAGE sql;
+
+-- read_grouped_rr: layered round robin across the groups
+CREATE FUNCTION pgmq.read_grouped_rr(queue_name TEXT, vt INTEGER, qty INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, 'rr');
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.read_grouped_rr_with_poll(queue_name TEXT, vt INTEGER, qty INTEGER,
+                                               max_poll_seconds INTEGER DEFAULT 5,
+                                               poll_interval_ms INTEGER DEFAULT 100)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped_poll(queue_name, vt, qty, 'rr',
+                                          max_poll_seconds, poll_interval_ms);
+$$ LANGUAGE sql;
+
+-- read_grouped_head: the oldest message of up to qty groups
+CREATE FUNCTION pgmq.read_grouped_head(queue_name TEXT, vt INTEGER, qty INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, 'head');
+$$ LANGUAGE sql;
+
+CREATE FUNCTION pgmq.read_grouped_head_with_poll(queue_name TEXT, vt INTEGER, qty INTEGER,
+                                                 max_poll_seconds INTEGER DEFAULT 5,
+                                                 poll_interval_ms INTEGER DEFAULT 100)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped_poll(queue_name, vt, qty, 'head',
+                                          max_poll_seconds, poll_interval_ms);
+$$ LANGUAGE sql;
+
+-- pgmq's GIN index on headers for FIFO reads: queue_ext reads groups from
+-- the queue's state, which needs none; the queue must exist
+CREATE FUNCTION pgmq.create_fifo_index(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = pgmq._queue(queue_name)) THEN
+        RAISE EXCEPTION 'relation "pgmq.%" does not exist', pgmq.format_table_name(queue_name, 'q')
+            USING ERRCODE = 'undefined_table';
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE FUNCTION pgmq.create_fifo_indexes_all()
+RETURNS void AS $$
+    SELECT pgmq.create_fifo_index(m.queue_name) FROM pgmq.meta m;
+$$ LANGUAGE sql;
+
+------------------------------------------------------------
 -- Settling by msg_id
 ------------------------------------------------------------
 
