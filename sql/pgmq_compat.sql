@@ -269,6 +269,32 @@ SELECT pg_temp.err($$SELECT * FROM pgmq.read_grouped('nope', 30, 1)$$);
 SELECT pg_temp.err($$SELECT pgmq.create_fifo_index('nope')$$);
 SELECT pgmq.drop_queue('fq');
 
+-- topics: send_topic sends a copy to every queue bound with a matching
+-- pattern (* one word, # any run), each a message of its own queue
+SELECT pgmq.create('t_all'), pgmq.create('t_errors'), pgmq.create('t_api');
+SELECT pgmq.bind_topic('logs.#', 't_all'), pgmq.bind_topic('*.error', 't_errors'),
+       pgmq.bind_topic('logs.api.*', 't_api'), pgmq.bind_topic('logs.#', 't_all');
+SELECT pattern, queue_name, compiled_regex FROM pgmq.list_topic_bindings() ORDER BY 1, 2;
+SELECT pattern FROM pgmq.list_topic_bindings('t_api');
+SELECT * FROM pgmq.test_routing('logs.error');
+SELECT pgmq.send_topic('logs.error', '{"m": 1}');
+SELECT pgmq.send_topic('logs.api.get', '{"m": 2}', '{"h": 1}', 0);
+SELECT pgmq.send_topic('nothing', '{"m": 3}', 5);
+SELECT * FROM pgmq.send_batch_topic('logs.api.put', ARRAY['{"a": 1}', '{"a": 2}']::jsonb[]) ORDER BY 1, 2;
+SELECT msg_id, message, headers FROM pgmq.read('t_api', 30, 10);
+SELECT queue_name, queue_length FROM pgmq.metrics_all() WHERE queue_name LIKE 't\_%' ORDER BY 1;
+SELECT pgmq.unbind_topic('logs.#', 't_all'), pgmq.unbind_topic('logs.#', 't_all');
+SELECT pgmq.drop_queue('t_errors');
+SELECT pattern, queue_name FROM pgmq.topic_bindings;          -- the dropped queue's binding went with it
+SELECT pg_temp.err($$SELECT pgmq.send_topic('logs..x', '{}')$$);
+SELECT pg_temp.err($$SELECT pgmq.send_topic('logs.x', NULL)$$);
+SELECT pg_temp.err($$SELECT pgmq.send_topic('', '{}')$$);
+SELECT pg_temp.err($$SELECT pgmq.bind_topic('logs.**', 't_api')$$);
+SELECT pg_temp.err($$SELECT pgmq.bind_topic('logs.*#', 't_api')$$);
+SELECT pg_temp.err($$SELECT pgmq.bind_topic('logs', 'nope')$$);
+SELECT pg_temp.err($$SELECT * FROM pgmq.send_batch_topic('logs.x', ARRAY[]::jsonb[])$$);
+SELECT pgmq.drop_queue('t_all'), pgmq.drop_queue('t_api');
+
 -- a queue dropped and created again numbers its messages from 1 again:
 -- its ids reach its own messages, never the earlier queue's
 SELECT pgmq.create('reborn');

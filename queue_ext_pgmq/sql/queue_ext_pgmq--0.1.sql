@@ -27,6 +27,22 @@ CREATE TABLE pgmq.meta (
     created_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL
 );
 
+-- Topic bindings (pgmq's later releases): a pattern of dot-separated words
+-- (* one word, # any run of characters) that routes pgmq.send_topic to a
+-- queue; the pattern's regular expression is kept beside it, as pgmq keeps
+-- it (patterns are checked to words, dots, * and #, so only dots need
+-- escaping)
+CREATE TABLE pgmq.topic_bindings (
+    pattern TEXT NOT NULL,
+    queue_name TEXT NOT NULL
+        CONSTRAINT topic_bindings_meta_queue_name_fk
+            REFERENCES pgmq.meta (queue_name) ON DELETE CASCADE,
+    bound_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+    compiled_regex TEXT GENERATED ALWAYS AS
+        ('^' || replace(replace(replace(pattern, '.', '\.'), '*', '[^.]+'), '#', '.*') || '$') STORED,
+    CONSTRAINT topic_bindings_unique_pattern_queue UNIQUE (pattern, queue_name)
+);
+
 GRANT USAGE ON SCHEMA pgmq TO pg_monitor;
 GRANT SELECT ON ALL TABLES IN SCHEMA pgmq TO pg_monitor;
 GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq TO pg_monitor;
@@ -661,6 +677,198 @@ CREATE FUNCTION pgmq.create_fifo_indexes_all()
 RETURNS void AS $$
     SELECT pgmq.create_fifo_index(m.queue_name) FROM pgmq.meta m;
 $$ LANGUAGE sql;
+
+------------------------------------------------------------
+-- Topics (pgmq's later releases): send_topic sends a copy to every queue
+-- bound with a matching pattern (each copy is a message of its queue, with
+-- that queue's msg_id), in one transaction
+------------------------------------------------------------
+CREATE FUNCTION pgmq.validate_routing_key(routing_key TEXT)
+RETURNS BOOLEAN LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF routing_key IS NULL OR routing_key = '' THEN
+        RAISE EXCEPTION 'routing_key cannot be NULL or empty';
+    ELSIF length(routing_key) > 255 THEN
+        RAISE EXCEPTION 'routing_key length cannot exceed 255 characters, got % characters', length(routing_key);
+    ELSIF routing_key !~ '^[a-zA-Z0-9._-]+$' THEN
+        RAISE EXCEPTION 'routing_key contains invalid characters. Only alphanumeric, dots, hyphens, and underscores are allowed. Got: %', routing_key;
+    ELSIF left(routing_key, 1) = '.' THEN
+        RAISE EXCEPTION 'routing_key cannot start with a dot. Got: %', routing_key;
+    ELSIF right(routing_key, 1) = '.' THEN
+        RAISE EXCEPTION 'routing_key cannot end with a dot. Got: %', routing_key;
+    ELSIF strpos(routing_key, '..') > 0 THEN
+        RAISE EXCEPTION 'routing_key cannot contain consecutive dots. Got: %', routing_key;
+    END IF;
+    RETURN true;
+END;
+$$;
+
+CREATE FUNCTION pgmq.validate_topic_pattern(pattern TEXT)
+RETURNS BOOLEAN LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF pattern IS NULL OR pattern = '' THEN
+        RAISE EXCEPTION 'pattern cannot be NULL or empty';
+    ELSIF length(pattern) > 255 THEN
+        RAISE EXCEPTION 'pattern length cannot exceed 255 characters, got % characters', length(pattern);
+    ELSIF pattern !~ '^[a-zA-Z0-9._*#-]+$' THEN
+        RAISE EXCEPTION 'pattern contains invalid characters. Only alphanumeric, dots, hyphens, underscores, *, and # are allowed. Got: %', pattern;
+    ELSIF left(pattern, 1) = '.' THEN
+        RAISE EXCEPTION 'pattern cannot start with a dot. Got: %', pattern;
+    ELSIF right(pattern, 1) = '.' THEN
+        RAISE EXCEPTION 'pattern cannot end with a dot. Got: %', pattern;
+    ELSIF strpos(pattern, '..') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain consecutive dots. Got: %', pattern;
+    ELSIF strpos(pattern, '**') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain consecutive stars (**). Use # for multi-segment matching. Got: %', pattern;
+    ELSIF strpos(pattern, '##') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain consecutive hashes (##). A single # already matches zero or more segments. Got: %', pattern;
+    ELSIF strpos(pattern, '*#') > 0 OR strpos(pattern, '#*') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain adjacent wildcards (*# or #*). Separate wildcards with dots. Got: %', pattern;
+    END IF;
+    RETURN true;
+END;
+$$;
+
+CREATE FUNCTION pgmq.bind_topic(pattern TEXT, queue_name TEXT)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pgmq.validate_topic_pattern(pattern);
+    IF queue_name IS NULL OR queue_name = '' THEN
+        RAISE EXCEPTION 'queue_name cannot be NULL or empty';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pgmq.meta m WHERE m.queue_name = bind_topic.queue_name) THEN
+        RAISE EXCEPTION 'Queue "%" does not exist. Create the queue first using pgmq.create()', queue_name;
+    END IF;
+    INSERT INTO pgmq.topic_bindings (pattern, queue_name)
+    VALUES (bind_topic.pattern, bind_topic.queue_name)
+    ON CONFLICT ON CONSTRAINT topic_bindings_unique_pattern_queue DO NOTHING;
+END;
+$$;
+
+CREATE FUNCTION pgmq.unbind_topic(pattern TEXT, queue_name TEXT)
+RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+    IF pattern IS NULL OR pattern = '' THEN
+        RAISE EXCEPTION 'pattern cannot be NULL or empty';
+    END IF;
+    IF queue_name IS NULL OR queue_name = '' THEN
+        RAISE EXCEPTION 'queue_name cannot be NULL or empty';
+    END IF;
+    DELETE FROM pgmq.topic_bindings b
+     WHERE b.pattern = unbind_topic.pattern AND b.queue_name = unbind_topic.queue_name;
+    RETURN FOUND;
+END;
+$$;
+
+-- Which bindings a routing key matches, without sending
+CREATE FUNCTION pgmq.test_routing(routing_key TEXT)
+RETURNS TABLE (pattern TEXT, queue_name TEXT, compiled_regex TEXT)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM pgmq.validate_routing_key(routing_key);
+    RETURN QUERY
+        SELECT b.pattern, b.queue_name, b.compiled_regex
+          FROM pgmq.topic_bindings b
+         WHERE test_routing.routing_key ~ b.compiled_regex
+         ORDER BY b.pattern;
+END;
+$$;
+
+-- send_topic: the number of queues the message went to
+CREATE FUNCTION pgmq.send_topic(routing_key TEXT, msg JSONB, headers JSONB, delay INTEGER)
+RETURNS INTEGER LANGUAGE plpgsql AS $$
+DECLARE
+    q TEXT;
+    n INTEGER := 0;
+BEGIN
+    PERFORM pgmq.validate_routing_key(routing_key);
+    IF msg IS NULL THEN
+        RAISE EXCEPTION 'msg cannot be NULL';
+    END IF;
+    IF delay < 0 THEN
+        RAISE EXCEPTION 'delay cannot be negative, got: %', delay;
+    END IF;
+    FOR q IN SELECT DISTINCT b.queue_name FROM pgmq.topic_bindings b
+              WHERE send_topic.routing_key ~ b.compiled_regex ORDER BY 1 LOOP
+        PERFORM pgmq.send(q, msg, headers, delay);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+CREATE FUNCTION pgmq.send_topic(routing_key TEXT, msg JSONB)
+RETURNS INTEGER LANGUAGE sql AS $$
+    SELECT pgmq.send_topic(routing_key, msg, NULL, 0);
+$$;
+
+CREATE FUNCTION pgmq.send_topic(routing_key TEXT, msg JSONB, delay INTEGER)
+RETURNS INTEGER LANGUAGE sql AS $$
+    SELECT pgmq.send_topic(routing_key, msg, NULL, delay);
+$$;
+
+-- send_batch_topic: (queue, msg_id) of every message sent
+CREATE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], headers JSONB[],
+                                      delay TIMESTAMP WITH TIME ZONE)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE plpgsql AS $$
+DECLARE
+    q TEXT;
+BEGIN
+    PERFORM pgmq.validate_routing_key(routing_key);
+    IF msgs IS NULL OR cardinality(msgs) = 0 THEN
+        RAISE EXCEPTION 'msgs cannot be NULL or empty';
+    END IF;
+    IF headers IS NOT NULL AND cardinality(headers) <> cardinality(msgs) THEN
+        RAISE EXCEPTION 'headers array length (%) must match msgs array length (%)',
+            cardinality(headers), cardinality(msgs);
+    END IF;
+    FOR q IN SELECT DISTINCT b.queue_name FROM pgmq.topic_bindings b
+              WHERE send_batch_topic.routing_key ~ b.compiled_regex ORDER BY 1 LOOP
+        RETURN QUERY SELECT q, s.id FROM pgmq.send_batch(q, msgs, headers, delay) AS s(id);
+    END LOOP;
+END;
+$$;
+
+CREATE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[])
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, NULL, clock_timestamp());
+$$;
+
+CREATE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], headers JSONB[])
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, headers, clock_timestamp());
+$$;
+
+CREATE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], delay INTEGER)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, NULL,
+                                        clock_timestamp() + make_interval(secs => delay));
+$$;
+
+CREATE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], delay TIMESTAMP WITH TIME ZONE)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, NULL, delay);
+$$;
+
+CREATE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], headers JSONB[], delay INTEGER)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, headers,
+                                        clock_timestamp() + make_interval(secs => delay));
+$$;
+
+CREATE FUNCTION pgmq.list_topic_bindings()
+RETURNS TABLE (pattern TEXT, queue_name TEXT, bound_at TIMESTAMP WITH TIME ZONE, compiled_regex TEXT)
+LANGUAGE sql STABLE AS $$
+    SELECT b.pattern, b.queue_name, b.bound_at, b.compiled_regex
+      FROM pgmq.topic_bindings b ORDER BY b.bound_at DESC, b.pattern, b.queue_name;
+$$;
+
+CREATE FUNCTION pgmq.list_topic_bindings(queue_name TEXT)
+RETURNS TABLE (pattern TEXT, queue_name TEXT, bound_at TIMESTAMP WITH TIME ZONE, compiled_regex TEXT)
+LANGUAGE sql STABLE AS $$
+    SELECT b.pattern, b.queue_name, b.bound_at, b.compiled_regex
+      FROM pgmq.topic_bindings b WHERE b.queue_name = $1 ORDER BY b.bound_at DESC, b.pattern;
+$$;
 
 ------------------------------------------------------------
 -- Settling by msg_id
