@@ -34,12 +34,11 @@ mq_check_args(FunctionCallInfo fcinfo, const char *const *names, int n)
 }
 
 Datum *
-mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
-			 int *n)
+mq_array_arg_nulls(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
+				   int *n, bool **nulls)
 {
 	ArrayType  *arr;
 	Datum	   *elems;
-	bool	   *nulls;
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
@@ -52,7 +51,17 @@ mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("%s must be a one-dimensional array", name)));
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, n);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, nulls, n);
+	return elems;
+}
+
+Datum *
+mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype, const char *name,
+			 int *n)
+{
+	bool	   *nulls;
+	Datum	   *elems = mq_array_arg_nulls(fcinfo, argno, elemtype, name, n, &nulls);
+
 	for (int i = 0; i < *n; i++)
 	{
 		if (nulls[i])

@@ -48,6 +48,10 @@ extern void mq_null_arg_error(const char *name) pg_attribute_noreturn();
 extern Datum *mq_array_arg(FunctionCallInfo fcinfo, int argno, Oid elemtype,
 						   const char *name, int *n);
 
+/* The same, NULL elements allowed: (*nulls)[i] tells which */
+extern Datum *mq_array_arg_nulls(FunctionCallInfo fcinfo, int argno, Oid elemtype,
+								 const char *name, int *n, bool **nulls);
+
 /* A count argument (max_messages, max_segments): 1 .. max, else 22023 */
 extern int32 mq_count_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 						  int32 max);

@@ -18,7 +18,6 @@
 #include "access/htup_details.h"
 #include "tcop/utility.h"
 #include "miscadmin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/snapmgr.h"
@@ -680,7 +679,6 @@ mq_log_find_keys(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *rkey;
-	ArrayType  *arr;
 	Datum	   *keys;
 	bool	   *nulls;
 	int			n;
@@ -688,8 +686,7 @@ mq_log_find_keys(PG_FUNCTION_ARGS)
 
 	MQ_CHECK_ARGS(fcinfo, "routing_key", "keys");
 	rkey = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	arr = PG_GETARG_ARRAYTYPE_P(1);
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &keys, &nulls, &n);
+	keys = mq_array_arg_nulls(fcinfo, 1, TEXTOID, "keys", &n, &nulls);
 	for (int i = 0; i < n; i++)
 		if (nulls[i])
 			keys[i] = (Datum) 0;

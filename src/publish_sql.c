@@ -11,7 +11,6 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -274,16 +273,10 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 	}
 	if (has_arg(fcinfo, keys_arg_no))
 	{
-		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(keys_arg_no);
-		Datum	   *kd;
 		bool	   *kn;
 		int			nk;
+		Datum	   *kd = mq_array_arg_nulls(fcinfo, keys_arg_no, TEXTOID, "keys", &nk, &kn);
 
-		if (ARR_NDIM(arr) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("keys must be a one-dimensional array")));
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &kd, &kn, &nk);
 		if (nk != n)
 			ereport(ERROR,
 					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
