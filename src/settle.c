@@ -21,6 +21,7 @@
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "lib/qunique.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -476,19 +477,6 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 								MQ_SETTLE_OP_EXTEND, until, NULL));
 }
 
-/* qsort order of positions into an array of msg_ids (arg): by id, then position */
-static int
-id_position_cmp(const void *a, const void *b, void *arg)
-{
-	const int64 *ids = arg;
-	int			i = *(const int *) a;
-	int			j = *(const int *) b;
-
-	if (ids[i] != ids[j])
-		return ids[i] < ids[j] ? -1 : 1;
-	return i - j;
-}
-
 /* qsort/bsearch order of int64s */
 static int
 int64_cmp(const void *a, const void *b)
@@ -517,13 +505,12 @@ mq_ack_keys(PG_FUNCTION_ARGS)
 	Datum	   *keys;
 	int			n;
 	int64	   *ids;
-	int		   *order;
 	int64	   *want;
 	int			nwant = 0;
 	MqLeased   *leased;
 	int			got;
 	int64	   *taken;
-	bool	   *acked;
+	bool	   *emitted;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "keys");
 	mq_catalog_refresh();
@@ -543,26 +530,14 @@ mq_ack_keys(PG_FUNCTION_ARGS)
 	/* the messages, each once */
 	ids = palloc(sizeof(int64) * n);
 	mq_log_lookup_keys(q->name, keys, n, ids);
-	order = palloc(sizeof(int) * n);
-	for (int i = 0; i < n; i++)
-		order[i] = i;
-	qsort_arg(order, n, sizeof(int), id_position_cmp, ids);
 	want = palloc(sizeof(int64) * n);
-	for (int k = 0; k < n; k++)
-	{
-		int			i = order[k];
-
-		if (ids[i] == 0)
-			continue;
-		if (k > 0 && ids[order[k - 1]] == ids[i])
-		{
-			ids[i] = 0;			/* the same message as an earlier key */
-			continue;
-		}
-		want[nwant++] = ids[i];
-	}
+	for (int i = 0; i < n; i++)
+		if (ids[i] != 0)
+			want[nwant++] = ids[i];
 	if (nwant == 0)
 		return (Datum) 0;
+	qsort(want, nwant, sizeof(int64), int64_cmp);
+	nwant = qunique(want, nwant, sizeof(int64), int64_cmp);
 
 	/* take them over for a while, then ack what was taken */
 	leased = palloc(sizeof(MqLeased) * nwant);
@@ -576,19 +551,21 @@ mq_ack_keys(PG_FUNCTION_ARGS)
 		taken[i] = leased[i].msg_id;
 	settle_ids(q, taken, NULL, got, MQ_SETTLE_OP_ACK, 0, NULL);
 
-	/* rows in the order of keys: mark the acked ids (taken, sorted) */
-	acked = palloc0(sizeof(bool) * n);
+	/* rows in the order of keys, a message once (for its first key) */
 	qsort(taken, got, sizeof(int64), int64_cmp);
-	for (int i = 0; i < n; i++)
-		acked[i] = ids[i] != 0 &&
-			bsearch(&ids[i], taken, got, sizeof(int64), int64_cmp) != NULL;
+	emitted = palloc0(sizeof(bool) * got);
 	for (int i = 0; i < n; i++)
 	{
+		int64	   *hit;
 		Datum		v[2];
 		bool		nulls[2] = {false, false};
 
-		if (!acked[i])
+		if (ids[i] == 0)
 			continue;
+		hit = bsearch(&ids[i], taken, got, sizeof(int64), int64_cmp);
+		if (hit == NULL || emitted[hit - taken])
+			continue;
+		emitted[hit - taken] = true;
 		v[0] = keys[i];
 		v[1] = Int64GetDatum(ids[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
