@@ -150,6 +150,30 @@ RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
   SELECT 'pgmq.' || pgmq.format_table_name(queue_name, 'q')
 $$;
 
+-- The msg_id sequence of queue_ext queue qe (NULL: none)
+CREATE FUNCTION pgmq._seq(qe TEXT)
+RETURNS REGCLASS LANGUAGE SQL STABLE AS $$
+  SELECT to_regclass(format('pgmq.%I', substr(qe, 6) || '_msg_id_seq'))
+$$;
+
+-- The business key of pgmq message id of queue_ext queue qe, whose msg_id
+-- sequence is seq: what send stores and delete, archive and set_vt look for
+CREATE FUNCTION pgmq._key(qe TEXT, seq OID, id BIGINT)
+RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
+  SELECT id::text || ':' || qe || ':' || seq
+$$;
+
+-- pgmq's error for a queue that does not exist (as its missing table gives)
+CREATE FUNCTION pgmq._check_queue(queue_name TEXT)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = pgmq._queue(queue_name)) THEN
+        RAISE EXCEPTION 'relation "pgmq.%" does not exist', pgmq.format_table_name(queue_name, 'q')
+            USING ERRCODE = 'undefined_table';
+    END IF;
+END
+$$;
+
 -- A message's body as pgmq returns it (a NULL message is stored empty,
 -- with its own content type; the length is looked at first, it is cheaper)
 CREATE FUNCTION pgmq._message(body bytea, properties jsonb)
@@ -174,7 +198,7 @@ CREATE FUNCTION pgmq._qe_ids(qe text, msg_ids bigint[])
 RETURNS TABLE (msg_id bigint, qe_id bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    seq oid := to_regclass(format('pgmq.%I', substr(qe, 6) || '_msg_id_seq'));
+    seq oid := pgmq._seq(qe);
 BEGIN
     IF seq IS NULL THEN
         RETURN;
@@ -182,7 +206,7 @@ BEGIN
     -- plpgsql, not SQL: its plan is kept for the session
     RETURN QUERY
         SELECT split_part(k.key, ':', 1)::bigint, k.msg_id
-          FROM mq._log_find_keys(qe, ARRAY(SELECT DISTINCT u::text || ':' || qe || ':' || seq
+          FROM mq._log_find_keys(qe, ARRAY(SELECT DISTINCT pgmq._key(qe, seq, u)
                                              FROM unnest(msg_ids) AS u WHERE u IS NOT NULL)) k;
 END
 $$;
@@ -265,12 +289,12 @@ BEGIN
     IF msg IS NULL THEN
         PERFORM mq.send(qe, ''::bytea, headers => headers,
                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => id::text || ':' || qe || ':' || seq::oid,
+                        key => pgmq._key(qe, seq, id),
                         content_type => 'application/x-pgmq-null');
     ELSE
         PERFORM mq.send(qe, msg, headers => headers,
                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => id::text || ':' || qe || ':' || seq::oid);
+                        key => pgmq._key(qe, seq, id));
     END IF;
     RETURN NEXT id;
 END;
@@ -343,7 +367,7 @@ BEGIN
     PERFORM mq.send_batch(qe, bodies,
                           headers => CASE WHEN array_position(hdrs, NULL) IS NULL THEN hdrs END,
                           delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
-                          keys => ARRAY(SELECT i::text || ':' || qe || ':' || seq::oid
+                          keys => ARRAY(SELECT pgmq._key(qe, seq, i)
                                           FROM unnest(ids) WITH ORDINALITY AS u(i, o) ORDER BY o));
     RETURN QUERY SELECT unnest(ids);
 END;
@@ -566,10 +590,7 @@ BEGIN
     IF n < 1 THEN
         RETURN;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
-        RAISE EXCEPTION 'relation "pgmq.%" does not exist', pgmq.format_table_name(queue_name, 'q')
-            USING ERRCODE = 'undefined_table';
-    END IF;
+    PERFORM pgmq._check_queue(queue_name);
     WHILE more LOOP
         more := false;
         FOR g IN SELECT p.grp FROM pgmq._fifo_pick(qe, n, mode, NULL, busy) p
@@ -666,10 +687,7 @@ $$ LANGUAGE sql;
 CREATE FUNCTION pgmq.create_fifo_index(queue_name TEXT)
 RETURNS void AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = pgmq._queue(queue_name)) THEN
-        RAISE EXCEPTION 'relation "pgmq.%" does not exist', pgmq.format_table_name(queue_name, 'q')
-            USING ERRCODE = 'undefined_table';
-    END IF;
+    PERFORM pgmq._check_queue(queue_name);
 END;
 $$ LANGUAGE plpgsql;
 
@@ -902,7 +920,7 @@ CREATE FUNCTION pgmq.delete(queue_name TEXT, msg_ids BIGINT[])
 RETURNS SETOF BIGINT AS $$
 DECLARE
     qe TEXT := pgmq._queue(queue_name);
-    seq OID := to_regclass(format('pgmq.%I', substr(qe, 6) || '_msg_id_seq'));
+    seq OID := pgmq._seq(qe);
     taken BIGINT[];
     r record;
 BEGIN
@@ -910,7 +928,7 @@ BEGIN
         RETURN;
     END IF;
     SELECT array_agg(split_part(a.key, ':', 1)::bigint) INTO taken
-      FROM mq.ack_keys(qe, ARRAY(SELECT u::text || ':' || qe || ':' || seq
+      FROM mq.ack_keys(qe, ARRAY(SELECT pgmq._key(qe, seq, u)
                                    FROM unnest(msg_ids) AS u
                                   WHERE u IS NOT NULL AND seq IS NOT NULL)) a;
     IF taken IS NOT NULL THEN
