@@ -92,15 +92,24 @@ mq_maintain_group(MqQueue *gview)
 
 /*
  * The oldest segment q's unsettled entries refer to.  The queue's object
- * lock is let go at once: held to the end of the pass it would make a
- * queue_delete of any queue wait for the whole scan of all of them.
+ * lock is only tried, and let go at once: a retirement never waits for a
+ * transaction that is deleting a queue (which may itself wait for us), nor
+ * holds the lock to the end of the pass, which would make a queue_delete
+ * of any queue wait for the whole scan of all of them.  A queue that is
+ * being deleted (or was deleted since our catalog was read) counts as
+ * referring to every segment: that delete may still roll back, so nothing
+ * is retired on this pass, and the next pass sees the outcome.
  */
 static int64
 queue_min_segno(MqQueue *q)
 {
-	int64		segno = mq_msgid_segno(mq_queue_min_msg_id(q));
+	bool		held;
+	int64		segno;
 
-	mq_queue_object_unlock(q);
+	if (!mq_queue_inspect_begin(q, &held))
+		return 0;
+	segno = mq_msgid_segno(mq_queue_min_msg_id(q));
+	mq_queue_inspect_end(q, held);
 	return segno;
 }
 
