@@ -553,22 +553,23 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		char	  **keys;
 		int			nkeys;
 		Jsonb	   *ann = NULL;
+		bool		same_route;
 
-		mq_routing_key_check(routing_keys[i], "routing key");
 		hdrs[i] = headers ? headers[i] : NULL;
 		mprops[i] = props;
-		/* the routing key, and those of the CC and BCC headers */
-		if (o->route_keys)
-		{
-			keys = o->route_keys;
-			nkeys = o->nroute_keys;
-		}
-		else
-			nkeys = mq_sender_keys(routing_keys[i], &hdrs[i], &keys, &ann);
-		if (ann)
-			mprops[i] = props ? DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
-																   JsonbPGetDatum(props),
-																   JsonbPGetDatum(ann))) : ann;
+
+		/*
+		 * A message without headers and with the routing key of the one
+		 * before, which had none either, goes where that one went: a batch
+		 * to one queue is routed once.  (Routing is a function of the
+		 * exchange, the keys and the headers; without headers there are no
+		 * CC or BCC keys and no annotations.)
+		 */
+		same_route = i > 0 && hdrs[i] == NULL && hdrs[i - 1] == NULL &&
+			o->route_keys == NULL && mprops[i - 1] == props &&
+			strcmp(routing_keys[i], routing_keys[i - 1]) == 0;
+		if (!same_route)
+			mq_routing_key_check(routing_keys[i], "routing key");
 		if (bodies[i] && VARSIZE_ANY_EXHDR(bodies[i]) > (Size) mqlog_max_row_size)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -576,8 +577,25 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 							ex->name, routing_keys[i]),
 					 errdetail("The body has %zu bytes; mq.max_message_size is %d bytes.",
 							   (Size) VARSIZE_ANY_EXHDR(bodies[i]), mqlog_max_row_size)));
-		mq_route_set_init(&sets[i]);
-		route_with_alternates(ex, keys, nkeys, hdrs[i], o->check_privileges, &sets[i]);
+		if (same_route)
+			sets[i] = sets[i - 1];
+		else
+		{
+			/* the routing key, and those of the CC and BCC headers */
+			if (o->route_keys)
+			{
+				keys = o->route_keys;
+				nkeys = o->nroute_keys;
+			}
+			else
+				nkeys = mq_sender_keys(routing_keys[i], &hdrs[i], &keys, &ann);
+			if (ann)
+				mprops[i] = props ? DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
+																	   JsonbPGetDatum(props),
+																	   JsonbPGetDatum(ann))) : ann;
+			mq_route_set_init(&sets[i]);
+			route_with_alternates(ex, keys, nkeys, hdrs[i], o->check_privileges, &sets[i]);
+		}
 		ids[i] = 0;
 		routed[i] = false;
 		if (sets[i].n == 0)
