@@ -207,7 +207,6 @@ extern void mq_queue_state_drop(int32 queue_id);	/* and its groups' */
  * in AccessExclusiveLock.  mq_lock_nowait (mqutils.h, the maintenance
  * worker) makes the worker's attempts conditional (55P03 when busy).
  */
-extern void mq_queue_object_unlock(MqQueue *q);
 
 /*
  * A view's inspection of queue q (queue_load.c): its object lock tried,

@@ -613,17 +613,6 @@ mqq_queue_object_lock(MqQueue *q)
 }
 
 /*
- * Release one hold of q's object lock taken by mqq_queue_lock, for a
- * reader that is done with the queue before its transaction ends (segment
- * retirement scans every queue)
- */
-void
-mq_queue_object_unlock(MqQueue *q)
-{
-	UnlockDatabaseObject(mq_internal_relid("cat_queue"), q->id, 0, AccessShareLock);
-}
-
-/*
  * Inspection of q by a view that lists every queue (mq.queues, mq.metrics,
  * mq.consumer_groups, mq.stream_partitions): q's object lock in
  * AccessShareLock, only tried, never waited for.  False, holding nothing
