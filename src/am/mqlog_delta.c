@@ -60,6 +60,18 @@ get_varint(const char **p, const char *end, Size *v)
 	return true;
 }
 
+/* The 8 bytes of data at p XORed with the base's: zero bytes are equal ones */
+static inline uint64
+xor_word(const char *data, const char *base, Size p)
+{
+	uint64		a,
+				b;
+
+	memcpy(&a, data + p, sizeof(uint64));
+	memcpy(&b, base + p, sizeof(uint64));
+	return a ^ b;
+}
+
 /* Length of the run of equal bytes at pos (8 bytes at a time) */
 static inline Size
 same_run(const char *data, Size len, const char *base, Size baselen, Size pos)
@@ -67,17 +79,8 @@ same_run(const char *data, Size len, const char *base, Size baselen, Size pos)
 	Size		max = Min(len, baselen);
 	Size		p = pos;
 
-	while (p + sizeof(uint64) <= max)
-	{
-		uint64		a,
-					b;
-
-		memcpy(&a, data + p, sizeof(uint64));
-		memcpy(&b, base + p, sizeof(uint64));
-		if (a != b)
-			break;
+	while (p + sizeof(uint64) <= max && xor_word(data, base, p) == 0)
 		p += sizeof(uint64);
-	}
 	while (p < max && data[p] == base[p])
 		p++;
 	return p - pos;
@@ -114,13 +117,8 @@ no_run_words(const char *data, Size len, const char *base, Size baselen, Size po
 
 	while (p + sizeof(uint64) <= max)
 	{
-		uint64		a,
-					b,
-					x;
+		uint64		x = xor_word(data, base, p);
 
-		memcpy(&a, data + p, sizeof(uint64));
-		memcpy(&b, base + p, sizeof(uint64));
-		x = a ^ b;
 		/* does x have a zero byte? */
 		if (((x - UINT64CONST(0x0101010101010101)) & ~x &
 			 UINT64CONST(0x8080808080808080)) != 0)
