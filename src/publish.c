@@ -566,7 +566,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		 * CC or BCC keys and no annotations.)
 		 */
 		same_route = i > 0 && hdrs[i] == NULL && hdrs[i - 1] == NULL &&
-			o->route_keys == NULL && mprops[i - 1] == props &&
+			o->route_keys == NULL &&
 			strcmp(routing_keys[i], routing_keys[i - 1]) == 0;
 		if (!same_route)
 			mq_routing_key_check(routing_keys[i], "routing key");
