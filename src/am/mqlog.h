@@ -530,10 +530,14 @@ extern bool mqlog_fetch_row_cached(Relation rel, ItemPointer tid,
  * mqlog_read_next, the row is stored in slot even when its inserter is in
  * progress or aborted, for readers that order rows by their contents (a
  * stream's offsets) and decide themselves what to do with each state.
- * Frozen aborted rows (LP_DEAD) are passed over.
+ * Frozen aborted rows (LP_DEAD) are passed over.  A walk of many rows
+ * passes one MqlogReadCache to the _cached variant, as for mqlog_read_next.
  */
 extern bool mqlog_peek_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 						   TupleTableSlot *slot);
+extern bool mqlog_peek_row_cached(Relation rel, ItemPointer pos,
+								  MqlogRowState *state, TupleTableSlot *slot,
+								  MqlogReadCache *cache);
 extern bool mqlog_last_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 						   TupleTableSlot *slot);
 

@@ -978,19 +978,30 @@ bool
 mqlog_peek_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 			   TupleTableSlot *slot)
 {
+	MqlogReadCache cache;
+	bool		found;
+
+	mqlog_read_cache_init(&cache);
+	found = mqlog_peek_row_cached(rel, pos, state, slot, &cache);
+	mqlog_read_cache_release(&cache);
+	return found;
+}
+
+bool
+mqlog_peek_row_cached(Relation rel, ItemPointer pos, MqlogRowState *state,
+					  TupleTableSlot *slot, MqlogReadCache *cache)
+{
 	BlockNumber blkno;
 	OffsetNumber off;
-	BlockNumber nblocks;
 
 	read_start(rel, pos, &blkno, &off);
-	nblocks = RelationGetNumberOfBlocks(rel);
-	for (; blkno < nblocks; blkno++, off = FirstOffsetNumber)
+	for (; cache_has_block(rel, cache, blkno); blkno++, off = FirstOffsetNumber)
 	{
 		Buffer		buf;
 		Page		page;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = ReadBuffer(rel, blkno);
+		buf = cache_read(rel, cache, blkno);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		if (mqlog_is_data_page(rel, page, blkno))
@@ -1002,12 +1013,12 @@ mqlog_peek_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 				if (!ItemIdIsNormal(PageGetItemId(page, off)))
 					continue;
 				mqlog_peek_store(rel, page, blkno, off, state, slot);
-				UnlockReleaseBuffer(buf);
+				LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 				ItemPointerSet(pos, blkno, off);
 				return true;
 			}
 		}
-		UnlockReleaseBuffer(buf);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	}
 	return false;
 }

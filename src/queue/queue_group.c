@@ -150,16 +150,18 @@ floor_offset(MqQueue *q, uint64 floor, int write_gen, uint64 *settled, int nsett
 		TupleTableSlot *slot;
 		ItemPointerData pos;
 		MqlogRowState st;
+		MqlogReadCache cache;
 		int64		off = -1;
 
 		if (!OidIsValid(relid) || (rel = try_table_open(relid, AccessShareLock)) == NULL)
 			continue;
 		slot = table_slot_create(rel, NULL);
+		mqlog_read_cache_init(&cache);
 		if (gen == mq_qpos_gen(floor))
 			mq_qpos_tid(floor, &pos);
 		else
 			ItemPointerSet(&pos, 0, FirstOffsetNumber);
-		while (mqlog_peek_row(rel, &pos, &st, slot))
+		while (mqlog_peek_row_cached(rel, &pos, &st, slot, &cache))
 		{
 			uint64		qpos = mq_qpos_make(lane, gen, &pos);
 			bool		isnull;
@@ -185,6 +187,7 @@ floor_offset(MqQueue *q, uint64 floor, int write_gen, uint64 *settled, int nsett
 			}
 			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 		}
+		mqlog_read_cache_release(&cache);
 		ExecDropSingleTupleTableSlot(slot);
 		table_close(rel, AccessShareLock);
 		if (off >= 0)

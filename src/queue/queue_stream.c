@@ -106,12 +106,14 @@ gen_base(MqQueue *q, int lane, int gen, bool conditional, int64 *base)
 	ItemPointerData pos;
 	MqlogRowState st;
 	bool		found = false;
+	MqlogReadCache cache;
 
 	if (rel == NULL)
 		return false;
 	slot = table_slot_create(rel, NULL);
+	mqlog_read_cache_init(&cache);
 	ItemPointerSet(&pos, 0, FirstOffsetNumber);
-	while (mqlog_peek_row(rel, &pos, &st, slot))
+	while (mqlog_peek_row_cached(rel, &pos, &st, slot, &cache))
 	{
 		int64		rec = slot_int8(slot, 1);
 
@@ -123,6 +125,7 @@ gen_base(MqQueue *q, int lane, int gen, bool conditional, int64 *base)
 		}
 		ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 	}
+	mqlog_read_cache_release(&cache);
 	ExecDropSingleTupleTableSlot(slot);
 	gen_close(rel);
 	return found;
@@ -243,7 +246,8 @@ row_before(TupleTableSlot *slot, const ReadTarget *t)
  * offsets, and publish times nearly, grow along the log)
  */
 static void
-gen_search(Relation rel, TupleTableSlot *slot, const ReadTarget *t, ItemPointer start)
+gen_search(Relation rel, TupleTableSlot *slot, MqlogReadCache *cache,
+		   const ReadTarget *t, ItemPointer start)
 {
 	BlockNumber lo = 0;
 	BlockNumber hi = RelationGetNumberOfBlocks(rel);
@@ -261,7 +265,7 @@ gen_search(Relation rel, TupleTableSlot *slot, const ReadTarget *t, ItemPointer 
 		ItemPointerData pos;
 
 		ItemPointerSet(&pos, mid, FirstOffsetNumber);
-		if (mqlog_peek_row(rel, &pos, &st, slot) && row_before(slot, t))
+		if (mqlog_peek_row_cached(rel, &pos, &st, slot, cache) && row_before(slot, t))
 			lo = mid;
 		else
 			hi = mid - 1;
@@ -319,15 +323,17 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 		Relation	rel = gen_open(q, partition, gen, false, false);
 		TupleTableSlot *slot;
 		MqlogRowState st;
+		MqlogReadCache cache;
 
 		if (rel == NULL)
 			continue;			/* retired meanwhile */
 		slot = table_slot_create(rel, NULL);
+		mqlog_read_cache_init(&cache);
 		if (!started && (t.offset >= 0 || t.time != 0))
-			gen_search(rel, slot, &t, &pos);
+			gen_search(rel, slot, &cache, &t, &pos);
 		else
 			ItemPointerSet(&pos, 0, FirstOffsetNumber);
-		while (got < n && mqlog_peek_row(rel, &pos, &st, slot))
+		while (got < n && mqlog_peek_row_cached(rel, &pos, &st, slot, &cache))
 		{
 			CHECK_FOR_INTERRUPTS();
 			if (!started && (t.offset >= 0 || t.time != 0) && row_before(slot, &t))
@@ -352,6 +358,7 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 			}
 			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 		}
+		mqlog_read_cache_release(&cache);
 		ExecDropSingleTupleTableSlot(slot);
 		gen_close(rel);
 	}
@@ -399,8 +406,11 @@ mqq_stream_seek_pos(MqQueue *q, int lane, int64 to_offset, TimestampTz to_time)
 		}
 		else
 		{
-			gen_search(rel, slot, &t, &pos);
-			while (mqlog_peek_row(rel, &pos, &st, slot))
+			MqlogReadCache cache;
+
+			mqlog_read_cache_init(&cache);
+			gen_search(rel, slot, &cache, &t, &pos);
+			while (mqlog_peek_row_cached(rel, &pos, &st, slot, &cache))
 			{
 				CHECK_FOR_INTERRUPTS();
 				if (!row_before(slot, &t))
@@ -410,6 +420,7 @@ mqq_stream_seek_pos(MqQueue *q, int lane, int64 to_offset, TimestampTz to_time)
 				}
 				ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 			}
+			mqlog_read_cache_release(&cache);
 		}
 		ExecDropSingleTupleTableSlot(slot);
 		gen_close(rel);
