@@ -114,6 +114,32 @@ queue_min_segno(MqQueue *q)
 }
 
 /*
+ * The oldest segment any queue's unsettled entries refer to (PG_INT64_MAX:
+ * none).  Each queue is looked at once: its answer may change from one
+ * look to the next (0 while it is busy or being deleted), and taking the
+ * minimum of one look and returning another (as Min(m, queue_min_segno(q))
+ * does, evaluating its argument twice) once let a busy queue's 0 be
+ * compared and a later, higher answer be kept, past another queue's
+ * oldest segment: that segment was retired under its messages.  So: never
+ * pass this, or queue_min_segno, to Min.
+ */
+static int64
+queues_min_segno(void)
+{
+	int64		min = PG_INT64_MAX;
+	ListCell   *lc;
+
+	foreach(lc, mq_queue_list())
+	{
+		int64		segno = queue_min_segno(lfirst(lc));
+
+		if (segno < min)
+			min = segno;
+	}
+	return min;
+}
+
+/*
  * The segment of the oldest message that an undecided half message or a
  * timer still refers to (PG_INT64_MAX: none)
  */
@@ -157,7 +183,6 @@ mq_retire_segments(int max_segments)
 	int64		newest[2] = {0, 0};
 	int64		min_ref = PG_INT64_MAX;
 	int			retired = 0;
-	ListCell   *lc;
 	MemoryContext callercxt = CurrentMemoryContext;
 
 	mq_catalog_refresh();
@@ -204,8 +229,11 @@ mq_retire_segments(int max_segments)
 		for (int i = 0; i < n && !any; i++)
 			any = segnos[i] != newest[0] && segnos[i] != newest[1] && segnos[i] < min_ref;
 		if (any)
-			foreach(lc, mq_queue_list())
-				referenced = Min(referenced, queue_min_segno(lfirst(lc)));
+		{
+			int64		queues = queues_min_segno();	/* once: see there */
+
+			referenced = Min(referenced, queues);
+		}
 
 		for (int i = 0; i < n && nlocked < max_segments; i++)
 		{
@@ -225,11 +253,14 @@ mq_retire_segments(int max_segments)
 		 */
 		if (nlocked > 0)
 		{
+			int64		timers;
+			int64		queues;
+
 			PushActiveSnapshot(GetLatestSnapshot());
 			mq_catalog_refresh();
-			min_ref = Min(min_ref, timers_min_segno());
-			foreach(lc, mq_queue_list())
-				min_ref = Min(min_ref, queue_min_segno(lfirst(lc)));
+			timers = timers_min_segno();
+			queues = queues_min_segno();
+			min_ref = Min(min_ref, Min(timers, queues));
 			PopActiveSnapshot();
 		}
 

@@ -208,7 +208,8 @@ mq_log_open_append(bool durable, int64 *segno_out)
 			if (segno == 0)
 			{
 				/* first segment of the chain: segment numbers are shared */
-				segno = Max(segment_newest(!durable), 0) + 1;
+				segno = segment_newest(!durable);
+				segno = Max(segno, 0) + 1;
 				segment_create(segno, durable);
 			}
 			set_current(chain, segno);
@@ -824,6 +825,11 @@ mq_segments_prepare(void)
 			table_close(rel, AccessShareLock);
 		}
 		if (nblocks >= (BlockNumber) mq_segment_size / 2)
-			segment_create(Max(segment_newest(true), segment_newest(false)) + 1, durable);
+		{
+			int64		durable_newest = segment_newest(true);
+			int64		unlogged_newest = segment_newest(false);
+
+			segment_create(Max(durable_newest, unlogged_newest) + 1, durable);
+		}
 	}
 }
