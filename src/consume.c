@@ -453,7 +453,11 @@ mq_consume(PG_FUNCTION_ARGS)
 				TimestampTz due = mq_queue_next_due();
 
 				if (due != 0)
-					sleep_ms = Min(sleep_ms, Max((long) ((due - GetCurrentTimestamp()) / 1000) + 1, 1));
+				{
+					long		due_ms = (long) ((due - GetCurrentTimestamp()) / 1000) + 1;
+
+					sleep_ms = Min(sleep_ms, Max(due_ms, 1));
+				}
 				mq_queue_wait(q, sleep_ms);
 				mq_queue_cancel_wait();
 				CHECK_FOR_INTERRUPTS();

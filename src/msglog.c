@@ -274,7 +274,9 @@ mq_log_open_append(bool durable, int64 *segno_out)
 		 * filling two segments would create the full one again and again.
 		 */
 		{
-			int64		newest = Max(Max(segment_newest(true), segment_newest(false)), segno);
+			int64		durable_newest = segment_newest(true);
+			int64		unlogged_newest = segment_newest(false);
+			int64		newest = Max(Max(durable_newest, unlogged_newest), segno);
 
 			if (newest > segno && OidIsValid(segment_relid(newest)) &&
 				segment_newest(durable) == newest)

@@ -167,7 +167,8 @@ mqlog_extend(Relation rel, BufferAccessStrategy strategy)
 		BlockNumber lastextra = InvalidBlockNumber;
 
 		LockRelationForExtension(rel, ExclusiveLock);
-		extra = Min(512, RelationExtensionLockWaiterCount(rel) * 20);
+		extra = RelationExtensionLockWaiterCount(rel) * 20;
+		extra = Min(extra, 512);
 		while (extra-- > 0)
 		{
 			Buffer		xbuf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW,
