@@ -500,13 +500,14 @@ extern bool mqlog_fetch_row(Relation rel, ItemPointer tid,
 
 /*
  * What a run of reads of one relation learnt about it, for the _cached
- * variants of mqlog_read_next and mqlog_fetch_row: the relation's size, a
- * lower bound as long as the caller holds its lock throughout the run
- * (an mqlog relation only shrinks under AccessExclusiveLock: truncation),
- * so that a read within it costs no lseek; and the last block read, kept
- * pinned, so that reads of one page do not look it up again.  The caller
- * ends the run with mqlog_read_cache_release, under the same resource
- * owner, before releasing its lock.
+ * variants of mqlog_read_next, mqlog_fetch_row and mqlog_peek_row: the
+ * relation's size, a lower bound as long as the caller holds its lock
+ * throughout the run (an mqlog relation only shrinks under
+ * AccessExclusiveLock: truncation), so that a read within it costs no
+ * lseek; and the last block read, kept pinned, so that reads of one page
+ * do not look it up again.  The caller ends the run with
+ * mqlog_read_cache_release, under the same resource owner, before
+ * releasing its lock.
  */
 typedef struct MqlogReadCache
 {
