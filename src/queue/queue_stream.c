@@ -527,12 +527,14 @@ static void
 summary_add(GenSummary *s, MqlogRowState st, TupleTableSlot *slot)
 {
 	TimestampTz at = slot_visible_at(slot);
+	int64		msg_id;
 
 	s->newest = Max(s->newest, at);
 	if (st == MQLOG_ROW_ABORTED)
 		return;
 	s->any = true;
-	s->min_msg_id = Min(s->min_msg_id, slot_int8(slot, MQ_ENTRY_ATT_MSG_ID));
+	msg_id = slot_int8(slot, MQ_ENTRY_ATT_MSG_ID);
+	s->min_msg_id = Min(s->min_msg_id, msg_id);
 	if (st == MQLOG_ROW_COMMITTED)
 	{
 		bool		isnull;
@@ -579,17 +581,13 @@ gen_summarize(Relation rel, GenSummaryEntry *e, GenSummary *out)
 	return settled;
 }
 
-/* Summary of generation gen of a partition (false: the table is gone) */
-static bool
-gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
+/* This backend's summary entry of generation gen (entry log relid) */
+static GenSummaryEntry *
+gen_summary_entry(MqQueue *q, int lane, int gen, Oid relid)
 {
-	Relation	rel;
-	Oid			relid = mqq_lane_relid(q->id, lane, gen, false);
 	GenSummaryEntry *e;
 	bool		found;
 
-	if (!OidIsValid(relid))
-		return false;
 	if (gen_summaries == NULL)
 	{
 		HASHCTL		ctl;
@@ -610,6 +608,20 @@ gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
 		ItemPointerSet(&e->next, 0, FirstOffsetNumber);
 		e->final = false;
 	}
+	return e;
+}
+
+/* Summary of generation gen of a partition (false: the table is gone) */
+static bool
+gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
+{
+	Relation	rel;
+	Oid			relid = mqq_lane_relid(q->id, lane, gen, false);
+	GenSummaryEntry *e;
+
+	if (!OidIsValid(relid))
+		return false;
+	e = gen_summary_entry(q, lane, gen, relid);
 	if (e->final)
 	{
 		*out = e->settled;
@@ -808,8 +820,12 @@ mq_stream_retain(MqQueue *q)
 					{
 						GenSummary	cur;
 
-						rotate = gen_summary(q, lane, write_gen, false, &cur) &&
-							cur.bytes >= Max(q->max_bytes / 4, 1);
+						/* the write generation, read on from the last look */
+						(void) gen_summarize(rel,
+											 gen_summary_entry(q, lane, write_gen,
+															   RelationGetRelid(rel)),
+											 &cur);
+						rotate = cur.bytes >= Max(q->max_bytes / 4, 1);
 					}
 				}
 				ExecDropSingleTupleTableSlot(slot);
