@@ -101,14 +101,14 @@ mq_maintain_group(MqQueue *gview)
  * is retired on this pass, and the next pass sees the outcome.
  */
 static int64
-queue_min_segno(MqQueue *q)
+queue_min_segno(MqQueue *q, int64 floor_segno)
 {
 	bool		held;
 	int64		segno;
 
 	if (!mq_queue_inspect_begin(q, &held))
 		return 0;
-	segno = mq_msgid_segno(mq_queue_min_msg_id(q));
+	segno = mq_msgid_segno(mq_queue_min_msg_id(q, mq_msgid_segno_last(floor_segno)));
 	mq_queue_inspect_end(q, held);
 	return segno;
 }
@@ -122,19 +122,28 @@ queue_min_segno(MqQueue *q)
  * compared and a later, higher answer be kept, past another queue's
  * oldest segment: that segment was retired under its messages.  So: never
  * pass this, or queue_min_segno, to Min.
+ *
+ * floor_segno is the oldest segment the caller could retire: once a queue
+ * refers to it (or to one older), nothing can be retired, and the answer
+ * (some segment <= floor_segno) is returned without reading further
+ * backlogs or queues.  A queue stops its own look there too
+ * (mq_queue_min_msg_id), so a classic queue whose backlog starts in the
+ * oldest segment costs one row per pass, not its whole backlog.
  */
 static int64
-queues_min_segno(void)
+queues_min_segno(int64 floor_segno)
 {
 	int64		min = PG_INT64_MAX;
 	ListCell   *lc;
 
 	foreach(lc, mq_queue_list())
 	{
-		int64		segno = queue_min_segno(lfirst(lc));
+		int64		segno = queue_min_segno(lfirst(lc), floor_segno);
 
 		if (segno < min)
 			min = segno;
+		if (min <= floor_segno)
+			break;
 	}
 	return min;
 }
@@ -224,13 +233,16 @@ mq_retire_segments(int max_segments)
 		bool	   *locked = palloc0(sizeof(bool) * Max(n, 1));
 		int			nlocked = 0;
 		int64		referenced = min_ref;
-		bool		any = false;
+		int64		oldest = -1;	/* the oldest candidate */
+		int64		oldest_locked = -1;
 
-		for (int i = 0; i < n && !any; i++)
-			any = segnos[i] != newest[0] && segnos[i] != newest[1] && segnos[i] < min_ref;
-		if (any)
+		for (int i = 0; i < n && oldest < 0; i++)
+			if (segnos[i] != newest[0] && segnos[i] != newest[1] && segnos[i] < min_ref)
+				oldest = segnos[i];
+		if (oldest >= 0)
 		{
-			int64		queues = queues_min_segno();	/* once: see there */
+			/* once: see there */
+			int64		queues = queues_min_segno(oldest);
 
 			referenced = Min(referenced, queues);
 		}
@@ -242,7 +254,8 @@ mq_retire_segments(int max_segments)
 			if (ConditionalLockRelationOid(relids[i], AccessExclusiveLock))
 			{
 				locked[i] = true;
-				nlocked++;
+				if (nlocked++ == 0)
+					oldest_locked = segnos[i];
 			}
 		}
 		/*
@@ -259,7 +272,7 @@ mq_retire_segments(int max_segments)
 			PushActiveSnapshot(GetLatestSnapshot());
 			mq_catalog_refresh();
 			timers = timers_min_segno();
-			queues = queues_min_segno();
+			queues = queues_min_segno(oldest_locked);
 			min_ref = Min(min_ref, Min(timers, queues));
 			PopActiveSnapshot();
 		}

@@ -42,6 +42,13 @@ mq_msgid_segno(int64 msg_id)
 	return msg_id >> (MQ_MSGID_OFF_BITS + MQ_MSGID_BLK_BITS);
 }
 
+/* The highest message id segment segno can hold */
+static inline int64
+mq_msgid_segno_last(int64 segno)
+{
+	return ((segno + 1) << (MQ_MSGID_OFF_BITS + MQ_MSGID_BLK_BITS)) - 1;
+}
+
 static inline void
 mq_msgid_tid(int64 msg_id, ItemPointer tid)
 {

@@ -534,9 +534,11 @@ extern int	mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_coun
 
 /*
  * Lowest message id an unsettled entry of q refers to (PG_INT64_MAX: none,
- * 0: cannot tell yet)
+ * 0: cannot tell yet).  The look stops at the first entry at or below
+ * floor: the answer is then some id <= floor, not always the lowest (a
+ * caller that can do nothing below floor need not read the rest).
  */
-extern int64 mq_queue_min_msg_id(MqQueue *q);
+extern int64 mq_queue_min_msg_id(MqQueue *q, int64 floor);
 
 /* ---------- stream queues (queue_stream.c) ---------- */
 

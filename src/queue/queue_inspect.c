@@ -293,9 +293,13 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
  * scanned yet (this reads the backlog, so it is for maintenance only).  The caller holds an
  * exclusive lock on the segments it wants to drop, so no entry referring
  * to them is still being written, and turns the id into a segment.
+ *
+ * It stops at the first id at or below floor (queue.h): a backlog whose
+ * head refers to the oldest segment the caller could drop is not read to
+ * its end on every pass of the worker.
  */
 int64
-mq_queue_min_msg_id(MqQueue *q)
+mq_queue_min_msg_id(MqQueue *q, int64 floor)
 {
 	MqQueueShared *qs;
 	int64		min = PG_INT64_MAX;
@@ -311,6 +315,8 @@ mq_queue_min_msg_id(MqQueue *q)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
+		if (min <= floor)
+			break;
 		if (t->state == MQ_T_SETTLED)
 			continue;
 		if (t->state == MQ_T_PENDING)
@@ -345,14 +351,16 @@ mq_queue_min_msg_id(MqQueue *q)
 		MqlogRowState st;
 		TupleTableSlot *slot;
 
-		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		while (min > floor &&
+			   mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
 			if (st == MQLOG_ROW_COMMITTED || st == MQLOG_ROW_OWN)
 			{
 				bool		isnull;
+				int64		msg_id = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
+																&isnull));
 
-				min = Min(min, DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID,
-															  &isnull)));
+				min = Min(min, msg_id);
 			}
 			else if (st == MQLOG_ROW_IN_PROGRESS)
 				min = 0;		/* cannot tell yet: keep everything */

@@ -1,0 +1,55 @@
+--
+-- log_retire: a message log segment is retired only when no queue entry,
+-- half message or timer refers to it or to an older one, whatever the
+-- order of a queue's entries.  Retirement looks at a queue's backlog only
+-- until it meets the oldest segment it could drop (maintenance.c,
+-- queues_min_segno): here the backlog's first entry is in a newer segment
+-- than a later one (a delayed message's entry goes in when it is due), so
+-- a look that stopped at the first entry, or too early, would drop the
+-- delayed message's segment under it.
+--
+SET mq.segment_size = 16;		-- 128 kB segments: a few hundred kB roll them
+SELECT mq.queue_declare('lr_q');
+SELECT mq.queue_declare('lr_fill');
+
+-- wait (up to 20 s) until a query returns true
+CREATE FUNCTION lr_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE ok boolean;
+BEGIN
+	FOR i IN 1 .. 200 LOOP
+		EXECUTE cond INTO ok;
+		IF ok THEN RETURN true; END IF;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+	RETURN false;
+END $$;
+
+-- D goes into the log now, into its queue when due; then the log rolls
+-- over (lr_fill) and M goes into a newer segment and into the queue first
+SELECT mq.send('lr_q', 'delayed', delay => '2 seconds') AS d_id \gset
+SELECT count(*) FROM mq.send_batch('lr_fill',
+	(SELECT array_agg(repeat('f', 200) || g) FROM generate_series(1, 1500) g));
+SELECT mq.send('lr_q', 'later') AS m_id \gset
+SELECT (:m_id >> 26) > (:d_id >> 26) + 1 AS later_two_segments_on;
+SELECT lr_wait($$SELECT ready = 2 FROM mq.queues WHERE queue = 'lr_q'$$) AS d_due;
+
+-- retire what no one refers to, then settle the filler: lr_q alone holds
+-- the old segments now, D's (the oldest left) by its last entry
+SELECT mq.log_retire() >= 0 AS retired;
+SELECT min(segno) <= (:d_id >> 26) AS d_segment_is_oldest FROM mq.cat_segment;
+SELECT count(*) FROM mq.consume('lr_fill', 2000, auto_ack => true);
+SELECT mq.log_retire() AS retired_under_d;
+SELECT min(segno) = (:d_id >> 26) AS d_segment_kept FROM mq.cat_segment;
+SELECT convert_from(body, 'UTF8') AS body, msg_id = :d_id AS is_d
+  FROM mq.consume('lr_q', 10, auto_ack => true) ORDER BY 1;
+
+-- nothing refers to the old segments any more: they go (here, or in the
+-- worker's own pass)
+SELECT lr_wait(format($$SELECT mq.log_retire() >= 0 AND
+							   (SELECT min(segno) FROM mq.cat_segment) > %s$$,
+					  :d_id >> 26)) AS d_segment_gone;
+
+SELECT mq.queue_delete('lr_q');
+SELECT mq.queue_delete('lr_fill');
+DROP FUNCTION lr_wait(text);
+RESET mq.segment_size;
