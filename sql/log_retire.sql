@@ -8,15 +8,22 @@
 -- a look that stopped at the first entry, or too early, would drop the
 -- delayed message's segment under it.
 --
+-- A database of its own: the segments of the other tests' databases and
+-- queues do not count (retirement, and its oldest candidate, are per
+-- database); its worker starts within mq.launcher_naptime.
+SELECT current_database() AS regress_db \gset
+CREATE DATABASE regress_log_retire;
+\c regress_log_retire
+CREATE EXTENSION queue_ext;
 SET mq.segment_size = 16;		-- 128 kB segments: a few hundred kB roll them
 SELECT mq.queue_declare('lr_q');
 SELECT mq.queue_declare('lr_fill');
 
--- wait (up to 20 s) until a query returns true
+-- wait (up to 60 s) until a query returns true
 CREATE FUNCTION lr_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE ok boolean;
 BEGIN
-	FOR i IN 1 .. 200 LOOP
+	FOR i IN 1 .. 600 LOOP
 		EXECUTE cond INTO ok;
 		IF ok THEN RETURN true; END IF;
 		PERFORM pg_sleep(0.1);
@@ -49,7 +56,5 @@ SELECT lr_wait(format($$SELECT mq.log_retire() >= 0 AND
 							   (SELECT min(segno) FROM mq.cat_segment) > %s$$,
 					  :d_id >> 26)) AS d_segment_gone;
 
-SELECT mq.queue_delete('lr_q');
-SELECT mq.queue_delete('lr_fill');
-DROP FUNCTION lr_wait(text);
-RESET mq.segment_size;
+\c :regress_db
+DROP DATABASE regress_log_retire WITH (FORCE);

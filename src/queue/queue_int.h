@@ -69,6 +69,10 @@
  *	   the queue's tracked list and the entries on it;
  *	4. the tracked pool's spinlock (MqSharedState.pool_lock): the free list
  *	   of tracked entries.  Nothing else is taken while it is held.
+ *	5. the summary lock (MqSharedState.summary_lock): the hash of stream
+ *	   generation summaries (mqq_gen_progress_get and friends).  Taken
+ *	   alone: nothing else is held when it is requested, nothing requested
+ *	   while it is held.
  *
  * Streams add one lock between 2 and 3:
  *
@@ -433,6 +437,8 @@ typedef struct MqSharedState
 #define MQ_OFFSET_LOCKS 128
 	LWLock		offset_locks[MQ_OFFSET_LOCKS];
 
+	LWLock		summary_lock;	/* the hash of stream generation summaries (5) */
+
 	/* Protected by pool_lock */
 	slock_t		pool_lock;		/* the tracked pool's spinlock */
 	dlist_head	free_tracked;
@@ -702,6 +708,45 @@ extern int64 mqq_stream_offsets_begin(MqQueue *q, MqQueueShared *qs, int lane,
 extern void mqq_stream_offsets_end(MqQueueShared *qs, int lane);
 extern void mqq_stream_write_base(MqQueue *q, MqQueueShared *qs, int lane, int gen);
 extern int64 mqq_stream_min_msg_id(MqQueue *q);
+
+/*
+ * What retention, log retirement and mq.queues need of a stream
+ * generation's entries, summed (queue_stream.c)
+ */
+typedef struct MqGenSummary
+{
+	bool		any;			/* holds a committed or pending entry */
+	int64		bytes;			/* body bytes of committed entries */
+	int64		min_msg_id;		/* lowest message id of a non-aborted one */
+	TimestampTz oldest;			/* earliest visible_at of a committed entry */
+	TimestampTz latest;			/* and latest */
+	TimestampTz newest;			/* latest visible_at of any entry */
+} MqGenSummary;
+
+/* How far a generation's entries have been summed */
+typedef struct MqGenProgress
+{
+	Oid			relid;			/* the generation's entry log */
+	int32		queue_id;		/* and whose it is: an OID may be reused */
+	int			lane;
+	int			gen;
+	MqGenSummary settled;		/* sum over the entries before next */
+	ItemPointerData next;		/* the first entry not summed: the first one
+								 * in progress, or the end */
+	bool		final;			/* closed, and nothing was in progress */
+} MqGenProgress;
+
+/*
+ * The progress of generations of this database's streams, shared by all
+ * backends (queue_shmem.c): get copies what one has recorded, put records
+ * p if it is further on than what is there (or there is nothing), forget
+ * removes a dropped generation's, forget_queue all of a deleted queue's.
+ * A full hash records nothing more: each backend still keeps its own.
+ */
+extern bool mqq_gen_progress_get(Oid relid, MqGenProgress *out);
+extern void mqq_gen_progress_put(MqGenProgress *p);
+extern void mqq_gen_progress_forget(Oid relid);
+extern void mqq_gen_progress_forget_queue(int32 queue_id);
 extern uint64 mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time);
 extern uint64 mqq_stream_seek_pos(MqQueue *q, int lane, int64 to_offset,
 								  TimestampTz to_time);

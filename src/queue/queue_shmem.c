@@ -40,6 +40,29 @@ int			mq_lane_segment_size = 8192;
 
 MqSharedState *mqq_shared = NULL;
 static HTAB *mq_queue_htab = NULL;
+
+/*
+ * Stream generation summaries (lock 5): by database and entry log, so that
+ * a session's first look at a stream (mq.queues) reads only what was
+ * appended since any backend last summed it -- the worker does at each log
+ * retirement -- not every generation of every partition.  Twice as many
+ * as queues may have states, at least 1024.
+ */
+typedef struct GenProgressKey
+{
+	Oid			dbid;
+	Oid			relid;
+} GenProgressKey;
+
+typedef struct GenProgressShared
+{
+	GenProgressKey key;			/* hash key */
+	MqGenProgress p;
+} GenProgressShared;
+
+static HTAB *gen_progress_htab = NULL;
+
+#define GEN_PROGRESS_MAX	Max(1024, 2 * mq_max_queues)
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -57,8 +80,11 @@ mq_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(add_size(shared_size(),
-									hash_estimate_size(mq_max_queues, sizeof(MqQueueShared))));
+	RequestAddinShmemSpace(add_size(add_size(shared_size(),
+											 hash_estimate_size(mq_max_queues,
+																sizeof(MqQueueShared))),
+									hash_estimate_size(GEN_PROGRESS_MAX,
+													   sizeof(GenProgressShared))));
 }
 
 /* shmem_startup_hook: the shared struct, its free list and the queue hash */
@@ -77,6 +103,7 @@ mq_shmem_startup(void)
 	{
 		mqq_shared->tranche_id = LWLockNewTrancheId();
 		LWLockInitialize(&mqq_shared->lock, mqq_shared->tranche_id);
+		LWLockInitialize(&mqq_shared->summary_lock, mqq_shared->tranche_id);
 		for (int i = 0; i < MQ_OFFSET_LOCKS; i++)
 			LWLockInitialize(&mqq_shared->offset_locks[i], mqq_shared->tranche_id);
 		SpinLockInit(&mqq_shared->pool_lock);
@@ -89,6 +116,11 @@ mq_shmem_startup(void)
 	ctl.entrysize = sizeof(MqQueueShared);
 	mq_queue_htab = ShmemInitHash("queue_ext queues", mq_max_queues, mq_max_queues,
 								  &ctl, HASH_ELEM | HASH_BLOBS);
+	ctl.keysize = sizeof(GenProgressKey);
+	ctl.entrysize = sizeof(GenProgressShared);
+	gen_progress_htab = ShmemInitHash("queue_ext stream generations",
+									  GEN_PROGRESS_MAX, GEN_PROGRESS_MAX,
+									  &ctl, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
 	LWLockRegisterTranche(mqq_shared->tranche_id, "queue_ext");
 }
@@ -368,6 +400,85 @@ mq_queue_state_drop(int32 queue_id)
 		if (qs->key.dbid == MyDatabaseId && qs->key.queue_id == queue_id)
 			state_drop(qs);
 	LWLockRelease(&mqq_shared->lock);
+	mqq_gen_progress_forget_queue(queue_id);
+}
+
+/* ---------- stream generation summaries (queue_int.h) ---------- */
+
+static GenProgressKey
+gen_progress_key(Oid relid)
+{
+	GenProgressKey key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = MyDatabaseId;
+	key.relid = relid;
+	return key;
+}
+
+bool
+mqq_gen_progress_get(Oid relid, MqGenProgress *out)
+{
+	GenProgressKey key = gen_progress_key(relid);
+	GenProgressShared *e;
+
+	if (gen_progress_htab == NULL)
+		return false;
+	LWLockAcquire(&mqq_shared->summary_lock, LW_SHARED);
+	e = hash_search(gen_progress_htab, &key, HASH_FIND, NULL);
+	if (e != NULL)
+		*out = e->p;
+	LWLockRelease(&mqq_shared->summary_lock);
+	return e != NULL;
+}
+
+void
+mqq_gen_progress_put(MqGenProgress *p)
+{
+	GenProgressKey key = gen_progress_key(p->relid);
+	GenProgressShared *e;
+	bool		found;
+
+	if (gen_progress_htab == NULL)
+		return;
+	LWLockAcquire(&mqq_shared->summary_lock, LW_EXCLUSIVE);
+	e = hash_search(gen_progress_htab, &key, HASH_ENTER_NULL, &found);
+	if (e != NULL &&
+		(!found ||
+		 e->p.queue_id != p->queue_id || e->p.lane != p->lane || e->p.gen != p->gen ||
+		 (!e->p.final &&
+		  (p->final || ItemPointerCompare(&p->next, &e->p.next) > 0))))
+		e->p = *p;
+	LWLockRelease(&mqq_shared->summary_lock);
+}
+
+void
+mqq_gen_progress_forget(Oid relid)
+{
+	GenProgressKey key = gen_progress_key(relid);
+
+	if (gen_progress_htab == NULL)
+		return;
+	LWLockAcquire(&mqq_shared->summary_lock, LW_EXCLUSIVE);
+	(void) hash_search(gen_progress_htab, &key, HASH_REMOVE, NULL);
+	LWLockRelease(&mqq_shared->summary_lock);
+}
+
+/* A walk of the hash: only when a stream is deleted */
+void
+mqq_gen_progress_forget_queue(int32 queue_id)
+{
+	HASH_SEQ_STATUS st;
+	GenProgressShared *e;
+
+	if (gen_progress_htab == NULL)
+		return;
+	LWLockAcquire(&mqq_shared->summary_lock, LW_EXCLUSIVE);
+	hash_seq_init(&st, gen_progress_htab);
+	while ((e = hash_seq_search(&st)) != NULL)
+		if (e->key.dbid == MyDatabaseId && e->p.queue_id == queue_id)
+			(void) hash_search(gen_progress_htab, &e->key, HASH_REMOVE, NULL);
+	LWLockRelease(&mqq_shared->summary_lock);
 }
 
 void
