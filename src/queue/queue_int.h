@@ -741,7 +741,8 @@ typedef struct MqGenProgress
  * backends (queue_shmem.c): get copies what one has recorded, put records
  * p if it is further on than what is there (or there is nothing), forget
  * removes a dropped generation's, forget_queue all of a deleted queue's.
- * A full hash records nothing more: each backend still keeps its own.
+ * A full hash is emptied and started over: each backend still keeps its
+ * own, so nothing but time is lost.
  */
 extern bool mqq_gen_progress_get(Oid relid, MqGenProgress *out);
 extern void mqq_gen_progress_put(MqGenProgress *p);

@@ -120,7 +120,7 @@ mq_shmem_startup(void)
 	ctl.entrysize = sizeof(GenProgressShared);
 	gen_progress_htab = ShmemInitHash("queue_ext stream generations",
 									  GEN_PROGRESS_MAX, GEN_PROGRESS_MAX,
-									  &ctl, HASH_ELEM | HASH_BLOBS);
+									  &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);
 	LWLockRegisterTranche(mqq_shared->tranche_id, "queue_ext");
 }
@@ -443,6 +443,21 @@ mqq_gen_progress_put(MqGenProgress *p)
 		return;
 	LWLockAcquire(&mqq_shared->summary_lock, LW_EXCLUSIVE);
 	e = hash_search(gen_progress_htab, &key, HASH_ENTER_NULL, &found);
+	if (e == NULL)
+	{
+		/*
+		 * Full: of generations of dropped databases or extensions, which
+		 * nothing removes, or simply many streams.  It is only a cache (each
+		 * backend keeps its own progress), so start it over.
+		 */
+		HASH_SEQ_STATUS st;
+		GenProgressShared *old;
+
+		hash_seq_init(&st, gen_progress_htab);
+		while ((old = hash_seq_search(&st)) != NULL)
+			(void) hash_search(gen_progress_htab, &old->key, HASH_REMOVE, NULL);
+		e = hash_search(gen_progress_htab, &key, HASH_ENTER_NULL, &found);
+	}
 	if (e != NULL &&
 		(!found ||
 		 e->p.queue_id != p->queue_id || e->p.lane != p->lane || e->p.gen != p->gen ||
