@@ -703,10 +703,13 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 	 * tables left: say so rather than load a state for it, which would stay
 	 * in shared memory with nothing to drop it.  Once the object lock is
 	 * held, no delete of it can be under way.  The catalog snapshot of this
-	 * scan is new: the lock accepted the invalidations of the delete.
+	 * scan is new: the lock accepted the invalidations of the delete.  (The
+	 * state found here, if any, is the one locked below: one lookup in the
+	 * queue hash per call, not two.)
 	 */
+	qs = (q->group == NULL && !recheck) ? mqq_queue_shared(key, false) : NULL;
 	if (q->group == NULL &&
-		(recheck || mqq_queue_shared(key, false) == NULL) &&
+		qs == NULL &&
 		!RecoveryInProgress() &&
 		!mqq_lane_gens(q->id, 0, &low, &high) &&
 		!queue_row_exists(q->id))
@@ -723,12 +726,14 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 				 errdetail("Queues declared with durable => false use unlogged storage, which is not replicated.")));
 	for (;;)
 	{
-		qs = mqq_queue_shared(key, true);
+		if (qs == NULL)
+			qs = mqq_queue_shared(key, true);
 		LWLockAcquire(&qs->lock, mode);
 		if (!qs->dropped && mqq_key_equal(qs->key, key))
 			break;
 		/* the slot was removed (queue deleted) or reused meanwhile */
 		LWLockRelease(&qs->lock);
+		qs = NULL;
 	}
 	if (stream != NULL && qs->stream != stream)
 	{
