@@ -445,9 +445,9 @@ mq_log_fetch(int64 msg_id, MqMessage *out)
 	if (msg_id <= 0)
 		return false;
 	relid = segment_relid(mq_msgid_segno(msg_id));
-	if (!OidIsValid(relid))
+	/* retired since the catalog was read: gone, as if not found there */
+	if (!OidIsValid(relid) || (rel = try_table_open(relid, AccessShareLock)) == NULL)
 		return false;
-	rel = table_open(relid, AccessShareLock);
 	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 	mq_msgid_tid(msg_id, &tid);
 	found = mqlog_fetch_row(rel, &tid, &state, slot) &&
@@ -524,7 +524,10 @@ mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found)
 			relid = segment_relid(cur_segno);
 			if (!OidIsValid(relid))
 				continue;
-			rel = table_open(relid, AccessShareLock);
+			/* retired since the catalog was read: as if gone */
+			rel = try_table_open(relid, AccessShareLock);
+			if (rel == NULL)
+				continue;
 			slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 		}
 		if (rel == NULL)
