@@ -3,7 +3,7 @@
 -- times) is summed once for all sessions.  Each backend records in shared
 -- memory how far it has summed a generation of a partition's entry log, and
 -- a new session takes over from there (queue_stream.c,
--- gen_summary_catch_up): its first mq.queues reads the pages appended
+-- gen_summary_entry): its first mq.queues reads the pages appended
 -- since, not the whole log.  Counted here by the entry log's block reads
 -- requested in a transaction (pg_stat_get_xact_blocks_fetched).
 --

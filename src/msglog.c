@@ -522,13 +522,9 @@ mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found)
 			}
 			cur_segno = mq_msgid_segno(msg_id);
 			relid = segment_relid(cur_segno);
-			if (!OidIsValid(relid))
-				continue;
-			/* retired since the catalog was read: as if gone */
-			rel = try_table_open(relid, AccessShareLock);
-			if (rel == NULL)
-				continue;
-			slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+			/* (try: it may have been retired since the catalog was read) */
+			if (OidIsValid(relid) && (rel = try_table_open(relid, AccessShareLock)) != NULL)
+				slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 		}
 		if (rel == NULL)
 			continue;			/* segment gone */

@@ -744,6 +744,21 @@ typedef struct MqGenProgress
  * A full hash is emptied and started over: each backend still keeps its
  * own, so nothing but time is lost.
  */
+/* Are a and b the progress of the same generation (an OID may be reused)? */
+static inline bool
+mqq_gen_progress_same(const MqGenProgress *a, const MqGenProgress *b)
+{
+	return a->queue_id == b->queue_id && a->lane == b->lane && a->gen == b->gen;
+}
+
+/* Has a summed the generation further than b? */
+static inline bool
+mqq_gen_progress_ahead(MqGenProgress *a, MqGenProgress *b)
+{
+	return mqq_gen_progress_same(a, b) && !b->final &&
+		(a->final || ItemPointerCompare(&a->next, &b->next) > 0);
+}
+
 extern bool mqq_gen_progress_get(Oid relid, MqGenProgress *out);
 extern void mqq_gen_progress_put(MqGenProgress *p);
 extern void mqq_gen_progress_forget(Oid relid);

@@ -416,6 +416,23 @@ gen_progress_key(Oid relid)
 	return key;
 }
 
+/*
+ * Remove the entries of queue queue_id of this database, or every entry
+ * (queue_id 0): a walk of the hash, summary_lock held exclusively
+ */
+static void
+gen_progress_remove(int32 queue_id)
+{
+	HASH_SEQ_STATUS st;
+	GenProgressShared *e;
+
+	hash_seq_init(&st, gen_progress_htab);
+	while ((e = hash_seq_search(&st)) != NULL)
+		if (queue_id == 0 ||
+			(e->key.dbid == MyDatabaseId && e->p.queue_id == queue_id))
+			(void) hash_search(gen_progress_htab, &e->key, HASH_REMOVE, NULL);
+}
+
 bool
 mqq_gen_progress_get(Oid relid, MqGenProgress *out)
 {
@@ -450,19 +467,11 @@ mqq_gen_progress_put(MqGenProgress *p)
 		 * nothing removes, or simply many streams.  It is only a cache (each
 		 * backend keeps its own progress), so start it over.
 		 */
-		HASH_SEQ_STATUS st;
-		GenProgressShared *old;
-
-		hash_seq_init(&st, gen_progress_htab);
-		while ((old = hash_seq_search(&st)) != NULL)
-			(void) hash_search(gen_progress_htab, &old->key, HASH_REMOVE, NULL);
+		gen_progress_remove(0);
 		e = hash_search(gen_progress_htab, &key, HASH_ENTER_NULL, &found);
 	}
 	if (e != NULL &&
-		(!found ||
-		 e->p.queue_id != p->queue_id || e->p.lane != p->lane || e->p.gen != p->gen ||
-		 (!e->p.final &&
-		  (p->final || ItemPointerCompare(&p->next, &e->p.next) > 0))))
+		(!found || !mqq_gen_progress_same(p, &e->p) || mqq_gen_progress_ahead(p, &e->p)))
 		e->p = *p;
 	LWLockRelease(&mqq_shared->summary_lock);
 }
@@ -479,20 +488,14 @@ mqq_gen_progress_forget(Oid relid)
 	LWLockRelease(&mqq_shared->summary_lock);
 }
 
-/* A walk of the hash: only when a stream is deleted */
+/* A walk of the hash: only when a queue is deleted */
 void
 mqq_gen_progress_forget_queue(int32 queue_id)
 {
-	HASH_SEQ_STATUS st;
-	GenProgressShared *e;
-
 	if (gen_progress_htab == NULL)
 		return;
 	LWLockAcquire(&mqq_shared->summary_lock, LW_EXCLUSIVE);
-	hash_seq_init(&st, gen_progress_htab);
-	while ((e = hash_seq_search(&st)) != NULL)
-		if (e->key.dbid == MyDatabaseId && e->p.queue_id == queue_id)
-			(void) hash_search(gen_progress_htab, &e->key, HASH_REMOVE, NULL);
+	gen_progress_remove(queue_id);
 	LWLockRelease(&mqq_shared->summary_lock);
 }
 

@@ -487,18 +487,15 @@ mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next)
  * not the partition's whole write generation (it did until 2026-12-02: a
  * stream holding 1.2M entries cost the worker 9 % of a core when idle).
  * Each backend records how far it got in shared memory as well, and takes
- * over from there when another got further (gen_summary_catch_up): a new
+ * over from there when another got further (gen_summary_entry): a new
  * session's first mq.queues reads what was appended since the worker's
  * last pass, not every generation of every partition (until 2026-12-03 it
  * did: 138 ms for a 1.2M-entry stream).  The structs are in queue_int.h.
  */
-typedef MqGenSummary GenSummary;
-typedef MqGenProgress GenSummaryEntry;
-
 static HTAB *gen_summaries = NULL;
 
 static void
-summary_init(GenSummary *s)
+summary_init(MqGenSummary *s)
 {
 	s->any = false;
 	s->bytes = 0;
@@ -510,7 +507,7 @@ summary_init(GenSummary *s)
 
 /* Add the entry in slot, in state st, to s */
 static void
-summary_add(GenSummary *s, MqlogRowState st, TupleTableSlot *slot)
+summary_add(MqGenSummary *s, MqlogRowState st, TupleTableSlot *slot)
 {
 	TimestampTz at = slot_visible_at(slot);
 	int64		msg_id;
@@ -536,11 +533,12 @@ summary_add(GenSummary *s, MqlogRowState st, TupleTableSlot *slot)
 
 /*
  * Sum rel's entries from e->next on into *out, which starts as e->settled;
- * e->settled and e->next move on over the leading run of settled entries.
- * Returns true when no entry was in progress.
+ * e->settled and e->next move on over the leading run of settled entries,
+ * and e becomes final when the generation is closed and no entry was in
+ * progress.  How far e got is recorded for the other backends.
  */
-static bool
-gen_summarize(Relation rel, GenSummaryEntry *e, GenSummary *out)
+static void
+gen_summarize(Relation rel, MqGenProgress *e, bool closed, MqGenSummary *out)
 {
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	MqlogReadCache cache;
@@ -564,14 +562,21 @@ gen_summarize(Relation rel, GenSummaryEntry *e, GenSummary *out)
 	}
 	mqlog_read_cache_release(&cache);
 	ExecDropSingleTupleTableSlot(slot);
-	return settled;
+	e->final = settled && closed;
+	mqq_gen_progress_put(e);
 }
 
-/* This backend's summary entry of generation gen (entry log relid) */
-static GenSummaryEntry *
+/*
+ * This backend's summary entry of generation gen (entry log relid), taken
+ * over from what another backend recorded when that got further (the
+ * worker sums each stream at every log retirement): a new session then
+ * reads only what was appended since, not the generation
+ */
+static MqGenProgress *
 gen_summary_entry(MqQueue *q, int lane, int gen, Oid relid)
 {
-	GenSummaryEntry *e;
+	MqGenProgress *e;
+	MqGenProgress shared;
 	bool		found;
 
 	if (gen_summaries == NULL)
@@ -579,7 +584,7 @@ gen_summary_entry(MqQueue *q, int lane, int gen, Oid relid)
 		HASHCTL		ctl;
 
 		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(GenSummaryEntry);
+		ctl.entrysize = sizeof(MqGenProgress);
 		ctl.hcxt = TopMemoryContext;
 		gen_summaries = hash_create("queue_ext stream generations", 64, &ctl,
 									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
@@ -594,39 +599,23 @@ gen_summary_entry(MqQueue *q, int lane, int gen, Oid relid)
 		ItemPointerSet(&e->next, 0, FirstOffsetNumber);
 		e->final = false;
 	}
-	return e;
-}
-
-/*
- * Take over what another backend has summed of e's generation when it got
- * further (the worker sums each stream at every log retirement): a new
- * session then reads only what was appended since, not the generation
- */
-static void
-gen_summary_catch_up(GenSummaryEntry *e)
-{
-	GenSummaryEntry shared;
-
-	if (e->final || !mqq_gen_progress_get(e->relid, &shared))
-		return;
-	if (shared.queue_id == e->queue_id && shared.lane == e->lane &&
-		shared.gen == e->gen &&
-		(shared.final || ItemPointerCompare(&shared.next, &e->next) > 0))
+	if (!e->final && mqq_gen_progress_get(relid, &shared) &&
+		mqq_gen_progress_ahead(&shared, e))
 		*e = shared;
+	return e;
 }
 
 /* Summary of generation gen of a partition (false: the table is gone) */
 static bool
-gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
+gen_summary(MqQueue *q, int lane, int gen, bool closed, MqGenSummary *out)
 {
 	Relation	rel;
 	Oid			relid = mqq_lane_relid(q->id, lane, gen, false);
-	GenSummaryEntry *e;
+	MqGenProgress *e;
 
 	if (!OidIsValid(relid))
 		return false;
 	e = gen_summary_entry(q, lane, gen, relid);
-	gen_summary_catch_up(e);
 	if (e->final)
 	{
 		*out = e->settled;
@@ -635,9 +624,8 @@ gen_summary(MqQueue *q, int lane, int gen, bool closed, GenSummary *out)
 	rel = gen_open(q, lane, gen, false, true);
 	if (rel == NULL)
 		return false;
-	e->final = gen_summarize(rel, e, out) && closed;
+	gen_summarize(rel, e, closed, out);
 	gen_close(rel);
-	mqq_gen_progress_put(e);
 	return true;
 }
 
@@ -675,7 +663,7 @@ mqq_stream_min_msg_id(MqQueue *q)
 			continue;
 		for (int g = low; g <= high; g++)
 		{
-			GenSummary s;
+			MqGenSummary s;
 
 			if (!gen_summary(q, lane, g, g < write_gen[lane], &s))
 			{
@@ -720,7 +708,7 @@ mq_stream_partition(MqQueue *q, int partition, MqStreamPartition *out)
 	}
 	for (int g = low; g <= high; g++)
 	{
-		GenSummary	s;
+		MqGenSummary s;
 
 		if (!gen_summary(q, partition, g, g < write_gen, &s))
 			continue;
@@ -827,14 +815,13 @@ mq_stream_retain(MqQueue *q)
 						slot_visible_at(slot) < now - q->retention_us / 2;
 					if (!rotate && q->max_bytes > 0)
 					{
-						GenSummary	cur;
-						GenSummaryEntry *e = gen_summary_entry(q, lane, write_gen,
-															   RelationGetRelid(rel));
+						MqGenSummary cur;
 
 						/* the write generation, read on from the last look */
-						gen_summary_catch_up(e);
-						(void) gen_summarize(rel, e, &cur);
-						mqq_gen_progress_put(e);
+						gen_summarize(rel,
+									  gen_summary_entry(q, lane, write_gen,
+														RelationGetRelid(rel)),
+									  false, &cur);
 						rotate = cur.bytes >= Max(q->max_bytes / 4, 1);
 					}
 				}
@@ -867,7 +854,7 @@ mq_stream_retain(MqQueue *q)
 		{
 			for (int g = low; g <= high; g++)
 			{
-				GenSummary s;
+				MqGenSummary s;
 
 				if (gen_summary(q, lane, g, g < write_gen, &s))
 					total += s.bytes;
@@ -875,7 +862,7 @@ mq_stream_retain(MqQueue *q)
 		}
 		for (int g = low; g < write_gen; g++)
 		{
-			GenSummary s;
+			MqGenSummary s;
 
 			if (!gen_summary(q, lane, g, true, &s))
 			{
