@@ -33,6 +33,20 @@ BEGIN
 	RETURN false;
 END
 $$;
+-- until queue q holds nothing (an expired message the worker is
+-- dead-lettering right now is gone, and its dead letter committed), at most
+-- 10 seconds
+CREATE FUNCTION pg_temp.wait_empty(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..200 LOOP
+		IF (SELECT total = 0 FROM mq.queues WHERE queue = q) THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END
+$$;
 CREATE FUNCTION pg_temp.counts(qs text[])
 RETURNS TABLE (queue text, ready bigint, unacked bigint, total bigint) LANGUAGE sql AS $$
 	SELECT queue, ready, unacked, total FROM mq.queues WHERE queue = ANY (qs) ORDER BY queue
@@ -49,6 +63,7 @@ SELECT mq.queue_declare('rd_cyc_ttl', arguments => '{"x-message-ttl": 1, "x-dead
 SELECT count(*) FROM mq.send_batch('rd_cyc_ttl', ARRAY['msg1', 'msg2']::text[]);
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_cyc_ttl', 10);
+SELECT pg_temp.wait_empty('rd_cyc_ttl');
 SELECT * FROM pg_temp.counts('{rd_cyc_ttl}');
 -- the same through the worker's expiry at the head of the queue
 DO $$
@@ -126,6 +141,7 @@ SELECT mq.bind('rd_fan_other', 'rd_fan');
 SELECT mq.send('rd_cyc_fan', 'fanned'::text) IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_cyc_fan');
+SELECT pg_temp.wait_empty('rd_cyc_fan');
 SELECT * FROM pg_temp.counts('{rd_cyc_fan,rd_fan_other}');
 SELECT * FROM pg_temp.take('rd_fan_other');
 
@@ -171,6 +187,7 @@ SELECT mq.queue_declare('rd_src_ttl', arguments => '{"x-message-ttl": 1, "x-dead
 SELECT mq.send('rd_src_ttl', 'msg1'::text) IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_src_ttl');
+SELECT pg_temp.wait_empty('rd_src_ttl');
 SELECT * FROM pg_temp.take('rd_dead');
 
 -- dead_lettering_SUITE: dead_letter_headers_reason_expired_per_message
@@ -179,6 +196,7 @@ SELECT * FROM pg_temp.take('rd_dead');
 SELECT mq.send('rd_src', 'msg1'::text, expiration => '1 ms', correlation_id => 'c1') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_src');
+SELECT pg_temp.wait_empty('rd_src');
 SELECT convert_from(body, 'UTF8') AS body, pg_temp.death(headers) AS x_death, properties
   FROM mq.consume('rd_dead', 10, auto_ack => true);
 -- mc:record_death records a message's TTL whatever the reason of its death
@@ -214,6 +232,7 @@ SELECT convert_from(body, 'UTF8') AS body, headers = :'republished' AS unchanged
 SELECT mq.send('rd_src_ttl', 'msg1'::text, headers => :'republished') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_src_ttl');
+SELECT pg_temp.wait_empty('rd_src_ttl');
 SELECT * FROM pg_temp.take('rd_dead');
 
 -- a forged x-death does not close a cycle either: it claims the message
@@ -223,11 +242,13 @@ SELECT mq.queue_declare('rd_fg', arguments => '{"x-message-ttl": 1, "x-dead-lett
 SELECT mq.send('rd_fg', 'forged'::text, headers => '{"x-death": [{"count": 7, "queue": "rd_fg_dest", "reason": "expired", "exchange": "", "routing-keys": ["rd_fg_dest"]}, {"count": 3, "queue": "rd_fg", "reason": "expired"}]}') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_fg');
+SELECT pg_temp.wait_empty('rd_fg');
 SELECT * FROM pg_temp.take('rd_fg_dest');
 -- a header that is not an array is just the publisher's data too
 SELECT mq.send('rd_fg', 'odd'::text, headers => '{"x-death": "yes", "x-first-death-queue": 5}') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_fg');
+SELECT pg_temp.wait_empty('rd_fg');
 SELECT * FROM pg_temp.take('rd_fg_dest');
 
 -- dead_lettering_SUITE: dead_letter_headers_first_death
