@@ -48,6 +48,14 @@ SELECT mq.queue_declare('bd_ttl_nodlx', arguments => '{"x-message-ttl": 100}');
 SELECT mq.send('bd_ttl_nodlx', 'gone'::text) IS NOT NULL;
 SELECT pg_sleep(0.3);
 SELECT count(*) FROM mq.consume('bd_ttl_nodlx', 10);
+-- (the worker may be dropping it right now: wait for that, at most 10 s)
+DO $$
+BEGIN
+	FOR i IN 1..200 LOOP
+		EXIT WHEN (SELECT total FROM mq.queues WHERE queue = 'bd_ttl_nodlx') = 0;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
 SELECT queue, ready, unacked, total FROM mq.queues WHERE queue = 'bd_ttl_nodlx';
 SELECT count(*) FROM mq.consume('bd_dead', 10);
 
