@@ -253,7 +253,8 @@ queue_arg(FunctionCallInfo fcinfo, int argno, int priv)
  * at once with auto_ack, emit a row for the others.  A consumer group's
  * filter is applied here: a message it rejects is settled for the group
  * (an ACK record: it counts as settled for the committed offset and for
- * replay) and not delivered.  Returns the number of rows emitted.
+ * replay) and not delivered, as is an entry retention dropped meanwhile.
+ * Returns the number of rows emitted.
  */
 static int
 deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ack,
@@ -281,21 +282,35 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 	{
 		MqMessage	m;
 		char	   *receipt;
+		bool		not_delivered;
 
 		if (dl[i].dead)
 			continue;
 		m = msgs[k];
 		if (!found[k++])
 		{
-			ereport(WARNING,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("message " INT64_FORMAT " of queue \"%s\" is missing from the message log",
-							dl[i].msg_id, q->name)));
-			continue;
+			/*
+			 * A group's entry whose generation retention dropped after the
+			 * take read it is gone, as retention means: settled for the
+			 * group below like a filtered one (nothing is recorded once its
+			 * logs are gone).  Anything else missing is damage.
+			 */
+			if (q->group == NULL ||
+				!mq_stream_offset_dropped(q->stream, mq_qpos_lane(dl[i].qpos), dl[i].offset))
+			{
+				ereport(WARNING,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("message " INT64_FORMAT " of queue \"%s\" is missing from the message log",
+								dl[i].msg_id, q->name)));
+				continue;
+			}
+			not_delivered = true;
 		}
-		if (filter != NULL &&
-			mq_filter_eval(filter, m.headers, m.tag,
-						   m.tag ? strlen(m.tag) : 0) != MQ_FILTER_MATCH)
+		else
+			not_delivered = filter != NULL &&
+				mq_filter_eval(filter, m.headers, m.tag,
+							   m.tag ? strlen(m.tag) : 0) != MQ_FILTER_MATCH;
+		if (not_delivered)
 		{
 			/* with auto_ack it is settled already */
 			if (!auto_ack)

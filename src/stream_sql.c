@@ -103,6 +103,8 @@ mq_read(PG_FUNCTION_ARGS)
 
 		if (!found[i])
 		{
+			if (mq_stream_offset_dropped(q, partition, entries[i].offset))
+				continue;
 			ereport(WARNING,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("message " INT64_FORMAT " of stream \"%s\" is missing from the message log",

@@ -570,6 +570,14 @@ extern int	mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 /* First retained offset and next offset of a partition (equal: empty) */
 extern void mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next);
 
+/*
+ * Whether offset of partition of stream q is below what the stream retains
+ * now: retention dropped its generation, and log retirement may have dropped
+ * its message since a reader found the entry.  A reader skips such an entry
+ * quietly (as a Kafka consumer never sees what retention deleted).
+ */
+extern bool mq_stream_offset_dropped(MqQueue *q, int partition, int64 offset);
+
 /* What a partition of a stream retains, for mq.queues and mq.stream_partitions */
 typedef struct MqStreamPartition
 {

@@ -474,6 +474,16 @@ mq_stream_bounds(MqQueue *q, int partition, int64 *first, int64 *next)
 	}
 }
 
+bool
+mq_stream_offset_dropped(MqQueue *q, int partition, int64 offset)
+{
+	int64		first,
+				next;
+
+	mq_stream_bounds(q, partition, &first, &next);
+	return offset < first;
+}
+
 /* ---------- what a generation holds: bytes, oldest message, newest time ---------- */
 
 /*
