@@ -8,9 +8,18 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 
 #include "mqutils.h"
 
@@ -86,4 +95,44 @@ mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg, char **error
 	}
 	PG_END_TRY();
 	return ok;
+}
+
+/*
+ * A table another transaction created is found by name once that
+ * transaction is seen as committed by what we read in shared memory or in
+ * its rows (an entry pointing into a new log segment, a lane's new write
+ * generation), which can happen before our catalog view shows the table:
+ * our catalog snapshot may be older than that commit, and the syscache may
+ * hold a negative entry for the name, whose invalidation the creator sends
+ * only after its commit is visible.  So a miss in the syscache scans
+ * pg_class's name index with a new catalog snapshot (the rows we saw are
+ * committed per the proc array, so the new snapshot sees the table too).
+ * Takes no lock but pg_class's own, like the syscache.
+ */
+Oid
+mq_relid_fresh(const char *name)
+{
+	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+	Oid			relid = get_relname_relid(name, nsp);
+	Relation	pg_class;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	NameData	relname;
+
+	if (OidIsValid(relid))
+		return relid;
+	InvalidateCatalogSnapshot();
+	namestrcpy(&relname, name);
+	pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_class_relname, BTEqualStrategyNumber,
+				F_NAMEEQ, NameGetDatum(&relname));
+	ScanKeyInit(&key[1], Anum_pg_class_relnamespace, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(nsp));
+	scan = systable_beginscan(pg_class, ClassNameNspIndexId, true, NULL, 2, key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		relid = ((Form_pg_class) GETSTRUCT(tup))->oid;
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	return relid;
 }

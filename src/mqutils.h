@@ -35,4 +35,12 @@ extern void mq_require_preload(const char *feature);
 extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg,
 						   char **error);
 
+/*
+ * Oid of the relation called name in schema mq, or InvalidOid.  For the
+ * tables other transactions create while we run (log segments, lane
+ * generations, group logs): a miss looks again in pg_class itself, with a
+ * new catalog snapshot (see mqutils.c).
+ */
+extern Oid	mq_relid_fresh(const char *name);
+
 #endif							/* MQ_UTILS_H */

@@ -114,12 +114,14 @@ mq_segment_relname(int64 segno)
 	return psprintf("log_%lld", (long long) segno);
 }
 
-/* relid of a segment, or InvalidOid */
+/*
+ * relid of a segment, or InvalidOid: fresh, as a message we fetch may be
+ * in a segment its publisher created (mq_relid_fresh)
+ */
 static Oid
 segment_relid(int64 segno)
 {
-	return get_relname_relid(mq_segment_relname(segno),
-							 get_namespace_oid(MQ_SCHEMA, false));
+	return mq_relid_fresh(mq_segment_relname(segno));
 }
 
 /*

@@ -23,7 +23,6 @@
 #include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
-#include "utils/inval.h"
 #include "utils/rel.h"
 
 #include "queue/queue_int.h"
@@ -46,13 +45,8 @@ queue_append_begin(MqQueue *q, int lane, int *gen, MqQueueShared **qsp)
 	LWLockRelease(&qs->lock);
 	LWLockAcquire(&qs->gen_lock, LW_SHARED);
 	*gen = qs->lanes[lane].write_gen;
-	relid = mqq_lane_relid(q->id, lane, *gen, false);
-	if (!OidIsValid(relid))
-	{
-		/* a generation created since we last looked: refresh the caches */
-		AcceptInvalidationMessages();
-		relid = mqq_lane_relid(q->id, lane, *gen, false);
-	}
+	/* (it may have been created since our catalog snapshot was taken) */
+	relid = mqq_lane_relid_fresh(q->id, lane, *gen);
 	if (!OidIsValid(relid))
 	{
 		LWLockRelease(&qs->gen_lock);

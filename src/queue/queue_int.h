@@ -195,6 +195,13 @@ extern void mqq_settle_append(MqQueue *q, int16 kind, uint64 qpos);
 extern Oid	mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle);
 
 /*
+ * The entry log of a generation that shared state says exists (a lane's
+ * write generation): on a miss, looked for again past our catalog
+ * snapshot and syscache (mq_relid_fresh)
+ */
+extern Oid	mqq_lane_relid_fresh(int32 queue_id, int lane, int gen);
+
+/*
  * Settlement log of a lane generation of q: its s<queue>_<lane>_<gen>, or
  * for a consumer group's view the group's g<queue>_<group>_<lane>_<gen>
  */

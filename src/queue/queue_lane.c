@@ -79,6 +79,13 @@ lane_relid_inval(Datum arg, Oid relid)
 	lane_relids_invals++;
 }
 
+/* The name of a lane generation's entry log (or settlement log) */
+static void
+lane_relname(char *name, int32 queue_id, int lane, int gen, bool settle)
+{
+	snprintf(name, NAMEDATALEN, "%c%d_%d_%d", settle ? 's' : 'q', queue_id, lane, gen);
+}
+
 Oid
 mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 {
@@ -112,7 +119,7 @@ mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 		return e->relid;
 
 	invals = lane_relids_invals;
-	snprintf(name, sizeof(name), "%c%d_%d_%d", settle ? 's' : 'q', queue_id, lane, gen);
+	lane_relname(name, queue_id, lane, gen, settle);
 	relid = get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
 	if (OidIsValid(relid) && invals == lane_relids_invals && !lane_relids_reset &&
 		hash_get_num_entries(lane_relids) < LANE_RELID_CACHE_MAX)
@@ -121,6 +128,18 @@ mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 		e->relid = relid;
 	}
 	return relid;
+}
+
+Oid
+mqq_lane_relid_fresh(int32 queue_id, int lane, int gen)
+{
+	Oid			relid = mqq_lane_relid(queue_id, lane, gen, false);
+	char		name[NAMEDATALEN];
+
+	if (OidIsValid(relid))
+		return relid;
+	lane_relname(name, queue_id, lane, gen, false);
+	return mq_relid_fresh(name);
 }
 
 Oid
