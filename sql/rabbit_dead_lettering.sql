@@ -20,12 +20,14 @@ RETURNS TABLE (body text, x_death jsonb, other_headers jsonb) LANGUAGE sql AS $$
 	SELECT convert_from(c.body, 'UTF8'), pg_temp.death(c.headers), c.headers - 'x-death'
 	  FROM mq.consume(q, 100, auto_ack => true) c
 $$;
--- until queue q has a ready message (the worker may be dead-lettering one
--- into it right now), at most 10 seconds
-CREATE FUNCTION pg_temp.wait_ready(q text) RETURNS boolean LANGUAGE plpgsql AS $$
+-- until queue q holds nothing (empty) or has a ready message, at most 10
+-- seconds: the worker may be expiring a message, or dead-lettering one into
+-- q, right now
+CREATE FUNCTION pg_temp.wait_until(q text, empty boolean) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
 	FOR i IN 1..200 LOOP
-		IF (SELECT ready > 0 FROM mq.queues WHERE queue = q) THEN
+		IF (SELECT CASE WHEN empty THEN total = 0 ELSE ready > 0 END
+			  FROM mq.queues WHERE queue = q) THEN
 			RETURN true;
 		END IF;
 		PERFORM pg_sleep(0.05);
@@ -33,19 +35,12 @@ BEGIN
 	RETURN false;
 END
 $$;
--- until queue q holds nothing (an expired message the worker is
--- dead-lettering right now is gone, and its dead letter committed), at most
--- 10 seconds
-CREATE FUNCTION pg_temp.wait_empty(q text) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..200 LOOP
-		IF (SELECT total = 0 FROM mq.queues WHERE queue = q) THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-	RETURN false;
-END
+CREATE FUNCTION pg_temp.wait_ready(q text) RETURNS boolean LANGUAGE sql AS $$
+	SELECT pg_temp.wait_until(q, false)
+$$;
+-- (an expired message gone means its dead letter committed)
+CREATE FUNCTION pg_temp.wait_empty(q text) RETURNS boolean LANGUAGE sql AS $$
+	SELECT pg_temp.wait_until(q, true)
 $$;
 CREATE FUNCTION pg_temp.counts(qs text[])
 RETURNS TABLE (queue text, ready bigint, unacked bigint, total bigint) LANGUAGE sql AS $$
