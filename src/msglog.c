@@ -436,31 +436,9 @@ message_from_slot(TupleTableSlot *slot, MqMessage *out)
 bool
 mq_log_fetch(int64 msg_id, MqMessage *out)
 {
-	Oid			relid;
-	Relation	rel;
-	TupleTableSlot *slot;
-	ItemPointerData tid;
-	MqlogRowState state;
 	bool		found;
 
-	mq_log_fetches++;
-	if (msg_id <= 0)
-		return false;
-	relid = segment_relid(mq_msgid_segno(msg_id));
-	/* retired since the catalog was read: gone, as if not found there */
-	if (!OidIsValid(relid) || (rel = try_table_open(relid, AccessShareLock)) == NULL)
-		return false;
-	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	mq_msgid_tid(msg_id, &tid);
-	found = mqlog_fetch_row(rel, &tid, &state, slot) &&
-		(state == MQLOG_ROW_COMMITTED || state == MQLOG_ROW_OWN);
-	if (found)
-	{
-		message_from_slot(slot, out);
-		out->msg_id = msg_id;
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_close(rel, AccessShareLock);
+	(void) mq_log_fetch_many(&msg_id, 1, out, &found);
 	return found;
 }
 

@@ -111,7 +111,10 @@ extern void mq_log_link_reserve(Relation seg, int64 segno, MqMessage *msg,
 								MqlogLinkedRow *row);
 extern void mq_log_link_done(Relation seg, MqMessage *msg, MqlogLinkedRow *row);
 
-/* Read a message by id; false if there is no committed (or own) message */
+/*
+ * Read a message by id (mq_log_fetch_many of one); false if there is no
+ * committed (or own) message
+ */
 extern bool mq_log_fetch(int64 msg_id, MqMessage *out);
 
 /*

@@ -491,17 +491,9 @@ extern MqlogReadResult mqlog_read_next(Relation rel, ItemPointer pos,
 									   TupleTableSlot *slot);
 
 /*
- * Fetch one row by TID regardless of snapshot, classifying its inserter.
- * Returns false if there is no row at tid (never written, LP_DEAD, overflow
- * page, beyond the end).  slot as for mqlog_read_next.
- */
-extern bool mqlog_fetch_row(Relation rel, ItemPointer tid,
-							MqlogRowState *state, TupleTableSlot *slot);
-
-/*
- * What a run of reads of one relation learnt about it, for the _cached
- * variants of mqlog_read_next, mqlog_fetch_row and mqlog_peek_row: the
- * relation's size, a lower bound as long as the caller holds its lock
+ * What a run of reads of one relation learnt about it, for the cached
+ * reads (mqlog_read_next_cached, mqlog_fetch_row_cached, mqlog_peek_row):
+ * the relation's size, a lower bound as long as the caller holds its lock
  * throughout the run (an mqlog relation only shrinks under
  * AccessExclusiveLock: truncation), so that a read within it costs no
  * lseek; and the last block read, kept pinned, so that reads of one page
@@ -521,6 +513,12 @@ extern MqlogReadResult mqlog_read_next_cached(Relation rel, ItemPointer pos,
 											  MqlogRowState *state,
 											  TupleTableSlot *slot,
 											  MqlogReadCache *cache);
+
+/*
+ * Fetch one row by TID regardless of snapshot, classifying its inserter.
+ * Returns false if there is no row at tid (never written, LP_DEAD, overflow
+ * page, beyond the end).  slot as for mqlog_read_next.
+ */
 extern bool mqlog_fetch_row_cached(Relation rel, ItemPointer tid,
 								   MqlogRowState *state, TupleTableSlot *slot,
 								   MqlogReadCache *cache);

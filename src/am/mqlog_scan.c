@@ -3,7 +3,7 @@
  * mqlog_scan.c
  *	  Reading mqlog tables: sequential and parallel scans, fetch by TID
  *	  (index scans, TID scans, triggers), ANALYZE sampling, and the cursor
- *	  reads used by the message log (mqlog_read_next, mqlog_fetch_row).
+ *	  reads used by the message log (mqlog_read_next, mqlog_fetch_row_cached).
  *
  * Scans work a page at a time like heap's page mode: share-lock the page,
  * collect the offsets of the rows visible to the snapshot, unlock, then
@@ -916,19 +916,6 @@ mqlog_read_next_cached(Relation rel, ItemPointer pos, MqlogRowState *state,
 	ItemPointerSetBlockNumber(pos, blkno);
 	ItemPointerSetOffsetNumber(pos, off);
 	return MQLOG_READ_END;
-}
-
-bool
-mqlog_fetch_row(Relation rel, ItemPointer tid, MqlogRowState *state,
-				TupleTableSlot *slot)
-{
-	MqlogReadCache cache;
-	bool		found;
-
-	mqlog_read_cache_init(&cache);
-	found = mqlog_fetch_row_cached(rel, tid, state, slot, &cache);
-	mqlog_read_cache_release(&cache);
-	return found;
 }
 
 bool
