@@ -424,11 +424,19 @@ extern Relation mqlog_open_for_inspection(Oid relid);
  * page is never written again once a later page exists, so physical order
  * (block, offset) is the order in which rows were written.  Used for the
  * per-queue entry logs and the settlement logs, which readers follow with a
- * cursor.  tids[] receives the new rows' TIDs.  Takes the same slots as
- * table_multi_insert (any slot type).
+ * cursor.  Rows are given as for mqlog_insert_values; tids[] receives the
+ * new rows' TIDs.
  */
-extern void mqlog_insert_ordered(Relation rel, TupleTableSlot **slots,
-								 int nslots, CommandId cid, ItemPointer tids);
+extern void mqlog_insert_ordered(Relation rel, Datum *values, bool *isnull,
+								 int n, CommandId cid, ItemPointer tids);
+
+/*
+ * Insert n rows given as values and nulls (row i's at i * natts of the
+ * relation) where tuple_insert would put them, returning their TIDs in
+ * tids: a multi_insert that forms its tuples from the values at once.
+ */
+extern void mqlog_insert_values(Relation rel, Datum *values, bool *isnull,
+								int n, CommandId cid, ItemPointer tids);
 
 /*
  * Linked insert: one row in each of up to MQLOG_MAX_LINKED mqlog relations,
@@ -438,7 +446,8 @@ extern void mqlog_insert_ordered(Relation rel, TupleTableSlot **slots,
  * will go to (ordered: the last page, as mqlog_insert_ordered; else the
  * page tuple_insert would choose) and sets row->tid, so the next row can
  * refer to it; mqlog_linked_write() writes all reserved rows and releases
- * their pages, setting each slot's tts_tid.  The relations must be
+ * their pages.  A row is given as values and nulls of the relation's
+ * columns, formed into a tuple at once (no slot).  The relations must be
  * distinct (a page is locked once).  Callers reserve in a fixed order of
  * relations (page locks are held across reservations) and do nothing
  * between the two phases that could wait for another backend.
@@ -446,7 +455,6 @@ extern void mqlog_insert_ordered(Relation rel, TupleTableSlot **slots,
 typedef struct MqlogLinkedRow
 {
 	Relation	rel;
-	TupleTableSlot *slot;
 	bool		ordered;
 	TransactionId xid;
 	HeapTuple	tup;
@@ -457,7 +465,7 @@ typedef struct MqlogLinkedRow
 } MqlogLinkedRow;
 
 extern void mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel,
-								 TupleTableSlot *slot, CommandId cid,
+								 Datum *values, bool *isnull, CommandId cid,
 								 bool ordered);
 extern void mqlog_linked_write(MqlogLinkedRow *rows, int n);
 

@@ -87,15 +87,15 @@ mqlog_trim_row(HeapTuple tup, int keep)
 }
 
 /*
- * Turn the slot's contents into the tuple to store: detoast/compress/move
- * out of line (mqlog_toast.c), drop trailing NULL columns and stamp the
- * visibility header.
+ * Turn a tuple into the one to store: detoast/compress/move out of line
+ * (mqlog_toast.c), drop trailing NULL columns and stamp the visibility
+ * header.  *shouldFree says whether tup is ours to scribble on and free;
+ * it is set to whether the result is.
  */
 static HeapTuple
-mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
-					 CommandId cid, bool *shouldFree)
+mqlog_prepare_tuple_insert(Relation rel, HeapTuple tup, TransactionId xid,
+						   CommandId cid, bool *shouldFree)
 {
-	HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, shouldFree);
 	HeapTuple	heaptup;
 	int			keep;
 
@@ -127,6 +127,16 @@ mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
 	heaptup->t_tableOid = RelationGetRelid(rel);
 
 	return heaptup;
+}
+
+/* The same for the contents of a slot */
+static HeapTuple
+mqlog_prepare_insert(Relation rel, TupleTableSlot *slot, TransactionId xid,
+					 CommandId cid, bool *shouldFree)
+{
+	HeapTuple	tup = ExecFetchSlotHeapTuple(slot, true, shouldFree);
+
+	return mqlog_prepare_tuple_insert(rel, tup, xid, cid, shouldFree);
 }
 
 /*
@@ -420,35 +430,69 @@ mqlog_prepare_many(Relation rel, TupleTableSlot **slots, int nslots,
 	return tuples;
 }
 
+/*
+ * The same for n rows given as values and nulls (row i's columns at
+ * i * natts of the relation), formed straight into tuples: no slot to
+ * materialize first
+ */
+static HeapTuple *
+mqlog_prepare_values(Relation rel, Datum *values, bool *isnull, int n,
+					 TransactionId xid, CommandId cid)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple  *tuples = palloc(n * sizeof(HeapTuple));
+
+	for (int i = 0; i < n; i++)
+	{
+		bool		shouldFree = true;
+
+		tuples[i] = mqlog_prepare_tuple_insert(rel,
+											   heap_form_tuple(desc,
+															   values + i * desc->natts,
+															   isnull + i * desc->natts),
+											   xid, cid, &shouldFree);
+	}
+	return tuples;
+}
+
+/* Free the tuples of a multi-row insert, returning their TIDs in tids */
+static void
+mqlog_finish_tuples(Relation rel, HeapTuple *tuples, int n, ItemPointer tids)
+{
+	for (int i = 0; i < n; i++)
+	{
+		if (tids)
+			tids[i] = tuples[i]->t_self;
+		heap_freetuple(tuples[i]);
+	}
+	pfree(tuples);
+	pgstat_count_heap_insert(rel, n);
+}
+
 static void
 mqlog_finish_many(Relation rel, TupleTableSlot **slots, HeapTuple *tuples,
 				  int nslots)
 {
-	int			i;
-
-	for (i = 0; i < nslots; i++)
+	for (int i = 0; i < nslots; i++)
 	{
 		slots[i]->tts_tableOid = RelationGetRelid(rel);
 		slots[i]->tts_tid = tuples[i]->t_self;
-		heap_freetuple(tuples[i]);
 	}
-	pfree(tuples);
-	pgstat_count_heap_insert(rel, nslots);
+	mqlog_finish_tuples(rel, tuples, nslots, NULL);
 }
 
 /*
  * multi_insert callback (COPY FROM, INSERT ... SELECT in batches): as many
  * rows per page as fit, one WAL record per page.
  */
-void
-mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
-				   CommandId cid, int options, BulkInsertState bistate)
+/* Write prepared tuples as the multi_insert callback does */
+static void
+mqlog_insert_tuples(Relation rel, HeapTuple *tuples, int n, TransactionId xid,
+					BulkInsertState bistate)
 {
-	TransactionId xid = mqlog_begin_insert(rel, options);
-	HeapTuple  *tuples = mqlog_prepare_many(rel, slots, nslots, xid, cid);
 	int			ndone = 0;
 
-	while (ndone < nslots)
+	while (ndone < n)
 	{
 		bool		isnew;
 		Buffer		buf;
@@ -456,12 +500,41 @@ mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		CHECK_FOR_INTERRUPTS();
 		buf = mqlog_get_target_buffer(rel, mqlog_row_size(tuples[ndone]),
 									  bistate, &isnew);
-		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
+		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid);
 		RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 		UnlockReleaseBuffer(buf);
 	}
+}
 
+void
+mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
+				   CommandId cid, int options, BulkInsertState bistate)
+{
+	TransactionId xid = mqlog_begin_insert(rel, options);
+	HeapTuple  *tuples = mqlog_prepare_many(rel, slots, nslots, xid, cid);
+
+	mqlog_insert_tuples(rel, tuples, nslots, xid, bistate);
 	mqlog_finish_many(rel, slots, tuples, nslots);
+}
+
+/* Multi-row insert of values (see mqlog.h) */
+void
+mqlog_insert_values(Relation rel, Datum *values, bool *isnull, int n,
+					CommandId cid, ItemPointer tids)
+{
+	TransactionId xid;
+	HeapTuple  *tuples;
+
+	if (!mqlog_is_mqlog_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	if (n <= 0)
+		return;
+	xid = mqlog_begin_insert(rel, 0);
+	tuples = mqlog_prepare_values(rel, values, isnull, n, xid, cid);
+	mqlog_insert_tuples(rel, tuples, n, xid, NULL);
+	mqlog_finish_tuples(rel, tuples, n, tids);
 }
 
 /*
@@ -561,7 +634,7 @@ mqlog_ordered_page(Relation rel, Buffer *buf, Size need, bool *isnew)
  * exists nobody starts adding to N.  So a cursor reader never misses a row.
  */
 void
-mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
+mqlog_insert_ordered(Relation rel, Datum *values, bool *isnull, int n,
 					 CommandId cid, ItemPointer tids)
 {
 	TransactionId xid;
@@ -569,32 +642,29 @@ mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
 	Buffer		buf;
 	bool		isnew;
 	int			ndone = 0;
-	int			i;
 
 	if (!mqlog_is_mqlog_relation(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
-	if (nslots <= 0)
+	if (n <= 0)
 		return;
 
 	xid = mqlog_begin_insert(rel, 0);
 	/* overflow pages are written here, before we lock the last page */
-	tuples = mqlog_prepare_many(rel, slots, nslots, xid, cid);
+	tuples = mqlog_prepare_values(rel, values, isnull, n, xid, cid);
 
 	buf = mqlog_lock_last_page(rel, &isnew);
-	while (ndone < nslots)
+	while (ndone < n)
 	{
 		mqlog_ordered_page(rel, &buf, mqlog_row_size(tuples[ndone]), &isnew);
-		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, nslots, xid);
+		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid);
 		isnew = false;
 	}
 	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 	UnlockReleaseBuffer(buf);
 
-	for (i = 0; i < nslots; i++)
-		tids[i] = tuples[i]->t_self;
-	mqlog_finish_many(rel, slots, tuples, nslots);
+	mqlog_finish_tuples(rel, tuples, n, tids);
 }
 
 /*
@@ -602,8 +672,8 @@ mqlog_insert_ordered(Relation rel, TupleTableSlot **slots, int nslots,
  * the page it will go to, so its TID is known before it is written.
  */
 void
-mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel, TupleTableSlot *slot,
-					 CommandId cid, bool ordered)
+mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel, Datum *values,
+					 bool *isnull, CommandId cid, bool ordered)
 {
 	Size		need;
 
@@ -612,10 +682,13 @@ mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel, TupleTableSlot *slot,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
 	row->rel = rel;
-	row->slot = slot;
 	row->ordered = ordered;
 	row->xid = mqlog_begin_insert(rel, 0);
-	row->tup = mqlog_prepare_insert(rel, slot, row->xid, cid, &row->shouldFree);
+	/* formed straight from the values: no slot to materialize first */
+	row->shouldFree = true;
+	row->tup = mqlog_prepare_tuple_insert(rel,
+										  heap_form_tuple(RelationGetDescr(rel), values, isnull),
+										  row->xid, cid, &row->shouldFree);
 	need = mqlog_row_size(row->tup);
 	if (ordered)
 	{
@@ -674,8 +747,6 @@ mqlog_linked_write(MqlogLinkedRow *rows, int n)
 		RelationSetTargetBlock(row->rel, ItemPointerGetBlockNumber(&row->tid));
 		UnlockReleaseBuffer(row->buf);
 		pgstat_count_heap_insert(row->rel, 1);
-		row->slot->tts_tableOid = RelationGetRelid(row->rel);
-		row->slot->tts_tid = row->tid;
 		if (row->shouldFree)
 			heap_freetuple(row->tup);
 		row->tup = NULL;

@@ -153,16 +153,14 @@ mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link)
 void
 mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
 {
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(link->rel),
-													&TTSOpsVirtual);
+	Datum		values[MQ_ENTRY_NATTS];
+	bool		isnull[MQ_ENTRY_NATTS];
 
 	entry->body_size = entry_body_size(link->q, entry);
 	entry->offset = link->offset;
 	link->body_size = entry_ready_bytes(link->q, entry);
-	ExecClearTuple(slot);
-	mqq_entry_values(entry, RelationGetDescr(link->rel), slot->tts_values, slot->tts_isnull);
-	ExecStoreVirtualTuple(slot);
-	mqlog_linked_reserve(row, link->rel, slot, GetCurrentCommandId(true), true);
+	mqq_entry_values(entry, RelationGetDescr(link->rel), values, isnull);
+	mqlog_linked_reserve(row, link->rel, values, isnull, GetCurrentCommandId(true), true);
 }
 
 void
@@ -171,7 +169,6 @@ mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row)
 	if (link->offset >= 0)
 		mqq_stream_offsets_end((MqQueueShared *) link->shared, link->lane);
 	mqq_check_lane_block(link->rel, &row->tid);
-	ExecDropSingleTupleTableSlot(row->slot);
 	table_close(link->rel, NoLock);
 	/* a linked publish is always a new message */
 	queue_append_end((MqQueueShared *) link->shared, 1, link->body_size, 1);

@@ -150,6 +150,7 @@
  * NULL means "no tag" only in a log that has the column.
  */
 #define MQ_ENTRY_ATT_TAG_HASH	8
+#define MQ_ENTRY_NATTS			MQ_ENTRY_ATT_TAG_HASH	/* the most an entry log has */
 
 /* Is a settlement-log record kind a settlement of its entry? */
 static inline bool

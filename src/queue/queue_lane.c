@@ -373,31 +373,23 @@ void
 mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
-
-	/* an unpinned descriptor for the n slots: see mq_log_append */
-	TupleDesc	desc = CreateTupleDescCopy(RelationGetDescr(rel));
-	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * n);
+	int			natts = RelationGetDescr(rel)->natts;
+	Datum	   *values = palloc(sizeof(Datum) * natts * n);
+	bool	   *isnull = palloc(sizeof(bool) * natts * n);
 	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
 
 	for (int i = 0; i < n; i++)
-	{
-		TupleTableSlot *s = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-
-		ExecClearTuple(s);
-		mqq_entry_values(&entries[i], desc, s->tts_values, s->tts_isnull);
-		ExecStoreVirtualTuple(s);
-		slots[i] = s;
-	}
-	mqlog_insert_ordered(rel, slots, n, GetCurrentCommandId(true), tids);
+		mqq_entry_values(&entries[i], RelationGetDescr(rel),
+						 values + i * natts, isnull + i * natts);
+	mqlog_insert_ordered(rel, values, isnull, n, GetCurrentCommandId(true), tids);
 	for (int i = 0; i < n; i++)
 	{
 		mqq_check_lane_block(rel, &tids[i]);
 		qpos[i] = mq_qpos_make(lane, gen, &tids[i]);
-		ExecDropSingleTupleTableSlot(slots[i]);
 	}
-	pfree(slots);
+	pfree(values);
+	pfree(isnull);
 	pfree(tids);
-	FreeTupleDesc(desc);
 	table_close(rel, NoLock);
 }
 
