@@ -103,6 +103,8 @@ typedef struct MqQueue
 	int32		group_id;		/* 0: the queue itself */
 	struct MqGroup *group;		/* NULL: the queue itself */
 	struct MqQueue *stream;		/* a group's view: its stream, else itself */
+	void	   *state_hint;		/* the queue's shared state where src/queue/
+								 * last found it (checked before use) */
 } MqQueue;
 
 /* Most retry delays a consumer group may declare */

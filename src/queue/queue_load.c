@@ -699,6 +699,22 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 		recheck = mqq_queue_object_lock(q);
 
 	/*
+	 * The state this backend found last time, if it is still q's: no lookup
+	 * in the queue hash (and no wait on its lock).  A slot stays a slot
+	 * once removed (see mqq_queue_shared), so its lock may be taken to
+	 * check; one removed or reused takes the path below, with its checks.
+	 */
+	if (q->group == NULL && !recheck && q->state_hint != NULL)
+	{
+		qs = (MqQueueShared *) q->state_hint;
+		LWLockAcquire(&qs->lock, mode);
+		if (!qs->dropped && mqq_key_equal(qs->key, key) && !queue_needs_load(q, qs))
+			return qs;
+		LWLockRelease(&qs->lock);
+		q->state_hint = NULL;
+	}
+
+	/*
 	 * A queue deleted (and committed) since our catalog was read has no lane
 	 * tables left: say so rather than load a state for it, which would stay
 	 * in shared memory with nothing to drop it.  Once the object lock is
@@ -760,5 +776,7 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 		if (queue_needs_load(q, qs))
 			mqq_queue_load(q, qs);
 	}
+	if (q->group == NULL)
+		q->state_hint = qs;
 	return qs;
 }
