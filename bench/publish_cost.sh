@@ -7,6 +7,13 @@
 # count per statement is the difference between N2 and N1 statements, divided by N2 - N1, so
 # the backend's start and first calls (catalog and cache loads) drop out.
 #
+# Then the same over the wire: the whole server runs under callgrind and pgbench (one client,
+# -M prepared and simple) sends N1, then N2 statements on a connection each; the count per
+# statement is the difference of the two backends' totals.  This adds what a single-user
+# backend leaves out or does differently (the client protocol, the portal of a SELECT against
+# an INSERT's, RowDescription, lock manager traffic of a real server) and leaves out its
+# printing of every SELECT's row (~8,300 instructions a statement).
+#
 #   bash bench/publish_cost.sh            # as root; needs valgrind (apt-get install valgrind)
 #
 # Env: PGBIN (/usr/lib/postgresql/15/bin: a PostgreSQL with queue_ext installed), N1 (100),
@@ -65,4 +72,32 @@ heap INSERT (the floor of bench/streams.py)|INSERT INTO b3_heap (routing_key, bo
 prepared: mq.send to a 4-partition stream|EXECUTE s;|PREPARE s AS SELECT mq.send('b3_stream', gen_random_bytes(100));
 prepared: heap INSERT|EXECUTE h;|PREPARE h AS INSERT INTO b3_heap (routing_key, body) VALUES ('b3', gen_random_bytes(100));
 LIST
-if [ "${KEEP:-0}" = 1 ]; then echo "callgrind outputs: $W/*.cg"; fi
+
+# over the wire: the server under callgrind, one pgbench connection per count
+echo "SELECT mq.send('b3_stream', gen_random_bytes(100));" > "$W/stream.sql"
+echo "INSERT INTO b3_heap (routing_key, body) VALUES ('b3', gen_random_bytes(100));" > "$W/heap.sql"
+chmod a+r "$W"/*.sql
+mkdir -p "$W/wire" && chown postgres "$W/wire"
+su postgres -c "valgrind --tool=callgrind --callgrind-out-file=$W/wire/cg.%p \
+	$BIN/postgres -D $W/data -c autovacuum=off > $W/wire.log 2>&1 &"
+for _ in $(seq 120); do "$BIN/pg_isready" -h "$W" -p 5599 -q && break; sleep 1; done
+# instructions of the backend that ran n statements of file $1 with protocol $2
+wire_count() {
+	local before
+	before=$(ls "$W/wire")
+	"$BIN/pgbench" -h "$W" -p 5599 -U postgres -n -c 1 -t "$3" -M "$2" -f "$W/$1.sql" bench > /dev/null
+	sleep 2		# the backend writes its profile as it exits
+	for f in $(ls "$W/wire"); do
+		echo "$before" | grep -qx "$f" || grep -h "^summary:" "$W/wire/$f" | awk '{print $2}'
+	done | sort -n | tail -1	# pgbench's own first connection does far less
+}
+printf '\n%-58s %s\n' "over the wire (pgbench, 1 client)" "instructions"
+for proto in prepared simple; do
+	for sys in stream heap; do
+		a=$(wire_count $sys $proto "$N1")
+		b=$(wire_count $sys $proto "$N2")
+		printf '%-58s %s\n' "$proto: $sys" $(( (b - a) / (N2 - N1) ))
+	done
+done
+su postgres -c "$BIN/pg_ctl -D $W/data -w stop -m fast" > /dev/null 2>&1 || true
+if [ "${KEEP:-0}" = 1 ]; then echo "callgrind outputs: $W/*.cg, $W/wire/cg.*"; fi
