@@ -13,6 +13,7 @@
 # backend leaves out or does differently (the client protocol, the portal of a SELECT against
 # an INSERT's, RowDescription, lock manager traffic of a real server) and leaves out its
 # printing of every SELECT's row (~8,300 instructions a statement).
+# Batches of 100 messages (send_batch, INSERT ... SELECT) are counted single-user, per message.
 #
 #   bash bench/publish_cost.sh            # as root; needs valgrind (apt-get install valgrind)
 #
@@ -86,6 +87,17 @@ heap INSERT (the floor of bench/streams.py)|INSERT INTO b3_heap (routing_key, bo
 prepared: mq.send to a 4-partition stream|EXECUTE s;|PREPARE s AS SELECT mq.send('b3_stream', gen_random_bytes(100));
 prepared: mq.send's overloads doing nothing|EXECUTE n;|PREPARE n AS SELECT mq.b3_send_shape('b3_stream', gen_random_bytes(100));
 prepared: heap INSERT|EXECUTE h;|PREPARE h AS INSERT INTO b3_heap (routing_key, body) VALUES ('b3', gen_random_bytes(100));
+LIST
+
+# batches of 100 (send_batch against INSERT ... SELECT), per message, over 20 and 60 statements
+BATCH="ARRAY(SELECT gen_random_bytes(100) FROM generate_series(1, 100))"
+while IFS='|' read -r label stmt; do
+	a=$(count "$stmt" 20)
+	b=$(count "$stmt" 60)
+	printf '%-58s %s\n' "$label" $(( (b - a) / (40 * 100) ))
+done <<LIST
+batch of 100, per message: mq.send_batch to the stream|SELECT count(*) FROM mq.send_batch('b3_stream', $BATCH);
+batch of 100, per message: heap INSERT ... SELECT|INSERT INTO b3_heap (routing_key, body) SELECT 'b3', gen_random_bytes(100) FROM generate_series(1, 100);
 LIST
 
 # over the wire: the server under callgrind, one pgbench connection per count
