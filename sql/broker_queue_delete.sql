@@ -49,6 +49,19 @@ SELECT mq.send('bqd_broken', 'y');
 SELECT mq.queue_delete('bqd_broken');
 SELECT count(*) FROM mq.queues WHERE queue = 'bqd_broken';
 
+-- an entry log given more columns by hand: a publish is XX001 and writes
+-- nothing (single and batch), the message already there stays
+SELECT mq.queue_declare('bqd_wide');
+SELECT mq.send('bqd_wide', 'kept') IS NOT NULL;
+SELECT format('ALTER TABLE mq.%I ADD COLUMN x1 int, ADD COLUMN x2 int', 'q' || id || '_0_0') AS alter_sql
+  FROM mq.cat_queue WHERE name = 'bqd_wide' \gset
+:alter_sql;
+SELECT mq.send('bqd_wide', 'refused');
+SELECT count(*) FROM mq.send_batch('bqd_wide', ARRAY['a', 'b']::text[]);
+SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
+SELECT convert_from(body, 'UTF8') FROM mq.browse('bqd_wide');
+SELECT mq.queue_delete('bqd_wide');
+
 -- two-phase commit: a transaction that deleted a queue cannot be prepared
 -- (its shared state would be dropped at PREPARE, before COMMIT PREPARED),
 -- nor one that consumed; the queue and its message stay

@@ -263,6 +263,14 @@ mq_log_open_append(bool durable, int64 *segno_out)
 			 current_block[chain] + 1 < (BlockNumber) mq_segment_size) ||
 			RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_size)
 		{
+			/* rows are formed from MQ_LOG_NATTS values (fill_values) */
+			if (RelationGetDescr(rel)->natts != MQ_LOG_NATTS)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("message log segment \"%s\" has %d columns, not %d",
+								RelationGetRelationName(rel),
+								RelationGetDescr(rel)->natts, MQ_LOG_NATTS),
+						 errhint("Segments are created by queue_ext; one altered by hand cannot be written to.")));
 			*segno_out = segno;
 			return rel;
 		}
@@ -362,7 +370,6 @@ mq_log_append(MqMessage **msgs, int n, bool durable)
 	bool	   *isnull = palloc(sizeof(bool) * MQ_LOG_NATTS * n);
 	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
 
-	Assert(RelationGetDescr(rel)->natts == MQ_LOG_NATTS);
 	for (int i = 0; i < n; i++)
 		fill_values(msgs[i], values + i * MQ_LOG_NATTS, isnull + i * MQ_LOG_NATTS);
 	mqlog_insert_values(rel, values, isnull, n, GetCurrentCommandId(true), tids);

@@ -328,6 +328,13 @@ mqq_check_lane_block(Relation rel, ItemPointer tid)
 void
 mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
 {
+	/* callers size values and isnull for MQ_ENTRY_NATTS */
+	if (desc->natts > MQ_ENTRY_NATTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("entry log has %d columns, more than the %d queue_ext writes",
+						desc->natts, MQ_ENTRY_NATTS),
+				 errhint("Entry logs are created by queue_ext; one altered by hand cannot be written to.")));
 	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
 	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
 	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
