@@ -416,6 +416,9 @@ extern void mqlog_log_freeze(Relation rel, Buffer buf,
 /* Is this relation an mqlog table? */
 extern bool mqlog_is_mqlog_relation(Relation rel);
 
+/* ... or raise 42809 (WRONG_OBJECT_TYPE) */
+extern void mqlog_require_relation(Relation rel);
+
 /* Open relid to inspect it (mqlog_inspect.c): 42P01 if none, 42809 if not mqlog */
 extern Relation mqlog_open_for_inspection(Oid relid);
 

@@ -525,10 +525,7 @@ mqlog_insert_values(Relation rel, Datum *values, bool *isnull, int n,
 	TransactionId xid;
 	HeapTuple  *tuples;
 
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	mqlog_require_relation(rel);
 	if (n <= 0)
 		return;
 	xid = mqlog_begin_insert(rel, 0);
@@ -643,10 +640,7 @@ mqlog_insert_ordered(Relation rel, Datum *values, bool *isnull, int n,
 	bool		isnew;
 	int			ndone = 0;
 
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	mqlog_require_relation(rel);
 	if (n <= 0)
 		return;
 
@@ -677,10 +671,7 @@ mqlog_linked_reserve(MqlogLinkedRow *row, Relation rel, Datum *values,
 {
 	Size		need;
 
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	mqlog_require_relation(rel);
 	row->rel = rel;
 	row->ordered = ordered;
 	row->xid = mqlog_begin_insert(rel, 0);

@@ -784,12 +784,9 @@ mqlog_is_mqlog_relation(Relation rel)
 	return rel != NULL && rel->rd_tableam == &mqlog_methods;
 }
 
-/*
- * Where a cursor read of rel starts: pos, or the first row when pos is
- * invalid (rel must be an mqlog table).
- */
-static void
-require_mqlog(Relation rel)
+/* Raise 42809 unless rel is an mqlog table (the broker's readers and writers) */
+void
+mqlog_require_relation(Relation rel)
 {
 	if (!mqlog_is_mqlog_relation(rel))
 		ereport(ERROR,
@@ -797,10 +794,14 @@ require_mqlog(Relation rel)
 				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
 }
 
+/*
+ * Where a cursor read of rel starts: pos, or the first row when pos is
+ * invalid (rel must be an mqlog table).
+ */
 static void
 read_start(Relation rel, ItemPointer pos, BlockNumber *blkno, OffsetNumber *off)
 {
-	require_mqlog(rel);
+	mqlog_require_relation(rel);
 	*blkno = ItemPointerGetBlockNumberNoCheck(pos);
 	*off = ItemPointerGetOffsetNumberNoCheck(pos);
 	if (*blkno == InvalidBlockNumber)
@@ -927,10 +928,7 @@ mqlog_fetch_row_cached(Relation rel, ItemPointer tid, MqlogRowState *state,
 				dead,
 				found;
 
-	if (!mqlog_is_mqlog_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an mqlog table", RelationGetRelationName(rel))));
+	mqlog_require_relation(rel);
 
 	if (!ItemPointerIsValid(tid) ||
 		!cache_has_block(rel, cache, ItemPointerGetBlockNumber(tid)))
@@ -1016,7 +1014,7 @@ mqlog_last_row(Relation rel, ItemPointer pos, MqlogRowState *state,
 {
 	BlockNumber blkno;
 
-	require_mqlog(rel);
+	mqlog_require_relation(rel);
 	blkno = RelationGetNumberOfBlocks(rel);
 	while (blkno-- > 0)
 	{
