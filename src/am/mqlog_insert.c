@@ -482,10 +482,9 @@ mqlog_finish_many(Relation rel, TupleTableSlot **slots, HeapTuple *tuples,
 }
 
 /*
- * multi_insert callback (COPY FROM, INSERT ... SELECT in batches): as many
- * rows per page as fit, one WAL record per page.
+ * Write prepared tuples where tuple_insert would: as many rows per page as
+ * fit, one WAL record per page
  */
-/* Write prepared tuples as the multi_insert callback does */
 static void
 mqlog_insert_tuples(Relation rel, HeapTuple *tuples, int n, TransactionId xid,
 					BulkInsertState bistate)
@@ -506,6 +505,7 @@ mqlog_insert_tuples(Relation rel, HeapTuple *tuples, int n, TransactionId xid,
 	}
 }
 
+/* multi_insert callback (COPY FROM, INSERT ... SELECT in batches) */
 void
 mqlog_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 				   CommandId cid, int options, BulkInsertState bistate)

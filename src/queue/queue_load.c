@@ -700,7 +700,7 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 
 	/*
 	 * The state this backend found last time, if it is still q's: no lookup
-	 * in the queue hash (and no wait on its lock).  A slot stays a slot
+	 * in the queue hash, under the hash's one lock.  A slot stays a slot
 	 * once removed (see mqq_queue_shared), so its lock may be taken to
 	 * check; one removed or reused takes the path below, with its checks.
 	 */
