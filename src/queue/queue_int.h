@@ -431,6 +431,17 @@ typedef struct MqQueueShared
 } MqQueueShared;
 
 /*
+ * Is the slot qs, whose lock the caller holds, still the live state of
+ * key?  A slot is removed when its queue is deleted and may then be reused
+ * for another queue's state (mqq_queue_shared).
+ */
+static inline bool
+mqq_slot_is(MqQueueShared *qs, MqQueueKey key)
+{
+	return !qs->dropped && mqq_key_equal(qs->key, key);
+}
+
+/*
  * The one shared struct of queue state, sized by mq.max_in_flight.  The
  * queue hash itself is a separate shared hash table (mq.max_queues).
  */

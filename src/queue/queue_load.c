@@ -708,7 +708,7 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 	{
 		qs = (MqQueueShared *) q->state_hint;
 		LWLockAcquire(&qs->lock, mode);
-		if (!qs->dropped && mqq_key_equal(qs->key, key) && !queue_needs_load(q, qs))
+		if (mqq_slot_is(qs, key) && !queue_needs_load(q, qs))
 			return qs;
 		LWLockRelease(&qs->lock);
 		q->state_hint = NULL;
@@ -745,7 +745,7 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 		if (qs == NULL)
 			qs = mqq_queue_shared(key, true);
 		LWLockAcquire(&qs->lock, mode);
-		if (!qs->dropped && mqq_key_equal(qs->key, key))
+		if (mqq_slot_is(qs, key))
 			break;
 		/* the slot was removed (queue deleted) or reused meanwhile */
 		LWLockRelease(&qs->lock);

@@ -346,7 +346,7 @@ mqq_queue_lock_key(MqQueueKey key)
 		if (qs == NULL)
 			return NULL;
 		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
-		if (!qs->dropped && mqq_key_equal(qs->key, key))
+		if (mqq_slot_is(qs, key))
 		{
 			if (qs->loaded)
 				return qs;
