@@ -675,7 +675,7 @@ extern int	mq_lane_segment_size;
 extern MqSharedState *mqq_shared;
 extern MqQueueShared *mqq_queue_shared(MqQueueKey key, bool create);
 extern MqQueueKey mqq_key(MqQueue *q);
-extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key);
+extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key, MqQueueShared *hint);
 extern void mqq_tracked_free(MqQueueShared *qs, MqTracked *t);
 extern MqTracked *mqq_tracked_find(MqQueueShared *qs, int64 msg_id);
 extern MqTracked *mqq_tracked_find_from(MqQueueShared *qs, int64 msg_id,

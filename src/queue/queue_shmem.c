@@ -334,11 +334,22 @@ mqq_offset_lock(MqQueueShared *qs, int lane)
 
 /*
  * Lock the shared state of a queue known by key, if it still exists;
- * NULL when it does not (deleted, or never loaded since a restart).
+ * NULL when it does not (deleted, or never loaded since a restart).  hint,
+ * if not NULL, is where the state was found before (in this transaction):
+ * checked first, under its lock, it spares the lookup in the queue hash
+ * under the hash's one lock.  (A removed slot stays a slot: its lock may
+ * be taken to check it; see mqq_queue_shared.)
  */
 MqQueueShared *
-mqq_queue_lock_key(MqQueueKey key)
+mqq_queue_lock_key(MqQueueKey key, MqQueueShared *hint)
 {
+	if (hint != NULL)
+	{
+		LWLockAcquire(&hint->lock, LW_EXCLUSIVE);
+		if (mqq_slot_is(hint, key) && hint->loaded)
+			return hint;
+		LWLockRelease(&hint->lock);
+	}
 	for (;;)
 	{
 		MqQueueShared *qs = mqq_queue_shared(key, false);

@@ -41,6 +41,8 @@ typedef struct MqLocalAction
 	MqLocalKind kind;
 	int			nest;			/* (sub)transaction nesting level */
 	MqQueueKey	qkey;
+	MqQueueShared *slot;		/* where qkey's state was, if known: a hint,
+								 * checked when the transaction ends */
 	int64		msg_id;			/* PUBLISH: number of entries; COUNT: how
 								 * many to add */
 	int64		bytes;			/* PUBLISH: their body bytes, if recorded;
@@ -83,7 +85,8 @@ mqq_register_callbacks(void)
  * MQ_L_PUBLISH, msg_id is the number of entries appended).
  */
 static void
-local_add_key(MqLocalKind kind, MqQueueKey key, int64 msg_id, bool prev_leased)
+local_add_key(MqLocalKind kind, MqQueueKey key, MqQueueShared *slot,
+			  int64 msg_id, bool prev_leased)
 {
 	mqq_register_callbacks();
 	if (nlocal == maxlocal)
@@ -94,6 +97,7 @@ local_add_key(MqLocalKind kind, MqQueueKey key, int64 msg_id, bool prev_leased)
 	local_actions[nlocal].kind = kind;
 	local_actions[nlocal].nest = GetCurrentTransactionNestLevel();
 	local_actions[nlocal].qkey = key;
+	local_actions[nlocal].slot = slot;
 	local_actions[nlocal].msg_id = msg_id;
 	local_actions[nlocal].bytes = 0;
 	local_actions[nlocal].prev_leased = prev_leased;
@@ -103,7 +107,7 @@ local_add_key(MqLocalKind kind, MqQueueKey key, int64 msg_id, bool prev_leased)
 void
 mqq_local_add(MqLocalKind kind, MqQueueShared *qs, int64 msg_id, bool prev_leased)
 {
-	local_add_key(kind, qs->key, msg_id, prev_leased);
+	local_add_key(kind, qs->key, qs, msg_id, prev_leased);
 }
 
 /*
@@ -123,7 +127,7 @@ mqq_local_add_publish(MqQueueShared *qs, int64 n, int64 bytes)
  * share one action (a batch settles or publishes many messages).
  */
 static void
-local_count_key(MqQueueKey key, MqCounter c, int64 n)
+local_count_key(MqQueueKey key, MqQueueShared *slot, MqCounter c, int64 n)
 {
 	MqLocalAction *last = nlocal > 0 ? &local_actions[nlocal - 1] : NULL;
 
@@ -136,21 +140,21 @@ local_count_key(MqQueueKey key, MqCounter c, int64 n)
 		last->msg_id += n;
 		return;
 	}
-	local_add_key(MQ_L_COUNT, key, n, false);
+	local_add_key(MQ_L_COUNT, key, slot, n, false);
 	local_actions[nlocal - 1].bytes = c;
 }
 
 void
 mqq_local_count(MqQueueShared *qs, MqCounter c, int64 n)
 {
-	local_count_key(qs->key, c, n);
+	local_count_key(qs->key, qs, c, n);
 }
 
 /* Only the key is needed now: the state is locked at commit */
 void
 mq_queue_count_at_commit(MqQueue *q, MqCounter c, int64 n)
 {
-	local_count_key(mqq_key(q), c, n);
+	local_count_key(mqq_key(q), NULL, c, n);
 }
 
 /* Remember that this session holds leases on the queue key, for its exit */
@@ -272,7 +276,7 @@ local_commit(int from)
 			break;
 		if (qs == NULL)
 		{
-			qs = mqq_queue_lock_key(a->qkey);
+			qs = mqq_queue_lock_key(a->qkey, a->slot);
 			if (qs == NULL)
 				continue;
 			held_key = a->qkey;
@@ -342,7 +346,7 @@ local_abort(int from)
 			if (a->kind == MQ_L_PUBLISH || a->kind == MQ_L_DEAD ||
 				a->kind == MQ_L_COUNT)
 				continue;
-			qs = mqq_queue_lock_key(a->qkey);
+			qs = mqq_queue_lock_key(a->qkey, a->slot);
 			if (qs == NULL)
 				continue;
 			t = mqq_tracked_find(qs, a->msg_id);
@@ -467,7 +471,7 @@ mq_session_exit(int code, Datum arg)
 	}
 	for (int i = 0; i < nleased_queues; i++)
 	{
-		MqQueueShared *qs = mqq_queue_lock_key(leased_queues[i]);
+		MqQueueShared *qs = mqq_queue_lock_key(leased_queues[i], NULL);
 		dlist_iter	it;
 		MqTracked **ts = NULL;
 		int			n = 0;
