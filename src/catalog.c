@@ -55,6 +55,13 @@ static Oid	mq_cat_exchange_relid = InvalidOid;
 static bool mq_changed_in_xact = false;
 
 static HTAB *mq_queue_by_name = NULL;	/* name -> MqQueue* */
+
+/*
+ * The queue found last, by name or id: a publish looks its queue up by
+ * name, routes by name (the default exchange), then by id.  Valid as long
+ * as the hashes are (reset with them).
+ */
+static MqQueue *mq_last_queue = NULL;
 static HTAB *mq_queue_by_id_htab = NULL;	/* id -> MqQueue* */
 static HTAB *mq_exchange_by_name = NULL;	/* name -> MqExchange* */
 static HTAB *mq_exchange_by_id = NULL;	/* id -> MqExchange* */
@@ -879,6 +886,7 @@ mq_catalog_refresh(void)
 		MemoryContextReset(mq_cache_cxt);
 	mq_queue_by_name = mq_queue_by_id_htab = NULL;
 	mq_exchange_by_name = mq_exchange_by_id = NULL;
+	mq_last_queue = NULL;
 
 	/* the relid may differ after DROP/CREATE EXTENSION */
 	mq_cat_exchange_relid = mq_internal_relid("cat_exchange");
@@ -911,6 +919,7 @@ mq_catalog_refresh(void)
 		MemoryContextReset(mq_cache_cxt);
 		mq_queue_by_name = mq_queue_by_id_htab = NULL;
 		mq_exchange_by_name = mq_exchange_by_id = NULL;
+		mq_last_queue = NULL;
 		mq_cache_valid = false;
 		PG_RE_THROW();
 	}
@@ -924,6 +933,8 @@ mq_queue_lookup(const char *name, bool missing_ok)
 {
 	NameEntry  *ne = NULL;
 
+	if (name != NULL && mq_last_queue != NULL && strcmp(mq_last_queue->name, name) == 0)
+		return mq_last_queue;
 	if (name != NULL && strlen(name) < MQ_NAME_KEYSIZE)
 		ne = hash_search(mq_queue_by_name, name, HASH_FIND, NULL);
 	if (ne == NULL)
@@ -934,15 +945,22 @@ mq_queue_lookup(const char *name, bool missing_ok)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("queue \"%s\" does not exist", name ? name : "")));
 	}
+	mq_last_queue = ne->ptr;
 	return ne->ptr;
 }
 
 MqQueue *
 mq_queue_by_id(int32 id)
 {
-	IdEntry    *ie = hash_search(mq_queue_by_id_htab, &id, HASH_FIND, NULL);
+	IdEntry    *ie;
 
-	return ie ? ie->ptr : NULL;
+	if (mq_last_queue != NULL && mq_last_queue->id == id)
+		return mq_last_queue;
+	ie = hash_search(mq_queue_by_id_htab, &id, HASH_FIND, NULL);
+	if (ie == NULL)
+		return NULL;
+	mq_last_queue = ie->ptr;
+	return ie->ptr;
 }
 
 MqExchange *
