@@ -58,10 +58,12 @@ static HTAB *mq_queue_by_name = NULL;	/* name -> MqQueue* */
 
 /*
  * The queue found last, by name or id: a publish looks its queue up by
- * name, routes by name (the default exchange), then by id.  Valid as long
- * as the hashes are (reset with them).
+ * name, routes by name (the default exchange), then by id; and the
+ * exchange found last by name (every mq.send's is the default exchange).
+ * Valid as long as the hashes are (reset with them).
  */
 static MqQueue *mq_last_queue = NULL;
+static MqExchange *mq_last_exchange = NULL;
 static HTAB *mq_queue_by_id_htab = NULL;	/* id -> MqQueue* */
 static HTAB *mq_exchange_by_name = NULL;	/* name -> MqExchange* */
 static HTAB *mq_exchange_by_id = NULL;	/* id -> MqExchange* */
@@ -887,6 +889,7 @@ mq_catalog_refresh(void)
 	mq_queue_by_name = mq_queue_by_id_htab = NULL;
 	mq_exchange_by_name = mq_exchange_by_id = NULL;
 	mq_last_queue = NULL;
+	mq_last_exchange = NULL;
 
 	/* the relid may differ after DROP/CREATE EXTENSION */
 	mq_cat_exchange_relid = mq_internal_relid("cat_exchange");
@@ -920,6 +923,7 @@ mq_catalog_refresh(void)
 		mq_queue_by_name = mq_queue_by_id_htab = NULL;
 		mq_exchange_by_name = mq_exchange_by_id = NULL;
 		mq_last_queue = NULL;
+		mq_last_exchange = NULL;
 		mq_cache_valid = false;
 		PG_RE_THROW();
 	}
@@ -968,6 +972,8 @@ mq_exchange_lookup(const char *name, bool missing_ok)
 {
 	NameEntry  *ne = NULL;
 
+	if (name != NULL && mq_last_exchange != NULL && strcmp(mq_last_exchange->name, name) == 0)
+		return mq_last_exchange;
 	if (name != NULL && strlen(name) < MQ_NAME_KEYSIZE)
 		ne = hash_search(mq_exchange_by_name, name, HASH_FIND, NULL);
 	if (ne == NULL)
@@ -978,6 +984,7 @@ mq_exchange_lookup(const char *name, bool missing_ok)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("exchange \"%s\" does not exist", name ? name : "")));
 	}
+	mq_last_exchange = ne->ptr;
 	return ne->ptr;
 }
 
