@@ -23,7 +23,7 @@ use PostgreSQL::Test::Cluster;
 use POSIX ();
 use Time::HiRes ();
 
-our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_reap
+our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_reap
   qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
@@ -80,6 +80,27 @@ sub qe_group_consume_ack
 		SELECT mq.ack('$stream', ARRAY(SELECT msg_id FROM taken), $who)
 		 WHERE EXISTS (SELECT 1 FROM taken);
 		COMMIT;});
+	return;
+}
+
+# One publisher (one transaction) sends per_group messages to each of the
+# message groups g1 .. g<groups> of queue, round robin so that the groups
+# interleave in the log; a message's body is its number in its group
+# (1 .. per_group), in publish order
+sub qe_publish_groups
+{
+	my ($node, $queue, $groups, $per_group) = @_;
+
+	$node->safe_psql('postgres', qq{
+DO \$\$
+BEGIN
+	FOR s IN 1 .. $per_group LOOP
+		FOR g IN 1 .. $groups LOOP
+			PERFORM mq.send('$queue', s::text, message_group => 'g' || g);
+		END LOOP;
+	END LOOP;
+END \$\$;
+});
 	return;
 }
 

@@ -45,17 +45,7 @@ sub ordered_load
 	my $gname = $group eq '' ? '' : ", group_name => '$group'";
 	my $consume = "mq.consume('$queue', %d, wait => '20 ms'$gname%s)";
 
-	# publish round robin over the groups, so that they interleave in the log
-	$node->safe_psql('postgres', qq{
-DO \$\$
-BEGIN
-	FOR s IN 1 .. $per_group LOOP
-		FOR g IN 1 .. $groups LOOP
-			PERFORM mq.send('$queue', s::text, message_group => 'g' || g);
-		END LOOP;
-	END LOOP;
-END \$\$;
-});
+	qe_publish_groups($node, $queue, $groups, $per_group);
 
 	# each transaction: take up to 4, hold them a moment, ack them, commit
 	my $take = sprintf($consume, 4, '');

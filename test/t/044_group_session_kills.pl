@@ -89,17 +89,8 @@ BEGIN
 	END IF;
 	RETURN n;
 END \$\$;
-
--- one publisher, round robin over the groups (so they interleave)
-DO \$\$
-BEGIN
-	FOR s IN 1 .. $per_group LOOP
-		FOR g IN 1 .. $groups LOOP
-			PERFORM mq.send('sk', s::text, message_group => 'g' || g);
-		END LOOP;
-	END LOOP;
-END \$\$;
 });
+qe_publish_groups($node, 'sk', $groups, $per_group);
 
 # the consumer loops: psql runs 100 calls, is killed or ends, and starts again
 my $dir = PostgreSQL::Test::Utils::tempdir;
