@@ -23,7 +23,7 @@ use PostgreSQL::Test::Cluster;
 use POSIX ();
 use Time::HiRes ();
 
-our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_reap
+our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_groups_out_of_order qe_reap
   qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
@@ -102,6 +102,21 @@ BEGIN
 END \$\$;
 });
 	return;
+}
+
+# How many message groups of qe_publish_groups were not delivered in
+# publish order: rows of table (those matching the SQL condition where)
+# record the deliveries in the order of their column id, the message group
+# in column grp_col and the body in column seq
+sub qe_groups_out_of_order
+{
+	my ($node, $table, $grp_col, $where, $per_group) = @_;
+
+	return $node->safe_psql('postgres', qq{
+SELECT count(*) FROM (
+	SELECT $grp_col, array_agg(seq ORDER BY id) AS seqs FROM $table WHERE $where
+	 GROUP BY $grp_col) s
+ WHERE seqs <> (SELECT array_agg(i) FROM generate_series(1, $per_group) i)});
 }
 
 # Wait up to $seconds for the forked children whose pids are the keys of

@@ -90,11 +90,7 @@ SELECT count(*) FROM i});
 		"$total|$total", "$target: every message delivered exactly once");
 
 	# per group: deliveries in publish order, 1..20
-	is($node->safe_psql('postgres', qq{
-SELECT count(*) FROM (
-	SELECT grp, array_agg(seq ORDER BY id) AS seqs FROM olog WHERE target = '$target'
-	 GROUP BY grp) s
- WHERE seqs <> (SELECT array_agg(i) FROM generate_series(1, $per_group) i)}),
+	is(qe_groups_out_of_order($node, 'olog', 'grp', "target = '$target'", $per_group),
 		'0', "$target: every group delivered in publish order");
 
 	# one at a time: a group's next delivery starts after the previous ack
