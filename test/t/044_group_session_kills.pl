@@ -2,9 +2,10 @@
 # loops read a 4-partition stream through two groups at once, each
 # recording what it takes in a table and acking in the same transaction,
 # while another session terminates one of their backends (pg_terminate_
-# backend) every 0.3 s until both groups have settled everything.  The issue's rule: session end returns a
-# group's deliveries at once, so the work done in the killed transaction
-# is undone with them and redone by another consumer.
+# backend) every 0.3 s until both groups have settled everything.  The
+# issue's rule: session end returns a group's deliveries at once, so the
+# work done in the killed transaction is undone with them and redone by
+# another consumer.
 #	1. an ordered group: every message recorded exactly once, and each
 #	   message group's messages in publish order;
 #	2. a clustering group that nacks a fifth of its deliveries, with
