@@ -343,20 +343,16 @@ mqq_offset_lock(MqQueueShared *qs, int lane)
 MqQueueShared *
 mqq_queue_lock_key(MqQueueKey key, MqQueueShared *hint)
 {
-	if (hint != NULL)
-	{
-		LWLockAcquire(&hint->lock, LW_EXCLUSIVE);
-		if (mqq_slot_is(hint, key) && hint->loaded)
-			return hint;
-		LWLockRelease(&hint->lock);
-	}
+	MqQueueShared *qs = hint;
+
 	for (;;)
 	{
-		MqQueueShared *qs = mqq_queue_shared(key, false);
-
+		if (qs == NULL)
+			qs = mqq_queue_shared(key, false);
 		if (qs == NULL)
 			return NULL;
 		LWLockAcquire(&qs->lock, LW_EXCLUSIVE);
+		/* (a key has one live slot: the hint, if it still is key's) */
 		if (mqq_slot_is(qs, key))
 		{
 			if (qs->loaded)
@@ -364,7 +360,9 @@ mqq_queue_lock_key(MqQueueKey key, MqQueueShared *hint)
 			LWLockRelease(&qs->lock);
 			return NULL;
 		}
+		/* removed or reused since: look it up */
 		LWLockRelease(&qs->lock);
+		qs = NULL;
 	}
 }
 
