@@ -20,6 +20,9 @@ typedef struct CtlJob
 	char	   *sql;
 	char	   *param;
 	char	   *param2;			/* NULL: one parameter */
+	/* called once the job is done, failed or dropped, unless orphaned */
+	void		(*done) (Conn *c, int chan);
+	int			chan;
 	struct CtlJob *next;
 } CtlJob;
 
@@ -39,35 +42,76 @@ static void ctl_pump(Ctl *ctl);
 static void ctl_then_jobs(Conn *c, bool ok, const char *error);
 
 static void
+ctl_job_free(CtlJob *j)
+{
+	free(j->sql);
+	free(j->param);
+	free(j->param2);
+	free(j);
+}
+
+/*
+ * Free the first job.  Its done callback runs last, after the next job has
+ * been started: it may end the connection and orphan (and so free) the
+ * control session.
+ */
+static void
+ctl_job_end(Ctl *ctl)
+{
+	CtlJob	   *j = ctl->jobs;
+	Conn	   *c = ctl->conn;
+	void		(*done) (Conn *c, int chan) = j->done;
+	int			chan = j->chan;
+
+	ctl->jobs = j->next;
+	if (!ctl->jobs)
+		ctl->jobs_tail = NULL;
+	ctl_job_free(j);
+	ctl_pump(ctl);
+	if (done && c)
+		done(c, chan);
+}
+
+/*
+ * The session is gone or never came: the connection lets go of it (a later
+ * job opens a new one), it goes, and its jobs are dropped, telling whoever
+ * waits for one.
+ */
+static void
+ctl_fail(Ctl *ctl)
+{
+	Conn	   *c = ctl->conn;
+	CtlJob	   *list = ctl->jobs,
+			   *j;
+
+	ctl->jobs = ctl->jobs_tail = NULL;
+	ctl->running = false;
+	ctl->ready = false;
+	if (c && c->ctl == ctl)
+		c->ctl = NULL;
+	ctl_orphan(ctl);			/* frees it */
+	while ((j = list))
+	{
+		list = j->next;
+		if (j->done && c && !c->dead)
+			j->done(c, j->chan);
+		ctl_job_free(j);
+	}
+}
+
+static void
 ctl_done(void *arg, PGresult *res)
 {
 	Ctl		   *ctl = arg;
 	CtlJob	   *j = ctl->jobs;
 
 	if (res && !res_ok(res) && strcmp(res_state(res) ? res_state(res) : "", "42704") != 0)
-		logmsg("cleanup \"%s\" failed: %s", j->param, res_message(res));
-	ctl->jobs = j->next;
-	if (!ctl->jobs)
-		ctl->jobs_tail = NULL;
-	free(j->sql);
-	free(j->param);
-	free(j->param2);
-	free(j);
+		logmsg("cleanup \"%s\" failed: %s", j->param ? j->param : j->sql, res_message(res));
 	ctl->running = false;
 	if (res == NULL)
-	{
-		/* the session is gone: drop the rest */
-		while (ctl->jobs)
-		{
-			j = ctl->jobs;
-			ctl->jobs = j->next;
-			free(j->sql);
-			free(j->param);
-			free(j->param2);
-			free(j);
-		}
-	}
-	ctl_pump(ctl);
+		ctl_fail(ctl);
+	else
+		ctl_job_end(ctl);
 }
 
 static void
@@ -80,7 +124,8 @@ ctl_pump(Ctl *ctl)
 		const char *vals[2] = {ctl->jobs->param, ctl->jobs->param2};
 
 		ctl->running = true;
-		pg_send(ctl->pg, ctl->jobs->sql, vals[1] ? 2 : 1, NULL, vals, NULL, NULL, 0, ctl_done, ctl);
+		pg_send(ctl->pg, ctl->jobs->sql, vals[1] ? 2 : vals[0] ? 1 : 0, NULL, vals, NULL, NULL,
+				0, ctl_done, ctl);
 		return;
 	}
 	if (!ctl->jobs && ctl->orphan)
@@ -90,27 +135,48 @@ ctl_pump(Ctl *ctl)
 	}
 }
 
-void
-ctl_job(Conn *c, const char *sql, const char *param, const char *param2)
+static bool
+ctl_add(Conn *c, const char *sql, const char *param, const char *param2,
+		void (*done) (Conn *c, int chan), int chan)
 {
 	CtlJob	   *j;
 
 	if (c->ctl == NULL)
 	{
 		if (c->state != C_OPEN && c->state != C_CLOSING)
-			return;
+			return false;
 		c->ctl = ctl_new(c, c->db[0] ? c->db : NULL, ctl_then_jobs);
 	}
 	j = calloc(1, sizeof(CtlJob));
 	j->sql = strdup(sql);
-	j->param = strdup(param);
+	j->param = param ? strdup(param) : NULL;
 	j->param2 = param2 ? strdup(param2) : NULL;
+	j->done = done;
+	j->chan = chan;
 	if (c->ctl->jobs_tail)
 		c->ctl->jobs_tail->next = j;
 	else
 		c->ctl->jobs = j;
 	c->ctl->jobs_tail = j;
 	ctl_pump(c->ctl);
+	return true;
+}
+
+void
+ctl_job(Conn *c, const char *sql, const char *param, const char *param2)
+{
+	(void) ctl_add(c, sql, param, param2, NULL, 0);
+}
+
+/*
+ * A statement without parameters, then done(c, chan) when it is over
+ * (whatever its result, also when the session fails) while the connection
+ * lives.  False when the connection has no control session to run it.
+ */
+bool
+ctl_job_then(Conn *c, const char *sql, void (*done) (Conn *c, int chan), int chan)
+{
+	return ctl_add(c, sql, NULL, NULL, done, chan);
 }
 
 static void
@@ -118,7 +184,8 @@ ctl_lost(void *arg)
 {
 	Ctl		   *ctl = arg;
 
-	ctl->ready = false;
+	/* lost while idle (a lost statement comes to ctl_done) */
+	ctl_fail(ctl);
 }
 
 static void
@@ -130,20 +197,9 @@ ctl_connected(void *arg, bool ok, const char *error)
 	if (ctl->orphan || ctl->conn == NULL)
 	{
 		if (!ok)
-		{
-			/* nobody to report to: drop the jobs */
-			while (ctl->jobs)
-			{
-				CtlJob	   *j = ctl->jobs;
-
-				ctl->jobs = j->next;
-				free(j->sql);
-				free(j->param);
-				free(j->param2);
-				free(j);
-			}
-		}
-		ctl_pump(ctl);
+			ctl_fail(ctl);
+		else
+			ctl_pump(ctl);
 		return;
 	}
 	ctl->then(ctl->conn, ok, error);
@@ -158,19 +214,7 @@ ctl_then_jobs(Conn *c, bool ok, const char *error)
 	if (!ok)
 	{
 		logmsg("%s: cleanup session failed: %s", c->peer, error);
-		while (ctl->jobs)
-		{
-			CtlJob	   *j = ctl->jobs;
-
-			ctl->jobs = j->next;
-			free(j->sql);
-			free(j->param);
-			free(j->param2);
-			free(j);
-		}
-		ctl->jobs_tail = NULL;
-		c->ctl = NULL;
-		ctl_orphan(ctl);
+		ctl_fail(ctl);
 		return;
 	}
 	ctl_pump(ctl);
@@ -191,6 +235,8 @@ ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char 
 void
 ctl_orphan(Ctl *ctl)
 {
+	if (ctl == NULL)
+		return;					/* it failed and went already */
 	ctl->orphan = true;
 	ctl->conn = NULL;
 	ctl_pump(ctl);

@@ -377,6 +377,7 @@ extern void qreg_expired(evutil_socket_t fd, short what, void *arg);
 
 /* control.c */
 extern void ctl_job(Conn *c, const char *sql, const char *param, const char *param2);
+extern bool ctl_job_then(Conn *c, const char *sql, void (*done) (Conn *c, int chan), int chan);
 extern Ctl *ctl_new(Conn *c, const char *dbname,
 					void (*then) (Conn *c, bool ok, const char *error));
 extern void ctl_orphan(Ctl *ctl);

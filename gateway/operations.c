@@ -865,6 +865,44 @@ close_requeued(void *arg, PGresult *res)
 	chan_pump(ch);
 }
 
+/* add session S's backend to the list PIDS ("{" and digits and commas) */
+static void
+pid_add(Buf *pids, PgSess *s)
+{
+	char		num[16];
+
+	if (s == NULL || s->pg == NULL || PQbackendPID(s->pg) <= 0)
+		return;
+	snprintf(num, sizeof(num), "%s%d", pids->len > 1 ? "," : "", PQbackendPID(s->pg));
+	buf_bytes(pids, num, strlen(num));
+}
+
+/*
+ * The statement that waits until PostgreSQL has ended the sessions PIDS
+ * (from pid_add): it looks at pg_stat_activity every 10 ms, for at most a
+ * second.  NULL when the list is empty; the caller frees it.  DO takes no
+ * parameters: the list is digits and commas.
+ */
+static char *
+pid_wait_sql(Buf *pids)
+{
+	size_t		len;
+	char	   *sql;
+
+	if (pids->len <= 1)
+		return NULL;
+	buf_u8(pids, '}');
+	buf_u8(pids, '\0');
+	len = pids->len + 400;
+	sql = malloc(len);
+	snprintf(sql, len,
+			 "DO $$BEGIN FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
+			 "EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity "
+			 "WHERE pid = ANY ('%s'::int[])); PERFORM pg_catalog.pg_sleep(0.01); "
+			 "END LOOP; END$$", (const char *) pids->data);
+	return sql;
+}
+
 /*
  * Before a channel's close-ok: its consumers stop and the channel's session
  * waits until PostgreSQL has ended their sessions, which returns their
@@ -872,48 +910,78 @@ close_requeued(void *arg, PGresult *res)
  * the client reads close-ok, as with RabbitMQ.  Closing the socket is not
  * the end of the session: PostgreSQL ends it a moment later (a session in
  * a long poll notices its client gone at client_connection_check_interval,
- * 100 ms).  The wait looks at pg_stat_activity every 10 ms, for at most a
- * second.  Returns true when it started that statement.
+ * 100 ms).  Returns true when it started that statement.
  */
 static bool
 close_requeue(Chan *ch)
 {
 	Consumer   *cons;
 	Buf			pids = {0};
-	char		num[16];
 	char	   *sql;
-	size_t		len;
 
 	buf_u8(&pids, '{');
 	for (cons = ch->consumers; cons; cons = cons->next)
-		if (cons->pg && cons->pg->pg && PQbackendPID(cons->pg->pg) > 0)
-		{
-			snprintf(num, sizeof(num), "%s%d", pids.len > 1 ? "," : "",
-					 PQbackendPID(cons->pg->pg));
-			buf_bytes(&pids, num, strlen(num));
-		}
-	buf_u8(&pids, '}');
-	buf_u8(&pids, '\0');
+		pid_add(&pids, cons->pg);
 	while (ch->consumers)
 		cons_remove(ch->consumers, false, true);
-	if (pids.len <= 3)
-	{
-		buf_free(&pids);
+	sql = pid_wait_sql(&pids);
+	buf_free(&pids);
+	if (sql == NULL)
 		return false;
-	}
-	/* DO takes no parameters: the list is digits and commas */
-	len = pids.len + 400;
-	sql = malloc(len);
-	snprintf(sql, len,
-			 "DO $$BEGIN FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
-			 "EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity "
-			 "WHERE pid = ANY ('%s'::int[])); PERFORM pg_catalog.pg_sleep(0.01); "
-			 "END LOOP; END$$", (const char *) pids.data);
 	ch->op_running = true;
 	pg_send(ch->pg, sql, 0, NULL, NULL, NULL, NULL, 0, close_requeued, ch);
 	free(sql);
-	buf_free(&pids);
 	return true;
+}
+
+/* the channel's close-ok, and the connection's once it was the last */
+static void
+close_finish(Conn *c, int id)
+{
+	Chan	   *ch = c->chans ? c->chans[id] : NULL;
+
+	if (ch)
+	{
+		if (!c->client_closing)
+			send_simple(c, id, AMQP_CHANNEL, 41);
+		chan_free(ch);
+	}
+	if (c->client_closing)
+		conn_close_finish(c);
+}
+
+/*
+ * The channel's own sessions hold deliveries too: basic.get's (on the
+ * channel's session, or on its get session in tx mode) and, in tx mode,
+ * settles not yet committed.  They come back when those sessions end, so
+ * the close-ok waits for that too, on the connection's control session (a
+ * session cannot wait for its own end).  Then close-ok; at once when
+ * nothing of the sort is held.
+ */
+static void
+close_release(Chan *ch)
+{
+	Conn	   *c = ch->conn;
+	int			id = ch->id;
+	Buf			pids = {0};
+	Unacked    *e;
+	bool		held = ch->tx_settled != NULL;
+	char	   *sql = NULL;
+
+	for (e = ch->unacked; e && !held; e = e->next)
+		held = e->cons == NULL;
+	if (held)
+	{
+		buf_u8(&pids, '{');
+		pid_add(&pids, ch->pg);
+		pid_add(&pids, ch->getpg);
+		sql = pid_wait_sql(&pids);
+		buf_free(&pids);
+	}
+	chan_release(ch);
+	if (sql == NULL || !ctl_job_then(c, sql, close_finish, id))
+		close_finish(c, id);
+	free(sql);
 }
 
 /* queue.delete with if_empty: is it empty? */
@@ -952,20 +1020,13 @@ chan_pump(Chan *ch)
 
 		if (op->kind == OP_CLOSE)
 		{
-			Conn	   *c = ch->conn;
-
 			if (op->stage == 0)
 			{
 				op->stage = 1;
 				if (close_requeue(ch))
 					return;
 			}
-			chan_release(ch);
-			if (!c->client_closing)
-				send_simple(c, ch->id, AMQP_CHANNEL, 41);
-			chan_free(ch);
-			if (c->client_closing)
-				conn_close_finish(c);
+			close_release(ch);
 			return;
 		}
 		if (op->kind == OP_SETTLE &&

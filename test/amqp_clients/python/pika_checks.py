@@ -1519,6 +1519,28 @@ def channel_close_requeues_only_its_own(n):
 
 
 @check
+def channel_close_requeues_gets_before_close_ok(n):
+    # a basic.get's delivery is back by the time close-ok arrives, every
+    # time, also in tx mode (mq-amqp once answered close-ok before the
+    # closed channel's own session had ended, under load)
+    c = connect()
+    q = n.q()
+    b = cchan(c)
+    b.queue_declare(q)
+    for i in range(20):
+        a = c.channel()
+        if i % 2:
+            a.tx_select()
+        publish(b, q, 'm%d' % i)
+        m, _, _ = a.basic_get(q)
+        true(m is not None, 'got m%d' % i)
+        a.close()
+        eq(depth(b, q), 1, 'round %d: back before close-ok' % i)
+        eq(get_bodies(b, q), ['m%d' % i], 'round %d: the same message' % i)
+    c.close()
+
+
+@check
 def connection_close_requeues_unacked(n):
     c = connect()
     q = n.q()
