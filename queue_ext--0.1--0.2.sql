@@ -45,6 +45,26 @@ WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals);
 -- here too: test 017 fails with a diff of what is missing.
 
 ------------------------------------------------------------------------
+-- broker catalog: stream messages kept inline
+------------------------------------------------------------------------
+-- Stream messages kept in their own entry rows (inline, src/queue/queue.h):
+-- every entry log generation of a stream has a segment number of its own,
+-- from a range apart from the message log's segments, so that the id of a
+-- message kept in an entry row is a log address like any other
+-- (segno << 26 | block << 9 | offset, src/msglog.h).  Ids stay below 2^53,
+-- which a JSON number holds exactly.
+CREATE SEQUENCE mq.inline_segno MINVALUE 67108864 MAXVALUE 134217727 START 67108864;
+CREATE TABLE mq.cat_inline (
+	segno		bigint PRIMARY KEY,
+	relid		oid NOT NULL UNIQUE,
+	queue_id	int NOT NULL,
+	lane		int NOT NULL,
+	gen			int NOT NULL
+);
+REVOKE ALL ON mq.cat_inline FROM PUBLIC;
+REVOKE ALL ON SEQUENCE mq.inline_segno FROM PUBLIC;
+
+------------------------------------------------------------------------
 -- broker catalog: consumer groups of stream queues
 ------------------------------------------------------------------------
 -- consumer groups of stream queues (mq.group_declare); their progress is
@@ -255,8 +275,9 @@ RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	persistence text;
+	qtype text;
 BEGIN
-	SELECT CASE WHEN c.durable THEN '' ELSE 'UNLOGGED' END INTO persistence
+	SELECT CASE WHEN c.durable THEN '' ELSE 'UNLOGGED' END, c.type INTO persistence, qtype
 	  FROM mq.cat_queue c WHERE c.id = queue_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'queue % does not exist', queue_id USING ERRCODE = 'undefined_object';
@@ -278,13 +299,26 @@ BEGIN
 		-- tag (MQ_ENTRY_ATT_TAG_HASH): groups' tag filters skip entries by it.
 		-- An upgrade must not add it to existing entry logs: in a log that
 		-- has the column, NULL means "no tag"; without it, "unknown".
+		-- A stream's rows may carry their message (src/queue/queue.h,
+		-- "inline"): the columns of a message log segment follow, NULL (and
+		-- so not stored) in the rows of messages kept in the log.
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
-					   'group_hash int, tag_hash int) USING mqlog',
-					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
+					   'group_hash int, tag_hash int%s) USING mqlog',
+					   persistence, format('q%s_%s_%s', queue_id, lane, gen),
+					   CASE WHEN qtype = 'stream' THEN
+					   ', published_at timestamptz, exchange text, routing_key text, body bytea, '
+					   'headers jsonb, properties jsonb, key text COLLATE "C", tag text, '
+					   'message_group text, dedup_id text COLLATE "C"' ELSE '' END);
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
 	END;
+	IF qtype = 'stream' THEN
+		INSERT INTO mq.cat_inline (segno, relid, queue_id, lane, gen)
+		VALUES (nextval('mq.inline_segno'),
+				format('mq.%I', format('q%s_%s_%s', queue_id, lane, gen))::regclass,
+				queue_id, lane, gen);
+	END IF;
 	-- one int8 per settlement: kind << 56 | the entry's position within the
 	-- lane (see mq_settle_encode in src/msglog.h)
 	EXECUTE format('CREATE %s TABLE mq.%I (settlement int8 NOT NULL) USING mqlog',
@@ -313,6 +347,8 @@ CREATE OR REPLACE FUNCTION mq._lane_drop(queue_id int, lane int, gen int)
 RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+	DELETE FROM mq.cat_inline i
+	 WHERE i.queue_id = _lane_drop.queue_id AND i.lane = _lane_drop.lane AND i.gen = _lane_drop.gen;
 	EXECUTE format('DROP TABLE IF EXISTS mq.%I, mq.%I',
 				   format('q%s_%s_%s', queue_id, lane, gen),
 				   format('s%s_%s_%s', queue_id, lane, gen));
@@ -427,6 +463,7 @@ BEGIN
 	DELETE FROM mq.cat_consumer c WHERE c.queue_id = q.id;
 	DELETE FROM mq.cat_group g WHERE g.queue_id = q.id;
 	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
+	DELETE FROM mq.cat_inline i WHERE i.queue_id = q.id;
 	-- every generation of every lane: entry logs q<id>_*, settlement logs
 	-- s<id>_*, consumer groups' logs g<id>_*
 	FOR rel IN SELECT c.oid FROM pg_class c
@@ -1780,6 +1817,78 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
 			FROM mq.bindings b WHERE b.exchange <> ''), '[]'::jsonb))
 $$;
 -- END RabbitMQ definitions
+
+-- mq._trace_impl (tracing a message's life): it finds messages kept
+-- inline in a stream's entry rows too (mq.cat_inline)
+CREATE OR REPLACE FUNCTION mq._trace_impl(msg_id bigint)
+RETURNS TABLE (event text, queue text, at timestamptz, detail jsonb)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	q record;
+	r record;
+	t record;
+	seg regclass;
+	m record;
+	mid bigint := msg_id;
+	pos bigint;
+	k bigint;
+BEGIN
+	SELECT s.relid::regclass INTO seg FROM mq.cat_segment s WHERE s.segno = mid >> 26
+	UNION ALL
+	SELECT i.relid::regclass FROM mq.cat_inline i WHERE i.segno = mid >> 26;
+	IF seg IS NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE format('SELECT published_at, exchange, routing_key, key FROM %s WHERE ctid = $1', seg)
+		INTO m USING format($f$(%s,%s)$f$, (mid >> 9) & 131071, mid & 511)::tid;
+	IF m IS NULL THEN
+		RETURN;
+	END IF;
+	event := 'published'; queue := NULL; at := m.published_at;
+	detail := jsonb_build_object('exchange', m.exchange, 'routing_key', m.routing_key, 'key', m.key);
+	RETURN NEXT;
+	FOR r IN SELECT h.state, h.checks, h.decided_at, h.decided_by FROM mq.half h WHERE h.half_id = mid LOOP
+		event := 'half_' || r.state; queue := NULL; at := r.decided_at;
+		detail := jsonb_build_object('checks', r.checks, 'decided_by', r.decided_by);
+		RETURN NEXT;
+	END LOOP;
+	FOR r IN SELECT c.name, tm.due FROM mq.timer tm JOIN mq.cat_queue c ON c.id = tm.queue_id
+			  WHERE tm.msg_id = mid LOOP
+		event := 'delayed'; queue := r.name; at := r.due; detail := NULL;
+		RETURN NEXT;
+	END LOOP;
+	FOR q IN SELECT c.id, c.name FROM mq.cat_queue c ORDER BY c.name LOOP
+		FOR t IN SELECT cl.relname FROM pg_class cl
+				  WHERE cl.relnamespace = 'mq'::regnamespace AND cl.relname LIKE 'q' || q.id || '\_%'
+				  ORDER BY cl.relname LOOP
+			FOR r IN EXECUTE format('SELECT ctid, visible_at FROM mq.%I WHERE msg_id = $1', t.relname)
+					 USING mid LOOP
+				event := 'routed'; queue := q.name; at := r.visible_at;
+				detail := jsonb_build_object('entry_log', t.relname);
+				RETURN NEXT;
+				-- its settlement: kind << 56 | generation << 40 | block << 16 | offset
+				pos := (split_part(t.relname, '_', 3)::bigint << 40)
+					| (((r.ctid::text::point)[0])::bigint << 16) | ((r.ctid::text::point)[1])::bigint;
+				FOR k IN EXECUTE format('SELECT settlement >> 56 FROM mq.%I '
+										'WHERE settlement & ((1::bigint << 56) - 1) = $1 '
+										'AND settlement >> 56 IN (1, 2, 4, 5)',
+										's' || substr(t.relname, 2)) USING pos LOOP
+					queue := q.name; at := NULL; detail := NULL;
+					IF k IN (1, 5) THEN
+						-- an ack (or auto-ack) or a nack settles a delivery
+						event := 'delivered';
+						RETURN NEXT;
+					END IF;
+					event := CASE k WHEN 1 THEN 'acked' WHEN 2 THEN 'dead_lettered'
+								WHEN 4 THEN 'dropped' ELSE 'requeued_with_delay' END;
+					RETURN NEXT;
+				END LOOP;
+			END LOOP;
+		END LOOP;
+	END LOOP;
+END
+$$;
 
 -- ---- issue 15, metrics (src/stats.c, docs/metrics.md) ----
 -- One row per Prometheus sample: the counters of each queue and consumer

@@ -93,6 +93,23 @@ CREATE TABLE mq.cat_segment (
 	created_at	timestamptz NOT NULL DEFAULT now()
 );
 
+-- Stream messages kept in their own entry rows (inline, src/queue/queue.h):
+-- every entry log generation of a stream has a segment number of its own,
+-- from a range apart from the message log's segments, so that the id of a
+-- message kept in an entry row is a log address like any other
+-- (segno << 26 | block << 9 | offset, src/msglog.h).  Ids stay below 2^53,
+-- which a JSON number holds exactly.
+CREATE SEQUENCE mq.inline_segno MINVALUE 67108864 MAXVALUE 134217727 START 67108864;
+CREATE TABLE mq.cat_inline (
+	segno		bigint PRIMARY KEY,
+	relid		oid NOT NULL UNIQUE,
+	queue_id	int NOT NULL,
+	lane		int NOT NULL,
+	gen			int NOT NULL
+);
+REVOKE ALL ON mq.cat_inline FROM PUBLIC;
+REVOKE ALL ON SEQUENCE mq.inline_segno FROM PUBLIC;
+
 -- Privileges on queues and exchanges (owners have all of them)
 CREATE TABLE mq.cat_grant (
 	object_kind "char" NOT NULL,	-- 'q' queue, 'x' exchange
@@ -423,8 +440,9 @@ RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	persistence text;
+	qtype text;
 BEGIN
-	SELECT CASE WHEN c.durable THEN '' ELSE 'UNLOGGED' END INTO persistence
+	SELECT CASE WHEN c.durable THEN '' ELSE 'UNLOGGED' END, c.type INTO persistence, qtype
 	  FROM mq.cat_queue c WHERE c.id = queue_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'queue % does not exist', queue_id USING ERRCODE = 'undefined_object';
@@ -446,13 +464,26 @@ BEGIN
 		-- tag (MQ_ENTRY_ATT_TAG_HASH): groups' tag filters skip entries by it.
 		-- An upgrade must not add it to existing entry logs: in a log that
 		-- has the column, NULL means "no tag"; without it, "unknown".
+		-- A stream's rows may carry their message (src/queue/queue.h,
+		-- "inline"): the columns of a message log segment follow, NULL (and
+		-- so not stored) in the rows of messages kept in the log.
 		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
-					   'group_hash int, tag_hash int) USING mqlog',
-					   persistence, format('q%s_%s_%s', queue_id, lane, gen));
+					   'group_hash int, tag_hash int%s) USING mqlog',
+					   persistence, format('q%s_%s_%s', queue_id, lane, gen),
+					   CASE WHEN qtype = 'stream' THEN
+					   ', published_at timestamptz, exchange text, routing_key text, body bytea, '
+					   'headers jsonb, properties jsonb, key text COLLATE "C", tag text, '
+					   'message_group text, dedup_id text COLLATE "C"' ELSE '' END);
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
 	END;
+	IF qtype = 'stream' THEN
+		INSERT INTO mq.cat_inline (segno, relid, queue_id, lane, gen)
+		VALUES (nextval('mq.inline_segno'),
+				format('mq.%I', format('q%s_%s_%s', queue_id, lane, gen))::regclass,
+				queue_id, lane, gen);
+	END IF;
 	-- one int8 per settlement: kind << 56 | the entry's position within the
 	-- lane (see mq_settle_encode in src/msglog.h)
 	EXECUTE format('CREATE %s TABLE mq.%I (settlement int8 NOT NULL) USING mqlog',
@@ -485,6 +516,8 @@ CREATE FUNCTION mq._lane_drop(queue_id int, lane int, gen int)
 RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+	DELETE FROM mq.cat_inline i
+	 WHERE i.queue_id = _lane_drop.queue_id AND i.lane = _lane_drop.lane AND i.gen = _lane_drop.gen;
 	EXECUTE format('DROP TABLE IF EXISTS mq.%I, mq.%I',
 				   format('q%s_%s_%s', queue_id, lane, gen),
 				   format('s%s_%s_%s', queue_id, lane, gen));
@@ -602,6 +635,7 @@ BEGIN
 	DELETE FROM mq.cat_consumer c WHERE c.queue_id = q.id;
 	DELETE FROM mq.cat_group g WHERE g.queue_id = q.id;
 	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
+	DELETE FROM mq.cat_inline i WHERE i.queue_id = q.id;
 	-- every generation of every lane: entry logs q<id>_*, settlement logs
 	-- s<id>_*, consumer groups' logs g<id>_*
 	FOR rel IN SELECT c.oid FROM pg_class c
@@ -1474,7 +1508,9 @@ DECLARE
 	pos bigint;
 	k bigint;
 BEGIN
-	SELECT s.relid::regclass INTO seg FROM mq.cat_segment s WHERE s.segno = mid >> 26;
+	SELECT s.relid::regclass INTO seg FROM mq.cat_segment s WHERE s.segno = mid >> 26
+	UNION ALL
+	SELECT i.relid::regclass FROM mq.cat_inline i WHERE i.segno = mid >> 26;
 	IF seg IS NULL THEN
 		RETURN;
 	END IF;

@@ -32,6 +32,8 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -115,12 +117,100 @@ mq_segment_relname(int64 segno)
 }
 
 /*
+ * The relids of inline segments (stream entry logs, msglog.h), by segment
+ * number, kept per backend until any relcache invalidation: a dropped
+ * generation's relid may come back as another table's.
+ */
+typedef struct InlineRelidEntry
+{
+	int64		segno;
+	Oid			relid;
+} InlineRelidEntry;
+
+static HTAB *inline_relids = NULL;
+static uint64 inline_relids_invals = 0;
+
+static void
+inline_relids_inval(Datum arg, Oid relid)
+{
+	inline_relids_invals++;
+	if (inline_relids != NULL)
+	{
+		hash_destroy(inline_relids);
+		inline_relids = NULL;
+	}
+}
+
+/* relid of inline segment segno (mq.cat_inline), or InvalidOid */
+static Oid
+inline_segment_relid(int64 segno)
+{
+	static bool registered = false;
+	InlineRelidEntry *e;
+	uint64		invals = inline_relids_invals;
+	Relation	cat;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			relid = InvalidOid;
+
+	if (inline_relids != NULL &&
+		(e = hash_search(inline_relids, &segno, HASH_FIND, NULL)) != NULL)
+		return e->relid;
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(inline_relids_inval, (Datum) 0);
+		registered = true;
+	}
+	/* fresh, as a message we fetch may be in a generation just created */
+	relid = mq_relid_fresh("cat_inline");
+	if (!OidIsValid(relid))
+		return InvalidOid;		/* a schema older than inline messages */
+	cat = table_open(relid, AccessShareLock);
+	relid = InvalidOid;
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(segno));
+	scan = systable_beginscan(cat, mq_relid_fresh("cat_inline_pkey"), true,
+							  GetLatestSnapshot(), 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, 2, RelationGetDescr(cat), &isnull);
+
+		if (!isnull)
+			relid = DatumGetObjectId(d);
+	}
+	systable_endscan(scan);
+	table_close(cat, AccessShareLock);
+	if (OidIsValid(relid) && invals == inline_relids_invals)
+	{
+		if (inline_relids == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(int64);
+			ctl.entrysize = sizeof(InlineRelidEntry);
+			ctl.hcxt = CacheMemoryContext;
+			inline_relids = hash_create("queue_ext inline segments", 64, &ctl,
+										HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		if (hash_get_num_entries(inline_relids) < 4096)
+		{
+			e = hash_search(inline_relids, &segno, HASH_ENTER, NULL);
+			e->relid = relid;
+		}
+	}
+	return relid;
+}
+
+/*
  * relid of a segment, or InvalidOid: fresh, as a message we fetch may be
  * in a segment its publisher created (mq_relid_fresh)
  */
 static Oid
 segment_relid(int64 segno)
 {
+	if (segno >= MQ_INLINE_SEGNO_MIN)
+		return inline_segment_relid(segno);
 	return mq_relid_fresh(mq_segment_relname(segno));
 }
 
@@ -135,6 +225,13 @@ segment_create(int64 segno, bool durable)
 	MqOwnerScope owner;
 	Oid			types[2] = {INT8OID, BOOLOID};
 	Datum		values[2] = {Int64GetDatum(segno), BoolGetDatum(durable)};
+
+	if (segno >= MQ_INLINE_SEGNO_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the message log has used all its %lld segment numbers",
+						(long long) MQ_INLINE_SEGNO_MIN - 1),
+				 errhint("Dump and restore the database: a restore numbers segments from 1 again.")));
 
 	/*
 	 * The worker only tries the roll-over lock (pg_advisory_xact_lock(7170001,
@@ -263,7 +360,7 @@ mq_log_open_append(bool durable, int64 *segno_out)
 			 current_block[chain] + 1 < (BlockNumber) mq_segment_size) ||
 			RelationGetNumberOfBlocks(rel) < (BlockNumber) mq_segment_size)
 		{
-			/* rows are formed from MQ_LOG_NATTS values (fill_values) */
+			/* rows are formed from MQ_LOG_NATTS values (mq_log_row_values) */
 			if (RelationGetDescr(rel)->natts != MQ_LOG_NATTS)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
@@ -300,8 +397,8 @@ mq_log_open_append(bool durable, int64 *segno_out)
 	}
 }
 
-static void
-fill_values(MqMessage *m, Datum *values, bool *isnull)
+void
+mq_log_row_values(MqMessage *m, Datum *values, bool *isnull)
 {
 	memset(isnull, 0, sizeof(bool) * MQ_LOG_NATTS);
 	values[0] = TimestampTzGetDatum(m->published_at);
@@ -371,7 +468,7 @@ mq_log_append(MqMessage **msgs, int n, bool durable)
 	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
 
 	for (int i = 0; i < n; i++)
-		fill_values(msgs[i], values + i * MQ_LOG_NATTS, isnull + i * MQ_LOG_NATTS);
+		mq_log_row_values(msgs[i], values + i * MQ_LOG_NATTS, isnull + i * MQ_LOG_NATTS);
 	mqlog_insert_values(rel, values, isnull, n, GetCurrentCommandId(true), tids);
 
 	note_append(segno, ItemPointerGetBlockNumber(&tids[n - 1]));
@@ -404,26 +501,34 @@ slot_jsonb(TupleTableSlot *slot, int attno)
 	return isnull ? NULL : DatumGetJsonbPCopy(d);
 }
 
-/* Deform a log row into *out (copies everything into CurrentMemoryContext) */
-static void
+/*
+ * Deform a log row into *out (copies everything into CurrentMemoryContext).
+ * The log's columns are a segment's, or the last ones of a stream's entry
+ * log (inline, msglog.h), where a row without published_at carries no
+ * message: false.
+ */
+static bool
 message_from_slot(TupleTableSlot *slot, MqMessage *out)
 {
+	int			b = slot->tts_tupleDescriptor->natts - MQ_LOG_NATTS;
 	bool		isnull;
+	Datum		d;
 
-	out->published_at = DatumGetTimestampTz(slot_getattr(slot, 1, &isnull));
-	out->exchange = slot_text(slot, 2);
-	out->routing_key = slot_text(slot, 3);
-	{
-		Datum		d = slot_getattr(slot, 4, &isnull);
-
-		out->body = isnull ? NULL : DatumGetByteaPCopy(d);
-	}
-	out->headers = slot_jsonb(slot, 5);
-	out->properties = slot_jsonb(slot, 6);
-	out->key = slot_text(slot, MQ_LOG_ATT_KEY);
-	out->tag = slot_text(slot, 8);
-	out->message_group = slot_text(slot, 9);
-	out->dedup_id = slot_text(slot, MQ_LOG_ATT_DEDUP_ID);
+	d = slot_getattr(slot, b + MQ_LOG_ATT_PUBLISHED_AT, &isnull);
+	if (isnull)
+		return false;
+	out->published_at = DatumGetTimestampTz(d);
+	out->exchange = slot_text(slot, b + MQ_LOG_ATT_EXCHANGE);
+	out->routing_key = slot_text(slot, b + MQ_LOG_ATT_ROUTING_KEY);
+	d = slot_getattr(slot, b + 4, &isnull);
+	out->body = isnull ? NULL : DatumGetByteaPCopy(d);
+	out->headers = slot_jsonb(slot, b + 5);
+	out->properties = slot_jsonb(slot, b + 6);
+	out->key = slot_text(slot, b + MQ_LOG_ATT_KEY);
+	out->tag = slot_text(slot, b + 8);
+	out->message_group = slot_text(slot, b + 9);
+	out->dedup_id = slot_text(slot, b + MQ_LOG_ATT_DEDUP_ID);
+	return true;
 }
 
 bool
@@ -503,9 +608,9 @@ mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found)
 			continue;			/* segment gone */
 		mq_msgid_tid(msg_id, &tid);
 		if (mqlog_fetch_row_cached(rel, &tid, &state, slot, &cache) &&
-			(state == MQLOG_ROW_COMMITTED || state == MQLOG_ROW_OWN))
+			(state == MQLOG_ROW_COMMITTED || state == MQLOG_ROW_OWN) &&
+			message_from_slot(slot, &out[i]))
 		{
-			message_from_slot(slot, &out[i]);
 			out[i].msg_id = msg_id;
 			found[i] = true;
 			nfound++;
@@ -757,7 +862,7 @@ mq_log_link_reserve(Relation seg, int64 segno, MqMessage *msg, MqlogLinkedRow *r
 	Datum		values[MQ_LOG_NATTS];
 	bool		isnull[MQ_LOG_NATTS];
 
-	fill_values(msg, values, isnull);
+	mq_log_row_values(msg, values, isnull);
 	mqlog_linked_reserve(row, seg, values, isnull, GetCurrentCommandId(true), false);
 	msg->msg_id = mq_msgid_make(segno, &row->tid);
 	note_append(segno, ItemPointerGetBlockNumber(&row->tid));

@@ -6,8 +6,7 @@
  *	  is src/queue/'s; this file knows messages only.
  *
  * A message id is the message's position in the log, like RocketMQ's
- * physical offset: (segment number, block, line pointer) packed in 63 bits,
- * so finding a message by id needs no index.
+ * physical offset (msgid.h), so finding a message by id needs no index.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,40 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "am/mqlog.h"
-
-/* msg_id = segno << 26 | block << 9 | offset */
-#define MQ_MSGID_OFF_BITS	9
-#define MQ_MSGID_BLK_BITS	17
-#define MQ_SEGMENT_MAX_BLOCKS	((BlockNumber) 1 << MQ_MSGID_BLK_BITS)
-
-static inline int64
-mq_msgid_make(int64 segno, ItemPointer tid)
-{
-	return (segno << (MQ_MSGID_OFF_BITS + MQ_MSGID_BLK_BITS)) |
-		((int64) ItemPointerGetBlockNumber(tid) << MQ_MSGID_OFF_BITS) |
-		ItemPointerGetOffsetNumber(tid);
-}
-
-static inline int64
-mq_msgid_segno(int64 msg_id)
-{
-	return msg_id >> (MQ_MSGID_OFF_BITS + MQ_MSGID_BLK_BITS);
-}
-
-/* The highest message id segment segno can hold */
-static inline int64
-mq_msgid_segno_last(int64 segno)
-{
-	return ((segno + 1) << (MQ_MSGID_OFF_BITS + MQ_MSGID_BLK_BITS)) - 1;
-}
-
-static inline void
-mq_msgid_tid(int64 msg_id, ItemPointer tid)
-{
-	ItemPointerSet(tid,
-				   (BlockNumber) ((msg_id >> MQ_MSGID_OFF_BITS) & (MQ_SEGMENT_MAX_BLOCKS - 1)),
-				   (OffsetNumber) (msg_id & ((1 << MQ_MSGID_OFF_BITS) - 1)));
-}
+#include "msgid.h"
 
 /* GUC mq.segment_size: size at which the log starts a new segment, blocks */
 extern int	mq_segment_size;
@@ -107,6 +73,9 @@ extern Relation mq_log_open_append(bool durable, int64 *segno);
  * and locks the log page it goes to, setting msg->msg_id;
  * mqlog_linked_write writes it; mq_log_link_done indexes it.
  */
+/* The log columns' values of a message (MQ_LOG_NATTS of each) */
+extern void mq_log_row_values(MqMessage *m, Datum *values, bool *isnull);
+
 extern void mq_log_link_reserve(Relation seg, int64 segno, MqMessage *msg,
 								MqlogLinkedRow *row);
 extern void mq_log_link_done(Relation seg, MqMessage *msg, MqlogLinkedRow *row);

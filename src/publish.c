@@ -478,6 +478,59 @@ publish_linked(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry, bool durabl
 	return msg->msg_id;
 }
 
+/*
+ * Publish one message to a lane of stream q, kept in its entry row
+ * (inline, queue.h): one row and one WAL record, and no message log page.
+ * False, having written nothing, when the lane's write generation cannot
+ * carry messages (an entry log from before inline messages): the caller
+ * stores it in the log.
+ */
+static bool
+publish_inline(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry)
+{
+	MqQueueLink link;
+	MqlogLinkedRow row;
+	Datum		values[MQ_LOG_NATTS];
+	bool		isnull[MQ_LOG_NATTS];
+
+	StaticAssertStmt(MQ_LOG_NATTS == MQ_ENTRY_PAYLOAD_NATTS,
+					 "a stream entry row carries the message log's columns");
+	/* formed before any lock is taken */
+	mq_log_row_values(msg, values, isnull);
+	if (!mq_queue_inline_begin(q, lane, &link))
+		return false;
+	msg->msg_id = mq_queue_inline_reserve(&link, entry, values, isnull, &row);
+	mqlog_linked_write(&row, 1);
+	mq_queue_link_end(&link, &row);
+	return true;
+}
+
+/* The entry of a new message of q */
+static void
+new_entry(MqEntry *e, MqQueue *q, int64 msg_id, TimestampTz visible_at,
+		  TimestampTz expires_at, bytea *body, const MqPublishOpts *o)
+{
+	e->msg_id = msg_id;
+	e->visible_at = visible_at;
+	e->expires_at = expires_at;
+	e->delivery_count = 0;
+	e->body_size = q->max_length_bytes >= 0 || q->type == MQ_QUEUE_STREAM ?
+		body_bytes(body) : -1;
+	e->group_hash = entry_group_hash(q, o);
+	e->tag_hash = entry_tag_hash(q, o);
+}
+
+/* Does any message of a batch of n have a business key of its own? */
+static bool
+any_key(const MqPublishOpts *o, int n)
+{
+	if (o->keys != NULL)
+		for (int i = 0; i < n; i++)
+			if (o->keys[i] != NULL)
+				return true;
+	return false;
+}
+
 /* The business key of message i of a publish */
 static inline char *
 msg_key(const MqPublishOpts *o, int i)
@@ -513,6 +566,59 @@ skip_queue(const MqPublishOpts *o, MqQueue *q)
 		if (strcmp(o->skip_queues[i], q->name) == 0)
 			return true;
 	return false;
+}
+
+/*
+ * The messages of a batch routed to stream dst, their only destination
+ * (msgs[i] for message i, NULL when it was not routed), each kept in its
+ * entry row (inline, queue.h): one row per message.  A partition whose
+ * write generation cannot carry messages gets them in the log.  Sets ids[].
+ */
+static void
+publish_stream_batch(Dest *dst, MqMessage **msgs, bytea **bodies, const MqPublishOpts *o,
+					 TimestampTz visible_at, TimestampTz expires_at, bool durable,
+					 int64 *ids)
+{
+	MqQueue    *q = dst->q;
+	MqEntry    *entries = palloc(sizeof(MqEntry) * dst->n);
+	MqMessage **lane_msgs = palloc(sizeof(MqMessage *) * dst->n);
+	int		   *index = palloc(sizeof(int) * dst->n);
+	Datum	   *values = palloc(sizeof(Datum) * MQ_LOG_NATTS * dst->n);
+	bool	   *isnull = palloc(sizeof(bool) * MQ_LOG_NATTS * dst->n);
+
+	for (int lane = 0; lane < q->nlanes; lane++)
+	{
+		int			k = 0;
+
+		for (int e = 0; e < dst->n; e++)
+		{
+			int			i = dst->msg_index[e];
+
+			if (dst->lane[e] != lane)
+				continue;
+			index[k] = i;
+			lane_msgs[k] = msgs[i];
+			new_entry(&entries[k], q, 0, visible_at, expires_at, bodies[i], o);
+			mq_log_row_values(msgs[i], values + k * MQ_LOG_NATTS, isnull + k * MQ_LOG_NATTS);
+			k++;
+		}
+		if (k == 0)
+			continue;
+		if (!mq_queue_append_inline(q, lane, entries, k, values, isnull))
+		{
+			mq_log_append(lane_msgs, k, durable);
+			for (int j = 0; j < k; j++)
+				entries[j].msg_id = lane_msgs[j]->msg_id;
+			mq_queue_append(q, lane, entries, k);
+		}
+		for (int j = 0; j < k; j++)
+			ids[index[j]] = entries[j].msg_id;
+	}
+	pfree(entries);
+	pfree(lane_msgs);
+	pfree(index);
+	pfree(values);
+	pfree(isnull);
 }
 
 void
@@ -697,18 +803,21 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		Dest	   *dst = &dests[0];
 		int			i = dst->msg_index[0];
 		MqEntry		entry;
+		MqMessage  *msg;
 
-		entry.msg_id = 0;
-		entry.visible_at = visible_at;
-		entry.expires_at = expires_at;
-		entry.delivery_count = 0;
-		entry.body_size = body_bytes(bodies[i]);
-		entry.group_hash = entry_group_hash(dst->q, o);
-		entry.tag_hash = entry_tag_hash(dst->q, o);
-		ids[i] = publish_linked(dst->q, dst->lane[0],
-								new_message(ex, routing_keys[i], hdrs[i],
-											bodies[i], o, msg_key(o, i), mprops[i], now),
-								&entry, durable);
+		new_entry(&entry, dst->q, 0, visible_at, expires_at, bodies[i], o);
+		msg = new_message(ex, routing_keys[i], hdrs[i], bodies[i], o, msg_key(o, i),
+						  mprops[i], now);
+
+		/*
+		 * A stream's message is kept in its entry row unless something
+		 * must find it in the log: its key and dedup_id are indexed there
+		 */
+		if (dst->q->type == MQ_QUEUE_STREAM && msg->key == NULL && msg->dedup_id == NULL &&
+			publish_inline(dst->q, dst->lane[0], msg, &entry))
+			ids[i] = msg->msg_id;
+		else
+			ids[i] = publish_linked(dst->q, dst->lane[0], msg, &entry, durable);
 		entries_written = true;
 	}
 	/* 4. store each routed message once */
@@ -717,6 +826,17 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		for (int i = 0; i < n; i++)
 			if (routed[i])
 				ids[i] = o->existing_ids[i];
+	}
+	else if (!delayed && ndests == 1 && dests[0].n == nrouted &&
+			 dests[0].q->type == MQ_QUEUE_STREAM && o->dedup_id == NULL &&
+			 o->key == NULL && !any_key(o, n))
+	{
+		/* 4+5 for a batch to one stream: each message in its entry row */
+		for (int i = 0; i < n; i++)
+			msgs[i] = routed[i] ? new_message(ex, routing_keys[i], hdrs[i], bodies[i], o,
+											  NULL, mprops[i], now) : NULL;
+		publish_stream_batch(&dests[0], msgs, bodies, o, visible_at, expires_at, durable, ids);
+		entries_written = true;
 	}
 	else
 	{
@@ -748,16 +868,8 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			{
 				if (dst->lane[e] != lane)
 					continue;
-				entries[k].msg_id = ids[dst->msg_index[e]];
-				entries[k].visible_at = visible_at;
-				entries[k].expires_at = expires_at;
-				entries[k].delivery_count = 0;
-				entries[k].body_size = dst->q->max_length_bytes >= 0 ||
-					dst->q->type == MQ_QUEUE_STREAM ?
-					body_bytes(bodies[dst->msg_index[e]]) : -1;
-				entries[k].group_hash = entry_group_hash(dst->q, o);
-				entries[k].tag_hash = entry_tag_hash(dst->q, o);
-				k++;
+				new_entry(&entries[k++], dst->q, ids[dst->msg_index[e]], visible_at,
+						  expires_at, bodies[dst->msg_index[e]], o);
 			}
 			if (k > 0 && delayed)
 				mq_timers_add(dst->q, lane, entries, k);

@@ -430,8 +430,17 @@ extern Relation mqlog_open_for_inspection(Oid relid);
  * cursor.  Rows are given as for mqlog_insert_values; tids[] receives the
  * new rows' TIDs.
  */
+/*
+ * Called for each row of an ordered append once its place is known
+ * (tup->t_self), before it is copied to its page: it may change the row's
+ * data in place (a row that holds its own address), and nothing else -- it
+ * runs in a critical section.
+ */
+typedef void (*MqlogPlacedFn) (HeapTuple tup, void *arg);
+
 extern void mqlog_insert_ordered(Relation rel, Datum *values, bool *isnull,
-								 int n, CommandId cid, ItemPointer tids);
+								 int n, CommandId cid, ItemPointer tids,
+								 MqlogPlacedFn placed, void *placed_arg);
 
 /*
  * Insert n rows given as values and nulls (row i's at i * natts of the

@@ -300,16 +300,19 @@ mqlog_get_target_buffer(Relation rel, Size need, BulkInsertState bistate,
  * critical section) at its next line pointer, and set tup->t_self.
  */
 static void
-mqlog_page_add_row(Page page, BlockNumber blkno, HeapTuple tup)
+mqlog_page_add_row(Page page, BlockNumber blkno, HeapTuple tup,
+				   MqlogPlacedFn placed, void *placed_arg)
 {
 	OffsetNumber off;
 	char	   *dst = mqlog_page_add_item(page, mqlog_row_size(tup), &off);
 
 	if (dst == NULL)
 		elog(PANIC, "failed to add row to mqlog page %u", blkno);
-	mqlog_row_write(dst, tup);
 	ItemPointerSet(&tup->t_self, blkno, off);
 	tup->t_data->t_ctid = tup->t_self;
+	if (placed)
+		placed(tup, placed_arg);
+	mqlog_row_write(dst, tup);
 }
 
 /*
@@ -319,7 +322,8 @@ mqlog_page_add_row(Page page, BlockNumber blkno, HeapTuple tup)
  */
 static int
 mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
-				int first, int ntuples, TransactionId xid)
+				int first, int ntuples, TransactionId xid,
+				MqlogPlacedFn placed, void *placed_arg)
 {
 	Page		page = BufferGetPage(buf);
 	BlockNumber blkno = BufferGetBlockNumber(buf);
@@ -345,7 +349,7 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 
 		if (n > 0 && mqlog_page_free_space(page) < mqlog_row_size(tup))
 			break;
-		mqlog_page_add_row(page, blkno, tup);
+		mqlog_page_add_row(page, blkno, tup, placed, placed_arg);
 		n++;
 	}
 	mqlog_page_note_xmin(page, xid);
@@ -396,7 +400,7 @@ mqlog_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	tup = mqlog_prepare_insert(rel, slot, xid, cid, &shouldFree);
 
 	buf = mqlog_get_target_buffer(rel, mqlog_row_size(tup), bistate, &isnew);
-	mqlog_fill_page(rel, buf, isnew, &tup, 0, 1, xid);
+	mqlog_fill_page(rel, buf, isnew, &tup, 0, 1, xid, NULL, NULL);
 	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 	UnlockReleaseBuffer(buf);
 
@@ -499,7 +503,7 @@ mqlog_insert_tuples(Relation rel, HeapTuple *tuples, int n, TransactionId xid,
 		CHECK_FOR_INTERRUPTS();
 		buf = mqlog_get_target_buffer(rel, mqlog_row_size(tuples[ndone]),
 									  bistate, &isnew);
-		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid);
+		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid, NULL, NULL);
 		RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 		UnlockReleaseBuffer(buf);
 	}
@@ -632,7 +636,8 @@ mqlog_ordered_page(Relation rel, Buffer *buf, Size need, bool *isnew)
  */
 void
 mqlog_insert_ordered(Relation rel, Datum *values, bool *isnull, int n,
-					 CommandId cid, ItemPointer tids)
+					 CommandId cid, ItemPointer tids, MqlogPlacedFn placed,
+					 void *placed_arg)
 {
 	TransactionId xid;
 	HeapTuple  *tuples;
@@ -652,7 +657,8 @@ mqlog_insert_ordered(Relation rel, Datum *values, bool *isnull, int n,
 	while (ndone < n)
 	{
 		mqlog_ordered_page(rel, &buf, mqlog_row_size(tuples[ndone]), &isnew);
-		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid);
+		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid,
+								 placed, placed_arg);
 		isnew = false;
 	}
 	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
@@ -715,7 +721,7 @@ mqlog_linked_write(MqlogLinkedRow *rows, int n)
 
 		if (row->isnew)
 			mqlog_page_init(page, 0);
-		mqlog_page_add_row(page, ItemPointerGetBlockNumber(&row->tid), row->tup);
+		mqlog_page_add_row(page, ItemPointerGetBlockNumber(&row->tid), row->tup, NULL, NULL);
 		/* the page was locked since the TID was promised */
 		if (!ItemPointerEquals(&row->tup->t_self, &row->tid))
 			elog(PANIC, "mqlog row did not go where it was reserved");

@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "am/mqlog.h"
+#include "msgid.h"
 #include "catalog.h"
 
 /* ---------- entries, positions, settlement records (queue_lane.c) ---------- */
@@ -98,6 +99,18 @@ typedef struct MqEntry
 	int64		offset;			/* streams: offset in the partition, set by
 								 * the append; -1: none (other queues) */
 } MqEntry;
+
+/*
+ * A stream's entry rows may carry their message ("inline"): a stream's
+ * entry logs have the message log's MQ_ENTRY_PAYLOAD_NATTS columns
+ * (msglog.h) after the entry's, NULL in the rows of messages kept in the
+ * log.  Each such entry log has a segment number of its own (msgid.h's
+ * MQ_INLINE_SEGNO_MIN and up, mq.cat_inline), and the id of a message kept
+ * inline is its own row's address there: from MQ_INLINE_MSGID_MIN up, it
+ * refers to no message log segment and goes when retention drops its
+ * generation.
+ */
+#define MQ_ENTRY_PAYLOAD_NATTS	10
 
 /*
  * The hash an ordered queue keeps of a message_group (never 0, which is
@@ -261,12 +274,40 @@ typedef struct MqQueueLink
 	int32		body_size;		/* of the entry written (x-max-length-bytes) */
 	int64		offset;			/* streams: the entry's offset (its offset
 								 * lock is held until the end); else -1 */
+	int64		inline_segno;	/* the generation's segment number, if its
+								 * rows can carry messages; else 0 */
 } MqQueueLink;
 
 extern void mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link);
 extern void mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry,
 								  MqlogLinkedRow *row);
 extern void mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row);
+
+/*
+ * A stream message kept in its entry row (inline, above), in one row and
+ * one WAL record:
+ *	mq_queue_inline_begin	as mq_queue_link_begin, when the lane's write
+ *							generation can carry messages; false (holding
+ *							nothing) when it cannot, and the message goes
+ *							to the log as above;
+ *	mq_queue_inline_reserve the row formed from the entry and the message's
+ *							log columns (payload), its page locked; returns
+ *							its msg_id, the row's own address;
+ *	mqlog_linked_write, mq_queue_link_end as above.
+ */
+extern bool mq_queue_inline_begin(MqQueue *q, int lane, MqQueueLink *link);
+extern int64 mq_queue_inline_reserve(MqQueueLink *link, MqEntry *entry,
+									 const Datum *payload, const bool *payload_null,
+									 MqlogLinkedRow *row);
+
+/*
+ * mq_queue_append of stream messages kept in their entry rows: payload is
+ * MQ_ENTRY_PAYLOAD_NATTS log column values per entry, and each entry's
+ * msg_id is set to its row's address.  False, having written nothing, when
+ * the lane's write generation cannot carry messages.
+ */
+extern bool mq_queue_append_inline(MqQueue *q, int lane, MqEntry *entries, int n,
+								   const Datum *payload, const bool *payload_null);
 
 /* Maintenance: start new lane generations, drop settled ones */
 extern void mq_queue_rotate(MqQueue *q);

@@ -93,17 +93,33 @@ entry_ready_bytes(MqQueue *q, MqEntry *e)
 	return q->type == MQ_QUEUE_STREAM ? 0 : Max(e->body_size, 0);
 }
 
-/* Append n entries to a lane of q in this transaction (they count at commit) */
-void
-mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
+/*
+ * Append n entries to a lane of q in this transaction (they count at
+ * commit), with payload: the messages they carry (inline, queue.h), or
+ * NULL.  False, having done nothing, when payload is given and the lane's
+ * write generation cannot carry messages.
+ */
+static bool
+queue_append(MqQueue *q, int lane, MqEntry *entries, int n,
+			 const Datum *payload, const bool *payload_null)
 {
-	uint64	   *qpos = palloc(sizeof(uint64) * n);
+	uint64	   *qpos;
 	MqQueueShared *qs;
 	int			gen;
 	int64		bytes = 0;
 	int			fresh = 0;
-	Oid			relid;
+	int64		segno;
+	Relation	rel;
 
+	rel = table_open(queue_append_begin(q, lane, &gen, &qs), RowExclusiveLock);
+	segno = mqq_entry_log_inline_segno(rel);
+	if (payload != NULL && segno == 0)
+	{
+		table_close(rel, NoLock);
+		LWLockRelease(&qs->gen_lock);
+		return false;
+	}
+	qpos = palloc(sizeof(uint64) * n);
 	for (int i = 0; i < n; i++)
 	{
 		fresh += entries[i].delivery_count == 0;
@@ -111,7 +127,6 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 		entries[i].offset = -1;
 		bytes += entry_ready_bytes(q, &entries[i]);
 	}
-	relid = queue_append_begin(q, lane, &gen, &qs);
 	if (q->type == MQ_QUEUE_STREAM)
 	{
 		/* offsets in the order the rows are written, under the offset lock */
@@ -119,22 +134,34 @@ mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
 
 		for (int i = 0; i < n; i++)
 			entries[i].offset = first + i;
-		mqq_entry_append(relid, lane, gen, entries, n, qpos);
+		mqq_entry_append(rel, lane, gen, entries, n, payload, payload_null, segno, qpos);
 		mqq_stream_offsets_end(qs, lane);
 	}
 	else
-		mqq_entry_append(relid, lane, gen, entries, n, qpos);
+		mqq_entry_append(rel, lane, gen, entries, n, NULL, NULL, 0, qpos);
+	table_close(rel, NoLock);
 	queue_append_end(qs, n, bytes, fresh);
 	pfree(qpos);
+	return true;
 }
 
-/*
- * The entry's half of a linked insert (the sequence is in queue.h):
- * begin takes gen_lock and opens the write generation, reserve locks the
- * entry page, end releases gen_lock once the rows are written.
- */
 void
-mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link)
+mq_queue_append(MqQueue *q, int lane, MqEntry *entries, int n)
+{
+	(void) queue_append(q, lane, entries, n, NULL, NULL);
+}
+
+bool
+mq_queue_append_inline(MqQueue *q, int lane, MqEntry *entries, int n,
+					   const Datum *payload, const bool *payload_null)
+{
+	Assert(q->type == MQ_QUEUE_STREAM);
+	return queue_append(q, lane, entries, n, payload, payload_null);
+}
+
+/* Open the write generation of a lane for a linked insert, holding gen_lock */
+static void
+link_open(MqQueue *q, int lane, MqQueueLink *link)
 {
 	MqQueueShared *qs;
 	Oid			relid = queue_append_begin(q, lane, &link->gen, &qs);
@@ -145,22 +172,55 @@ mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link)
 	link->body_size = 0;
 	link->rel = table_open(relid, RowExclusiveLock);
 	link->offset = -1;
-	/* a stream's offset is taken now and its row written before the lock goes */
-	if (q->type == MQ_QUEUE_STREAM)
-		link->offset = mqq_stream_offsets_begin(q, qs, lane, link->gen, 1);
+	link->inline_segno = mqq_entry_log_inline_segno(link->rel);
 }
 
-void
-mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
+/* a stream's offset is taken now and its row written before the lock goes */
+static void
+link_take_offset(MqQueueLink *link)
 {
-	Datum		values[MQ_ENTRY_NATTS];
-	bool		isnull[MQ_ENTRY_NATTS];
+	if (link->q->type == MQ_QUEUE_STREAM)
+		link->offset = mqq_stream_offsets_begin(link->q, (MqQueueShared *) link->shared,
+												link->lane, link->gen, 1);
+}
+
+/*
+ * The entry's half of a linked insert (the sequence is in queue.h):
+ * begin takes gen_lock and opens the write generation, reserve locks the
+ * entry page, end releases gen_lock once the rows are written.
+ */
+void
+mq_queue_link_begin(MqQueue *q, int lane, MqQueueLink *link)
+{
+	link_open(q, lane, link);
+	link_take_offset(link);
+}
+
+/* The row of an entry, and payload (NULL: none) in its trailing columns */
+static void
+link_reserve(MqQueueLink *link, MqEntry *entry, const Datum *payload,
+			 const bool *payload_null, MqlogLinkedRow *row)
+{
+	Datum		values[MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS];
+	bool		isnull[MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS];
 
 	entry->body_size = entry_body_size(link->q, entry);
 	entry->offset = link->offset;
 	link->body_size = entry_ready_bytes(link->q, entry);
 	mqq_entry_values(entry, RelationGetDescr(link->rel), values, isnull);
+	if (payload != NULL)
+	{
+		Assert(link->inline_segno != 0);
+		memcpy(values + MQ_ENTRY_NATTS, payload, sizeof(Datum) * MQ_ENTRY_PAYLOAD_NATTS);
+		memcpy(isnull + MQ_ENTRY_NATTS, payload_null, sizeof(bool) * MQ_ENTRY_PAYLOAD_NATTS);
+	}
 	mqlog_linked_reserve(row, link->rel, values, isnull, GetCurrentCommandId(true), true);
+}
+
+void
+mq_queue_link_reserve(MqQueueLink *link, MqEntry *entry, MqlogLinkedRow *row)
+{
+	link_reserve(link, entry, NULL, NULL, row);
 }
 
 void
@@ -172,6 +232,32 @@ mq_queue_link_end(MqQueueLink *link, MqlogLinkedRow *row)
 	table_close(link->rel, NoLock);
 	/* a linked publish is always a new message */
 	queue_append_end((MqQueueShared *) link->shared, 1, link->body_size, 1);
+}
+
+bool
+mq_queue_inline_begin(MqQueue *q, int lane, MqQueueLink *link)
+{
+	link_open(q, lane, link);
+	if (link->inline_segno == 0)
+	{
+		/* an entry log from before inline messages (an upgrade's) */
+		table_close(link->rel, NoLock);
+		LWLockRelease(&((MqQueueShared *) link->shared)->gen_lock);
+		return false;
+	}
+	link_take_offset(link);
+	return true;
+}
+
+int64
+mq_queue_inline_reserve(MqQueueLink *link, MqEntry *entry, const Datum *payload,
+						const bool *payload_null, MqlogLinkedRow *row)
+{
+	entry->msg_id = 0;
+	link_reserve(link, entry, payload, payload_null, row);
+	entry->msg_id = mq_msgid_make(link->inline_segno, &row->tid);
+	mqq_entry_set_msg_id(row->tup, entry->msg_id);
+	return entry->msg_id;
 }
 
 /*

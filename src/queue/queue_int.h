@@ -216,11 +216,18 @@ extern void mqq_lane_drop(int32 queue_id, int lane, int gen);
 extern bool mqq_group_logs_trylock(int32 queue_id, int lane, int gen);
 
 /*
- * Append entries to an entry log relation, in order (the caller chose the
- * generation); qpos[] gets their positions.
+ * Append entries to an entry log relation (opened by the caller, who chose
+ * the generation), in order; qpos[] gets their positions.  With payload
+ * (n rows of MQ_ENTRY_PAYLOAD_NATTS values, a stream's log with segment
+ * number inline_segno) the rows carry their messages, and each entry's
+ * msg_id is set to its row's address (queue.h, "inline").
  */
-extern void mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries,
-							int n, uint64 *qpos);
+extern void mqq_entry_append(Relation rel, int lane, int gen, MqEntry *entries, int n,
+							 const Datum *payload, const bool *payload_null,
+							 int64 inline_segno, uint64 *qpos);
+
+/* Set the msg_id column of a formed entry row (in a critical section too) */
+extern void mqq_entry_set_msg_id(HeapTuple tup, int64 msg_id);
 
 /* Lowest and highest existing generation of a lane (false: none) */
 extern bool mqq_lane_gens(int32 queue_id, int lane, int *low, int *high);
@@ -231,6 +238,7 @@ extern void mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values,
 
 /* An entry's position must fit its bits of a queue position */
 extern void mqq_check_lane_block(Relation rel, ItemPointer tid);
+extern int64 mqq_entry_log_inline_segno(Relation rel);
 
 typedef enum MqTrackedState
 {

@@ -36,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "mqutils.h"
 #include "owner.h"
@@ -79,6 +80,19 @@ lane_relid_inval(Datum arg, Oid relid)
 	lane_relids_invals++;
 }
 
+/* Count relcache invalidations in lane_relids_invals from now on */
+static void
+lane_relid_inval_register(void)
+{
+	static bool registered = false;
+
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(lane_relid_inval, (Datum) 0);
+		registered = true;
+	}
+}
+
 /* The name of a lane generation's entry log (or settlement log) */
 static void
 lane_relname(char *name, int32 queue_id, int lane, int gen, bool settle)
@@ -99,9 +113,8 @@ mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 	{
 		HASHCTL		ctl;
 
-		if (lane_relids == NULL)
-			CacheRegisterRelcacheCallback(lane_relid_inval, (Datum) 0);
-		else
+		lane_relid_inval_register();
+		if (lane_relids != NULL)
 			hash_destroy(lane_relids);
 		ctl.keysize = sizeof(LaneRelKey);
 		ctl.entrysize = sizeof(LaneRelEntry);
@@ -140,6 +153,82 @@ mqq_lane_relid_fresh(int32 queue_id, int lane, int gen)
 		return relid;
 	lane_relname(name, queue_id, lane, gen, false);
 	return mq_relid_fresh(name);
+}
+
+/*
+ * The segment number of an entry log whose rows can carry messages (a
+ * stream's, queue.h), from mq.cat_inline; 0 for any other entry log.  Kept
+ * per backend, by relid, until a relcache invalidation (as lane relids: a
+ * dropped table's relid may come back as another's).
+ */
+typedef struct InlineSegnoEntry
+{
+	Oid			relid;
+	int64		segno;
+	uint64		invals;			/* lane_relids_invals when looked up */
+} InlineSegnoEntry;
+
+static HTAB *inline_segnos = NULL;
+
+int64
+mqq_entry_log_inline_segno(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	InlineSegnoEntry *e;
+	bool		found;
+	uint64		invals;
+	Relation	cat;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int64		segno = 0;
+
+	if (RelationGetDescr(rel)->natts != MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS)
+		return 0;
+	if (inline_segnos == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(InlineSegnoEntry);
+		ctl.hcxt = CacheMemoryContext;
+		inline_segnos = hash_create("queue_ext inline segnos", 64, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		lane_relid_inval_register();
+	}
+	e = hash_search(inline_segnos, &relid, HASH_FIND, NULL);
+	if (e != NULL && e->invals == lane_relids_invals)
+		return e->segno;
+
+	invals = lane_relids_invals;
+	cat = table_open(mq_internal_relid("cat_inline"), AccessShareLock);
+	ScanKeyInit(&key, 2, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(cat, mq_internal_relid("cat_inline_relid_key"), true,
+							  GetLatestSnapshot(), 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, 1, RelationGetDescr(cat), &isnull);
+
+		if (!isnull)
+			segno = DatumGetInt64(d);
+	}
+	systable_endscan(scan);
+	table_close(cat, AccessShareLock);
+	if (segno == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("entry log \"%s\" has no segment number",
+						RelationGetRelationName(rel)),
+				 errdetail("It has the columns of a stream's entry log, and no row in mq.cat_inline."),
+				 errhint("Delete and declare the stream again.")));
+	if (invals == lane_relids_invals && hash_get_num_entries(inline_segnos) < LANE_RELID_CACHE_MAX)
+	{
+		e = hash_search(inline_segnos, &relid, HASH_ENTER, &found);
+		e->segno = segno;
+		e->invals = invals;
+	}
+	return segno;
 }
 
 Oid
@@ -328,13 +417,22 @@ mqq_check_lane_block(Relation rel, ItemPointer tid)
 void
 mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
 {
-	/* callers size values and isnull for MQ_ENTRY_NATTS */
-	if (desc->natts > MQ_ENTRY_NATTS)
+	/*
+	 * callers size values and isnull for the relation's columns: at most
+	 * MQ_ENTRY_NATTS, or those and a message's (a stream's, queue.h)
+	 */
+	if (desc->natts > MQ_ENTRY_NATTS && desc->natts != MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("entry log has %d columns, more than the %d queue_ext writes",
-						desc->natts, MQ_ENTRY_NATTS),
+				 errmsg("entry log has %d columns, not at most %d or %d as queue_ext writes",
+						desc->natts, MQ_ENTRY_NATTS, MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS),
 				 errhint("Entry logs are created by queue_ext; one altered by hand cannot be written to.")));
+	/* no message in the row unless the caller puts one there */
+	for (int i = MQ_ENTRY_NATTS; i < desc->natts; i++)
+	{
+		values[i] = (Datum) 0;
+		isnull[i] = true;
+	}
 	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
 	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
 	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
@@ -376,28 +474,64 @@ mq_group_hash(const char *message_group)
 	return h == 0 ? 1 : h;
 }
 
+/*
+ * Set the msg_id of a formed entry row: the column follows visible_at, both
+ * NOT NULL and 8 bytes, so it is at data offset 8 whatever else the row
+ * holds.  Allocates nothing (it may run in a critical section).
+ */
 void
-mqq_entry_append(Oid relid, int lane, int gen, MqEntry *entries, int n, uint64 *qpos)
+mqq_entry_set_msg_id(HeapTuple tup, int64 msg_id)
 {
-	Relation	rel = table_open(relid, RowExclusiveLock);
+	HeapTupleHeader td = tup->t_data;
+
+	StaticAssertStmt(MQ_ENTRY_ATT_VISIBLE_AT == 1 && MQ_ENTRY_ATT_MSG_ID == 2,
+					 "msg_id is an entry row's second column, after an 8-byte one");
+	memcpy((char *) td + td->t_hoff + sizeof(TimestampTz), &msg_id, sizeof(int64));
+}
+
+/* mqlog's placed callback of an inline append: the row's id is its address */
+static void
+inline_row_placed(HeapTuple tup, void *arg)
+{
+	mqq_entry_set_msg_id(tup, mq_msgid_make(*(int64 *) arg, &tup->t_self));
+}
+
+void
+mqq_entry_append(Relation rel, int lane, int gen, MqEntry *entries, int n,
+				 const Datum *payload, const bool *payload_null, int64 inline_segno,
+				 uint64 *qpos)
+{
 	int			natts = RelationGetDescr(rel)->natts;
 	Datum	   *values = palloc(sizeof(Datum) * natts * n);
 	bool	   *isnull = palloc(sizeof(bool) * natts * n);
 	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * n);
 
+	Assert(payload == NULL ||
+		   (inline_segno != 0 && natts == MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS));
 	for (int i = 0; i < n; i++)
+	{
 		mqq_entry_values(&entries[i], RelationGetDescr(rel),
 						 values + i * natts, isnull + i * natts);
-	mqlog_insert_ordered(rel, values, isnull, n, GetCurrentCommandId(true), tids);
+		if (payload != NULL)
+		{
+			memcpy(values + i * natts + MQ_ENTRY_NATTS, payload + i * MQ_ENTRY_PAYLOAD_NATTS,
+				   sizeof(Datum) * MQ_ENTRY_PAYLOAD_NATTS);
+			memcpy(isnull + i * natts + MQ_ENTRY_NATTS, payload_null + i * MQ_ENTRY_PAYLOAD_NATTS,
+				   sizeof(bool) * MQ_ENTRY_PAYLOAD_NATTS);
+		}
+	}
+	mqlog_insert_ordered(rel, values, isnull, n, GetCurrentCommandId(true), tids,
+						 payload ? inline_row_placed : NULL, &inline_segno);
 	for (int i = 0; i < n; i++)
 	{
 		mqq_check_lane_block(rel, &tids[i]);
 		qpos[i] = mq_qpos_make(lane, gen, &tids[i]);
+		if (payload != NULL)
+			entries[i].msg_id = mq_msgid_make(inline_segno, &tids[i]);
 	}
 	pfree(values);
 	pfree(isnull);
 	pfree(tids);
-	table_close(rel, NoLock);
 }
 
 void

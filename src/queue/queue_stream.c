@@ -527,7 +527,9 @@ summary_add(MqGenSummary *s, MqlogRowState st, TupleTableSlot *slot)
 		return;
 	s->any = true;
 	msg_id = slot_int8(slot, MQ_ENTRY_ATT_MSG_ID);
-	s->min_msg_id = Min(s->min_msg_id, msg_id);
+	/* a message kept in its entry row pins no log segment (queue.h) */
+	if (msg_id < MQ_INLINE_MSGID_MIN)
+		s->min_msg_id = Min(s->min_msg_id, msg_id);
 	if (st == MQLOG_ROW_COMMITTED)
 	{
 		bool		isnull;
