@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include "port/pg_bitutils.h"
+
 #include "am/mqlog.h"
 
 /* An equal run shorter than this is cheaper left inside a literal */
@@ -72,6 +74,20 @@ xor_word(const char *data, const char *base, Size p)
 	return a ^ b;
 }
 
+/*
+ * The first byte of 8 in memory order that is set in mask (little-endian:
+ * the lowest one; a byte of mask is 0 or has bits set)
+ */
+static inline Size
+first_byte(uint64 mask)
+{
+#ifdef WORDS_BIGENDIAN
+	return (63 - pg_leftmost_one_pos64(mask)) / 8;
+#else
+	return pg_rightmost_one_pos64(mask) / 8;
+#endif
+}
+
 /* Length of the run of equal bytes at pos (8 bytes at a time) */
 static inline Size
 same_run(const char *data, Size len, const char *base, Size baselen, Size pos)
@@ -79,8 +95,14 @@ same_run(const char *data, Size len, const char *base, Size baselen, Size pos)
 	Size		max = Min(len, baselen);
 	Size		p = pos;
 
-	while (p + sizeof(uint64) <= max && xor_word(data, base, p) == 0)
+	while (p + sizeof(uint64) <= max)
+	{
+		uint64		x = xor_word(data, base, p);
+
+		if (x != 0)
+			return p + first_byte(x) - pos;
 		p += sizeof(uint64);
+	}
 	while (p < max && data[p] == base[p])
 		p++;
 	return p - pos;
@@ -102,12 +124,14 @@ worth_a_run(const char *data, Size len, const char *base, Size baselen, Size pos
 }
 
 /*
- * The number of positions from pos on, a multiple of 8, at none of which a
- * run of MIN_SAME_RUN equal bytes can start, found 8 bytes at a time: a
- * run starting at pos + i needs byte pos + i equal to the base's, and a
- * word of the two XORed with no zero byte has no equal byte.  Random
- * bodies, where almost no byte matches, are then skipped at a few
- * instructions per 8 bytes instead of one worth_a_run per byte.
+ * The number of positions from pos on at none of which a run of
+ * MIN_SAME_RUN equal bytes can start, found 8 bytes at a time: a run
+ * starting at pos + i needs byte pos + i equal to the base's, and a word of
+ * the two XORed with no zero byte has no equal byte; in one that has, the
+ * first zero byte is the first equal one (the test below can also flag a
+ * byte after a zero byte, never one before).  Random bodies, where almost
+ * no byte matches, are then skipped at a few instructions per 8 bytes
+ * instead of one worth_a_run per byte.
  */
 static inline Size
 no_run_words(const char *data, Size len, const char *base, Size baselen, Size pos)
@@ -118,11 +142,18 @@ no_run_words(const char *data, Size len, const char *base, Size baselen, Size po
 	while (p + sizeof(uint64) <= max)
 	{
 		uint64		x = xor_word(data, base, p);
+		uint64		zero = (x - UINT64CONST(0x0101010101010101)) & ~x &
+			UINT64CONST(0x8080808080808080);
 
-		/* does x have a zero byte? */
-		if (((x - UINT64CONST(0x0101010101010101)) & ~x &
-			 UINT64CONST(0x8080808080808080)) != 0)
-			break;
+		if (zero != 0)
+		{
+#ifdef WORDS_BIGENDIAN
+			/* the lowest address is the most significant byte: exact only below */
+			return p - pos;
+#else
+			return p + first_byte(zero) - pos;
+#endif
+		}
 		p += sizeof(uint64);
 	}
 	return p - pos;
