@@ -502,6 +502,32 @@ slot_jsonb(TupleTableSlot *slot, int attno)
 }
 
 /*
+ * Open segment segno to read (AccessShareLock), or NULL: tried, as it may
+ * have been retired since the catalog was read.  An inline segment's relid
+ * comes from a cache: if invalidations arrived while we locked it, the
+ * relation we locked may have been dropped and its relid reused, so it is
+ * looked up afresh.
+ */
+static Relation
+segment_open(int64 segno)
+{
+	for (;;)
+	{
+		uint64		invals = inline_relids_invals;
+		Oid			relid = segment_relid(segno);
+		Relation	rel;
+
+		if (!OidIsValid(relid))
+			return NULL;
+		rel = try_table_open(relid, AccessShareLock);
+		if (segno < MQ_INLINE_SEGNO_MIN || invals == inline_relids_invals)
+			return rel;
+		if (rel != NULL)
+			table_close(rel, AccessShareLock);
+	}
+}
+
+/*
  * Deform a log row into *out (copies everything into CurrentMemoryContext).
  * The log's columns are a segment's, or the last ones of a stream's entry
  * log (inline, msglog.h), where a row without published_at carries no
@@ -589,8 +615,6 @@ mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found)
 			continue;
 		if (mq_msgid_segno(msg_id) != cur_segno)
 		{
-			Oid			relid;
-
 			if (rel != NULL)
 			{
 				mqlog_read_cache_release(&cache);
@@ -599,9 +623,8 @@ mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found)
 				rel = NULL;
 			}
 			cur_segno = mq_msgid_segno(msg_id);
-			relid = segment_relid(cur_segno);
-			/* (try: it may have been retired since the catalog was read) */
-			if (OidIsValid(relid) && (rel = try_table_open(relid, AccessShareLock)) != NULL)
+			rel = segment_open(cur_segno);
+			if (rel != NULL)
 				slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 		}
 		if (rel == NULL)
