@@ -9,15 +9,18 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
@@ -135,4 +138,37 @@ mq_relid_fresh(const char *name)
 	systable_endscan(scan);
 	table_close(pg_class, AccessShareLock);
 	return relid;
+}
+
+bool
+mq_lookup_unique(const char *relname, const char *index, AttrNumber keyatt,
+				 RegProcedure eqproc, Datum key, AttrNumber outatt, Datum *out)
+{
+	Oid			relid = mq_relid_fresh(relname);
+	Relation	rel;
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
+
+	if (!OidIsValid(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	ScanKeyInit(&skey, keyatt, BTEqualStrategyNumber, eqproc, key);
+	scan = systable_beginscan(rel, mq_relid_fresh(index), true, GetLatestSnapshot(), 1, &skey);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), outatt - 1);
+		Datum		d = heap_getattr(tup, outatt, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+		{
+			*out = datumCopy(d, att->attbyval, att->attlen);
+			found = true;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
 }

@@ -43,4 +43,15 @@ extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg,
  */
 extern Oid	mq_relid_fresh(const char *name);
 
+/*
+ * Look a row of table mq.<relname> up by its unique index mq.<index>
+ * (column keyatt equal to key, compared with eqproc), with the latest
+ * snapshot: a row another transaction just committed counts.  Sets *out to
+ * a copy of column outatt and returns true; false when there is no such
+ * row, the column is NULL, or the table does not exist (an older schema).
+ */
+extern bool mq_lookup_unique(const char *relname, const char *index, AttrNumber keyatt,
+							 RegProcedure eqproc, Datum key, AttrNumber outatt,
+							 Datum *out);
+
 #endif							/* MQ_UTILS_H */

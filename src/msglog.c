@@ -148,10 +148,7 @@ inline_segment_relid(int64 segno)
 	static bool registered = false;
 	InlineRelidEntry *e;
 	uint64		invals = inline_relids_invals;
-	Relation	cat;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
+	Datum		d;
 	Oid			relid = InvalidOid;
 
 	if (inline_relids != NULL &&
@@ -163,24 +160,9 @@ inline_segment_relid(int64 segno)
 		registered = true;
 	}
 	/* fresh, as a message we fetch may be in a generation just created */
-	relid = mq_relid_fresh("cat_inline");
-	if (!OidIsValid(relid))
-		return InvalidOid;		/* a schema older than inline messages */
-	cat = table_open(relid, AccessShareLock);
-	relid = InvalidOid;
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(segno));
-	scan = systable_beginscan(cat, mq_relid_fresh("cat_inline_pkey"), true,
-							  GetLatestSnapshot(), 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, 2, RelationGetDescr(cat), &isnull);
-
-		if (!isnull)
-			relid = DatumGetObjectId(d);
-	}
-	systable_endscan(scan);
-	table_close(cat, AccessShareLock);
+	if (mq_lookup_unique("cat_inline", "cat_inline_pkey", 1, F_INT8EQ, Int64GetDatum(segno),
+						 2, &d))
+		relid = DatumGetObjectId(d);
 	if (OidIsValid(relid) && invals == inline_relids_invals)
 	{
 		if (inline_relids == NULL)

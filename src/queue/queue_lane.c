@@ -36,7 +36,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "mqutils.h"
 #include "owner.h"
@@ -177,10 +176,7 @@ mqq_entry_log_inline_segno(Relation rel)
 	InlineSegnoEntry *e;
 	bool		found;
 	uint64		invals;
-	Relation	cat;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
+	Datum		d;
 	int64		segno = 0;
 
 	if (RelationGetDescr(rel)->natts != MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS)
@@ -201,20 +197,9 @@ mqq_entry_log_inline_segno(Relation rel)
 		return e->segno;
 
 	invals = lane_relids_invals;
-	cat = table_open(mq_internal_relid("cat_inline"), AccessShareLock);
-	ScanKeyInit(&key, 2, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(cat, mq_internal_relid("cat_inline_relid_key"), true,
-							  GetLatestSnapshot(), 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, 1, RelationGetDescr(cat), &isnull);
-
-		if (!isnull)
-			segno = DatumGetInt64(d);
-	}
-	systable_endscan(scan);
-	table_close(cat, AccessShareLock);
+	if (mq_lookup_unique("cat_inline", "cat_inline_relid_key", 2, F_OIDEQ,
+						 ObjectIdGetDatum(relid), 1, &d))
+		segno = DatumGetInt64(d);
 	if (segno == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
