@@ -597,6 +597,14 @@ BEGIN
 				   ELSE coalesce((arguments->>'x-max-priority')::int, 0) + 1 END;
 	INSERT INTO mq.cat_queue (id, name, type, durable, arguments, lanes, owner)
 	VALUES (qid, queue, type, durable, arguments, '{}', caller);
+	-- the queue's lock (src/queue/queue_load.c, mqq_queue_object_lock): a
+	-- relation of its own, so that its users take it on PostgreSQL's fast
+	-- path; a storage-less composite type with no column.  One left by a
+	-- restore of a dump (the id is new: nothing else can have it) goes first.
+	IF to_regtype(format('mq.%I', 'a' || qid)) IS NOT NULL THEN
+		EXECUTE format('DROP TYPE mq.%I', 'a' || qid);
+	END IF;
+	EXECUTE format('CREATE TYPE mq.%I AS ()', 'a' || qid);
 	FOR lane IN 0 .. nlanes - 1 LOOP
 		PERFORM mq._lane_create(qid, lane, 0);
 		lane_oids := lane_oids || format('mq.%I', format('q%s_%s_0', qid, lane))::regclass::oid;
@@ -636,6 +644,9 @@ BEGIN
 	DELETE FROM mq.cat_group g WHERE g.queue_id = q.id;
 	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
 	DELETE FROM mq.cat_inline i WHERE i.queue_id = q.id;
+	IF to_regtype(format('mq.%I', 'a' || q.id)) IS NOT NULL THEN
+		EXECUTE format('DROP TYPE mq.%I', 'a' || q.id);
+	END IF;
 	-- every generation of every lane: entry logs q<id>_*, settlement logs
 	-- s<id>_*, consumer groups' logs g<id>_*
 	FOR rel IN SELECT c.oid FROM pg_class c
@@ -2104,6 +2115,12 @@ BEGIN
 									 AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e')
 				  AND NOT EXISTS (SELECT 1 FROM mq.cat_segment s WHERE s.relid = c.oid) LOOP
 		EXECUTE format('DROP TABLE %s', rel);
+	END LOOP;
+	-- and the queues' lock relations (composite types mq.a<id>)
+	FOR rel IN SELECT c.oid::regclass FROM pg_class c
+				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'c'
+				  AND c.relname ~ '^a\d+$' LOOP
+		EXECUTE format('DROP TYPE %s', rel);
 	END LOOP;
 
 	FOR t IN SELECT * FROM mq.export_topology ORDER BY seq LOOP

@@ -78,3 +78,21 @@ SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
 SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'bqd_%';
 SELECT convert_from(body, 'UTF8') FROM mq.consume('bqd_2pc', auto_ack => true);
 SELECT mq.queue_delete('bqd_2pc');
+
+-- a queue's lock is a relation lock on its anchor mq.a<id>, a composite
+-- type with no column: its users take it in AccessShareLock (a weak
+-- relation lock, which PostgreSQL takes on its per-backend fast path while
+-- the transaction holds fewer than 16), its delete waits for them there
+-- and drops it
+SELECT mq.queue_declare('bqd_anchor');
+SELECT format('mq.a%s', id) AS anchor FROM mq.cat_queue WHERE name = 'bqd_anchor' \gset
+SELECT relkind, relnatts FROM pg_class WHERE oid = :'anchor'::regclass;
+BEGIN;
+SELECT mq.send('bqd_anchor', 'x') IS NOT NULL AS sent;
+SELECT locktype, mode, granted FROM pg_locks
+ WHERE relation = :'anchor'::regclass AND pid = pg_backend_pid();
+SELECT count(*) AS object_locks FROM pg_locks
+ WHERE locktype = 'object' AND classid = 'mq.cat_queue'::regclass AND pid = pg_backend_pid();
+COMMIT;
+SELECT mq.queue_delete('bqd_anchor');
+SELECT to_regtype(:'anchor') IS NULL AS anchor_dropped;

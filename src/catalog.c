@@ -353,8 +353,9 @@ catalog_read(const char *sql)
 static void
 load_queues(void)
 {
-	catalog_read("SELECT id, name, type, durable, arguments, lanes, owner "
-					  "FROM mq.cat_queue");
+	catalog_read("SELECT id, name, type, durable, arguments, lanes, owner, "
+				 "pg_catalog.to_regclass(pg_catalog.format('mq.%I', 'a' OPERATOR(pg_catalog.||) id)) "
+				 "FROM mq.cat_queue");
 
 	mq_queue_by_name = make_name_htab("mq queues by name", SPI_processed);
 	mq_queue_by_id_htab = make_id_htab("mq queues by id", SPI_processed);
@@ -388,6 +389,9 @@ load_queues(void)
 		for (int l = 0; l < nelems; l++)
 			q->lanes[l] = DatumGetObjectId(elems[l]);
 		q->acl.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+		q->anchor = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+		if (isnull)
+			q->anchor = InvalidOid;
 
 		q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
 		q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);

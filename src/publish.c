@@ -22,6 +22,7 @@
 #include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
@@ -288,6 +289,33 @@ static inline bool
 queue_limited(MqQueue *q)
 {
 	return q->max_length >= 0 || q->max_length_bytes >= 0;
+}
+
+/*
+ * Take q's turn: its lock (mq_queue_lock_tag) in ExclusiveLock, which its
+ * publishers, drop-head trimming and due timers hold to their commit, so
+ * that no other publisher's count is in flight.  Waits for it, or only
+ * tries (false when taken).
+ */
+static bool
+turn_lock(MqQueue *q, bool wait)
+{
+	LOCKTAG		tag;
+
+	mq_queue_lock_tag(q, &tag);
+	if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	AcceptInvalidationMessages();
+	return true;
+}
+
+static void
+turn_unlock(MqQueue *q)
+{
+	LOCKTAG		tag;
+
+	mq_queue_lock_tag(q, &tag);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*
@@ -753,18 +781,11 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		if (!queue_limited(dests[d].q))
 			continue;
 		/* the worker (dead-lettering, timers) waits for no lock of a user */
-		if (mq_lock_nowait)
-		{
-			if (!ConditionalLockDatabaseObject(mq_internal_relid("cat_queue"),
-											   dests[d].q->id, 0, ExclusiveLock))
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("queue \"%s\" is locked by another transaction",
-								dests[d].q->name)));
-		}
-		else
-			LockDatabaseObject(mq_internal_relid("cat_queue"), dests[d].q->id, 0,
-							   ExclusiveLock);
+		if (!turn_lock(dests[d].q, !mq_lock_nowait))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("queue \"%s\" is locked by another transaction",
+							dests[d].q->name)));
 	}
 	for (int d = 0; d < ndests; d++)
 	{
@@ -1159,23 +1180,15 @@ over_limits(MqQueue *q)
 bool
 mq_overflow_drop_head(MqQueue *q, MqTrimWhen when)
 {
-	Oid			classid;
-
 	if (!queue_limited(q) || q->overflow_reject)
 		return true;
 	if (when != MQ_TRIM_PUBLISH && !over_limits(q))
 		return true;
-	classid = mq_internal_relid("cat_queue");
-	if (when == MQ_TRIM_WORKER)
-	{
-		if (!ConditionalLockDatabaseObject(classid, q->id, 0, ExclusiveLock))
-			return false;
-	}
-	else
-		LockDatabaseObject(classid, q->id, 0, ExclusiveLock);
+	if (!turn_lock(q, when != MQ_TRIM_WORKER))
+		return false;
 	drop_heads(q);
 	if (when != MQ_TRIM_PUBLISH)
-		UnlockDatabaseObject(classid, q->id, 0, ExclusiveLock);
+		turn_unlock(q);
 	return true;
 }
 
@@ -1203,12 +1216,11 @@ static int
 admit_due(FireGroup *fg)
 {
 	MqQueue    *q = fg->q;
-	Oid			classid = mq_internal_relid("cat_queue");
 	int64		ready_bytes;
 	int64		ready;
 	int			k = 0;
 
-	if (!ConditionalLockDatabaseObject(classid, q->id, 0, ExclusiveLock))
+	if (!turn_lock(q, false))
 	{
 		TimestampTz later = GetCurrentTimestamp() + USECS_PER_SEC;
 

@@ -204,6 +204,7 @@ mq_queue_delete(PG_FUNCTION_ARGS)
 		UnlockDatabaseObject(mq_internal_relid("cat_queue"), locked, 0, AccessExclusiveLock);
 		mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
 	}
+	mq_queue_delete_lock(q);
 	mq_queue_counts(q, &counts, NULL);
 	counts.ready += mq_timers_count(q->id);
 

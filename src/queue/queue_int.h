@@ -48,8 +48,11 @@
  * Locks of queue state, in the order they are taken: while one is held,
  * only locks further down the list may be requested.
  *
- *	0. the queue's object lock (heavyweight: classid mq.cat_queue, objid
- *	   the queue id; a consumer group's is its stream's): AccessShareLock
+ *	0. the queue's object lock (heavyweight: a relation lock on its anchor
+ *	   mq.a<id>, or the object lock classid mq.cat_queue, objid the queue
+ *	   id, of a queue declared before anchors: mq_queue_lock_tag; a
+ *	   consumer group's is its stream's; mq.queue_delete takes the object
+ *	   lock and then the anchor's): AccessShareLock
  *	   to the end of the transaction by every use of the queue's state
  *	   (mqq_queue_lock; the inspection views only try it, and let it go
  *	   once they have read the queue: mq_queue_inspect_begin),
