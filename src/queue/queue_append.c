@@ -207,13 +207,8 @@ link_reserve(MqQueueLink *link, MqEntry *entry, const Datum *payload,
 	entry->body_size = entry_body_size(link->q, entry);
 	entry->offset = link->offset;
 	link->body_size = entry_ready_bytes(link->q, entry);
-	mqq_entry_values(entry, RelationGetDescr(link->rel), values, isnull);
-	if (payload != NULL)
-	{
-		Assert(link->inline_segno != 0);
-		memcpy(values + MQ_ENTRY_NATTS, payload, sizeof(Datum) * MQ_ENTRY_PAYLOAD_NATTS);
-		memcpy(isnull + MQ_ENTRY_NATTS, payload_null, sizeof(bool) * MQ_ENTRY_PAYLOAD_NATTS);
-	}
+	Assert(payload == NULL || link->inline_segno != 0);
+	mqq_entry_values(entry, RelationGetDescr(link->rel), payload, payload_null, values, isnull);
 	mqlog_linked_reserve(row, link->rel, values, isnull, GetCurrentCommandId(true), true);
 }
 

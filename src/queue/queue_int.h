@@ -235,9 +235,12 @@ extern void mqq_entry_set_msg_id(HeapTuple tup, int64 msg_id);
 /* Lowest and highest existing generation of a lane (false: none) */
 extern bool mqq_lane_gens(int32 queue_id, int lane, int *low, int *high);
 
-/* The columns of an entry row (for a linked insert) */
-extern void mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values,
-							 bool *isnull);
+/*
+ * The columns of an entry row, and in a stream's entry log the message's
+ * (payload: MQ_ENTRY_PAYLOAD_NATTS log columns; NULL: none, as NULLs)
+ */
+extern void mqq_entry_values(MqEntry *e, TupleDesc desc, const Datum *payload,
+							 const bool *payload_null, Datum *values, bool *isnull);
 
 /* An entry's position must fit its bits of a queue position */
 extern void mqq_check_lane_block(Relation rel, ItemPointer tid);

@@ -400,7 +400,8 @@ mqq_check_lane_block(Relation rel, ItemPointer tid)
  * One created before the offset column has five, and is not a stream's.
  */
 void
-mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
+mqq_entry_values(MqEntry *e, TupleDesc desc, const Datum *payload,
+				 const bool *payload_null, Datum *values, bool *isnull)
 {
 	/*
 	 * callers size values and isnull for the relation's columns: at most
@@ -412,12 +413,19 @@ mqq_entry_values(MqEntry *e, TupleDesc desc, Datum *values, bool *isnull)
 				 errmsg("entry log has %d columns, not at most %d or %d as queue_ext writes",
 						desc->natts, MQ_ENTRY_NATTS, MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS),
 				 errhint("Entry logs are created by queue_ext; one altered by hand cannot be written to.")));
-	/* no message in the row unless the caller puts one there */
-	for (int i = MQ_ENTRY_NATTS; i < desc->natts; i++)
+	/* the message's columns: payload, else none (NULL, not stored) */
+	if (payload != NULL)
 	{
-		values[i] = (Datum) 0;
-		isnull[i] = true;
+		Assert(desc->natts == MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS);
+		memcpy(values + MQ_ENTRY_NATTS, payload, sizeof(Datum) * MQ_ENTRY_PAYLOAD_NATTS);
+		memcpy(isnull + MQ_ENTRY_NATTS, payload_null, sizeof(bool) * MQ_ENTRY_PAYLOAD_NATTS);
 	}
+	else
+		for (int i = MQ_ENTRY_NATTS; i < desc->natts; i++)
+		{
+			values[i] = (Datum) 0;
+			isnull[i] = true;
+		}
 	values[MQ_ENTRY_ATT_VISIBLE_AT - 1] = TimestampTzGetDatum(e->visible_at);
 	values[MQ_ENTRY_ATT_MSG_ID - 1] = Int64GetDatum(e->msg_id);
 	values[MQ_ENTRY_ATT_EXPIRES_AT - 1] = TimestampTzGetDatum(e->expires_at);
@@ -494,17 +502,10 @@ mqq_entry_append(Relation rel, int lane, int gen, MqEntry *entries, int n,
 	Assert(payload == NULL ||
 		   (inline_segno != 0 && natts == MQ_ENTRY_NATTS + MQ_ENTRY_PAYLOAD_NATTS));
 	for (int i = 0; i < n; i++)
-	{
 		mqq_entry_values(&entries[i], RelationGetDescr(rel),
+						 payload ? payload + i * MQ_ENTRY_PAYLOAD_NATTS : NULL,
+						 payload ? payload_null + i * MQ_ENTRY_PAYLOAD_NATTS : NULL,
 						 values + i * natts, isnull + i * natts);
-		if (payload != NULL)
-		{
-			memcpy(values + i * natts + MQ_ENTRY_NATTS, payload + i * MQ_ENTRY_PAYLOAD_NATTS,
-				   sizeof(Datum) * MQ_ENTRY_PAYLOAD_NATTS);
-			memcpy(isnull + i * natts + MQ_ENTRY_NATTS, payload_null + i * MQ_ENTRY_PAYLOAD_NATTS,
-				   sizeof(bool) * MQ_ENTRY_PAYLOAD_NATTS);
-		}
-	}
 	mqlog_insert_ordered(rel, values, isnull, n, GetCurrentCommandId(true), tids,
 						 payload ? inline_row_placed : NULL, &inline_segno);
 	for (int i = 0; i < n; i++)
