@@ -22,7 +22,6 @@
 #include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
@@ -289,33 +288,6 @@ static inline bool
 queue_limited(MqQueue *q)
 {
 	return q->max_length >= 0 || q->max_length_bytes >= 0;
-}
-
-/*
- * Take q's turn: its lock (mq_queue_lock_tag) in ExclusiveLock, which its
- * publishers, drop-head trimming and due timers hold to their commit, so
- * that no other publisher's count is in flight.  Waits for it, or only
- * tries (false when taken).
- */
-static bool
-turn_lock(MqQueue *q, bool wait)
-{
-	LOCKTAG		tag;
-
-	mq_queue_lock_tag(q, &tag);
-	if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
-		return false;
-	AcceptInvalidationMessages();
-	return true;
-}
-
-static void
-turn_unlock(MqQueue *q)
-{
-	LOCKTAG		tag;
-
-	mq_queue_lock_tag(q, &tag);
-	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*
@@ -781,7 +753,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		if (!queue_limited(dests[d].q))
 			continue;
 		/* the worker (dead-lettering, timers) waits for no lock of a user */
-		if (!turn_lock(dests[d].q, !mq_lock_nowait))
+		if (!mq_queue_turn_lock(dests[d].q, !mq_lock_nowait))
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("queue \"%s\" is locked by another transaction",
@@ -1184,11 +1156,11 @@ mq_overflow_drop_head(MqQueue *q, MqTrimWhen when)
 		return true;
 	if (when != MQ_TRIM_PUBLISH && !over_limits(q))
 		return true;
-	if (!turn_lock(q, when != MQ_TRIM_WORKER))
+	if (!mq_queue_turn_lock(q, when != MQ_TRIM_WORKER))
 		return false;
 	drop_heads(q);
 	if (when != MQ_TRIM_PUBLISH)
-		turn_unlock(q);
+		mq_queue_turn_unlock(q);
 	return true;
 }
 
@@ -1220,7 +1192,7 @@ admit_due(FireGroup *fg)
 	int64		ready;
 	int			k = 0;
 
-	if (!turn_lock(q, false))
+	if (!mq_queue_turn_lock(q, false))
 	{
 		TimestampTz later = GetCurrentTimestamp() + USECS_PER_SEC;
 

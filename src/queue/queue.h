@@ -24,7 +24,6 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "storage/lock.h"
 #include "utils/timestamp.h"
 
 #include "am/mqlog.h"
@@ -232,15 +231,17 @@ extern bool mq_queue_inspect_begin(MqQueue *q, bool *held);
 extern void mq_queue_inspect_end(MqQueue *q, bool held);
 
 /*
- * The tag of q's lock, the first of its lock order: a relation lock on its
- * anchor mq.a<id> (the fast path, for the weak modes), or the object lock
+ * q's lock, the first of its lock order: a relation lock on its anchor
+ * mq.a<id> (the fast path, for the weak modes), or the object lock
  * (mq.cat_queue, id) of a queue declared before anchors.  Every user of q
  * holds it in AccessShareLock (taken by the first call that reads q's
  * state); publishers to a queue with a length limit take turns on it in
- * ExclusiveLock; mq.queue_delete takes q's object lock and then, by
+ * ExclusiveLock (mq_queue_turn_lock: wait, or only try; false when
+ * taken); mq.queue_delete takes q's object lock and then, by
  * mq_queue_delete_lock, this one in AccessExclusiveLock.
  */
-extern void mq_queue_lock_tag(MqQueue *q, LOCKTAG *tag);
+extern bool mq_queue_turn_lock(MqQueue *q, bool wait);
+extern void mq_queue_turn_unlock(MqQueue *q);
 extern void mq_queue_delete_lock(MqQueue *q);
 
 /* Forget the shared state of a deleted consumer group (the same rule) */

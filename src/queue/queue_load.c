@@ -594,6 +594,8 @@ queue_row_exists(int32 queue_id)
  * read: we waited for the lock, or we are the worker (whose pass reads the
  * catalog long before a step).
  */
+static void mq_queue_lock_tag(MqQueue *q, LOCKTAG *tag);
+
 static bool
 mqq_queue_object_lock(MqQueue *q)
 {
@@ -625,7 +627,7 @@ mqq_queue_object_lock(MqQueue *q)
  * mq.queue_delete takes both, the object lock first (views try that one,
  * mq_queue_inspect_begin).
  */
-void
+static void
 mq_queue_lock_tag(MqQueue *q, LOCKTAG *tag)
 {
 	if (OidIsValid(q->anchor))
@@ -696,6 +698,33 @@ mq_queue_inspect_end(MqQueue *q, bool held)
 			   LockRelease(&tags[i], AccessShareLock, false))
 			;
 	}
+}
+
+/*
+ * Take q's turn: its lock in ExclusiveLock, which its publishers,
+ * drop-head trimming and due timers hold to their commit (publish.c), so
+ * that no other publisher's count is in flight.  Waits for it, or only
+ * tries (false when taken).
+ */
+bool
+mq_queue_turn_lock(MqQueue *q, bool wait)
+{
+	LOCKTAG		tag;
+
+	mq_queue_lock_tag(q, &tag);
+	if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	AcceptInvalidationMessages();
+	return true;
+}
+
+void
+mq_queue_turn_unlock(MqQueue *q)
+{
+	LOCKTAG		tag;
+
+	mq_queue_lock_tag(q, &tag);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*
