@@ -114,6 +114,19 @@ SELECT si_wait(format('SELECT count(*) = 0 FROM mq.cat_inline WHERE segno = %s',
 SELECT mq.send('si_ret', 'new') >= 1::bigint << 52 AS inline_id;
 SELECT "offset", convert_from(body, 'UTF8') AS body FROM mq.read('si_ret', 0);
 
+-- a value stored out of line adds pages after the partition's last page:
+-- the next row goes after them, never back on the page before them (a
+-- cursor may have left it).  The id names the row's block (id >> 9).
+SELECT mq.queue_declare('si_big', type => 'stream');
+SELECT mq.send('si_big', 'small 1') AS b1 \gset
+SELECT mq.send('si_big', (SELECT string_agg(md5(i::text), '')::bytea
+						  FROM generate_series(1, 800) i)) AS b2 \gset
+SELECT mq.send('si_big', 'small 3') AS b3 \gset
+SELECT ((:b2 >> 9) & 131071) - ((:b1 >> 9) & 131071) > 1 AS big_after_its_run,
+	   ((:b3 >> 9) & 131071) = ((:b2 >> 9) & 131071) AS next_on_its_page;
+SELECT "offset", length(body) AS len FROM mq.read('si_big', 0);
+SELECT mq.queue_delete('si_big');
+
 -- delete takes every segment number of the stream along
 SELECT mq.queue_delete(q) FROM unnest(ARRAY['si', 'si_ret', 'si_rr', 'si_classic', '%DLQ%g']) q;
 SELECT mq.exchange_delete('si_fan');

@@ -64,6 +64,7 @@ mqlog_arg_not_null(FunctionCallInfo fcinfo, int argno, const char *name)
 /* mq_flags bits */
 #define MQLOG_PAGE_FROZEN		0x01	/* all normal items visible to all */
 #define MQLOG_PAGE_OVERFLOW		0x02	/* chunk of an out-of-line value */
+#define MQLOG_PAGE_TAIL			0x04	/* last page of an ordered relation */
 
 typedef struct MqlogPageOpaqueData
 {
@@ -84,6 +85,8 @@ typedef MqlogPageOpaqueData *MqlogPageOpaque;
 	((MqlogPageGetOpaque(page)->mq_flags & MQLOG_PAGE_OVERFLOW) != 0)
 #define MqlogPageIsFrozen(page) \
 	((MqlogPageGetOpaque(page)->mq_flags & MQLOG_PAGE_FROZEN) != 0)
+#define MqlogPageIsTail(page) \
+	((MqlogPageGetOpaque(page)->mq_flags & MQLOG_PAGE_TAIL) != 0)
 
 #define MQLOG_SPECIAL_SIZE	MAXALIGN(sizeof(MqlogPageOpaqueData))
 
@@ -288,6 +291,10 @@ extern void mqlog_page_note_xmin(Page page, TransactionId xid);
 extern Size mqlog_page_free_space(Page page);
 extern char *mqlog_page_add_item(Page page, Size len, OffsetNumber *off);
 
+/* mqlog_insert.c: adding pages after the last one (see mqlog_lock_last_page) */
+extern Buffer mqlog_hold_last_page(Relation rel);
+extern void mqlog_release_last_page(Relation rel, Buffer buf);
+
 /* mqlog_delta.c */
 extern int	mqlog_delta_encode(const char *data, Size len, const char *base,
 							   Size baselen, char *out);
@@ -429,6 +436,11 @@ extern Relation mqlog_open_for_inspection(Oid relid);
  * per-queue entry logs and the settlement logs, which readers follow with a
  * cursor.  Rows are given as for mqlog_insert_values; tids[] receives the
  * new rows' TIDs.
+ *
+ * A relation that takes ordered appends takes no other inserts: its last
+ * page carries MQLOG_PAGE_TAIL, which lets an append find it without asking
+ * for the relation's size (see mqlog_lock_last_page), and only ordered
+ * appends and out-of-line values keep that mark true when they add pages.
  */
 /*
  * Called for each row of an ordered append once its place is known

@@ -321,8 +321,8 @@ mqlog_page_add_row(Page page, BlockNumber blkno, HeapTuple tup,
  * caller made sure the first one fits).
  */
 static int
-mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
-				int first, int ntuples, TransactionId xid,
+mqlog_fill_page(Relation rel, Buffer buf, bool isnew, uint8 initflags,
+				HeapTuple *tuples, int first, int ntuples, TransactionId xid,
 				MqlogPlacedFn placed, void *placed_arg)
 {
 	Page		page = BufferGetPage(buf);
@@ -341,7 +341,7 @@ mqlog_fill_page(Relation rel, Buffer buf, bool isnew, HeapTuple *tuples,
 	START_CRIT_SECTION();
 
 	if (isnew)
-		mqlog_page_init(page, 0);
+		mqlog_page_init(page, initflags);
 
 	while (first + n < ntuples)
 	{
@@ -400,7 +400,7 @@ mqlog_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	tup = mqlog_prepare_insert(rel, slot, xid, cid, &shouldFree);
 
 	buf = mqlog_get_target_buffer(rel, mqlog_row_size(tup), bistate, &isnew);
-	mqlog_fill_page(rel, buf, isnew, &tup, 0, 1, xid, NULL, NULL);
+	mqlog_fill_page(rel, buf, isnew, 0, &tup, 0, 1, xid, NULL, NULL);
 	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 	UnlockReleaseBuffer(buf);
 
@@ -503,7 +503,8 @@ mqlog_insert_tuples(Relation rel, HeapTuple *tuples, int n, TransactionId xid,
 		CHECK_FOR_INTERRUPTS();
 		buf = mqlog_get_target_buffer(rel, mqlog_row_size(tuples[ndone]),
 									  bistate, &isnew);
-		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid, NULL, NULL);
+		ndone += mqlog_fill_page(rel, buf, isnew, 0, tuples, ndone, n, xid,
+								 NULL, NULL);
 		RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
 		UnlockReleaseBuffer(buf);
 	}
@@ -539,13 +540,46 @@ mqlog_insert_values(Relation rel, Datum *values, bool *isnull, int n,
 }
 
 /*
+ * Set or clear the tail mark of an exclusively locked page.  The mark is a
+ * hint, dirtied as hint bits are (no WAL record of its own): a crash can
+ * lose a change to it, and then only the backends that relied on it are
+ * gone too (the target block lives in a backend's memory).
+ */
+static void
+mqlog_mark_tail(Buffer buf, bool tail)
+{
+	MqlogPageOpaque opaque = MqlogPageGetOpaque(BufferGetPage(buf));
+
+	if (((opaque->mq_flags & MQLOG_PAGE_TAIL) != 0) == tail)
+		return;
+	if (tail)
+		opaque->mq_flags |= MQLOG_PAGE_TAIL;
+	else
+		opaque->mq_flags &= ~MQLOG_PAGE_TAIL;
+	MarkBufferDirtyHint(buf, true);
+}
+
+/* May an exclusively locked, verified last page carry the tail mark? */
+static inline bool
+mqlog_tail_candidate(Page page)
+{
+	return !PageIsNew(page) && mqlog_page_is_valid(page) &&
+		!MqlogPageIsOverflow(page);
+}
+
+/*
  * Exclusively lock the relation's current last page (or create the first
  * page).  Retries when the relation grew while we waited for the lock.
  *
- * The page our last ordered append went to (the relation's target block,
- * which ordered appends keep too) is tried first: it is still the last
- * page unless someone extended the relation since, so the common case asks
- * for the relation's size (an lseek) once, under the lock, not twice.
+ * The page our last ordered append went to (the relation's target block)
+ * is tried first.  If it still carries MQLOG_PAGE_TAIL under our lock, it is
+ * still the last page, and no lseek is needed: the mark is set only on a
+ * page known to be the last (one that an ordered append added, or found
+ * last by asking the relation's size), and whoever adds a page after it --
+ * an ordered append (mqlog_ordered_page) or an out-of-line value
+ * (mqlog_hold_last_page) -- holds it exclusively and clears the mark
+ * first.  Else the relation's size (an lseek) names the last page, which
+ * the mark or a second look at the size confirms under its lock.
  */
 static Buffer
 mqlog_lock_last_page(Relation rel, bool *isnew)
@@ -556,11 +590,12 @@ mqlog_lock_last_page(Relation rel, bool *isnew)
 	if (hint != InvalidBlockNumber)
 	{
 		Buffer		buf = ReadBuffer(rel, hint);
+		Page		page = BufferGetPage(buf);
 
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		if (RelationGetNumberOfBlocks(rel) == hint + 1)
+		if (mqlog_tail_candidate(page) && MqlogPageIsTail(page))
 		{
-			*isnew = PageIsNew(BufferGetPage(buf));
+			*isnew = false;
 			return buf;
 		}
 		UnlockReleaseBuffer(buf);
@@ -570,6 +605,7 @@ mqlog_lock_last_page(Relation rel, bool *isnew)
 	{
 		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 		Buffer		buf;
+		Page		page;
 
 		*isnew = false;
 		if (nblocks == 0)
@@ -593,14 +629,65 @@ mqlog_lock_last_page(Relation rel, bool *isnew)
 
 		buf = ReadBuffer(rel, nblocks - 1);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		if (mqlog_tail_candidate(page) && MqlogPageIsTail(page))
+			return buf;
 		if (RelationGetNumberOfBlocks(rel) == nblocks)
 		{
-			*isnew = PageIsNew(BufferGetPage(buf));
+			*isnew = PageIsNew(page);
+			if (mqlog_tail_candidate(page))
+				mqlog_mark_tail(buf, true);
 			return buf;
 		}
 		/* no longer the last page: never add to it again */
 		UnlockReleaseBuffer(buf);
 	}
+}
+
+/*
+ * Before adding pages other than by an ordered append (an out-of-line
+ * value's run): exclusively lock the relation's last page, if any, clear
+ * its tail mark, and take the relation extension lock, in that order (the
+ * order of mqlog_ordered_page, so the two never wait for each other).
+ * Returns the last page or InvalidBuffer; mqlog_release_last_page undoes.
+ */
+Buffer
+mqlog_hold_last_page(Relation rel)
+{
+	bool		local = RELATION_IS_LOCAL(rel);
+
+	for (;;)
+	{
+		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+		Buffer		buf = InvalidBuffer;
+
+		if (nblocks > 0)
+		{
+			buf = ReadBuffer(rel, nblocks - 1);
+			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		}
+		if (!local)
+			LockRelationForExtension(rel, ExclusiveLock);
+		if (RelationGetNumberOfBlocks(rel) == nblocks)
+		{
+			if (BufferIsValid(buf) && mqlog_tail_candidate(BufferGetPage(buf)))
+				mqlog_mark_tail(buf, false);
+			return buf;
+		}
+		if (!local)
+			UnlockRelationForExtension(rel, ExclusiveLock);
+		if (BufferIsValid(buf))
+			UnlockReleaseBuffer(buf);
+	}
+}
+
+void
+mqlog_release_last_page(Relation rel, Buffer buf)
+{
+	if (!RELATION_IS_LOCAL(rel))
+		UnlockRelationForExtension(rel, ExclusiveLock);
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
 }
 
 /*
@@ -621,6 +708,9 @@ mqlog_ordered_page(Relation rel, Buffer *buf, Size need, bool *isnew)
 	newbuf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
 	if (!local)
 		UnlockRelationForExtension(rel, ExclusiveLock);
+	/* the new page is the tail now (its mark is set as it is initialized) */
+	if (mqlog_tail_candidate(BufferGetPage(*buf)))
+		mqlog_mark_tail(*buf, false);
 	UnlockReleaseBuffer(*buf);
 	*buf = newbuf;
 	*isnew = true;
@@ -657,8 +747,8 @@ mqlog_insert_ordered(Relation rel, Datum *values, bool *isnull, int n,
 	while (ndone < n)
 	{
 		mqlog_ordered_page(rel, &buf, mqlog_row_size(tuples[ndone]), &isnew);
-		ndone += mqlog_fill_page(rel, buf, isnew, tuples, ndone, n, xid,
-								 placed, placed_arg);
+		ndone += mqlog_fill_page(rel, buf, isnew, MQLOG_PAGE_TAIL, tuples,
+								 ndone, n, xid, placed, placed_arg);
 		isnew = false;
 	}
 	RelationSetTargetBlock(rel, BufferGetBlockNumber(buf));
@@ -720,7 +810,7 @@ mqlog_linked_write(MqlogLinkedRow *rows, int n)
 		Page		page = BufferGetPage(row->buf);
 
 		if (row->isnew)
-			mqlog_page_init(page, 0);
+			mqlog_page_init(page, row->ordered ? MQLOG_PAGE_TAIL : 0);
 		mqlog_page_add_row(page, ItemPointerGetBlockNumber(&row->tid), row->tup, NULL, NULL);
 		/* the page was locked since the TID was promised */
 		if (!ItemPointerEquals(&row->tup->t_self, &row->tid))

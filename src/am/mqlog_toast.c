@@ -41,7 +41,8 @@
 /*
  * Write one value's bytes to a fresh run of overflow pages; return the
  * first block.  The relation extension lock is held throughout so that the
- * run is contiguous.
+ * run is contiguous, and so is the page that was last before it, so that
+ * no ordered append goes on there meanwhile (mqlog_hold_last_page).
  */
 static BlockNumber
 mqlog_store_value(Relation rel, const char *data, Size len)
@@ -49,10 +50,7 @@ mqlog_store_value(Relation rel, const char *data, Size len)
 	BlockNumber first = InvalidBlockNumber;
 	uint32		chunkno = 0;
 	Size		done = 0;
-	bool		lock = !RELATION_IS_LOCAL(rel);
-
-	if (lock)
-		LockRelationForExtension(rel, ExclusiveLock);
+	Buffer		last = mqlog_hold_last_page(rel);
 
 	while (done < len)
 	{
@@ -90,8 +88,7 @@ mqlog_store_value(Relation rel, const char *data, Size len)
 		CHECK_FOR_INTERRUPTS();
 	}
 
-	if (lock)
-		UnlockRelationForExtension(rel, ExclusiveLock);
+	mqlog_release_last_page(rel, last);
 
 	return first;
 }

@@ -306,8 +306,9 @@ verify_page(VerifyState *vs, Page page, BlockNumber blkno)
 			   opaque->mq_version);
 		return;
 	}
-	if ((opaque->mq_flags & ~(MQLOG_PAGE_FROZEN | MQLOG_PAGE_OVERFLOW)) != 0 ||
-		(opaque->mq_flags & MQLOG_PAGE_FROZEN && opaque->mq_flags & MQLOG_PAGE_OVERFLOW))
+	if ((opaque->mq_flags & ~(MQLOG_PAGE_FROZEN | MQLOG_PAGE_OVERFLOW | MQLOG_PAGE_TAIL)) != 0 ||
+		(opaque->mq_flags & MQLOG_PAGE_OVERFLOW &&
+		 opaque->mq_flags & (MQLOG_PAGE_FROZEN | MQLOG_PAGE_TAIL)))
 	{
 		report(vs, blkno, InvalidOffsetNumber, "invalid page flags 0x%02X", opaque->mq_flags);
 		return;

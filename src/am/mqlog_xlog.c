@@ -805,8 +805,8 @@ mqlog_identify(uint8 info)
 
 /*
  * Mask what legitimately differs between a page on the primary and after
- * replay: LSN, checksum, the unused hole and each stored cmin (redo uses
- * FirstCommandId).
+ * replay: LSN, checksum, the unused hole, the tail mark (a hint, see
+ * mqlog_lock_last_page) and each stored cmin (redo uses FirstCommandId).
  */
 static void
 mqlog_mask(char *pagedata, BlockNumber blkno)
@@ -820,6 +820,7 @@ mqlog_mask(char *pagedata, BlockNumber blkno)
 
 	if (PageIsNew(page) || !mqlog_page_is_valid(page) || MqlogPageIsOverflow(page))
 		return;
+	MqlogPageGetOpaque(page)->mq_flags &= ~MQLOG_PAGE_TAIL;
 
 	maxoff = PageGetMaxOffsetNumber(page);
 	for (off = FirstOffsetNumber; off <= maxoff; off++)
