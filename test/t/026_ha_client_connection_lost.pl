@@ -43,7 +43,8 @@ SET client_min_messages = error;
 SELECT mq.queue_declare('rq');
 SELECT mq.queue_declare('lim', arguments => '{"x-max-length": 1000, "x-overflow": "reject-publish"}');
 SELECT mq.queue_declare('qq', 'quorum');
-SELECT mq.queue_declare('bq');
+SELECT mq.queue_declare('bq_session');
+SELECT mq.queue_declare('bq_transaction');
 SELECT mq.queue_declare('dq');
 });
 my $osuser = $node->safe_psql('postgres', 'SELECT current_user');
@@ -177,13 +178,17 @@ my $pgb = qe_pgbouncer($node, 'session', 4, databases => {
 my $bport = $pgb->port;
 ok(client(port => $bport, db => 'session'), 'pgbouncer accepts connections');
 
-# A publisher process: publishes n messages "<tag>-<i>" to queue bq, one per
-# transaction, each with dedup_id "<tag>-<i>"; a publish that fails is
-# retried with the same dedup_id after reconnecting (bounded by a deadline).
-# Writes "ok i id", "err i message" and "stall seconds" lines to its log.
+# A publisher process: publishes messages "<tag>-<i>" (i = 1, 2, ...) to
+# queue bq_<db>, one per transaction, each with dedup_id "<tag>-<i>", n of
+# them, then one every 10 ms until the file $stop exists, so that the
+# restarts fall while it publishes however fast this machine is (bounded
+# by a deadline);
+# a publish that fails is retried with the same dedup_id after
+# reconnecting.  Writes "ok i id", "err i message" and "stall seconds"
+# lines to its log.
 sub publisher
 {
-	my ($db, $tag, $n, $log) = @_;
+	my ($db, $tag, $n, $stop, $log) = @_;
 	my $pidc = fork();
 	die "fork: $!" unless defined $pidc;
 	return $pidc if $pidc;
@@ -193,7 +198,7 @@ sub publisher
 	my $dbh;
 	my $i = 1;
 	my $failed_at;
-	while ($i <= $n && time < $deadline)
+	while (($i <= $n || !-e $stop) && time < $deadline)
 	{
 		$dbh //= client(port => $bport, db => $db);
 		if (!$dbh)
@@ -201,8 +206,9 @@ sub publisher
 			sleep 0.02;
 			next;
 		}
+		sleep 0.01 if $i > $n;
 		my ($id) = $dbh->selectrow_array(
-			"SELECT mq.send('bq', '$tag-$i', dedup_id => '$tag-$i')");
+			"SELECT mq.send('bq_$db', '$tag-$i', dedup_id => '$tag-$i')");
 		if (defined $id)
 		{
 			print $out "ok $i $id\n";
@@ -224,11 +230,12 @@ my $pub_per_client = 1500;
 for my $mode ('session', 'transaction')
 {
 	my $t0 = time;
+	my $stop = "$bdir/$mode.stop";
 	my %kids;
 	for my $k (1, 2)
 	{
 		my $tag = "$mode$k";
-		$kids{ publisher($mode, $tag, $pub_per_client, "$bdir/$tag.log") } = $tag;
+		$kids{ publisher($mode, $tag, $pub_per_client, $stop, "$bdir/$tag.log") } = $tag;
 	}
 	# three restarts while they publish: wait for some progress each time
 	for my $restart (1 .. 3)
@@ -238,37 +245,42 @@ for my $mode ('session', 'transaction')
 		while (time < $deadline)
 		{
 			last if $node->safe_psql('postgres',
-				"SELECT count(*) >= $want FROM mq.browse('bq', 10000) WHERE convert_from(body, 'UTF8') LIKE '${mode}2-%'") eq 't';
+				"SELECT count(*) >= $want FROM mq.browse('bq_$mode', 10000) WHERE convert_from(body, 'UTF8') LIKE '${mode}2-%'") eq 't';
 			sleep 0.05;
 		}
 		$pgb->kill;
 		sleep 0.2;
 		$pgb->start;
 	}
+	open(my $sf, '>', $stop) or die "$stop: $!";
+	close $sf;
 	is(qe_reap(\%kids, 100), 0, "b ($mode pooling): both publishers finished");
 
-	my ($errs, $stall, %errtext) = (0, 0);
+	my ($errs, $stall, $published, %errtext) = (0, 0, 0);
 	my %confirmed;
 	for my $k (1, 2)
 	{
+		my $last = 0;
 		open(my $fh, '<', "$bdir/$mode$k.log") or die;
 		while (<$fh>)
 		{
-			if (/^ok (\d+) (\d+)/) { $confirmed{"$mode$k-$1"} = $2; }
+			if (/^ok (\d+) (\d+)/) { $confirmed{"$mode$k-$1"} = $2; $last = $1; }
 			elsif (/^err \d+ (.*)/) { $errs++; $errtext{ $1 =~ s/\d+/N/gr }++; }
 			elsif (/^stall (\S+)/) { $stall = $1 if $1 > $stall; }
 		}
+		$published += $last;
 	}
-	is(scalar(keys %confirmed), 2 * $pub_per_client, "b ($mode pooling): every publish confirmed");
+	cmp_ok($published, '>=', 2 * $pub_per_client, "b ($mode pooling): $published messages published");
+	is(scalar(keys %confirmed), $published, "b ($mode pooling): every publish confirmed");
 	cmp_ok($errs, '>=', 3, "b ($mode pooling): the clients saw the restarts ($errs failed publishes)");
 	note("b ($mode): error '$_' x $errtext{$_}") for sort keys %errtext;
 	my $stored = $node->safe_psql('postgres', qq{
 		SELECT count(*) || ' ' || count(DISTINCT convert_from(body, 'UTF8'))
-		  FROM mq.browse('bq', 10000) WHERE convert_from(body, 'UTF8') LIKE '$mode%'});
-	is($stored, (2 * $pub_per_client) . ' ' . (2 * $pub_per_client),
+		  FROM mq.browse('bq_$mode', 10000) WHERE convert_from(body, 'UTF8') LIKE '$mode%'});
+	is($stored, "$published $published",
 		"b ($mode pooling): every message stored exactly once");
 	my $mismatch = $node->safe_psql('postgres',
-		"SELECT count(*) FROM mq.browse('bq', 10000) WHERE convert_from(body, 'UTF8') LIKE '$mode%' AND msg_id NOT IN ("
+		"SELECT count(*) FROM mq.browse('bq_$mode', 10000) WHERE convert_from(body, 'UTF8') LIKE '$mode%' AND msg_id NOT IN ("
 		  . join(',', values %confirmed) . ')');
 	is($mismatch, '0', "b ($mode pooling): the ids clients were given are the stored ones");
 	figure("pgbouncer_${mode}_failed_publishes", $errs);
