@@ -39,7 +39,7 @@ OBJS += src/am/mqlog_handler.o src/am/mqlog_insert.o src/am/mqlog_scan.o \
 	src/am/mqlog_index.o src/am/mqlog_visibility.o src/am/mqlog_vacuum.o \
 	src/am/mqlog_toast.o src/am/mqlog_row.o src/am/mqlog_page.o \
 	src/am/mqlog_delta.o src/am/mqlog_xlog.o src/am/mqlog_verify.o \
-	src/am/mqlog_inspect.o
+	src/am/mqlog_inspect.o src/am/mqlog_tail.o
 # every C file must be listed above
 ifneq ($(sort $(OBJS)),$(sort $(patsubst %.c,%.o,$(wildcard src/*.c src/am/*.c src/queue/*.c))))
 $(error OBJS in the Makefile does not list exactly the C files under src/)

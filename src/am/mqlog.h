@@ -291,7 +291,9 @@ extern void mqlog_page_note_xmin(Page page, TransactionId xid);
 extern Size mqlog_page_free_space(Page page);
 extern char *mqlog_page_add_item(Page page, Size len, OffsetNumber *off);
 
-/* mqlog_insert.c: adding pages after the last one (see mqlog_lock_last_page) */
+/* mqlog_tail.c: the last page of an ordered relation */
+extern Buffer mqlog_lock_last_page(Relation rel, bool *isnew);
+extern void mqlog_tail_passed(Buffer buf);
 extern Buffer mqlog_hold_last_page(Relation rel);
 extern void mqlog_release_last_page(Relation rel, Buffer buf);
 
