@@ -50,6 +50,13 @@ mqlog_tail_candidate(Page page)
 		!MqlogPageIsOverflow(page);
 }
 
+/* Does an exclusively locked page carry a tail mark we may trust? */
+static inline bool
+mqlog_page_marked_tail(Page page)
+{
+	return mqlog_tail_candidate(page) && MqlogPageIsTail(page);
+}
+
 /*
  * Exclusively lock the relation's current last page (or create the first
  * page).  Retries when the relation grew while we waited for the lock.
@@ -76,7 +83,7 @@ mqlog_lock_last_page(Relation rel, bool *isnew)
 		Page		page = BufferGetPage(buf);
 
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		if (mqlog_tail_candidate(page) && MqlogPageIsTail(page))
+		if (mqlog_page_marked_tail(page))
 		{
 			*isnew = false;
 			return buf;
@@ -113,7 +120,7 @@ mqlog_lock_last_page(Relation rel, bool *isnew)
 		buf = ReadBuffer(rel, nblocks - 1);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		page = BufferGetPage(buf);
-		if (mqlog_tail_candidate(page) && MqlogPageIsTail(page))
+		if (mqlog_page_marked_tail(page))
 			return buf;
 		if (RelationGetNumberOfBlocks(rel) == nblocks)
 		{
@@ -153,8 +160,8 @@ mqlog_hold_last_page(Relation rel)
 			LockRelationForExtension(rel, ExclusiveLock);
 		if (RelationGetNumberOfBlocks(rel) == nblocks)
 		{
-			if (BufferIsValid(buf) && mqlog_tail_candidate(BufferGetPage(buf)))
-				mqlog_mark_tail(buf, false);
+			if (BufferIsValid(buf))
+				mqlog_tail_passed(buf);
 			return buf;
 		}
 		if (!local)

@@ -179,13 +179,12 @@ my $bport = $pgb->port;
 ok(client(port => $bport, db => 'session'), 'pgbouncer accepts connections');
 
 # A publisher process: publishes messages "<tag>-<i>" (i = 1, 2, ...) to
-# queue bq_<db>, one per transaction, each with dedup_id "<tag>-<i>", n of
+# queue bq_<db>, one per transaction, each with dedup_id "<tag>-<i>": n of
 # them, then one every 10 ms until the file $stop exists, so that the
-# restarts fall while it publishes however fast this machine is (bounded
-# by a deadline);
-# a publish that fails is retried with the same dedup_id after
-# reconnecting.  Writes "ok i id", "err i message" and "stall seconds"
-# lines to its log.
+# restarts fall while it publishes however fast this machine is (bounded by
+# a deadline).  A publish that fails is retried with the same dedup_id
+# after reconnecting.  Writes "ok i id", "err i message" and "stall
+# seconds" lines to its log.
 sub publisher
 {
 	my ($db, $tag, $n, $stop, $log) = @_;
