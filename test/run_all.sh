@@ -30,6 +30,8 @@
 #		                    (default: either fails the run)
 #		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
 #		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
+#		QE_TAP_TESTS        run only these TAP scripts (e.g. "test/t/040_amqp_gateway.pl")
+#		QE_NO_REGRESS=1     skip pg_regress and the isolation tests (with QE_TAP_TESTS)
 #		QE_HA_PORT, QE_HA_FAST  for the HA tests (test/lib/QueueExtHA.pm)
 #		PG_MAJOR, PG_CONFIG see test/lib/cluster.sh
 #	  The TAP tests get QE_UPGRADE_SOURCES, a directory with a git archive of
@@ -298,6 +300,7 @@ ISOLATION_LIST=$FILTERED
 # shellcheck disable=SC2046
 check_listed isolation test/isolation/specs spec $(make_var ISOLATION)
 
+[ "${QE_NO_REGRESS:-0}" = 1 ] && REGRESS_LIST="" && ISOLATION_LIST=""
 t0=$SECONDS
 if [ -z "$REGRESS_LIST" ]; then
 	qe_log "regress: no tests listed in test/regress_schedule: skipped"
@@ -349,7 +352,7 @@ qe_stop "$DATA"
 # 6: TAP tests (each starts its own clusters through PostgreSQL::Test::Cluster)
 # ---------------------------------------------------------------------------
 t0=$SECONDS
-TAP_LIST=$(make_var PROVE_TESTS)
+TAP_LIST=${QE_TAP_TESTS:-$(make_var PROVE_TESTS)}
 TAP_NOTE=""
 if [ "$QUICK" = 1 ]; then
 	# --quick: leave out the tests marked "# qe: long"
