@@ -30,6 +30,8 @@
 #		                    (default: either fails the run)
 #		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
 #		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
+#		QE_TAP_JOBS         TAP scripts run at once (default 4; each uses its own
+#		                    ports and directories; the HA ones mostly wait)
 #		QE_TAP_TESTS        run only these TAP scripts (e.g. "test/t/040_amqp_gateway.pl")
 #		QE_NO_REGRESS=1     skip pg_regress and the isolation tests (with QE_TAP_TESTS)
 #		QE_HA_PORT, QE_HA_FAST  for the HA tests (test/lib/QueueExtHA.pm)
@@ -72,7 +74,7 @@ WARNINGS=()
 # shellcheck disable=SC2317  # (runs from the EXIT trap)
 cleanup()
 {
-	local rc=$? pidfile
+	local rc=$? left
 
 	trap - EXIT INT TERM
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
@@ -83,11 +85,14 @@ cleanup()
 			[ -d "$d/monitor" ] && QE_HA_DIR=$d PG_CONFIG="$PG_CONFIG" \
 				bash "$WORK/test/ha/cluster.sh" down >/dev/null 2>&1
 		done
-		# TAP clusters left behind by a killed or crashed test
-		while IFS= read -r pidfile; do
-			qe_warn "stopping leftover server $(dirname "$pidfile")"
-			qe_as_pg pg_ctl -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 || true
-		done < <(find "$WORK" -name postmaster.pid 2>/dev/null)
+		# whatever a killed or crashed test left running: supervisors
+		# (Patroni, etcd, pg_autoctl) first, then the servers they watch
+		left=$(qe_marked_pids "$QE_RUN_MARK" "$WORK" | wc -l)
+		[ "$left" -gt 0 ] && qe_warn "stopping $left leftover process(es) of this run"
+		if ! qe_stop_marked "$QE_RUN_MARK" "$WORK"; then
+			qe_warn "processes of this run are still running (listed above)"
+			[ "$rc" -eq 0 ] && rc=1
+		fi
 		if [ "$KEEP" = 1 ] || [ "$FAILED" -ne 0 ] || [ "$rc" -ne 0 ]; then
 			echo "scratch directory kept for inspection: $WORK"
 		else
@@ -220,6 +225,9 @@ qe_ensure_pg_user
 
 WORK=$(mktemp -d /tmp/queue_ext-test.XXXXXX)
 chmod 755 "$WORK"
+# every process this run starts carries this mark (qe_as_pg), so that
+# cleanup finds them all, whatever started them
+QE_RUN_MARK=$(basename "$WORK")
 qe_copy_tree "$ROOT" "$WORK"
 # the sources of the released versions, for the upgrade test (the copy has
 # no .git, and the checkout may not be readable by the test user)
@@ -373,9 +381,20 @@ elif [ -z "$TAP_LIST" ]; then
 	qe_log "tap: no test/t/*.pl: skipped"
 	record tap SKIP 0 "no test/t/*.pl"
 else
-	qe_log "tap: $TAP_LIST"
+	# the long ones (HA clusters, "# qe: long") first, so that the short
+	# ones fill the time around them
+	long_list="" short_list=""
+	for t in $TAP_LIST; do
+		if grep -q '^# qe: long' "$WORK/$t"; then
+			long_list="${long_list:+$long_list }$t"
+		else
+			short_list="${short_list:+$short_list }$t"
+		fi
+	done
+	TAP_LIST="$long_list${long_list:+ }$short_list"
+	qe_log "tap (${QE_TAP_JOBS:-4} at a time): $TAP_LIST"
 	if pg_make tap installcheck REGRESS= ISOLATION= PROVE_TESTS="$TAP_LIST" \
-		PROVE_FLAGS="--timer ${PROVE_FLAGS:-}"; then
+		PROVE_FLAGS="--timer -j${QE_TAP_JOBS:-4} ${PROVE_FLAGS:-}"; then
 		record tap PASS $((SECONDS - t0)) "$(wc -w <<<"$TAP_LIST") scripts${TAP_NOTE:+ ($TAP_NOTE)}"
 	else
 		# prove does not say which script hung or died mid-way: show every log

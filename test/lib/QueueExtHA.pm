@@ -26,6 +26,7 @@ package QueueExtHA;
 use strict;
 use warnings;
 use Carp;
+use Fcntl qw(O_WRONLY O_CREAT O_EXCL);
 use File::Path qw(rmtree);
 use IO::Socket::INET;
 use IPC::Run;
@@ -77,9 +78,36 @@ sub _free_base
 	for my $i (0 .. $slots - 1)
 	{
 		my $p = $first + 4 * (($start + $i) % $slots);
-		return $p if !grep { !_port_free($_) } $p .. $p + 3;
+		return $p if !grep { !_port_free($_) } $p .. $p + 3 and _reserve($p);
 	}
 	croak 'no 4 free consecutive ports';
+}
+
+# Reserve the 4 ports from $p for this process: TAP scripts run in
+# parallel (test/run_all.sh), and a port that is free now is not taken
+# until the cluster starts.  A file per base port, holding the owner's
+# pid, in a directory all test runs share; a dead owner's file is taken
+# over.  (PostgreSQL::Test::Cluster does the same for its nodes' ports,
+# which are in another range.)
+my $reserve_dir = '/tmp/queue_ext-ha-ports';
+
+sub _reserve
+{
+	my ($p) = @_;
+	mkdir $reserve_dir, 01777;
+	my $file = "$reserve_dir/$p.rsv";
+	if (open(my $fh, '<', $file))
+	{
+		my $pid = <$fh> // '';
+		close $fh;
+		chomp $pid;
+		return 0 if $pid =~ /^\d+$/ && kill(0, $pid);
+		unlink $file;
+	}
+	sysopen(my $fh, $file, O_WRONLY | O_CREAT | O_EXCL) or return 0;
+	print $fh "$$\n";
+	close $fh;
+	return 1;
 }
 
 # new(name, fast => 0|1, up => 0): a cluster in tmp_check/ha_<name>, started

@@ -157,7 +157,63 @@ qe_as_pg()
 	runuser -u "$QE_PG_USER" -- env -i \
 		PATH="$PG_BINDIR:/usr/local/bin:/usr/bin:/bin" \
 		HOME="${home:-/tmp}" LANG=C.UTF-8 LC_ALL=C.UTF-8 TZ="${TZ:-UTC}" \
+		${QE_RUN_MARK:+QE_RUN_MARK="$QE_RUN_MARK"} \
 		"$@"
+}
+
+# Processes that carry QE_RUN_MARK=mark in their environment (qe_as_pg
+# passes it on when set; every process started below inherits it: servers,
+# pg_autoctl, Patroni, etcd, poolers, gateways), or that name dir on their
+# command line.  qe_marked_pids MARK DIR
+qe_marked_pids()
+{
+	local mark=$1 dir=$2 p pid
+
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = "$$" ] && continue
+		if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "QE_RUN_MARK=$mark" ||
+			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "$dir/"; then
+			echo "$pid"
+		fi
+	done
+}
+
+# Stop everything a test run started (QE_RUN_MARK, scratch directory DIR),
+# whatever state it was left in: first the supervisors (pg_autoctl, Patroni,
+# etcd, and every other helper process), which would otherwise start the
+# servers again, then the PostgreSQL servers (immediate stop), then whatever
+# is left, by SIGKILL.  Returns non-zero, listing them, if any survive.
+# qe_stop_marked MARK DIR
+qe_stop_marked()
+{
+	local mark=$1 dir=$2 pid pids comm round pidfile
+
+	for round in 1 2 3 4 5; do
+		pids=()
+		for pid in $(qe_marked_pids "$mark" "$dir"); do
+			comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+			[ "$comm" = postgres ] || [ "$comm" = postmaster ] || pids+=("$pid")
+		done
+		[ ${#pids[@]} -eq 0 ] && break
+		kill -KILL "${pids[@]}" 2>/dev/null
+		sleep 0.5
+	done
+	while IFS= read -r pidfile; do
+		qe_as_pg pg_ctl -D "$(dirname "$pidfile")" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+	done < <(find "$dir" -name postmaster.pid 2>/dev/null)
+	for round in 1 2 3 4 5 6 7 8 9 10; do
+		pids=($(qe_marked_pids "$mark" "$dir"))
+		[ ${#pids[@]} -eq 0 ] && return 0
+		# a postmaster first: its children end with it
+		kill -QUIT "${pids[@]}" 2>/dev/null
+		[ "$round" -gt 3 ] && kill -KILL "${pids[@]}" 2>/dev/null
+		sleep 0.5
+	done
+	pids=($(qe_marked_pids "$mark" "$dir"))
+	[ ${#pids[@]} -eq 0 ] && return 0
+	ps -o pid,user,args -p "$(IFS=,; echo "${pids[*]}")" >&2
+	return 1
 }
 
 # Copy the source tree SRC (without .git or build products) into DST.  The

@@ -41,7 +41,12 @@ sub take
 }
 
 # consume for group g and nack each body with its delay (the others stay
-# leased until the session ends); returns the due times, in that order
+# leased until the session ends); returns a lower bound of each due time,
+# in that order.  The server sets a retry due at its clock when the nack
+# runs plus the delay, so the server's clock read just before the nack,
+# plus the delay, is never later than the due time: a delivery the
+# server's clock stamps earlier than that bound was early.  (now() would
+# not do: it is the start of a later transaction, after the nack.)
 sub take_nack
 {
 	my (%delays) = @_;
@@ -49,9 +54,9 @@ sub take_nack
 	  . "FROM mq.consume('s', 10, group_name => 'g');\n";
 	foreach my $b (sort keys %delays)
 	{
+		$sql .= "SELECT extract(epoch FROM clock_timestamp() + '$delays{$b}'::interval);\n";
 		$sql .= "SELECT mq.nack('s', ARRAY(SELECT msg_id FROM c WHERE b = '$b'), "
 		  . "delay => '$delays{$b}', group_name => 'g') \\g /dev/null\n";
-		$sql .= "SELECT extract(epoch FROM now() + '$delays{$b}'::interval);\n";
 	}
 	return split /\n/, $node->safe_psql('postgres', $sql);
 }
@@ -101,7 +106,8 @@ like(take('g'), qr/^short:[45]$/, 'after a crash: only what was delivered and no
 $node->restart;
 usleep(500_000);
 like(take('g'), qr/^short:[56]$/, 'the long retry still waits after a second restart');
-cmp_ok(time(), '<', $long_due, '(its due time is still ahead)');
+cmp_ok($node->safe_psql('postgres', 'SELECT extract(epoch FROM clock_timestamp())'),
+	'<', $long_due, '(its due time is still ahead, by the server\'s clock)');
 
 # 3. a lease that runs out with nobody consuming: the worker makes it a
 # retry after the group's delay (1 hour), and a restart keeps that

@@ -86,6 +86,21 @@ sub sleep_until
 	return;
 }
 
+# Consume one message of $q through $dbh as soon as there is one (a lease
+# has run out: when exactly depends on the machine's load); 60 s guards
+# against a hang.  Returns the row of $cols.
+sub consume_when_back
+{
+	my ($dbh, $q, $cols, $args) = @_;
+	my $deadline = time + 60;
+	while (1)
+	{
+		my @row = $dbh->selectrow_array("SELECT $cols FROM mq.consume('$q'$args)");
+		return @row if @row || time > $deadline;
+		sleep 0.1;
+	}
+}
+
 my $consume_cols = 'msg_id, receipt, redelivered, delivery_count, pg_backend_pid()';
 
 ############################################################################
@@ -97,7 +112,7 @@ want('a') and subtest 'a. a receipt from client A acks from client B on another 
 		$node->safe_psql('postgres', "SELECT mq.send('$q', 'a-$q')");
 		my $A = $pgb->connect;
 		my ($mid, $receipt, undef, undef, $apid) = $A->selectrow_array(
-			"SELECT $consume_cols FROM mq.consume('$q', lease => '2 seconds')");
+			"SELECT $consume_cols FROM mq.consume('$q', lease => '8 seconds')");
 		my $t_consumed = time;
 		ok($mid && defined $receipt, "$q: A consumed $mid in autocommit, receipt given")
 		  or diag(errline($A));
@@ -117,7 +132,7 @@ want('a') and subtest 'a. a receipt from client A acks from client B on another 
 		ok(defined $ackpid && $ackpid != $apid,
 			"$q: that ack ran on backend " . ($ackpid // 'none') . ", the consume on $apid");
 		is(counts($q), '0 0', "$q: ready 0, unacked 0");
-		sleep_until($t_consumed + 2.5);
+		sleep_until($t_consumed + 8.5);
 		my ($n) = $C->selectrow_array("SELECT count(*) FROM mq.consume('$q', 10)");
 		is($n, 0, "$q: not redelivered after its lease");
 		$_->disconnect for $A, $B, $C;
@@ -219,14 +234,15 @@ want('b') and subtest 'b. 6 clients x 30 consume-then-ack pairs through 2 server
 ############################################################################
 want('c') and subtest 'c. a disconnected consumer: lease, session_bound, pooler or direct' => sub {
 	$node->safe_psql('postgres', "SELECT mq.send(q, 'c-' || q) FROM unnest(ARRAY['c_free', 'c_bound', 'c_dbound', 'c_dfree']) q");
-	# through pgbouncer: session_bound false and true, lease 4 s
+	# through pgbouncer: session_bound false and true, lease 12 s (the
+	# leases end 12 s or more after $t0, which is read before the consumes)
 	my $A1 = $pgb->connect;
 	my $A2 = $pgb->connect;
-	my ($m1) = $A1->selectrow_array(
-		q{SELECT msg_id FROM mq.consume('c_free', lease => '4 seconds', session_bound => false)});
 	my $t0 = time;
+	my ($m1) = $A1->selectrow_array(
+		q{SELECT msg_id FROM mq.consume('c_free', lease => '12 seconds', session_bound => false)});
 	my ($m2) = $A2->selectrow_array(
-		q{SELECT msg_id FROM mq.consume('c_bound', lease => '4 seconds', session_bound => true)});
+		q{SELECT msg_id FROM mq.consume('c_bound', lease => '12 seconds', session_bound => true)});
 	ok($m1 && $m2, 'pooler: consumed with session_bound false and true') or diag(errline($A1), errline($A2));
 	$A1->disconnect;
 	$A2->disconnect;
@@ -238,12 +254,12 @@ want('c') and subtest 'c. a disconnected consumer: lease, session_bound, pooler 
 		is($n, 0, "pooler, $q: 1.5 s after the disconnect another client gets nothing");
 		is(counts($q), '0 1', "pooler, $q: still unacked");
 	}
-	cmp_ok(time - $t0, '<', 4, 'pooler: (those checks ran before the lease ended)');
-	sleep_until($t0 + 4.5);
+	cmp_ok(time - $t0, '<', 12, 'pooler: (those checks ran before the lease ended)');
+	sleep_until($t0 + 12);
 	for my $q ('c_free', 'c_bound')
 	{
-		my ($mid, $red, $dc) = $B->selectrow_array(
-			"SELECT msg_id, redelivered, delivery_count FROM mq.consume('$q', auto_ack => true)");
+		my ($mid, $red, $dc) = consume_when_back($B, $q, 'msg_id, redelivered, delivery_count',
+			', auto_ack => true');
 		is(($mid // 'none') . " $red $dc", ($q eq 'c_free' ? $m1 : $m2) . ' 1 2',
 			"pooler, $q: after the lease delivered again, redelivered, delivery_count 2");
 	}
@@ -261,17 +277,17 @@ want('c') and subtest 'c. a disconnected consumer: lease, session_bound, pooler 
 	$B->disconnect;
 
 	# direct connections: session_bound true returns at once on disconnect,
-	# false waits for its lease (6 s)
+	# false waits for its lease (12 s, from after $t1)
 	my $dsn = 'dbi:Pg:dbname=postgres;host=' . $node->host . ';port=' . $node->port;
 	my %attr = (AutoCommit => 1, RaiseError => 0, PrintError => 0);
 	my $D1 = DBI->connect($dsn, $pgb->user, '', \%attr);
 	my $D2 = DBI->connect($dsn, $pgb->user, '', \%attr);
+	my $t1 = time;
 	my ($d1, $p1) = $D1->selectrow_array(
 		q{SELECT msg_id, pg_backend_pid() FROM mq.consume('c_dbound', lease => '1 minute')});
 	my ($d2, $p2) = $D2->selectrow_array(
-		q{SELECT msg_id, pg_backend_pid() FROM mq.consume('c_dfree', lease => '6 seconds', session_bound => false)});
-	my $t1 = time;
-	ok($d1 && $d2, 'direct: consumed with session_bound true (lease 1 min) and false (6 s)');
+		q{SELECT msg_id, pg_backend_pid() FROM mq.consume('c_dfree', lease => '12 seconds', session_bound => false)});
+	ok($d1 && $d2, 'direct: consumed with session_bound true (lease 1 min) and false (12 s)');
 	$D1->disconnect;
 	$D2->disconnect;
 	ok($node->poll_query_until('postgres',
@@ -280,7 +296,8 @@ want('c') and subtest 'c. a disconnected consumer: lease, session_bound, pooler 
 	my $deadline = time + 10;
 	sleep 0.05 while counts('c_dbound') ne '1 0' && time < $deadline;
 	is(counts('c_dbound'), '1 0', 'direct, session_bound true: back to ready at the session end');
-	cmp_ok(time - $t1, '<', 30, 'direct, session_bound true: long before its 1 min lease');
+	# (its lease ends a minute or more after $t1: ready before that is at the end)
+	cmp_ok(time - $t1, '<', 60, 'direct, session_bound true: before its 1 min lease ended');
 	sleep_until($t1 + 2);
 	my $C = $pgb->connect;
 	my ($n) = $C->selectrow_array(q{SELECT count(*) FROM mq.consume('c_dfree', lease => '1 minute')});
@@ -291,10 +308,10 @@ want('c') and subtest 'c. a disconnected consumer: lease, session_bound, pooler 
 	ok(!defined $x2 && ($D3->state // '') eq '55000',
 		'direct, session_bound false: a new session cannot ack it by id: ' . errline($D3));
 	$D3->disconnect;
-	cmp_ok(time - $t1, '<', 6, 'direct: (checked before its lease ended)');
-	sleep_until($t1 + 6.5);
-	my ($mid, $red, $dc) = $C->selectrow_array(
-		q{SELECT msg_id, redelivered, delivery_count FROM mq.consume('c_dfree', auto_ack => true)});
+	cmp_ok(time - $t1, '<', 12, 'direct: (checked before its lease ended)');
+	sleep_until($t1 + 12);
+	my ($mid, $red, $dc) = consume_when_back($C, 'c_dfree', 'msg_id, redelivered, delivery_count',
+		', auto_ack => true');
 	is(($mid // 'none') . " $red $dc", "$d2 1 2",
 		'direct, session_bound false: after the lease delivered again, redelivered, delivery_count 2');
 	$C->disconnect;
@@ -609,17 +626,19 @@ want('g') and subtest 'g. group receipts; nack, extend_lease and reject by recei
 	($x) = $B->selectrow_array(q{SELECT mq.nack('gx', receipts => ?::text[])}, undef, [$r]);
 	is($x, 1, 'B nacks by receipt') or diag(errline($B));
 	is(counts('gx'), '1 0', 'back to ready');
+	# (the old lease ends at most 8 s after $t0, read after the consume; the
+	# extended one 60 s or more after it, read before the extend)
 	my ($m2, $r2, $red, $dc) = $C->selectrow_array(
-		q{SELECT msg_id, receipt, redelivered, delivery_count FROM mq.consume('gx', lease => '2 seconds')});
+		q{SELECT msg_id, receipt, redelivered, delivery_count FROM mq.consume('gx', lease => '8 seconds')});
 	my $t0 = time;
 	is("$m2 $red $dc", "$m 1 2", 'C gets it again, redelivered, delivery_count 2');
 	# extend_lease by receipt: still leased after the old lease end
-	($x) = $B->selectrow_array(q{SELECT mq.extend_lease('gx', lease => '10 seconds', receipts => ?::text[])},
+	($x) = $B->selectrow_array(q{SELECT mq.extend_lease('gx', lease => '60 seconds', receipts => ?::text[])},
 		undef, [$r2]);
-	is($x, 1, 'B extends its lease by receipt to 10 s') or diag(errline($B));
-	sleep_until($t0 + 3);
+	is($x, 1, 'B extends its lease by receipt to 60 s') or diag(errline($B));
+	sleep_until($t0 + 9);
 	my ($n) = $A->selectrow_array(q{SELECT count(*) FROM mq.consume('gx', 10)});
-	is($n, 0, '3 s later (the old lease of 2 s over) nobody gets it');
+	is($n, 0, 'after the old lease of 8 s nobody gets it');
 	is(counts('gx'), '0 1', 'still unacked');
 	($x) = $A->selectrow_array(q{SELECT mq.ack('gx', receipts => ?::text[])}, undef, [$r2]);
 	is($x, 1, 'the receipt still acks it') or diag(errline($A));
