@@ -172,8 +172,8 @@ qe_marked_pids()
 	for p in /proc/[0-9]*; do
 		pid=${p#/proc/}
 		[ "$pid" = "$$" ] && continue
-		if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "QE_RUN_MARK=$mark" ||
-			tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "$dir/"; then
+		if { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qxF "QE_RUN_MARK=$mark" ||
+			{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF "$dir/"; then
 			echo "$pid"
 		fi
 	done
