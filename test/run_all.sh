@@ -381,17 +381,19 @@ elif [ -z "$TAP_LIST" ]; then
 	qe_log "tap: no test/t/*.pl: skipped"
 	record tap SKIP 0 "no test/t/*.pl"
 else
-	# the long ones (HA clusters, "# qe: long") first, so that the short
-	# ones fill the time around them
-	long_list="" short_list=""
+	# the long ones (HA clusters, "# qe: long") first, then the slow ones
+	# ("# qe: slow"), so that the short ones fill the time around them
+	long_list="" slow_list="" short_list=""
 	for t in $TAP_LIST; do
 		if grep -q '^# qe: long' "$WORK/$t"; then
-			long_list="${long_list:+$long_list }$t"
+			long_list="$long_list $t"
+		elif grep -q '^# qe: slow' "$WORK/$t"; then
+			slow_list="$slow_list $t"
 		else
-			short_list="${short_list:+$short_list }$t"
+			short_list="$short_list $t"
 		fi
 	done
-	TAP_LIST="$long_list${long_list:+ }$short_list"
+	TAP_LIST=$(echo $long_list $slow_list $short_list)
 	qe_log "tap (${QE_TAP_JOBS:-4} at a time): $TAP_LIST"
 	if pg_make tap installcheck REGRESS= ISOLATION= PROVE_TESTS="$TAP_LIST" \
 		PROVE_FLAGS="--timer -j${QE_TAP_JOBS:-4} ${PROVE_FLAGS:-}"; then

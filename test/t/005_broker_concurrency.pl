@@ -1,3 +1,4 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # broker: 4 producers and 4 consumers run concurrently; producers publish
 # numbered bodies in transactions of which some ROLLBACK; consumers
 # consume + record the body in a heap table + ack in ONE transaction, of

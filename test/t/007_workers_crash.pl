@@ -1,3 +1,4 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # background workers: delayed messages and undecided half messages survive
 # an immediate shutdown (crash) and restart; after recovery every due
 # delayed message is delivered exactly once and never early, nothing is

@@ -1,3 +1,4 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # Upgrade from queue_ext 0.1 (commit f0152c5) to this version:
 #  1. the 0.1 library and install script are built from git history into a
 #     copy of the PostgreSQL installation (the real one is not touched);

@@ -1,3 +1,4 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # queue_delete against the maintenance worker and consumers: streams (three
 # partitions, two consumer groups, one with short leases and a dead-letter
 # queue, short retention) and classic queues (four priority lanes, a short

@@ -1,3 +1,4 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # Behind a transaction-mode pooler (issue 14): a real pgbouncer
 # (pool_mode = transaction, 2 server connections) in front of the node,
 # DBD::Pg clients through it.

@@ -1,3 +1,4 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # Real AMQP 0-9-1 client programs (test/amqp_clients/, README.md there)
 # run against a real RabbitMQ and against queue_ext's gateway mq-amqp, and
 # their outputs compared:

@@ -1,3 +1,4 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # mq-amqp, the AMQP 0-9-1 gateway (gateway/, docs/amqp.md), as the real
 # binary in front of a test server, driven by Debian's pika:
 #  1. test/amqp/gateway_checks.py: the six RabbitMQ tutorials, properties and
