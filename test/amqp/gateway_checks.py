@@ -1130,6 +1130,23 @@ def unknown_class_is_not_implemented():
 
 
 @test
+def unknown_method_is_connection_error():
+    # 540 NOT_IMPLEMENTED is a connection exception (AMQP 0-9-1): an unknown
+    # method of a known class closes the connection, naming it
+    s = raw_handshake()
+    send_method(s, 1, 20, 10, b'\x00')
+    read_frame(s)  # open-ok
+    send_method(s, 1, 60, 999)
+    t, chn, p = read_frame(s)
+    eq((t, chn, p[:4]), (1, 0, struct.pack('>HH', 10, 50)), 'the first frame: connection.close')
+    eq(struct.unpack('>H', p[4:6])[0], 540, 'reply code')
+    n = p[6]
+    eq(struct.unpack('>HH', p[7 + n:11 + n]), (60, 999), 'class and method ids')
+    send_method(s, 0, 10, 51)
+    s.close()
+
+
+@test
 def random_frames_never_crash():
     # 150 connections sending random methods, content headers and frames
     # (fixed seed): the gateway answers or closes each, and is still there
