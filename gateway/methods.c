@@ -141,6 +141,11 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 			amqp_args_plain(op->args, true);
 			if (op->s1[0] == '\0')
 				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+			if (op->s2[0] == '\0')
+			{
+				/* before the queue is looked up, as RabbitMQ */
+				QUEUE_ERROR(AMQP_ACCESS_REFUSED, "ACCESS_REFUSED - operation not permitted on the default exchange");
+			}
 			break;
 		case AMQP_QUEUE * 1000 + 30:	/* purge */
 			op = op_new(ch, OP_QUEUE_PURGE, cls, meth);

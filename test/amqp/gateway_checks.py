@@ -605,6 +605,30 @@ def passive_declare_not_found():
 
 
 @test
+def bind_to_default_exchange_refused():
+    # 403 before the queue is looked up (RabbitMQ), for bind and unbind
+    conn = connect()
+    ch = conn.channel()
+    try:
+        ch.queue_bind(name('nosuchq'), '', 'k')
+        raise Fail('queue.bind to the default exchange passed')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'bind of a missing queue')
+        eq(e.reply_text, 'ACCESS_REFUSED - operation not permitted on the default exchange',
+           'reply text')
+    ch = conn.channel()
+    q = name('defbind')
+    ch.queue_declare(q)
+    try:
+        ch.queue_unbind(q, '', q)
+        raise Fail('queue.unbind from the default exchange passed')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'unbind')
+    conn.channel().queue_delete(q)
+    conn.close()
+
+
+@test
 def redeclare_with_other_settings():
     conn = connect()
     ch = conn.channel()

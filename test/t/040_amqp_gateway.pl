@@ -104,7 +104,7 @@ my @expected = qw(
   unfinished_handshake_is_dropped silent_client_is_dropped
   x_arguments_any_integer_type round_robin_prefetch_1_alternates queue_expires_unused
   delete_if_empty_refused_keeps_consumers
-  unknown_method_is_connection_error);
+  bind_to_default_exchange_refused unknown_method_is_connection_error);
 my $checks = "$FindBin::RealBin/../amqp/gateway_checks.py";
 IPC::Run::run([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost' ],
 	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(600));
