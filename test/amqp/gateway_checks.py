@@ -31,6 +31,9 @@ USER = sys.argv[2]
 PASSWORD = sys.argv[3]
 OTHER_VHOST = sys.argv[4]
 ONLY = set(sys.argv[5:])
+# a role with no privilege but those TAP 040 grants it on its gw_priv_*
+# queues ("user:password")
+LIMITED_USER, _, LIMITED_PASSWORD = os.environ.get('GW_LIMITED', ':').partition(':')
 RUN = uuid.uuid4().hex[:8]
 
 
@@ -601,6 +604,52 @@ def passive_declare_not_found():
     ch.exchange_declare(name('x1'), 'direct', passive=True)
     ch.exchange_delete(name('x1'))
     ch.exchange_delete(name('x1'))  # missing: fine
+    conn.close()
+
+
+@test
+def consume_refused_before_consume_ok():
+    # no consume privilege: channel.close 403 in reply to basic.consume,
+    # with no consume-ok before it (RabbitMQ)
+    check(LIMITED_USER, 'GW_LIMITED is not set')
+    conn = connect(user=LIMITED_USER, password=LIMITED_PASSWORD)
+    ch = conn.channel()
+    try:
+        tag = ch.basic_consume('gw_priv_none', lambda *a: None)
+        raise Fail('basic.consume-ok (%s) for a role without the consume privilege' % tag)
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'reply code')
+        check(e.reply_text.startswith('ACCESS_REFUSED - read access to queue'), e.reply_text)
+    check(conn.is_open, 'connection open')
+    ch = conn.channel()
+    ch.basic_consume('gw_priv_consume', lambda *a: None)  # granted: consume-ok
+    conn.close()
+
+
+@test
+def passive_declare_needs_a_privilege():
+    # a passive declare tells a queue's message count only to a role with a
+    # privilege on it: 403 otherwise (RabbitMQ: any permission)
+    check(LIMITED_USER, 'GW_LIMITED is not set')
+    conn = connect(user=LIMITED_USER, password=LIMITED_PASSWORD)
+    ch = conn.channel()
+    try:
+        ok = ch.queue_declare('gw_priv_none', passive=True)
+        raise Fail('passive declare answered (message_count %d) for a role with no privilege'
+                   % ok.method.message_count)
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'reply code')
+        check(e.reply_text.startswith('ACCESS_REFUSED - configure access to queue'), e.reply_text)
+    ch = conn.channel()
+    eq(ch.queue_declare('gw_priv_configure', passive=True).method.message_count, 1,
+       'with configure')
+    eq(ch.queue_declare('gw_priv_consume', passive=True).method.queue, 'gw_priv_consume',
+       'with consume')
+    try:
+        ch.queue_declare(name('missing'), passive=True)
+        raise Fail('passive declare of a missing queue passed')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 404, 'a missing queue')
     conn.close()
 
 
