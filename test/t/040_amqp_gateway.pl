@@ -6,8 +6,11 @@
 #     its deliveries, a bad delivery tag closing only its channel (406),
 #     404 on passive declares, 403 bad password, 530 unknown vhost, vhost =
 #     database, exclusive (405) and auto-delete queues, consumer cancel
-#     notification, tx, 540 NOT_IMPLEMENTED, heartbeats, bad and oversize
-#     frames and methods that cannot be decoded (501), random frames;
+#     notification, tx, 540 NOT_IMPLEMENTED (an unknown method: the
+#     connection), a role with only some privileges (basic.consume refused
+#     before consume-ok, a passive declare 403 without a privilege), binds on
+#     the default exchange 403, heartbeats, bad and oversize frames and
+#     methods that cannot be decoded (501), random frames;
 #  2. 200 idle connections hold no PostgreSQL session;
 #  3. the PostgreSQL server restarting under a connected client: the client
 #     gets a connection error (320), and new connections work afterwards;
