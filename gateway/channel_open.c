@@ -105,6 +105,36 @@ static const char queue_fn[] =
 "  RETURN QUERY SELECT s.queue, s.type, s.ready::bigint FROM mq.queues s WHERE s.queue = q; "
 "END $f$";
 
+/*
+ * May the session's role do WHAT to queue Q: 'consume', or 'any' of
+ * consume, configure and publish (a passive queue.declare: RabbitMQ asks
+ * for any permission on the queue).  queue_ext has no SQL function that
+ * only tells, so each is asked of a function that checks that privilege
+ * before anything else and changes nothing: mq.in_flight (consume; on a
+ * stream it raises 0A000 once the privilege passed) and mq.queue_declare
+ * with no type (configure; it fails either way, on the type when allowed).
+ * Publish cannot be asked so: a role with only publish on the queue is
+ * told no.  A missing queue raises 42704.
+ */
+static const char may_fn[] =
+"CREATE FUNCTION pg_temp.amqp_may(q text, what text) RETURNS boolean "
+"LANGUAGE plpgsql AS $f$ "
+"BEGIN "
+"  BEGIN "
+"    PERFORM mq.in_flight(q, 1); "
+"    RETURN true; "
+"  EXCEPTION WHEN feature_not_supported THEN RETURN true; "
+"    WHEN insufficient_privilege THEN NULL; "
+"  END; "
+"  IF what = 'consume' THEN RETURN false; END IF; "
+"  BEGIN "
+"    PERFORM mq.queue_declare(q, type => ''); "
+"  EXCEPTION WHEN insufficient_privilege THEN RETURN false; "
+"    WHEN invalid_parameter_value THEN RETURN true; "
+"  END; "
+"  RETURN true; "
+"END $f$";
+
 static void
 chan_setup_done(void *arg, PGresult *res)
 {
@@ -133,7 +163,9 @@ chan_setup(Chan *ch)
 
 	buf_bytes(&sql, publish_fn, strlen(publish_fn));
 	buf_bytes(&sql, "; ", 2);
-	buf_bytes(&sql, queue_fn, sizeof(queue_fn));
+	buf_bytes(&sql, queue_fn, strlen(queue_fn));
+	buf_bytes(&sql, "; ", 2);
+	buf_bytes(&sql, may_fn, sizeof(may_fn));
 	pg_send(ch->pg, (const char *) sql.data, 0, NULL, NULL, NULL, NULL, 0, chan_setup_done, ch);
 	buf_free(&sql);
 }

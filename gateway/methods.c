@@ -141,6 +141,11 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 			amqp_args_plain(op->args, true);
 			if (op->s1[0] == '\0')
 				snprintf(op->s1, sizeof(op->s1), "%s", ch->last_queue);
+			if (op->s2[0] == '\0')
+			{
+				/* before the queue is looked up, as RabbitMQ */
+				QUEUE_ERROR(AMQP_ACCESS_REFUSED, "ACCESS_REFUSED - operation not permitted on the default exchange");
+			}
 			break;
 		case AMQP_QUEUE * 1000 + 30:	/* purge */
 			op = op_new(ch, OP_QUEUE_PURGE, cls, meth);
@@ -400,12 +405,12 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 			op = op_new(ch, meth == 20 ? OP_TX_COMMIT : OP_TX_ROLLBACK, cls, meth);
 			break;
 		default:
+			/*
+			 * An unknown method, of a known class or not: 540 is a
+			 * connection exception in AMQP 0-9-1
+			 */
 			snprintf(text, sizeof(text), "NOT_IMPLEMENTED - method %d.%d is not supported", cls, meth);
-			if (cls == AMQP_BASIC || cls == AMQP_QUEUE || cls == AMQP_EXCHANGE ||
-				cls == AMQP_TX || cls == AMQP_CONFIRM || cls == AMQP_CHANNEL)
-				QUEUE_ERROR(AMQP_NOT_IMPLEMENTED, text);
-			else
-				conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
+			conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
 			return;
 	}
 #undef ARGS_OK

@@ -160,6 +160,17 @@ queue_declared(void *arg, PGresult *res)
 		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
 		return;
 	}
+	if (op->stage == 0 && strcmp(PQgetvalue(res, 0, 2), "t") != 0)
+	{
+		char		text[800];
+
+		/* a passive declare without any privilege on the queue (RabbitMQ's text) */
+		snprintf(text, sizeof(text),
+				 "ACCESS_REFUSED - configure access to queue '%s' in vhost '%s' refused for user '%s'",
+				 op->s1, c->vhost, c->user);
+		chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
+		return;
+	}
 	name = op->s1;
 	if (!op->passive && (op->exclusive || op->auto_delete))
 	{
@@ -231,7 +242,10 @@ run_queue_declare(Chan *ch, Op *op)
 	{
 		const char *vals[1] = {op->s1};
 
-		pg_send(ch->pg, "SELECT queue, ready FROM pg_temp.amqp_queue($1)",
+		/* passive: no message count for a role with no privilege on it */
+		pg_send(ch->pg, op->stage == 0 ?
+				"SELECT queue, ready, pg_temp.amqp_may(queue, 'any') FROM pg_temp.amqp_queue($1)" :
+				"SELECT queue, ready FROM pg_temp.amqp_queue($1)",
 				1, NULL, vals, NULL, NULL, 0, queue_declared, ch);
 	}
 	else
@@ -322,6 +336,15 @@ consume_checked(void *arg, PGresult *res)
 	{
 		snprintf(text, sizeof(text), "NOT_FOUND - no queue '%s' in vhost '%s'", op->s1, c->vhost);
 		chan_error(ch, AMQP_NOT_FOUND, text, op->cls, op->meth);
+		return;
+	}
+	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0)
+	{
+		/* refused before consume-ok, as RabbitMQ (its text) */
+		snprintf(text, sizeof(text),
+				 "ACCESS_REFUSED - read access to queue '%s' in vhost '%s' refused for user '%s'",
+				 op->s1, c->vhost, c->user);
+		chan_error(ch, AMQP_ACCESS_REFUSED, text, op->cls, op->meth);
 		return;
 	}
 	q = qreg_find(conn_db(c), op->s1, true);
@@ -779,7 +802,9 @@ run_op(Chan *ch, Op *op)
 			if (qreg_locked(ch->conn, op->s1))
 				break;
 			vals[0] = op->s1;
-			pg_send(ch->pg, "SELECT type FROM pg_temp.amqp_queue($1)", 1, NULL, vals,
+			/* the consume privilege too: a refusal comes before consume-ok */
+			pg_send(ch->pg, "SELECT type, pg_temp.amqp_may(queue, 'consume') "
+					"FROM pg_temp.amqp_queue($1)", 1, NULL, vals,
 					NULL, NULL, 0, consume_checked, ch);
 			return;
 		case OP_GET:

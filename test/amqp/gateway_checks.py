@@ -31,6 +31,9 @@ USER = sys.argv[2]
 PASSWORD = sys.argv[3]
 OTHER_VHOST = sys.argv[4]
 ONLY = set(sys.argv[5:])
+# a role with no privilege but those TAP 040 grants it on its gw_priv_*
+# queues ("user:password")
+LIMITED_USER, _, LIMITED_PASSWORD = os.environ.get('GW_LIMITED', ':').partition(':')
 RUN = uuid.uuid4().hex[:8]
 
 
@@ -605,6 +608,76 @@ def passive_declare_not_found():
 
 
 @test
+def consume_refused_before_consume_ok():
+    # no consume privilege: channel.close 403 in reply to basic.consume,
+    # with no consume-ok before it (RabbitMQ)
+    check(LIMITED_USER, 'GW_LIMITED is not set')
+    conn = connect(user=LIMITED_USER, password=LIMITED_PASSWORD)
+    ch = conn.channel()
+    try:
+        tag = ch.basic_consume('gw_priv_none', lambda *a: None)
+        raise Fail('basic.consume-ok (%s) for a role without the consume privilege' % tag)
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'reply code')
+        check(e.reply_text.startswith('ACCESS_REFUSED - read access to queue'), e.reply_text)
+    check(conn.is_open, 'connection open')
+    ch = conn.channel()
+    ch.basic_consume('gw_priv_consume', lambda *a: None)  # granted: consume-ok
+    conn.close()
+
+
+@test
+def passive_declare_needs_a_privilege():
+    # a passive declare tells a queue's message count only to a role with a
+    # privilege on it: 403 otherwise (RabbitMQ: any permission)
+    check(LIMITED_USER, 'GW_LIMITED is not set')
+    conn = connect(user=LIMITED_USER, password=LIMITED_PASSWORD)
+    ch = conn.channel()
+    try:
+        ok = ch.queue_declare('gw_priv_none', passive=True)
+        raise Fail('passive declare answered (message_count %d) for a role with no privilege'
+                   % ok.method.message_count)
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'reply code')
+        check(e.reply_text.startswith('ACCESS_REFUSED - configure access to queue'), e.reply_text)
+    ch = conn.channel()
+    eq(ch.queue_declare('gw_priv_configure', passive=True).method.message_count, 1,
+       'with configure')
+    eq(ch.queue_declare('gw_priv_consume', passive=True).method.queue, 'gw_priv_consume',
+       'with consume')
+    try:
+        ch.queue_declare(name('missing'), passive=True)
+        raise Fail('passive declare of a missing queue passed')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 404, 'a missing queue')
+    conn.close()
+
+
+@test
+def bind_to_default_exchange_refused():
+    # 403 before the queue is looked up (RabbitMQ), for bind and unbind
+    conn = connect()
+    ch = conn.channel()
+    try:
+        ch.queue_bind(name('nosuchq'), '', 'k')
+        raise Fail('queue.bind to the default exchange passed')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'bind of a missing queue')
+        eq(e.reply_text, 'ACCESS_REFUSED - operation not permitted on the default exchange',
+           'reply text')
+    ch = conn.channel()
+    q = name('defbind')
+    ch.queue_declare(q)
+    try:
+        ch.queue_unbind(q, '', q)
+        raise Fail('queue.unbind from the default exchange passed')
+    except ChannelClosedByBroker as e:
+        eq(e.reply_code, 403, 'unbind')
+    conn.channel().queue_delete(q)
+    conn.close()
+
+
+@test
 def redeclare_with_other_settings():
     conn = connect()
     ch = conn.channel()
@@ -1126,6 +1199,23 @@ def unknown_class_is_not_implemented():
     read_frame(s)  # open-ok
     send_method(s, 1, 77, 10)
     expect_close(s, 540)
+    s.close()
+
+
+@test
+def unknown_method_is_connection_error():
+    # 540 NOT_IMPLEMENTED is a connection exception (AMQP 0-9-1): an unknown
+    # method of a known class closes the connection, naming it
+    s = raw_handshake()
+    send_method(s, 1, 20, 10, b'\x00')
+    read_frame(s)  # open-ok
+    send_method(s, 1, 60, 999)
+    t, chn, p = read_frame(s)
+    eq((t, chn, p[:4]), (1, 0, struct.pack('>HH', 10, 50)), 'the first frame: connection.close')
+    eq(struct.unpack('>H', p[4:6])[0], 540, 'reply code')
+    n = p[6]
+    eq(struct.unpack('>HH', p[7 + n:11 + n]), (60, 999), 'class and method ids')
+    send_method(s, 0, 10, 51)
     s.close()
 
 

@@ -7,8 +7,11 @@
 #     its deliveries, a bad delivery tag closing only its channel (406),
 #     404 on passive declares, 403 bad password, 530 unknown vhost, vhost =
 #     database, exclusive (405) and auto-delete queues, consumer cancel
-#     notification, tx, 540 NOT_IMPLEMENTED, heartbeats, bad and oversize
-#     frames and methods that cannot be decoded (501), random frames;
+#     notification, tx, 540 NOT_IMPLEMENTED (an unknown method: the
+#     connection), a role with only some privileges (basic.consume refused
+#     before consume-ok, a passive declare 403 without a privilege), binds on
+#     the default exchange 403, heartbeats, bad and oversize frames and
+#     methods that cannot be decoded (501), random frames;
 #  2. 200 idle connections hold no PostgreSQL session;
 #  3. the PostgreSQL server restarting under a connected client: the client
 #     gets a connection error (320), and new connections work afterwards;
@@ -46,10 +49,23 @@ $node->safe_psql('amqp_vhost', q{
 	CREATE EXTENSION queue_ext;
 	GRANT CREATE ON SCHEMA mq TO amqp_app;
 });
+# a role with only the privileges granted here, on queues it does not own
+# (gateway_checks.py's consume_refused_before_consume_ok and
+# passive_declare_needs_a_privilege): none, consume, configure
+$node->safe_psql('postgres', q{
+	CREATE ROLE amqp_limited LOGIN PASSWORD 'limited-secret';
+	SELECT mq.queue_declare('gw_priv_none');
+	SELECT mq.queue_declare('gw_priv_consume');
+	SELECT mq.queue_declare('gw_priv_configure');
+	SELECT mq.grant('consume', 'queue', 'gw_priv_consume', 'amqp_limited');
+	SELECT mq.grant('configure', 'queue', 'gw_priv_configure', 'amqp_limited');
+	SELECT mq.send('gw_priv_none', 'not for amqp_limited'::text);
+	SELECT mq.send('gw_priv_configure', 'one'::text);
+});
 my $hba = $node->data_dir . '/pg_hba.conf';
 my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
 open(my $fh, '>', $hba) or die "$hba: $!";
-print $fh "local all amqp_app scram-sha-256\n$hba_text";
+print $fh "local all amqp_app scram-sha-256\nlocal all amqp_limited scram-sha-256\n$hba_text";
 close $fh;
 $node->reload;
 
@@ -104,8 +120,11 @@ my @expected = qw(
   unknown_class_is_not_implemented random_frames_never_crash wrong_protocol_header
   unfinished_handshake_is_dropped silent_client_is_dropped
   x_arguments_any_integer_type round_robin_prefetch_1_alternates queue_expires_unused
-  delete_if_empty_refused_keeps_consumers);
+  delete_if_empty_refused_keeps_consumers
+  consume_refused_before_consume_ok passive_declare_needs_a_privilege
+  bind_to_default_exchange_refused unknown_method_is_connection_error);
 my $checks = "$FindBin::RealBin/../amqp/gateway_checks.py";
+local $ENV{GW_LIMITED} = 'amqp_limited:limited-secret';
 IPC::Run::run([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost' ],
 	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(600));
 my %result;
