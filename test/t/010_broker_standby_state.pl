@@ -107,7 +107,7 @@ for my $round (1 .. 10)
 			SELECT (SELECT ready FROM mq.queues WHERE queue = 'lq') || ' ' || count(*) || ' ' ||
 				   count(DISTINCT b.msg_id) || ' ' ||
 				   coalesce(array_agg(b.msg_id ORDER BY b.ordinality) = array_agg(b.msg_id ORDER BY b.msg_id), true)::int
-			  FROM mq.browse('lq', 100000) WITH ORDINALITY b});
+			  FROM mq.browse('lq', 10000) WITH ORDINALITY b});
 		my ($ready, $browsed, $distinct, $ordered) = split / /, $r;
 		$reads++;
 		$seen{$ready} = 1;
