@@ -163,16 +163,21 @@ qe_as_pg()
 
 # Processes that carry QE_RUN_MARK=mark in their environment (qe_as_pg
 # passes it on when set; every process started below inherits it: servers,
-# pg_autoctl, Patroni, etcd, poolers, gateways), or that name dir on their
-# command line.  qe_marked_pids MARK DIR
+# pg_autoctl, Patroni, etcd, poolers, gateways), or whose working directory
+# is in dir (pg_autoctl's children overwrite their environment with their
+# process title), or that name dir on their command line.
+# qe_marked_pids MARK DIR
 qe_marked_pids()
 {
-	local mark=$1 dir=$2 p pid
+	local mark=$1 dir=$2 p pid cwd
 
 	for p in /proc/[0-9]*; do
 		pid=${p#/proc/}
 		[ "$pid" = "$$" ] && continue
-		if { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qxF "QE_RUN_MARK=$mark" ||
+		cwd=$(readlink "$p/cwd" 2>/dev/null)
+		cwd=${cwd% (deleted)}
+		if [ "${cwd#"$dir"/}" != "$cwd" ] || [ "$cwd" = "$dir" ] ||
+			{ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qxF "QE_RUN_MARK=$mark" ||
 			{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF "$dir/"; then
 			echo "$pid"
 		fi
