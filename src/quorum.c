@@ -196,7 +196,7 @@ mq_quorum_require(void)
 				(errcode(ERRCODE_WARNING),
 				 errmsg("quorum durability requested but no synchronous standbys are configured"),
 				 errdetail("Quorum commits are durable on this server only.  This is reported once until synchronous standbys are configured again; mq.replication counts such commits."),
-				 errhint("Configure synchronous standbys through the failover manager if there is one (pg_autoctl set formation number-sync-standbys, Patroni's synchronous_mode), otherwise with synchronous_standby_names (e.g. 'ANY 1 (s1, s2)').")));
+				 errhint("On a server without replicas by design this is expected.  Otherwise configure synchronous standbys through the failover manager if there is one (pg_autoctl set formation number-sync-standbys, Patroni's synchronous_mode), or with synchronous_standby_names (e.g. 'ANY 1 (s1, s2)').")));
 	}
 	return "local";
 }
