@@ -2398,6 +2398,14 @@ BEGIN
 				notes := notes || 'auto_delete is not supported: it stays until deleted'::text;
 			END IF;
 			PERFORM mq.queue_declare(o->>'name', qtype, coalesce((o->>'durable')::boolean, true), args);
+			-- mq.queue_declare's warning (src/quorum.c), in the row too
+			IF qtype = 'quorum' AND current_setting('synchronous_standby_names') = ''
+			   AND (current_setting('mq.quorum_unavailable') = 'error'
+					OR current_setting('mq.quorum_requires_standby')::boolean) THEN
+				notes := notes || ('no synchronous standby is configured: publishes and acks will fail '
+					'(53000) until one is; on a server without replicas: ALTER SYSTEM SET '
+					'mq.quorum_unavailable = ''wait''; SELECT pg_reload_conf();')::text;
+			END IF;
 			RETURN QUERY SELECT 'queue', o->>'name',
 				CASE WHEN existed THEN 'exists' ELSE 'created' END,
 				array_to_string(notes, '; ');

@@ -123,3 +123,17 @@ reply_text(char *buf, size_t len, int code, const char *text)
 {
 	snprintf(buf, len < 256 ? len : 256, "%s - %s", reply_name(code), text);
 }
+
+/*
+ * A PostgreSQL error's: "PRECONDITION_FAILED - text. HINT: hint" when the
+ * server gave a hint (the remedy: the client has no other way to see it),
+ * at most a shortstr
+ */
+void
+reply_text_hint(char *buf, size_t len, int code, const char *text, const char *hint)
+{
+	if (hint == NULL || hint[0] == '\0')
+		reply_text(buf, len, code, text);
+	else
+		snprintf(buf, len < 256 ? len : 256, "%s - %s. HINT: %s", reply_name(code), text, hint);
+}

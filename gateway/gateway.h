@@ -402,12 +402,15 @@ extern void send_simple(Conn *c, uint16_t ch, uint16_t cls, uint16_t meth);
 extern void send_content(Conn *c, uint16_t ch, const Buf *props, const uint8_t *body,
 						 size_t len);
 extern void reply_text(char *buf, size_t len, int code, const char *text);
+extern void reply_text_hint(char *buf, size_t len, int code, const char *text,
+							const char *hint);
 
 /* sql.c */
 extern int	sqlstate_code(const char *st);
 extern bool res_ok(PGresult *res);
 extern const char *res_state(PGresult *res);
 extern const char *res_message(PGresult *res);
+extern const char *res_hint(PGresult *res);
 extern void text_array(Buf *b, char **items, int n);
 extern bool rabbit_duration(const char *s, bool zero_ok, char *out, size_t outlen);
 extern char *queue_arguments(json_object *args, const char **type, char *err, size_t errlen);

@@ -657,7 +657,8 @@ publish_done(void *arg, PGresult *res)
 				snprintf(text, sizeof(text), "NOT_FOUND - no exchange '%s' in vhost '%s'",
 						 m->exchange, ch->conn->vhost);
 			else
-				reply_text(text, sizeof(text), code, PQgetvalue(res, i, 3));
+				reply_text_hint(text, sizeof(text), code, PQgetvalue(res, i, 3),
+								PQgetisnull(res, i, 4) ? NULL : PQgetvalue(res, i, 4));
 			if (ch->confirm && pending)
 				send_confirm(ch, true, pending, true);
 			if (code == AMQP_INTERNAL_ERROR)

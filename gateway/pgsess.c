@@ -19,11 +19,23 @@
 
 static void pg_event(evutil_socket_t fd, short what, void *arg);
 
+/*
+ * A notice of the server: WARNINGs are logged, with their hint (AMQP has no
+ * way to show them to the client: a quorum queue declared where every
+ * publish will fail, for one), the rest with --verbose
+ */
 static void
-pg_notice(void *arg, const char *message)
+pg_notice(void *arg, const PGresult *res)
 {
-	if (gw_verbose)
-		fprintf(stderr, "mq-amqp: server notice: %s", message);
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+
+	if (severity && strcmp(severity, "WARNING") == 0)
+		logmsg("server warning: %s%s%s", message ? message : "",
+			   hint ? " HINT: " : "", hint ? hint : "");
+	else if (gw_verbose)
+		fprintf(stderr, "mq-amqp: server notice: %s", PQresultErrorMessage(res));
 }
 
 static void
@@ -160,7 +172,7 @@ pg_connect(const char *user, const char *password, const char *dbname,
 		event_base_once(gw_base, -1, EV_TIMEOUT, pg_connect_failed_cb, s, &zero);
 		return s;
 	}
-	PQsetNoticeProcessor(s->pg, pg_notice, NULL);
+	PQsetNoticeReceiver(s->pg, pg_notice, NULL);
 	pg_watch(s, true);
 	{
 		/*

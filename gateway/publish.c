@@ -20,17 +20,18 @@
 const char publish_fn[] =
 "CREATE FUNCTION pg_temp.amqp_publish(ex text[], rk text[], body bytea[], hdr jsonb[], "
 "mand boolean[], prio int[], expi interval[], dly interval[], ct text[], corr text[], "
-"rep text[]) RETURNS TABLE (n int, msg_id bigint, state text, message text) "
+"rep text[]) RETURNS TABLE (n int, msg_id bigint, state text, message text, hint text) "
 "LANGUAGE plpgsql AS $f$ "
 "BEGIN "
 "  FOR i IN 1 .. coalesce(array_length(ex, 1), 0) LOOP "
-"    n := i; msg_id := NULL; state := NULL; message := NULL; "
+"    n := i; msg_id := NULL; state := NULL; message := NULL; hint := NULL; "
 "    BEGIN "
 "      msg_id := mq.publish(ex[i], rk[i], body[i], headers => hdr[i], mandatory => mand[i], "
 "        priority => prio[i], expiration => expi[i], delay => dly[i], content_type => ct[i], "
 "        correlation_id => corr[i], reply_to => rep[i]); "
 "    EXCEPTION WHEN OTHERS THEN "
-"      GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT; "
+"      GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, "
+"        hint = PG_EXCEPTION_HINT; "
 "    END; "
 "    RETURN NEXT; "
 "    EXIT WHEN state IS NOT NULL AND state NOT IN ('P0002', '53400'); "
@@ -199,7 +200,7 @@ publish_send(PgSess *pg, PubMsg *msgs, pg_result_cb cb, void *arg)
 		lens[i] = arrs[i].len;
 		fmts[i] = 1;
 	}
-	pg_send(pg, "SELECT n, msg_id, state, message FROM pg_temp.amqp_publish($1, $2, $3, $4, "
+	pg_send(pg, "SELECT n, msg_id, state, message, hint FROM pg_temp.amqp_publish($1, $2, $3, $4, "
 			"$5, $6, $7, $8, $9, $10, $11)", 11, types, vals, lens, fmts, 0, cb, arg);
 	for (i = 0; i < 11; i++)
 		buf_free(&arrs[i]);

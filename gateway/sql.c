@@ -57,6 +57,13 @@ res_message(PGresult *res)
 	return m ? m : "PostgreSQL session lost";
 }
 
+/* the server's hint of an error, NULL if none */
+const char *
+res_hint(PGresult *res)
+{
+	return res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+}
+
 /* a text[] literal of n strings */
 void
 text_array(Buf *b, char **items, int n)

@@ -30,7 +30,7 @@ chan_sql_error(Chan *ch, PGresult *res, Op *op)
 		return;
 	}
 	code = sqlstate_code(res_state(res));
-	reply_text(text, sizeof(text), code, res_message(res));
+	reply_text_hint(text, sizeof(text), code, res_message(res), res_hint(res));
 	if (code == AMQP_INTERNAL_ERROR)
 		conn_error(ch->conn, code, text, op ? op->cls : 0, op ? op->meth : 0);
 	else

@@ -5,7 +5,10 @@
 -- transaction is not confirmed; classic queues keep working.  wait: the
 -- commit is local, warned once per condition server-wide, and counted in
 -- mq.replication.  The standbys themselves (row 4, a standby lost during a
--- transaction) are in TAP test 024.  Names start with "qs_".
+-- transaction) are in TAP test 024.  Declaring a queue that needs a quorum
+-- here warns (issue 34): every publish and ack on it would fail, and the
+-- hint, like the 53000 error's, gives the commands that make a server
+-- without replicas commit them locally.  Names start with "qs_".
 --
 \set VERBOSITY sqlstate
 SHOW mq.quorum_unavailable;
@@ -15,15 +18,22 @@ SELECT required_sync_standbys, connected_sync_standbys, quorum_met,
 	   application_name IS NULL AS no_standby, sync_state
   FROM mq.replication;
 
+-- a quorum queue, and a stream whose commits need a quorum, warn at
+-- declare, again when declared again; other queues do not
+\set VERBOSITY default
+SELECT mq.queue_declare('qs_q', 'quorum');
 SELECT mq.queue_declare('qs_q', 'quorum');
 SELECT mq.queue_declare('qs_c', 'classic');
 SELECT mq.queue_declare('qs_s', type => 'stream', arguments => '{"durability": "quorum"}');
 SELECT mq.queue_declare('qs_s_local', type => 'stream');
+\set VERBOSITY sqlstate
 SELECT queue, type, quorum_met FROM mq.queues WHERE queue LIKE 'qs\_%' ORDER BY queue;
 
--- a quorum publish fails; so does a classic one asking for quorum, and a
--- quorum stream's; classic queues work
+-- a quorum publish fails, with the same hint; so does a classic one asking
+-- for quorum, and a quorum stream's; classic queues work
+\set VERBOSITY default
 SELECT mq.send('qs_q', 'q1'::text);
+\set VERBOSITY sqlstate
 SELECT mq.send('qs_c', 'c1'::text, durability => 'quorum');
 SELECT mq.send('qs_s', 's1'::text);
 SELECT mq.send('qs_c', 'c1'::text) IS NOT NULL AS sent;
@@ -37,10 +47,13 @@ SELECT mq.send('qs_q', 'q2'::text);
 COMMIT;
 SELECT queue, ready FROM mq.queues WHERE queue IN ('qs_q', 'qs_c') ORDER BY queue;
 
--- 0.1's mq.quorum_requires_standby = on is error whatever the mode
+-- 0.1's mq.quorum_requires_standby = on is error whatever the mode: its
+-- hint resets it too
 SET mq.quorum_unavailable = wait;
 SET mq.quorum_requires_standby = on;
+\set VERBOSITY default
 SELECT mq.send('qs_q', 'q3'::text);
+\set VERBOSITY sqlstate
 RESET mq.quorum_requires_standby;
 
 -- wait: a local commit.  The warning comes once per server until standbys
@@ -103,4 +116,19 @@ RESET ROLE;
 SET mq.quorum_unavailable = maybe;
 DROP ROLE regress_qs_user;
 
-SELECT mq.queue_delete(q) FROM unnest(ARRAY['qs_q', 'qs_c', 'qs_s', 'qs_s_local']) q ORDER BY q;
+-- the remedy the hint gives (ALTER SYSTEM SET mq.quorum_unavailable =
+-- 'wait', here the superuser's SET; wait's own warning was given above):
+-- no warning at declare, and a quorum queue's publish, consume and ack
+-- commit on this server
+SET mq.quorum_unavailable = wait;
+\set VERBOSITY default
+SELECT mq.queue_declare('qs_lone', 'quorum');
+\set VERBOSITY sqlstate
+SELECT mq.send('qs_lone', 'l1'::text) IS NOT NULL AS sent;
+CREATE TEMP TABLE qs_lone_got AS SELECT msg_id, convert_from(body, 'UTF8') AS body FROM mq.consume('qs_lone', 1);
+SELECT body FROM qs_lone_got;
+SELECT mq.ack('qs_lone', (SELECT array_agg(msg_id) FROM qs_lone_got));
+SELECT queue, ready, unacked FROM mq.queues WHERE queue = 'qs_lone';
+RESET mq.quorum_unavailable;
+
+SELECT mq.queue_delete(q) FROM unnest(ARRAY['qs_q', 'qs_c', 'qs_s', 'qs_s_local', 'qs_lone']) q ORDER BY q;

@@ -9,6 +9,11 @@
  *		just before COMMIT if the standbys went away meanwhile, so that a
  *		client learns that its transaction is not confirmed instead of
  *		waiting without end (RabbitMQ's quorum queues without a majority).
+ *		With no synchronous standby configured at all, declaring a quorum
+ *		queue warns that this will be so, and the warning and the error
+ *		hint at wait for a server without replicas by design.  An empty
+ *		synchronous_standby_names is not taken to mean that by itself: a
+ *		failover manager empties it when the standbys are lost.
  *	  wait: PostgreSQL's behaviour: COMMIT waits for the standbys that
  *		synchronous_standby_names names; when it names none the commit is
  *		local only, which is warned once per condition server-wide (not
@@ -122,6 +127,23 @@ quorum_condition_cleared(void)
 	}
 }
 
+/*
+ * What makes quorum commits work on a server without synchronous standbys
+ * by design: the superuser's commands, exactly (the hint of the warning at
+ * declare and of the 53000 error).  Kept short: the AMQP gateway appends it
+ * to a channel-close reply text, at most 255 bytes.
+ */
+static int
+quorum_lone_server_hint(void)
+{
+	if (mq_quorum_requires_standby)
+		return errhint("Configure a synchronous standby, or on a server without replicas: "
+					   "ALTER SYSTEM SET mq.quorum_unavailable = 'wait'; "
+					   "ALTER SYSTEM RESET mq.quorum_requires_standby; SELECT pg_reload_conf();");
+	return errhint("Configure a synchronous standby, or on a server without replicas: "
+				   "ALTER SYSTEM SET mq.quorum_unavailable = 'wait'; SELECT pg_reload_conf();");
+}
+
 static void
 quorum_error(int required, int connected, bool at_commit)
 {
@@ -130,7 +152,7 @@ quorum_error(int required, int connected, bool at_commit)
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("quorum commit unavailable: no synchronous standby is configured"),
 				 errdetail("The transaction is not confirmed: it is rolled back, and nothing it published or acknowledged is kept."),
-				 errhint("Configure synchronous standbys (synchronous_standby_names, or pg_autoctl set formation number-sync-standbys), or set mq.quorum_unavailable = wait to commit on this server only.")));
+				 quorum_lone_server_hint()));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 			 errmsg("quorum commit unavailable: %d synchronous standbys connected, %d needed",
@@ -174,9 +196,37 @@ mq_quorum_require(void)
 				(errcode(ERRCODE_WARNING),
 				 errmsg("quorum durability requested but no synchronous standbys are configured"),
 				 errdetail("Quorum commits are durable on this server only.  This is reported once until synchronous standbys are configured again; mq.replication counts such commits."),
-				 errhint("Configure synchronous standbys through the failover manager if there is one (pg_autoctl set formation number-sync-standbys, Patroni's synchronous_mode), otherwise with synchronous_standby_names (e.g. 'ANY 1 (s1, s2)').")));
+				 errhint("On a server without replicas by design this is expected.  Otherwise configure synchronous standbys through the failover manager if there is one (pg_autoctl set formation number-sync-standbys, Patroni's synchronous_mode), or with synchronous_standby_names (e.g. 'ANY 1 (s1, s2)').")));
 	}
 	return "local";
+}
+
+/*
+ * A queue whose commits need a quorum was declared (or declared again).
+ * When no synchronous standby is configured and quorum commits fail
+ * (mq.quorum_unavailable = error), every publish and ack on it will fail
+ * with 53000: say so now, with the remedy for a server that has no replicas
+ * by design.  Standbys configured but not connected now is an HA server's
+ * passing state, and not warned.
+ */
+void
+mq_quorum_declare_check(const char *queue)
+{
+	int			required;
+	int			connected;
+
+	if (mq_quorum_unavailable != MQ_QUORUM_UNAVAILABLE_ERROR &&
+		!mq_quorum_requires_standby)
+		return;
+	quorum_count(&required, &connected);
+	if (required > 0)
+		return;
+	ereport(WARNING,
+			(errcode(ERRCODE_WARNING),
+			 errmsg("publishes and acks on queue \"%s\" will fail: no synchronous standby is configured",
+					queue),
+			 errdetail("Its commits need a quorum, and with mq.quorum_unavailable = error they fail with SQLSTATE 53000 until a synchronous standby is configured (synchronous_standby_names)."),
+			 quorum_lone_server_hint()));
 }
 
 /* PRE_COMMIT: the standbys may have gone since the publish; COMMIT: count */

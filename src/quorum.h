@@ -51,4 +51,11 @@ extern void mq_quorum_state(MqQuorumState *st);
  */
 extern const char *mq_quorum_require(void);
 
+/*
+ * A queue whose commits need a quorum was declared: a WARNING, with the
+ * remedy, when they would all fail (no synchronous standby configured and
+ * mq.quorum_unavailable = error).
+ */
+extern void mq_quorum_declare_check(const char *queue);
+
 #endif							/* MQ_QUORUM_H */

@@ -29,6 +29,7 @@
 #include "catalog.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "quorum.h"
 #include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_exchange_declare);
@@ -154,6 +155,12 @@ mq_queue_declare(PG_FUNCTION_ARGS)
 	values[3] = PG_GETARG_DATUM(3);
 	values[4] = ObjectIdGetDatum(GetUserId());
 	res = mq_run_internal("_queue_declare_impl", 5, types, values, NULL);
+
+	/* a quorum queue, or a stream with "durability": "quorum" */
+	mq_catalog_refresh();
+	q = mq_queue_lookup(res, true);
+	if (q && (q->type == MQ_QUEUE_QUORUM || q->quorum_durable))
+		mq_quorum_declare_check(res);
 	PG_RETURN_TEXT_P(cstring_to_text(res));
 }
 

@@ -107,6 +107,7 @@ echo "$PORT" >"$DEMO_DIR/port"
 qe_write_conf "$DATA/queue_ext_demo.conf" \
 	"port = $PORT" \
 	"listen_addresses = 'localhost'" \
+	"mq.quorum_unavailable = 'wait'" \
 	"unix_socket_directories = '$SOCKDIR'"
 
 if qe_as_pg pg_ctl -D "$DATA" status >/dev/null 2>&1; then

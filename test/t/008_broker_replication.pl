@@ -139,6 +139,8 @@ like($err, qr/ERROR:\s+53000: quorum commit unavailable: no synchronous standby 
 	'... with 53000 and the message');
 like($err, qr/DETAIL:\s+The transaction is not confirmed: it is rolled back/,
 	'... saying that the transaction is not confirmed');
+like($err, qr/HINT:\s+.*ALTER SYSTEM SET mq\.quorum_unavailable = 'wait'; SELECT pg_reload_conf\(\);/,
+	'... and how a server without replicas makes it work');
 ($rc, $out, $err) = psql_verbose($primary,
 	q{SET mq.quorum_unavailable = wait; SELECT mq.send('qq', 'w1'::text)});
 is($rc, 0, 'with mq.quorum_unavailable = wait it commits locally');
@@ -198,6 +200,12 @@ like($err, qr/ERROR:\s+53000: quorum commit unavailable: 0 synchronous standbys 
 	'... with 53000 at once');
 is($primary->safe_psql('postgres', q{SELECT quorum_met FROM mq.queues WHERE queue = 'qq'}), 'f',
 	'mq.queues: quorum not met');
+# standbys configured but gone is an HA server's passing state: a quorum
+# queue declared now is not warned (only "none configured" is, issue 34)
+($rc, $out, $err) = psql_verbose($primary,
+	q{SET synchronous_commit = local; SELECT mq.queue_declare('qq2', 'quorum'); SELECT mq.queue_delete('qq2')});
+is($rc, 0, 'a quorum queue declared (and deleted) with the synchronous standby gone');
+unlike($err, qr/WARNING/, '... without a warning');
 
 # ... or, with wait, waits
 my ($qout, $qerr) = ('', '');

@@ -155,6 +155,14 @@ is($rc, 1, 'unknown queue: exit 1');
 is($err, qq{mqctl: error: queue "nope" does not exist\n}, 'unknown queue named');
 
 # ---- declare, list -------------------------------------------------------
+# a quorum queue on this server without synchronous standbys: declared,
+# with the server's warning and its remedy printed (issue 34)
+($rc, $out, $err) = mq([qw(declare queue qq_lone --type quorum)]);
+is($rc, 0, 'declare quorum queue without standbys: exit 0');
+like($err, qr/^WARNING:  publishes and acks on queue "qq_lone" will fail: no synchronous standby is configured\n(DETAIL:  .*\n)?HINT:  .*ALTER SYSTEM SET mq\.quorum_unavailable = 'wait'; SELECT pg_reload_conf\(\);\n/,
+	'... printing the WARNING with its HINT');
+($rc, $out, $err) = mq([qw(delete queue qq_lone)]);
+is($rc, 0, 'delete it');
 ($rc) = mq([qw(declare queue st --type stream --arg partitions=2)]);
 is($rc, 0, 'declare stream');
 ($rc) = mq([qw(declare group st g1 --start earliest --max-retries 0)]);

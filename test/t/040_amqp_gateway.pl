@@ -15,7 +15,10 @@
 #  2. 200 idle connections hold no PostgreSQL session;
 #  3. the PostgreSQL server restarting under a connected client: the client
 #     gets a connection error (320), and new connections work afterwards;
-#  4. the gateway is still running and logged no crash.
+#  4. a quorum queue on this server without synchronous standbys (issue 34):
+#     the declare's WARNING is in the gateway's log with its hint, and a
+#     publish closes the channel with 406 and the 53000 error's hint;
+#  5. the gateway is still running and logged no crash.
 use strict;
 use warnings;
 use FindBin;
@@ -223,7 +226,37 @@ IPC::Run::run([ $python, '-c', $after, $port ], '<', \undef, '>', \$out, '2>', \
 	IPC::Run::timeout(60));
 is($out, "after restart\n", 'new connections work after the restart') or diag($err);
 
-# 4. the gateway is alive and logged no crash
+# 4. a quorum queue where no synchronous standby is configured (and
+# mq.quorum_unavailable = error, the default): AMQP cannot show the
+# declare's warning, the gateway logs it; the publish's 53000 closes the
+# channel, its reply text carrying the remedy
+my $quorum_client = q{
+import sys, pika
+from pika.exceptions import ChannelClosedByBroker
+p = pika.ConnectionParameters('127.0.0.1', int(sys.argv[1]), '/',
+    pika.PlainCredentials('amqp_app', 'amqp-secret'))
+c = pika.BlockingConnection(p)
+ch = c.channel()
+ch.queue_declare('lone_qq', durable=True, arguments={'x-queue-type': 'quorum'})
+print('declared', flush=True)
+ch.confirm_delivery()
+try:
+    ch.basic_publish('', 'lone_qq', b'q1')
+    print('published')
+except ChannelClosedByBroker as e:
+    print('closed %d %s' % (e.reply_code, e.reply_text))
+c.close()
+};
+IPC::Run::run([ $python, '-c', $quorum_client, $port ], '<', \undef, '>', \$out, '2>', \$err,
+	IPC::Run::timeout(60));
+like($out, qr/^declared\n/, 'quorum queue declared through the gateway') or diag($err);
+like($out, qr/^closed 406 PRECONDITION_FAILED - quorum commit unavailable: no synchronous standby is configured\. HINT: .*ALTER SYSTEM SET mq\.quorum_unavailable = 'wait'; SELECT pg_reload_conf\(\);$/m,
+	'its publish closes the channel: 406, the reply text with the hint') or diag($out);
+like(PostgreSQL::Test::Utils::slurp_file($log),
+	qr/mq-amqp: server warning: publishes and acks on queue "lone_qq" will fail: no synchronous standby is configured HINT: .*ALTER SYSTEM SET mq\.quorum_unavailable = 'wait'; SELECT pg_reload_conf\(\);/,
+	'the declare\'s warning is in the gateway\'s log, with its hint');
+
+# 5. the gateway is alive and logged no crash
 my $gwpid = $gw->{KIDS}[0]{PID};
 ok(kill(0, $gwpid), 'mq-amqp is still running');
 $gw->signal('TERM');
