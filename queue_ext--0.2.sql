@@ -1385,7 +1385,7 @@ CREATE TABLE mq.half (
 	producer_group text NOT NULL REFERENCES mq.cat_producer_group ON DELETE CASCADE,
 	exchange	text NOT NULL,
 	routing_key text NOT NULL,
-	state		text NOT NULL DEFAULT 'pending',
+	state		text NOT NULL DEFAULT 'pending',	-- committed, rolled_back, unroutable
 	checks		int NOT NULL DEFAULT 0,
 	last_check	timestamptz,
 	last_outcome text,
@@ -1457,7 +1457,8 @@ CREATE FUNCTION mq.publish_half(exchange text, routing_key text, body jsonb,
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_half' LANGUAGE C;
 
 -- Decide a half message: 'commit' routes it (to the queues bound at this
--- moment), 'rollback' discards it.  Returns the message id when committed.
+-- moment; an error, changing nothing, when it routes nowhere), 'rollback'
+-- discards it.  Returns the message id when committed.
 CREATE FUNCTION mq.end_half(half_id bigint, action text)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_end_half' LANGUAGE C;
 
