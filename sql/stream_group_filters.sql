@@ -120,17 +120,22 @@ SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92', filter => sf_
 SELECT mq.filter_match('sql92', repeat('NOT ', 9000) || 'a', '{}');              -- 54001
 SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92',
 						filter => repeat('NOT ', 9000) || 'a');                    -- 54001
--- just over the limit: 1000 terms joined by OR (1001 deep), 999 NOTs
+-- just over the limit: 1000 terms joined by OR (1001 deep), 999 NOTs,
+-- 1000 parentheses
 SELECT mq.filter_match('sql92', sf_ors(1000), '{}');                              -- 54001
 SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92', filter => sf_ors(1000)); -- 54001
 SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92',
 						filter => repeat('NOT ', 999) || 'a');                     -- 54001
+SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92',
+						filter => repeat('(', 1000) || 'a' || repeat(')', 1000));  -- 54001
 SELECT count(*) FROM mq.cat_group WHERE queue_id = (SELECT id FROM mq.cat_queue WHERE name = 'sf_deep');
 \set VERBOSITY default
 SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92', filter => sf_ors(9000));
 -- just under it, a filter works at declare and at every consume
 SELECT mq.filter_match('sql92', sf_ors(999), '{"a": 999}') AS ors_match,
-	   mq.filter_match('sql92', repeat('NOT ', 998) || 'a', '{"a": true}') AS nots_match;
+	   mq.filter_match('sql92', repeat('NOT ', 998) || 'a', '{"a": true}') AS nots_match,
+	   mq.filter_match('sql92', repeat('(', 999) || 'a' || repeat(')', 999),
+					   '{"a": true}') AS parens_match;
 SELECT mq.group_declare('sf_deep', 'deep', start => 'earliest', filter_type => 'sql92',
 						filter => sf_ors(999));
 SELECT mq.group_declare('sf_deep', 'nots', start => 'earliest', filter_type => 'sql92',
