@@ -1770,15 +1770,16 @@ BEGIN
 			CONTINUE;
 		END IF;
 		-- configure: queues and exchanges; write: publish to exchanges and
-		-- queues; read: consume from queues
+		-- queues; read: consume from queues (an empty or missing
+		-- pattern grants nothing, as in RabbitMQ: nullif makes the match NULL)
 		FOR k, xtype, qtype IN
-			SELECT 'configure', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ (o->>'configure')
+			SELECT 'configure', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ nullif(o->>'configure', '')
 			UNION ALL SELECT 'configure', 'exchange', e.name FROM mq.cat_exchange e
-			 WHERE e.name ~ (o->>'configure') AND e.name <> '' AND e.name NOT LIKE 'amq.%'
+			 WHERE e.name ~ nullif(o->>'configure', '') AND e.name <> '' AND e.name NOT LIKE 'amq.%'
 			UNION ALL SELECT 'publish', 'exchange', e.name FROM mq.cat_exchange e
-			 WHERE e.name ~ (o->>'write') AND e.name <> ''
-			UNION ALL SELECT 'publish', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ (o->>'write')
-			UNION ALL SELECT 'consume', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ (o->>'read')
+			 WHERE e.name ~ nullif(o->>'write', '') AND e.name <> ''
+			UNION ALL SELECT 'publish', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ nullif(o->>'write', '')
+			UNION ALL SELECT 'consume', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ nullif(o->>'read', '')
 		LOOP
 			BEGIN
 				PERFORM mq.grant(k, xtype, qtype, role_name::regrole);

@@ -1385,7 +1385,7 @@ CREATE TABLE mq.half (
 	producer_group text NOT NULL REFERENCES mq.cat_producer_group ON DELETE CASCADE,
 	exchange	text NOT NULL,
 	routing_key text NOT NULL,
-	state		text NOT NULL DEFAULT 'pending',
+	state		text NOT NULL DEFAULT 'pending',	-- committed, rolled_back, unroutable
 	checks		int NOT NULL DEFAULT 0,
 	last_check	timestamptz,
 	last_outcome text,
@@ -1457,7 +1457,8 @@ CREATE FUNCTION mq.publish_half(exchange text, routing_key text, body jsonb,
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_publish_half' LANGUAGE C;
 
 -- Decide a half message: 'commit' routes it (to the queues bound at this
--- moment), 'rollback' discards it.  Returns the message id when committed.
+-- moment; an error, changing nothing, when it routes nowhere), 'rollback'
+-- discards it.  Returns the message id when committed.
 CREATE FUNCTION mq.end_half(half_id bigint, action text)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_end_half' LANGUAGE C;
 
@@ -2468,15 +2469,16 @@ BEGIN
 			CONTINUE;
 		END IF;
 		-- configure: queues and exchanges; write: publish to exchanges and
-		-- queues; read: consume from queues
+		-- queues; read: consume from queues (an empty or missing
+		-- pattern grants nothing, as in RabbitMQ: nullif makes the match NULL)
 		FOR k, xtype, qtype IN
-			SELECT 'configure', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ (o->>'configure')
+			SELECT 'configure', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ nullif(o->>'configure', '')
 			UNION ALL SELECT 'configure', 'exchange', e.name FROM mq.cat_exchange e
-			 WHERE e.name ~ (o->>'configure') AND e.name <> '' AND e.name NOT LIKE 'amq.%'
+			 WHERE e.name ~ nullif(o->>'configure', '') AND e.name <> '' AND e.name NOT LIKE 'amq.%'
 			UNION ALL SELECT 'publish', 'exchange', e.name FROM mq.cat_exchange e
-			 WHERE e.name ~ (o->>'write') AND e.name <> ''
-			UNION ALL SELECT 'publish', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ (o->>'write')
-			UNION ALL SELECT 'consume', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ (o->>'read')
+			 WHERE e.name ~ nullif(o->>'write', '') AND e.name <> ''
+			UNION ALL SELECT 'publish', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ nullif(o->>'write', '')
+			UNION ALL SELECT 'consume', 'queue', c.name FROM mq.cat_queue c WHERE c.name ~ nullif(o->>'read', '')
 		LOOP
 			BEGIN
 				PERFORM mq.grant(k, xtype, qtype, role_name::regrole);

@@ -109,8 +109,25 @@ SELECT b FROM jsonb_array_elements(mq.definitions_export()->'bindings') b
 SELECT mq.definitions_export() ?& ARRAY['vhosts', 'queues', 'exchanges', 'bindings', 'users',
 	'permissions', 'policies', 'parameters', 'global_parameters'] AS sections;
 
+-- an empty or missing permission pattern grants nothing (RabbitMQ's rule,
+-- same as "^$"); a non-empty one grants what it matches, no more
+SELECT kind, name, action, detail FROM mq.definitions_import($${
+ "users": [{"name": "df_empty"}, {"name": "df_missing"}, {"name": "df_some"}],
+ "permissions": [{"user": "df_empty", "vhost": "/", "configure": "", "write": "", "read": ""},
+                 {"user": "df_missing", "vhost": "/"},
+                 {"user": "df_some", "vhost": "/", "configure": "", "write": "^df_jobs$",
+                  "read": "^df_(jobs|events)$"}]
+}$$) ORDER BY 1, 2, 3, 4;
+SET ROLE df_empty;
+SELECT count(*) FROM mq.consume('df_jobs', 1);
+SELECT mq.publish('df_orders', 'order.eu.created', 'o3');
+RESET ROLE;
+SET ROLE df_missing;
+SELECT count(*) FROM mq.consume('df_jobs', 1);
+RESET ROLE;
+
 SELECT count(*) FROM (SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue LIKE 'df\_%') d;
 SELECT count(*) FROM (SELECT mq.exchange_delete(exchange) FROM mq.exchanges
 	WHERE exchange LIKE 'df\_%' ORDER BY exchange = 'df_unrouted') d;
-DROP OWNED BY df_app, df_ops;
-DROP ROLE df_app, df_ops;
+DROP OWNED BY df_app, df_ops, df_empty, df_missing, df_some;
+DROP ROLE df_app, df_ops, df_empty, df_missing, df_some;

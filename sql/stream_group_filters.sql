@@ -108,6 +108,49 @@ SELECT tag_skips - :skips_before AS skipped_by_hash FROM mq._session_counters();
 SELECT mq.ack('sf', array_agg(msg_id), group_name => 'coll') FROM got WHERE g = 'coll';
 SELECT * FROM sf_view('coll');
 
+-- the nesting limit of sql92 filters (1000) is one, checked when the filter
+-- is parsed: group_declare refuses what consume could not evaluate, with
+-- filter_match's SQLSTATE (54001), and creates nothing
+SELECT mq.queue_declare('sf_deep', 'stream');
+CREATE FUNCTION sf_ors(n int) RETURNS text LANGUAGE sql AS $$
+	SELECT string_agg('a = ' || i, ' OR ' ORDER BY i) FROM generate_series(1, n) i $$;
+\set VERBOSITY sqlstate
+SELECT mq.filter_match('sql92', sf_ors(8000), '{}');                              -- 54001
+SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92', filter => sf_ors(8000)); -- 54001
+SELECT mq.filter_match('sql92', repeat('NOT ', 9000) || 'a', '{}');              -- 54001
+SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92',
+						filter => repeat('NOT ', 9000) || 'a');                    -- 54001
+-- just over the limit: 1000 terms joined by OR (1001 deep), 999 NOTs,
+-- 1000 parentheses
+SELECT mq.filter_match('sql92', sf_ors(1000), '{}');                              -- 54001
+SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92', filter => sf_ors(1000)); -- 54001
+SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92',
+						filter => repeat('NOT ', 999) || 'a');                     -- 54001
+SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92',
+						filter => repeat('(', 1000) || 'a' || repeat(')', 1000));  -- 54001
+SELECT count(*) FROM mq.cat_group WHERE queue_id = (SELECT id FROM mq.cat_queue WHERE name = 'sf_deep');
+\set VERBOSITY default
+SELECT mq.group_declare('sf_deep', 'deep', filter_type => 'sql92', filter => sf_ors(9000));
+-- just under it, a filter works at declare and at every consume
+SELECT mq.filter_match('sql92', sf_ors(999), '{"a": 999}') AS ors_match,
+	   mq.filter_match('sql92', repeat('NOT ', 998) || 'a', '{"a": true}') AS nots_match,
+	   mq.filter_match('sql92', repeat('(', 999) || 'a' || repeat(')', 999),
+					   '{"a": true}') AS parens_match;
+SELECT mq.group_declare('sf_deep', 'deep', start => 'earliest', filter_type => 'sql92',
+						filter => sf_ors(999));
+SELECT mq.group_declare('sf_deep', 'nots', start => 'earliest', filter_type => 'sql92',
+						filter => repeat('NOT ', 998) || 'a');
+SELECT mq.send('sf_deep', 'hit', headers => '{"a": 999}') > 0 AS sent,
+	   mq.send('sf_deep', 'miss', headers => '{"a": 1000}') > 0 AS sent,
+	   mq.send('sf_deep', 'true', headers => '{"a": true}') > 0 AS sent;
+SELECT convert_from(body, 'UTF8') AS body
+  FROM mq.consume('sf_deep', 10, group_name => 'deep', auto_ack => true);
+SELECT convert_from(body, 'UTF8') AS body
+  FROM mq.consume('sf_deep', 10, group_name => 'nots', auto_ack => true);
+SELECT mq.queue_delete('sf_deep');
+SELECT mq.queue_delete('%DLQ%' || n) FROM unnest(ARRAY['deep', 'nots']) n;
+DROP FUNCTION sf_ors;
+
 SELECT mq.queue_delete('sf');
 SELECT mq.queue_delete('%DLQ%' || n) FROM unnest(ARRAY['ab', 'all', 'empty', 'none', 'sq', 'c', 'auto', 'later', 'bad', 'coll']) n;
 DROP FUNCTION sf_take, sf_view;

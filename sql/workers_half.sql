@@ -120,14 +120,50 @@ SELECT mq.publish_half('', 'wh_q', 'gone', producer_group => 'wh_manual') IS NOT
 ROLLBACK;
 SELECT count(*) FROM mq.half_messages WHERE producer_group = 'wh_manual';
 
--- routed at decision time: a queue bound after publish_half gets it
+-- routed at decision time: a queue bound after publish_half gets it too
 SELECT mq.exchange_declare('wh_x', 'fanout');
+SELECT mq.queue_declare('wh_early');
+SELECT mq.bind('wh_early', 'wh_x');
 INSERT INTO wh_ids SELECT 'm4', mq.publish_half('wh_x', '', 'm4', producer_group => 'wh_manual');
 SELECT mq.queue_declare('wh_late');
 SELECT mq.bind('wh_late', 'wh_x');
 SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'm4'), 'commit') IS NOT NULL AS committed;
 SELECT convert_from(body, 'UTF8') AS body, exchange FROM mq.consume('wh_late', 10, auto_ack => true);
+SELECT convert_from(body, 'UTF8') AS body, exchange FROM mq.consume('wh_early', 10, auto_ack => true);
 SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'm3'), 'rollback');
+
+-- a half message is never lost silently.  publish_half refuses one that
+-- routes nowhere now, as mq.send refuses a missing queue (42704) and a
+-- mandatory publish an unroutable message (P0002); nothing is stored
+SELECT mq.publish_half('', 'wh_nosuch_q', 'x', producer_group => 'wh_manual');  -- 42704
+SELECT mq.send('wh_nosuch_q', 'x');                                            -- 42704
+SELECT mq.exchange_declare('wh_t', 'topic');
+SELECT mq.publish_half('wh_t', 'a.b', 'x', producer_group => 'wh_manual');      -- P0002
+SELECT mq.publish('wh_t', 'a.b', 'x', mandatory => true);                      -- P0002
+SELECT count(*) FROM mq.half_messages WHERE routing_key IN ('wh_nosuch_q', 'a.b');
+-- a producer's commit of one that routes nowhere by then fails and changes
+-- nothing: the producer declares the destination and commits again, or
+-- rolls back
+SELECT mq.queue_declare('wh_gone');
+SELECT mq.bind('wh_gone', 'wh_t', 'a.*');
+INSERT INTO wh_ids SELECT 'u1', mq.publish_half('', 'wh_gone', 'u1', producer_group => 'wh_manual');
+INSERT INTO wh_ids SELECT 'u2', mq.publish_half('wh_t', 'a.b', 'u2', producer_group => 'wh_manual');
+INSERT INTO wh_ids SELECT 'u3', mq.publish_half('wh_t', 'a.c', 'u3', producer_group => 'wh_manual');
+SELECT mq.queue_delete('wh_gone') >= 0 AS deleted;
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'u1'), 'commit');       -- 42704
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'u2'), 'commit');       -- P0002
+SELECT i.name, h.state, h.decided_by FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id
+ WHERE i.name LIKE 'u_' ORDER BY 1;
+SELECT mq.queue_declare('wh_gone');
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'u1'), 'commit') IS NOT NULL AS committed;
+SELECT convert_from(body, 'UTF8') AS body FROM mq.consume('wh_gone', 10, auto_ack => true);
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'u2'), 'rollback');
+-- its exchange deleted: 42704, still pending
+SELECT mq.exchange_delete('wh_t');
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'u3'), 'commit');       -- 42704
+SELECT i.name, h.state, h.decided_by FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id
+ WHERE i.name LIKE 'u_' ORDER BY 1;
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'u3'), 'rollback');
 
 -- check-back: the producer never decides; the worker asks wh_check
 SELECT mq.producer_group_declare('wh_auto', 'wh_check(bigint,jsonb,bytea)',
@@ -135,7 +171,15 @@ SELECT mq.producer_group_declare('wh_auto', 'wh_check(bigint,jsonb,bytea)',
 SELECT mq.producer_group_declare('wh_auto_c', 'wh_check(bigint,jsonb,bytea)',
 	check_after => '0 s', check_interval => '1 s', max_checks => 2, on_exhausted => 'commit');
 INSERT INTO wh_answer VALUES ('c_commit', 'commit'), ('c_rollback', 'rollback'),
-	('c_error', 'error'), ('c_bogus', 'yes please');
+	('c_error', 'error'), ('c_bogus', 'yes please'), ('c_lost', 'commit');
+-- committed by the check function (c_lost) or by on_exhausted (c_lost_x)
+-- when its queue is gone: recorded as unroutable, not committed
+SELECT mq.queue_declare('wh_lost');
+BEGIN;
+INSERT INTO wh_ids SELECT 'c_lost', mq.publish_half('', 'wh_lost', 'c_lost', producer_group => 'wh_auto');
+INSERT INTO wh_ids SELECT 'c_lost_x', mq.publish_half('', 'wh_lost', 'c_lost_x', producer_group => 'wh_auto_c');
+SELECT mq.queue_delete('wh_lost') >= 0 AS deleted;
+COMMIT;
 INSERT INTO wh_ids SELECT 'c_commit', mq.publish_half('', 'wh_q', 'c_commit', producer_group => 'wh_auto',
 	headers => '{"order": 42}');
 INSERT INTO wh_ids SELECT 'c_rollback', mq.publish_half('', 'wh_q', 'c_rollback', producer_group => 'wh_auto');
@@ -163,6 +207,9 @@ SELECT count(*) FROM mq.consume('wh_q', 10);
 SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'c_commit'), 'commit') IS NOT NULL AS noop;
 SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'c_unknown'), 'commit');  -- 55000
 SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'c_error'), 'rollback');  -- 55000
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'c_lost'), 'commit');     -- P0002
+SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'c_lost_x'), 'rollback'); -- 55000
+SELECT event, detail FROM mq.trace((SELECT id FROM wh_ids WHERE name = 'c_lost')) WHERE event LIKE 'half%';
 -- no more checks after the decision
 SELECT count(*) AS calls_before FROM wh_calls \gset
 SELECT pg_sleep(2.5);
@@ -170,4 +217,5 @@ SELECT count(*) = :calls_before AS no_more_checks FROM wh_calls;
 
 -- clean up
 SELECT mq.queue_delete('wh_q') >= 0 AS deleted, mq.queue_delete('wh_late') >= 0 AS deleted;
+SELECT mq.queue_delete('wh_early') >= 0 AS deleted, mq.queue_delete('wh_gone') >= 0 AS deleted;
 SELECT mq.exchange_delete('wh_x');

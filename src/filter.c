@@ -648,6 +648,7 @@ typedef struct FParser
 	const char *expr;
 	int			exprlen;
 	FToken		tok;			/* the current token */
+	int			depth;			/* unary operators and parentheses open */
 } FParser;
 
 /*
@@ -669,6 +670,28 @@ filter_error(const FParser *ps, int off, const char *msg, const char *hint)
 			 errdetail("The error is at character %d of the filter expression.",
 					   charpos),
 			 hint ? errhint("%s", hint) : 0));
+}
+
+/*
+ * Raise 54001 for an expression nested deeper than MQ_FILTER_MAX_DEPTH,
+ * pointing at byte offset off.  The one limit of the nesting, checked
+ * while parsing (so before a consumer group is declared with it), keeps
+ * the evaluation's recursion within the stack.
+ */
+static void
+filter_too_deep(const FParser *ps, int off) pg_attribute_noreturn();
+
+static void
+filter_too_deep(const FParser *ps, int off)
+{
+	int			charpos = pg_mbstrlen_with_len(ps->expr, off) + 1;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_STATEMENT_TOO_COMPLEX),
+			 errmsg("sql92 filter is nested too deeply"),
+			 errdetail("It nests more than %d operators at character %d of the filter expression.",
+					   MQ_FILTER_MAX_DEPTH, charpos),
+			 errhint("Write a long list of alternatives as IN (...), or group long runs of AND or OR in parentheses.")));
 }
 
 /* "syntax error at or near ..." for the current token */
@@ -1234,9 +1257,26 @@ fold_negation(FNode *operand, int pos)
 	return n;
 }
 
-/* unaryExpr(): "+" unaryExpr | "-" unaryExpr | NOT unaryExpr | primaryExpr */
+static FNode *parse_unary_op(FParser *ps);
+
+/*
+ * unaryExpr(): "+" unaryExpr | "-" unaryExpr | NOT unaryExpr | primaryExpr;
+ * every nesting (a unary operator, parentheses) passes here and counts
+ */
 static FNode *
 parse_unary(FParser *ps)
+{
+	FNode	   *n;
+
+	if (++ps->depth > MQ_FILTER_MAX_DEPTH)
+		filter_too_deep(ps, ps->tok.start);
+	n = parse_unary_op(ps);
+	ps->depth--;
+	return n;
+}
+
+static FNode *
+parse_unary_op(FParser *ps)
 {
 	int			pos = ps->tok.start;
 	FNode	   *n;
@@ -1456,6 +1496,45 @@ parse_or(FParser *ps)
 }
 
 /*
+ * Refuse a tree deeper than MQ_FILTER_MAX_DEPTH nodes (a long run of AND
+ * or OR is parsed without recursion, but builds a deep tree, which the
+ * evaluation walks recursively).  Walked with a stack of its own, which
+ * never holds more than one node per level and a level more than allowed.
+ */
+static void
+check_tree_depth(const FParser *ps, FNode *root)
+{
+	typedef struct DepthItem
+	{
+		const FNode *n;
+		int			depth;
+	} DepthItem;
+	DepthItem  *stack = palloc(sizeof(DepthItem) * (2 * MQ_FILTER_MAX_DEPTH + 4));
+	int			top = 0;
+
+	stack[top].n = root;
+	stack[top++].depth = 1;
+	while (top > 0)
+	{
+		DepthItem	it = stack[--top];
+
+		if (it.depth > MQ_FILTER_MAX_DEPTH)
+			filter_too_deep(ps, it.n->pos);
+		if (it.n->right)
+		{
+			stack[top].n = it.n->right;
+			stack[top++].depth = it.depth + 1;
+		}
+		if (it.n->left)
+		{
+			stack[top].n = it.n->left;
+			stack[top++].depth = it.depth + 1;
+		}
+	}
+	pfree(stack);
+}
+
+/*
  * JmsSelector(): the whole expression.  RocketMQ's parser stops after the
  * first complete expression and ignores the rest ("a = 1 b = 2" is
  * "a = 1"); here the rest is a syntax error, since silently dropping a
@@ -1469,11 +1548,14 @@ parse_selector(const char *expr)
 
 	ps.expr = expr;
 	ps.exprlen = strlen(expr);
+	ps.depth = 0;
 	ps.tok = filter_lex(&ps, 0);
 	n = parse_or(&ps);
 	if (ps.tok.type != TK_EOF)
 		filter_unexpected(&ps);
-	return as_boolean(&ps, n);
+	n = as_boolean(&ps, n);
+	check_tree_depth(&ps, n);
+	return n;
 }
 
 /* ----------------------------------------------------------------

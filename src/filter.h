@@ -22,6 +22,15 @@
 #include "utils/jsonb.h"
 #include "utils/palloc.h"
 
+/*
+ * Deepest nesting of an sql92 filter: unary operators and parentheses
+ * inside each other, and nodes on a path of its tree (a run of N terms
+ * joined by AND or OR is N + 1 deep).  mq_filter_compile refuses more
+ * with 54001, so that every filter it accepts can be evaluated (a
+ * consumer group's filter at every consume).
+ */
+#define MQ_FILTER_MAX_DEPTH 1000
+
 /* A compiled filter (private; see filter.c) */
 typedef struct MqFilter MqFilter;
 
@@ -60,8 +69,8 @@ extern bool mq_filter_kind_parse(const char *filter_type, MqFilterKind *kind);
  * can keep it as long as cxt lives (a consumer group's lifetime) or free it
  * with mq_filter_free.  Errors: 22023 for an unknown filter_type, 42601
  * for a bad expression (the message says the character where it is wrong),
- * 54001 for an expression nested too deeply.  Nothing is left behind in
- * cxt on error.
+ * 54001 for an expression nested deeper than MQ_FILTER_MAX_DEPTH.
+ * Nothing is left behind in cxt on error.
  */
 extern MqFilter *mq_filter_compile(const char *filter_type, const char *expr,
 								   MemoryContext cxt);

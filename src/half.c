@@ -11,6 +11,11 @@
  * it (to the queues bound at that moment) and appends the queue entries,
  * so nothing is copied.  Decisions live in the small table mq.half.
  *
+ * A half message is never lost silently: publish_half refuses one that
+ * routes nowhere at that time, a producer's commit of one that routes
+ * nowhere by then fails (and changes nothing), and a commit by the check
+ * function or by on_exhausted records it as "unroutable".
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -54,6 +59,43 @@ mq_half_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
+/*
+ * A half message that routes nowhere, refused as mq.send refuses a queue
+ * that does not exist (42704) and a mandatory publish an unroutable
+ * message (P0002).  half_id is 0 at publish_half; exchange_gone when the
+ * exchange was deleted before the commit.
+ */
+static void
+half_unroutable_error(const char *exname, const char *rk, int64 half_id,
+					  bool exchange_gone)
+{
+	const char *hint = half_id == 0 ?
+		"Declare the destination before publishing the half message." :
+		"Nothing was changed: declare the destination and commit again, or roll the half message back.";
+
+	if (exchange_gone)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("exchange \"%s\" of half message " INT64_FORMAT " does not exist",
+						exname, half_id),
+				 errdetail("A commit would lose the message."),
+				 errhint("%s", hint)));
+	if (exname[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("queue \"%s\" does not exist", rk),
+				 errdetail("A half message to the default exchange goes to the queue its routing key names."),
+				 errhint("%s", hint)));
+	ereport(ERROR,
+			(errcode(ERRCODE_NO_DATA_FOUND),
+			 errmsg("half message to exchange \"%s\" with routing key \"%s\" is unroutable",
+					exname, rk),
+			 errdetail("No queue is bound that matches: a commit would lose the message."),
+			 errhint("%s", half_id == 0 ?
+					 "Bind a queue before publishing the half message." :
+					 "Nothing was changed: bind a queue and commit again, or roll the half message back.")));
+}
+
 /* mq.producer_group_declare(...) */
 Datum
 mq_producer_group_declare(PG_FUNCTION_ARGS)
@@ -95,6 +137,8 @@ mq_publish_half(PG_FUNCTION_ARGS)
 	MqMessage  *mp = &m;
 	char	   *group;
 	MqOwnerScope owner;
+	char	  **keys;
+	int			nkeys;
 
 	MQ_CHECK_ARGS(fcinfo, "exchange", "routing_key", "body", "producer_group");
 	mq_catalog_refresh();
@@ -110,11 +154,7 @@ mq_publish_half(PG_FUNCTION_ARGS)
 	m.body = mq_body_bytes(PG_GETARG_DATUM(2), body_type);
 	m.headers = PG_ARGISNULL(4) ? NULL : mq_headers_check(PG_GETARG_JSONB_P(4));
 	/* CC and BCC are read now (BCC is not stored), routed at the decision */
-	{
-		char	  **keys;
-
-		(void) mq_sender_keys(m.routing_key, &m.headers, &keys, &m.properties);
-	}
+	nkeys = mq_sender_keys(m.routing_key, &m.headers, &keys, &m.properties);
 	m.key = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	m.tag = PG_ARGISNULL(6) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(6));
 	m.message_group = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
@@ -132,6 +172,9 @@ mq_publish_half(PG_FUNCTION_ARGS)
 					 errmsg("producer group \"%s\" does not exist", group),
 					 errhint("Declare it with mq.producer_group_declare().")));
 	}
+	/* routed at the decision, but refused now if that would lose it */
+	if (!mq_publish_routable(ex, keys, nkeys, m.headers))
+		half_unroutable_error(ex->name, m.routing_key, 0, false);
 	mq_log_append(&mp, 1, true);
 	{
 		Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
@@ -150,11 +193,14 @@ mq_publish_half(PG_FUNCTION_ARGS)
 /*
  * Decide a half message.  Returns the message id when it is (or already
  * was) committed, 0 when rolled back.  Deciding again the same way is a
- * no-op; the other way is an error.
+ * no-op; the other way is an error.  A commit that routes nowhere is an
+ * error for the producer (check_privileges: nothing is changed) and is
+ * recorded as state "unroutable" for the worker (returning 0).
  */
 static int64
 half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
 {
+	const char *decided;
 	MqOwnerScope owner;
 	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
 	Datum		values[3];
@@ -185,13 +231,22 @@ half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
 
 	if (strcmp(state, "pending") != 0)
 	{
-		bool		was_commit = strcmp(state, "committed") == 0;
+		/* committed, or committed when it routed nowhere */
+		bool		was_commit = strcmp(state, "rolled_back") != 0;
+		bool		lost = strcmp(state, "unroutable") == 0;
 
 		if (was_commit != commit)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("half message " INT64_FORMAT " was already %s", half_id,
-							was_commit ? "committed" : "rolled back")));
+							!was_commit ? "rolled back" :
+							lost ? "committed (unroutable)" : "committed")));
+		if (lost)
+			ereport(ERROR,
+					(errcode(ERRCODE_NO_DATA_FOUND),
+					 errmsg("half message " INT64_FORMAT " was committed when it routed nowhere",
+							half_id),
+					 errdetail("It is not delivered; mq.half_messages shows it as unroutable.")));
 		return commit ? half_id : 0;
 	}
 
@@ -203,34 +258,45 @@ half_decide(int64 half_id, bool commit, const char *by, bool check_privileges)
 		if (ex && check_privileges)
 			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
 	}
+	decided = commit ? "committed" : "rolled_back";
 	if (commit)
 	{
 		MqMessage	m;
+		int64		id = 0;
 
-		if (ex == NULL)
-			ereport(WARNING,
-					(errmsg("exchange \"%s\" of half message " INT64_FORMAT " no longer exists; the message is dropped",
-							exname, half_id)));
-		else if (!mq_log_fetch(half_id, &m))
+		if (ex != NULL && !mq_log_fetch(half_id, &m))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("half message " INT64_FORMAT " is missing from the message log", half_id)));
-		else
+		if (ex != NULL)
 		{
 			MqPublishOpts o;
-			int64		id;
 
 			mq_publish_opts_init(&o);
 			o.check_privileges = false;
 			o.existing_ids = &half_id;
 			o.nroute_keys = mq_message_keys(rk, m.properties, &o.route_keys);
+			/* an id of 0: routed nowhere, and nothing was written */
 			mq_publish(ex, 1, &rk, &m.body, &m.headers, &o, &id);
 		}
-		result = half_id;
+		if (id != 0)
+			result = half_id;
+		else if (check_privileges)
+			half_unroutable_error(exname, rk, half_id, ex == NULL);
+		else
+		{
+			ereport(WARNING,
+					(errmsg("half message " INT64_FORMAT " committed by %s routes nowhere; it is recorded as unroutable",
+							half_id, by),
+					 errdetail(ex == NULL ? "Its exchange \"%s\" no longer exists." :
+							   "No queue is bound to exchange \"%s\" that matches its routing key.",
+							   exname)));
+			decided = "unroutable";
+		}
 	}
 
 	mq_owner_enter(&owner);
-	values[1] = CStringGetTextDatum(commit ? "committed" : "rolled_back");
+	values[1] = CStringGetTextDatum(decided);
 	values[2] = CStringGetTextDatum(by);
 	mq_owner_exec("UPDATE mq.half SET state = $2, decided_at = pg_catalog.now(), decided_by = $3 "
 				  "WHERE half_id OPERATOR(pg_catalog.=) $1",

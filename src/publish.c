@@ -178,6 +178,24 @@ route_with_alternates(MqExchange *ex, char **keys, int nkeys, Jsonb *headers,
 }
 
 /*
+ * Would a message with these routing keys and headers reach a queue now,
+ * routed as mq_publish routes it (alternate exchanges followed)?  Nothing
+ * is written; privileges are the caller's to check.
+ */
+bool
+mq_publish_routable(MqExchange *ex, char **keys, int nkeys, Jsonb *headers)
+{
+	MqRouteSet	set;
+
+	mq_route_set_init(&set);
+	route_with_alternates(ex, keys, nkeys, headers, false, &set);
+	for (int i = 0; i < set.n; i++)
+		if (mq_queue_by_id(set.ids[i]) != NULL)
+			return true;
+	return false;
+}
+
+/*
  * The lane of a message with this priority (-1: none) in q: a classic
  * queue has one per level of its x-max-priority (none: all in lane 0),
  * larger priorities count as the maximum; a quorum queue has 32, and a
