@@ -194,7 +194,8 @@ RESET ROLE;
 SELECT * FROM sk_view('g');
 
 SELECT count(*) FROM (SELECT mq.queue_delete(q)
-  FROM unnest(ARRAY['sk', 'sk_classic', 'sk_bytes', 'sk_t', '%DLQ%g', '%DLQ%h']) q) d;
+  FROM unnest(ARRAY['sk', 'sk_classic', 'sk_bytes', 'sk_t', '%DLQ%g', '%DLQ%h', '%DLQ%g0',
+					 '%DLQ%g1', '%DLQ%gmin', '%DLQ%gfut', '%DLQ%gmax', '%DLQ%gseek']) q) d;
 DROP ROLE regress_sk_reader, regress_sk_other;
 DROP FUNCTION sk_wait(text), sk_take(text, int, text), sk_ack_all(text, text), sk_view(text, text);
 ALTER SYSTEM RESET mq.maintenance_naptime;
