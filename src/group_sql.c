@@ -326,8 +326,12 @@ mq_consumer_groups(PG_FUNCTION_ARGS)
 		ListCell   *lg;
 		bool		held;
 
-		/* a stream being deleted is left out (queue.h) */
-		if (q->groups == NIL || !mq_queue_inspect_begin(q, &held))
+		/*
+		 * a stream being deleted is left out (queue.h), and one the user
+		 * may not see (mq_queue_visible)
+		 */
+		if (q->groups == NIL || !mq_queue_visible(q) ||
+			!mq_queue_inspect_begin(q, &held))
 			continue;
 		foreach(lg, q->groups)
 		{

@@ -137,8 +137,12 @@ mq_stream_partitions(PG_FUNCTION_ARGS)
 		MqQueue    *q = lfirst(lc);
 		bool		held;
 
-		/* a stream being deleted is left out (queue.h) */
-		if (q->type != MQ_QUEUE_STREAM || !mq_queue_inspect_begin(q, &held))
+		/*
+		 * a stream being deleted is left out (queue.h), and one the user
+		 * may not see (mq_queue_visible)
+		 */
+		if (q->type != MQ_QUEUE_STREAM || !mq_queue_visible(q) ||
+			!mq_queue_inspect_begin(q, &held))
 			continue;
 		for (int p = 0; p < q->nlanes; p++)
 		{
