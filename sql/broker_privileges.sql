@@ -30,7 +30,8 @@ SELECT mq.queue_purge('bpv_q');
 SELECT mq.exchange_delete('bpv_x');
 SELECT mq.bind('bpv_q', 'bpv_x', 'other');
 SELECT mq.grant('consume', 'queue', 'bpv_q', 'regress_mq_alice');
--- the inspection views are readable
+-- the inspection views are readable; mq.queues shows her only the queues
+-- she holds a privilege on: none yet (issue 35, item 8)
 SELECT queue, ready FROM mq.queues WHERE queue = 'bpv_q';
 SELECT exchange, type FROM mq.exchanges WHERE exchange = 'bpv_x';
 -- internal tables are not
@@ -113,6 +114,70 @@ SET ROLE regress_mq_alice;
 SELECT mq.queue_delete('bpv_alice');
 SELECT mq.exchange_delete('bpv_alice_x');
 RESET ROLE;
+
+-- who sees what (issue 35, item 8): mq.queues, mq.metrics,
+-- mq.consumer_groups, mq.stream_partitions and the functions behind them
+-- show a role the queues it holds some privilege on (configure, publish or
+-- consume; the owner and superusers: all), and every queue to members of
+-- pg_monitor (pg_read_all_stats)
+CREATE ROLE regress_mq_nobody;
+CREATE ROLE regress_mq_carol;
+CREATE ROLE regress_mq_mon;
+GRANT pg_monitor TO regress_mq_mon;
+SELECT mq.queue_declare('bpv_seen', 'stream', arguments => '{"partitions": 2}');
+SELECT mq.group_declare('bpv_seen', 'g', start => 'earliest');
+SELECT mq.queue_declare('bpv_hidden', 'stream');
+SELECT mq.group_declare('bpv_hidden', 'g', start => 'earliest');
+SELECT mq.send('bpv_hidden', 'secret'::text) IS NOT NULL AS sent;
+SELECT mq.grant('consume', 'queue', 'bpv_seen', 'regress_mq_carol');
+-- per view or function: the bpv queues it shows, and how many rows in all
+CREATE FUNCTION bpv_sees() RETURNS TABLE (source text, queues text, all_rows bigint)
+LANGUAGE sql AS $$
+	SELECT 'queues', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq.queues
+	UNION ALL
+	SELECT '_queue_stats', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq._queue_stats()
+	UNION ALL
+	SELECT 'metrics', string_agg(DISTINCT labels->>'queue', ',' ORDER BY labels->>'queue') FILTER (WHERE labels->>'queue' LIKE 'bpv%'), count(*) FROM mq.metrics
+	UNION ALL
+	SELECT '_metrics', string_agg(DISTINCT labels->>'queue', ',' ORDER BY labels->>'queue') FILTER (WHERE labels->>'queue' LIKE 'bpv%'), count(*) FROM mq._metrics()
+	UNION ALL
+	SELECT 'consumer_groups', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq.consumer_groups
+	UNION ALL
+	SELECT '_consumer_groups', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq._consumer_groups()
+	UNION ALL
+	SELECT 'stream_partitions', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq.stream_partitions
+	UNION ALL
+	SELECT '_stream_partitions', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq._stream_partitions()
+$$;
+-- no privilege on anything: no rows at all
+SET ROLE regress_mq_nobody;
+SELECT * FROM bpv_sees();
+RESET ROLE;
+-- consume on bpv_seen: that stream alone, its partitions and its group
+SET ROLE regress_mq_carol;
+SELECT source, queues FROM bpv_sees();
+SELECT "partition", committed_offset FROM mq.consumer_groups ORDER BY 1;
+RESET ROLE;
+-- alice holds consume and publish on bpv_q (granted above)
+SET ROLE regress_mq_alice;
+SELECT source, queues FROM bpv_sees();
+RESET ROLE;
+-- pg_monitor: every queue, as the superuser
+SET ROLE regress_mq_mon;
+SELECT source, queues FROM bpv_sees();
+SELECT ready FROM mq.queues WHERE queue = 'bpv_hidden';
+RESET ROLE;
+SELECT source, queues FROM bpv_sees();
+-- a revoke hides the queue again
+SELECT mq.revoke('consume', 'queue', 'bpv_seen', 'regress_mq_carol');
+SET ROLE regress_mq_carol;
+SELECT source, queues, all_rows FROM bpv_sees();
+RESET ROLE;
+DROP FUNCTION bpv_sees();
+SELECT mq.queue_delete('bpv_seen');
+SELECT mq.queue_delete('bpv_hidden');
+SELECT mq.queue_delete('%DLQ%g');
+DROP ROLE regress_mq_nobody, regress_mq_carol, regress_mq_mon;
 
 -- clean up
 SELECT mq.queue_delete('bpv_q');

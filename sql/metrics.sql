@@ -134,8 +134,13 @@ SELECT count(*) AS higher FROM snap s JOIN mq.metrics m USING (name, labels)
 SELECT count(*) AS missing FROM snap s LEFT JOIN mq.metrics m USING (name, labels)
  WHERE m.value IS NULL;
 
--- anyone may read it, like mq.queues
+-- anyone may read it, like mq.queues: the rows of the queues the role holds
+-- a privilege on (none here: no rows), every queue's for pg_monitor
 CREATE ROLE mt_reader;
+SET ROLE mt_reader;
+SELECT count(*) AS rows_without_privilege FROM mq.metrics;
+RESET ROLE;
+GRANT pg_monitor TO mt_reader;
 SET ROLE mt_reader;
 SELECT count(*) > 0 AS readable FROM mq.metrics;
 RESET ROLE;

@@ -106,8 +106,10 @@ RESET mq.quorum_unavailable;
 
 -- the setting is the superuser's (a user must not lower durability), and
 -- takes error or wait; everyone reads mq.replication (standby details as
--- pg_stat_replication shows them to that role)
+-- pg_stat_replication shows them to that role); mq.queues shows it the
+-- queues it holds a privilege on
 CREATE ROLE regress_qs_user;
+SELECT mq.grant('consume', 'queue', 'qs_q', 'regress_qs_user');
 SET ROLE regress_qs_user;
 SET mq.quorum_unavailable = wait;
 SELECT quorum_met, required_sync_standbys FROM mq.replication;

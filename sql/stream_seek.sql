@@ -141,6 +141,45 @@ SELECT sk_wait($$SELECT min("offset") = 1 FROM mq.read('sk_bytes', 0)$$);
 SELECT mq.seek('sk_bytes', 'g', to_offset => 0);
 SELECT o, length(body) FROM sk_take('g', 10, 'sk_bytes');    -- offset 1
 SELECT sk_ack_all('g', 'sk_bytes');
+-- a time before every message: the first retained one (offset 1), by seek
+-- and read alike; 2000-01-01 00:00 UTC is timestamp 0, which once meant
+-- "no time given" to seek and group_declare (issue 35, item 7)
+SELECT mq.seek('sk_bytes', 'g', to_time => '2000-01-01 00:00:00+00');
+SELECT o, length(body) FROM sk_take('g', 10, 'sk_bytes');    -- offset 1
+SELECT sk_ack_all('g', 'sk_bytes');
+SELECT array_agg("offset") FROM mq.read('sk_bytes', 0, from_time => '2000-01-01 00:00:00+00');
+
+-- start and seek by time, every path alike (issue 35, item 7): a time
+-- before the first message is the first retained, one after the last the
+-- end (the next message published)
+SELECT mq.queue_declare('sk_t', 'stream', arguments => '{"partitions": 2}');
+SELECT count(*) FROM (SELECT mq.send('sk_t', 't' || i, "partition" => i % 2)
+						FROM generate_series(0, 5) i) x;
+SELECT mq.group_declare('sk_t', 'g0', start => '2000-01-01 00:00:00+00');
+SELECT mq.group_declare('sk_t', 'g1', start => '1999-12-31');
+SELECT mq.group_declare('sk_t', 'gmin', start => '-infinity');
+SELECT mq.group_declare('sk_t', 'gfut', start => (now() + '1 hour')::text);
+SELECT mq.group_declare('sk_t', 'gmax', start => 'infinity');
+SELECT mq.group_declare('sk_t', 'gseek', start => 'earliest');
+SELECT mq.seek('sk_t', 'gseek', to_time => '2000-01-01 00:00:00+00');
+SELECT group_name, "partition", committed_offset, end_offset
+  FROM mq.consumer_groups WHERE queue = 'sk_t' ORDER BY 1, 2;
+SELECT p, count(*), min(o), max(o) FROM sk_take('g0', 100, 'sk_t') GROUP BY p ORDER BY p;
+SELECT sk_ack_all('g0', 'sk_t');
+SELECT p, array_agg("offset" ORDER BY "offset")
+  FROM generate_series(0, 1) p,
+	   mq.read('sk_t', p, from_time => '2000-01-01 00:00:00+00') GROUP BY p ORDER BY p;
+SELECT count(*) FROM generate_series(0, 1) p,
+	   mq.read('sk_t', p, from_time => now() + '1 hour');            -- none: the end
+SELECT mq.seek('sk_t', 'gseek', to_time => now() + '1 hour');
+SELECT group_name, "partition", committed_offset, end_offset
+  FROM mq.consumer_groups WHERE queue = 'sk_t' AND group_name = 'gseek' ORDER BY 1, 2;
+SELECT count(*) FROM (SELECT mq.send('sk_t', 'n' || i, "partition" => i % 2)
+						FROM generate_series(0, 1) i) x;
+SELECT p, o, body FROM sk_take('gfut', 100, 'sk_t');          -- the new ones only
+SELECT sk_ack_all('gfut', 'sk_t');
+SELECT p, o, body FROM sk_take('gseek', 100, 'sk_t');         -- the new ones only
+SELECT sk_ack_all('gseek', 'sk_t');
 
 -- privileges: consume on the stream is enough; without it, 42501
 CREATE ROLE regress_sk_reader;
@@ -155,7 +194,8 @@ RESET ROLE;
 SELECT * FROM sk_view('g');
 
 SELECT count(*) FROM (SELECT mq.queue_delete(q)
-  FROM unnest(ARRAY['sk', 'sk_classic', 'sk_bytes', '%DLQ%g', '%DLQ%h']) q) d;
+  FROM unnest(ARRAY['sk', 'sk_classic', 'sk_bytes', 'sk_t', '%DLQ%g', '%DLQ%h', '%DLQ%g0',
+					 '%DLQ%g1', '%DLQ%gmin', '%DLQ%gfut', '%DLQ%gmax', '%DLQ%gseek']) q) d;
 DROP ROLE regress_sk_reader, regress_sk_other;
 DROP FUNCTION sk_wait(text), sk_take(text, int, text), sk_ack_all(text, text), sk_view(text, text);
 ALTER SYSTEM RESET mq.maintenance_naptime;

@@ -22,6 +22,7 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
@@ -1076,6 +1077,22 @@ mq_acl_allows(const MqAcl *acl, int priv)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * May the current user see queue q (its row, counters, consumer groups and
+ * partitions) in the monitoring views and the functions behind them
+ * (mq.queues, mq.metrics, mq.consumer_groups, mq.stream_partitions)?  When
+ * it holds some privilege on the queue (configure, publish or consume; its
+ * owner and superusers hold all), as RabbitMQ shows a user only the vhosts
+ * it may use, or has the privileges of pg_read_all_stats (members of
+ * pg_monitor do), as PostgreSQL shows other sessions' statistics.
+ */
+bool
+mq_queue_visible(MqQueue *q)
+{
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
+		mq_acl_allows(&q->acl, MQ_PRIV_CONFIGURE | MQ_PRIV_PUBLISH | MQ_PRIV_CONSUME);
 }
 
 void

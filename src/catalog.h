@@ -235,6 +235,7 @@ extern bool mq_acl_allows(const MqAcl *acl, int priv);
 extern void mq_groups_need_stream(MqQueue *q);
 
 extern void mq_check_queue_privilege(MqQueue *q, int priv);
+extern bool mq_queue_visible(MqQueue *q);
 extern void mq_check_exchange_privilege(MqExchange *ex, int priv);
 extern void mq_check_create_privilege(const char *kind, const char *name);
 extern const char *mq_priv_name(int priv);

@@ -140,7 +140,8 @@ mq_import_position(PG_FUNCTION_ARGS)
 		for (int i = 0; i < n; i++)
 			offsets[i] = DatumGetInt64(d[i]);
 	}
-	mq_group_seek(view, view->group_id, partition, Max(PG_GETARG_INT64(4), 0), 0);
+	mq_group_seek(view, view->group_id, partition, Max(PG_GETARG_INT64(4), 0),
+				  MQ_NO_TIME);
 	if (n > 0)
 		mq_group_settle_offsets(view, partition, offsets, n);
 	/* loaded again from its logs at its next use */

@@ -60,7 +60,7 @@ mq_group_declare(PG_FUNCTION_ARGS)
 	char	   *start;
 	char	   *filter_type;
 	bool		earliest = false;
-	TimestampTz from_time = 0;
+	TimestampTz from_time = MQ_NO_TIME;
 	int32		max_retries;
 	Oid			types[10] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 	BOOLOID, INT4OID, INTERVALARRAYOID, OIDOID};
@@ -111,10 +111,17 @@ mq_group_declare(PG_FUNCTION_ARGS)
 	if (strcmp(start, "earliest") == 0)
 		earliest = true;
 	else if (strcmp(start, "latest") != 0)
+	{
 		from_time = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
 															CStringGetDatum(start),
 															ObjectIdGetDatum(InvalidOid),
 															Int32GetDatum(-1)));
+		/* before everything: the first retained; after: the end */
+		if (TIMESTAMP_IS_NOBEGIN(from_time))
+			earliest = true;
+		if (TIMESTAMP_NOT_FINITE(from_time))
+			from_time = MQ_NO_TIME;
+	}
 
 	values[0] = Int32GetDatum(q->id);
 	values[1] = CStringGetTextDatum(name);
@@ -138,7 +145,7 @@ mq_group_declare(PG_FUNCTION_ARGS)
 	 * consumers copy it when they first consume)
 	 */
 	if (gid > 0)
-		mq_group_start(q, gid, earliest, from_time);	/* from_time 0: latest */
+		mq_group_start(q, gid, earliest, from_time);
 	PG_RETURN_VOID();
 }
 
@@ -212,7 +219,7 @@ mq_seek(PG_FUNCTION_ARGS)
 	MqQueue    *q;
 	MqGroup    *g;
 	int64		to_offset = -1;
-	TimestampTz to_time = 0;
+	TimestampTz to_time = MQ_NO_TIME;
 	int			partition = -1;
 	Oid			types[3] = {INT4OID, INT4OID, INT4OID};
 	Datum		values[3];
@@ -319,8 +326,12 @@ mq_consumer_groups(PG_FUNCTION_ARGS)
 		ListCell   *lg;
 		bool		held;
 
-		/* a stream being deleted is left out (queue.h) */
-		if (q->groups == NIL || !mq_queue_inspect_begin(q, &held))
+		/*
+		 * a stream being deleted is left out (queue.h), and one the user
+		 * may not see (mq_queue_visible)
+		 */
+		if (q->groups == NIL || !mq_queue_visible(q) ||
+			!mq_queue_inspect_begin(q, &held))
 			continue;
 		foreach(lg, q->groups)
 		{

@@ -81,8 +81,11 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 		bool		nulls[16];
 		bool		held;
 
-		/* a queue being deleted is left out (queue.h) */
-		if (!mq_queue_inspect_begin(q, &held))
+		/*
+		 * a queue being deleted is left out (queue.h), and one the user may
+		 * not see (mq_queue_visible)
+		 */
+		if (!mq_queue_visible(q) || !mq_queue_inspect_begin(q, &held))
 			continue;
 		memset(nulls, 0, sizeof(nulls));
 		if (q->type == MQ_QUEUE_STREAM)
@@ -303,8 +306,11 @@ mq_metrics(PG_FUNCTION_ARGS)
 		ListCell   *lg;
 		bool		held;
 
-		/* a queue being deleted is left out (queue.h) */
-		if (!mq_queue_inspect_begin(q, &held))
+		/*
+		 * a queue being deleted is left out (queue.h), and one the user may
+		 * not see (mq_queue_visible)
+		 */
+		if (!mq_queue_visible(q) || !mq_queue_inspect_begin(q, &held))
 			continue;
 		old = MemoryContextSwitchTo(per_queue);
 		mq_queue_counts(q, &c, NULL);

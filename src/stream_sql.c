@@ -41,7 +41,7 @@ mq_read(PG_FUNCTION_ARGS)
 	int			partition;
 	int64		from_offset = -1;
 	int			max_messages;
-	TimestampTz from_time = 0;
+	TimestampTz from_time = MQ_NO_TIME;
 	MqStreamEntry *entries;
 	int64	   *ids;
 	MqMessage  *msgs;
@@ -70,8 +70,6 @@ mq_read(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("only one of from_offset and from_time may be given")));
-		if (from_time == 0)
-			from_time = 1;		/* 0 means "not given" below */
 	}
 
 	mq_catalog_refresh();
@@ -139,8 +137,12 @@ mq_stream_partitions(PG_FUNCTION_ARGS)
 		MqQueue    *q = lfirst(lc);
 		bool		held;
 
-		/* a stream being deleted is left out (queue.h) */
-		if (q->type != MQ_QUEUE_STREAM || !mq_queue_inspect_begin(q, &held))
+		/*
+		 * a stream being deleted is left out (queue.h), and one the user
+		 * may not see (mq_queue_visible)
+		 */
+		if (q->type != MQ_QUEUE_STREAM || !mq_queue_visible(q) ||
+			!mq_queue_inspect_begin(q, &held))
 			continue;
 		for (int p = 0; p < q->nlanes; p++)
 		{

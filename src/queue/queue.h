@@ -604,6 +604,13 @@ extern int64 mq_queue_min_msg_id(MqQueue *q, int64 floor);
  * generations are retired by retention alone.
  */
 
+/*
+ * "No time given" where a function takes an offset or a time to start a
+ * stream at: -infinity, which the SQL functions never pass on (0 is a real
+ * time, 2000-01-01 00:00 UTC)
+ */
+#define MQ_NO_TIME	DT_NOBEGIN
+
 /* One entry of a partition read by mq_stream_read */
 typedef struct MqStreamEntry
 {
@@ -614,7 +621,7 @@ typedef struct MqStreamEntry
 /*
  * Read up to n committed entries of partition of stream q, in offset
  * order, from from_offset (-1: not given) or from the first entry visible
- * at or after from_time (0: not given), else from the first retained
+ * at or after from_time (MQ_NO_TIME: not given), else from the first retained
  * offset.  Stops at the first entry whose publisher is still in progress,
  * passes over aborted ones (gaps).  Reads only the logs: no shared state,
  * so it works on a hot standby.  Returns how many it put in out[].
@@ -680,7 +687,7 @@ extern bool mq_group_maintenance_due(int32 queue_id, int32 group_id,
  * Write where a new group of stream q starts in each partition: 'latest'
  * (the end), 'earliest' (the first retained entry) or the first entry at
  * or after from_time (FLOOR records in the group's logs, in the caller's
- * transaction).  start_time 0 with latest true: the end.
+ * transaction).  from_time MQ_NO_TIME with earliest false: the end.
  */
 extern void mq_group_start(MqQueue *q, int32 group_id, bool earliest,
 						   TimestampTz from_time);

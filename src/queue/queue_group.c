@@ -67,8 +67,8 @@ mq_group_settle_offsets(MqQueue *gview, int partition, const int64 *offsets, int
 	mq_settle_batch_init(&b, gview);
 	for (int i = 0; i < n; i++)
 	{
-		uint64		pos = mqq_stream_seek_pos(gview, partition, offsets[i], 0);
-		uint64		next = mqq_stream_seek_pos(gview, partition, offsets[i] + 1, 0);
+		uint64		pos = mqq_stream_seek_pos(gview, partition, offsets[i], MQ_NO_TIME);
+		uint64		next = mqq_stream_seek_pos(gview, partition, offsets[i] + 1, MQ_NO_TIME);
 
 		/* the entry at offsets[i] is the one between the two positions */
 		if (pos != next)

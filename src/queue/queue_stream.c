@@ -228,7 +228,7 @@ mqq_stream_write_base(MqQueue *q, MqQueueShared *qs, int lane, int gen)
 typedef struct ReadTarget
 {
 	int64		offset;			/* -1: none */
-	TimestampTz time;			/* 0: none */
+	TimestampTz time;			/* MQ_NO_TIME: none */
 } ReadTarget;
 
 /* Is the row in slot before the target (so that reading starts after it)? */
@@ -273,6 +273,89 @@ gen_search(Relation rel, TupleTableSlot *slot, MqlogReadCache *cache,
 	ItemPointerSet(start, lo, FirstOffsetNumber);
 }
 
+/*
+ * The first entry of partition lane of q that is not before target t (in
+ * generations low .. high): its generation and position.  The generation
+ * to search is the last whose first entry is before the target (the ones
+ * after it start at or after it), searched by blocks (gen_search); when
+ * every entry of it is before, the next generation's first entry.  Returns
+ * false when there is none: every entry is before the target, or there
+ * are no entries.  Every path that starts somewhere in a stream by offset
+ * or by time (mq.read, a group's start, mq.seek, the gateway's
+ * x-stream-offset) comes here, so they agree on where that is.
+ */
+static bool
+stream_locate(MqQueue *q, int lane, int low, int high, const ReadTarget *t,
+			  int *gen_out, ItemPointer pos_out)
+{
+	int			gen = low;
+
+	for (int g = high; g > low; g--)
+	{
+		Relation	rel = gen_open(q, lane, g, false, false);
+		bool		before = false;
+
+		if (rel != NULL)
+		{
+			TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+			before = gen_first_row(rel, slot) && row_before(slot, t);
+			ExecDropSingleTupleTableSlot(slot);
+			gen_close(rel);
+		}
+		if (before)
+		{
+			gen = g;
+			break;
+		}
+	}
+
+	for (; gen <= high; gen++)
+	{
+		Relation	rel = gen_open(q, lane, gen, false, false);
+		TupleTableSlot *slot;
+		MqlogReadCache cache;
+		MqlogRowState st;
+		ItemPointerData pos;
+		bool		found = false;
+
+		if (rel == NULL)
+			continue;			/* retired meanwhile */
+		slot = table_slot_create(rel, NULL);
+		mqlog_read_cache_init(&cache);
+		gen_search(rel, slot, &cache, t, &pos);
+		while (mqlog_peek_row_cached(rel, &pos, &st, slot, &cache))
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (!row_before(slot, t))
+			{
+				found = true;
+				break;
+			}
+			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
+		}
+		mqlog_read_cache_release(&cache);
+		ExecDropSingleTupleTableSlot(slot);
+		gen_close(rel);
+		if (found)
+		{
+			*gen_out = gen;
+			*pos_out = pos;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The target of from_offset (-1: none) or else from_time (MQ_NO_TIME: none) */
+static bool
+read_target(int64 from_offset, TimestampTz from_time, ReadTarget *t)
+{
+	t->offset = from_offset;
+	t->time = from_offset >= 0 ? MQ_NO_TIME : from_time;
+	return t->offset >= 0 || t->time != MQ_NO_TIME;
+}
+
 int
 mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 			   TimestampTz from_time, int n, MqStreamEntry *out)
@@ -281,8 +364,8 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 				high;
 	int			gen;
 	int			got = 0;
-	bool		started = false;
 	bool		stop = false;
+	bool		resume = false;
 	ReadTarget	t;
 	ItemPointerData pos;
 
@@ -290,34 +373,17 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 	if (partition < 0 || partition >= q->nlanes ||
 		!mqq_lane_gens(q->id, partition, &low, &high))
 		return 0;
-	t.offset = from_offset;
-	t.time = from_offset >= 0 ? 0 : from_time;
 
-	/* the generation to start in: the last whose first entry is before */
+	/* where to start: the located entry, else the first retained */
 	gen = low;
-	if (t.offset >= 0 || t.time != 0)
+	if (read_target(from_offset, from_time, &t))
 	{
-		for (int g = high; g >= low; g--)
-		{
-			Relation	rel = gen_open(q, partition, g, false, false);
-			bool		before = false;
-
-			if (rel != NULL)
-			{
-				TupleTableSlot *slot = table_slot_create(rel, NULL);
-
-				before = gen_first_row(rel, slot) && row_before(slot, &t);
-				ExecDropSingleTupleTableSlot(slot);
-				gen_close(rel);
-			}
-			if (before)
-			{
-				gen = g;
-				break;
-			}
-		}
+		if (!stream_locate(q, partition, low, high, &t, &gen, &pos))
+			return 0;			/* all before it: the end, nothing yet */
+		resume = true;
 	}
 
+	/* from there on, every entry in offset order */
 	for (; gen <= high && got < n && !stop; gen++)
 	{
 		Relation	rel = gen_open(q, partition, gen, false, false);
@@ -325,37 +391,29 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 		MqlogRowState st;
 		MqlogReadCache cache;
 
+		if (!resume)
+			ItemPointerSet(&pos, 0, FirstOffsetNumber);
+		resume = false;
 		if (rel == NULL)
 			continue;			/* retired meanwhile */
 		slot = table_slot_create(rel, NULL);
 		mqlog_read_cache_init(&cache);
-		if (!started && (t.offset >= 0 || t.time != 0))
-			gen_search(rel, slot, &cache, &t, &pos);
-		else
-			ItemPointerSet(&pos, 0, FirstOffsetNumber);
 		while (got < n && mqlog_peek_row_cached(rel, &pos, &st, slot, &cache))
 		{
 			CHECK_FOR_INTERRUPTS();
-			if (!started && (t.offset >= 0 || t.time != 0) && row_before(slot, &t))
-				;				/* before what was asked for */
-			else
+			if (st == MQLOG_ROW_IN_PROGRESS || st == MQLOG_ROW_OWN)
 			{
-				/* from here on, every entry in offset order */
-				started = true;
-				if (st == MQLOG_ROW_IN_PROGRESS || st == MQLOG_ROW_OWN)
-				{
-					/* not committed (yet): nothing after it either */
-					stop = true;
-					break;
-				}
-				if (st == MQLOG_ROW_COMMITTED)
-				{
-					out[got].msg_id = slot_int8(slot, MQ_ENTRY_ATT_MSG_ID);
-					out[got].offset = slot_int8(slot, MQ_ENTRY_ATT_OFFSET);
-					got++;
-				}
-				/* aborted: a gap */
+				/* not committed (yet): nothing after it either */
+				stop = true;
+				break;
 			}
+			if (st == MQLOG_ROW_COMMITTED)
+			{
+				out[got].msg_id = slot_int8(slot, MQ_ENTRY_ATT_MSG_ID);
+				out[got].offset = slot_int8(slot, MQ_ENTRY_ATT_OFFSET);
+				got++;
+			}
+			/* aborted: a gap */
 			ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
 		}
 		mqlog_read_cache_release(&cache);
@@ -365,75 +423,56 @@ mq_stream_read(MqQueue *q, int partition, int64 from_offset,
 	return got;
 }
 
+/* The end of partition lane of q: the position after its last entry */
+static uint64
+stream_end_pos(MqQueue *q, int lane, int high)
+{
+	Relation	rel = gen_open(q, lane, high, false, false);
+	uint64		found = 0;
+
+	if (rel != NULL)
+	{
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+		ItemPointerData pos;
+		MqlogRowState st;
+
+		if (mqlog_last_row(rel, &pos, &st, slot))
+			found = mqq_qpos_next(mq_qpos_make(lane, high, &pos));
+		ExecDropSingleTupleTableSlot(slot);
+		gen_close(rel);
+	}
+	return found != 0 ? found : mq_qpos_gen_start(lane, high);
+}
+
 /*
  * Where a consumer group starts reading partition lane of q: at the first
  * entry whose offset is at least to_offset (when it is not -1), else at
- * the first entry stored at or after to_time (when it is not 0), else at
- * the end, after the last entry whatever its state.  Found by a binary
- * search per generation, as mq.read does, not by a scan of the partition.
- * Returns that entry's position, or the position after the last entry
- * when there is none (so an offset below the first retained one gives the
- * first retained entry, one past the end gives the end).
+ * the first entry stored at or after to_time (when it is not MQ_NO_TIME),
+ * else at the end, after the last entry whatever its state.  Found by
+ * stream_locate, as mq.read finds where it starts, not by a scan of the
+ * partition.  Returns that entry's position, or the end when there is
+ * none (so an offset or a time before the first retained entry gives the
+ * first retained entry, one past the last gives the end).
  */
 uint64
 mqq_stream_seek_pos(MqQueue *q, int lane, int64 to_offset, TimestampTz to_time)
 {
 	int			low,
 				high;
+	int			gen;
 	ReadTarget	t;
-	bool		at_end;
+	ItemPointerData pos;
 
 	if (!mqq_lane_gens(q->id, lane, &low, &high))
 		return mq_qpos_gen_start(lane, 0);
-	t.offset = to_offset;
-	t.time = to_offset >= 0 ? 0 : to_time;
-	at_end = t.offset < 0 && t.time == 0;
-	for (int g = at_end ? high : low; g <= high; g++)
-	{
-		Relation	rel = gen_open(q, lane, g, false, false);
-		TupleTableSlot *slot;
-		ItemPointerData pos;
-		MqlogRowState st;
-		uint64		found = 0;
-
-		if (rel == NULL)
-			continue;
-		slot = table_slot_create(rel, NULL);
-		if (at_end)
-		{
-			if (mqlog_last_row(rel, &pos, &st, slot))
-				found = mqq_qpos_next(mq_qpos_make(lane, g, &pos));
-		}
-		else
-		{
-			MqlogReadCache cache;
-
-			mqlog_read_cache_init(&cache);
-			gen_search(rel, slot, &cache, &t, &pos);
-			while (mqlog_peek_row_cached(rel, &pos, &st, slot, &cache))
-			{
-				CHECK_FOR_INTERRUPTS();
-				if (!row_before(slot, &t))
-				{
-					found = mq_qpos_make(lane, g, &pos);
-					break;
-				}
-				ItemPointerSetOffsetNumber(&pos, ItemPointerGetOffsetNumber(&pos) + 1);
-			}
-			mqlog_read_cache_release(&cache);
-		}
-		ExecDropSingleTupleTableSlot(slot);
-		gen_close(rel);
-		if (found != 0)
-			return found;
-	}
+	if (read_target(to_offset, to_time, &t) &&
+		stream_locate(q, lane, low, high, &t, &gen, &pos))
+		return mq_qpos_make(lane, gen, &pos);
 	/* nothing at or after it: the end, where the next entry goes */
-	if (!at_end)
-		return mqq_stream_seek_pos(q, lane, -1, 0);
-	return mq_qpos_gen_start(lane, high);
+	return stream_end_pos(q, lane, high);
 }
 
-/* Where a group created now starts: from_time, or 0 for the end */
+/* Where a group created now starts: from_time, or MQ_NO_TIME for the end */
 uint64
 mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time)
 {

@@ -1100,6 +1100,15 @@ def stream_queue_with_offsets():
     eq(read('first', 5), [(b'%d' % i, i) for i in range(5)], 'from the first offset')
     eq(read(3, 2), [(b'3', 3), (b'4', 4)], 'from offset 3')
     eq(read('next', 1, publish=b'new'), [(b'new', 5)], 'only what comes next')
+    # a timestamp (AMQP 'T') goes through mq.seek(to_time), as mq.read and
+    # group_declare find a time: before the first message (2000-01-01 UTC
+    # was once taken for "no time": the end), the first; after the last,
+    # the end (issue 35, item 7)
+    utc = datetime.timezone.utc
+    eq(read(datetime.datetime(2000, 1, 1, tzinfo=utc), 6),
+       [(b'%d' % i, i) for i in range(5)] + [(b'new', 5)], 'a timestamp before the first')
+    eq(read(datetime.datetime(2100, 1, 1, tzinfo=utc), 1, publish=b'later'),
+       [(b'later', 6)], 'a timestamp after the last: the end')
     conn.close()
 
 

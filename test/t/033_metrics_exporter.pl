@@ -48,8 +48,16 @@ CREATE TABLE gd AS SELECT msg_id FROM mq.consume('st', 2, group_name => 'g',
 SELECT mq.ack('st', ARRAY(SELECT min(msg_id) FROM gd), group_name => 'g');
 });
 
+# the exporter's role, as docs/metrics.md sets it up: a member of
+# pg_monitor, which sees every queue's rows of mq.metrics (a role without it
+# sees only the queues it holds a privilege on)
+$node->safe_psql('postgres', q{
+CREATE ROLE prometheus LOGIN;
+GRANT pg_monitor TO prometheus;
+});
+
 my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $user = (getpwuid($<))[0];
+my $user = 'prometheus';
 my $log = "$PostgreSQL::Test::Utils::tmp_check/exporter.log";
 local $ENV{DATA_SOURCE_NAME} =
   'host=' . $node->host . ' port=' . $node->port . " user=$user dbname=postgres sslmode=disable";
