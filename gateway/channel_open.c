@@ -88,7 +88,11 @@ chan_open(Conn *c, uint16_t id)
 /*
  * A queue's row of mq.queues.  The view computes every queue's state, and
  * raises 42704 when a queue goes away meanwhile (another connection's
- * exclusive queue, say): tried again then.
+ * exclusive queue, say): tried again then.  mq.queues shows a role only the
+ * queues it holds a privilege on: a queue that exists but is not shown
+ * gives a row with NULL type and count (mq.in_flight says which: 42501
+ * when it exists, 42704 when it does not), so that the caller answers 403
+ * as RabbitMQ does, not 404.
  */
 static const char queue_fn[] =
 "CREATE FUNCTION pg_temp.amqp_queue(q text) RETURNS TABLE (queue text, type text, ready bigint) "
@@ -97,6 +101,13 @@ static const char queue_fn[] =
 "  FOR i IN 1 .. 20 LOOP "
 "    BEGIN "
 "      RETURN QUERY SELECT s.queue, s.type, s.ready::bigint FROM mq.queues s WHERE s.queue = q; "
+"      IF FOUND THEN RETURN; END IF; "
+"      BEGIN "
+"        PERFORM mq.in_flight(q, 1); "
+"      EXCEPTION WHEN insufficient_privilege THEN "
+"        RETURN QUERY SELECT q, NULL::text, NULL::bigint; "
+"        WHEN undefined_object OR feature_not_supported THEN NULL; "
+"      END; "
 "      RETURN; "
 "    EXCEPTION WHEN undefined_object THEN "
 "      PERFORM pg_sleep(0.005); "
