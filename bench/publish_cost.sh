@@ -2,8 +2,8 @@
 # bench/publish_cost.sh: user-space instructions per statement of a single-message publish
 # (SELECT mq.send to a 4-partition stream, 100 random bytes) against the heap INSERT floor of
 # bench/streams.py, counted by valgrind's callgrind in a single-user backend: no client, no
-# commit flush, no other load, so the figure is the same from run to run (bench/README.md,
-# "Stream publish at 1 msg/txn: the profile").  Each statement is its own transaction.  The
+# commit flush, no other load, so the figure is the same from run to run
+# (bench/results/2026-12-01-stream-publish-profile.md).  Each statement is its own transaction.  The
 # count per statement is the difference between N2 and N1 statements, divided by N2 - N1, so
 # the backend's start and first calls (catalog and cache loads) drop out.
 #

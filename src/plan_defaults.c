@@ -9,8 +9,8 @@
  * reads them to pick the function, and the planner reads them again to
  * insert them (expand_function_arguments), each time decompressing and
  * parsing their node text.  That second read was a quarter of the
- * instructions of a single-message publish (bench/README.md, "Stream
- * publish at 1 msg/txn: the profile").  A planner hook inserts them first,
+ * instructions of a single-message publish
+ * (bench/results/2026-12-01-stream-publish-profile.md).  A planner hook inserts them first,
  * from a copy parsed once per backend: the same nodes the planner would
  * insert, at the same place, so the plan is the one it would have made.
  *
