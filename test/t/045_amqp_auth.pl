@@ -23,6 +23,7 @@ use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
 use IO::Socket::INET;
+use IO::Socket::IP;
 use IPC::Run ();
 use Time::HiRes qw(usleep);
 
@@ -67,10 +68,10 @@ sub start_gateway
 	my $h = IPC::Run::start([ $gateway, '--dbname', $conninfo, '--listen', $listen, @flags ],
 		'<', \undef, '>>', $log, '2>>', $log);
 	push @gateways, $h;
-	my ($host, $port) = $listen =~ /^(.*):(\d+)$/;
+	my ($host, $port) = $listen =~ /^\[?(.*?)\]?:(\d+)$/;
 	for (1 .. 100)
 	{
-		my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => 'tcp');
+		my $s = IO::Socket::IP->new(PeerHost => $host, PeerPort => $port, Proto => 'tcp');
 		if ($s) { close $s; return ($h, $log); }
 		last unless $h->pumpable;
 		usleep(100_000);
@@ -164,6 +165,32 @@ SKIP:
 		"guest/guest from $ip (not loopback) is refused");
 	like(PostgreSQL::Test::Utils::slurp_file($log4),
 		qr/\Q$ip\E:\d+: login of "guest" refused: User can only log in via localhost/, 'and logged');
+}
+
+# IPv6: ::1 is loopback, a global address of this machine is not
+SKIP:
+{
+	skip 'no IPv6 loopback here', 2
+	  unless IO::Socket::IP->can('new') && IO::Socket::IP->new(LocalHost => '::1', Listen => 1);
+	my $p6 = PostgreSQL::Test::Cluster::get_free_port();
+	my ($g6a) = start_gateway('guest-v6', "[::1]:$p6", '--guest-role', 'mq_guest');
+	ok($g6a, 'a gateway with --guest-role on [::1] listens');
+	is(login($p6, 'guest', 'guest', '::1'), 'ok', 'guest/guest from ::1 logs in');
+}
+my $ip6 = '';
+if (open(my $ipf, '-|', 'ip -6 -o addr show scope global 2>/dev/null'))
+{
+	while (<$ipf>) { if (!$ip6 && m{inet6 ([0-9a-f:]+)/}) { $ip6 = $1; } }
+	close $ipf;
+}
+SKIP:
+{
+	skip 'this machine has no global IPv6 address', 2 unless $ip6;
+	my $p6b = PostgreSQL::Test::Cluster::get_free_port();
+	my ($g6b) = start_gateway('guest-v6-remote', "[$ip6]:$p6b", '--guest-role', 'mq_guest');
+	ok($g6b, "a gateway with --guest-role on [$ip6] listens");
+	like(login($p6b, 'guest', 'guest', $ip6), qr/^refused 403 ACCESS_REFUSED - user 'guest' can only connect via localhost/,
+		"guest/guest from $ip6 (not loopback) is refused");
 }
 
 # 4. a superuser as the guest role
