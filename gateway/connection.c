@@ -10,7 +10,8 @@
  * guest/guest from a loopback address logs in as --guest-role's role, which
  * must not be a superuser.  Handshakes past start-ok (each may hold a
  * PostgreSQL session until connection.open-ok) are bounded, per gateway and
- * per client address: one over the bound is refused at once (506).
+ * per client address: one over the bound waits for a slot, within its
+ * handshake time limit.
  *
  *-------------------------------------------------------------------------
  */
@@ -114,43 +115,99 @@ login_refused(Conn *c, const char *why)
 			   "For details see the broker logfile.", AMQP_CONNECTION, 11);
 }
 
-/* a login starts, if under the bounds; else it is refused (506) */
-static bool
-login_begin(Conn *c)
+static void auth_connected(Conn *c, bool ok, const char *error);
+
+/* connections waiting for a login slot, in arrival order */
+static Conn *login_queue = NULL;
+
+/* why c's login may not start now (into why), or NULL: it may */
+static const char *
+login_bound(Conn *c, char *why, size_t len)
 {
-	char		why[200];
 	int			from_addr = 0;
 	Conn	   *o;
 
+	if (logins_in_progress >= cfg.max_logins)
+	{
+		snprintf(why, len, "%d logins in progress (max_logins)", logins_in_progress);
+		return why;
+	}
 	for (o = conns; o; o = o->next)
 		if (o->in_login && strcmp(o->addr, c->addr) == 0)
 			from_addr++;
-	if (logins_in_progress >= cfg.max_logins)
-		snprintf(why, sizeof(why), "%d logins in progress (max_logins)", logins_in_progress);
-	else if (from_addr >= cfg.max_logins_per_addr)
-		snprintf(why, sizeof(why), "%d logins in progress from %s (max_logins_per_address)",
-				 from_addr, c->addr);
-	else
+	if (from_addr >= cfg.max_logins_per_addr)
 	{
-		c->in_login = true;
-		logins_in_progress++;
-		return true;
+		snprintf(why, len, "%d logins in progress from %s (max_logins_per_address)",
+				 from_addr, c->addr);
+		return why;
 	}
-	logmsg("%s: login of \"%s\" refused: %s", c->peer, c->user, why);
-	conn_error(c, AMQP_RESOURCE_ERROR,
-			   "RESOURCE_ERROR - too many logins in progress, try again later",
-			   AMQP_CONNECTION, 11);
-	return false;
+	return NULL;
 }
 
-/* its login is over: open, refused, failed or gone */
+static void
+login_start(Conn *c)
+{
+	c->in_login = true;
+	logins_in_progress++;
+	c->state = C_AUTHING;
+	c->ctl = ctl_new(c, NULL, auth_connected);
+}
+
+/*
+ * The login of c starts if under the bounds, else it waits for a slot (its
+ * handshake time limit still runs: a client left waiting is closed then).
+ */
+static void
+login_begin(Conn *c)
+{
+	char		why[200];
+	Conn	  **pp;
+
+	if (login_bound(c, why, sizeof(why)) == NULL)
+	{
+		login_start(c);
+		return;
+	}
+	logmsg("%s: login of \"%s\" waits: %s", c->peer, c->user, why);
+	c->state = C_LOGIN_WAIT;
+	for (pp = &login_queue; *pp; pp = &(*pp)->login_next)
+		;
+	*pp = c;
+	c->login_next = NULL;
+}
+
+/* its login is over (open, refused, failed) or the connection is gone: the
+ * waiting logins that are under the bounds now start */
 void
 login_done(Conn *c)
 {
+	Conn	  **pp;
+	char		why[200];
+
+	/* out of the queue, if there */
+	for (pp = &login_queue; *pp; pp = &(*pp)->login_next)
+		if (*pp == c)
+		{
+			*pp = c->login_next;
+			break;
+		}
 	if (!c->in_login)
 		return;
 	c->in_login = false;
 	logins_in_progress--;
+	pp = &login_queue;
+	while (*pp && logins_in_progress < cfg.max_logins)
+	{
+		Conn	   *w = *pp;
+
+		if (w->dead || w->state != C_LOGIN_WAIT || login_bound(w, why, sizeof(why)) != NULL)
+		{
+			pp = &w->login_next;
+			continue;
+		}
+		*pp = w->login_next;
+		login_start(w);
+	}
 }
 
 static void
@@ -366,10 +423,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					}
 					snprintf(c->pguser, sizeof(c->pguser), "%s", c->user);
 				}
-				if (!login_begin(c))
-					return;
-				c->state = C_AUTHING;
-				c->ctl = ctl_new(c, NULL, auth_connected);
+				login_begin(c);
 				return;
 			}
 		case 31:				/* tune-ok */
@@ -727,7 +781,8 @@ handshake_timeout(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(c->handshake_timer, &handshake_tv);
 		return;
 	}
-	logmsg("%s: handshake not done within %d s: closed", c->peer, (int) handshake_tv.tv_sec);
+	logmsg("%s: handshake not done within %d s%s: closed", c->peer, (int) handshake_tv.tv_sec,
+		   c->state == C_LOGIN_WAIT ? " (its login waited for a slot)" : "");
 	conn_destroy(c);
 }
 

@@ -248,7 +248,7 @@ struct Chan
 
 enum ConnState
 {
-	C_HEADER, C_START_SENT, C_AUTHING, C_TUNE_SENT, C_TUNED, C_OPENING, C_OPEN, C_CLOSING
+	C_HEADER, C_START_SENT, C_LOGIN_WAIT, C_AUTHING, C_TUNE_SENT, C_TUNED, C_OPENING, C_OPEN, C_CLOSING
 };
 
 struct Conn
@@ -264,6 +264,7 @@ struct Conn
 	char		addr[64];		/* the peer's address without its port */
 	bool		loopback;		/* the peer is 127.0.0.0/8 or ::1 */
 	bool		in_login;		/* counted in the logins in progress */
+	Conn	   *login_next;		/* waiting for a login slot: the next one */
 	bool		guest;			/* guest mapped to --guest-role */
 	char		user[256];		/* the AMQP login */
 	char		pguser[256];	/* the PostgreSQL role its sessions log in as */

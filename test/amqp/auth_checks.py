@@ -13,17 +13,23 @@ Run by TAP test 045 (test/t/045_amqp_auth.pl) against a running gateway:
         with a reply queue; prints "ok" or "not ok WHAT"
     auth_checks.py flood PORT N SOURCE USER PASSWORD
         N raw handshakes from address SOURCE, each up to connection.start-ok
-        and left there (never tune-ok); once each got its answer (tune or
-        close), one honest login (pika, from 127.0.0.1, same user) declares
-        a queue, publishes and gets a message; then the handshakes wait to be
-        closed by the gateway.  Prints "flood tune=T refused506=R other=O",
+        and left there (never tune-ok); once 8 got connection.tune (or all
+        an answer), one honest login (pika, from 127.0.0.1, same user)
+        declares a queue, publishes and gets a message; then the handshakes
+        wait to be closed by the gateway.  Prints "flood first answers: ...",
         "honest ok" or "honest error WHAT", "flood closed=C of N".
+    auth_checks.py queue PORT LOG USER PASSWORD
+        against a gateway with --max-logins 1 logging to LOG: handshake A
+        (from 127.0.0.3) gets its tune and holds the slot; B (127.0.0.4)
+        sends start-ok and waits (the log says so); A closes; B gets its
+        tune.  Prints "A tune", "B waits", "B tune after A closed".
 """
 import re
 import select
 import socket
 import struct
 import sys
+import time
 import uuid
 
 import pika
@@ -135,32 +141,32 @@ def start_ok(user, password):
     return struct.pack('>BHI', 1, 0, len(payload)) + payload + b'\xce'
 
 
-def flood(port, n, source, user, password):
-    port, n = int(port), int(n)
-    socks = []
-    for _ in range(n):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.settimeout(60)
-        s.bind((source, 0))
-        s.connect(('127.0.0.1', port))
-        s.sendall(b'AMQP\x00\x00\x09\x01')
-        socks.append(s)
-    for s in socks:
-        read_frame(s)           # connection.start
-        s.sendall(start_ok(user, password))
-    tune = refused = other = 0
-    for s in socks:
-        try:
-            t, ch, p = read_frame(s)
-            if p[:4] == struct.pack('>HH', 10, 30):
-                tune += 1
-            elif p[:4] == struct.pack('>HH', 10, 50) and struct.unpack('>H', p[4:6])[0] == 506:
-                refused += 1
-            else:
-                other += 1
-        except (EOFError, OSError):
-            other += 1
-    print('flood tune=%d refused506=%d other=%d' % (tune, refused, other), flush=True)
+def raw_start_ok(port, source, user, password):
+    """a socket from address source that sent start-ok"""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(120)
+    s.bind((source, 0))
+    s.connect(('127.0.0.1', port))
+    s.sendall(b'AMQP\x00\x00\x09\x01')
+    read_frame(s)               # connection.start
+    s.sendall(start_ok(user, password))
+    return s
+
+
+def answer(s):
+    """what the gateway answered a start-ok: tune, close CODE, or closed"""
+    try:
+        t, ch, p = read_frame(s)
+    except (EOFError, OSError):
+        return 'closed'
+    if p[:4] == struct.pack('>HH', 10, 30):
+        return 'tune'
+    if p[:4] == struct.pack('>HH', 10, 50):
+        return 'close %d' % struct.unpack('>H', p[4:6])[0]
+    return 'other'
+
+
+def honest(port, user, password):
     try:
         conn = pika.BlockingConnection(params('127.0.0.1', port, user, password))
         ch = conn.channel()
@@ -173,17 +179,44 @@ def flood(port, n, source, user, password):
                 break
             conn.sleep(0.1)
         conn.close()
-        print('honest ok' if body == b'honest' else 'honest error got %r' % (body,), flush=True)
+        return 'honest ok' if body == b'honest' else 'honest error got %r' % (body,)
     except Exception as e:      # noqa: BLE001 -- reported, the flood still ends
-        print('honest error %r' % (e,), flush=True)
-    # the handshakes left: the gateway closes them (--handshake-timeout)
+        return 'honest error %r' % (e,)
+
+
+def flood(port, n, source, user, password):
+    port, n = int(port), int(n)
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((source, 0))
+        s.connect(('127.0.0.1', port))
+        s.sendall(b'AMQP\x00\x00\x09\x01')
+        socks.append(s)
+    for s in socks:
+        s.settimeout(120)
+        read_frame(s)           # connection.start
+        s.sendall(start_ok(user, password))
+    # the first answers: 8 tunes (the per-address bound), or every socket's
+    answers = {}
+    while len(answers) < n and list(answers.values()).count('tune') < 8:
+        r, _w, _x = select.select([s for s in socks if s not in answers], [], [], 120)
+        if not r:
+            break
+        for s in r:
+            answers[s] = answer(s)
+    got = list(answers.values())
+    print('flood first answers: tune=%d closed-or-refused=%d' % (got.count('tune'), len(got) - got.count('tune')),
+          flush=True)
+    print(honest(port, user, password), flush=True)
+    # the handshakes left: the gateway closes them (its handshake time limit)
     closed = 0
     for s in socks:
         try:
             while True:
-                r, _w, _x = select.select([s], [], [], 60)
+                r, _w, _x = select.select([s], [], [], 120)
                 if not r:
-                    break       # still open after a minute
+                    break       # still open after two minutes
                 if not s.recv(4096):
                     closed += 1
                     break
@@ -191,6 +224,27 @@ def flood(port, n, source, user, password):
             closed += 1         # reset
         s.close()
     print('flood closed=%d of %d' % (closed, n), flush=True)
+
+
+def queue(port, log, user, password):
+    """--max-logins 1: A holds the one slot; B waits until A is gone"""
+    port = int(port)
+    a = raw_start_ok(port, '127.0.0.3', user, password)
+    print('A %s' % answer(a), flush=True)
+    b = raw_start_ok(port, '127.0.0.4', user, password)
+    waits = 'login of "%s" waits: 1 logins in progress (max_logins)' % user
+    for _ in range(1200):
+        with open(log) as f:
+            if any('127.0.0.4:' in line and waits in line for line in f):
+                break
+        time.sleep(0.1)
+    else:
+        print('B never waited', flush=True)
+        return
+    print('B waits', flush=True)
+    a.close()
+    print('B %s after A closed' % answer(b), flush=True)
+    b.close()
 
 
 if __name__ == '__main__':
@@ -201,5 +255,7 @@ if __name__ == '__main__':
         tutorials(sys.argv[2])
     elif cmd == 'flood':
         flood(*sys.argv[2:7])
+    elif cmd == 'queue':
+        queue(*sys.argv[2:6])
     else:
         sys.exit('unknown command %s' % cmd)
