@@ -117,8 +117,30 @@ login_refused(Conn *c, const char *why)
 
 static void auth_connected(Conn *c, bool ok, const char *error);
 
-/* connections waiting for a login slot, in arrival order */
+/*
+ * The connections whose login is in progress (in_login), and those waiting
+ * for a slot, in arrival order: two lists through login_next/login_pprev
+ * (a connection is on one at most), so that leaving one costs nothing
+ * however long the queue of a flood, and counting an address's logins in
+ * progress costs at most max_logins steps.
+ */
+static Conn *logging_in = NULL;
 static Conn *login_queue = NULL;
+static Conn **login_queue_tailp = &login_queue;
+
+static void
+login_unlink(Conn *c)
+{
+	if (c->login_pprev == NULL)
+		return;
+	*c->login_pprev = c->login_next;
+	if (c->login_next)
+		c->login_next->login_pprev = c->login_pprev;
+	else if (login_queue_tailp == &c->login_next)
+		login_queue_tailp = c->login_pprev;
+	c->login_next = NULL;
+	c->login_pprev = NULL;
+}
 
 /* why c's login may not start now (into why), or NULL: it may */
 static const char *
@@ -132,8 +154,8 @@ login_bound(Conn *c, char *why, size_t len)
 		snprintf(why, len, "%d logins in progress (max_logins)", logins_in_progress);
 		return why;
 	}
-	for (o = conns; o; o = o->next)
-		if (o->in_login && strcmp(o->addr, c->addr) == 0)
+	for (o = logging_in; o; o = o->login_next)
+		if (strcmp(o->addr, c->addr) == 0)
 			from_addr++;
 	if (from_addr >= cfg.max_logins_per_addr)
 	{
@@ -149,6 +171,11 @@ login_start(Conn *c)
 {
 	c->in_login = true;
 	logins_in_progress++;
+	c->login_next = logging_in;
+	if (logging_in)
+		logging_in->login_pprev = &c->login_next;
+	c->login_pprev = &logging_in;
+	logging_in = c;
 	c->state = C_AUTHING;
 	c->ctl = ctl_new(c, NULL, auth_connected);
 }
@@ -161,7 +188,6 @@ static void
 login_begin(Conn *c)
 {
 	char		why[200];
-	Conn	  **pp;
 
 	if (login_bound(c, why, sizeof(why)) == NULL)
 	{
@@ -170,10 +196,10 @@ login_begin(Conn *c)
 	}
 	logmsg("%s: login of \"%s\" waits: %s", c->peer, c->user, why);
 	c->state = C_LOGIN_WAIT;
-	for (pp = &login_queue; *pp; pp = &(*pp)->login_next)
-		;
-	*pp = c;
 	c->login_next = NULL;
+	c->login_pprev = login_queue_tailp;
+	*login_queue_tailp = c;
+	login_queue_tailp = &c->login_next;
 }
 
 /* its login is over (open, refused, failed) or the connection is gone: the
@@ -181,31 +207,21 @@ login_begin(Conn *c)
 void
 login_done(Conn *c)
 {
-	Conn	  **pp;
+	Conn	   *w,
+			   *next;
 	char		why[200];
 
-	/* out of the queue, if there */
-	for (pp = &login_queue; *pp; pp = &(*pp)->login_next)
-		if (*pp == c)
-		{
-			*pp = c->login_next;
-			break;
-		}
+	login_unlink(c);
 	if (!c->in_login)
 		return;
 	c->in_login = false;
 	logins_in_progress--;
-	pp = &login_queue;
-	while (*pp && logins_in_progress < cfg.max_logins)
+	for (w = login_queue; w && logins_in_progress < cfg.max_logins; w = next)
 	{
-		Conn	   *w = *pp;
-
+		next = w->login_next;
 		if (w->dead || w->state != C_LOGIN_WAIT || login_bound(w, why, sizeof(why)) != NULL)
-		{
-			pp = &w->login_next;
 			continue;
-		}
-		*pp = w->login_next;
+		login_unlink(w);
 		login_start(w);
 	}
 }

@@ -264,7 +264,8 @@ struct Conn
 	char		addr[64];		/* the peer's address without its port */
 	bool		loopback;		/* the peer is 127.0.0.0/8 or ::1 */
 	bool		in_login;		/* counted in the logins in progress */
-	Conn	   *login_next;		/* waiting for a login slot: the next one */
+	Conn	   *login_next;		/* logging in, or waiting for a login slot: */
+	Conn	  **login_pprev;	/* its list (connection.c) */
 	bool		guest;			/* guest mapped to --guest-role */
 	char		user[256];		/* the AMQP login */
 	char		pguser[256];	/* the PostgreSQL role its sessions log in as */

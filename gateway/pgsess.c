@@ -156,8 +156,23 @@ pg_connect_blocking(const char *user, const char *password)
 	const char *keys[64];
 	const char *vals[64];
 	char		options[1024];
+	PQconninfoOption *o;
+	int			n;
 
 	session_params(keys, vals, options, user, password, NULL, false);
+	/* a server that does not answer: an error after 10 s, not a hang */
+	for (o = gw_conninfo; o && o->keyword; o++)
+		if (strcmp(o->keyword, "connect_timeout") == 0 && o->val)
+			break;
+	if (o == NULL || o->keyword == NULL)
+	{
+		for (n = 0; keys[n]; n++)
+			;
+		keys[n] = "connect_timeout";
+		vals[n++] = "10";
+		keys[n] = NULL;
+		vals[n] = NULL;
+	}
 	return PQconnectdbParams(keys, vals, 0);
 }
 
