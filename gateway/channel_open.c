@@ -78,7 +78,7 @@ chan_open(Conn *c, uint16_t id)
 	ch->id = id;
 	ch->flow = true;
 	ch->state = CH_OPEN;
-	ch->pg = pg_connect(c->user, c->password, c->db[0] ? c->db : NULL, false,
+	ch->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, false,
 						chan_connected, ch);
 	ch->pg->on_lost = chan_lost;
 	c->chans[id] = ch;

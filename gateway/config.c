@@ -21,7 +21,7 @@ bool		gw_verbose = false;
 
 /* the settings, their defaults */
 GwConfig	cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
-	4 * 1024 * 1024, 64 * 1024 * 1024};
+	4 * 1024 * 1024, 64 * 1024 * 1024, false, NULL, 64, 8, 10};
 
 /* a line of the log on stderr, its time in UTC */
 void
@@ -55,10 +55,37 @@ usage(FILE *f)
 			"  --channel-max N       most channels per connection (default 2047)\n"
 			"  --lease INTERVAL      lease of an unacked delivery (default '1 day')\n"
 			"  --poll-wait SECONDS   longest wait of a consumer's long poll (default 10)\n"
+			"  --guest-role ROLE     log in AMQP user guest (password guest, from a\n"
+			"                        loopback address only) as PostgreSQL role ROLE,\n"
+			"                        without a password; ROLE must not be a superuser\n"
+			"  --allow-passwordless-logins\n"
+			"                        FOR DEVELOPMENT ONLY: accept logins PostgreSQL let\n"
+			"                        in without checking the password (trust)\n"
+			"  --max-logins N        handshakes past connection.start-ok at once (64)\n"
+			"  --max-logins-per-address N\n"
+			"                        the same, per client address (default 8)\n"
+			"  --handshake-timeout SECONDS\n"
+			"                        close a client not open within that (default 10)\n"
 			"  --verbose             log connections and channel errors\n"
 			"  --help, --version\n\n"
 			"Settings in the file: listen, dbname, heartbeat, frame_max, channel_max,\n"
-			"lease, poll_wait, batch_max, max_message, verbose.  docs/amqp.md has more.\n");
+			"lease, poll_wait, batch_max, max_message, guest_role,\n"
+			"allow_passwordless_logins, max_logins, max_logins_per_address,\n"
+			"handshake_timeout, verbose.  docs/amqp.md has more.\n");
+}
+
+/* on/off, true/false, 1/0, yes/no; anything else stops the gateway */
+static bool
+parse_bool(const char *key, const char *val)
+{
+	if (strcmp(val, "on") == 0 || strcmp(val, "true") == 0 || strcmp(val, "1") == 0 ||
+		strcmp(val, "yes") == 0)
+		return true;
+	if (strcmp(val, "off") == 0 || strcmp(val, "false") == 0 || strcmp(val, "0") == 0 ||
+		strcmp(val, "no") == 0)
+		return false;
+	fprintf(stderr, "mq-amqp: invalid value \"%s\" for %s (on or off)\n", val, key);
+	exit(2);
 }
 
 bool
@@ -88,6 +115,17 @@ set_option(const char *key, const char *val)
 		gw_verbose = strcmp(val, "on") == 0 || strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
 		return true;
 	}
+	if (strcmp(key, "allow_passwordless_logins") == 0)
+	{
+		cfg.allow_passwordless = parse_bool(key, val);
+		return true;
+	}
+	if (strcmp(key, "guest_role") == 0)
+	{
+		free(cfg.guest_role);
+		cfg.guest_role = val[0] ? strdup(val) : NULL;
+		return true;
+	}
 	n = strtol(val, &end, 10);
 	if (*val == '\0' || *end != '\0' || n < 0)
 	{
@@ -106,6 +144,12 @@ set_option(const char *key, const char *val)
 		cfg.batch_max = n;
 	else if (strcmp(key, "max_message") == 0 && n >= 1)
 		cfg.max_message = n;
+	else if (strcmp(key, "max_logins") == 0 && n >= 1 && n <= 100000)
+		cfg.max_logins = n;
+	else if (strcmp(key, "max_logins_per_address") == 0 && n >= 1 && n <= 100000)
+		cfg.max_logins_per_addr = n;
+	else if (strcmp(key, "handshake_timeout") == 0 && n >= 1 && n <= 3600)
+		cfg.handshake_timeout = n;
 	else
 	{
 		fprintf(stderr, "mq-amqp: invalid setting %s = %s\n", key, val);

@@ -5,6 +5,14 @@
  *	  connection class (handshake: start, login, tune, vhost; heartbeats;
  *	  close), the handshake's time limit, output drained.
  *
+ * Logins (docs/amqp.md, Authentication): the server must check the
+ * password (PQconnectionUsedPassword), unless --allow-passwordless-logins;
+ * guest/guest from a loopback address logs in as --guest-role's role, which
+ * must not be a superuser.  Handshakes past start-ok (each may hold a
+ * PostgreSQL session until connection.open-ok) are bounded, per gateway and
+ * per client address: one over the bound waits for a slot, within its
+ * handshake time limit.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -20,6 +28,9 @@
 
 #include <event2/buffer.h>
 #include <event2/listener.h>
+
+/* handshakes past start-ok, not open yet */
+static int	logins_in_progress = 0;
 
 static Chan *
 chan_get(Conn *c, uint16_t id)
@@ -76,9 +87,149 @@ heartbeat_tick(evutil_socket_t fd, short what, void *arg)
 	frame_send(c);
 }
 
+/* 127.0.0.0/8, ::1, or IPv4-mapped 127.0.0.0/8 */
+bool
+sockaddr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *) sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+	{
+		const struct in6_addr *a = &((const struct sockaddr_in6 *) sa)->sin6_addr;
+
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			return a->s6_addr[12] == 127;
+	}
+	return false;
+}
+
+/* the login of c is refused (403, as for a wrong password); why goes to the log */
+static void
+login_refused(Conn *c, const char *why)
+{
+	logmsg("%s: login of \"%s\" refused: %s", c->peer, c->user, why);
+	conn_error(c, AMQP_ACCESS_REFUSED,
+			   "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
+			   "For details see the broker logfile.", AMQP_CONNECTION, 11);
+}
+
+static void auth_connected(Conn *c, bool ok, const char *error);
+
+/*
+ * The connections whose login is in progress (in_login), and those waiting
+ * for a slot, in arrival order: two lists through login_next/login_pprev
+ * (a connection is on one at most), so that leaving one costs nothing
+ * however long the queue of a flood, and counting an address's logins in
+ * progress costs at most max_logins steps.
+ */
+static Conn *logging_in = NULL;
+static Conn *login_queue = NULL;
+static Conn **login_queue_tailp = &login_queue;
+
+static void
+login_unlink(Conn *c)
+{
+	if (c->login_pprev == NULL)
+		return;
+	*c->login_pprev = c->login_next;
+	if (c->login_next)
+		c->login_next->login_pprev = c->login_pprev;
+	else if (login_queue_tailp == &c->login_next)
+		login_queue_tailp = c->login_pprev;
+	c->login_next = NULL;
+	c->login_pprev = NULL;
+}
+
+/* why c's login may not start now (into why), or NULL: it may */
+static const char *
+login_bound(Conn *c, char *why, size_t len)
+{
+	int			from_addr = 0;
+	Conn	   *o;
+
+	if (logins_in_progress >= cfg.max_logins)
+	{
+		snprintf(why, len, "%d logins in progress (max_logins)", logins_in_progress);
+		return why;
+	}
+	for (o = logging_in; o; o = o->login_next)
+		if (strcmp(o->addr, c->addr) == 0)
+			from_addr++;
+	if (from_addr >= cfg.max_logins_per_addr)
+	{
+		snprintf(why, len, "%d logins in progress from %s (max_logins_per_address)",
+				 from_addr, c->addr);
+		return why;
+	}
+	return NULL;
+}
+
+static void
+login_start(Conn *c)
+{
+	c->in_login = true;
+	logins_in_progress++;
+	c->login_next = logging_in;
+	if (logging_in)
+		logging_in->login_pprev = &c->login_next;
+	c->login_pprev = &logging_in;
+	logging_in = c;
+	c->state = C_AUTHING;
+	c->ctl = ctl_new(c, NULL, auth_connected);
+}
+
+/*
+ * The login of c starts if under the bounds, else it waits for a slot (its
+ * handshake time limit still runs: a client left waiting is closed then).
+ */
+static void
+login_begin(Conn *c)
+{
+	char		why[200];
+
+	if (login_bound(c, why, sizeof(why)) == NULL)
+	{
+		login_start(c);
+		return;
+	}
+	logmsg("%s: login of \"%s\" waits: %s", c->peer, c->user, why);
+	c->state = C_LOGIN_WAIT;
+	c->login_next = NULL;
+	c->login_pprev = login_queue_tailp;
+	*login_queue_tailp = c;
+	login_queue_tailp = &c->login_next;
+}
+
+/* its login is over (open, refused, failed) or the connection is gone: the
+ * waiting logins that are under the bounds now start */
+void
+login_done(Conn *c)
+{
+	Conn	   *w,
+			   *next;
+	char		why[200];
+
+	login_unlink(c);
+	if (!c->in_login)
+		return;
+	c->in_login = false;
+	logins_in_progress--;
+	for (w = login_queue; w && logins_in_progress < cfg.max_logins; w = next)
+	{
+		next = w->login_next;
+		if (w->dead || w->state != C_LOGIN_WAIT || login_bound(w, why, sizeof(why)) != NULL)
+			continue;
+		login_unlink(w);
+		login_start(w);
+	}
+}
+
 static void
 vhost_connected(Conn *c, bool ok, const char *error)
 {
+	login_done(c);
 	if (!ok)
 	{
 		char		text[600];
@@ -109,19 +260,44 @@ vhost_connected(Conn *c, bool ok, const char *error)
 static void
 auth_connected(Conn *c, bool ok, const char *error)
 {
+	PGconn	   *pg = ok ? ctl_pgconn(c->ctl) : NULL;
+	const char *why = NULL;
+	char		whybuf[600];
+
+	if (ok && c->guest)
+	{
+		const char *su = pg ? PQparameterStatus(pg, "is_superuser") : NULL;
+
+		if (su == NULL || strcmp(su, "off") != 0)
+		{
+			snprintf(whybuf, sizeof(whybuf),
+					 "--guest-role \"%s\" is a superuser: guest is not let in as one",
+					 c->pguser);
+			why = whybuf;
+		}
+	}
+	else if (ok && !cfg.allow_passwordless && !(pg && PQconnectionUsedPassword(pg)))
+		why = "PostgreSQL let the role in without checking its password (trust?); "
+			"--allow-passwordless-logins allows that, for development only";
+	if (why)
+	{
+		/* the session goes at once */
+		ctl_orphan(c->ctl);
+		c->ctl = NULL;
+		login_done(c);
+		login_refused(c, why);
+		return;
+	}
 	if (!ok)
 	{
 		char		text[600];
 
+		login_done(c);
 		if (strstr(error, "authentication failed") || strstr(error, "no password") ||
 			strstr(error, "role") || strstr(error, "not permitted to log in") ||
 			strstr(error, "no pg_hba.conf entry"))
 		{
-			snprintf(text, sizeof(text),
-					 "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
-					 "For details see the broker logfile.");
-			logmsg("%s: login of \"%s\" refused: %s", c->peer, c->user, error);
-			conn_error(c, AMQP_ACCESS_REFUSED, text, AMQP_CONNECTION, 11);
+			login_refused(c, error);
 		}
 		else
 		{
@@ -228,8 +404,42 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					conn_error(c, AMQP_ACCESS_REFUSED, text, cls, meth);
 					return;
 				}
-				c->state = C_AUTHING;
-				c->ctl = ctl_new(c, NULL, auth_connected);
+				if (cfg.guest_role && strcmp(c->user, "guest") == 0)
+				{
+					if (!c->loopback)
+					{
+						logmsg("%s: login of \"guest\" refused: User can only log in via localhost",
+							   c->peer);
+						conn_error(c, AMQP_ACCESS_REFUSED,
+								   "ACCESS_REFUSED - user 'guest' can only connect via localhost",
+								   cls, meth);
+						return;
+					}
+					if (strcmp(c->password, "guest") != 0)
+					{
+						login_refused(c, "wrong password for guest");
+						return;
+					}
+					/* as the role, without a password: the server lets it in */
+					c->guest = true;
+					snprintf(c->pguser, sizeof(c->pguser), "%s", cfg.guest_role);
+					free(c->password);
+					c->password = NULL;
+				}
+				else
+				{
+					/*
+					 * libpq would take an empty password as none, and look
+					 * for one in the gateway's own ~/.pgpass or PGPASSWORD
+					 */
+					if (c->password[0] == '\0' && !cfg.allow_passwordless)
+					{
+						login_refused(c, "empty password");
+						return;
+					}
+					snprintf(c->pguser, sizeof(c->pguser), "%s", c->user);
+				}
+				login_begin(c);
 				return;
 			}
 		case 31:				/* tune-ok */
@@ -573,12 +783,11 @@ conn_event(struct bufferevent *bev, short what, void *arg)
 		conn_destroy(c);
 }
 
-static const struct timeval handshake_tv = {10, 0};
-
 static void
 handshake_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	Conn	   *c = arg;
+	struct timeval handshake_tv = {cfg.handshake_timeout, 0};
 
 	if (c->state == C_OPEN || c->state == C_CLOSING || c->dead)
 		return;
@@ -588,7 +797,8 @@ handshake_timeout(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(c->handshake_timer, &handshake_tv);
 		return;
 	}
-	logmsg("%s: handshake not done within %d s: closed", c->peer, (int) handshake_tv.tv_sec);
+	logmsg("%s: handshake not done within %d s%s: closed", c->peer, (int) handshake_tv.tv_sec,
+		   c->state == C_LOGIN_WAIT ? " (its login waited for a slot)" : "");
 	conn_destroy(c);
 }
 
@@ -606,6 +816,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 
 		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
 		snprintf(c->peer, sizeof(c->peer), "%s:%d", a, ntohs(in->sin_port));
+		snprintf(c->addr, sizeof(c->addr), "%s", a);
 	}
 	else if (sa->sa_family == AF_INET6)
 	{
@@ -614,7 +825,9 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 
 		inet_ntop(AF_INET6, &in->sin6_addr, a, sizeof(a));
 		snprintf(c->peer, sizeof(c->peer), "[%s]:%d", a, ntohs(in->sin6_port));
+		snprintf(c->addr, sizeof(c->addr), "%s", a);
 	}
+	c->loopback = sockaddr_is_loopback(sa);
 	c->bev = bufferevent_socket_new(gw_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->state = C_HEADER;
 	c->last_recv = time(NULL);
@@ -623,7 +836,11 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	bufferevent_setwatermark(c->bev, EV_WRITE, cfg.out_high / 4, 0);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->handshake_timer = evtimer_new(gw_base, handshake_timeout, c);
-	evtimer_add(c->handshake_timer, &handshake_tv);
+	{
+		struct timeval handshake_tv = {cfg.handshake_timeout, 0};
+
+		evtimer_add(c->handshake_timer, &handshake_tv);
+	}
 	c->next = conns;
 	conns = c;
 	if (gw_verbose)

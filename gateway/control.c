@@ -227,9 +227,16 @@ ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char 
 
 	ctl->conn = c;
 	ctl->then = then;
-	ctl->pg = pg_connect(c->user, c->password, dbname, false, ctl_connected, ctl);
+	ctl->pg = pg_connect(c->pguser, c->password, dbname, false, ctl_connected, ctl);
 	ctl->pg->on_lost = ctl_lost;
 	return ctl;
+}
+
+/* the libpq connection of the session (NULL: none), to look at its login */
+PGconn *
+ctl_pgconn(Ctl *ctl)
+{
+	return ctl && ctl->pg ? ctl->pg->pg : NULL;
 }
 
 void

@@ -67,6 +67,13 @@ typedef struct GwConfig
 	size_t		max_message;
 	size_t		out_high;		/* client output held before consumers pause */
 	size_t		pending_high;	/* publish bytes waiting before reading stops */
+	bool		allow_passwordless;	/* logins the server did not check a
+									 * password of (development only) */
+	char	   *guest_role;		/* guest/guest from loopback logs in as this
+								 * role; NULL: no guest */
+	int			max_logins;		/* handshakes past start-ok at once */
+	int			max_logins_per_addr;	/* the same, per client address */
+	int			handshake_timeout;	/* seconds from accept to open-ok */
 } GwConfig;
 
 typedef void (*pg_result_cb) (void *arg, PGresult *res);
@@ -241,7 +248,7 @@ struct Chan
 
 enum ConnState
 {
-	C_HEADER, C_START_SENT, C_AUTHING, C_TUNE_SENT, C_TUNED, C_OPENING, C_OPEN, C_CLOSING
+	C_HEADER, C_START_SENT, C_LOGIN_WAIT, C_AUTHING, C_TUNE_SENT, C_TUNED, C_OPENING, C_OPEN, C_CLOSING
 };
 
 struct Conn
@@ -254,8 +261,15 @@ struct Conn
 	size_t		pending;		/* bytes of publishes not yet done */
 	bool		paused;			/* reading stopped until they are */
 	char		peer[64];
-	char		user[256];
-	char	   *password;
+	char		addr[64];		/* the peer's address without its port */
+	bool		loopback;		/* the peer is 127.0.0.0/8 or ::1 */
+	bool		in_login;		/* counted in the logins in progress */
+	Conn	   *login_next;		/* logging in, or waiting for a login slot: */
+	Conn	  **login_pprev;	/* its list (connection.c) */
+	bool		guest;			/* guest mapped to --guest-role */
+	char		user[256];		/* the AMQP login */
+	char		pguser[256];	/* the PostgreSQL role its sessions log in as */
+	char	   *password;		/* NULL: none (the guest mapping) */
 	char		vhost[256];
 	char		db[256];		/* "" : --dbname's */
 	uint32_t	frame_max;
@@ -267,7 +281,7 @@ struct Conn
 	time_t		last_recv;
 	struct event *hb;
 	struct event *close_timer;
-	struct event *handshake_timer;	/* open within 10 s, as RabbitMQ */
+	struct event *handshake_timer;	/* open within --handshake-timeout */
 	Conn	   *next;
 };
 
@@ -311,6 +325,8 @@ extern PQconninfoOption *gw_conninfo;
 /* connection.c */
 extern void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 					  int salen, void *arg);
+extern bool sockaddr_is_loopback(const struct sockaddr *sa);
+extern void login_done(Conn *c);
 
 /* methods.c */
 extern void chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r);
@@ -381,6 +397,7 @@ extern bool ctl_job_then(Conn *c, const char *sql, void (*done) (Conn *c, int ch
 extern Ctl *ctl_new(Conn *c, const char *dbname,
 					void (*then) (Conn *c, bool ok, const char *error));
 extern void ctl_orphan(Ctl *ctl);
+extern PGconn *ctl_pgconn(Ctl *ctl);
 extern void ctl_oneshot(const char *user, const char *password, const char *dbname,
 						const char *sql, const char *param);
 
@@ -429,6 +446,7 @@ extern PgSess *pg_connect(const char *user, const char *password, const char *db
 extern void pg_send(PgSess *s, const char *sql, int n, const Oid *types,
 					const char *const *vals, const int *lens, const int *fmts,
 					int result_format, pg_result_cb cb, void *arg);
+extern PGconn *pg_connect_blocking(const char *user, const char *password);
 extern void pg_close(PgSess *s);
 extern void pg_cancel(PgSess *s);
 

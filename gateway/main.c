@@ -8,7 +8,10 @@
  * PostgreSQL.  docs/amqp.md describes the mapping:
  *
  *	- PLAIN (or AMQPLAIN) login: the gateway connects as that role with that
- *	  password; the virtual host names the database ("/": --dbname's).
+ *	  password, and refuses the login unless the server checked the password
+ *	  (--allow-passwordless-logins: development only); guest/guest from a
+ *	  loopback address may log in as --guest-role's role; the virtual host
+ *	  names the database ("/": --dbname's).
  *	- each channel has its own PostgreSQL session, which runs the channel's
  *	  operations (declares, binds, publishes, gets, acks, tx) in order, one
  *	  statement at a time;
@@ -71,6 +74,49 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(gw_base, NULL);
 }
 
+/*
+ * --guest-role at start-up: a superuser is refused.  Logged in as the role
+ * (without a password, as a guest login would), is_superuser says; a server
+ * that cannot be reached now is no reason not to start: every guest login
+ * checks again.
+ */
+static bool
+guest_role_checked(void)
+{
+	PGconn	   *pg = pg_connect_blocking(cfg.guest_role, NULL);
+	bool		ok = true;
+
+	if (pg && PQstatus(pg) == CONNECTION_OK)
+	{
+		const char *su = PQparameterStatus(pg, "is_superuser");
+
+		if (su == NULL || strcmp(su, "off") != 0)
+		{
+			fprintf(stderr, "mq-amqp: --guest-role \"%s\" is a superuser (or cannot tell): "
+					"refusing to start; make an unprivileged role for guest (docs/amqp.md)\n",
+					cfg.guest_role);
+			ok = false;
+		}
+		else
+			logmsg("guest (password guest, loopback clients only) logs in as role \"%s\"",
+				   cfg.guest_role);
+	}
+	else
+	{
+		char		err[512];
+		size_t		n;
+
+		snprintf(err, sizeof(err), "%s", pg ? PQerrorMessage(pg) : "out of memory");
+		n = strlen(err);
+		while (n > 0 && err[n - 1] == '\n')
+			err[--n] = '\0';
+		logmsg("could not check --guest-role \"%s\" now (%s): each guest login checks it",
+			   cfg.guest_role, err);
+	}
+	PQfinish(pg);
+	return ok;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -83,6 +129,11 @@ main(int argc, char **argv)
 		{"channel-max", required_argument, NULL, 'C'},
 		{"lease", required_argument, NULL, 'L'},
 		{"poll-wait", required_argument, NULL, 'W'},
+		{"guest-role", required_argument, NULL, 'g'},
+		{"allow-passwordless-logins", no_argument, NULL, 'P'},
+		{"max-logins", required_argument, NULL, 'M'},
+		{"max-logins-per-address", required_argument, NULL, 'm'},
+		{"handshake-timeout", required_argument, NULL, 'T'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -136,6 +187,21 @@ main(int argc, char **argv)
 			case 'W':
 				set_option("poll_wait", optarg);
 				break;
+			case 'g':
+				set_option("guest_role", optarg);
+				break;
+			case 'P':
+				set_option("allow_passwordless_logins", "on");
+				break;
+			case 'M':
+				set_option("max_logins", optarg);
+				break;
+			case 'm':
+				set_option("max_logins_per_address", optarg);
+				break;
+			case 'T':
+				set_option("handshake_timeout", optarg);
+				break;
 			case 'v':
 				gw_verbose = true;
 				break;
@@ -161,6 +227,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "mq-amqp: invalid --dbname: %s", err ? err : "out of memory\n");
 		return 2;
 	}
+
+	if (cfg.allow_passwordless)
+	{
+		logmsg("WARNING: --allow-passwordless-logins is set: a login is accepted whenever "
+			   "PostgreSQL lets its role in, also without checking the password (trust): "
+			   "ANY password, or none, logs in, even as a superuser.  For development only; "
+			   "never expose this gateway.");
+	}
+	if (cfg.guest_role && !guest_role_checked())
+		return 2;
 
 	host = strdup(cfg.listen);
 	colon = strrchr(host, ':');

@@ -186,7 +186,7 @@ queue_declared(void *arg, PGresult *res)
 		if (q->expire_ev == NULL)
 			q->expire_ev = evtimer_new(gw_base, qreg_expired, q);
 		q->expires = op->expires;
-		snprintf(q->expire_user, sizeof(q->expire_user), "%s", c->user);
+		snprintf(q->expire_user, sizeof(q->expire_user), "%s", c->pguser);
 		free(q->expire_password);
 		q->expire_password = c->password ? strdup(c->password) : NULL;
 	}
@@ -409,7 +409,7 @@ consume_checked(void *arg, PGresult *res)
 		buf_shortstr(&out, cons->tag);
 		frame_send(c);
 	}
-	cons->pg = pg_connect(c->user, c->password, c->db[0] ? c->db : NULL, true,
+	cons->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, true,
 						  cons_connected, cons);
 	cons->pg->on_lost = cons_lost;
 	op_finish(ch);
@@ -821,7 +821,7 @@ run_op(Chan *ch, Op *op)
 				 */
 				if (ch->getpg == NULL)
 				{
-					ch->getpg = pg_connect(ch->conn->user, ch->conn->password,
+					ch->getpg = pg_connect(ch->conn->pguser, ch->conn->password,
 										   ch->conn->db[0] ? ch->conn->db : NULL, false,
 										   getpg_connected, ch);
 					ch->getpg->on_lost = chan_lost;

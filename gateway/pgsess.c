@@ -105,26 +105,18 @@ pg_connect_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Start a connection to the server of --dbname as user/password, to dbname
- * (NULL: --dbname's).  check_client: a session that long-polls, so that
- * the server notices at once when the gateway closes it
- * (client_connection_check_interval) and ends the session, returning its
- * deliveries.
+ * The connection parameters of a session: --dbname's, but for user,
+ * password, application_name and (when given) dbname; keys and vals hold 64,
+ * options 1024 bytes.  A NULL password is none.
  */
-PgSess *
-pg_connect(const char *user, const char *password, const char *dbname,
-		   bool check_client, pg_connect_cb cb, void *arg)
+static void
+session_params(const char **keys, const char **vals, char *options, const char *user,
+			   const char *password, const char *dbname, bool check_client)
 {
-	PgSess	   *s = calloc(1, sizeof(PgSess));
-	const char *keys[64];
-	const char *vals[64];
 	int			n = 0;
 	PQconninfoOption *o;
-	char		options[1024];
 	const char *base_options = NULL;
 
-	s->on_connect = cb;
-	s->arg = arg;
 	for (o = gw_conninfo; o && o->keyword; o++)
 	{
 		if (o->val == NULL || n >= 56)
@@ -143,8 +135,11 @@ pg_connect(const char *user, const char *password, const char *dbname,
 	}
 	keys[n] = "user";
 	vals[n++] = user;
-	keys[n] = "password";
-	vals[n++] = password;
+	if (password)
+	{
+		keys[n] = "password";
+		vals[n++] = password;
+	}
 	if (dbname)
 	{
 		keys[n] = "dbname";
@@ -152,7 +147,7 @@ pg_connect(const char *user, const char *password, const char *dbname,
 	}
 	keys[n] = "application_name";
 	vals[n++] = "mq-amqp";
-	snprintf(options, sizeof(options), "%s%s", base_options ? base_options : "",
+	snprintf(options, 1024, "%s%s", base_options ? base_options : "",
 			 check_client ? " -c client_connection_check_interval=100" : "");
 	if (options[0])
 	{
@@ -161,6 +156,57 @@ pg_connect(const char *user, const char *password, const char *dbname,
 	}
 	keys[n] = NULL;
 	vals[n] = NULL;
+}
+
+/*
+ * A connection made at once, blocking (start-up checks only, before the
+ * event loop runs): the caller looks at PQstatus and calls PQfinish.
+ */
+PGconn *
+pg_connect_blocking(const char *user, const char *password)
+{
+	const char *keys[64];
+	const char *vals[64];
+	char		options[1024];
+	PQconninfoOption *o;
+	int			n;
+
+	session_params(keys, vals, options, user, password, NULL, false);
+	/* a server that does not answer: an error after 10 s, not a hang */
+	for (o = gw_conninfo; o && o->keyword; o++)
+		if (strcmp(o->keyword, "connect_timeout") == 0 && o->val)
+			break;
+	if (o == NULL || o->keyword == NULL)
+	{
+		for (n = 0; keys[n]; n++)
+			;
+		keys[n] = "connect_timeout";
+		vals[n++] = "10";
+		keys[n] = NULL;
+		vals[n] = NULL;
+	}
+	return PQconnectdbParams(keys, vals, 0);
+}
+
+/*
+ * Start a connection to the server of --dbname as user/password, to dbname
+ * (NULL: --dbname's).  check_client: a session that long-polls, so that
+ * the server notices at once when the gateway closes it
+ * (client_connection_check_interval) and ends the session, returning its
+ * deliveries.
+ */
+PgSess *
+pg_connect(const char *user, const char *password, const char *dbname,
+		   bool check_client, pg_connect_cb cb, void *arg)
+{
+	PgSess	   *s = calloc(1, sizeof(PgSess));
+	const char *keys[64];
+	const char *vals[64];
+	char		options[1024];
+
+	s->on_connect = cb;
+	s->arg = arg;
+	session_params(keys, vals, options, user, password, dbname, check_client);
 
 	s->pg = PQconnectStartParams(keys, vals, 0);
 	s->connecting = true;

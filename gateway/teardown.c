@@ -205,6 +205,7 @@ conn_destroy(Conn *c)
 	if (c->dead)
 		return;
 	c->dead = true;				/* nothing more is written to it */
+	login_done(c);
 	if (gw_verbose)
 		logmsg("%s: connection closed", c->peer);
 	if (c->chans)

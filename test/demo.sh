@@ -141,6 +141,24 @@ fi
 "${PSQL[@]}" -d "$DB" -qc "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS queue_ext"
 echo "$EXT_SUM" >"$DEMO_DIR/ext.sha256"
 
+# mq_guest: the role AMQP user guest logs in as (mq-amqp --guest-role
+# mq_guest, RabbitMQ's tutorials with pika's defaults).  Not a superuser,
+# not the extension's owner: CREATE on schema mq lets it declare queues and
+# exchanges (it owns what it declares, so it may publish to, consume from
+# and bind them); the predeclared exchanges ("" and amq.*) take anyone's
+# publishes.  Nothing else is granted.
+"${PSQL[@]}" -d "$DB" -q <<'SQL'
+SET client_min_messages = warning;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mq_guest') THEN
+        CREATE ROLE mq_guest LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION;
+    END IF;
+END
+$$;
+GRANT CREATE ON SCHEMA mq TO mq_guest;
+SQL
+
 # ---------------------------------------------------------------------------
 # the demo: the broker API if this build has it, else the mqlog storage engine
 # ---------------------------------------------------------------------------
@@ -221,8 +239,11 @@ Connect (trust authentication, local connections only):
     psql "host=localhost port=$PORT user=postgres dbname=$DB"
     runuser -u postgres -- psql -p $PORT $DB      (or: sudo -u postgres psql -p $PORT $DB)
     mqctl -h $SOCKDIR -p $PORT -U postgres -d $DB list queues     (the CLI: docs/mqctl.md)
-AMQP 0-9-1 clients (pika, amqplib, ...) through the gateway (docs/amqp.md), then amqp://postgres:any@127.0.0.1:5672/%2F:
-    runuser -u postgres -- mq-amqp --listen 127.0.0.1:5672 --dbname "host=$SOCKDIR port=$PORT dbname=$DB"
+AMQP 0-9-1 clients (pika, amqplib, ...) through the gateway (docs/amqp.md):
+    runuser -u postgres -- mq-amqp --listen 127.0.0.1:5672 --dbname "host=$SOCKDIR port=$PORT dbname=$DB" --guest-role mq_guest
+  then amqp://guest:guest@localhost:5672/ (pika's defaults, RabbitMQ's tutorials: from this
+  machine only, as role mq_guest); any other user needs a password PostgreSQL checks
+  (ALTER ROLE ... PASSWORD, and a scram-sha-256 line in pg_hba.conf): trust is refused.
 Stop it:   sudo bash test/demo.sh --stop
            (or: runuser -u postgres -- $PG_BINDIR/pg_ctl -D $DATA stop)
 Start it again / update after a rebuild:  sudo bash test/demo.sh
