@@ -7,7 +7,7 @@
 #  3. --guest-role: guest/guest from 127.0.0.1 logs in as the role and can do
 #     what RabbitMQ's six tutorials do; guest with another password is
 #     refused; other users still need a checked password; guest from a
-#     non-loopback address is refused (when this machine has one);
+#     non-loopback address is refused (in a network namespace of its own);
 #  4. a superuser as --guest-role: the gateway does not start; a role made
 #     superuser later: the guest login is refused;
 #  5. a flood of 100 handshakes left after connection.start-ok from one
@@ -149,26 +149,46 @@ like($l3, qr/guest \(password guest, loopback clients only\) logs in as role "mq
 	'the mapping is logged at start-up');
 like($l3, qr/login of "guest" refused: wrong password for guest/, 'guest/wrong is logged');
 
-# guest from an address that is not loopback: one of this machine's, if any
-my $ip = '';
-if (open(my $ipf, '-|', 'ip -4 -o addr show scope global 2>/dev/null'))
+# guest from an address that is not loopback.  Only loopback traffic is
+# allowed here, so the gateway and the client run in a network namespace of
+# their own (unshare -rn: a user and network namespace, no privilege
+# needed), where 10.200.0.1 and fd00::1 are addresses of its loopback
+# device: not loopback addresses, and nothing leaves the namespace.  The
+# gateway reaches PostgreSQL through its Unix socket.
+my $netns_script = q{
+	ip link set lo up && ip addr add 10.200.0.1/32 dev lo &&
+		ip addr add fd00::1/128 dev lo || exit 3
+	"$1" --dbname "$2" --listen "$3:5672" --guest-role mq_guest >>"$5" 2>&1 &
+	g=$!
+	i=0
+	until python3 -c 'import socket, sys; socket.create_connection((sys.argv[1], 5672), 1)' "$3" 2>/dev/null; do
+		i=$((i + 1)); [ $i -gt 100 ] && { kill $g; exit 4; }; sleep 0.1
+	done
+	python3 "$4" login "$3" 5672 guest guest
+	kill $g; wait $g 2>/dev/null
+	exit 0
+};
+for my $addr ('10.200.0.1', 'fd00::1')
 {
-	while (<$ipf>) { if (!$ip && /inet (\d+\.\d+\.\d+\.\d+)\//) { $ip = $1; } }
-	close $ipf;
-}
-SKIP:
-{
-	skip 'this machine has no non-loopback IPv4 address', 3 unless $ip;
-	my $p4 = PostgreSQL::Test::Cluster::get_free_port();
-	my ($g4, $log4) = start_gateway('guest-remote', "$ip:$p4", '--guest-role', 'mq_guest');
-	ok($g4, "a gateway with --guest-role on $ip listens");
-	like(login($p4, 'guest', 'guest', $ip), qr/^refused 403 ACCESS_REFUSED - user 'guest' can only connect via localhost/,
-		"guest/guest from $ip (not loopback) is refused");
-	like(PostgreSQL::Test::Utils::slurp_file($log4),
-		qr/\Q$ip\E:\d+: login of "guest" refused: User can only log in via localhost/, 'and logged');
+	my $log4 = $node->basedir . "/mq-amqp-guest-netns-$addr.log";
+	my ($nout, $nerr) = ('', '');
+	IPC::Run::run([ 'unshare', '-rn', 'sh', '-c', $netns_script, 'sh',
+			$gateway, $conninfo, $addr, $checks, $log4 ],
+		'<', \undef, '>', \$nout, '2>', \$nerr, IPC::Run::timeout(120));
+	my $rc = $? >> 8;
+	SKIP:
+	{
+		skip "no network namespace here (unshare -rn: $nerr)", 2 if $rc == 3 || $nerr =~ /unshare/;
+		like($nout, qr/^refused 403 ACCESS_REFUSED - user 'guest' can only connect via localhost/,
+			"guest/guest from $addr (not loopback) is refused")
+		  or diag("rc $rc: $nerr");
+		my $l4 = -f $log4 ? PostgreSQL::Test::Utils::slurp_file($log4) : '';
+		like($l4, qr/\Q$addr\E\]?:\d+: login of "guest" refused: User can only log in via localhost/,
+			'and logged');
+	}
 }
 
-# IPv6: ::1 is loopback, a global address of this machine is not
+# IPv6: ::1 is loopback
 SKIP:
 {
 	skip 'no IPv6 loopback here', 2
@@ -177,21 +197,6 @@ SKIP:
 	my ($g6a) = start_gateway('guest-v6', "[::1]:$p6", '--guest-role', 'mq_guest');
 	ok($g6a, 'a gateway with --guest-role on [::1] listens');
 	is(login($p6, 'guest', 'guest', '::1'), 'ok', 'guest/guest from ::1 logs in');
-}
-my $ip6 = '';
-if (open(my $ipf, '-|', 'ip -6 -o addr show scope global 2>/dev/null'))
-{
-	while (<$ipf>) { if (!$ip6 && m{inet6 ([0-9a-f:]+)/}) { $ip6 = $1; } }
-	close $ipf;
-}
-SKIP:
-{
-	skip 'this machine has no global IPv6 address', 2 unless $ip6;
-	my $p6b = PostgreSQL::Test::Cluster::get_free_port();
-	my ($g6b) = start_gateway('guest-v6-remote', "[$ip6]:$p6b", '--guest-role', 'mq_guest');
-	ok($g6b, "a gateway with --guest-role on [$ip6] listens");
-	like(login($p6b, 'guest', 'guest', $ip6), qr/^refused 403 ACCESS_REFUSED - user 'guest' can only connect via localhost/,
-		"guest/guest from $ip6 (not loopback) is refused");
 }
 
 # 4. a superuser as the guest role
