@@ -29,8 +29,9 @@ OBJS += src/queue/queue_group.o src/queue/queue_take.o src/queue/queue_settle.o 
 	src/queue/queue_shmem.o
 # The message log: segments and messages (it knows nothing of queues)
 OBJS += src/msglog.o
-# Topology cache, privileges, the routing matchers and the message filters
-OBJS += src/catalog.o src/routing_topic.o src/routing_headers.o src/filter.o
+# Routing dispatch, privileges, the topology cache, the routing matchers
+# and the message filters
+OBJS += src/route.o src/acl.o src/catalog.o src/routing_topic.o src/routing_headers.o src/filter.o
 # Leaves: argument checks, running SQL as the owner, receipts' text, small
 # helpers
 OBJS += src/args.o src/owner.o src/receipt.o src/mqutils.o

@@ -22,6 +22,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "args.h"
 #include "catalog.h"
 #include "filter.h"

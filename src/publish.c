@@ -28,6 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "annotations.h"
 #include "args.h"
 #include "owner.h"
@@ -35,6 +36,7 @@
 #include "msglog.h"
 #include "filter.h"
 #include "publish.h"
+#include "route.h"
 #include "queue/queue.h"
 #include "quorum.h"
 #include "timers.h"
@@ -151,48 +153,6 @@ build_properties(const MqPublishOpts *o)
 	if (!any)
 		return NULL;
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
-}
-
-/*
- * Route one message by all its routing keys (the union of the queues each
- * one reaches, as RabbitMQ's rabbit_exchange:route), following alternate
- * exchanges, up to 8, when none matched.
- */
-static void
-route_with_alternates(MqExchange *ex, char **keys, int nkeys, Jsonb *headers,
-					  bool check_privileges, MqRouteSet *set)
-{
-	int			hops = 0;
-
-	while (ex)
-	{
-		if (check_privileges && ex->name[0] != '\0' && hops == 0)
-			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
-		/* a headers exchange looks at the headers only: route once */
-		for (int k = 0; k < (ex->type == MQ_EXCHANGE_HEADERS ? 1 : nkeys); k++)
-			mq_route(ex, keys[k], headers, set);
-		if (set->n > 0 || ex->alternate_exchange == NULL || ++hops > 8)
-			break;
-		ex = mq_exchange_lookup(ex->alternate_exchange, true);
-	}
-}
-
-/*
- * Would a message with these routing keys and headers reach a queue now,
- * routed as mq_publish routes it (alternate exchanges followed)?  Nothing
- * is written; privileges are the caller's to check.
- */
-bool
-mq_publish_routable(MqExchange *ex, char **keys, int nkeys, Jsonb *headers)
-{
-	MqRouteSet	set;
-
-	mq_route_set_init(&set);
-	route_with_alternates(ex, keys, nkeys, headers, false, &set);
-	for (int i = 0; i < set.n; i++)
-		if (mq_queue_by_id(set.ids[i]) != NULL)
-			return true;
-	return false;
 }
 
 /*
@@ -718,7 +678,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 																	   JsonbPGetDatum(props),
 																	   JsonbPGetDatum(ann))) : ann;
 			mq_route_set_init(&sets[i]);
-			route_with_alternates(ex, keys, nkeys, hdrs[i], o->check_privileges, &sets[i]);
+			mq_route_message(ex, keys, nkeys, hdrs[i], o->check_privileges, &sets[i]);
 		}
 		ids[i] = 0;
 		routed[i] = false;

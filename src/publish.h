@@ -75,13 +75,6 @@ extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
 					   const MqPublishOpts *o, int64 *ids);
 
 /*
- * Would a message with these routing keys (its routing key first, then its
- * CC and BCC keys) and headers reach a queue now?  Writes nothing.
- */
-extern bool mq_publish_routable(MqExchange *ex, char **keys, int nkeys,
-								Jsonb *headers);
-
-/*
  * The one sequence that settles deliveries (consume, ack/nack/reject,
  * purge, drop-head, expiry): dead-letter the dead ones, give the others
  * live_kind (0: none; MQ_SETTLE_RETRY arms a timer for retry_at), record

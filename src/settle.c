@@ -28,6 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "args.h"
 #include "publish.h"
 #include "queue/queue.h"

@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "msglog.h"
 #include "queue/queue.h"
 #include "timers.h"

@@ -18,6 +18,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "args.h"
 #include "catalog.h"
 #include "consume.h"

@@ -25,6 +25,7 @@
 #include "utils/memutils.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "args.h"
 #include "catalog.h"
 #include "publish.h"
