@@ -16,10 +16,12 @@ OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o 
 OBJS += src/plan_defaults.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
-# Verbs: publish (routing, overflow, dead-lettering, the settling sequence),
+# Verbs: firing delayed messages, purge, publish (overflow, dead-lettering,
+# the settling sequence), the durability of commits,
 # a message's broker annotations (CC/BCC, death marks), delayed and half
 # messages, maintenance, quorum commits
-OBJS += src/quorum.o src/publish.o src/annotations.o src/timers.o src/half.o src/maintenance.o
+OBJS += src/timers_fire.o src/purge.o src/quorum.o src/durability.o src/publish.o \
+	src/annotations.o src/timers.o src/half.o src/maintenance.o
 # Queue state (src/queue/queue.h): consumer state of classic/quorum queues
 # and of streams' consumer groups, offsets, reads and retention of stream
 # partitions

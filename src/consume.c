@@ -24,6 +24,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "durability.h"
 #include "acl.h"
 #include "annotations.h"
 #include "filter.h"

@@ -34,6 +34,7 @@
 #include "utils/timeout.h"
 
 #include "mqutils.h"
+#include "durability.h"
 #include "acl.h"
 #include "annotations.h"
 #include "args.h"

@@ -3,10 +3,18 @@
  * publish.c
  *	  Publish path: route, store the message once in the log, append one
  *	  entry per destination queue, and make the commit as durable as the
- *	  destinations require.  Also dead-lettering, which republishes.
+ *	  destinations require.  Also what publishing and settling call each
+ *	  other for: length limits and drop-head overflow, dead-lettering
+ *	  (which republishes) and the settling sequence.
  *
  * Publishing happens inside the caller's transaction: the "confirm" is its
  * COMMIT, and routing to several queues is all-or-nothing with it.
+ *
+ * This file owns only that recursion (publish -> drop heads -> settle ->
+ * dead-letter -> publish).  It calls down to routing (route.c), the
+ * message log (msglog.c), queue state (src/queue/) and storage; it checks
+ * no SQL argument (args.c, the entry points), and what needs none of the
+ * recursion lives elsewhere: durability.c, purge.c, timers_fire.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,7 +46,6 @@
 #include "publish.h"
 #include "route.h"
 #include "queue/queue.h"
-#include "quorum.h"
 #include "timers.h"
 
 /* GUCs */
@@ -56,10 +63,6 @@ mq_publish_init(void)
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
-/* Durability already arranged for the current transaction */
-static MqDurability xact_durability = MQ_DURABILITY_DEFAULT;
-static TransactionId xact_durability_xid = InvalidTransactionId;
-
 void
 mq_publish_opts_init(MqPublishOpts *o)
 {
@@ -69,56 +72,6 @@ mq_publish_opts_init(MqPublishOpts *o)
 	o->expiration_ms = -1;
 	o->durability = MQ_DURABILITY_DEFAULT;
 	o->partition = -1;
-}
-
-/*
- * Raise synchronous_commit for this transaction so that its COMMIT waits
- * for what the destination queues (or the publisher) ask: local WAL flush,
- * or also the synchronous standbys (quorum; src/quorum.c decides what
- * happens when they are missing).  Never lowers it.
- */
-void
-mq_require_durability(MqDurability level)
-{
-	const char *value;
-	TransactionId xid = GetTopTransactionIdIfAny();
-
-	if (xact_durability_xid != xid || !TransactionIdIsValid(xid))
-	{
-		xact_durability = MQ_DURABILITY_DEFAULT;
-		xact_durability_xid = xid;
-	}
-	if (level <= xact_durability)
-		return;
-
-	switch (level)
-	{
-		case MQ_DURABILITY_QUORUM:
-			/* errors (53000) when the standbys are missing, or warns */
-			value = mq_quorum_require();
-			/* remote_apply (or remote_write for a local-only commit) is more */
-			if (synchronous_commit >= (strcmp(value, "on") == 0 ?
-									   SYNCHRONOUS_COMMIT_REMOTE_FLUSH :
-									   SYNCHRONOUS_COMMIT_LOCAL_FLUSH))
-			{
-				xact_durability = level;
-				return;
-			}
-			break;
-		case MQ_DURABILITY_LOCAL:
-			if (synchronous_commit >= SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
-			{
-				xact_durability = level;
-				return;
-			}
-			value = "local";
-			break;
-		default:
-			return;
-	}
-	(void) set_config_option("synchronous_commit", value, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-	xact_durability = level;
 }
 
 /* Build the properties jsonb (NULL when there are none) */
@@ -262,8 +215,8 @@ body_bytes(bytea *body)
 }
 
 /* Has q a length limit (and so do its publishers take turns)? */
-static inline bool
-queue_limited(MqQueue *q)
+bool
+mq_queue_limited(MqQueue *q)
 {
 	return q->max_length >= 0 || q->max_length_bytes >= 0;
 }
@@ -304,8 +257,8 @@ reject_over_limit(Dest *dst, bytea **bodies)
  * messages of *ready_bytes body bytes ready, as RabbitMQ's queue checks
  * each publish?  If it does, it counts in them.
  */
-static bool
-admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes, int32 size)
+bool
+mq_limits_admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes, int32 size)
 {
 	if ((q->max_length >= 0 && *ready + 1 > q->max_length) ||
 		(q->max_length_bytes >= 0 && *ready_bytes + size > q->max_length_bytes))
@@ -338,7 +291,7 @@ refuse_over_limit(Dest *dst, bytea **bodies, Refused **refused, int *nrefused)
 
 	for (int e = 0; e < dst->n; e++)
 	{
-		if (!admit_one(q, &ready, &ready_bytes, body_bytes(bodies[dst->msg_index[e]])))
+		if (!mq_limits_admit_one(q, &ready, &ready_bytes, body_bytes(bodies[dst->msg_index[e]])))
 		{
 			if (*nrefused == 0)
 				*refused = palloc(sizeof(Refused) * 8);
@@ -728,7 +681,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		qsort(dests, ndests, sizeof(Dest), dest_cmp_queue_id);
 	for (int d = 0; d < ndests; d++)
 	{
-		if (!queue_limited(dests[d].q))
+		if (!mq_queue_limited(dests[d].q))
 			continue;
 		/* the worker (dead-lettering, timers) waits for no lock of a user */
 		if (!mq_queue_turn_lock(dests[d].q, !mq_lock_nowait))
@@ -741,7 +694,7 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 	{
 		MqQueue    *q = dests[d].q;
 
-		if (!queue_limited(q) || !q->overflow_reject)
+		if (!mq_queue_limited(q) || !q->overflow_reject)
 			continue;
 		if (q->overflow_dlx)
 			refuse_over_limit(&dests[d], bodies, &refused, &nrefused);
@@ -880,32 +833,6 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		mq_require_durability(MQ_DURABILITY_QUORUM);
 	else if (durable || o->durability == MQ_DURABILITY_LOCAL)
 		mq_require_durability(MQ_DURABILITY_LOCAL);
-}
-
-/* A message body given as bytea, text or jsonb, as bytea */
-bytea *
-mq_body_bytes(Datum d, Oid type)
-{
-	if (type == JSONBOID)
-	{
-		Jsonb	   *jb = DatumGetJsonbP(d);
-		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
-
-		return (bytea *) cstring_to_text(s);
-	}
-	/* text and bytea share the varlena layout */
-	return (bytea *) PG_DETOAST_DATUM(d);
-}
-
-/* Message headers must be a JSON object (22023); returns h */
-Jsonb *
-mq_headers_check(Jsonb *h)
-{
-	if (h != NULL && !JB_ROOT_IS_OBJECT(h))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("headers must be a JSON object")));
-	return h;
 }
 
 /* ---------- settling deliveries: the one sequence ---------- */
@@ -1130,7 +1057,7 @@ over_limits(MqQueue *q)
 bool
 mq_overflow_drop_head(MqQueue *q, MqTrimWhen when)
 {
-	if (!queue_limited(q) || q->overflow_reject)
+	if (!mq_queue_limited(q) || q->overflow_reject)
 		return true;
 	if (when != MQ_TRIM_PUBLISH && !over_limits(q))
 		return true;
@@ -1140,146 +1067,6 @@ mq_overflow_drop_head(MqQueue *q, MqTrimWhen when)
 	if (when != MQ_TRIM_PUBLISH)
 		mq_queue_turn_unlock(q);
 	return true;
-}
-
-/* One queue's and lane's due entries, fired in a subtransaction */
-typedef struct FireGroup
-{
-	MqQueue    *q;
-	int			lane;
-	MqEntry    *entries;
-	int			n;
-} FireGroup;
-
-/*
- * reject-publish(-dlx) when delayed messages fall due: those that would
- * take q over a limit are not appended (RabbitMQ's delayed-message
- * exchange publishes them when due, and the full queue refuses them, with
- * nobody left to nack), but dead-lettered (reason maxlen) on
- * reject-publish-dlx, dropped on reject-publish; but a message nacked
- * with a delay, which comes back as a return does.  Checked under the
- * queue's turn, which the worker only takes if it is free: else the
- * entries wait a second more (their timers armed again).  Returns how
- * many of fg's entries, moved to its front, are to be appended.
- */
-static int
-admit_due(FireGroup *fg)
-{
-	MqQueue    *q = fg->q;
-	int64		ready_bytes;
-	int64		ready;
-	int			k = 0;
-
-	if (!mq_queue_turn_lock(q, false))
-	{
-		TimestampTz later = GetCurrentTimestamp() + USECS_PER_SEC;
-
-		for (int i = 0; i < fg->n; i++)
-			fg->entries[i].visible_at = Max(fg->entries[i].visible_at, later);
-		mq_timers_add(q, fg->lane, fg->entries, fg->n);
-		return 0;
-	}
-	ready = mq_queue_ready_bytes_for_publish(q, &ready_bytes);
-	for (int i = 0; i < fg->n; i++)
-	{
-		int32		size = Max(fg->entries[i].body_size, 0);
-
-		/* a message nacked with a delay comes back: a return is never refused */
-		if (fg->entries[i].delivery_count > 0)
-		{
-			ready++;
-			ready_bytes += size;
-		}
-		else if (!admit_one(q, &ready, &ready_bytes, size))
-		{
-			if (q->overflow_dlx &&
-				mq_dead_letter(q, fg->entries[i].msg_id, "maxlen") == MQ_SETTLE_DEAD)
-				mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, 1);
-			continue;
-		}
-		fg->entries[k++] = fg->entries[i];
-	}
-	/* held to the commit, as a publisher holds it */
-	return k;
-}
-
-static void
-fire_group(void *arg)
-{
-	FireGroup  *fg = arg;
-	int			n = fg->n;
-
-	/* a stream's entry carries its message's tag hash (groups' filters) */
-	for (int i = 0; i < fg->n; i++)
-	{
-		MqMessage	m;
-
-		fg->entries[i].tag_hash = MQ_TAG_HASH_NONE;
-		if (fg->q->type == MQ_QUEUE_STREAM && mq_log_fetch(fg->entries[i].msg_id, &m) &&
-			m.tag != NULL)
-			fg->entries[i].tag_hash = mq_tag_hash(m.tag, strlen(m.tag));
-	}
-	if (queue_limited(fg->q) && fg->q->overflow_reject)
-		n = admit_due(fg);
-	if (n > 0)
-		mq_queue_append(fg->q, fg->lane, fg->entries, n);
-}
-
-TimestampTz
-mq_fire_due_timers(int *fired)
-{
-	MqDueGroup *groups;
-	int			ngroups;
-	TimestampTz next = mq_timers_take_due(&groups, &ngroups, fired);
-
-	/*
-	 * Each group in a subtransaction, so that a broken queue loses its own
-	 * due messages (logged) without holding back everybody else's.
-	 */
-	for (int i = 0; i < ngroups; i++)
-	{
-		MqQueue    *q = mq_queue_by_id(groups[i].queue_id);
-		FireGroup	fg;
-		char	   *what;
-
-		if (q == NULL || groups[i].lane >= q->nlanes)
-			continue;
-		what = psprintf("firing %d delayed messages for queue \"%s\"", groups[i].n, q->name);
-		fg.q = q;
-		fg.lane = groups[i].lane;
-		fg.entries = groups[i].entries;
-		fg.n = groups[i].n;
-		(void) mq_run_guarded(what, fire_group, &fg, NULL);
-		pfree(what);
-		pfree(groups[i].entries);
-	}
-	pfree(groups);
-	return next;
-}
-
-/*
- * Purge: settle every ready message of q, without dead-lettering (as
- * RabbitMQ's queue.purge).  Returns how many.
- */
-int64
-mq_purge(MqQueue *q)
-{
-	int64		total = 0;
-	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
-
-	for (;;)
-	{
-		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
-
-		for (int i = 0; i < got; i++)
-			dl[i].dead = false;
-		total += mq_settle_deliveries(q, dl, got, MQ_SETTLE_DROPPED, 0);
-		if (got < 1000)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	pfree(dl);
-	return total;
 }
 
 /* The elements of a text[] datum, as C strings */

@@ -14,16 +14,8 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "durability.h"
 #include "queue/queue.h"
-
-/* Durability a publish asks for (mq.publish's durability property) */
-typedef enum MqDurability
-{
-	MQ_DURABILITY_DEFAULT = -1,
-	MQ_DURABILITY_ASYNC = 0,
-	MQ_DURABILITY_LOCAL = 1,
-	MQ_DURABILITY_QUORUM = 2
-} MqDurability;
 
 typedef struct MqPublishOpts
 {
@@ -97,25 +89,18 @@ typedef enum MqTrimWhen
 
 extern bool mq_overflow_drop_head(MqQueue *q, MqTrimWhen when);
 
+/* Has q a length limit (and so do its publishers take turns)? */
+extern bool mq_queue_limited(MqQueue *q);
+
 /*
- * The worker: append the entries of delayed messages that fell due, as
- * their publish would have, limits included; returns the next due time
- * (0: none) and in *fired how many timers it took.
+ * Does one more message of size body bytes fit q's limits with *ready
+ * messages of *ready_bytes body bytes ready?  If it does, it counts in them.
  */
-extern TimestampTz mq_fire_due_timers(int *fired);
-
-/* Settle every ready message of q without dead-lettering; returns how many */
-extern int64 mq_purge(MqQueue *q);
-
-/* A body given as bytea, text or jsonb, as bytea; headers checked (22023) */
-extern bytea *mq_body_bytes(Datum d, Oid type);
-extern Jsonb *mq_headers_check(Jsonb *h);
+extern bool mq_limits_admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes,
+								int32 size);
 
 /* Dead-letter a message taken from q: republish it to q's DLX */
 extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
-
-/* Make this transaction's commit at least as durable as level */
-extern void mq_require_durability(MqDurability level);
 
 /*
  * Make sure the dead-letter queue %DLQ%<group_name> of a consumer group

@@ -37,6 +37,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "durability.h"
 #include "acl.h"
 #include "annotations.h"
 #include "args.h"

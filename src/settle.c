@@ -28,6 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "durability.h"
 #include "acl.h"
 #include "args.h"
 #include "publish.h"

@@ -25,10 +25,10 @@
 #include "utils/memutils.h"
 
 #include "mqutils.h"
+#include "purge.h"
 #include "acl.h"
 #include "args.h"
 #include "catalog.h"
-#include "publish.h"
 #include "queue/queue.h"
 #include "quorum.h"
 #include "timers.h"
