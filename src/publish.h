@@ -14,49 +14,14 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
-#include "durability.h"
+#include "publish_entry.h"
 #include "queue/queue.h"
-
-typedef struct MqPublishOpts
-{
-	bool		mandatory;
-	bool		check_privileges;	/* false for internal republishing */
-	TimestampTz deliver_at;		/* 0: now */
-	int			priority;		/* -1: none */
-	int64		expiration_ms;	/* -1: none */
-	char	   *key;
-	char	  **keys;			/* per message (n), instead of key; NULL: key */
-	char	   *tag;
-	char	   *message_group;
-	char	   *dedup_id;
-	char	   *content_type;
-	char	   *correlation_id;
-	char	   *reply_to;
-	MqDurability durability;
-	int			partition;		/* streams: the partition asked for; -1: none */
-	const int64 *existing_ids;	/* route messages already in the log */
-	Jsonb	   *properties;		/* stored as is instead of the fields above */
-
-	/*
-	 * The routing keys of a single message (n = 1), given instead of
-	 * reading its CC and BCC headers: the first is its routing key.  Used
-	 * to republish a stored message (dead letters, half messages), whose
-	 * keys are in its annotations.
-	 */
-	char	  **route_keys;
-	int			nroute_keys;
-	/* queues not to deliver to (a dead-letter cycle would close) */
-	char	  **skip_queues;
-	int			nskip_queues;
-} MqPublishOpts;
 
 /* GUC mq.dedup_window (ms) */
 extern int	mq_dedup_window;
 
 /* Define the settings of publishing (from _PG_init) */
 extern void mq_publish_init(void);
-
-extern void mq_publish_opts_init(MqPublishOpts *o);
 
 /*
  * Publish n messages to exchange ex.  ids[i] receives the message id, or 0
