@@ -9,7 +9,7 @@ PGFILEDESC = "queue_ext - message broker with an append-only log table access me
 # Entry point: _PG_init calls each family's init function
 OBJS = src/queue_ext.o
 # SQL entry points: parse arguments, check privileges, call one verb
-OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o \
+OBJS += src/topology_sql.o src/publish_sql.o src/consume_sql.o src/settle_sql.o src/stats_sql.o \
 	src/filter_sql.o src/stream_sql.o src/group_sql.o src/redrive_sql.o \
 	src/replication_sql.o src/dump_sql.o
 # ... and the planner hook that puts mq functions' DEFAULT arguments into calls

@@ -21,7 +21,7 @@
 #include "acl.h"
 #include "args.h"
 #include "catalog.h"
-#include "consume.h"
+#include "consume_sql.h"
 #include "msglog.h"
 #include "queue/queue.h"
 

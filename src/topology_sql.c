@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * topology.c
+ * topology_sql.c
  *	  SQL entry points that change the topology: declare and delete
  *	  exchanges and queues, bind and unbind, grant and revoke.
  *
