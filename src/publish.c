@@ -716,6 +716,11 @@ require_call_durability(PublishCall *pc)
 		mq_require_durability(MQ_DURABILITY_LOCAL);
 }
 
+/*
+ * Publish n messages to exchange ex (publish.h), in the steps above: route
+ * all, take turns on limited queues, dedup, store, append the entries,
+ * dead-letter what reject-publish-dlx refused, drop heads, durability.
+ */
 void
 mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		   Jsonb **headers, const MqPublishOpts *o, int64 *ids)

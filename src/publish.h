@@ -1,7 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * publish.h
- *	  Publishing: route a message, store it once, append queue entries.
+ *	  Publishing: route a message (route.h), store it once, append queue
+ *	  entries; and what publishing and settling call each other for:
+ *	  length limits and drop-head overflow, dead-lettering, the settling
+ *	  sequence.  The options of a publish are in publish_entry.h.
  *
  *-------------------------------------------------------------------------
  */
