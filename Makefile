@@ -9,17 +9,19 @@ PGFILEDESC = "queue_ext - message broker with an append-only log table access me
 # Entry point: _PG_init calls each family's init function
 OBJS = src/queue_ext.o
 # SQL entry points: parse arguments, check privileges, call one verb
-OBJS += src/topology.o src/publish_sql.o src/consume.o src/settle.o src/stats.o \
+OBJS += src/topology_sql.o src/publish_sql.o src/consume_sql.o src/settle_sql.o src/stats_sql.o \
 	src/filter_sql.o src/stream_sql.o src/group_sql.o src/redrive_sql.o \
 	src/replication_sql.o src/dump_sql.o
 # ... and the planner hook that puts mq functions' DEFAULT arguments into calls
 OBJS += src/plan_defaults.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
-# Verbs: publish (routing, overflow, dead-lettering, the settling sequence),
-# a message's broker annotations (CC/BCC, death marks), delayed and half
-# messages, maintenance, quorum commits
-OBJS += src/quorum.o src/publish.o src/annotations.o src/timers.o src/half.o src/maintenance.o
+# Verbs: firing delayed messages, purge, publish (overflow, dead-lettering,
+# the settling sequence), the durability of commits, the message and entries
+# a publish builds, a message's broker annotations (CC/BCC, death marks),
+# delayed and half messages, maintenance, quorum commits
+OBJS += src/timers_fire.o src/purge.o src/quorum.o src/durability.o src/publish.o \
+	src/publish_entry.o src/annotations.o src/timers.o src/half.o src/maintenance.o
 # Queue state (src/queue/queue.h): consumer state of classic/quorum queues
 # and of streams' consumer groups, offsets, reads and retention of stream
 # partitions
@@ -29,8 +31,9 @@ OBJS += src/queue/queue_group.o src/queue/queue_take.o src/queue/queue_settle.o 
 	src/queue/queue_shmem.o
 # The message log: segments and messages (it knows nothing of queues)
 OBJS += src/msglog.o
-# Topology cache, privileges, the routing matchers and the message filters
-OBJS += src/catalog.o src/routing_topic.o src/routing_headers.o src/filter.o
+# Routing dispatch, privileges, the topology cache, the routing matchers
+# and the message filters
+OBJS += src/route.o src/acl.o src/catalog.o src/routing_topic.o src/routing_headers.o src/filter.o
 # Leaves: argument checks, running SQL as the owner, receipts' text, small
 # helpers
 OBJS += src/args.o src/owner.o src/receipt.o src/mqutils.o

@@ -8,8 +8,11 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "common/int.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 
 #include "args.h"
@@ -143,4 +146,30 @@ mq_consumer_name_check(const char *consumer)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("consumer name must not be empty"),
 				 errhint("Give a name, or NULL for an anonymous consumer.")));
+}
+
+/* A message body given as bytea, text or jsonb, as bytea */
+bytea *
+mq_body_bytes(Datum d, Oid type)
+{
+	if (type == JSONBOID)
+	{
+		Jsonb	   *jb = DatumGetJsonbP(d);
+		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+
+		return (bytea *) cstring_to_text(s);
+	}
+	/* text and bytea share the varlena layout */
+	return (bytea *) PG_DETOAST_DATUM(d);
+}
+
+/* Message headers must be a JSON object (22023); returns h */
+Jsonb *
+mq_headers_check(Jsonb *h)
+{
+	if (h != NULL && !JB_ROOT_IS_OBJECT(h))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("headers must be a JSON object")));
+	return h;
 }

@@ -8,7 +8,9 @@
  *	  - a user interval converted to microseconds, and a time computed
  *		from one, stay in range (22008);
  *	  - counts are at least 1 (22023);
- *	  - consumer names are not empty (22023).
+ *	  - consumer names are not empty (22023);
+ *	  - message headers are a JSON object (22023).
+ *	  And the conversion of a message body given as bytea, text or jsonb.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +21,7 @@
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "utils/jsonb.h"
 
 /*
  * Raise 22004 for the first argument i (0-based, below n) that is NULL
@@ -72,5 +75,9 @@ extern TimestampTz mq_time_add(TimestampTz t, int64 us, const char *name);
 
 /* A consumer name must not be empty (22023) */
 extern void mq_consumer_name_check(const char *consumer);
+
+/* A body given as bytea, text or jsonb, as bytea; headers checked (22023) */
+extern bytea *mq_body_bytes(Datum d, Oid type);
+extern Jsonb *mq_headers_check(Jsonb *h);
 
 #endif							/* MQ_ARGS_H */

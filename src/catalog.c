@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.c
- *	  Per-backend cache of exchanges, queues, bindings and grants.
+ *	  Per-backend cache of exchanges, queues, bindings and grants, and the
+ *	  lookups in it.
  *
  * The topology lives in ordinary heap tables (mq.cat_*).  Routing a message
  * must not run SQL, so each backend loads the whole topology once into
@@ -11,6 +12,10 @@
  * mark their cache stale.  Reloading happens only at the start of a SQL
  * entry point (mq_catalog_refresh), so pointers into the cache stay valid
  * for the duration of one call.
+ *
+ * This file owns the cache: loading, invalidation, lookups by name and id.
+ * It does not route (route.c) nor decide privileges (acl.c): both read
+ * the cache from above, and nothing here calls them.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,14 +27,12 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -69,8 +72,6 @@ static HTAB *mq_queue_by_id_htab = NULL;	/* id -> MqQueue* */
 static HTAB *mq_exchange_by_name = NULL;	/* name -> MqExchange* */
 static HTAB *mq_exchange_by_id = NULL;	/* id -> MqExchange* */
 
-#define MQ_NAME_KEYSIZE 256
-
 typedef struct NameEntry
 {
 	char		name[MQ_NAME_KEYSIZE];
@@ -82,12 +83,6 @@ typedef struct IdEntry
 	int32		id;
 	void	   *ptr;
 } IdEntry;
-
-typedef struct DirectEntry
-{
-	char		key[MQ_NAME_KEYSIZE];
-	MqRouteSet	set;
-} DirectEntry;
 
 /*
  * Relcache callback: any invalidation of mq.cat_exchange (or a full reset)
@@ -309,20 +304,6 @@ priv_from_name(const char *s)
 	return MQ_PRIV_CONSUME;
 }
 
-const char *
-mq_priv_name(int priv)
-{
-	switch (priv)
-	{
-		case MQ_PRIV_CONFIGURE:
-			return "configure";
-		case MQ_PRIV_PUBLISH:
-			return "publish";
-		default:
-			return "consume";
-	}
-}
-
 static void
 acl_add(MqAcl *acl, Oid grantee, int priv)
 {
@@ -477,7 +458,7 @@ load_exchanges(void)
 			HASHCTL		ctl;
 
 			ctl.keysize = MQ_NAME_KEYSIZE;
-			ctl.entrysize = sizeof(DirectEntry);
+			ctl.entrysize = sizeof(MqDirectEntry);
 			ctl.hcxt = mq_cache_cxt;
 			ex->direct = hash_create("mq direct bindings", 16, &ctl,
 									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
@@ -521,7 +502,7 @@ load_bindings(void)
 			case MQ_EXCHANGE_DIRECT:
 				{
 					char		k[MQ_NAME_KEYSIZE];
-					DirectEntry *de;
+					MqDirectEntry *de;
 					bool		found;
 
 					strlcpy(k, key, sizeof(k));
@@ -1005,132 +986,6 @@ mq_queue_list(void)
 	while ((ie = hash_seq_search(&st)) != NULL)
 		res = lappend(res, ie->ptr);
 	return res;
-}
-
-/*
- * Route a message: add the ids of the queues it goes to (without following
- * the alternate exchange, which the publisher handles) to out.
- */
-void
-mq_route(MqExchange *ex, const char *routing_key, Jsonb *headers, MqRouteSet *out)
-{
-	ListCell   *lc;
-
-	/* The default exchange routes to the queue named by the routing key */
-	if (ex->name[0] == '\0')
-	{
-		MqQueue    *q = mq_queue_lookup(routing_key, true);
-
-		if (q)
-			mq_route_set_add(out, q->id);
-		return;
-	}
-
-	switch (ex->type)
-	{
-		case MQ_EXCHANGE_DIRECT:
-			if (strlen(routing_key) < MQ_NAME_KEYSIZE)
-			{
-				DirectEntry *de = hash_search(ex->direct, routing_key, HASH_FIND, NULL);
-
-				if (de)
-					for (int i = 0; i < de->set.n; i++)
-						mq_route_set_add(out, de->set.ids[i]);
-			}
-			break;
-		case MQ_EXCHANGE_TOPIC:
-			mq_topic_trie_match(ex->trie, routing_key, out);
-			break;
-		case MQ_EXCHANGE_FANOUT:
-			for (int i = 0; i < ex->fanout.n; i++)
-				mq_route_set_add(out, ex->fanout.ids[i]);
-			break;
-		case MQ_EXCHANGE_HEADERS:
-			foreach(lc, ex->headers)
-			{
-				MqHeadersBinding *hb = lfirst(lc);
-
-				if (mq_headers_match(hb->arguments, headers))
-					mq_route_set_add(out, hb->queue_id);
-			}
-			break;
-	}
-}
-
-/*
- * Does the current user hold priv on an object with this acl?  Superusers
- * and members of the owner role hold everything.
- */
-bool
-mq_acl_allows(const MqAcl *acl, int priv)
-{
-	Oid			user = GetUserId();
-
-	if (superuser_arg(user) || has_privs_of_role(user, acl->owner))
-		return true;
-	for (int i = 0; i < acl->ngrants; i++)
-	{
-		if ((acl->grants[i].privs & priv) == 0)
-			continue;
-		if (acl->grants[i].grantee == InvalidOid ||
-			has_privs_of_role(user, acl->grants[i].grantee))
-			return true;
-	}
-	return false;
-}
-
-/*
- * May the current user see queue q (its row, counters, consumer groups and
- * partitions) in the monitoring views and the functions behind them
- * (mq.queues, mq.metrics, mq.consumer_groups, mq.stream_partitions)?  When
- * it holds some privilege on the queue (configure, publish or consume; its
- * owner and superusers hold all), as RabbitMQ shows a user only the vhosts
- * it may use, or has the privileges of pg_read_all_stats (members of
- * pg_monitor do), as PostgreSQL shows other sessions' statistics.
- */
-bool
-mq_queue_visible(MqQueue *q)
-{
-	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
-		mq_acl_allows(&q->acl, MQ_PRIV_CONFIGURE | MQ_PRIV_PUBLISH | MQ_PRIV_CONSUME);
-}
-
-void
-mq_check_queue_privilege(MqQueue *q, int priv)
-{
-	if (!mq_acl_allows(&q->acl, priv))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to %s queue \"%s\"", mq_priv_name(priv), q->name),
-				 errhint("The queue's owner can run mq.grant('%s', 'queue', '%s', role).",
-						 mq_priv_name(priv), q->name)));
-}
-
-void
-mq_check_exchange_privilege(MqExchange *ex, int priv)
-{
-	if (!mq_acl_allows(&ex->acl, priv))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to %s exchange \"%s\"", mq_priv_name(priv), ex->name),
-				 errhint("The exchange's owner can run mq.grant('%s', 'exchange', '%s', role).",
-						 mq_priv_name(priv), ex->name)));
-}
-
-/*
- * Creating new queues and exchanges needs CREATE on schema mq (or
- * superuser), as creating tables needs CREATE on a schema.
- */
-void
-mq_check_create_privilege(const char *kind, const char *name)
-{
-	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
-
-	if (pg_namespace_aclcheck(nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to create %s \"%s\"", kind, name),
-				 errhint("Creating queues and exchanges needs CREATE on schema mq.")));
 }
 
 /*

@@ -2,8 +2,11 @@
  *
  * catalog.h
  *	  Per-backend cache of the broker's topology: exchanges, queues,
- *	  bindings and privileges, loaded from the mq.cat_* tables and
- *	  invalidated whenever they change.
+ *	  bindings and grants, loaded from the mq.cat_* tables and
+ *	  invalidated whenever they change, and the lookups in it.
+ *
+ * The cache only holds and finds things: routing a message through it is
+ * route.h's, checking a grant it holds is acl.h's (both above it).
  *
  *-------------------------------------------------------------------------
  */
@@ -186,6 +189,16 @@ typedef struct MqHeadersBinding
 	int32		queue_id;
 } MqHeadersBinding;
 
+/* Longest name or direct binding key the cache's hash tables hold, + 1 */
+#define MQ_NAME_KEYSIZE 256
+
+/* An entry of MqExchange.direct: a binding key and the queues it reaches */
+typedef struct MqDirectEntry
+{
+	char		key[MQ_NAME_KEYSIZE];
+	MqRouteSet	set;
+} MqDirectEntry;
+
 typedef struct MqExchange
 {
 	int32		id;
@@ -196,7 +209,7 @@ typedef struct MqExchange
 	MqAcl		acl;
 	int			nbindings;
 	/* routing structures, by type */
-	HTAB	   *direct;			/* binding key -> MqRouteSet */
+	HTAB	   *direct;			/* of MqDirectEntry, by binding key */
 	MqTopicTrie *trie;
 	MqRouteSet	fanout;
 	List	   *headers;		/* of MqHeadersBinding */
@@ -225,20 +238,8 @@ extern MqQueue *mq_queue_by_id(int32 id);
 extern MqExchange *mq_exchange_lookup(const char *name, bool missing_ok);
 extern List *mq_queue_list(void);
 
-/* Routing: destination queue ids for a message published to ex */
-extern void mq_route(MqExchange *ex, const char *routing_key, Jsonb *headers,
-					 MqRouteSet *out);
-
-/* Privileges */
-extern bool mq_acl_allows(const MqAcl *acl, int priv);
 /* Consumer groups belong to stream queues: 42809 for any other queue */
 extern void mq_groups_need_stream(MqQueue *q);
-
-extern void mq_check_queue_privilege(MqQueue *q, int priv);
-extern bool mq_queue_visible(MqQueue *q);
-extern void mq_check_exchange_privilege(MqExchange *ex, int priv);
-extern void mq_check_create_privilege(const char *kind, const char *name);
-extern const char *mq_priv_name(int priv);
 
 /*
  * Run "SELECT mq.<fn>($1, ...)" as the extension owner; returns the result

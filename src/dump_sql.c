@@ -22,7 +22,7 @@
 
 #include "args.h"
 #include "catalog.h"
-#include "consume.h"
+#include "consume_sql.h"
 #include "filter.h"
 #include "msglog.h"
 #include "publish.h"

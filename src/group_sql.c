@@ -6,7 +6,7 @@
  *	  mq.consumer_groups view.
  *
  * Consuming and settling with a group go through mq.consume, mq.ack and
- * mq.nack (consume.c, settle.c) on the group's view of its stream.
+ * mq.nack (consume_sql.c, settle_sql.c) on the group's view of its stream.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +22,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "args.h"
 #include "catalog.h"
 #include "filter.h"

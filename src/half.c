@@ -34,12 +34,15 @@
 #include "utils/timeout.h"
 
 #include "mqutils.h"
+#include "durability.h"
+#include "acl.h"
 #include "annotations.h"
 #include "args.h"
 #include "owner.h"
 #include "half.h"
 #include "msglog.h"
 #include "publish.h"
+#include "route.h"
 
 PG_FUNCTION_INFO_V1(mq_publish_half);
 PG_FUNCTION_INFO_V1(mq_end_half);
@@ -173,7 +176,7 @@ mq_publish_half(PG_FUNCTION_ARGS)
 					 errhint("Declare it with mq.producer_group_declare().")));
 	}
 	/* routed at the decision, but refused now if that would lose it */
-	if (!mq_publish_routable(ex, keys, nkeys, m.headers))
+	if (!mq_route_reaches_queue(ex, keys, nkeys, m.headers))
 		half_unroutable_error(ex->name, m.routing_key, 0, false);
 	mq_log_append(&mp, 1, true);
 	{

@@ -11,6 +11,8 @@
 
 #include "postgres.h"
 
+#include "access/attnum.h"
+
 /* Schema that holds the public API and the extension's private tables */
 #define MQ_SCHEMA "mq"
 

@@ -3,10 +3,19 @@
  * publish.c
  *	  Publish path: route, store the message once in the log, append one
  *	  entry per destination queue, and make the commit as durable as the
- *	  destinations require.  Also dead-lettering, which republishes.
+ *	  destinations require.  Also what publishing and settling call each
+ *	  other for: length limits and drop-head overflow, dead-lettering
+ *	  (which republishes) and the settling sequence.
  *
  * Publishing happens inside the caller's transaction: the "confirm" is its
  * COMMIT, and routing to several queues is all-or-nothing with it.
+ *
+ * This file owns that recursion (publish -> drop heads -> settle ->
+ * dead-letter -> publish) and the steps of mq_publish.  It calls down to
+ * routing (route.c), the message log (msglog.c), queue state (src/queue/)
+ * and storage, never up: the entry points convert SQL arguments, and what
+ * needs none of the recursion lives elsewhere: what a publish builds
+ * (publish_entry.c), durability.c, purge.c, timers_fire.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,11 +32,11 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "annotations.h"
 #include "args.h"
 #include "owner.h"
@@ -35,8 +44,8 @@
 #include "msglog.h"
 #include "filter.h"
 #include "publish.h"
+#include "route.h"
 #include "queue/queue.h"
-#include "quorum.h"
 #include "timers.h"
 
 /* GUCs */
@@ -52,196 +61,6 @@ mq_publish_init(void)
 							NULL,
 							&mq_dedup_window, 5 * 60 * 1000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
-}
-
-/* Durability already arranged for the current transaction */
-static MqDurability xact_durability = MQ_DURABILITY_DEFAULT;
-static TransactionId xact_durability_xid = InvalidTransactionId;
-
-void
-mq_publish_opts_init(MqPublishOpts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->check_privileges = true;
-	o->priority = -1;
-	o->expiration_ms = -1;
-	o->durability = MQ_DURABILITY_DEFAULT;
-	o->partition = -1;
-}
-
-/*
- * Raise synchronous_commit for this transaction so that its COMMIT waits
- * for what the destination queues (or the publisher) ask: local WAL flush,
- * or also the synchronous standbys (quorum; src/quorum.c decides what
- * happens when they are missing).  Never lowers it.
- */
-void
-mq_require_durability(MqDurability level)
-{
-	const char *value;
-	TransactionId xid = GetTopTransactionIdIfAny();
-
-	if (xact_durability_xid != xid || !TransactionIdIsValid(xid))
-	{
-		xact_durability = MQ_DURABILITY_DEFAULT;
-		xact_durability_xid = xid;
-	}
-	if (level <= xact_durability)
-		return;
-
-	switch (level)
-	{
-		case MQ_DURABILITY_QUORUM:
-			/* errors (53000) when the standbys are missing, or warns */
-			value = mq_quorum_require();
-			/* remote_apply (or remote_write for a local-only commit) is more */
-			if (synchronous_commit >= (strcmp(value, "on") == 0 ?
-									   SYNCHRONOUS_COMMIT_REMOTE_FLUSH :
-									   SYNCHRONOUS_COMMIT_LOCAL_FLUSH))
-			{
-				xact_durability = level;
-				return;
-			}
-			break;
-		case MQ_DURABILITY_LOCAL:
-			if (synchronous_commit >= SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
-			{
-				xact_durability = level;
-				return;
-			}
-			value = "local";
-			break;
-		default:
-			return;
-	}
-	(void) set_config_option("synchronous_commit", value, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-	xact_durability = level;
-}
-
-/* Build the properties jsonb (NULL when there are none) */
-static Jsonb *
-build_properties(const MqPublishOpts *o)
-{
-	StringInfoData buf;
-	bool		any = false;
-
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
-#define PROP_STR(name, val) \
-	do { if (val) { if (any) appendStringInfoString(&buf, ", "); \
-		escape_json(&buf, name); appendStringInfoString(&buf, ": "); \
-		escape_json(&buf, val); any = true; } } while (0)
-	PROP_STR("content_type", o->content_type);
-	PROP_STR("correlation_id", o->correlation_id);
-	PROP_STR("reply_to", o->reply_to);
-#undef PROP_STR
-	if (o->priority >= 0)
-	{
-		appendStringInfo(&buf, "%s\"priority\": %d", any ? ", " : "", o->priority);
-		any = true;
-	}
-	if (o->expiration_ms >= 0)
-	{
-		appendStringInfo(&buf, "%s\"expiration\": " INT64_FORMAT, any ? ", " : "",
-						 o->expiration_ms);
-		any = true;
-	}
-	appendStringInfoChar(&buf, '}');
-	if (!any)
-		return NULL;
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
-}
-
-/*
- * Route one message by all its routing keys (the union of the queues each
- * one reaches, as RabbitMQ's rabbit_exchange:route), following alternate
- * exchanges, up to 8, when none matched.
- */
-static void
-route_with_alternates(MqExchange *ex, char **keys, int nkeys, Jsonb *headers,
-					  bool check_privileges, MqRouteSet *set)
-{
-	int			hops = 0;
-
-	while (ex)
-	{
-		if (check_privileges && ex->name[0] != '\0' && hops == 0)
-			mq_check_exchange_privilege(ex, MQ_PRIV_PUBLISH);
-		/* a headers exchange looks at the headers only: route once */
-		for (int k = 0; k < (ex->type == MQ_EXCHANGE_HEADERS ? 1 : nkeys); k++)
-			mq_route(ex, keys[k], headers, set);
-		if (set->n > 0 || ex->alternate_exchange == NULL || ++hops > 8)
-			break;
-		ex = mq_exchange_lookup(ex->alternate_exchange, true);
-	}
-}
-
-/*
- * Would a message with these routing keys and headers reach a queue now,
- * routed as mq_publish routes it (alternate exchanges followed)?  Nothing
- * is written; privileges are the caller's to check.
- */
-bool
-mq_publish_routable(MqExchange *ex, char **keys, int nkeys, Jsonb *headers)
-{
-	MqRouteSet	set;
-
-	mq_route_set_init(&set);
-	route_with_alternates(ex, keys, nkeys, headers, false, &set);
-	for (int i = 0; i < set.n; i++)
-		if (mq_queue_by_id(set.ids[i]) != NULL)
-			return true;
-	return false;
-}
-
-/*
- * The lane of a message with this priority (-1: none) in q: a classic
- * queue has one per level of its x-max-priority (none: all in lane 0),
- * larger priorities count as the maximum; a quorum queue has 32, and a
- * message without a priority goes to lane 4 (RabbitMQ 4.3's default), so
- * that priorities 0..3 come after it.  A quorum queue declared with one
- * lane, before quorum queues had priorities, keeps FIFO order.
- */
-static int
-priority_lane(MqQueue *q, int priority)
-{
-	if (q->nlanes <= 1)
-		return 0;
-	if (priority < 0)
-		return q->type == MQ_QUEUE_QUORUM ?
-			Min(MQ_QUORUM_DEFAULT_PRIORITY, q->nlanes - 1) : 0;
-	return Min(priority, q->nlanes - 1);
-}
-
-/*
- * The partition of a message published to stream q: the partition asked
- * for, else a hash of its message_group, else of its key (so that one
- * group's or key's messages stay in order in one partition), else the
- * next of a round robin of this session.
- */
-static int
-stream_partition(MqQueue *q, const MqPublishOpts *o, const char *key)
-{
-	static uint32 round_robin = 0;
-	const char *by = o->message_group ? o->message_group : key;
-
-	if (o->partition >= 0)
-	{
-		if (o->partition >= q->nlanes)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("partition %d is out of range for stream \"%s\"", o->partition, q->name),
-					 errdetail("The stream has %d partition(s), numbered from 0.", q->nlanes)));
-		return o->partition;
-	}
-	if (q->nlanes == 1)
-		return 0;
-	if (by)
-		return (int) (hash_bytes((const unsigned char *) by, strlen(by)) % (uint32) q->nlanes);
-	if (round_robin == 0)
-		round_robin = (uint32) MyProcPid;	/* sessions start apart */
-	return (int) (round_robin++ % (uint32) q->nlanes);
 }
 
 /* Per destination queue and lane: the entries to append */
@@ -294,16 +113,9 @@ dest_cmp_queue_id(const void *a, const void *b)
 	return (qa > qb) - (qa < qb);
 }
 
-/* Body bytes of a message, what x-max-length-bytes counts */
-static inline int32
-body_bytes(bytea *body)
-{
-	return body ? (int32) VARSIZE_ANY_EXHDR(body) : 0;
-}
-
 /* Has q a length limit (and so do its publishers take turns)? */
-static inline bool
-queue_limited(MqQueue *q)
+bool
+mq_queue_limited(MqQueue *q)
 {
 	return q->max_length >= 0 || q->max_length_bytes >= 0;
 }
@@ -330,7 +142,7 @@ reject_over_limit(Dest *dst, bytea **bodies)
 	if (q->max_length_bytes < 0)
 		return;
 	for (int e = 0; e < dst->n; e++)
-		adding += body_bytes(bodies[dst->msg_index[e]]);
+		adding += mq_body_size(bodies[dst->msg_index[e]]);
 	if (ready_bytes + adding > q->max_length_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -344,8 +156,8 @@ reject_over_limit(Dest *dst, bytea **bodies)
  * messages of *ready_bytes body bytes ready, as RabbitMQ's queue checks
  * each publish?  If it does, it counts in them.
  */
-static bool
-admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes, int32 size)
+bool
+mq_limits_admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes, int32 size)
 {
 	if ((q->max_length >= 0 && *ready + 1 > q->max_length) ||
 		(q->max_length_bytes >= 0 && *ready_bytes + size > q->max_length_bytes))
@@ -378,7 +190,7 @@ refuse_over_limit(Dest *dst, bytea **bodies, Refused **refused, int *nrefused)
 
 	for (int e = 0; e < dst->n; e++)
 	{
-		if (!admit_one(q, &ready, &ready_bytes, body_bytes(bodies[dst->msg_index[e]])))
+		if (!mq_limits_admit_one(q, &ready, &ready_bytes, mq_body_size(bodies[dst->msg_index[e]])))
 		{
 			if (*nrefused == 0)
 				*refused = palloc(sizeof(Refused) * 8);
@@ -442,33 +254,6 @@ drop_heads(MqQueue *q)
 }
 
 /*
- * The tag hash a stream keeps in the entry, for groups' tag filters
- * (MQ_TAG_HASH_NONE: no tag, and always on other queues)
- */
-static uint32
-entry_tag_hash(MqQueue *q, const MqPublishOpts *o)
-{
-	if (q->type != MQ_QUEUE_STREAM || o->tag == NULL)
-		return MQ_TAG_HASH_NONE;
-	return mq_tag_hash(o->tag, strlen(o->tag));
-}
-
-/*
- * The message group an ordered queue keeps in the entry (0: none).  A
- * stream keeps it too, whenever the message has a message_group: any of
- * its consumer groups may be ordered.  A stream message without one stores
- * nothing more (a trailing NULL).
- */
-static uint32
-entry_group_hash(MqQueue *q, const MqPublishOpts *o)
-{
-	if ((!q->ordered && q->type != MQ_QUEUE_STREAM) ||
-		o->message_group == NULL || o->message_group[0] == '\0')
-		return 0;
-	return mq_group_hash(o->message_group);
-}
-
-/*
  * Publish one message to one lane of q, the message and its entry as one
  * WAL record.  The message goes to the log, the entry to queue state:
  * neither knows the other, and this is the one place that takes their
@@ -523,59 +308,6 @@ publish_inline(MqQueue *q, int lane, MqMessage *msg, MqEntry *entry)
 	return true;
 }
 
-/* The entry of a new message of q */
-static void
-new_entry(MqEntry *e, MqQueue *q, int64 msg_id, TimestampTz visible_at,
-		  TimestampTz expires_at, bytea *body, const MqPublishOpts *o)
-{
-	e->msg_id = msg_id;
-	e->visible_at = visible_at;
-	e->expires_at = expires_at;
-	e->delivery_count = 0;
-	e->body_size = q->max_length_bytes >= 0 || q->type == MQ_QUEUE_STREAM ?
-		body_bytes(body) : -1;
-	e->group_hash = entry_group_hash(q, o);
-	e->tag_hash = entry_tag_hash(q, o);
-}
-
-/* Does any message of a batch of n have a business key of its own? */
-static bool
-any_key(const MqPublishOpts *o, int n)
-{
-	if (o->keys != NULL)
-		for (int i = 0; i < n; i++)
-			if (o->keys[i] != NULL)
-				return true;
-	return false;
-}
-
-/* The business key of message i of a publish */
-static inline char *
-msg_key(const MqPublishOpts *o, int i)
-{
-	return o->keys ? o->keys[i] : o->key;
-}
-
-/* The message to store for one publish */
-static MqMessage *
-new_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
-			const MqPublishOpts *o, char *key, Jsonb *props, TimestampTz now)
-{
-	MqMessage  *msg = palloc0(sizeof(MqMessage));
-
-	msg->published_at = now;
-	msg->exchange = ex->name;
-	msg->routing_key = routing_key;
-	msg->headers = headers;
-	msg->body = body;
-	msg->key = key;
-	msg->tag = o->tag;
-	msg->message_group = o->message_group;
-	msg->dedup_id = o->dedup_id;
-	msg->properties = props;
-	return msg;
-}
-
 /* Is q one of the queues this publish must not deliver to? */
 static bool
 skip_queue(const MqPublishOpts *o, MqQueue *q)
@@ -616,7 +348,7 @@ publish_stream_batch(Dest *dst, MqMessage **msgs, bytea **bodies, const MqPublis
 				continue;
 			index[k] = i;
 			lane_msgs[k] = msgs[i];
-			new_entry(&entries[k], q, 0, visible_at, expires_at, bodies[i], o);
+			mq_publish_entry_init(&entries[k], q, 0, visible_at, expires_at, bodies[i], o);
 			mq_log_row_values(msgs[i], values + k * MQ_LOG_NATTS, isnull + k * MQ_LOG_NATTS);
 			k++;
 		}
@@ -639,186 +371,244 @@ publish_stream_batch(Dest *dst, MqMessage **msgs, bytea **bodies, const MqPublis
 	pfree(isnull);
 }
 
-void
-mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
-		   Jsonb **headers, const MqPublishOpts *o, int64 *ids)
+/* The working state of one mq_publish call, handed from step to step */
+typedef struct PublishCall
 {
-	MqRouteSet *sets = palloc(sizeof(MqRouteSet) * n);
-	Dest	   *dests = NULL;
-	int			ndests = 0;
-	bool		durable = false;
-	bool		quorum = false;
-	int			nrouted = 0;
-	MqMessage **msgs = palloc(sizeof(MqMessage *) * n);
-	Jsonb	  **hdrs = palloc(sizeof(Jsonb *) * n);
-	Jsonb	  **mprops = palloc(sizeof(Jsonb *) * n);
-	bool	   *routed = palloc(sizeof(bool) * n);
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz visible_at = o->deliver_at > now ? o->deliver_at : now;
-	bool		delayed = o->deliver_at > now;
-	TimestampTz expires_at = DT_NOEND;
-	Jsonb	   *props = o->properties ? o->properties : build_properties(o);
-	bool		entries_written = false;
-	Refused    *refused = NULL;
-	int			nrefused = 0;
+	/* the call's arguments */
+	MqExchange *ex;
+	int			n;
+	char	  **routing_keys;
+	bytea	  **bodies;
+	const MqPublishOpts *o;
+	int64	   *ids;
+	/* per message */
+	Jsonb	  **hdrs;			/* headers, without the CC and BCC keys */
+	Jsonb	  **mprops;			/* properties, annotations included */
+	bool	   *routed;			/* reached at least one queue */
+	MqMessage **msgs;
+	int			nrouted;
+	/* per destination queue */
+	Dest	   *dests;
+	int			ndests;
+	bool		durable;		/* a destination is durable */
+	bool		quorum;			/* a destination is a quorum queue, or one */
+	/* messages a reject-publish-dlx queue refused */
+	Refused    *refused;
+	int			nrefused;
+	TimestampTz now;
+	TimestampTz visible_at;
+	TimestampTz expires_at;
+	bool		delayed;
+	Jsonb	   *props;
+} PublishCall;
 
-	if (o->expiration_ms >= 0)
-		expires_at = mq_time_add(visible_at, o->expiration_ms * 1000, "expiration");
+/*
+ * 1a. The queues message i reaches: by its routing key and those of its CC
+ * and BCC headers, or where the message before went.  Checks its routing
+ * key and its size.
+ */
+static void
+route_message(PublishCall *pc, int i, MqRouteSet *sets)
+{
+	const MqPublishOpts *o = pc->o;
+	char	  **keys;
+	int			nkeys;
+	Jsonb	   *ann = NULL;
+	bool		same_route;
 
-	/* read-only transactions and hot standbys cannot publish */
-	PreventCommandIfReadOnly("mq.publish");
-	PreventCommandDuringRecovery("mq.publish");
-
-	Assert(o->route_keys == NULL || n == 1);
-
-	/* 1. route everything first: nothing is written if one fails */
-	for (int i = 0; i < n; i++)
+	/*
+	 * A message without headers and with the routing key of the one before,
+	 * which had none either, goes where that one went: a batch to one queue
+	 * is routed once.  (Routing is a function of the exchange, the keys and
+	 * the headers; without headers there are no CC or BCC keys and no
+	 * annotations.)
+	 */
+	same_route = i > 0 && pc->hdrs[i] == NULL && pc->hdrs[i - 1] == NULL &&
+		o->route_keys == NULL &&
+		strcmp(pc->routing_keys[i], pc->routing_keys[i - 1]) == 0;
+	if (!same_route)
+		mq_routing_key_check(pc->routing_keys[i], "routing key");
+	if (pc->bodies[i] && VARSIZE_ANY_EXHDR(pc->bodies[i]) > (Size) mqlog_max_row_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("message to exchange \"%s\" with routing key \"%s\" is too large",
+						pc->ex->name, pc->routing_keys[i]),
+				 errdetail("The body has %zu bytes; mq.max_message_size is %d bytes.",
+						   (Size) VARSIZE_ANY_EXHDR(pc->bodies[i]), mqlog_max_row_size)));
+	if (same_route)
 	{
-		char	  **keys;
-		int			nkeys;
-		Jsonb	   *ann = NULL;
-		bool		same_route;
+		sets[i] = sets[i - 1];
+		return;
+	}
+	/* the routing key, and those of the CC and BCC headers */
+	if (o->route_keys)
+	{
+		keys = o->route_keys;
+		nkeys = o->nroute_keys;
+	}
+	else
+		nkeys = mq_sender_keys(pc->routing_keys[i], &pc->hdrs[i], &keys, &ann);
+	if (ann)
+		pc->mprops[i] = pc->props ?
+			DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
+											   JsonbPGetDatum(pc->props),
+											   JsonbPGetDatum(ann))) : ann;
+	mq_route_set_init(&sets[i]);
+	mq_route_message(pc->ex, keys, nkeys, pc->hdrs[i], o->check_privileges, &sets[i]);
+}
 
-		hdrs[i] = headers ? headers[i] : NULL;
-		mprops[i] = props;
+/*
+ * 1b. Message i goes to the queues of set, each to the lane its priority or
+ * partition picks (the default exchange needs publish on each queue)
+ */
+static void
+add_destinations(PublishCall *pc, int i, MqRouteSet *set)
+{
+	const MqPublishOpts *o = pc->o;
 
-		/*
-		 * A message without headers and with the routing key of the one
-		 * before, which had none either, goes where that one went: a batch
-		 * to one queue is routed once.  (Routing is a function of the
-		 * exchange, the keys and the headers; without headers there are no
-		 * CC or BCC keys and no annotations.)
-		 */
-		same_route = i > 0 && hdrs[i] == NULL && hdrs[i - 1] == NULL &&
-			o->route_keys == NULL &&
-			strcmp(routing_keys[i], routing_keys[i - 1]) == 0;
-		if (!same_route)
-			mq_routing_key_check(routing_keys[i], "routing key");
-		if (bodies[i] && VARSIZE_ANY_EXHDR(bodies[i]) > (Size) mqlog_max_row_size)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("message to exchange \"%s\" with routing key \"%s\" is too large",
-							ex->name, routing_keys[i]),
-					 errdetail("The body has %zu bytes; mq.max_message_size is %d bytes.",
-							   (Size) VARSIZE_ANY_EXHDR(bodies[i]), mqlog_max_row_size)));
-		if (same_route)
-			sets[i] = sets[i - 1];
-		else
-		{
-			/* the routing key, and those of the CC and BCC headers */
-			if (o->route_keys)
-			{
-				keys = o->route_keys;
-				nkeys = o->nroute_keys;
-			}
-			else
-				nkeys = mq_sender_keys(routing_keys[i], &hdrs[i], &keys, &ann);
-			if (ann)
-				mprops[i] = props ? DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
-																	   JsonbPGetDatum(props),
-																	   JsonbPGetDatum(ann))) : ann;
-			mq_route_set_init(&sets[i]);
-			route_with_alternates(ex, keys, nkeys, hdrs[i], o->check_privileges, &sets[i]);
-		}
-		ids[i] = 0;
-		routed[i] = false;
+	for (int j = 0; j < set->n; j++)
+	{
+		MqQueue    *q = mq_queue_by_id(set->ids[j]);
+		int			lane;
+
+		if (q == NULL || skip_queue(o, q))
+			continue;
+		/* the default exchange needs publish on the queue itself */
+		if (o->check_privileges && pc->ex->name[0] == '\0')
+			mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
+		lane = q->type == MQ_QUEUE_STREAM ?
+			mq_publish_partition(q, o, mq_publish_msg_key(o, i)) :
+			mq_priority_lane(q, o->priority);
+		dest_add(dest_for(&pc->dests, &pc->ndests, q), i, lane);
+		pc->durable |= q->durable;
+		/* a stream declared with "durability": "quorum" is one */
+		pc->quorum |= q->type == MQ_QUEUE_QUORUM || q->quorum_durable;
+		pc->routed[i] = true;
+	}
+}
+
+/*
+ * 1. Route every message first, so that nothing is written if one fails:
+ * an unroutable one is an error when mandatory, else it gets id 0.
+ */
+static void
+route_all(PublishCall *pc, Jsonb **headers)
+{
+	MqRouteSet *sets = palloc(sizeof(MqRouteSet) * pc->n);
+
+	for (int i = 0; i < pc->n; i++)
+	{
+		pc->hdrs[i] = headers ? headers[i] : NULL;
+		pc->mprops[i] = pc->props;
+		route_message(pc, i, sets);
+		pc->ids[i] = 0;
+		pc->routed[i] = false;
 		if (sets[i].n == 0)
 		{
-			if (o->mandatory)
+			if (pc->o->mandatory)
 				ereport(ERROR,
 						(errcode(ERRCODE_NO_DATA_FOUND),
 						 errmsg("message to exchange \"%s\" with routing key \"%s\" is unroutable",
-								ex->name, routing_keys[i]),
+								pc->ex->name, pc->routing_keys[i]),
 						 errdetail("No queue is bound that matches, and mandatory is true.")));
 			continue;
 		}
-		for (int j = 0; j < sets[i].n; j++)
-		{
-			MqQueue    *q = mq_queue_by_id(sets[i].ids[j]);
-			int			lane;
-
-			if (q == NULL || skip_queue(o, q))
-				continue;
-			/* the default exchange needs publish on the queue itself */
-			if (o->check_privileges && ex->name[0] == '\0')
-				mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
-			lane = q->type == MQ_QUEUE_STREAM ? stream_partition(q, o, msg_key(o, i)) :
-				priority_lane(q, o->priority);
-			dest_add(dest_for(&dests, &ndests, q), i, lane);
-			durable |= q->durable;
-			/* a stream declared with "durability": "quorum" is one */
-			quorum |= q->type == MQ_QUEUE_QUORUM || q->quorum_durable;
-			routed[i] = true;
-		}
-		if (routed[i])
-			nrouted++;
+		add_destinations(pc, i, &sets[i]);
+		if (pc->routed[i])
+			pc->nrouted++;
 	}
-	if (nrouted == 0)
-		return;
+}
 
-	/*
-	 * 2. x-max-length and x-max-length-bytes: publishers to a limited queue
-	 * take turns (one transaction at a time, in queue id order so that two
-	 * never wait for each other), so that each sees what the one before
-	 * committed and the limits hold after every commit; then reject-publish
-	 * overflow (the publish fails) and reject-publish-dlx (what does not
-	 * fit is dead-lettered instead, below).
-	 */
-	if (ndests > 1)
-		qsort(dests, ndests, sizeof(Dest), dest_cmp_queue_id);
-	for (int d = 0; d < ndests; d++)
+/*
+ * 2. x-max-length and x-max-length-bytes: publishers to a limited queue
+ * take turns (one transaction at a time, in queue id order so that two
+ * never wait for each other), so that each sees what the one before
+ * committed and the limits hold after every commit; then reject-publish
+ * overflow (the publish fails) and reject-publish-dlx (what does not fit
+ * is dead-lettered instead, step 6).
+ */
+static void
+take_turns(PublishCall *pc)
+{
+	if (pc->ndests > 1)
+		qsort(pc->dests, pc->ndests, sizeof(Dest), dest_cmp_queue_id);
+	for (int d = 0; d < pc->ndests; d++)
 	{
-		if (!queue_limited(dests[d].q))
+		if (!mq_queue_limited(pc->dests[d].q))
 			continue;
 		/* the worker (dead-lettering, timers) waits for no lock of a user */
-		if (!mq_queue_turn_lock(dests[d].q, !mq_lock_nowait))
+		if (!mq_queue_turn_lock(pc->dests[d].q, !mq_lock_nowait))
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("queue \"%s\" is locked by another transaction",
-							dests[d].q->name)));
+							pc->dests[d].q->name)));
 	}
-	for (int d = 0; d < ndests; d++)
+	for (int d = 0; d < pc->ndests; d++)
 	{
-		MqQueue    *q = dests[d].q;
+		MqQueue    *q = pc->dests[d].q;
 
-		if (!queue_limited(q) || !q->overflow_reject)
+		if (!mq_queue_limited(q) || !q->overflow_reject)
 			continue;
 		if (q->overflow_dlx)
-			refuse_over_limit(&dests[d], bodies, &refused, &nrefused);
+			refuse_over_limit(&pc->dests[d], pc->bodies, &pc->refused, &pc->nrefused);
 		else
-			reject_over_limit(&dests[d], bodies);
+			reject_over_limit(&pc->dests[d], pc->bodies);
 	}
+}
 
-	/* 3. dedup: a retried publish returns the first id */
-	if (o->dedup_id && n == 1 && o->existing_ids == NULL)
-	{
-		int64		first;
+/*
+ * 3. Dedup: a retried publish of one message with a dedup_id returns the
+ * id the first one got (true; ids[0] set) while mq.dedup_window remembers it
+ */
+static bool
+find_duplicate(PublishCall *pc)
+{
+	const MqPublishOpts *o = pc->o;
+	int64		first;
 
-		DirectFunctionCall1(pg_advisory_xact_lock_int8,
-							Int64GetDatum((int64) hash_bytes((unsigned char *) o->dedup_id,
-															 strlen(o->dedup_id)) | ((int64) 0x6d71 << 32)));
-		first = mq_log_find_dedup(o->dedup_id, now - (int64) mq_dedup_window * 1000);
-		if (first != 0)
-		{
-			ids[0] = first;
-			return;
-		}
-	}
+	if (!o->dedup_id || pc->n != 1 || o->existing_ids != NULL)
+		return false;
+	DirectFunctionCall1(pg_advisory_xact_lock_int8,
+						Int64GetDatum((int64) hash_bytes((unsigned char *) o->dedup_id,
+														 strlen(o->dedup_id)) | ((int64) 0x6d71 << 32)));
+	first = mq_log_find_dedup(o->dedup_id, pc->now - (int64) mq_dedup_window * 1000);
+	if (first == 0)
+		return false;
+	pc->ids[0] = first;
+	return true;
+}
 
-	/*
-	 * 4+5 fast path: one new message for one queue lane -- the message and
-	 * its entry go in one WAL record.
-	 */
-	if (!o->existing_ids && !delayed && nrouted == 1 && ndests == 1 && dests[0].n == 1)
+/* The message to store for message i of the call, with this business key */
+static MqMessage *
+call_message(PublishCall *pc, int i, char *key)
+{
+	return mq_publish_message(pc->ex, pc->routing_keys[i], pc->hdrs[i], pc->bodies[i],
+					   pc->o, key, pc->mprops[i], pc->now);
+}
+
+/*
+ * 4. Store each routed message once and set ids[].  Returns true when its
+ * entries were written with it (step 5 is done): one new message for one
+ * queue lane, the message and its entry in one WAL record; or a batch to
+ * one stream, each message in its entry row.
+ */
+static bool
+store_messages(PublishCall *pc)
+{
+	const MqPublishOpts *o = pc->o;
+	Dest	   *dests = pc->dests;
+	int			m = 0;
+
+	if (!o->existing_ids && !pc->delayed && pc->nrouted == 1 && pc->ndests == 1 &&
+		dests[0].n == 1)
 	{
 		Dest	   *dst = &dests[0];
 		int			i = dst->msg_index[0];
 		MqEntry		entry;
 		MqMessage  *msg;
 
-		new_entry(&entry, dst->q, 0, visible_at, expires_at, bodies[i], o);
-		msg = new_message(ex, routing_keys[i], hdrs[i], bodies[i], o, msg_key(o, i),
-						  mprops[i], now);
+		mq_publish_entry_init(&entry, dst->q, 0, pc->visible_at, pc->expires_at, pc->bodies[i], o);
+		msg = call_message(pc, i, mq_publish_msg_key(o, i));
 
 		/*
 		 * A stream's message is kept in its entry row unless something
@@ -826,49 +616,50 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 		 */
 		if (dst->q->type == MQ_QUEUE_STREAM && msg->key == NULL && msg->dedup_id == NULL &&
 			publish_inline(dst->q, dst->lane[0], msg, &entry))
-			ids[i] = msg->msg_id;
+			pc->ids[i] = msg->msg_id;
 		else
-			ids[i] = publish_linked(dst->q, dst->lane[0], msg, &entry, durable);
-		entries_written = true;
+			pc->ids[i] = publish_linked(dst->q, dst->lane[0], msg, &entry, pc->durable);
+		return true;
 	}
-	/* 4. store each routed message once */
-	else if (o->existing_ids)
+	if (o->existing_ids)
 	{
-		for (int i = 0; i < n; i++)
-			if (routed[i])
-				ids[i] = o->existing_ids[i];
+		for (int i = 0; i < pc->n; i++)
+			if (pc->routed[i])
+				pc->ids[i] = o->existing_ids[i];
+		return false;
 	}
-	else if (!delayed && ndests == 1 && dests[0].n == nrouted &&
-			 dests[0].q->type == MQ_QUEUE_STREAM && o->dedup_id == NULL &&
-			 o->key == NULL && !any_key(o, n))
+	if (!pc->delayed && pc->ndests == 1 && dests[0].n == pc->nrouted &&
+		dests[0].q->type == MQ_QUEUE_STREAM && o->dedup_id == NULL &&
+		o->key == NULL && !mq_publish_any_key(o, pc->n))
 	{
-		/* 4+5 for a batch to one stream: each message in its entry row */
-		for (int i = 0; i < n; i++)
-			msgs[i] = routed[i] ? new_message(ex, routing_keys[i], hdrs[i], bodies[i], o,
-											  NULL, mprops[i], now) : NULL;
-		publish_stream_batch(&dests[0], msgs, bodies, o, visible_at, expires_at, durable, ids);
-		entries_written = true;
+		for (int i = 0; i < pc->n; i++)
+			pc->msgs[i] = pc->routed[i] ? call_message(pc, i, NULL) : NULL;
+		publish_stream_batch(&dests[0], pc->msgs, pc->bodies, o, pc->visible_at,
+							 pc->expires_at, pc->durable, pc->ids);
+		return true;
 	}
-	else
-	{
-		int			m = 0;
+	for (int i = 0; i < pc->n; i++)
+		if (pc->routed[i])
+			pc->msgs[m++] = call_message(pc, i, mq_publish_msg_key(o, i));
+	/* delayed messages wait in durable timers: their body must too */
+	mq_log_append(pc->msgs, m, pc->durable || pc->delayed);
+	m = 0;
+	for (int i = 0; i < pc->n; i++)
+		if (pc->routed[i])
+			pc->ids[i] = pc->msgs[m++]->msg_id;
+	return false;
+}
 
-		for (int i = 0; i < n; i++)
-			if (routed[i])
-				msgs[m++] = new_message(ex, routing_keys[i], hdrs[i],
-										bodies[i], o, msg_key(o, i), mprops[i], now);
-		/* delayed messages wait in durable timers: their body must too */
-		mq_log_append(msgs, m, durable || delayed);
-		m = 0;
-		for (int i = 0; i < n; i++)
-			if (routed[i])
-				ids[i] = msgs[m++]->msg_id;
-	}
-
-	/* 5. one entry per destination queue, in order, per lane */
-	for (int d = 0; d < ndests && !entries_written; d++)
+/*
+ * 5. One entry per destination queue, in order, per lane; a delayed
+ * message's in a timer instead
+ */
+static void
+append_entries(PublishCall *pc)
+{
+	for (int d = 0; d < pc->ndests; d++)
 	{
-		Dest	   *dst = &dests[d];
+		Dest	   *dst = &pc->dests[d];
 		MqEntry    *entries = palloc(sizeof(MqEntry) * dst->n);
 
 		for (int lane = 0; lane < dst->q->nlanes; lane++)
@@ -879,30 +670,33 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 			{
 				if (dst->lane[e] != lane)
 					continue;
-				new_entry(&entries[k++], dst->q, ids[dst->msg_index[e]], visible_at,
-						  expires_at, bodies[dst->msg_index[e]], o);
+				mq_publish_entry_init(&entries[k++], dst->q, pc->ids[dst->msg_index[e]], pc->visible_at,
+						  pc->expires_at, pc->bodies[dst->msg_index[e]], pc->o);
 			}
-			if (k > 0 && delayed)
+			if (k > 0 && pc->delayed)
 				mq_timers_add(dst->q, lane, entries, k);
 			else if (k > 0)
 				mq_queue_append(dst->q, lane, entries, k);
 		}
 		pfree(entries);
 	}
+}
 
-	/*
-	 * 5b. reject-publish-dlx: a message a full queue refused goes to the
-	 * queue's dead-letter exchange (reason maxlen), and the publish goes on:
-	 * RabbitMQ also nacks it, but here the only nack is an error, which
-	 * would roll the copy back too.  A refused message that no dead-letter
-	 * exchange takes would be lost: that publish fails as with
-	 * reject-publish.
-	 */
-	for (int r = 0; r < nrefused; r++)
+/*
+ * 6. reject-publish-dlx: a message a full queue refused goes to the
+ * queue's dead-letter exchange (reason maxlen), and the publish goes on:
+ * RabbitMQ also nacks it, but here the only nack is an error, which would
+ * roll the copy back too.  A refused message that no dead-letter exchange
+ * takes would be lost: that publish fails as with reject-publish.
+ */
+static void
+dead_letter_refused(PublishCall *pc)
+{
+	for (int r = 0; r < pc->nrefused; r++)
 	{
-		MqQueue    *q = refused[r].q;
+		MqQueue    *q = pc->refused[r].q;
 
-		if (mq_dead_letter(q, ids[refused[r].msg_index], "maxlen") != MQ_SETTLE_DEAD)
+		if (mq_dead_letter(q, pc->ids[pc->refused[r].msg_index], "maxlen") != MQ_SETTLE_DEAD)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 					 errmsg("queue \"%s\" is full", q->name),
@@ -910,42 +704,67 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 					 errhint("Give the queue an x-dead-letter-exchange with a queue bound to it.")));
 		mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, 1);
 	}
+}
 
-	/* 6. drop-head overflow: dead-letter the oldest ready messages */
-	for (int d = 0; d < ndests; d++)
-		(void) mq_overflow_drop_head(dests[d].q, MQ_TRIM_PUBLISH);
-
-	/* 7. durability of the commit */
-	if (quorum || o->durability == MQ_DURABILITY_QUORUM)
+/* 8. The commit as durable as the destinations, or the publisher, ask */
+static void
+require_call_durability(PublishCall *pc)
+{
+	if (pc->quorum || pc->o->durability == MQ_DURABILITY_QUORUM)
 		mq_require_durability(MQ_DURABILITY_QUORUM);
-	else if (durable || o->durability == MQ_DURABILITY_LOCAL)
+	else if (pc->durable || pc->o->durability == MQ_DURABILITY_LOCAL)
 		mq_require_durability(MQ_DURABILITY_LOCAL);
 }
 
-/* A message body given as bytea, text or jsonb, as bytea */
-bytea *
-mq_body_bytes(Datum d, Oid type)
+/*
+ * Publish n messages to exchange ex (publish.h), in the steps above: route
+ * all, take turns on limited queues, dedup, store, append the entries,
+ * dead-letter what reject-publish-dlx refused, drop heads, durability.
+ */
+void
+mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
+		   Jsonb **headers, const MqPublishOpts *o, int64 *ids)
 {
-	if (type == JSONBOID)
-	{
-		Jsonb	   *jb = DatumGetJsonbP(d);
-		char	   *s = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+	PublishCall pc;
 
-		return (bytea *) cstring_to_text(s);
-	}
-	/* text and bytea share the varlena layout */
-	return (bytea *) PG_DETOAST_DATUM(d);
-}
+	memset(&pc, 0, sizeof(pc));
+	pc.ex = ex;
+	pc.n = n;
+	pc.routing_keys = routing_keys;
+	pc.bodies = bodies;
+	pc.o = o;
+	pc.ids = ids;
+	pc.msgs = palloc(sizeof(MqMessage *) * n);
+	pc.hdrs = palloc(sizeof(Jsonb *) * n);
+	pc.mprops = palloc(sizeof(Jsonb *) * n);
+	pc.routed = palloc(sizeof(bool) * n);
+	pc.now = GetCurrentTimestamp();
+	pc.visible_at = o->deliver_at > pc.now ? o->deliver_at : pc.now;
+	pc.delayed = o->deliver_at > pc.now;
+	pc.expires_at = DT_NOEND;
+	pc.props = o->properties ? o->properties : mq_publish_properties(o);
+	if (o->expiration_ms >= 0)
+		pc.expires_at = mq_time_add(pc.visible_at, o->expiration_ms * 1000, "expiration");
 
-/* Message headers must be a JSON object (22023); returns h */
-Jsonb *
-mq_headers_check(Jsonb *h)
-{
-	if (h != NULL && !JB_ROOT_IS_OBJECT(h))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("headers must be a JSON object")));
-	return h;
+	/* read-only transactions and hot standbys cannot publish */
+	PreventCommandIfReadOnly("mq.publish");
+	PreventCommandDuringRecovery("mq.publish");
+
+	Assert(o->route_keys == NULL || n == 1);
+
+	route_all(&pc, headers);
+	if (pc.nrouted == 0)
+		return;
+	take_turns(&pc);
+	if (find_duplicate(&pc))
+		return;
+	if (!store_messages(&pc))
+		append_entries(&pc);
+	dead_letter_refused(&pc);
+	/* 7. drop-head overflow: dead-letter the oldest ready messages */
+	for (int d = 0; d < pc.ndests; d++)
+		(void) mq_overflow_drop_head(pc.dests[d].q, MQ_TRIM_PUBLISH);
+	require_call_durability(&pc);
 }
 
 /* ---------- settling deliveries: the one sequence ---------- */
@@ -1120,7 +939,7 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 			e.expires_at = dl[i].expires_at;
 			e.delivery_count = Max(dl[i].delivery_count, 1);
 			e.body_size = mq_queue_body_size(q, dl[i].msg_id);
-			e.group_hash = 0;	/* never on ordered queues: see settle.c */
+			e.group_hash = 0;	/* never on ordered queues: see settle_sql.c */
 			e.tag_hash = MQ_TAG_HASH_NONE;	/* not a stream */
 			mq_timers_add(q, mq_qpos_lane(dl[i].qpos), &e, 1);
 		}
@@ -1170,7 +989,7 @@ over_limits(MqQueue *q)
 bool
 mq_overflow_drop_head(MqQueue *q, MqTrimWhen when)
 {
-	if (!queue_limited(q) || q->overflow_reject)
+	if (!mq_queue_limited(q) || q->overflow_reject)
 		return true;
 	if (when != MQ_TRIM_PUBLISH && !over_limits(q))
 		return true;
@@ -1180,146 +999,6 @@ mq_overflow_drop_head(MqQueue *q, MqTrimWhen when)
 	if (when != MQ_TRIM_PUBLISH)
 		mq_queue_turn_unlock(q);
 	return true;
-}
-
-/* One queue's and lane's due entries, fired in a subtransaction */
-typedef struct FireGroup
-{
-	MqQueue    *q;
-	int			lane;
-	MqEntry    *entries;
-	int			n;
-} FireGroup;
-
-/*
- * reject-publish(-dlx) when delayed messages fall due: those that would
- * take q over a limit are not appended (RabbitMQ's delayed-message
- * exchange publishes them when due, and the full queue refuses them, with
- * nobody left to nack), but dead-lettered (reason maxlen) on
- * reject-publish-dlx, dropped on reject-publish; but a message nacked
- * with a delay, which comes back as a return does.  Checked under the
- * queue's turn, which the worker only takes if it is free: else the
- * entries wait a second more (their timers armed again).  Returns how
- * many of fg's entries, moved to its front, are to be appended.
- */
-static int
-admit_due(FireGroup *fg)
-{
-	MqQueue    *q = fg->q;
-	int64		ready_bytes;
-	int64		ready;
-	int			k = 0;
-
-	if (!mq_queue_turn_lock(q, false))
-	{
-		TimestampTz later = GetCurrentTimestamp() + USECS_PER_SEC;
-
-		for (int i = 0; i < fg->n; i++)
-			fg->entries[i].visible_at = Max(fg->entries[i].visible_at, later);
-		mq_timers_add(q, fg->lane, fg->entries, fg->n);
-		return 0;
-	}
-	ready = mq_queue_ready_bytes_for_publish(q, &ready_bytes);
-	for (int i = 0; i < fg->n; i++)
-	{
-		int32		size = Max(fg->entries[i].body_size, 0);
-
-		/* a message nacked with a delay comes back: a return is never refused */
-		if (fg->entries[i].delivery_count > 0)
-		{
-			ready++;
-			ready_bytes += size;
-		}
-		else if (!admit_one(q, &ready, &ready_bytes, size))
-		{
-			if (q->overflow_dlx &&
-				mq_dead_letter(q, fg->entries[i].msg_id, "maxlen") == MQ_SETTLE_DEAD)
-				mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, 1);
-			continue;
-		}
-		fg->entries[k++] = fg->entries[i];
-	}
-	/* held to the commit, as a publisher holds it */
-	return k;
-}
-
-static void
-fire_group(void *arg)
-{
-	FireGroup  *fg = arg;
-	int			n = fg->n;
-
-	/* a stream's entry carries its message's tag hash (groups' filters) */
-	for (int i = 0; i < fg->n; i++)
-	{
-		MqMessage	m;
-
-		fg->entries[i].tag_hash = MQ_TAG_HASH_NONE;
-		if (fg->q->type == MQ_QUEUE_STREAM && mq_log_fetch(fg->entries[i].msg_id, &m) &&
-			m.tag != NULL)
-			fg->entries[i].tag_hash = mq_tag_hash(m.tag, strlen(m.tag));
-	}
-	if (queue_limited(fg->q) && fg->q->overflow_reject)
-		n = admit_due(fg);
-	if (n > 0)
-		mq_queue_append(fg->q, fg->lane, fg->entries, n);
-}
-
-TimestampTz
-mq_fire_due_timers(int *fired)
-{
-	MqDueGroup *groups;
-	int			ngroups;
-	TimestampTz next = mq_timers_take_due(&groups, &ngroups, fired);
-
-	/*
-	 * Each group in a subtransaction, so that a broken queue loses its own
-	 * due messages (logged) without holding back everybody else's.
-	 */
-	for (int i = 0; i < ngroups; i++)
-	{
-		MqQueue    *q = mq_queue_by_id(groups[i].queue_id);
-		FireGroup	fg;
-		char	   *what;
-
-		if (q == NULL || groups[i].lane >= q->nlanes)
-			continue;
-		what = psprintf("firing %d delayed messages for queue \"%s\"", groups[i].n, q->name);
-		fg.q = q;
-		fg.lane = groups[i].lane;
-		fg.entries = groups[i].entries;
-		fg.n = groups[i].n;
-		(void) mq_run_guarded(what, fire_group, &fg, NULL);
-		pfree(what);
-		pfree(groups[i].entries);
-	}
-	pfree(groups);
-	return next;
-}
-
-/*
- * Purge: settle every ready message of q, without dead-lettering (as
- * RabbitMQ's queue.purge).  Returns how many.
- */
-int64
-mq_purge(MqQueue *q)
-{
-	int64		total = 0;
-	MqDelivery *dl = palloc(sizeof(MqDelivery) * 1000);
-
-	for (;;)
-	{
-		int			got = mq_queue_take(q, 1000, 0, MQ_TAKE_DROP_HEAD, NULL, 0, dl);
-
-		for (int i = 0; i < got; i++)
-			dl[i].dead = false;
-		total += mq_settle_deliveries(q, dl, got, MQ_SETTLE_DROPPED, 0);
-		if (got < 1000)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	pfree(dl);
-	return total;
 }
 
 /* The elements of a text[] datum, as C strings */

@@ -1,7 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * publish.h
- *	  Publishing: route a message, store it once, append queue entries.
+ *	  Publishing: route a message (route.h), store it once, append queue
+ *	  entries; and what publishing and settling call each other for:
+ *	  length limits and drop-head overflow, dead-lettering, the settling
+ *	  sequence.  The options of a publish are in publish_entry.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,57 +17,14 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "publish_entry.h"
 #include "queue/queue.h"
-
-/* Durability a publish asks for (mq.publish's durability property) */
-typedef enum MqDurability
-{
-	MQ_DURABILITY_DEFAULT = -1,
-	MQ_DURABILITY_ASYNC = 0,
-	MQ_DURABILITY_LOCAL = 1,
-	MQ_DURABILITY_QUORUM = 2
-} MqDurability;
-
-typedef struct MqPublishOpts
-{
-	bool		mandatory;
-	bool		check_privileges;	/* false for internal republishing */
-	TimestampTz deliver_at;		/* 0: now */
-	int			priority;		/* -1: none */
-	int64		expiration_ms;	/* -1: none */
-	char	   *key;
-	char	  **keys;			/* per message (n), instead of key; NULL: key */
-	char	   *tag;
-	char	   *message_group;
-	char	   *dedup_id;
-	char	   *content_type;
-	char	   *correlation_id;
-	char	   *reply_to;
-	MqDurability durability;
-	int			partition;		/* streams: the partition asked for; -1: none */
-	const int64 *existing_ids;	/* route messages already in the log */
-	Jsonb	   *properties;		/* stored as is instead of the fields above */
-
-	/*
-	 * The routing keys of a single message (n = 1), given instead of
-	 * reading its CC and BCC headers: the first is its routing key.  Used
-	 * to republish a stored message (dead letters, half messages), whose
-	 * keys are in its annotations.
-	 */
-	char	  **route_keys;
-	int			nroute_keys;
-	/* queues not to deliver to (a dead-letter cycle would close) */
-	char	  **skip_queues;
-	int			nskip_queues;
-} MqPublishOpts;
 
 /* GUC mq.dedup_window (ms) */
 extern int	mq_dedup_window;
 
 /* Define the settings of publishing (from _PG_init) */
 extern void mq_publish_init(void);
-
-extern void mq_publish_opts_init(MqPublishOpts *o);
 
 /*
  * Publish n messages to exchange ex.  ids[i] receives the message id, or 0
@@ -73,13 +33,6 @@ extern void mq_publish_opts_init(MqPublishOpts *o);
 extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
 					   bytea **bodies, Jsonb **headers,
 					   const MqPublishOpts *o, int64 *ids);
-
-/*
- * Would a message with these routing keys (its routing key first, then its
- * CC and BCC keys) and headers reach a queue now?  Writes nothing.
- */
-extern bool mq_publish_routable(MqExchange *ex, char **keys, int nkeys,
-								Jsonb *headers);
 
 /*
  * The one sequence that settles deliveries (consume, ack/nack/reject,
@@ -104,25 +57,18 @@ typedef enum MqTrimWhen
 
 extern bool mq_overflow_drop_head(MqQueue *q, MqTrimWhen when);
 
+/* Has q a length limit (and so do its publishers take turns)? */
+extern bool mq_queue_limited(MqQueue *q);
+
 /*
- * The worker: append the entries of delayed messages that fell due, as
- * their publish would have, limits included; returns the next due time
- * (0: none) and in *fired how many timers it took.
+ * Does one more message of size body bytes fit q's limits with *ready
+ * messages of *ready_bytes body bytes ready?  If it does, it counts in them.
  */
-extern TimestampTz mq_fire_due_timers(int *fired);
-
-/* Settle every ready message of q without dead-lettering; returns how many */
-extern int64 mq_purge(MqQueue *q);
-
-/* A body given as bytea, text or jsonb, as bytea; headers checked (22023) */
-extern bytea *mq_body_bytes(Datum d, Oid type);
-extern Jsonb *mq_headers_check(Jsonb *h);
+extern bool mq_limits_admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes,
+								int32 size);
 
 /* Dead-letter a message taken from q: republish it to q's DLX */
 extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
-
-/* Make this transaction's commit at least as durable as level */
-extern void mq_require_durability(MqDurability level);
 
 /*
  * Make sure the dead-letter queue %DLQ%<group_name> of a consumer group

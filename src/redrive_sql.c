@@ -37,6 +37,8 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "durability.h"
+#include "acl.h"
 #include "annotations.h"
 #include "args.h"
 #include "catalog.h"

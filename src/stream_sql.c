@@ -18,9 +18,10 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "args.h"
 #include "catalog.h"
-#include "consume.h"
+#include "consume_sql.h"
 #include "msglog.h"
 #include "queue/queue.h"
 

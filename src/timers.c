@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "args.h"
 #include "owner.h"
 #include "msglog.h"

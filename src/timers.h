@@ -30,7 +30,7 @@ typedef struct MqDueGroup
 /*
  * Take due timers (deleting them in the current transaction): *fired of
  * them, in *ngroups groups, for their entries to be appended
- * (mq_fire_due_timers, publish.c); returns the next due time (0: none).
+ * (mq_fire_due_timers, timers_fire.c); returns the next due time (0: none).
  */
 extern TimestampTz mq_timers_take_due(MqDueGroup **groups, int *ngroups, int *fired);
 

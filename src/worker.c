@@ -49,6 +49,7 @@
 #include "publish.h"
 #include "queue/queue.h"
 #include "timers.h"
+#include "timers_fire.h"
 #include "worker.h"
 #include "worker_shmem.h"
 

@@ -209,7 +209,7 @@ extern void mq_queue_init(void);
 /*
  * Forget the shared state of a deleted queue.  Takes the queue's lock:
  * call it holding no lock on the queue's relations (a consumer may hold
- * the queue's lock while it waits for one of them); topology.c calls it
+ * the queue's lock while it waits for one of them); topology_sql.c calls it
  * once the deleting transaction has committed and released its locks.
  */
 extern void mq_queue_state_drop(int32 queue_id);	/* and its groups' */

@@ -288,7 +288,7 @@ typedef struct MqTracked
 	TimestampTz expires_at;
 	int64		offset;			/* streams: offset in its partition, else -1 */
 	uint64		receipt;		/* LEASED: the nonce of this delivery's
-								 * receipt (consume.c), 0: none */
+								 * receipt (consume_sql.c), 0: none */
 	bool		detached;		/* LEASED: not bound to the holder's session
 								 * (mq.consume(session_bound => false)): its
 								 * end does not return it, the lease does */

@@ -368,7 +368,7 @@ mqq_queue_lock_key(MqQueueKey key, MqQueueShared *hint)
 
 /*
  * Forget a deleted queue's state.  mq.queue_delete calls this only once its
- * transaction has committed (topology.c, queue_xact.c), still holding the
+ * transaction has committed (topology_sql.c, queue_xact.c), still holding the
  * queue's object lock but no longer waiting for anything: called before
  * the commit it would wait for the queue lock of a backend that waits to
  * open a lane table under it (a take, the worker's maintenance, a load),

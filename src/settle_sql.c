@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * settle.c
+ * settle_sql.c
  *	  SQL entry points that settle deliveries: mq.ack, mq.nack, mq.reject
  *	  and mq.extend_lease; and mq.ack_keys, the delete by business key of
  *	  visibility-timeout clients (queue_ext_pgmq).
@@ -28,12 +28,14 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "durability.h"
+#include "acl.h"
 #include "args.h"
 #include "publish.h"
 #include "queue/queue.h"
 #include "receipt.h"
 #include "msglog.h"
-#include "consume.h"
+#include "consume_sql.h"
 
 PG_FUNCTION_INFO_V1(mq_ack);
 PG_FUNCTION_INFO_V1(mq_nack);

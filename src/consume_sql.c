@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * consume.c
+ * consume_sql.c
  *	  SQL entry points that read messages: mq.consume (with long polling),
  *	  mq.browse, and lookups by id and by business key; and, for
  *	  visibility-timeout clients (pgmq), mq.lease_ids (lease or release
@@ -24,6 +24,8 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "durability.h"
+#include "acl.h"
 #include "annotations.h"
 #include "filter.h"
 #include "args.h"
@@ -32,7 +34,7 @@
 #include "publish.h"
 #include "queue/queue.h"
 #include "receipt.h"
-#include "consume.h"
+#include "consume_sql.h"
 
 PG_FUNCTION_INFO_V1(mq_consume);
 PG_FUNCTION_INFO_V1(mq_browse);

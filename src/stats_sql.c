@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * stats.c
+ * stats_sql.c
  *	  Monitoring: the rows of the mq.queues and mq.metrics views.
  *
  *-------------------------------------------------------------------------
@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
+#include "acl.h"
 #include "msglog.h"
 #include "queue/queue.h"
 #include "timers.h"

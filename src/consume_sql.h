@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * consume.h
+ * consume_sql.h
  *	  What the SQL entry points that hand out messages share: the delivery
  *	  row of mq.consume, mq.browse and mq.read, and the refusal of the
  *	  verbs of consumer state on streams.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef MQ_CONSUME_H
-#define MQ_CONSUME_H
+#ifndef MQ_CONSUME_SQL_H
+#define MQ_CONSUME_SQL_H
 
 #include "postgres.h"
 
@@ -57,4 +57,4 @@ extern MqQueue *mq_consume_target(FunctionCallInfo fcinfo, int group_arg,
 								  int consumer_arg, const char *fn, bool dlq,
 								  MqGroup **any);
 
-#endif							/* MQ_CONSUME_H */
+#endif							/* MQ_CONSUME_SQL_H */

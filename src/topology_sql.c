@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * topology.c
+ * topology_sql.c
  *	  SQL entry points that change the topology: declare and delete
  *	  exchanges and queues, bind and unbind, grant and revoke.
  *
@@ -25,9 +25,10 @@
 #include "utils/memutils.h"
 
 #include "mqutils.h"
+#include "purge.h"
+#include "acl.h"
 #include "args.h"
 #include "catalog.h"
-#include "publish.h"
 #include "queue/queue.h"
 #include "quorum.h"
 #include "timers.h"
