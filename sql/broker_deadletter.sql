@@ -4,6 +4,7 @@
 -- x-delivery-limit, x-max-priority; x-death headers.  Names start with "bd_".
 --
 \set VERBOSITY sqlstate
+\ir test/regress/wait.sql
 -- x-death without its timestamp
 CREATE FUNCTION pg_temp.death(h jsonb) RETURNS jsonb LANGUAGE sql AS $$
 	SELECT jsonb_set(h, '{x-death}',
@@ -48,14 +49,8 @@ SELECT mq.queue_declare('bd_ttl_nodlx', arguments => '{"x-message-ttl": 100}');
 SELECT mq.send('bd_ttl_nodlx', 'gone'::text) IS NOT NULL;
 SELECT pg_sleep(0.3);
 SELECT count(*) FROM mq.consume('bd_ttl_nodlx', 10);
--- (the worker may be dropping it right now: wait for that, at most 10 s)
-DO $$
-BEGIN
-	FOR i IN 1..200 LOOP
-		EXIT WHEN (SELECT total FROM mq.queues WHERE queue = 'bd_ttl_nodlx') = 0;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-END $$;
+-- (the worker may be dropping it right now: wait for that)
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'bd_ttl_nodlx'$$);
 SELECT queue, ready, unacked, total FROM mq.queues WHERE queue = 'bd_ttl_nodlx';
 SELECT count(*) FROM mq.consume('bd_dead', 10);
 
@@ -119,3 +114,4 @@ SELECT convert_from(body, 'UTF8') AS body FROM mq.consume('bd_src', 10, auto_ack
 SELECT mq.queue_delete(q) FROM unnest(ARRAY['bd_src', 'bd_dead', 'bd_ttl', 'bd_ttl_nodlx',
 	'bd_len', 'bd_rej', 'bd_lim', 'bd_loop', 'bd_prio']) q;
 SELECT mq.exchange_delete('bd_dlx');
+DROP FUNCTION wait_until(text, interval);

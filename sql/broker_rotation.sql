@@ -6,17 +6,7 @@ ALTER SYSTEM SET mq.lane_segment_size = 2;		-- blocks: rotate quickly
 ALTER SYSTEM SET mq.maintenance_naptime = '100ms';
 SELECT pg_reload_conf();
 
--- wait (up to 20 s) until a query returns true
-CREATE FUNCTION rot_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 200 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 
 SELECT mq.queue_declare('rot_q');
 SELECT format('^[qs]%s_0_', id) AS pat FROM mq.cat_queue WHERE name = 'rot_q' \gset
@@ -24,8 +14,8 @@ SELECT format('^[qs]%s_0_', id) AS pat FROM mq.cat_queue WHERE name = 'rot_q' \g
 -- 400 messages fill more than two pages of the first generation
 SELECT count(*) FROM mq.send_batch('rot_q', (SELECT array_agg('a' || g) FROM generate_series(1, 400) g));
 -- the worker creates generation 1 and switches the lane to it
-SELECT rot_wait(format($$SELECT count(*) = 4 FROM pg_class WHERE relname ~ %L$$, :'pat'));
-SELECT rot_wait($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname ~ '^q[0-9]+_0_1$')$$);
+SELECT wait_until(format($$SELECT count(*) = 4 FROM pg_class WHERE relname ~ %L$$, :'pat'));
+SELECT wait_until($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname ~ '^q[0-9]+_0_1$')$$);
 SELECT pg_sleep(0.5);
 -- later messages go to generation 1; nothing is lost or reordered across it
 SELECT count(*) FROM mq.send_batch('rot_q', (SELECT array_agg('b' || g) FROM generate_series(1, 10) g));
@@ -40,14 +30,14 @@ SELECT mq.ack('rot_q', ARRAY(SELECT msg_id FROM rot_got));
 
 -- all of generation 0 is settled: its entry and settlement logs go away
 SELECT mq.send('rot_q', 'after') IS NOT NULL AS sent;
-SELECT rot_wait(format($$SELECT NOT EXISTS (SELECT 1 FROM pg_class WHERE relname ~ %L)$$,
+SELECT wait_until(format($$SELECT NOT EXISTS (SELECT 1 FROM pg_class WHERE relname ~ %L)$$,
 					   replace(:'pat', '_0_', '_0_0$')));
 SELECT convert_from(body, 'UTF8') FROM mq.consume('rot_q', 10);
 SELECT ready, unacked, total FROM mq.queues WHERE queue = 'rot_q';
 
 SELECT mq.queue_delete('rot_q');
 SELECT count(*) FROM pg_class WHERE relname ~ :'pat';
-DROP FUNCTION rot_wait(text);
+DROP FUNCTION wait_until(text, interval);
 ALTER SYSTEM RESET mq.lane_segment_size;
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();

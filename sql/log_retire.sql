@@ -19,17 +19,7 @@ SET mq.segment_size = 16;		-- 128 kB segments: a few hundred kB roll them
 SELECT mq.queue_declare('lr_q');
 SELECT mq.queue_declare('lr_fill');
 
--- wait (up to 60 s) until a query returns true
-CREATE FUNCTION lr_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 600 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 
 -- D goes into the log now, into its queue when due; then the log rolls
 -- over (lr_fill) and M goes into a newer segment and into the queue first
@@ -38,7 +28,7 @@ SELECT count(*) FROM mq.send_batch('lr_fill',
 	(SELECT array_agg(repeat('f', 200) || g) FROM generate_series(1, 1500) g));
 SELECT mq.send('lr_q', 'later') AS m_id \gset
 SELECT (:m_id >> 26) > (:d_id >> 26) + 1 AS later_two_segments_on;
-SELECT lr_wait($$SELECT ready = 2 FROM mq.queues WHERE queue = 'lr_q'$$) AS d_due;
+SELECT wait_until($$SELECT ready = 2 FROM mq.queues WHERE queue = 'lr_q'$$) AS d_due;
 
 -- retire what no one refers to, then settle the filler: lr_q alone holds
 -- the old segments now, D's (the oldest left) by its last entry
@@ -52,7 +42,7 @@ SELECT convert_from(body, 'UTF8') AS body, msg_id = :d_id AS is_d
 
 -- nothing refers to the old segments any more: they go (here, or in the
 -- worker's own pass)
-SELECT lr_wait(format($$SELECT mq.log_retire() >= 0 AND
+SELECT wait_until(format($$SELECT mq.log_retire() >= 0 AND
 							   (SELECT min(segno) FROM mq.cat_segment) > %s$$,
 					  :d_id >> 26)) AS d_segment_gone;
 

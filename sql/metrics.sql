@@ -5,6 +5,7 @@
 -- "mt_".
 --
 \set VERBOSITY sqlstate
+\ir test/regress/wait.sql
 -- one sample of queue q (group g, partition p); NULL when there is none
 CREATE FUNCTION mt(metric text, q text, g text DEFAULT NULL, p int DEFAULT NULL)
 RETURNS double precision LANGUAGE sql AS $$
@@ -72,14 +73,8 @@ SELECT mq.queue_declare('mt_ttl', arguments => '{"x-message-ttl": 50, "x-dead-le
 SELECT mq.send('mt_ttl', 'soon gone') IS NOT NULL AS sent;
 SELECT pg_sleep(0.2);
 SELECT count(*) AS delivered FROM mq.consume('mt_ttl');
--- (the worker may be expiring it right now: wait for its count, at most 10 s)
-DO $$
-BEGIN
-	FOR i IN 1..200 LOOP
-		EXIT WHEN mt('expired_total', 'mt_ttl') > 0;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-END $$;
+-- (the worker may be expiring it right now: wait for its count)
+SELECT wait_until($$SELECT mt('expired_total', 'mt_ttl') > 0$$);
 SELECT published, delivered, acked, expired, dead_lettered, ready FROM mt_row('mt_ttl');
 SELECT published, ready FROM mt_row('mt_dead');
 
@@ -158,3 +153,4 @@ SELECT mq.queue_delete(q) >= 0 AS deleted FROM unnest(ARRAY['mt_q', 'mt_full', '
  WHERE EXISTS (SELECT 1 FROM mq.queues WHERE queue = q);
 SELECT mq.exchange_delete('mt_dlx');
 SELECT count(*) AS left_over FROM mq.metrics WHERE labels->>'queue' LIKE 'mt\_%';
+DROP FUNCTION wait_until(text, interval);

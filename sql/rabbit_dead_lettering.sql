@@ -20,28 +20,9 @@ RETURNS TABLE (body text, x_death jsonb, other_headers jsonb) LANGUAGE sql AS $$
 	SELECT convert_from(c.body, 'UTF8'), pg_temp.death(c.headers), c.headers - 'x-death'
 	  FROM mq.consume(q, 100, auto_ack => true) c
 $$;
--- until queue q holds nothing (empty) or has a ready message, at most 10
--- seconds: the worker may be expiring a message, or dead-lettering one into
--- q, right now
-CREATE FUNCTION pg_temp.wait_until(q text, empty boolean) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..200 LOOP
-		IF (SELECT CASE WHEN empty THEN total = 0 ELSE ready > 0 END
-			  FROM mq.queues WHERE queue = q) THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-	RETURN false;
-END
-$$;
-CREATE FUNCTION pg_temp.wait_ready(q text) RETURNS boolean LANGUAGE sql AS $$
-	SELECT pg_temp.wait_until(q, false)
-$$;
--- (an expired message gone means its dead letter committed)
-CREATE FUNCTION pg_temp.wait_empty(q text) RETURNS boolean LANGUAGE sql AS $$
-	SELECT pg_temp.wait_until(q, true)
-$$;
+\ir test/regress/wait.sql
+-- (waits for a queue to be empty: the worker may be expiring a message
+-- right now, and an expired message gone means its dead letter committed)
 CREATE FUNCTION pg_temp.counts(qs text[])
 RETURNS TABLE (queue text, ready bigint, unacked bigint, total bigint) LANGUAGE sql AS $$
 	SELECT queue, ready, unacked, total FROM mq.queues WHERE queue = ANY (qs) ORDER BY queue
@@ -58,28 +39,15 @@ SELECT mq.queue_declare('rd_cyc_ttl', arguments => '{"x-message-ttl": 1, "x-dead
 SELECT count(*) FROM mq.send_batch('rd_cyc_ttl', ARRAY['msg1', 'msg2']::text[]);
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_cyc_ttl', 10);
-SELECT pg_temp.wait_empty('rd_cyc_ttl');
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_cyc_ttl'$$);
 SELECT * FROM pg_temp.counts('{rd_cyc_ttl}');
 -- the same through the worker's expiry at the head of the queue
-DO $$
-BEGIN
-	FOR i IN 1..600 LOOP
-		EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity
-						   WHERE backend_type = 'queue_ext worker' AND datname = current_database());
-		PERFORM pg_sleep(0.1);
-		PERFORM pg_stat_clear_snapshot();	-- see the worker once it starts
-	END LOOP;
-END $$;
+SELECT wait_until($$SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+								 WHERE backend_type = 'queue_ext worker' AND datname = current_database())$$);
 SELECT mq.send('rd_cyc_ttl', 'msg3'::text) IS NOT NULL;
 -- the worker expires it within a pass or two (mq.maintenance_naptime 1s);
--- wait up to 20 s, then show what is left (a loop would keep it there)
-DO $$
-BEGIN
-	FOR i IN 1..200 LOOP
-		EXIT WHEN (SELECT total FROM mq.queues WHERE queue = 'rd_cyc_ttl') = 0;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-END $$;
+-- wait for that, then show what is left (a loop would keep it there)
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_cyc_ttl'$$);
 SELECT pg_sleep(1.5);		-- and a pass more: nothing comes back
 SELECT * FROM pg_temp.counts('{rd_cyc_ttl}');
 
@@ -136,7 +104,7 @@ SELECT mq.bind('rd_fan_other', 'rd_fan');
 SELECT mq.send('rd_cyc_fan', 'fanned'::text) IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_cyc_fan');
-SELECT pg_temp.wait_empty('rd_cyc_fan');
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_cyc_fan'$$);
 SELECT * FROM pg_temp.counts('{rd_cyc_fan,rd_fan_other}');
 SELECT * FROM pg_temp.take('rd_fan_other');
 
@@ -152,14 +120,14 @@ SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a2');
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a3');
-SELECT pg_temp.wait_ready('rd_b');
+SELECT wait_until($$SELECT ready > 0 FROM mq.queues WHERE queue = 'rd_b'$$);
 SELECT convert_from(body, 'UTF8') AS body, pg_temp.death(headers) AS x_death FROM mq.browse('rd_b');
 SELECT mq.reject('rd_b', (SELECT msg_id FROM mq.consume('rd_b')), requeue => false);
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a2');
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_a3');
-SELECT pg_temp.wait_ready('rd_b');
+SELECT wait_until($$SELECT ready > 0 FROM mq.queues WHERE queue = 'rd_b'$$);
 SELECT * FROM pg_temp.take('rd_b');
 SELECT * FROM pg_temp.counts('{rd_b,rd_a2,rd_a3}');
 
@@ -182,7 +150,7 @@ SELECT mq.queue_declare('rd_src_ttl', arguments => '{"x-message-ttl": 1, "x-dead
 SELECT mq.send('rd_src_ttl', 'msg1'::text) IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_src_ttl');
-SELECT pg_temp.wait_empty('rd_src_ttl');
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_src_ttl'$$);
 SELECT * FROM pg_temp.take('rd_dead');
 
 -- dead_lettering_SUITE: dead_letter_headers_reason_expired_per_message
@@ -191,7 +159,7 @@ SELECT * FROM pg_temp.take('rd_dead');
 SELECT mq.send('rd_src', 'msg1'::text, expiration => '1 ms', correlation_id => 'c1') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_src');
-SELECT pg_temp.wait_empty('rd_src');
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_src'$$);
 SELECT convert_from(body, 'UTF8') AS body, pg_temp.death(headers) AS x_death, properties
   FROM mq.consume('rd_dead', 10, auto_ack => true);
 -- mc:record_death records a message's TTL whatever the reason of its death
@@ -227,7 +195,7 @@ SELECT convert_from(body, 'UTF8') AS body, headers = :'republished' AS unchanged
 SELECT mq.send('rd_src_ttl', 'msg1'::text, headers => :'republished') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_src_ttl');
-SELECT pg_temp.wait_empty('rd_src_ttl');
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_src_ttl'$$);
 SELECT * FROM pg_temp.take('rd_dead');
 
 -- a forged x-death does not close a cycle either: it claims the message
@@ -237,13 +205,13 @@ SELECT mq.queue_declare('rd_fg', arguments => '{"x-message-ttl": 1, "x-dead-lett
 SELECT mq.send('rd_fg', 'forged'::text, headers => '{"x-death": [{"count": 7, "queue": "rd_fg_dest", "reason": "expired", "exchange": "", "routing-keys": ["rd_fg_dest"]}, {"count": 3, "queue": "rd_fg", "reason": "expired"}]}') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_fg');
-SELECT pg_temp.wait_empty('rd_fg');
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_fg'$$);
 SELECT * FROM pg_temp.take('rd_fg_dest');
 -- a header that is not an array is just the publisher's data too
 SELECT mq.send('rd_fg', 'odd'::text, headers => '{"x-death": "yes", "x-first-death-queue": 5}') IS NOT NULL;
 SELECT pg_sleep(0.05);
 SELECT count(*) FROM mq.consume('rd_fg');
-SELECT pg_temp.wait_empty('rd_fg');
+SELECT wait_until($$SELECT total = 0 FROM mq.queues WHERE queue = 'rd_fg'$$);
 SELECT * FROM pg_temp.take('rd_fg_dest');
 
 -- dead_lettering_SUITE: dead_letter_headers_first_death
@@ -406,3 +374,4 @@ SELECT count(*) FROM (SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue L
 SELECT mq.exchange_delete(e) FROM unnest(ARRAY['rd_fan', 'rd_dlx', 'rd_hdlx', 'rd_direct', 'rd_ccdlx']) e;
 DROP FUNCTION rd_check(bigint, jsonb, bytea);
 DROP ROLE regress_rd_publisher;
+DROP FUNCTION wait_until(text, interval);

@@ -11,17 +11,7 @@
 SET mq.quorum_unavailable = wait;
 SET client_min_messages = error;
 CREATE SCHEMA rdl;
--- wait (up to 20 s) until a query returns true
-CREATE FUNCTION rdl.wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 200 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 CREATE FUNCTION rdl.death(h jsonb) RETURNS text LANGUAGE sql AS $$
 	SELECT (h->'x-death'->0->>'reason') || '/' || (h->'x-death'->0->>'queue') ||
 		   '/' || (h->'x-death'->0->>'count')
@@ -51,7 +41,7 @@ BEGIN;
 SELECT mq.reject('rdl_rej', msg_id, true) FROM mq.consume('rdl_rej');
 SELECT count(*) AS dead_in_xact FROM mq.browse('rdl_dead');
 ROLLBACK;
-SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
+SELECT wait_until($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
 SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
 SELECT queue, ready, unacked FROM mq.queues WHERE queue = 'rdl_rej';
@@ -85,7 +75,7 @@ SELECT count(*) FROM mq.consume('rdl_zero');
 \c
 SET mq.quorum_unavailable = wait;
 SET client_min_messages = error;
-SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
+SELECT wait_until($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
 SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
 SELECT queue, ready, unacked, total FROM mq.queues WHERE queue = 'rdl_zero';
@@ -93,7 +83,7 @@ SELECT queue, ready, unacked, total FROM mq.queues WHERE queue = 'rdl_zero';
 -- an expired lease counts too
 SELECT mq.send('rdl_zero', 'z3 lease'::text) IS NOT NULL;
 SELECT count(*) FROM mq.consume('rdl_zero', lease => '100 ms');
-SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
+SELECT wait_until($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
 SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
 
@@ -167,7 +157,7 @@ SELECT mq.send('rdl_len', 'l5'::text) IS NOT NULL;
 \c
 SET mq.quorum_unavailable = wait;
 SET client_min_messages = error;
-SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
+SELECT wait_until($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
 SELECT convert_from(body, 'UTF8') AS body FROM mq.browse('rdl_len');
 SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
@@ -192,10 +182,11 @@ SELECT mq.queue_declare('rdl_due', arguments =>
 	'{"x-max-length": 1, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "rdl_dead"}');
 SELECT mq.send('rdl_due', 'due a'::text) IS NOT NULL;
 SELECT mq.send('rdl_due', 'due b'::text, delay => '200 ms') IS NOT NULL;
-SELECT rdl.wait($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
+SELECT wait_until($$SELECT count(*) = 1 FROM mq.browse('rdl_dead')$$);
 SELECT convert_from(body, 'UTF8') AS body FROM mq.browse('rdl_due');
 SELECT convert_from(body, 'UTF8') AS body, rdl.death(headers)
   FROM mq.consume('rdl_dead', 10, auto_ack => true);
 
+DROP FUNCTION wait_until(text, interval);
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();

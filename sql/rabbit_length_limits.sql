@@ -15,6 +15,7 @@
 --
 \set VERBOSITY default
 \set SHOW_CONTEXT never
+\ir test/regress/wait.sql
 
 -- run a statement, return its error as SQLSTATE: message (or ok)
 CREATE FUNCTION rll_try(stmt text) RETURNS text LANGUAGE plpgsql AS $$
@@ -442,24 +443,13 @@ SELECT rll_dead();
 SELECT mq.queue_declare('rll_dl', arguments => '{"x-max-length-bytes": 100, "x-overflow": "reject-publish"}');
 SELECT mq.send('rll_dl', repeat('d', 60), delay => '100 ms') IS NOT NULL;
 SELECT rll_show('rll_dl');
-CREATE FUNCTION rll_wait_ready(q text, n int) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..200 LOOP
-		IF (SELECT ready FROM mq.queues WHERE queue = q) >= n THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-	RETURN false;
-END
-$$;
-SELECT rll_wait_ready('rll_dl', 1);
+SELECT wait_until($$SELECT ready >= 1 FROM mq.queues WHERE queue = 'rll_dl'$$);
 SELECT rll_show('rll_dl');
 SELECT rll_try($$SELECT mq.send('rll_dl', repeat('e', 41))$$);
 SELECT msg_id AS m1 FROM mq.consume('rll_dl', 1) \gset
 SELECT rll_show('rll_dl');
 SELECT mq.nack('rll_dl', ARRAY[:m1], delay => '100 ms');
-SELECT rll_wait_ready('rll_dl', 1);
+SELECT wait_until($$SELECT ready >= 1 FROM mq.queues WHERE queue = 'rll_dl'$$);
 SELECT rll_show('rll_dl');
 SELECT rll_try($$SELECT mq.send('rll_dl', repeat('e', 41))$$);
 
@@ -469,35 +459,24 @@ SELECT rll_try($$SELECT mq.send('rll_dl', repeat('e', 41))$$);
 -- publishes it when due): dropped on reject-publish, dead-lettered with
 -- reason maxlen on reject-publish-dlx; one that fits is appended
 ------------------------------------------------------------------------
-CREATE FUNCTION rll_wait_fired(q text) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..200 LOOP
-		IF (SELECT delayed FROM mq.queues WHERE queue = q) = 0 THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-	RETURN false;
-END
-$$;
 SELECT mq.queue_declare('rll_dfull', arguments => '{"x-max-length": 2, "x-overflow": "reject-publish"}');
 SELECT mq.send('rll_dfull', 'now') IS NOT NULL;
 SELECT mq.send('rll_dfull', 'late1', delay => '100 ms') IS NOT NULL;
 SELECT mq.send('rll_dfull', 'late2', delay => '150 ms') IS NOT NULL;
-SELECT rll_wait_fired('rll_dfull');
+SELECT wait_until($$SELECT delayed = 0 FROM mq.queues WHERE queue = 'rll_dfull'$$);
 SELECT rll_show('rll_dfull');
 -- but a message nacked with a delay comes back to the full queue
 SELECT msg_id AS m1 FROM mq.consume('rll_dfull', 1) \gset
 SELECT mq.send('rll_dfull', 'fills') IS NOT NULL;
 SELECT mq.nack('rll_dfull', ARRAY[:m1], delay => '100 ms');
-SELECT rll_wait_fired('rll_dfull');
+SELECT wait_until($$SELECT delayed = 0 FROM mq.queues WHERE queue = 'rll_dfull'$$);
 SELECT rll_show('rll_dfull');
 SELECT mq.queue_declare('rll_dfdlx', arguments =>
 	'{"x-max-length-bytes": 10, "x-overflow": "reject-publish-dlx", "x-dead-letter-exchange": "rll_dlx"}');
 SELECT mq.send('rll_dfdlx', 'now12') IS NOT NULL;
 SELECT mq.send('rll_dfdlx', 'late123', delay => '100 ms') IS NOT NULL;
 SELECT mq.send('rll_dfdlx', 'ok', delay => '200 ms') IS NOT NULL;
-SELECT rll_wait_fired('rll_dfdlx');
+SELECT wait_until($$SELECT delayed = 0 FROM mq.queues WHERE queue = 'rll_dfdlx'$$);
 SELECT rll_show('rll_dfdlx');
 SELECT rll_dead();
 
@@ -524,8 +503,7 @@ SELECT rll_show('rll_big');
 SELECT rll_show('rll_open');
 
 -- clean up
-DROP FUNCTION rll_wait_ready(text, int);
-DROP FUNCTION rll_wait_fired(text);
+DROP FUNCTION wait_until(text, interval);
 DROP FUNCTION rll_try(text);
 DROP FUNCTION rll_show(text);
 DROP FUNCTION rll_dead();

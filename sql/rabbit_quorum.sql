@@ -13,6 +13,7 @@
 -- see quorum_standby); here they commit locally (mq.quorum_unavailable =
 -- wait) and its one warning is silenced.  Names start with "rq_".
 --
+\ir test/regress/wait.sql
 \set VERBOSITY sqlstate
 SET mq.quorum_unavailable = wait;
 SET client_min_messages = error;
@@ -135,14 +136,7 @@ SELECT mq.send('rq_session', 'e', priority => 9) IS NOT NULL;
 SELECT rq_browse('rq_session');
 SELECT dblink_disconnect('rq_other');
 -- wait for the other backend to exit (mq.queues reads shared memory)
-DO $$
-BEGIN
-	FOR i IN 1..500 LOOP
-		EXIT WHEN (SELECT unacked FROM mq.queues WHERE queue = 'rq_session') = 0;
-		PERFORM pg_sleep(0.01);
-	END LOOP;
-END
-$$;
+SELECT wait_until($$SELECT unacked = 0 FROM mq.queues WHERE queue = 'rq_session'$$);
 SELECT rq_browse('rq_session');
 SELECT string_agg(convert_from(body, 'UTF8') || ':' || redelivered, ' ')
   FROM mq.consume('rq_session', 10, auto_ack => true);
@@ -163,3 +157,4 @@ SELECT mq.queue_delete(q) FROM unnest(ARRAY['rq_fifo', 'rq_ratio', 'rq_levels', 
 	'rq_ret', 'rq_session', 'rq_drop']) q;
 DROP FUNCTION rq_get_all, rq_browse;
 RESET client_min_messages;
+DROP FUNCTION wait_until(text, interval);

@@ -9,20 +9,7 @@ SELECT mq.queue_declare('rc_other');
 CREATE TABLE rc_receipts (name text PRIMARY KEY, msg_id bigint, receipt text,
 	at timestamptz DEFAULT clock_timestamp());
 
--- wait (bounded) until no other backend of this database is left: a
--- reconnect ends the old session asynchronously
-CREATE FUNCTION rc_wait_alone() RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-	FOR i IN 1..500 LOOP
-		IF NOT EXISTS (SELECT 1 FROM pg_stat_activity
-					   WHERE datname = current_database() AND pid <> pg_backend_pid()
-						 AND backend_type = 'client backend') THEN
-			RETURN true;
-		END IF;
-		PERFORM pg_sleep(0.02);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 
 -- every delivery has a receipt: 48 hex digits, a new one per delivery
 SELECT mq.send('rc_q', 'one') AS m1 \gset
@@ -127,7 +114,10 @@ INSERT INTO rc_receipts SELECT 'free', msg_id, receipt
 	FROM mq.consume('rc_q', session_bound => false, lease => '1 minute');
 \c
 \set VERBOSITY sqlstate
-SELECT rc_wait_alone();
+-- (a reconnect ends the old session asynchronously: wait until it is gone)
+SELECT wait_until($$SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity
+								   WHERE datname = current_database() AND pid <> pg_backend_pid()
+									 AND backend_type = 'client backend')$$) AS alone;
 SELECT ready, unacked FROM mq.queues WHERE queue = 'rc_q';
 -- the bound one is delivered again; its old receipt is refused
 INSERT INTO rc_receipts SELECT 'bound again', msg_id, receipt FROM mq.consume('rc_q', 5);
@@ -147,7 +137,9 @@ INSERT INTO rc_receipts SELECT 'lease', msg_id, receipt
 	FROM mq.consume('rc_q', session_bound => false, lease => '4 seconds');
 \c
 \set VERBOSITY sqlstate
-SELECT rc_wait_alone();
+SELECT wait_until($$SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity
+								   WHERE datname = current_database() AND pid <> pg_backend_pid()
+									 AND backend_type = 'client backend')$$) AS alone;
 SELECT count(*) AS before_lease_end FROM mq.consume('rc_q');
 SELECT ready, unacked FROM mq.queues WHERE queue = 'rc_q';
 SELECT pg_sleep(4.2 - extract(epoch FROM clock_timestamp() - at)) FROM rc_receipts;
@@ -216,4 +208,4 @@ SELECT mq.queue_delete(q) FROM unnest(ARRAY['rc_q', 'rc_other', 'rc_s']) q;
 DROP OWNED BY rc_stranger;
 DROP ROLE rc_stranger;
 DROP TABLE rc_receipts;
-DROP FUNCTION rc_wait_alone();
+DROP FUNCTION wait_until(text, interval);

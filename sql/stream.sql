@@ -3,17 +3,7 @@
 ALTER SYSTEM SET mq.maintenance_naptime = '100ms';
 SELECT pg_reload_conf();
 
--- wait (up to 20 s) until a query returns true
-CREATE FUNCTION st_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 200 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 
 -- declare: defaults, and every argument checked
 SELECT mq.queue_declare('st_one', type => 'stream');
@@ -190,7 +180,7 @@ SELECT "offset", convert_from(body, 'UTF8') FROM mq.read('st_one', 0);
 -- offsets go on where they were
 SELECT mq.queue_declare('st_ret', type => 'stream', arguments => '{"retention": "1 second"}');
 SELECT count(*) FROM mq.send_batch('st_ret', ARRAY['old1', 'old2', 'old3']);
-SELECT st_wait($$SELECT count(*) = 0 FROM mq.read('st_ret', 0)$$);
+SELECT wait_until($$SELECT count(*) = 0 FROM mq.read('st_ret', 0)$$);
 SELECT mq.send('st_ret', 'new') IS NOT NULL AS sent;
 SELECT "offset", convert_from(body, 'UTF8') FROM mq.read('st_ret', 0);
 SELECT "offset" FROM mq.read('st_ret', 0, from_offset => 0);
@@ -204,10 +194,10 @@ SELECT count(*) FROM mq.send_batch('st_bytes', ARRAY[repeat('x', 600)]);
 -- starts the next one and moves the partition on to it (recording its base
 -- offset in its settlement log)
 SELECT format('s%s_0_1', id) AS s1 FROM mq.cat_queue WHERE name = 'st_bytes' \gset
-SELECT st_wait(format($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = %L)$$, :'s1'));
-SELECT st_wait(format($$SELECT count(*) = 1 FROM mq.%I$$, :'s1'));
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = %L)$$, :'s1'));
+SELECT wait_until(format($$SELECT count(*) = 1 FROM mq.%I$$, :'s1'));
 SELECT count(*) FROM mq.send_batch('st_bytes', ARRAY[repeat('y', 600)]);
-SELECT st_wait($$SELECT min("offset") = 1 FROM mq.read('st_bytes', 0)$$);
+SELECT wait_until($$SELECT min("offset") = 1 FROM mq.read('st_bytes', 0)$$);
 SELECT "offset", length(body) FROM mq.read('st_bytes', 0);
 -- what the stream retains: offsets, bytes (the second body only) and times
 SELECT ready, ready_bytes, partitions, first_offset, last_offset, retention,
@@ -231,6 +221,6 @@ SELECT count(*) FROM (SELECT mq.queue_delete(q)
   FROM unnest(ARRAY['st_one', 'st_four', 'st_q', 'st_ret', 'st_bytes', 'st_parts', 'st_classic']) q) d;
 SELECT mq.exchange_delete('st_fan');
 DROP ROLE regress_st_reader, regress_st_other;
-DROP FUNCTION st_wait(text);
+DROP FUNCTION wait_until(text, interval);
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();

@@ -24,16 +24,7 @@ RETURNS TABLE (consumer text, p int, committed bigint, e bigint, lag bigint, in_
 		   dead_lettered, consumers
 	  FROM mq.consumer_groups WHERE queue = 'bs' AND group_name = g ORDER BY 1, 2
 $$;
-CREATE FUNCTION bc_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 200 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.05);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 
 SELECT mq.queue_declare('bs', 'stream', arguments => '{"partitions": 2}');
 SELECT count(*) FROM (SELECT mq.send('bs', 'pre-' || i, "partition" => i % 2)
@@ -116,7 +107,7 @@ SELECT consumer, sum(committed) AS committed, sum(in_flight) AS in_flight
 
 -- the session end returns a consumer's deliveries at once, redelivered
 \c
-SELECT bc_wait($$SELECT coalesce(sum(consumers), 0) = 0 FROM bc_view() WHERE consumer = 'C'$$);
+SELECT wait_until($$SELECT coalesce(sum(consumers), 0) = 0 FROM bc_view() WHERE consumer = 'C'$$);
 SELECT * FROM bc_take('C');                                   -- C's two again, then the rest
 -- and so does a rollback
 SELECT mq.send('bs', 'rb', "partition" => 0) IS NOT NULL;
@@ -190,3 +181,4 @@ SELECT count(*) FROM mq.cat_group_consumer;
 SELECT count(*) FROM pg_class WHERE relnamespace = 'mq'::regnamespace AND relname LIKE 'g%';
 SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue LIKE '\%DLQ\%%';
 DROP TABLE bgot;
+DROP FUNCTION wait_until(text, interval);

@@ -7,17 +7,7 @@
 ALTER SYSTEM SET mq.maintenance_naptime = '100ms';
 SELECT pg_reload_conf();
 
--- wait (up to 30 s) until a query returns true
-CREATE FUNCTION gw_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 300 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 CREATE FUNCTION gw_view(g text)
 RETURNS TABLE (committed bigint, e bigint, in_flight int, retrying int, dead bigint)
 LANGUAGE sql AS $$
@@ -34,10 +24,10 @@ SELECT mq.send('gw', 'slow') IS NOT NULL;
 SELECT convert_from(body, 'UTF8') AS body, delivery_count
   FROM mq.consume('gw', group_name => 'g1', lease => '200 ms');
 SELECT * FROM gw_view('g1');
-SELECT gw_wait($$SELECT in_flight = 0 AND retrying = 1 FROM gw_view('g1')$$);
+SELECT wait_until($$SELECT in_flight = 0 AND retrying = 1 FROM gw_view('g1')$$);
 SELECT * FROM gw_view('g1');
 -- it comes back after the retry delay, counted as a failed delivery
-SELECT gw_wait($$SELECT EXISTS (SELECT 1 FROM mq.consume('gw', group_name => 'g1', lease => '1 hour')
+SELECT wait_until($$SELECT EXISTS (SELECT 1 FROM mq.consume('gw', group_name => 'g1', lease => '1 hour')
 							  WHERE delivery_count = 2 AND reconsume_times = 1)$$);
 SELECT * FROM gw_view('g1');
 
@@ -47,7 +37,7 @@ SELECT mq.group_declare('gw', 'g0', start => 'latest', max_retries => 0);
 SELECT mq.send('gw', 'stuck') IS NOT NULL;
 SELECT convert_from(body, 'UTF8') AS body
   FROM mq.consume('gw', group_name => 'g0', lease => '200 ms');
-SELECT gw_wait($$SELECT dead = 1 FROM gw_view('g0')$$);
+SELECT wait_until($$SELECT dead = 1 FROM gw_view('g0')$$);
 SELECT * FROM gw_view('g0');
 SELECT convert_from(body, 'UTF8') AS body, headers->>'x-dlq-reason' AS reason,
 	   headers->>'x-reconsume-times' AS rt, headers->>'x-dlq-origin-group' AS grp
@@ -59,7 +49,7 @@ SELECT mq.send('gw', 'abandoned') IS NOT NULL;
 SELECT convert_from(body, 'UTF8') AS body
   FROM mq.consume('gw', group_name => 'g0', lease => '1 hour');
 \c
-SELECT gw_wait($$SELECT dead = 2 AND in_flight = 0 AND committed = e FROM gw_view('g0')$$);
+SELECT wait_until($$SELECT dead = 2 AND in_flight = 0 AND committed = e FROM gw_view('g0')$$);
 SELECT convert_from(body, 'UTF8') AS body, headers->>'x-dlq-reason' AS reason
   FROM mq.consume('%DLQ%g0', 10, auto_ack => true);
 
@@ -96,7 +86,7 @@ ROLLBACK;
 BEGIN;
 SELECT count(*) FROM mq.consume('gw', group_name => 'gs');
 ROLLBACK;
-SELECT gw_wait($$SELECT committed = e AND retrying = 0 FROM gw_view('gs')$$);
+SELECT wait_until($$SELECT committed = e AND retrying = 0 FROM gw_view('gs')$$);
 SELECT * FROM gw_view('gs');
 SELECT count(*) FROM mq.consume('gw', group_name => 'gs');
 SELECT count(*) FROM mq.consume('%DLQ%gs', 10, auto_ack => true);
@@ -148,5 +138,5 @@ SELECT count(mq.queue_delete(queue)) FROM mq.queues
 				 '%DLQ%gall', '%DLQ%gq');
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();
-DROP FUNCTION gw_wait(text);
+DROP FUNCTION wait_until(text, interval);
 DROP FUNCTION gw_view(text);

@@ -5,17 +5,7 @@
 ALTER SYSTEM SET mq.maintenance_naptime = '100ms';
 SELECT pg_reload_conf();
 
--- wait (up to 20 s) until a query returns true
-CREATE FUNCTION si_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 200 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 -- rows in the message log's segments
 CREATE FUNCTION si_log_rows() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint := 0; c bigint; r record;
@@ -108,9 +98,9 @@ SELECT count(*) AS entry_only, min(convert_from(body, 'UTF8')) AS body
 -- retention drops a generation with its messages and its segment number
 SELECT mq.queue_declare('si_ret', type => 'stream', arguments => '{"retention": "1 second"}');
 SELECT mq.send('si_ret', 'old') AS id3 \gset
-SELECT si_wait($$SELECT count(*) = 0 FROM mq.read('si_ret', 0)$$);
-SELECT si_wait(format('SELECT count(*) = 0 FROM mq.message(%s)', :id3));
-SELECT si_wait(format('SELECT count(*) = 0 FROM mq.cat_inline WHERE segno = %s', :id3 >> 26));
+SELECT wait_until($$SELECT count(*) = 0 FROM mq.read('si_ret', 0)$$);
+SELECT wait_until(format('SELECT count(*) = 0 FROM mq.message(%s)', :id3));
+SELECT wait_until(format('SELECT count(*) = 0 FROM mq.cat_inline WHERE segno = %s', :id3 >> 26));
 SELECT mq.send('si_ret', 'new') >= 1::bigint << 52 AS inline_id;
 SELECT "offset", convert_from(body, 'UTF8') AS body FROM mq.read('si_ret', 0);
 
@@ -132,6 +122,6 @@ SELECT mq.queue_delete(q) FROM unnest(ARRAY['si', 'si_ret', 'si_rr', 'si_classic
 SELECT mq.exchange_delete('si_fan');
 SELECT count(*) AS left_over FROM mq.cat_inline;
 
-DROP FUNCTION si_wait(text), si_log_rows();
+DROP FUNCTION wait_until(text, interval), si_log_rows();
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();

@@ -3,6 +3,7 @@
 -- at a time; other message groups in parallel; messages without a
 -- message_group unordered; a retry holds its group back; the DLQ lets it
 -- go on.  Two groups of one stream: one ordered, one not.
+\ir test/regress/wait.sql
 CREATE TEMP TABLE got (g text, msg_id bigint, body text, mg text, p int, dc int);
 -- consume for group g into got; returns what was delivered, by body
 CREATE FUNCTION so_take(g text, n int DEFAULT 100, lease interval DEFAULT '1 hour')
@@ -112,13 +113,8 @@ SELECT mq.send('so', 'F' || s, message_group => 'F') IS NOT NULL FROM generate_s
 SELECT * FROM so_take('go');                                  -- F1
 \c
 -- (wait for the old session to be gone: its exit returns F1)
-DO $$ BEGIN
-	FOR i IN 1 .. 500 LOOP
-		EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database()
-								AND pid <> pg_backend_pid() AND backend_type = 'client backend');
-		PERFORM pg_sleep(0.01);
-	END LOOP;
-END $$;
+SELECT wait_until($$SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database()
+										 AND pid <> pg_backend_pid() AND backend_type = 'client backend')$$);
 CREATE TEMP TABLE got (g text, msg_id bigint, body text, mg text, p int, dc int);
 SELECT * FROM so_take('go');                                  -- F1, redelivered
 SELECT so_ack('go', '{F1}');
@@ -175,3 +171,4 @@ SELECT * FROM so_hashes();
 
 SELECT mq.queue_delete('so');
 SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue LIKE '\%DLQ\%%';
+DROP FUNCTION wait_until(text, interval);

@@ -2,16 +2,7 @@
 -- time, in every partition or one (issue 12, slice 4).
 ALTER SYSTEM SET mq.maintenance_naptime = '100ms';
 SELECT pg_reload_conf();
-CREATE FUNCTION sk_wait(cond text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-	FOR i IN 1 .. 200 LOOP
-		EXECUTE cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-	RETURN false;
-END $$;
+\ir test/regress/wait.sql
 CREATE TEMP TABLE got (msg_id bigint, p int, o bigint, body text);
 -- consume for group g of queue q, keep what came in got, return it
 CREATE FUNCTION sk_take(g text, n int DEFAULT 100, q text DEFAULT 'sk')
@@ -134,10 +125,10 @@ SELECT mq.queue_declare('sk_bytes', 'stream', arguments => '{"max_bytes": 1000}'
 SELECT mq.group_declare('sk_bytes', 'g', start => 'earliest');
 SELECT count(*) FROM mq.send_batch('sk_bytes', ARRAY[repeat('x', 600)]);
 SELECT format('s%s_0_1', id) AS s1 FROM mq.cat_queue WHERE name = 'sk_bytes' \gset
-SELECT sk_wait(format($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = %L)$$, :'s1'));
-SELECT sk_wait(format($$SELECT count(*) = 1 FROM mq.%I$$, :'s1'));
+SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = %L)$$, :'s1'));
+SELECT wait_until(format($$SELECT count(*) = 1 FROM mq.%I$$, :'s1'));
 SELECT count(*) FROM mq.send_batch('sk_bytes', ARRAY[repeat('y', 600)]);
-SELECT sk_wait($$SELECT min("offset") = 1 FROM mq.read('sk_bytes', 0)$$);
+SELECT wait_until($$SELECT min("offset") = 1 FROM mq.read('sk_bytes', 0)$$);
 SELECT mq.seek('sk_bytes', 'g', to_offset => 0);
 SELECT o, length(body) FROM sk_take('g', 10, 'sk_bytes');    -- offset 1
 SELECT sk_ack_all('g', 'sk_bytes');
@@ -197,6 +188,6 @@ SELECT count(*) FROM (SELECT mq.queue_delete(q)
   FROM unnest(ARRAY['sk', 'sk_classic', 'sk_bytes', 'sk_t', '%DLQ%g', '%DLQ%h', '%DLQ%g0',
 					 '%DLQ%g1', '%DLQ%gmin', '%DLQ%gfut', '%DLQ%gmax', '%DLQ%gseek']) q) d;
 DROP ROLE regress_sk_reader, regress_sk_other;
-DROP FUNCTION sk_wait(text), sk_take(text, int, text), sk_ack_all(text, text), sk_view(text, text);
+DROP FUNCTION wait_until(text, interval), sk_take(text, int, text), sk_ack_all(text, text), sk_view(text, text);
 ALTER SYSTEM RESET mq.maintenance_naptime;
 SELECT pg_reload_conf();

@@ -6,17 +6,12 @@
 -- timestamps are printed.
 --
 \set VERBOSITY sqlstate
+\ir test/regress/wait.sql
 
 -- timers are fired by this database's worker: wait until the launcher has
 -- started it (a new database gets one within mq.launcher_naptime)
-DO $$
-BEGIN
-	FOR i IN 1..600 LOOP
-		EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity
-						   WHERE backend_type = 'queue_ext worker' AND datname = current_database());
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-END $$;
+SELECT wait_until($$SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+								 WHERE backend_type = 'queue_ext worker' AND datname = current_database())$$);
 
 -- argument checks: out-of-range levels are errors, never clamped
 SELECT mq.queue_declare('wd_q');
@@ -151,3 +146,4 @@ SELECT queue, ready, delayed, total FROM mq.queues WHERE queue IN ('wd_f1', 'wd_
 SELECT mq.queue_delete(q) >= 0 AS deleted
   FROM unnest(ARRAY['wd_q', 'wd_lv', 'wd_f1', 'wd_f2', 'wd_n', 'wd_c']) q;
 SELECT mq.exchange_delete('wd_fan');
+DROP FUNCTION wait_until(text, interval);

@@ -9,20 +9,7 @@
 --
 \set VERBOSITY sqlstate
 
--- wh_wait(condition, timeout): poll until the condition holds
-CREATE FUNCTION wh_wait(cond text, timeout interval DEFAULT '60 s') RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-	deadline timestamptz := clock_timestamp() + timeout;
-	ok boolean;
-BEGIN
-	LOOP
-		EXECUTE 'SELECT ' || cond INTO ok;
-		IF ok THEN RETURN true; END IF;
-		IF clock_timestamp() > deadline THEN RETURN false; END IF;
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-END $$;
+\ir test/regress/wait.sql
 
 -- the check function answers from a table, by body; 'error' raises
 CREATE TABLE wh_answer (body text PRIMARY KEY, answer text);
@@ -190,8 +177,8 @@ INSERT INTO wh_ids SELECT 'c_bogus', mq.publish_half('', 'wh_q', 'c_bogus', prod
 INSERT INTO wh_ids SELECT 'c_early', mq.publish_half('', 'wh_q', 'c_early', producer_group => 'wh_auto');
 SELECT mq.end_half((SELECT id FROM wh_ids WHERE name = 'c_early'), 'commit') IS NOT NULL AS committed;
 
-SELECT wh_wait($$(SELECT count(*) = 0 FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id
-                  WHERE i.name LIKE 'c\_%' AND h.state = 'pending')$$) AS all_decided;
+SELECT wait_until($$SELECT count(*) = 0 FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id
+                    WHERE i.name LIKE 'c\_%' AND h.state = 'pending'$$) AS all_decided;
 SELECT i.name, h.producer_group, h.state, h.checks, h.last_outcome, h.decided_by
   FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id
  WHERE i.name LIKE 'c\_%' ORDER BY i.name;
@@ -219,3 +206,4 @@ SELECT count(*) = :calls_before AS no_more_checks FROM wh_calls;
 SELECT mq.queue_delete('wh_q') >= 0 AS deleted, mq.queue_delete('wh_late') >= 0 AS deleted;
 SELECT mq.queue_delete('wh_early') >= 0 AS deleted, mq.queue_delete('wh_gone') >= 0 AS deleted;
 SELECT mq.exchange_delete('wh_x');
+DROP FUNCTION wait_until(text, interval);

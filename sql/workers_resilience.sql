@@ -3,15 +3,10 @@
 SELECT mq.queue_declare('wr_broken');
 SELECT mq.queue_declare('wr_ok');
 SELECT queue, ready FROM mq.queues ORDER BY 1;	-- (loads their state)
+\ir test/regress/wait.sql
 -- wait for this database's worker
-DO $$
-BEGIN
-	FOR i IN 1 .. 300 LOOP
-		EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity
-						   WHERE backend_type = 'queue_ext worker' AND datname = current_database());
-		PERFORM pg_sleep(0.1);
-	END LOOP;
-END $$;
+SELECT wait_until($$SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+								 WHERE backend_type = 'queue_ext worker' AND datname = current_database())$$);
 SELECT pid AS worker_pid FROM pg_stat_activity
  WHERE backend_type = 'queue_ext worker' AND datname = current_database() \gset
 -- break wr_broken behind the extension's back: its entry log disappears
@@ -29,3 +24,4 @@ SELECT pid = :worker_pid AS same_worker FROM pg_stat_activity
 SELECT count(*) AS timers_left FROM mq.queues WHERE delayed > 0;
 SELECT mq.queue_delete('wr_ok');
 SELECT mq.queue_delete('wr_broken');
+DROP FUNCTION wait_until(text, interval);
