@@ -1,3 +1,7 @@
+-- src/sql/base.sql: what only a fresh install creates and cannot be run
+-- again (Makefile: the install script runs it before the function files;
+-- the update scripts do what it gains in src/sql/updates/).
+
 -- Schema mq is created by CREATE EXTENSION (control file: schema = mq).
 -- Nothing in it is usable by ordinary roles unless granted below.
 REVOKE ALL ON SCHEMA mq FROM PUBLIC;
@@ -241,3 +245,4 @@ REVOKE ALL ON mq.export_topology, mq.export_message, mq.export_position FROM PUB
 SELECT pg_catalog.pg_extension_config_dump('mq.export_topology', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.export_message', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.export_position', '');
+-- END backup and restore

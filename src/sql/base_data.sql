@@ -1,3 +1,5 @@
+-- src/sql/base_data.sql: the rows a fresh install starts with, after the
+-- function files (it calls mq._segment_create); not run by updates.
 -- The first segment of each chain exists from the start, so that the first
 -- publishers do not create a table inside their transactions.
 SELECT mq._segment_create(1, true);

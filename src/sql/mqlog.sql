@@ -1,3 +1,7 @@
+------------------------------------------------------------------------
+-- The mqlog table access method (src/am/): its handler and the access
+-- method are made in base.sql; these are its inspection functions.
+------------------------------------------------------------------------
 -- Structural check of an mqlog table (amcheck-style); one row per problem.
 -- Public functions are not STRICT: a NULL argument is an error (22004),
 -- raised in C, rather than a silent NULL result.

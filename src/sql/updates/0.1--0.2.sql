@@ -214,3 +214,4 @@ REVOKE ALL ON mq.export_topology, mq.export_message, mq.export_position FROM PUB
 SELECT pg_catalog.pg_extension_config_dump('mq.export_topology', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.export_message', '');
 SELECT pg_catalog.pg_extension_config_dump('mq.export_position', '');
+-- END backup and restore
