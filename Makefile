@@ -73,6 +73,7 @@ MQ_SQL_INSTALL = src/sql/lz4_begin.sql src/sql/base.sql $(MQ_SQL_FUNCS) \
 	src/sql/base_data.sql src/sql/lz4_end.sql
 MQ_SQL_UPDATES = $(patsubst src/sql/updates/%.sql,%,$(wildcard src/sql/updates/*--$(MQ_CONTROL_VERSION).sql))
 DATA_built = queue_ext--$(MQ_CONTROL_VERSION).sql $(MQ_SQL_UPDATES:%=queue_ext--%.sql)
+EXTRA_CLEAN = $(DATA_built:%=%.tmp)
 # every file of src/sql/ must be listed above
 ifneq ($(sort $(MQ_SQL_INSTALL)),$(sort $(wildcard src/sql/*.sql)))
 $(error MQ_SQL_INSTALL in the Makefile does not list exactly the files src/sql/*.sql)
