@@ -2,7 +2,6 @@
 
 MODULE_big = queue_ext
 EXTENSION = queue_ext
-DATA = $(wildcard queue_ext--*.sql)
 PGFILEDESC = "queue_ext - message broker with an append-only log table access method"
 
 # The module, by family, from the entry point down (docs/architecture.md).
@@ -57,8 +56,30 @@ MQ_LIBRARY_VERSION := $(shell sed -n 's/^\#define[[:space:]]*MQ_EXTENSION_VERSIO
 ifneq ($(MQ_CONTROL_VERSION),$(MQ_LIBRARY_VERSION))
 $(error queue_ext.control has default_version '$(MQ_CONTROL_VERSION)' but src/catalog.h has MQ_EXTENSION_VERSION "$(MQ_LIBRARY_VERSION)")
 endif
-ifeq ($(wildcard queue_ext--$(MQ_CONTROL_VERSION).sql),)
-$(error queue_ext--$(MQ_CONTROL_VERSION).sql, the install script of default_version, does not exist)
+
+# The SQL of the extension is written once, in src/sql/, by topic (as
+# timescaledb's sql/ and sql/updates/).  base.sql holds what only a fresh
+# install runs (the access method, tables, sequences, indexes, config
+# dumps) and base_data.sql the rows it starts with; every other file
+# defines functions and views with CREATE OR REPLACE, so that running it
+# again is an upgrade.  make builds, from them, the install script of
+# default_version and, for each src/sql/updates/FROM--TO.sql (the hand-written
+# part of an update: new tables and columns, dropped objects, data), the
+# update script queue_ext--FROM--TO.sql, which is that file followed by the
+# same function files.  The install script says CREATE where the files say
+# CREATE OR REPLACE, so a function defined twice fails the install.  Both are
+# build outputs (DATA_built: not in git, removed by make clean).
+MQ_SQL_FUNCS = $(addprefix src/sql/,mqlog.sql topology.sql routing.sql \
+	msglog.sql api_topology.sql api_publish.sql api_consume.sql stats.sql \
+	half.sql timers.sql trace.sql groups.sql dump.sql definitions.sql)
+MQ_SQL_INSTALL = src/sql/lz4_begin.sql src/sql/base.sql $(MQ_SQL_FUNCS) \
+	src/sql/base_data.sql src/sql/lz4_end.sql
+MQ_SQL_UPDATES = $(patsubst src/sql/updates/%.sql,%,$(wildcard src/sql/updates/*--$(MQ_CONTROL_VERSION).sql))
+DATA_built = queue_ext--$(MQ_CONTROL_VERSION).sql $(MQ_SQL_UPDATES:%=queue_ext--%.sql)
+EXTRA_CLEAN = $(DATA_built:%=%.tmp)
+# every file of src/sql/ must be listed above
+ifneq ($(sort $(MQ_SQL_INSTALL)),$(sort $(wildcard src/sql/*.sql)))
+$(error MQ_SQL_INSTALL in the Makefile does not list exactly the files src/sql/*.sql)
 endif
 
 # pg_regress: one test per file in sql/, run in this order.
@@ -77,6 +98,23 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 PG_CONFIG ?= $(shell command -v pg_config || echo /usr/lib/postgresql/15/bin/pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The generated scripts (see MQ_SQL_FUNCS above).  Each file is preceded by
+# a comment naming it, so that an error's line leads back to its source.
+define mq_sql_cat
+for f in $(1); do printf '\n-- %s\n' "$$f"; sed -e 's/^CREATE OR REPLACE \(FUNCTION\|VIEW\) /CREATE \1 /' "$$f"; done
+endef
+queue_ext--$(MQ_CONTROL_VERSION).sql: $(MQ_SQL_INSTALL) Makefile
+	{ printf '%s\n' '/* $@: install script for queue_ext $(MQ_CONTROL_VERSION), made by make from src/sql/ (edit those) */' '' \
+		'-- complain if script is sourced in psql, rather than via CREATE EXTENSION' \
+		'\echo Use "CREATE EXTENSION queue_ext" to load this file. \quit'; \
+	  $(call mq_sql_cat,$(filter %.sql,$^)); } >$@.tmp && mv $@.tmp $@
+queue_ext--%--$(MQ_CONTROL_VERSION).sql: src/sql/updates/%--$(MQ_CONTROL_VERSION).sql $(MQ_SQL_FUNCS) src/sql/lz4_begin.sql src/sql/lz4_end.sql Makefile
+	{ printf '%s\n' '/* $@: update script of queue_ext, made by make from src/sql/ (edit those) */' '' \
+		'-- complain if script is sourced in psql, rather than via ALTER EXTENSION' \
+		'\echo Use "ALTER EXTENSION queue_ext UPDATE TO '"'"'$(MQ_CONTROL_VERSION)'"'"'" to load this file. \quit'; \
+	  for f in $(filter %/lz4_begin.sql,$^) $< $(filter-out $< %/lz4_begin.sql %/lz4_end.sql,$(filter %.sql,$^)) \
+		$(filter %/lz4_end.sql,$^); do printf '\n-- %s\n' "$$f"; cat "$$f"; done; } >$@.tmp && mv $@.tmp $@
 
 # PGXS tracks no header dependencies: rebuild everything when a header changes
 $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/am/*.h $(srcdir)/src/queue/*.h)

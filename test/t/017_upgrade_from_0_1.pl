@@ -13,8 +13,11 @@
 #  4. ALTER EXTENSION queue_ext UPDATE: every message is there (ready ones
 #     consumable, unacked ones ready again and redelivered, delayed ones
 #     delivered when due and not before), the topology is the same, the
-#     schema equals a fresh install's (test/upgrade/schema_diff.sh), and a
-#     stream with a consumer group works.
+#     schema equals a fresh install's (test/upgrade/schema_diff.sh, and
+#     pg_dump --binary-upgrade), and a stream with a consumer group works.
+# The update script is built by make from src/sql/updates/0.1--0.2.sql and
+# the same function files as the install script (Makefile): the schema
+# comparison fails if the update misses an object the install makes.
 use strict;
 use warnings;
 use Cwd qw(getcwd);
@@ -145,6 +148,30 @@ SELECT mq.nack('tq', ARRAY(SELECT msg_id FROM mq.consume('tq', 1)), requeue => f
 	is($node->safe_psql('postgres', q{SELECT format('%s/%s/%s', ready, unacked, delayed) FROM mq.queues WHERE queue = 'cq'}),
 		'4/2/2', $node->name . ': cq has 4 ready, 2 unacked, 2 delayed messages in 0.1');
 	return ($bg, $node->safe_psql('postgres', $topology_sql));
+}
+
+# A pg_dump --schema-only --binary-upgrade as a set of object blocks, with
+# only the objects of schema mq and the extension itself, without what
+# differs between two equal schemas: OIDs, xids, sequence values, the
+# relations made at run time (as test/upgrade/schema_objects.sql leaves
+# them out)
+sub schema_dump_blocks
+{
+	my ($dump) = @_;
+	my %blocks;
+	for my $b (split /\n(?=--\n-- (?:Name|Data for Name): )/, $dump)
+	{
+		next unless $b =~ /^--\n-- (?:Name|Data for Name): ([^;]+); Type: [^;]+; Schema: ([^;]+);/;
+		my ($name, $schema) = ($1, $2);
+		next unless $schema eq 'mq' || $schema eq '-';
+		next if $name =~ /(?:^|[\s.])(?:[qsg][0-9]+_[0-9_]+|log_[0-9]+)(?:_key|_dedup|_pkey)?(?:\s|$)/;
+		$b = join "\n",
+		  grep { !/binary_upgrade_set_next|binary_upgrade_set_record_init_privs|relfrozenxid|^WHERE oid = |^\\(?:un)?restrict |pg_catalog\.setval\(/ }
+		  split /\n/, $b;
+		$b =~ s/(binary_upgrade_create_empty_extension\('queue_ext', 'mq', false, '[^']*', )'\{[0-9,]*\}'/$1'{oids}'/;
+		$blocks{$b} = 1;
+	}
+	return \%blocks;
 }
 
 my %node;
@@ -311,6 +338,23 @@ for my $name ('clean', 'crash')
 	}
 	ok($same, "$name: the upgraded schema is the one a fresh 0.2 install creates")
 	  or diag("$out$err");
+	# and as pg_dump sees it: --binary-upgrade dumps the extension's members
+	# (a plain --schema-only dump leaves them out), one block per object
+	my %dump;
+	for my $db ('fresh', 'postgres')
+	{
+		local %ENV = $node->_get_env(PGDATABASE => undef);
+		my ($d, $e) = ('', '');
+		IPC::Run::run([ 'pg_dump', '--schema-only', '--binary-upgrade', '-d', $db ], '>', \$d, '2>', \$e)
+		  or die "pg_dump $db failed: $e";
+		$dump{$db} = schema_dump_blocks($d);
+	}
+	my @only_fresh = sort grep { !$dump{postgres}{$_} } keys %{ $dump{fresh} };
+	my @only_upgraded = sort grep { !$dump{fresh}{$_} } keys %{ $dump{postgres} };
+	ok(@only_fresh + @only_upgraded == 0 && keys %{ $dump{fresh} } > 100,
+		"$name: pg_dump of the upgraded schema is a fresh install's")
+	  or diag(join("\n", (map { "only in the fresh install:\n$_" } @only_fresh),
+			(map { "only in the upgraded database:\n$_" } @only_upgraded)));
 
 	# BEGIN backup and restore (dump-restore): mq.export() reads 0.1's
 	# four-column entry logs

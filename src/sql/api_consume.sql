@@ -1,0 +1,89 @@
+------------------------------------------------------------------------
+-- Public API: consume and settle (src/consume.c, src/settle.c)
+------------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION mq.consume(queue text, max_messages int DEFAULT 1,
+	wait interval DEFAULT '0', lease interval DEFAULT '30 seconds',
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	auto_ack boolean DEFAULT false, prefetch int DEFAULT NULL,
+	session_bound boolean DEFAULT true)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb, reconsume_times int,
+	receipt text)
+AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
+
+CREATE OR REPLACE FUNCTION mq.browse(queue text, max_messages int DEFAULT 10)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_browse' LANGUAGE C;
+
+-- Stateless read of a stream partition by offset or time (src/stream_sql.c)
+CREATE OR REPLACE FUNCTION mq.read(queue text, "partition" int, from_offset bigint DEFAULT NULL,
+	max_messages int DEFAULT 100, from_time timestamptz DEFAULT NULL)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb, reconsume_times int,
+	receipt text)
+AS 'MODULE_PATHNAME', 'mq_read' LANGUAGE C;
+
+CREATE OR REPLACE FUNCTION mq.message(msg_id bigint)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_message' LANGUAGE C ROWS 1;
+
+CREATE OR REPLACE FUNCTION mq.messages_by_key(key text, max_messages int DEFAULT 10)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb)
+AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C;
+
+-- BEGIN pgmq support (issue 15, queue_ext_pgmq): leases by id
+-- Lease messages by id whoever holds them (a visibility timeout that
+-- belongs to nobody, as pgmq's vt): lease '0' makes them ready at once;
+-- deliver => true takes only ready ones, as a delivery (src/consume.c)
+CREATE OR REPLACE FUNCTION mq.lease_ids(queue text, msg_ids bigint[],
+	lease interval DEFAULT '30 seconds', deliver boolean DEFAULT false)
+RETURNS TABLE (msg_id bigint, delivery_count int, was_leased boolean,
+	was_until timestamptz)
+AS 'MODULE_PATHNAME', 'mq_lease_ids' LANGUAGE C;
+-- What is leased now, by anyone, with lease ends
+CREATE OR REPLACE FUNCTION mq.in_flight(queue text, max_messages int DEFAULT 1000)
+RETURNS TABLE (msg_id bigint, delivery_count int, lease_until timestamptz)
+AS 'MODULE_PATHNAME', 'mq_in_flight' LANGUAGE C;
+-- Ack the message of each business key (the newest sent to the queue),
+-- whoever holds it, ready ones too: pgmq's delete by msg_id in one call
+CREATE OR REPLACE FUNCTION mq.ack_keys(queue text, keys text[])
+RETURNS TABLE (key text, msg_id bigint)
+AS 'MODULE_PATHNAME', 'mq_ack_keys' LANGUAGE C;
+-- END pgmq support
+
+-- BEGIN broadcast consumer groups (issue 12, stream-broadcast): DDL block 3/3
+-- (changed: mq.ack, mq.nack and mq.extend_lease gained a trailing
+-- consumer text DEFAULT NULL, the consumer of a broadcast group)
+CREATE OR REPLACE FUNCTION mq.ack(queue text, msg_ids bigint[] DEFAULT NULL,
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	receipts text[] DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_ack' LANGUAGE C;
+
+CREATE OR REPLACE FUNCTION mq.nack(queue text, msg_ids bigint[] DEFAULT NULL,
+	requeue boolean DEFAULT true, delay interval DEFAULT NULL,
+	group_name text DEFAULT NULL, consumer text DEFAULT NULL,
+	receipts text[] DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_nack' LANGUAGE C;
+
+CREATE OR REPLACE FUNCTION mq.reject(queue text, msg_id bigint DEFAULT NULL,
+	requeue boolean DEFAULT true, receipt text DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_reject' LANGUAGE C;
+
+CREATE OR REPLACE FUNCTION mq.extend_lease(queue text, msg_ids bigint[] DEFAULT NULL,
+	lease interval DEFAULT '30 seconds', group_name text DEFAULT NULL,
+	consumer text DEFAULT NULL, receipts text[] DEFAULT NULL)
+RETURNS int AS 'MODULE_PATHNAME', 'mq_extend_lease' LANGUAGE C;
+-- END broadcast consumer groups: DDL block 3/3

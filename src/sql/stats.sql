@@ -1,0 +1,98 @@
+------------------------------------------------------------------------
+-- Inspection (src/stats.c)
+------------------------------------------------------------------------
+CREATE OR REPLACE FUNCTION mq._queue_stats()
+RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
+	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
+	last_delivery timestamptz, arguments jsonb, ready_bytes bigint,
+	partitions int, first_offset bigint[], last_offset bigint[], retention interval)
+AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
+
+-- ---- issue 12, group worker (stream-group-worker): session counters ----
+-- What this backend did, for tests and benchmarks (src/stats.c): entries
+-- consumer groups settled by their tag hash without reading the message,
+-- and messages read from the message log.
+CREATE OR REPLACE FUNCTION mq._session_counters(OUT tag_skips bigint, OUT message_fetches bigint)
+AS 'MODULE_PATHNAME', 'mq_session_counters' LANGUAGE C VOLATILE;
+-- ---- end of issue 12 block ----
+
+-- ---- issue 13: quorum commits (src/quorum.c, src/replication_sql.c) ----
+-- Whether a quorum commit can be confirmed now: synchronous standbys the
+-- configuration asks for and that stream now, commits made without a
+-- quorum (mq.quorum_unavailable = wait, none configured) and since when,
+-- and the WAL position the standbys' lag is measured from.
+CREATE OR REPLACE FUNCTION mq._replication_summary(OUT required_sync_standbys int,
+	OUT connected_sync_standbys int, OUT quorum_met boolean,
+	OUT commits_without_quorum bigint, OUT without_quorum_since timestamptz,
+	OUT current_lsn pg_lsn)
+AS 'MODULE_PATHNAME', 'mq_replication_summary' LANGUAGE C VOLATILE;
+-- ---- end of issue 13 block ----
+
+-- ready_bytes: body bytes of the ready messages (RabbitMQ's
+-- message_bytes_ready), on queues with x-max-length-bytes, and the bytes a
+-- stream retains; NULL elsewhere.  Streams also show their partitions, the
+-- first and last retained offset of each (arrays indexed by partition + 1)
+-- and their retention; NULL for other queues.
+CREATE OR REPLACE VIEW mq.queues AS
+	SELECT queue, type, durable, ready, unacked, delayed, total, consumers,
+		   oldest_ready_age, last_delivery, arguments, ready_bytes,
+		   partitions, first_offset, last_offset, retention,
+		   -- quorum queues and streams with "durability": "quorum"
+		   CASE WHEN type = 'quorum' OR arguments->>'durability' = 'quorum'
+				THEN (SELECT r.quorum_met FROM mq._replication_summary() r)
+		   END AS quorum_met
+	  FROM mq._queue_stats();
+
+-- One row per partition of each stream (src/stream_sql.c)
+CREATE OR REPLACE FUNCTION mq._stream_partitions()
+RETURNS TABLE (queue text, "partition" int, first_offset bigint, end_offset bigint,
+	bytes bigint, first_time timestamptz, last_time timestamptz)
+AS 'MODULE_PATHNAME', 'mq_stream_partitions' LANGUAGE C;
+
+CREATE OR REPLACE VIEW mq.stream_partitions AS SELECT * FROM mq._stream_partitions();
+
+CREATE OR REPLACE VIEW mq.exchanges AS
+	SELECT e.name AS exchange, e.type, e.durable, e.alternate_exchange, e.arguments,
+		   e.owner::regrole AS owner,
+		   (e.name = '' OR e.name LIKE 'amq.%') AS predeclared
+	  FROM mq.cat_exchange e;
+
+CREATE OR REPLACE VIEW mq.bindings AS
+	SELECT e.name AS exchange, q.name AS queue, b.binding_key, b.arguments
+	  FROM mq.cat_binding b
+	  JOIN mq.cat_exchange e ON e.id = b.exchange_id
+	  JOIN mq.cat_queue q ON q.id = b.queue_id
+	UNION ALL
+	SELECT '' AS exchange, q.name, q.name, '{}'::jsonb
+	  FROM mq.cat_queue q;
+
+GRANT SELECT ON mq.queues, mq.stream_partitions, mq.exchanges, mq.bindings TO PUBLIC;
+
+-- ---- issue 13: mq.replication ----
+-- One row per walsender (as pg_stat_replication shows it to the reader:
+-- without pg_read_all_stats its columns are NULL), each with the summary;
+-- with no standby one row, the summary alone (quorum_met false).
+CREATE OR REPLACE VIEW mq.replication AS
+	SELECT s.required_sync_standbys, s.connected_sync_standbys, s.quorum_met,
+		   s.commits_without_quorum, s.without_quorum_since,
+		   r.application_name, r.client_addr, r.state, r.sync_state,
+		   r.sync_priority, r.sent_lsn, r.write_lsn, r.flush_lsn, r.replay_lsn,
+		   pg_wal_lsn_diff(s.current_lsn, r.flush_lsn)::bigint AS flush_lag_bytes,
+		   pg_wal_lsn_diff(s.current_lsn, r.replay_lsn)::bigint AS replay_lag_bytes,
+		   r.write_lag, r.flush_lag, r.replay_lag, r.reply_time
+	  FROM mq._replication_summary() s
+	  LEFT JOIN pg_stat_replication r ON true;
+GRANT SELECT ON mq.replication TO PUBLIC;
+-- ---- end of issue 13 block ----
+
+-- ---- issue 15, metrics (src/stats.c, docs/metrics.md) ----
+-- One row per Prometheus sample: the counters of each queue and consumer
+-- group state since it was made (the first use after a start), and gauges
+-- from bounded state (docs/metrics/queries.yaml maps them for
+-- prometheus-postgres-exporter).
+CREATE OR REPLACE FUNCTION mq._metrics()
+RETURNS TABLE (name text, labels jsonb, value double precision)
+AS 'MODULE_PATHNAME', 'mq_metrics' LANGUAGE C;
+CREATE OR REPLACE VIEW mq.metrics AS SELECT * FROM mq._metrics();
+GRANT SELECT ON mq.metrics TO PUBLIC;
+-- ---- end of issue 15 metrics block ----
