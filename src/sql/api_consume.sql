@@ -1,5 +1,5 @@
 ------------------------------------------------------------------------
--- Public API: consume and settle (src/consume.c, src/settle.c)
+-- Public API: consume and settle (src/consume_sql.c, src/settle_sql.c)
 ------------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION mq.consume(queue text, max_messages int DEFAULT 1,
 	wait interval DEFAULT '0', lease interval DEFAULT '30 seconds',
@@ -47,7 +47,7 @@ AS 'MODULE_PATHNAME', 'mq_messages_by_key' LANGUAGE C;
 -- BEGIN pgmq support (issue 15, queue_ext_pgmq): leases by id
 -- Lease messages by id whoever holds them (a visibility timeout that
 -- belongs to nobody, as pgmq's vt): lease '0' makes them ready at once;
--- deliver => true takes only ready ones, as a delivery (src/consume.c)
+-- deliver => true takes only ready ones, as a delivery (src/consume_sql.c)
 CREATE OR REPLACE FUNCTION mq.lease_ids(queue text, msg_ids bigint[],
 	lease interval DEFAULT '30 seconds', deliver boolean DEFAULT false)
 RETURNS TABLE (msg_id bigint, delivery_count int, was_leased boolean,

@@ -1,5 +1,5 @@
 ------------------------------------------------------------------------
--- Public API: topology (src/topology.c)
+-- Public API: topology (src/topology_sql.c)
 ------------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION mq.exchange_declare(exchange text, type text DEFAULT 'direct',
 	durable boolean DEFAULT true, alternate_exchange text DEFAULT NULL,

@@ -94,7 +94,7 @@ END
 $$;
 
 -- The newest message of each key sent to queue routing_key through the
--- default exchange, by one index scan per key and segment (src/consume.c;
+-- default exchange, by one index scan per key and segment (src/consume_sql.c;
 -- queue_ext_pgmq maps its msg_ids with it).  Ids only, for internal callers.
 CREATE OR REPLACE FUNCTION mq._log_find_keys(routing_key text, keys text[])
 RETURNS TABLE (key text, msg_id bigint)

@@ -1,5 +1,5 @@
 ------------------------------------------------------------------------
--- Inspection (src/stats.c)
+-- Inspection (src/stats_sql.c)
 ------------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION mq._queue_stats()
 RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
@@ -9,7 +9,7 @@ RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked big
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
 
 -- ---- issue 12, group worker (stream-group-worker): session counters ----
--- What this backend did, for tests and benchmarks (src/stats.c): entries
+-- What this backend did, for tests and benchmarks (src/stats_sql.c): entries
 -- consumer groups settled by their tag hash without reading the message,
 -- and messages read from the message log.
 CREATE OR REPLACE FUNCTION mq._session_counters(OUT tag_skips bigint, OUT message_fetches bigint)
@@ -85,7 +85,7 @@ CREATE OR REPLACE VIEW mq.replication AS
 GRANT SELECT ON mq.replication TO PUBLIC;
 -- ---- end of issue 13 block ----
 
--- ---- issue 15, metrics (src/stats.c, docs/metrics.md) ----
+-- ---- issue 15, metrics (src/stats_sql.c, docs/metrics.md) ----
 -- One row per Prometheus sample: the counters of each queue and consumer
 -- group state since it was made (the first use after a start), and gauges
 -- from bounded state (docs/metrics/queries.yaml maps them for

@@ -1,7 +1,7 @@
 ------------------------------------------------------------------------
 -- Topology: declare / delete / bind
 --
--- Public functions are C (src/topology.c): they check the caller's
+-- Public functions are C (src/topology_sql.c): they check the caller's
 -- privileges in C, then run the internal implementation below through SPI
 -- as the extension owner.  The _impl functions are not executable by PUBLIC.
 ------------------------------------------------------------------------

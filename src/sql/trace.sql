@@ -1,5 +1,5 @@
 ------------------------------------------------------------------------
--- Tracing a message's life (src/consume.c checks the caller may read it)
+-- Tracing a message's life (src/consume_sql.c checks the caller may read it)
 ------------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION mq._trace_impl(msg_id bigint)
 RETURNS TABLE (event text, queue text, at timestamptz, detail jsonb)
