@@ -74,9 +74,15 @@ is($primary->safe_psql('postgres', q{SET ROLE qe_reader;
 	flush_lsn IS NULL, client_addr IS NULL), ',' ORDER BY application_name) FROM mq.replication}),
 	't/s1/t/t/t,t/s2/t/t/t',
 	'unprivileged: quorum_met and the names, but no standby details (as pg_stat_replication)');
+# mq.queues shows a role only the queues it holds a privilege on
+# (docs/api.md, "Who sees what")
+is($primary->safe_psql('postgres', q{SET ROLE qe_reader;
+	SELECT count(*) FROM mq.queues}), '0', 'unprivileged: mq.queues shows no queue');
+$primary->safe_psql('postgres', q{SELECT mq.grant('consume', 'queue', 'cq', 'qe_reader');
+	SELECT mq.grant('consume', 'queue', 'qq', 'qe_reader')});
 is($primary->safe_psql('postgres', q{SET ROLE qe_reader;
 	SELECT string_agg(format('%s:%s', queue, quorum_met), ',' ORDER BY queue) FROM mq.queues}),
-	'cq:,qq:t', 'unprivileged: mq.queues.quorum_met');
+	'cq:,qq:t', 'a role with consume on them: mq.queues.quorum_met');
 
 ############################################################################
 # row 4: one standby lost under load
