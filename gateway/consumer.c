@@ -155,6 +155,10 @@ cons_poll(Consumer *cons)
 	n = cons_credit(cons);
 	if (n <= 0)
 		return;
+	/*
+	 * Several consumers of one queue take turns to poll it (why: above
+	 * turn_pass); a stream consumer reads at its own offset and takes none.
+	 */
 	if (!cons->stream)
 	{
 		Qreg	   *q = qreg_find(conn_db(c), cons->queue, false);

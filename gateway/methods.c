@@ -86,12 +86,41 @@ args_bad(Conn *c, Rd *r, const ChanMethod *m)
 	return true;
 }
 
+/*
+ * A new operation of kind for method m, queued, with what every exchange,
+ * queue and basic method that names one begins with read from r: the
+ * reserved short (the old ticket) and the exchange's or queue's name, into
+ * s1.
+ */
+static Op *
+op_begin(Chan *ch, const ChanMethod *m, enum OpKind kind, Rd *r)
+{
+	Op		   *op = op_new(ch, kind, m->cls, m->meth);
+
+	rd_u16(r);
+	rd_shortstr(r, op->s1);
+	return op;
+}
+
 /* An empty queue name means the channel's last declared queue, as RabbitMQ. */
 static void
 default_queue(Chan *ch, char *name, size_t len)
 {
 	if (name[0] == '\0')
 		snprintf(name, len, "%s", ch->last_queue);
+}
+
+/*
+ * The end of a queue method's arguments: NULL after the FRAME_ERROR if they
+ * ran short, else op, with an empty queue name made the last queue's.
+ */
+static Op *
+queue_args_end(Conn *c, Chan *ch, const ChanMethod *m, Rd *r, Op *op)
+{
+	if (args_bad(c, r, m))
+		return NULL;
+	default_queue(ch, op->s1, sizeof(op->s1));
+	return op;
 }
 
 /* ---- channel class ---- */
@@ -171,11 +200,9 @@ m_channel_flow_ok(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 static Op *
 m_exchange_declare(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, OP_EXCHANGE_DECLARE, m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, OP_EXCHANGE_DECLARE, r);
 	bool		internal;
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	rd_shortstr(r, op->s2);
 	op->passive = rd_bit(r);
 	op->durable = rd_bit(r);
@@ -196,10 +223,8 @@ m_exchange_declare(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 static Op *
 m_exchange_delete(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, OP_EXCHANGE_DELETE, m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, OP_EXCHANGE_DELETE, r);
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	op->if_unused = rd_bit(r);
 	op->nowait = rd_bit(r);
 	if (args_bad(c, r, m))
@@ -221,10 +246,8 @@ m_exchange_bind(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 static Op *
 m_queue_declare(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, OP_QUEUE_DECLARE, m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, OP_QUEUE_DECLARE, r);
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	op->passive = rd_bit(r);
 	op->durable = rd_bit(r);
 	op->exclusive = rd_bit(r);
@@ -246,11 +269,8 @@ m_queue_declare(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 static Op *
 m_queue_bind(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, m->meth == 20 ? OP_QUEUE_BIND : OP_QUEUE_UNBIND,
-							m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, m->meth == 20 ? OP_QUEUE_BIND : OP_QUEUE_UNBIND, r);
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	rd_shortstr(r, op->s2);
 	rd_shortstr(r, op->s3);
 	if (m->meth == 20)
@@ -270,32 +290,22 @@ m_queue_bind(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 static Op *
 m_queue_purge(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, OP_QUEUE_PURGE, m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, OP_QUEUE_PURGE, r);
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	op->nowait = rd_bit(r);
-	if (args_bad(c, r, m))
-		return NULL;
-	default_queue(ch, op->s1, sizeof(op->s1));
-	return op;
+	return queue_args_end(c, ch, m, r, op);
 }
 
 /* queue.delete */
 static Op *
 m_queue_delete(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, OP_QUEUE_DELETE, m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, OP_QUEUE_DELETE, r);
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	op->if_unused = rd_bit(r);
 	op->if_empty = rd_bit(r);
 	op->nowait = rd_bit(r);
-	if (args_bad(c, r, m))
-		return NULL;
-	default_queue(ch, op->s1, sizeof(op->s1));
-	return op;
+	return queue_args_end(c, ch, m, r, op);
 }
 
 /* ---- basic class ---- */
@@ -347,11 +357,9 @@ m_basic_qos(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 static Op *
 m_basic_consume(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, OP_CONSUME, m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, OP_CONSUME, r);
 	Consumer   *x;
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	rd_shortstr(r, op->s3);
 	rd_bit(r);					/* no-local */
 	op->no_ack = rd_bit(r);
@@ -465,15 +473,10 @@ m_basic_publish(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 static Op *
 m_basic_get(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	Op		   *op = op_new(ch, OP_GET, m->cls, m->meth);
+	Op		   *op = op_begin(ch, m, OP_GET, r);
 
-	rd_u16(r);
-	rd_shortstr(r, op->s1);
 	op->no_ack = rd_bit(r);
-	if (args_bad(c, r, m))
-		return NULL;
-	default_queue(ch, op->s1, sizeof(op->s1));
-	return op;
+	return queue_args_end(c, ch, m, r, op);
 }
 
 /*
@@ -492,6 +495,7 @@ m_basic_settle(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 				requeue = true;
 	Op		   *op;
 
+	/* ack: multiple; reject: requeue; nack: both */
 	if (m->meth == 80)
 		multiple = rd_bit(r);
 	else if (m->meth == 90)
@@ -503,6 +507,7 @@ m_basic_settle(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 	}
 	if (args_bad(c, r, m))
 		return NULL;
+	/* the tag is checked in the operation's turn (run_op) */
 	op = op_new(ch, OP_SETTLE, m->cls, m->meth);
 	if (!ch->tx)
 	{
@@ -664,14 +669,17 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 	const ChanMethod *m = chan_method_lookup(cls, meth);
 	Op		   *op;
 
+	/* channel.close, whatever the state (a close may cross ours) */
 	if (m && (m->flags & CM_ANY_STATE))
 	{
 		if (m->handler(c, ch, m, r))
 			chan_pump(ch);
 		return;
 	}
+	/* the client's close is queued, or a refused content is being dropped */
 	if (ch->client_closing || ch->discarding)
 		return;
+	/* our close waits for close-ok; everything else is dropped until then */
 	if (ch->state == CH_CLOSING)
 	{
 		if (m && (m->flags & CM_WHILE_CLOSING))
@@ -684,6 +692,10 @@ chan_method(Conn *c, Chan *ch, uint16_t cls, uint16_t meth, Rd *r)
 				   "UNEXPECTED_FRAME - expected content header or body, got a method", cls, meth);
 		return;
 	}
+	/*
+	 * a method we do not know, of a known class or not; the class and
+	 * method ids go in connection.close, as RabbitMQ's
+	 */
 	if (m == NULL || (m->flags & CM_WHILE_CLOSING))
 	{
 		char		text[128];

@@ -1100,6 +1100,11 @@ chan_pump(Chan *ch)
 	{
 		Op		   *op = ch->ops;
 
+		/*
+		 * The close runs in two steps: the channel's deliveries requeued
+		 * (close_requeue; it comes back here when done), then its sessions
+		 * released and close-ok (close_release).
+		 */
 		if (op->kind == OP_CLOSE)
 		{
 			if (op->stage == 0)
@@ -1111,6 +1116,12 @@ chan_pump(Chan *ch)
 			close_release(ch);
 			return;
 		}
+		/*
+		 * A settle of a known tag takes its entries now, and those of the
+		 * settles of the same kind queued right behind it, which are folded
+		 * into it.  An unknown tag is left alone: run_op makes it the channel
+		 * error in its turn.
+		 */
 		if (op->kind == OP_SETTLE &&
 			((op->multiple && op->tag == 0) || ack_tag_known(ch, op->tag)))
 		{
@@ -1143,6 +1154,7 @@ chan_pump(Chan *ch)
 				n++;
 			}
 		}
+		/* consecutive publishes, up to batch_max: one statement (publish.c) */
 		if (op->kind == OP_PUBLISH)
 		{
 			int			n = 1;
@@ -1162,6 +1174,7 @@ chan_pump(Chan *ch)
 				n++;
 			}
 		}
+		/* one statement at a time: its callback clears op_running and comes back */
 		ch->op_running = true;
 		run_op(ch, op);
 	}

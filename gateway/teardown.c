@@ -47,8 +47,10 @@ chan_release(Chan *ch)
 {
 	Unacked    *e;
 
+	/* consumers first: their removal looks at the channel's lists */
 	while (ch->consumers)
 		cons_remove(ch->consumers, false, true);
+	/* closing the sessions returns their unacked deliveries (queue_ext) */
 	pg_close(ch->pg);
 	ch->pg = NULL;
 	ch->pg_ready = false;
@@ -72,6 +74,7 @@ chan_release(Chan *ch)
 		free(e);
 	}
 	ch->unacked_tail = NULL;
+	/* settles of an open transaction die with its session */
 	while ((e = ch->tx_settled))
 	{
 		ch->tx_settled = e->next;
