@@ -352,6 +352,11 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 				   cls, meth);
 		return;
 	}
+	/*
+	 * A close is under way.  While the client's is, nothing more counts;
+	 * while ours waits, its close-ok (or a close crossing ours, answered
+	 * close-ok) ends the connection, and anything else is dropped.
+	 */
 	if (c->state == C_CLOSING)
 	{
 		if (c->client_closing)
@@ -377,6 +382,10 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 
 				if (c->state != C_START_SENT)
 					break;
+				/*
+				 * client properties (only consumer_cancel_notify matters),
+				 * mechanism, response, locale
+				 */
 				client = rd_table(r);
 				rd_shortstr(r, mech);
 				resp = rd_longstr(r, &len);
@@ -464,6 +473,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					}
 					snprintf(c->pguser, sizeof(c->pguser), "%s", c->user);
 				}
+				/* the server checks the password (auth_connected) */
 				login_begin(c);
 				return;
 			}
@@ -485,11 +495,13 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					conn_error(c, AMQP_NOT_ALLOWED, "NOT_ALLOWED - frame_max below 4096", cls, meth);
 					return;
 				}
+				/* the client's limits, within ours (0: no limit of its own) */
 				c->channel_max = channel_max == 0 || channel_max > cfg.channel_max ?
 					cfg.channel_max : channel_max;
 				c->frame_max = frame_max == 0 || frame_max > cfg.frame_max ? cfg.frame_max : frame_max;
 				c->heartbeat = heartbeat;
 				c->chans = calloc(c->channel_max + 1, sizeof(Chan *));
+				/* sent at half the interval, also to notice a silent client */
 				if (heartbeat > 0)
 				{
 					struct timeval tv = {heartbeat / 2 > 0 ? heartbeat / 2 : 1, 0};
@@ -510,6 +522,11 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 				return;
 			}
 			c->state = C_OPENING;
+			/*
+			 * "/" is the gateway's own database (its settings); any other
+			 * vhost names a database, which the login must be able to
+			 * connect to
+			 */
 			if (c->vhost[0] == '\0' || strcmp(c->vhost, "/") == 0)
 			{
 				c->db[0] = '\0';
@@ -546,6 +563,10 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 							op_new(ch, OP_CLOSE, AMQP_CHANNEL, 40);
 						}
 					}
+				/*
+				 * close-ok once the channels are done (conn_close_finish),
+				 * or after 30 s whatever they hold (close_timeout)
+				 */
 				c->close_timer = evtimer_new(gw_base, close_timeout, c);
 				evtimer_add(c->close_timer, &tv);
 				if (c->chans)
@@ -566,6 +587,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 			conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
 			return;
 	}
+	/* a handshake method out of its turn (a break above) */
 	conn_error(c, AMQP_COMMAND_INVALID, "COMMAND_INVALID - connection method out of order", cls, meth);
 }
 
@@ -587,6 +609,7 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - unknown frame type", 0, 0);
 		return;
 	}
+	/* channel 0: the connection class only, no content */
 	if (chid == 0)
 	{
 		uint16_t	cls,
@@ -626,6 +649,10 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		conn_error(c, AMQP_NOT_ALLOWED, text, AMQP_CHANNEL, 10);
 		return;
 	}
+	/*
+	 * a channel frame: a method (methods.c), or a content header or body of
+	 * the basic.publish the channel waits on (ch->content: 1, then 2)
+	 */
 	ch = chan_get(c, chid);
 	if (type == AMQP_FRAME_METHOD)
 	{
