@@ -36,7 +36,11 @@ typedef struct ChanMethod ChanMethod;
  */
 typedef Op *(*ChanMethodHandler) (Conn *c, Chan *ch, const ChanMethod *m, Rd *r);
 
-/* properties of a method (ChanMethod.flags) */
+/*
+ * Properties of a method (ChanMethod.flags).  chan_method acts on the first
+ * two; CM_CONTENT and CM_QUEUED, like the name, describe the method to the
+ * reader of the table, as the spec's own tables do.
+ */
 #define CM_ANY_STATE	0x01	/* handled whatever the channel's state
 								 * (channel.close) */
 #define CM_WHILE_CLOSING 0x02	/* only while our channel.close waits for
