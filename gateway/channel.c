@@ -6,6 +6,9 @@
  *	  and its unacked deliveries (looked up and taken by a settle, put back
  *	  by a rollback, freed when settled for good).
  *
+ * It owns the lists, not their meaning: it sends nothing to the client
+ * and runs no SQL.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -41,6 +44,11 @@ pub_uncount(PubMsg *m)
 	}
 }
 
+/*
+ * Free an operation and what it holds: its arguments, prebuilt reply,
+ * the publishes of a batch (whose bytes leave the publisher's pending
+ * count) and the unacked entries a settle took.
+ */
 void
 op_free(Op *op)
 {
@@ -74,6 +82,7 @@ op_free(Op *op)
 	free(op);
 }
 
+/* Free one publish (PubMsg) and its content. */
 void
 pub_free(PubMsg *m)
 {
@@ -87,6 +96,10 @@ pub_free(PubMsg *m)
 	free(m);
 }
 
+/*
+ * Make an operation of the method cls.meth and append it to the channel's
+ * queue; it runs in its turn (chan_pump).
+ */
 Op *
 op_new(Chan *ch, enum OpKind kind, uint16_t cls, uint16_t meth)
 {
@@ -142,6 +155,10 @@ settle_done_entries(Chan *ch, Unacked *e)
 	chan_kick(ch);
 }
 
+/*
+ * Whether tag is the delivery tag of a delivery still unacked on the
+ * channel.
+ */
 bool
 ack_tag_known(Chan *ch, uint64_t tag)
 {

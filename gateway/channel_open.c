@@ -5,6 +5,9 @@
  *	  up (its functions in pg_temp), and the session of a tx-mode channel's
  *	  basic.get.
  *
+ * It opens and sets up sessions; it runs no operation (operations.c)
+ * and decodes no frame.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -15,6 +18,10 @@
 static void chan_setup(Chan *ch);
 static void getpg_setup(Chan *ch);
 
+/*
+ * The channel's session connected (or not: the connection is closed,
+ * CONNECTION_FORCED): its functions are set up before any operation runs.
+ */
 static void
 chan_connected(void *arg, bool ok, const char *error)
 {
@@ -31,6 +38,9 @@ chan_connected(void *arg, bool ok, const char *error)
 	chan_setup(ch);
 }
 
+/*
+ * The channel's session was lost: the connection cannot go on without it.
+ */
 void
 chan_lost(void *arg)
 {
@@ -40,6 +50,10 @@ chan_lost(void *arg)
 			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
 }
 
+/*
+ * The basic.get session of a tx-mode channel is set up; a get waiting
+ * for it runs now.
+ */
 static void
 getpg_setup_done(void *arg, PGresult *res)
 {
@@ -56,6 +70,7 @@ getpg_setup_done(void *arg, PGresult *res)
 		run_op(ch, ch->ops);
 }
 
+/* The basic.get session connected: set it up as the channel's own. */
 void
 getpg_connected(void *arg, bool ok, const char *error)
 {
@@ -69,6 +84,10 @@ getpg_connected(void *arg, bool ok, const char *error)
 	getpg_setup(ch);
 }
 
+/*
+ * Open channel id of c: its state, and its PostgreSQL session connecting.
+ * Operations queue until the session is set up (chan_setup_done).
+ */
 Chan *
 chan_open(Conn *c, uint16_t id)
 {
@@ -146,6 +165,7 @@ static const char may_fn[] =
 "  RETURN true; "
 "END $f$";
 
+/* The channel's session is set up: the operations queued meanwhile run. */
 static void
 chan_setup_done(void *arg, PGresult *res)
 {
@@ -160,6 +180,7 @@ chan_setup_done(void *arg, PGresult *res)
 	chan_pump(ch);
 }
 
+/* Set up the basic.get session with the channel's functions. */
 static void
 getpg_setup(Chan *ch)
 {

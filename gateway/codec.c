@@ -14,6 +14,9 @@
  * as an object {"$amqp": "<type>", ...} and decoded back on delivery, so
  * that headers come back exactly as sent (docs/amqp.md).
  *
+ * It knows nothing of PostgreSQL, connections or channels: bytes in,
+ * bytes or JSON out.
+ *
  *-------------------------------------------------------------------------
  */
 #include "amqp.h"
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+/* Make room for more bytes in b (doubling); out of memory exits. */
 void
 buf_reserve(Buf *b, size_t more)
 {
@@ -39,6 +43,7 @@ buf_reserve(Buf *b, size_t more)
 	}
 }
 
+/* Free b's data; b is empty and can be used again. */
 void
 buf_free(Buf *b)
 {
@@ -76,6 +81,10 @@ buf_u64(Buf *b, uint64_t v)
 	buf_u32(b, v & 0xffffffff);
 }
 
+/*
+ * Overwrite 4 bytes at offset at with v, big-endian: a length known only
+ * once what it counts is written.
+ */
 void
 buf_set_u32(Buf *b, size_t at, uint32_t v)
 {
@@ -95,6 +104,10 @@ buf_bytes(Buf *b, const void *p, size_t n)
 	b->len += n;
 }
 
+/*
+ * Append an AMQP short string (one length byte, at most 255 bytes; a
+ * longer s is cut).
+ */
 void
 buf_shortstr(Buf *b, const char *s)
 {
@@ -106,6 +119,7 @@ buf_shortstr(Buf *b, const char *s)
 	buf_bytes(b, s, n);
 }
 
+/* Append an AMQP long string (four length bytes). */
 void
 buf_longstr(Buf *b, const void *p, size_t n)
 {
@@ -137,6 +151,9 @@ be64(const uint8_t *p)
 static const char b64chars[] =
 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/*
+ * s in base64, malloc'd: how byte arrays are kept in a field table's JSON.
+ */
 static char *
 b64_encode(const uint8_t *p, size_t n)
 {
@@ -161,6 +178,7 @@ b64_encode(const uint8_t *p, size_t n)
 	return out;
 }
 
+/* The value of one base64 digit, or -1. */
 static int
 b64_value(char c)
 {
@@ -193,6 +211,10 @@ b64_decode(Buf *b, const char *s)
 	return true;
 }
 
+/*
+ * Whether the n bytes at p are well-formed UTF-8 (no overlong forms, no
+ * surrogates): an S field that is not is kept as bytes.
+ */
 static bool
 utf8_valid(const uint8_t *p, size_t n)
 {
@@ -229,6 +251,7 @@ utf8_valid(const uint8_t *p, size_t n)
 
 /* ---- reader ---- */
 
+/* Start reading the len bytes at p. */
 void
 rd_init(Rd *r, const uint8_t *p, size_t len)
 {
@@ -240,6 +263,9 @@ rd_init(Rd *r, const uint8_t *p, size_t len)
 	r->bits = 0;
 }
 
+/*
+ * Whether n more bytes are there to read; if not, r->err is set, and stays.
+ */
 static bool
 rd_need(Rd *r, size_t n)
 {
@@ -317,6 +343,10 @@ rd_bit(Rd *r)
 	return v;
 }
 
+/*
+ * Read a short string into out (256 bytes), NUL-terminated; a NUL inside
+ * it is an error.
+ */
 void
 rd_shortstr(Rd *r, char *out)
 {
@@ -332,6 +362,10 @@ rd_shortstr(Rd *r, char *out)
 	r->pos += n;
 }
 
+/*
+ * Read a long string: a pointer into the frame, and its length in len;
+ * NULL if it runs short.
+ */
 const uint8_t *
 rd_longstr(Rd *r, uint32_t *len)
 {
@@ -345,6 +379,9 @@ rd_longstr(Rd *r, uint32_t *len)
 	return p;
 }
 
+/*
+ * A JSON object {AMQP_TYPE_KEY: type}: an AMQP value JSON has no type for.
+ */
 static json_object *
 typed(const char *type)
 {
@@ -354,6 +391,7 @@ typed(const char *type)
 	return o;
 }
 
+/* A typed value holding an integer v. */
 static json_object *
 typed_int(const char *type, int64_t v)
 {
@@ -363,6 +401,7 @@ typed_int(const char *type, int64_t v)
 	return o;
 }
 
+/* A typed value holding bytes, in base64. */
 static json_object *
 typed_bytes(const char *type, const uint8_t *p, size_t n)
 {
@@ -400,6 +439,10 @@ static json_object *rd_value(Rd *r, int depth);
 static const char *typed_string(json_object *o, const char *key);
 static int64_t typed_i64(json_object *o);
 
+/*
+ * Read a field table as a JSON object, depth tables deep (at most 64);
+ * r->err if it runs short or nests too deeply.
+ */
 static json_object *
 rd_table_depth(Rd *r, int depth)
 {
@@ -432,12 +475,20 @@ rd_table_depth(Rd *r, int depth)
 	return obj;
 }
 
+/*
+ * Read a field table as a JSON object (NULL never: empty on error, with
+ * r->err set).
+ */
 json_object *
 rd_table(Rd *r)
 {
 	return rd_table_depth(r, 0);
 }
 
+/*
+ * Read one typed field value as JSON: the common types natively, the
+ * others as typed objects that buf_value writes back unchanged.
+ */
 static json_object *
 rd_value(Rd *r, int depth)
 {
@@ -675,6 +726,7 @@ amqp_args_plain(json_object *tbl, bool only_x)
 
 static bool buf_value(Buf *b, json_object *v, char *err, size_t errlen, int depth);
 
+/* The string member key of a typed object, or NULL. */
 static const char *
 typed_string(json_object *o, const char *key)
 {
@@ -685,6 +737,9 @@ typed_string(json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
+/*
+ * The integer member v of a typed object (a number or a decimal string).
+ */
 static int64_t
 typed_i64(json_object *o)
 {
@@ -697,6 +752,11 @@ typed_i64(json_object *o)
 	return json_object_get_int64(v);
 }
 
+/*
+ * Write a typed object (made by rd_value, or by a client through
+ * queue_ext's headers) as the AMQP value it stands for; false with err
+ * set if it is malformed.
+ */
 static bool
 buf_typed(Buf *b, json_object *o, const char *type, char *err, size_t errlen)
 {
@@ -786,6 +846,10 @@ buf_typed(Buf *b, json_object *o, const char *type, char *err, size_t errlen)
 	return false;
 }
 
+/*
+ * Write one JSON value as an AMQP field value; false with err set if it
+ * cannot be (too deep, malformed typed value).
+ */
 static bool
 buf_value(Buf *b, json_object *v, char *err, size_t errlen, int depth)
 {
@@ -862,6 +926,10 @@ buf_value(Buf *b, json_object *v, char *err, size_t errlen, int depth)
 	return false;
 }
 
+/*
+ * Write the JSON object obj (or NULL: empty) as an AMQP field table;
+ * false with err set if a value cannot be written.
+ */
 bool
 buf_table_json(Buf *b, json_object *obj, char *err, size_t errlen)
 {
@@ -881,6 +949,10 @@ buf_table_json(Buf *b, json_object *obj, char *err, size_t errlen)
 	return true;
 }
 
+/*
+ * Seconds since the epoch of an ISO 8601 UTC time (as PostgreSQL prints
+ * a timestamptz), or -1 if s does not start with one.
+ */
 int64_t
 amqp_parse_iso_time(const char *s)
 {

@@ -5,6 +5,9 @@
  *	  value lines) and the command-line options that override it, and the
  *	  log they make verbose (stderr, UTC timestamps).
  *
+ * It owns cfg and the log; nothing here touches a connection or a
+ * session.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -39,6 +42,7 @@ logmsg(const char *fmt,...)
 	fputc('\n', stderr);
 }
 
+/* Print the command-line options and their defaults, to f. */
 void
 usage(FILE *f)
 {
@@ -88,6 +92,10 @@ parse_bool(const char *key, const char *val)
 	exit(2);
 }
 
+/*
+ * Set one setting by name, from the configuration file or the command
+ * line; an unknown name or an invalid value ends the program (exit 2).
+ */
 bool
 set_option(const char *key, const char *val)
 {
@@ -158,6 +166,10 @@ set_option(const char *key, const char *val)
 	return true;
 }
 
+/*
+ * Read the configuration file path (key = value lines, # comments); exits
+ * on an unreadable file or a bad line.
+ */
 void
 read_config(const char *path)
 {

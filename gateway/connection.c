@@ -13,6 +13,10 @@
  * per client address: one over the bound waits for a slot, within its
  * handshake time limit.
  *
+ * It owns the connection class and framing; a channel's methods go to
+ * methods.c and content frames to content.c.  It runs no broker SQL: the
+ * login's session is control.c's.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -32,6 +36,7 @@
 /* handshakes past start-ok, not open yet */
 static int	logins_in_progress = 0;
 
+/* Channel id of c, or NULL if it is not open. */
 static Chan *
 chan_get(Conn *c, uint16_t id)
 {
@@ -40,6 +45,7 @@ chan_get(Conn *c, uint16_t id)
 	return c->chans[id];
 }
 
+/* Send connection.start: server properties, mechanisms and locales. */
 static void
 send_start(Conn *c)
 {
@@ -70,6 +76,10 @@ send_start(Conn *c)
 	c->state = C_START_SENT;
 }
 
+/*
+ * Heartbeat timer: send one, and close the connection when the client
+ * has been silent for two intervals.
+ */
 static void
 heartbeat_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -128,6 +138,7 @@ static Conn *logging_in = NULL;
 static Conn *login_queue = NULL;
 static Conn **login_queue_tailp = &login_queue;
 
+/* Take c out of the list of logins in progress or waiting. */
 static void
 login_unlink(Conn *c)
 {
@@ -166,6 +177,7 @@ login_bound(Conn *c, char *why, size_t len)
 	return NULL;
 }
 
+/* Start c's login: its control session connects as the client's role. */
 static void
 login_start(Conn *c)
 {
@@ -226,6 +238,10 @@ login_done(Conn *c)
 	}
 }
 
+/*
+ * The control session connected to the vhost's database (connection.open):
+ * open-ok, or the connection is refused.
+ */
 static void
 vhost_connected(Conn *c, bool ok, const char *error)
 {
@@ -257,6 +273,10 @@ vhost_connected(Conn *c, bool ok, const char *error)
 	c->ctl = NULL;
 }
 
+/*
+ * The login's session connected (or not): the password must have been
+ * checked by the server (or passwordless logins allowed); then tune.
+ */
 static void
 auth_connected(Conn *c, bool ok, const char *error)
 {
@@ -315,6 +335,11 @@ auth_connected(Conn *c, bool ok, const char *error)
 	c->state = C_TUNE_SENT;
 }
 
+/*
+ * A method on channel 0: the connection class, in the handshake's order
+ * (start-ok, tune-ok, open), then close and close-ok.  Anything else or
+ * out of order is a connection error.
+ */
 static void
 conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 {
@@ -327,6 +352,11 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 				   cls, meth);
 		return;
 	}
+	/*
+	 * A close is under way.  While the client's is, nothing more counts;
+	 * while ours waits, its close-ok (or a close crossing ours, answered
+	 * close-ok) ends the connection, and anything else is dropped.
+	 */
 	if (c->state == C_CLOSING)
 	{
 		if (c->client_closing)
@@ -352,6 +382,10 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 
 				if (c->state != C_START_SENT)
 					break;
+				/*
+				 * client properties (only consumer_cancel_notify matters),
+				 * mechanism, response, locale
+				 */
 				client = rd_table(r);
 				rd_shortstr(r, mech);
 				resp = rd_longstr(r, &len);
@@ -439,6 +473,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					}
 					snprintf(c->pguser, sizeof(c->pguser), "%s", c->user);
 				}
+				/* the server checks the password (auth_connected) */
 				login_begin(c);
 				return;
 			}
@@ -460,11 +495,13 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					conn_error(c, AMQP_NOT_ALLOWED, "NOT_ALLOWED - frame_max below 4096", cls, meth);
 					return;
 				}
+				/* the client's limits, within ours (0: no limit of its own) */
 				c->channel_max = channel_max == 0 || channel_max > cfg.channel_max ?
 					cfg.channel_max : channel_max;
 				c->frame_max = frame_max == 0 || frame_max > cfg.frame_max ? cfg.frame_max : frame_max;
 				c->heartbeat = heartbeat;
 				c->chans = calloc(c->channel_max + 1, sizeof(Chan *));
+				/* sent at half the interval, also to notice a silent client */
 				if (heartbeat > 0)
 				{
 					struct timeval tv = {heartbeat / 2 > 0 ? heartbeat / 2 : 1, 0};
@@ -485,6 +522,11 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 				return;
 			}
 			c->state = C_OPENING;
+			/*
+			 * "/" is the gateway's own database (its settings); any other
+			 * vhost names a database, which the login must be able to
+			 * connect to
+			 */
 			if (c->vhost[0] == '\0' || strcmp(c->vhost, "/") == 0)
 			{
 				c->db[0] = '\0';
@@ -521,6 +563,10 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 							op_new(ch, OP_CLOSE, AMQP_CHANNEL, 40);
 						}
 					}
+				/*
+				 * close-ok once the channels are done (conn_close_finish),
+				 * or after 30 s whatever they hold (close_timeout)
+				 */
 				c->close_timer = evtimer_new(gw_base, close_timeout, c);
 				evtimer_add(c->close_timer, &tv);
 				if (c->chans)
@@ -541,6 +587,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 			conn_error(c, AMQP_NOT_IMPLEMENTED, text, cls, meth);
 			return;
 	}
+	/* a handshake method out of its turn (a break above) */
 	conn_error(c, AMQP_COMMAND_INVALID, "COMMAND_INVALID - connection method out of order", cls, meth);
 }
 
@@ -562,6 +609,7 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		conn_error(c, AMQP_FRAME_ERROR, "FRAME_ERROR - unknown frame type", 0, 0);
 		return;
 	}
+	/* channel 0: the connection class only, no content */
 	if (chid == 0)
 	{
 		uint16_t	cls,
@@ -601,6 +649,10 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		conn_error(c, AMQP_NOT_ALLOWED, text, AMQP_CHANNEL, 10);
 		return;
 	}
+	/*
+	 * a channel frame: a method (methods.c), or a content header or body of
+	 * the basic.publish the channel waits on (ch->content: 1, then 2)
+	 */
 	ch = chan_get(c, chid);
 	if (type == AMQP_FRAME_METHOD)
 	{
@@ -686,6 +738,10 @@ handle_frame(Conn *c, uint8_t type, uint16_t chid, const uint8_t *p, uint32_t le
 		publish_complete(ch);
 }
 
+/*
+ * Read what the client sent: the protocol header first, then whole frames,
+ * each checked (size, frame end) and handled in order.
+ */
 static void
 conn_read(struct bufferevent *bev, void *arg)
 {
@@ -774,6 +830,7 @@ conn_written(struct bufferevent *bev, void *arg)
 		conn_kick(c);
 }
 
+/* The client's socket closed or failed: the connection is destroyed. */
 static void
 conn_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -783,6 +840,7 @@ conn_event(struct bufferevent *bev, short what, void *arg)
 		conn_destroy(c);
 }
 
+/* The handshake took too long (from accept to open-ok): closed. */
 static void
 handshake_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -802,6 +860,10 @@ handshake_timeout(evutil_socket_t fd, short what, void *arg)
 	conn_destroy(c);
 }
 
+/*
+ * A client connected: its Conn, its buffered socket and the handshake's
+ * time limit; it is expected to send the protocol header first.
+ */
 void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {

@@ -5,6 +5,9 @@
  *	  one queue take to poll, the long poll started, and a consumer
  *	  cancelled, removed or resumed.
  *
+ * It decides when a consumer polls; the poll's session and its rows are
+ * consumer_session.c's.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -15,6 +18,10 @@
 
 #include <event2/buffer.h>
 
+/*
+ * How many deliveries cons may take now: its prefetch and the channel's
+ * global prefetch, less what is unacked (credited settles count back).
+ */
 static int
 cons_credit(Consumer *cons)
 {
@@ -124,6 +131,11 @@ turn_leave(Consumer *cons)
 	}
 }
 
+/*
+ * Start cons's long poll if it may: ready, credit, the channel flowing,
+ * the client keeping up, and its turn among the queue's consumers.  A
+ * stream consumer does not take turns.
+ */
 void
 cons_poll(Consumer *cons)
 {
@@ -143,6 +155,10 @@ cons_poll(Consumer *cons)
 	n = cons_credit(cons);
 	if (n <= 0)
 		return;
+	/*
+	 * Several consumers of one queue take turns to poll it (why: above
+	 * turn_pass); a stream consumer reads at its own offset and takes none.
+	 */
 	if (!cons->stream)
 	{
 		Qreg	   *q = qreg_find(conn_db(c), cons->queue, false);
@@ -188,6 +204,10 @@ cons_poll(Consumer *cons)
 			6, NULL, vals, NULL, NULL, 1, cons_polled, cons);
 }
 
+/*
+ * Free a removed consumer: its session, its place in the queue's turns,
+ * its unacked deliveries no longer counted against it.
+ */
 static void
 cons_free(Consumer *cons)
 {
@@ -350,6 +370,10 @@ conn_kick(Conn *c)
 	}
 }
 
+/*
+ * Something changed for the channel's consumers (credit back, flow on):
+ * each polls if it now may.
+ */
 void
 chan_kick(Chan *ch)
 {

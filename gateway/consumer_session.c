@@ -5,6 +5,9 @@
  *	  group set up, its polls' deliveries sent to the client, its cancel-ok,
  *	  the session lost.
  *
+ * It owns a consumer's session and its results; it decides nothing of
+ * turns or credit (consumer.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -12,6 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/*
+ * The consumer has stopped: basic.cancel-ok (unless no-wait), and it is
+ * removed.
+ */
 void
 cons_send_cancel_ok(Consumer *cons)
 {
@@ -27,6 +34,10 @@ cons_send_cancel_ok(Consumer *cons)
 	cons_remove(cons, false, false);
 }
 
+/*
+ * A long poll's result: its rows are delivered and tracked for the ack,
+ * then the consumer's turn passes and it polls again if it may.
+ */
 void
 cons_polled(void *arg, PGresult *res)
 {
@@ -104,6 +115,7 @@ cons_polled(void *arg, PGresult *res)
 	cons_poll(cons);
 }
 
+/* A stream consumer's group is set up at its offset: it may poll. */
 static void
 stream_ready(void *arg, PGresult *res)
 {
@@ -197,6 +209,11 @@ stream_setup(Consumer *cons)
 	pg_send(cons->pg, sql, n, NULL, vals, NULL, NULL, 0, stream_ready, cons);
 }
 
+/*
+ * The consumer's session connected: a stream consumer's group is set up
+ * first, others poll at once.  If it failed, the connection is closed
+ * (CONNECTION_FORCED).
+ */
 void
 cons_connected(void *arg, bool ok, const char *error)
 {
@@ -224,6 +241,10 @@ cons_connected(void *arg, bool ok, const char *error)
 	cons_poll(cons);
 }
 
+/*
+ * The consumer's session was lost, and its deliveries with it: the
+ * connection is closed (CONNECTION_FORCED).
+ */
 void
 cons_lost(void *arg)
 {

@@ -5,6 +5,9 @@
  *	  in queue_ext's terms, a channel exception in its turn when they are
  *	  refused, and the complete message queued as a publish.
  *
+ * It reads content frames only after methods.c has taken the
+ * basic.publish; the statement that publishes is publish.c's.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -12,6 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/*
+ * Whether s is a valid expiration property: a decimal count of
+ * milliseconds, as RabbitMQ accepts.
+ */
 static bool
 valid_expiration(const char *s)
 {
@@ -156,6 +163,10 @@ chan_error_queued(Chan *ch, int code, const char *text, int cls, int meth)
 	chan_pump(ch);
 }
 
+/*
+ * The publish in ch->pub has all its content: queued as an operation
+ * (batched with the publishes next to it).
+ */
 void
 publish_complete(Chan *ch)
 {

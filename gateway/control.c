@@ -6,6 +6,8 @@
  *	  consumers' groups) run in order; it outlives the connection until its
  *	  jobs are done.  Also a session of its own for one job (x-expires).
  *
+ * It runs the connection's own jobs, never a channel's operations.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -41,6 +43,7 @@ typedef struct Ctl
 static void ctl_pump(Ctl *ctl);
 static void ctl_then_jobs(Conn *c, bool ok, const char *error);
 
+/* Free a job of the control session. */
 static void
 ctl_job_free(CtlJob *j)
 {
@@ -99,6 +102,10 @@ ctl_fail(Ctl *ctl)
 	}
 }
 
+/*
+ * A job's result: a failure is logged (an object already gone, 42704, is
+ * not); a lost session fails the jobs left, else the next job runs.
+ */
 static void
 ctl_done(void *arg, PGresult *res)
 {
@@ -114,6 +121,10 @@ ctl_done(void *arg, PGresult *res)
 		ctl_job_end(ctl);
 }
 
+/*
+ * Run the next job if the session is ready and idle; an orphaned session
+ * with no jobs left goes.
+ */
 static void
 ctl_pump(Ctl *ctl)
 {
@@ -135,6 +146,10 @@ ctl_pump(Ctl *ctl)
 	}
 }
 
+/*
+ * Queue a job on c's control session, opening one if there is none;
+ * false if the connection is past the point where it may have one.
+ */
 static bool
 ctl_add(Conn *c, const char *sql, const char *param, const char *param2,
 		void (*done) (Conn *c, int chan), int chan)
@@ -162,6 +177,9 @@ ctl_add(Conn *c, const char *sql, const char *param, const char *param2,
 	return true;
 }
 
+/*
+ * Queue sql with up to two text parameters as a job of c's control session.
+ */
 void
 ctl_job(Conn *c, const char *sql, const char *param, const char *param2)
 {
@@ -179,6 +197,7 @@ ctl_job_then(Conn *c, const char *sql, void (*done) (Conn *c, int chan), int cha
 	return ctl_add(c, sql, NULL, NULL, done, chan);
 }
 
+/* The control session was lost while idle. */
 static void
 ctl_lost(void *arg)
 {
@@ -188,6 +207,10 @@ ctl_lost(void *arg)
 	ctl_fail(ctl);
 }
 
+/*
+ * The control session connected (or not): its connection is told (then);
+ * an orphaned one runs its jobs, or fails them.
+ */
 static void
 ctl_connected(void *arg, bool ok, const char *error)
 {
@@ -220,6 +243,7 @@ ctl_then_jobs(Conn *c, bool ok, const char *error)
 	ctl_pump(ctl);
 }
 
+/* A control session of c on dbname; then is called when it connects. */
 Ctl *
 ctl_new(Conn *c, const char *dbname, void (*then) (Conn *c, bool ok, const char *error))
 {
@@ -239,6 +263,10 @@ ctl_pgconn(Ctl *ctl)
 	return ctl && ctl->pg ? ctl->pg->pg : NULL;
 }
 
+/*
+ * The connection is done with its control session: it runs the jobs
+ * queued and then goes by itself.
+ */
 void
 ctl_orphan(Ctl *ctl)
 {

@@ -5,6 +5,9 @@
  *	  mq.consume from queue_ext's headers, its content frames, and its
  *	  delivery tag, remembered with its receipt for the ack.
  *
+ * It turns rows into frames and tags; it decides nothing of when to
+ * deliver (consumer.c) or settle (operations.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -163,18 +166,21 @@ props_from_row(Buf *b, const char *headers_txt, const char *props_txt, bool has_
 		json_object_put(extra);
 }
 
+/* Column col of row, a binary int4. */
 static int32_t
 col_i32(PGresult *r, int row, int col)
 {
 	return (int32_t) be32((const uint8_t *) PQgetvalue(r, row, col));
 }
 
+/* Column col of row, a binary int8. */
 int64_t
 col_i64(PGresult *r, int row, int col)
 {
 	return (int64_t) be64((const uint8_t *) PQgetvalue(r, row, col));
 }
 
+/* Column col of row as a string, NULL if null. */
 static const char *
 col_str(PGresult *r, int row, int col)
 {
@@ -206,6 +212,7 @@ track_delivery(Chan *ch, PGresult *r, int row, Consumer *cons, bool no_ack)
 	return tag;
 }
 
+/* The content header and body frames of row (a row of mq.consume). */
 void
 send_row_content(Chan *ch, PGresult *r, int row)
 {

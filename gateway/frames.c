@@ -5,6 +5,9 @@
  *	  content header and body frames, cut at the connection's frame_max),
  *	  and the text of a reply code ("NOT_FOUND - ...").
  *
+ * It builds and writes frames; it decodes nothing and knows nothing of
+ * PostgreSQL.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -14,6 +17,7 @@
 /* the frame being built (one at a time) */
 Buf			out;
 
+/* Start a frame of type on channel ch in out; frame_send ends it. */
 void
 frame_begin(uint8_t type, uint16_t ch)
 {
@@ -23,6 +27,7 @@ frame_begin(uint8_t type, uint16_t ch)
 	buf_u32(&out, 0);
 }
 
+/* End the frame in out (size and frame end) and write it to c. */
 void
 frame_send(Conn *c)
 {
@@ -32,6 +37,7 @@ frame_send(Conn *c)
 		bufferevent_write(c->bev, out.data, out.len);
 }
 
+/* Start a method frame cls.meth on channel ch; its arguments follow. */
 void
 method_begin(uint16_t ch, uint16_t cls, uint16_t meth)
 {
@@ -40,6 +46,7 @@ method_begin(uint16_t ch, uint16_t cls, uint16_t meth)
 	buf_u16(&out, meth);
 }
 
+/* Send method cls.meth, which has no arguments. */
 void
 send_simple(Conn *c, uint16_t ch, uint16_t cls, uint16_t meth)
 {
@@ -73,6 +80,7 @@ send_content(Conn *c, uint16_t ch, const Buf *props, const uint8_t *body, size_t
 	}
 }
 
+/* The name of reply code code ("NOT_FOUND"), for a reply text. */
 static const char *
 reply_name(int code)
 {

@@ -22,6 +22,8 @@
  *	  (mq.ack/nack/reject with receipts =>).  Closing a channel closes its
  *	  sessions, and queue_ext returns their unacked deliveries at once.
  *
+ * It owns the process; everything a connection does is below it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -48,12 +50,17 @@ PQconninfoOption *gw_conninfo;
  * rather than spin on the readable listening socket */
 static struct event *accept_resume;
 
+/* Accepting resumes after its pause (on_accept_error). */
 static void
 on_accept_resume(evutil_socket_t fd, short what, void *arg)
 {
 	evconnlistener_enable(arg);
 }
 
+/*
+ * accept failed (most often: out of file descriptors): accepting pauses for
+ * a second rather than spin on the readable listening socket.
+ */
 static void
 on_accept_error(struct evconnlistener *l, void *arg)
 {
@@ -67,6 +74,7 @@ on_accept_error(struct evconnlistener *l, void *arg)
 	evtimer_add(accept_resume, &tv);
 }
 
+/* SIGINT or SIGTERM: the loop stops. */
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -117,6 +125,10 @@ guest_role_checked(void)
 	return ok;
 }
 
+/*
+ * Settings, then the listening socket and signals, then the event loop
+ * until a signal.
+ */
 int
 main(int argc, char **argv)
 {

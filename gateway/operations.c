@@ -7,6 +7,9 @@
  *	  publishes and settles as one; each operation's result becomes its
  *	  reply, and the next one runs.
  *
+ * It owns the SQL the channels run and the replies built from its
+ * results; it decodes no frames (methods.c, content.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -53,6 +56,7 @@ op_finish(Chan *ch)
 	chan_pump(ch);
 }
 
+/* Send queue.<meth> with a message count (purge-ok, delete-ok). */
 static void
 reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
 {
@@ -61,6 +65,11 @@ reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
 	frame_send(ch->conn);
 }
 
+/*
+ * The result of a one-statement operation (exchange declare and delete,
+ * bind, unbind, purge, queue delete, tx.select): its reply, or its error;
+ * then the next operation.
+ */
 static void
 op_simple_done(void *arg, PGresult *res)
 {
@@ -137,6 +146,10 @@ op_simple_done(void *arg, PGresult *res)
 	op_finish(ch);
 }
 
+/*
+ * queue.declare's result: the gateway's state of an exclusive,
+ * auto-delete or expiring queue, the channel's last queue, declare-ok.
+ */
 static void
 queue_declared(void *arg, PGresult *res)
 {
@@ -205,6 +218,10 @@ queue_declared(void *arg, PGresult *res)
 	op_finish(ch);
 }
 
+/*
+ * First stage of a server-named queue's declare: its name is known, the
+ * declare proper runs.
+ */
 static void
 queue_declared_1(void *arg, PGresult *res)
 {
@@ -223,6 +240,10 @@ queue_declared_1(void *arg, PGresult *res)
 	run_queue_declare(ch, op);
 }
 
+/*
+ * Run queue.declare: refused if another connection's exclusive queue;
+ * its arguments in queue_ext's terms; a passive declare only looks.
+ */
 static void
 run_queue_declare(Chan *ch, Op *op)
 {
@@ -316,6 +337,11 @@ run_queue_declare(Chan *ch, Op *op)
 	}
 }
 
+/*
+ * basic.consume's checks are done (queue found, privilege, exclusive
+ * use, stream rules): the consumer is made, consume-ok sent, and its own
+ * session connects.
+ */
 static void
 consume_checked(void *arg, PGresult *res)
 {
@@ -415,6 +441,11 @@ consume_checked(void *arg, PGresult *res)
 	op_finish(ch);
 }
 
+/*
+ * basic.get's result: get-empty, or get-ok with the message, tracked for
+ * the ack unless no-ack.  On a stream: 540, a connection error, as
+ * RabbitMQ.
+ */
 static void
 get_done(void *arg, PGresult *res)
 {
@@ -461,6 +492,10 @@ get_done(void *arg, PGresult *res)
 	op_finish(ch);
 }
 
+/*
+ * A settle's result: in tx mode its entries wait for commit; otherwise
+ * they are done, and their consumers' counts drop.
+ */
 static void
 settle_done(void *arg, PGresult *res)
 {
@@ -508,6 +543,10 @@ settle_done(void *arg, PGresult *res)
 		op_finish(ch);
 }
 
+/*
+ * Run a settle (ack, nack, reject, recover) of the entries it took: one
+ * statement over all their queues and receipts.
+ */
 static void
 run_settle(Chan *ch, Op *op)
 {
@@ -558,6 +597,11 @@ run_settle(Chan *ch, Op *op)
 	buf_free(&ra);
 }
 
+/*
+ * tx.commit's or tx.rollback's result: the settles kept for the
+ * transaction are done (commit) or their deliveries unacked again
+ * (rollback); then commit-ok or rollback-ok.
+ */
 static void
 tx_done(void *arg, PGresult *res)
 {
@@ -591,6 +635,7 @@ tx_done(void *arg, PGresult *res)
 	op_finish(ch);
 }
 
+/* Send a publisher confirm: basic.ack or basic.nack of tag. */
 static void
 send_confirm(Chan *ch, bool ack, uint64_t tag, bool multiple)
 {
@@ -600,6 +645,11 @@ send_confirm(Chan *ch, bool ack, uint64_t tag, bool multiple)
 	frame_send(ch->conn);
 }
 
+/*
+ * A batch of publishes' result: basic.return for a mandatory one routed
+ * nowhere and, in confirm mode, the confirms (one ack for a run, a nack
+ * for one refused).
+ */
 static void
 publish_done(void *arg, PGresult *res)
 {
@@ -673,6 +723,11 @@ publish_done(void *arg, PGresult *res)
 	op_finish(ch);
 }
 
+/*
+ * Run the head operation op of ch: send its statement on the channel's
+ * session, whose callback finishes it (op_finish) and runs the next.
+ * Consecutive publishes and settles go as one statement.
+ */
 void
 run_op(Chan *ch, Op *op)
 {
@@ -880,6 +935,7 @@ run_op(Chan *ch, Op *op)
 	chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
 }
 
+/* The channel's unacked deliveries are requeued; the close goes on. */
 static void
 close_requeued(void *arg, PGresult *res)
 {
@@ -1044,6 +1100,11 @@ chan_pump(Chan *ch)
 	{
 		Op		   *op = ch->ops;
 
+		/*
+		 * The close runs in two steps: the channel's deliveries requeued
+		 * (close_requeue; it comes back here when done), then its sessions
+		 * released and close-ok (close_release).
+		 */
 		if (op->kind == OP_CLOSE)
 		{
 			if (op->stage == 0)
@@ -1055,6 +1116,12 @@ chan_pump(Chan *ch)
 			close_release(ch);
 			return;
 		}
+		/*
+		 * A settle of a known tag takes its entries now, and those of the
+		 * settles of the same kind queued right behind it, which are folded
+		 * into it.  An unknown tag is left alone: run_op makes it the channel
+		 * error in its turn.
+		 */
 		if (op->kind == OP_SETTLE &&
 			((op->multiple && op->tag == 0) || ack_tag_known(ch, op->tag)))
 		{
@@ -1087,6 +1154,7 @@ chan_pump(Chan *ch)
 				n++;
 			}
 		}
+		/* consecutive publishes, up to batch_max: one statement (publish.c) */
 		if (op->kind == OP_PUBLISH)
 		{
 			int			n = 1;
@@ -1106,6 +1174,7 @@ chan_pump(Chan *ch)
 				n++;
 			}
 		}
+		/* one statement at a time: its callback clears op_running and comes back */
 		ch->op_running = true;
 		run_op(ch, op);
 	}

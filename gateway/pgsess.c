@@ -9,6 +9,9 @@
  * statement at a time per session; its callback gets the statement's result
  * (NULL when the session was lost) and must not keep it.
  *
+ * It knows libpq and libevent only, nothing of AMQP: callers give SQL
+ * and get results.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -38,6 +41,10 @@ pg_notice(void *arg, const PGresult *res)
 		fprintf(stderr, "mq-amqp: server notice: %s", PQresultErrorMessage(res));
 }
 
+/*
+ * Watch the session's socket for reading, and for writing if want_write
+ * (the socket may change while connecting).
+ */
 static void
 pg_watch(PgSess *s, bool want_write)
 {
@@ -59,6 +66,7 @@ pg_watch(PgSess *s, bool want_write)
 		event_del(s->wev);
 }
 
+/* Free the session: its events, pending result and connection. */
 static void
 pg_free(PgSess *s)
 {
@@ -75,6 +83,10 @@ pg_free(PgSess *s)
 	free(s);
 }
 
+/*
+ * Report a connection that failed at once, from the loop (the caller of
+ * pg_connect must not be called back before it returns).
+ */
 static void
 pg_connect_failed_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -87,6 +99,7 @@ pg_connect_failed_cb(evutil_socket_t fd, short what, void *arg)
 		pg_free(s);
 }
 
+/* The connection took longer than connect_timeout: it failed. */
 static void
 pg_connect_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -233,6 +246,10 @@ pg_connect(const char *user, const char *password, const char *dbname,
 	return s;
 }
 
+/*
+ * Advance the connection (PQconnectPoll); once it has succeeded or
+ * failed, on_connect is told.
+ */
 static void
 pg_finish_connect(PgSess *s)
 {
@@ -267,6 +284,10 @@ pg_finish_connect(PgSess *s)
 	}
 }
 
+/*
+ * The session was lost: the statement's callback gets NULL, or on_lost
+ * is called when it was idle.
+ */
 static void
 pg_lost(PgSess *s)
 {
@@ -290,6 +311,10 @@ pg_lost(PgSess *s)
 		pg_free(s);
 }
 
+/*
+ * The socket is ready: advance the connection, or send and read the
+ * statement's results; the last result goes to the callback.
+ */
 static void
 pg_event(evutil_socket_t fd, short what, void *arg)
 {
@@ -375,6 +400,10 @@ pg_event(evutil_socket_t fd, short what, void *arg)
 		pg_lost(s);
 }
 
+/*
+ * Send one statement (PQsendQueryParams's arguments) on s; cb gets its
+ * result.  One statement at a time per session.
+ */
 void
 pg_send(PgSess *s, const char *sql, int n, const Oid *types,
 		const char *const *vals, const int *lens, const int *fmts,

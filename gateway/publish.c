@@ -5,6 +5,9 @@
  *	  with each channel's session) and its arguments, binary arrays of the
  *	  batch's messages.
  *
+ * It builds the statement and its parameters only; when a batch runs and
+ * what its result means are operations.c's.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -41,6 +44,10 @@ const char publish_fn[] =
 /* a one-dimensional binary array of n elements */
 typedef const void *(*elem_fn) (PubMsg *m, int *len);
 
+/*
+ * b: a one-dimensional binary array of type elemtype with one element per
+ * message of msgs, as get gives it (NULL: a null element).
+ */
 static void
 bin_array(Buf *b, Oid elemtype, PubMsg *msgs, int n, elem_fn get)
 {
@@ -69,6 +76,7 @@ bin_array(Buf *b, Oid elemtype, PubMsg *msgs, int n, elem_fn get)
 
 static uint8_t scratch[64];
 
+/* The element getters of bin_array: one field of a message each. */
 static const void *
 el_ex(PubMsg *m, int *len)
 {
@@ -92,6 +100,7 @@ el_body(PubMsg *m, int *len)
 
 static Buf	jsonb_tmp;
 
+/* The headers as binary jsonb (version byte, then the JSON text). */
 static const void *
 el_hdr(PubMsg *m, int *len)
 {
@@ -112,6 +121,7 @@ el_mand(PubMsg *m, int *len)
 	return scratch;
 }
 
+/* The priority property as a binary int4, or null if it has none. */
 static const void *
 el_prio(PubMsg *m, int *len)
 {
@@ -125,6 +135,7 @@ el_prio(PubMsg *m, int *len)
 	return scratch;
 }
 
+/* An interval of ms milliseconds, binary (in scratch). */
 static const void *
 interval_bin(int64_t ms, int *len)
 {
@@ -138,12 +149,14 @@ interval_bin(int64_t ms, int *len)
 	return scratch;
 }
 
+/* The expiration property as an interval, or null. */
 static const void *
 el_expi(PubMsg *m, int *len)
 {
 	return m->expiration[0] ? interval_bin(strtoll(m->expiration, NULL, 10), len) : NULL;
 }
 
+/* The x-delay header as an interval, or null. */
 static const void *
 el_delay(PubMsg *m, int *len)
 {

@@ -5,6 +5,9 @@
  *	  and the queues it holds state of (an exclusive queue's owner,
  *	  auto-delete, consumers and their turns, the x-expires timer).
  *
+ * It keeps the gateway-side state of queues (exclusive owner,
+ * auto-delete, expiry, turns); the queues themselves live in queue_ext.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -19,12 +22,17 @@ Conn	   *conns;
 /* the queues the gateway keeps state of */
 Qreg	   *qregs;
 
+/* The database of c's vhost. */
 const char *
 conn_db(Conn *c)
 {
 	return c->db;
 }
 
+/*
+ * The gateway's state of queue name in db; made if create, else NULL if
+ * there is none.
+ */
 Qreg *
 qreg_find(const char *db, const char *name, bool create)
 {
@@ -43,6 +51,7 @@ qreg_find(const char *db, const char *name, bool create)
 	return q;
 }
 
+/* Forget a queue's state. */
 static void
 qreg_drop(Qreg *q)
 {
@@ -64,6 +73,10 @@ qreg_drop(Qreg *q)
 		}
 }
 
+/*
+ * Forget a queue's state when nothing keeps it (owner, consumers,
+ * auto-delete, expiry).
+ */
 void
 qreg_maybe_drop(Qreg *q)
 {

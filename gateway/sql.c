@@ -5,6 +5,8 @@
  *	  result's status and message, a text[] literal, and RabbitMQ's values
  *	  in queue_ext's terms (a duration as an interval, a queue's arguments).
  *
+ * It knows results and SQLSTATEs, nothing of connections.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -36,6 +38,7 @@ sqlstate_code(const char *st)
 	return AMQP_INTERNAL_ERROR;
 }
 
+/* Whether res is a statement's success (NULL, a lost session, is not). */
 bool
 res_ok(PGresult *res)
 {
@@ -43,12 +46,14 @@ res_ok(PGresult *res)
 				   PQresultStatus(res) == PGRES_COMMAND_OK);
 }
 
+/* The SQLSTATE of a failed res, or NULL. */
 const char *
 res_state(PGresult *res)
 {
 	return res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 }
 
+/* The primary message of a failed res; for NULL, the session was lost. */
 const char *
 res_message(PGresult *res)
 {

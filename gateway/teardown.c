@@ -6,6 +6,9 @@
  *	  channel's sessions and consumers released and the channel freed, a
  *	  client's connection.close finished, a connection destroyed.
  *
+ * It ends channels and connections; it decides no error of its own:
+ * its callers choose the code and text.
+ *
  *-------------------------------------------------------------------------
  */
 #include "gateway.h"
@@ -44,8 +47,10 @@ chan_release(Chan *ch)
 {
 	Unacked    *e;
 
+	/* consumers first: their removal looks at the channel's lists */
 	while (ch->consumers)
 		cons_remove(ch->consumers, false, true);
+	/* closing the sessions returns their unacked deliveries (queue_ext) */
 	pg_close(ch->pg);
 	ch->pg = NULL;
 	ch->pg_ready = false;
@@ -69,6 +74,7 @@ chan_release(Chan *ch)
 		free(e);
 	}
 	ch->unacked_tail = NULL;
+	/* settles of an open transaction die with its session */
 	while ((e = ch->tx_settled))
 	{
 		ch->tx_settled = e->next;
@@ -84,6 +90,7 @@ chan_release(Chan *ch)
 	ch->content = 0;
 }
 
+/* chan_free's deferred half, run from the loop. */
 static void
 chan_free_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -102,6 +109,11 @@ chan_free(Chan *ch)
 	event_base_once(gw_base, -1, EV_TIMEOUT, chan_free_cb, ch, &zero);
 }
 
+/*
+ * A channel exception: channel.close with code and text, and the channel
+ * waits for close-ok with its sessions released.  When the client's own
+ * close is queued, that close is answered instead.
+ */
 void
 chan_error(Chan *ch, int code, const char *text, int cls, int meth)
 {
@@ -131,6 +143,7 @@ chan_error(Chan *ch, int code, const char *text, int cls, int meth)
 	chan_release(ch);
 }
 
+/* The client did not answer our connection.close in time: destroyed. */
 void
 close_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -182,6 +195,7 @@ conn_close_finish(Conn *c)
 	bufferevent_disable(c->bev, EV_READ);
 }
 
+/* conn_destroy's deferred half, run from the loop. */
 static void
 conn_free_cb(evutil_socket_t fd, short what, void *arg)
 {
