@@ -15,11 +15,12 @@ OBJS += src/topology_sql.o src/publish_sql.o src/consume_sql.o src/settle_sql.o 
 OBJS += src/plan_defaults.o
 # Background workers: the launcher and per-database worker, their registry
 OBJS += src/worker.o src/worker_shmem.o
-# Verbs: firing delayed messages, purge, publish (overflow, dead-lettering,
-# the settling sequence), the durability of commits, the message and entries
+# Verbs: settle (queue state, then the settling sequence), firing delayed
+# messages, purge, publish (overflow, dead-lettering, the settling
+# sequence), the durability of commits, the message and entries
 # a publish builds, a message's broker annotations (CC/BCC, death marks),
 # delayed and half messages, maintenance, quorum commits
-OBJS += src/timers_fire.o src/purge.o src/quorum.o src/durability.o src/publish.o \
+OBJS += src/settle.o src/timers_fire.o src/purge.o src/quorum.o src/durability.o src/publish.o \
 	src/publish_entry.o src/annotations.o src/timers.o src/half.o src/maintenance.o
 # Queue state (src/queue/queue.h): consumer state of classic/quorum queues
 # and of streams' consumer groups, offsets, reads and retention of stream

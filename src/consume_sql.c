@@ -34,6 +34,7 @@
 #include "publish.h"
 #include "queue/queue.h"
 #include "receipt.h"
+#include "settle.h"
 #include "consume_sql.h"
 
 PG_FUNCTION_INFO_V1(mq_consume);
@@ -273,7 +274,7 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 	int			nids = 0;
 	int			k = 0;
 
-	if (mq_settle_deliveries(q, dl, got, auto_ack ? MQ_SETTLE_ACK : 0, 0) > 0)
+	if (mq_settle_take(q, dl, got, auto_ack) > 0)
 		*any_settled = true;
 	/* the bodies in one pass over the log, emitted in delivery order */
 	for (int i = 0; i < got; i++)
@@ -336,27 +337,8 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 	}
 	if (nfiltered > 0)
 	{
-		MqSettled  *out = palloc(sizeof(MqSettled) * nfiltered);
-		MqDelivery *fd = palloc0(sizeof(MqDelivery) * nfiltered);
-		int			k = 0;
-		int			n = mq_queue_settle(q, filtered, nfiltered, MQ_SETTLE_OP_ACK, 0, out);
-
-		/* just taken by this session: every one is OK */
-		for (int i = 0; i < n; i++)
-		{
-			if (out[i].result != MQ_SETTLE_RESULT_OK)
-				continue;
-			fd[k].msg_id = filtered[i];
-			fd[k].qpos = out[i].qpos;
-			fd[k].delivery_count = out[i].delivery_count;
-			fd[k].expires_at = out[i].expires_at;
-			fd[k].offset = out[i].offset;
-			k++;
-		}
-		if (mq_settle_deliveries(q, fd, k, MQ_SETTLE_ACK, 0) > 0)
+		if (mq_settle_taken(q, filtered, nfiltered) > 0)
 			*any_settled = true;
-		pfree(out);
-		pfree(fd);
 		pfree(filtered);
 	}
 	pfree(ids);

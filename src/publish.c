@@ -939,7 +939,7 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 			e.expires_at = dl[i].expires_at;
 			e.delivery_count = Max(dl[i].delivery_count, 1);
 			e.body_size = mq_queue_body_size(q, dl[i].msg_id);
-			e.group_hash = 0;	/* never on ordered queues: see settle_sql.c */
+			e.group_hash = 0;	/* never on ordered queues: see settle.c */
 			e.tag_hash = MQ_TAG_HASH_NONE;	/* not a stream */
 			mq_timers_add(q, mq_qpos_lane(dl[i].qpos), &e, 1);
 		}

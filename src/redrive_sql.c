@@ -45,6 +45,7 @@
 #include "msglog.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "settle.h"
 
 PG_FUNCTION_INFO_V1(mq_redrive);
 
@@ -179,7 +180,6 @@ mq_redrive(PG_FUNCTION_ARGS)
 	int64		moved = 0;
 	MqDelivery *dl;
 	int64	   *ids;
-	MqSettled  *out;
 
 	MQ_CHECK_ARGS(fcinfo, "source_queue");
 	if (!PG_ARGISNULL(2))
@@ -217,7 +217,6 @@ mq_redrive(PG_FUNCTION_ARGS)
 
 	dl = palloc(sizeof(MqDelivery) * REDRIVE_BATCH);
 	ids = palloc(sizeof(int64) * REDRIVE_BATCH);
-	out = palloc(sizeof(MqSettled) * REDRIVE_BATCH);
 	while (max_messages < 0 || moved < max_messages)
 	{
 		int			want = (int) Min(REDRIVE_BATCH, max_messages < 0 ?
@@ -227,13 +226,12 @@ mq_redrive(PG_FUNCTION_ARGS)
 		int			got = mq_queue_take(src, want, lease_until, MQ_TAKE_LEASE,
 										NULL, 0, dl);
 		int			n = 0;
-		int			k = 0;
 		int			settled;
 
 		if (got == 0)
 			break;
 		/* expired or over its delivery limit in the source: its own DLX */
-		(void) mq_settle_deliveries(src, dl, got, 0, 0);
+		(void) mq_settle_take(src, dl, got, false);
 		for (int i = 0; i < got; i++)
 		{
 			MqMessage	m;
@@ -259,30 +257,14 @@ mq_redrive(PG_FUNCTION_ARGS)
 			continue;			/* all dead: take again */
 
 		/* ack them in the source, in this transaction */
-		settled = mq_queue_settle(src, ids, n, MQ_SETTLE_OP_ACK, 0, out);
-		for (int i = 0; i < settled; i++)
-		{
-			if (out[i].result != MQ_SETTLE_RESULT_OK)
-				continue;		/* just taken by this session: never */
-			dl[k].msg_id = ids[i];
-			dl[k].qpos = out[i].qpos;
-			dl[k].delivery_count = out[i].delivery_count;
-			dl[k].expires_at = out[i].expires_at;
-			dl[k].offset = out[i].offset;
-			dl[k].redelivered = false;
-			dl[k].dead = false;
-			dl[k].dead_reason = NULL;
-			k++;
-		}
-		if (mq_settle_deliveries(src, dl, k, MQ_SETTLE_ACK, 0) > 0 &&
-			src->type == MQ_QUEUE_QUORUM)
+		settled = mq_settle_taken(src, ids, n);
+		if (settled > 0 && src->type == MQ_QUEUE_QUORUM)
 			mq_require_durability(MQ_DURABILITY_QUORUM);
-		moved += k;
+		moved += settled;
 		if (got < want)
 			break;
 	}
 	pfree(dl);
 	pfree(ids);
-	pfree(out);
 	PG_RETURN_INT64(moved);
 }

@@ -28,11 +28,11 @@
 #include "utils/timestamp.h"
 
 #include "mqutils.h"
-#include "durability.h"
 #include "acl.h"
 #include "args.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "settle.h"
 #include "receipt.h"
 #include "msglog.h"
 #include "consume_sql.h"
@@ -130,105 +130,11 @@ settle_targets(FunctionCallInfo fcinfo, int receipts_arg, bool single,
 }
 
 /*
- * Settle each id with op; raises if one of them is not currently
- * delivered to this session, or (receipts not NULL) is not the delivery
- * its receipt names, within its lease (everything done by the call is
- * then rolled back with the transaction).
- */
-static int
-settle_ids(MqQueue *q, int64 *ids, const uint64 *receipts, int n, MqSettleOp op,
-		   TimestampTz when, const char *dead_reason)
-{
-	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
-	MqSettled  *out = palloc(sizeof(MqSettled) * Max(n, 1));
-	int			k = 0;
-	int			got;
-	bool		requeued = false;
-
-	/*
-	 * A requeue with a delay on a durable queue goes through a durable timer
-	 * (like a delayed publish), so that it is not ready earlier after a
-	 * restart: the entry is settled now and appended again when due,
-	 * carrying its delivery count.  Not on an ordered queue: there the
-	 * message must stay unsettled while it waits, so that it holds back the
-	 * later messages of its group (its delay does not survive a restart).
-	 */
-	if (op == MQ_SETTLE_OP_REQUEUE_FREE && when > GetCurrentTimestamp() && q->durable &&
-		!q->ordered && q->group == NULL)
-		op = MQ_SETTLE_OP_RETRY;
-
-	/*
-	 * In a consumer group every failed delivery counts toward max_retries
-	 * (RocketMQ's reconsume times), and the message waits in the group's
-	 * state for its retry (a stream's entry cannot be appended again).
-	 */
-	if (op == MQ_SETTLE_OP_REQUEUE_FREE && q->group != NULL)
-		op = MQ_SETTLE_OP_REQUEUE;
-
-	if (receipts != NULL)
-		got = mq_queue_settle_receipts(q, ids, receipts, n, op, when, out);
-	else
-		got = mq_queue_settle(q, ids, n, op, when, out);
-	for (int i = 0; i < got; i++)
-	{
-		MqSettleResult r = out[i].result;
-		MqDelivery *d = &dl[k];
-
-		if (r == MQ_SETTLE_RESULT_NOT_OWNER)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("message " INT64_FORMAT " of queue \"%s\" is leased by another consumer",
-							ids[i], q->name),
-					 errdetail("Only the session a message is delivered to can settle it by its id; its lease may have expired and the message been redelivered."),
-					 errhint("From another session, or through a connection pooler, settle a delivery by its receipt (the receipt column of mq.consume).")));
-		if (r == MQ_SETTLE_RESULT_STALE)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("receipt of message " INT64_FORMAT " of queue \"%s\" is no longer valid",
-							ids[i], q->name),
-					 errdetail("Its lease ran out, or the delivery was settled or is being settled; the message may have been delivered again, with another receipt.")));
-		if (r == MQ_SETTLE_RESULT_NOT_FOUND)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",
-							ids[i], q->name),
-					 errdetail("It is unknown, not yet delivered, or already settled.")));
-		/* a requeue or a lease extension writes no settlement record */
-		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD ||
-			op == MQ_SETTLE_OP_RETRY || r == MQ_SETTLE_RESULT_OVER_LIMIT)
-		{
-			d->msg_id = ids[i];
-			d->qpos = out[i].qpos;
-			d->delivery_count = out[i].delivery_count;
-			d->expires_at = out[i].expires_at;
-			d->offset = out[i].offset;
-			d->redelivered = false;
-			d->dead = (op == MQ_SETTLE_OP_DEAD || r == MQ_SETTLE_RESULT_OVER_LIMIT);
-			d->dead_reason = r == MQ_SETTLE_RESULT_OVER_LIMIT ? "delivery_limit" : dead_reason;
-			k++;
-		}
-		else if (op == MQ_SETTLE_OP_REQUEUE || op == MQ_SETTLE_OP_REQUEUE_FREE)
-			requeued = true;
-	}
-	if (mq_settle_deliveries(q, dl, k, op == MQ_SETTLE_OP_ACK ? MQ_SETTLE_ACK :
-							 op == MQ_SETTLE_OP_RETRY ? MQ_SETTLE_RETRY : 0, when) > 0 &&
-		q->type == MQ_QUEUE_QUORUM)
-		mq_require_durability(MQ_DURABILITY_QUORUM);
-
-	/* messages back to ready may take a drop-head queue over its limit */
-	if (requeued)
-		(void) mq_overflow_drop_head(q, MQ_TRIM_RETURN);
-	pfree(dl);
-	pfree(out);
-	return n;
-}
-
-/*
- * settle_ids on broadcast group g without a consumer name: each id in every
+ * mq_settle (settle.h) on broadcast group g without a consumer name: each id in every
  * consumer state of g where it is delivered to this session (the states
  * this session took leases from); an id delivered here in none is settled
  * in the first of them (or the group's view), which raises as
- * settle_ids does for a clustering group.
+ * mq_settle does for a clustering group.
  */
 static int
 settle_ids_any(MqGroup *g, MqQueue *gview, int64 *ids, int n, MqSettleOp op,
@@ -258,14 +164,14 @@ settle_ids_any(MqGroup *g, MqQueue *gview, int64 *ids, int n, MqSettleOp op,
 				sub[k++] = ids[i];
 				done[i] = true;
 			}
-		(void) settle_ids(c->view, sub, NULL, k, op, when, dead_reason);
+		mq_settle(c->view, sub, NULL, k, op, when, dead_reason);
 	}
 	k = 0;
 	for (int i = 0; i < n; i++)
 		if (!done[i])
 			sub[k++] = ids[i];
 	if (k > 0)
-		(void) settle_ids(first ? first : gview, sub, NULL, k, op, when, dead_reason);
+		mq_settle(first ? first : gview, sub, NULL, k, op, when, dead_reason);
 	pfree(done);
 	pfree(here);
 	pfree(sub);
@@ -351,7 +257,8 @@ settle_call(FunctionCallInfo fcinfo, const char *fn, int group_arg, int consumer
 		q = settle_queue(fcinfo, group_arg, consumer_arg, fn, dlq, &any);
 		if (any != NULL)
 			return settle_ids_any(any, q, st->ids, st->n, op, when, dead_reason);
-		return settle_ids(q, st->ids, NULL, st->n, op, when, dead_reason);
+		mq_settle(q, st->ids, NULL, st->n, op, when, dead_reason);
+		return st->n;
 	}
 
 	gname = group_arg >= 0 && !PG_ARGISNULL(group_arg) ?
@@ -397,8 +304,8 @@ settle_call(FunctionCallInfo fcinfo, const char *fn, int group_arg, int consumer
 
 		while (j < st->n && st->state_ids[j] == st->state_ids[i])
 			j++;
-		(void) settle_ids(receipt_state(q, st->state_ids[i], gname, cname, st->texts[i]),
-						  st->ids + i, st->nonces + i, j - i, op, when, dead_reason);
+		mq_settle(receipt_state(q, st->state_ids[i], gname, cname, st->texts[i]),
+				  st->ids + i, st->nonces + i, j - i, op, when, dead_reason);
 		i = j;
 	}
 	return st->n;
@@ -551,7 +458,7 @@ mq_ack_keys(PG_FUNCTION_ARGS)
 	taken = palloc(sizeof(int64) * got);
 	for (int i = 0; i < got; i++)
 		taken[i] = leased[i].msg_id;
-	settle_ids(q, taken, NULL, got, MQ_SETTLE_OP_ACK, 0, NULL);
+	mq_settle(q, taken, NULL, got, MQ_SETTLE_OP_ACK, 0, NULL);
 
 	/* rows in the order of keys, a message once (for its first key) */
 	qsort(taken, got, sizeof(int64), int64_cmp);
