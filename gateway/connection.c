@@ -10,8 +10,8 @@
  * guest/guest from a loopback address logs in as --guest-role's role, which
  * must not be a superuser.  Handshakes past start-ok (each may hold a
  * PostgreSQL session until connection.open-ok) are bounded, per gateway and
- * per client address: one over the bound waits for a slot, within its
- * handshake time limit.
+ * per client address (logins.c): one over the bound waits for a slot,
+ * within its handshake time limit.
  *
  * It owns the connection class and framing; a channel's methods go to
  * methods.c and content frames to content.c.  It runs no broker SQL: the
@@ -32,9 +32,6 @@
 
 #include <event2/buffer.h>
 #include <event2/listener.h>
-
-/* handshakes past start-ok, not open yet */
-static int	logins_in_progress = 0;
 
 /* Channel id of c, or NULL if it is not open. */
 static Chan *
@@ -128,114 +125,14 @@ login_refused(Conn *c, const char *why)
 static void auth_connected(Conn *c, bool ok, const char *error);
 
 /*
- * The connections whose login is in progress (in_login), and those waiting
- * for a slot, in arrival order: two lists through login_next/login_pprev
- * (a connection is on one at most), so that leaving one costs nothing
- * however long the queue of a flood, and counting an address's logins in
- * progress costs at most max_logins steps.
+ * Start c's login (login_begin's callback, now or when a slot is free):
+ * its control session connects as the client's role.
  */
-static Conn *logging_in = NULL;
-static Conn *login_queue = NULL;
-static Conn **login_queue_tailp = &login_queue;
-
-/* Take c out of the list of logins in progress or waiting. */
 static void
-login_unlink(Conn *c)
+login_connect(Conn *c)
 {
-	if (c->login_pprev == NULL)
-		return;
-	*c->login_pprev = c->login_next;
-	if (c->login_next)
-		c->login_next->login_pprev = c->login_pprev;
-	else if (login_queue_tailp == &c->login_next)
-		login_queue_tailp = c->login_pprev;
-	c->login_next = NULL;
-	c->login_pprev = NULL;
-}
-
-/* why c's login may not start now (into why), or NULL: it may */
-static const char *
-login_bound(Conn *c, char *why, size_t len)
-{
-	int			from_addr = 0;
-	Conn	   *o;
-
-	if (logins_in_progress >= cfg.max_logins)
-	{
-		snprintf(why, len, "%d logins in progress (max_logins)", logins_in_progress);
-		return why;
-	}
-	for (o = logging_in; o; o = o->login_next)
-		if (strcmp(o->addr, c->addr) == 0)
-			from_addr++;
-	if (from_addr >= cfg.max_logins_per_addr)
-	{
-		snprintf(why, len, "%d logins in progress from %s (max_logins_per_address)",
-				 from_addr, c->addr);
-		return why;
-	}
-	return NULL;
-}
-
-/* Start c's login: its control session connects as the client's role. */
-static void
-login_start(Conn *c)
-{
-	c->in_login = true;
-	logins_in_progress++;
-	c->login_next = logging_in;
-	if (logging_in)
-		logging_in->login_pprev = &c->login_next;
-	c->login_pprev = &logging_in;
-	logging_in = c;
 	c->state = C_AUTHING;
 	c->ctl = ctl_new(c, NULL, auth_connected);
-}
-
-/*
- * The login of c starts if under the bounds, else it waits for a slot (its
- * handshake time limit still runs: a client left waiting is closed then).
- */
-static void
-login_begin(Conn *c)
-{
-	char		why[200];
-
-	if (login_bound(c, why, sizeof(why)) == NULL)
-	{
-		login_start(c);
-		return;
-	}
-	logmsg("%s: login of \"%s\" waits: %s", c->peer, c->user, why);
-	c->state = C_LOGIN_WAIT;
-	c->login_next = NULL;
-	c->login_pprev = login_queue_tailp;
-	*login_queue_tailp = c;
-	login_queue_tailp = &c->login_next;
-}
-
-/* its login is over (open, refused, failed) or the connection is gone: the
- * waiting logins that are under the bounds now start */
-void
-login_done(Conn *c)
-{
-	Conn	   *w,
-			   *next;
-	char		why[200];
-
-	login_unlink(c);
-	if (!c->in_login)
-		return;
-	c->in_login = false;
-	logins_in_progress--;
-	for (w = login_queue; w && logins_in_progress < cfg.max_logins; w = next)
-	{
-		next = w->login_next;
-		if (w->dead || w->state != C_LOGIN_WAIT || login_bound(w, why, sizeof(why)) != NULL)
-			continue;
-		login_unlink(w);
-		login_start(w);
-	}
 }
 
 /*
@@ -474,7 +371,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 					snprintf(c->pguser, sizeof(c->pguser), "%s", c->user);
 				}
 				/* the server checks the password (auth_connected) */
-				login_begin(c);
+				login_begin(c, login_connect);
 				return;
 			}
 		case 31:				/* tune-ok */

@@ -28,6 +28,7 @@
  * consumer.c			consumers: credit, turns on a queue, polls, removal
  * registry.c			the connections, the queues the gateway keeps state of
  * control.c			a connection's control session (handshake, cleanups)
+ * logins.c			the bounds on logins in progress, and the logins waiting
  * delivery.c			a delivered row as AMQP, and its delivery tag
  * publish.c			a batch of publishes as one statement
  * frames.c				frames to the client, the texts of reply codes
@@ -265,7 +266,8 @@ struct Conn
 	bool		loopback;		/* the peer is 127.0.0.0/8 or ::1 */
 	bool		in_login;		/* counted in the logins in progress */
 	Conn	   *login_next;		/* logging in, or waiting for a login slot: */
-	Conn	  **login_pprev;	/* its list (connection.c) */
+	Conn	  **login_pprev;	/* its list (logins.c) */
+	void		(*login_start) (Conn *c);	/* starts its login (login_begin) */
 	bool		guest;			/* guest mapped to --guest-role */
 	char		user[256];		/* the AMQP login */
 	char		pguser[256];	/* the PostgreSQL role its sessions log in as */
@@ -326,6 +328,8 @@ extern PQconninfoOption *gw_conninfo;
 extern void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 					  int salen, void *arg);
 extern bool sockaddr_is_loopback(const struct sockaddr *sa);
+/* logins.c: the bounds on logins in progress */
+extern void login_begin(Conn *c, void (*start) (Conn *c));
 extern void login_done(Conn *c);
 
 /* methods.c */
