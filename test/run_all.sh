@@ -77,23 +77,28 @@ cleanup()
 	local rc=$? left
 
 	trap - EXIT INT TERM
-	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
-		[ -n "$DATA" ] && qe_stop "$DATA"
-		# HA clusters (test/ha/cluster.sh) left behind: their pg_autoctl
-		# keepers would restart the servers stopped below
-		for d in "$WORK"/tmp_check/ha_*; do
-			[ -d "$d/monitor" ] && QE_HA_DIR=$d PG_CONFIG="$PG_CONFIG" \
-				bash "$WORK/test/ha/cluster.sh" down >/dev/null 2>&1
-		done
+	if [ -n "$WORK" ]; then
+		if [ -d "$WORK" ]; then
+			[ -n "$DATA" ] && qe_stop "$DATA"
+			# HA clusters (test/ha/cluster.sh) left behind: their pg_autoctl
+			# keepers would restart the servers stopped below
+			for d in "$WORK"/tmp_check/ha_*; do
+				[ -d "$d/monitor" ] && QE_HA_DIR=$d PG_CONFIG="$PG_CONFIG" \
+					bash "$WORK/test/ha/cluster.sh" down >/dev/null 2>&1
+			done
+		fi
 		# whatever a killed or crashed test left running: supervisors
-		# (Patroni, etcd, pg_autoctl) first, then the servers they watch
+		# (Patroni, etcd, pg_autoctl) first, then the servers they watch;
+		# found by their mark even if the scratch directory is gone
 		left=$(qe_marked_pids "$QE_RUN_MARK" "$WORK" | wc -l)
 		[ "$left" -gt 0 ] && qe_warn "stopping $left leftover process(es) of this run"
 		if ! qe_stop_marked "$QE_RUN_MARK" "$WORK"; then
 			qe_warn "processes of this run are still running (listed above)"
 			[ "$rc" -eq 0 ] && rc=1
 		fi
-		if [ "$KEEP" = 1 ] || [ "$FAILED" -ne 0 ] || [ "$rc" -ne 0 ]; then
+		if [ ! -d "$WORK" ]; then
+			qe_warn "the scratch directory $WORK was removed during the run, by something else"
+		elif [ "$KEEP" = 1 ] || [ "$FAILED" -ne 0 ] || [ "$rc" -ne 0 ]; then
 			echo "scratch directory kept for inspection: $WORK"
 		else
 			rm -rf "$WORK"
@@ -180,10 +185,15 @@ pg_make()
 	# the HA tests' settings (QueueExtHA.pm), when given
 	[ -n "${QE_HA_PORT:-}" ] && ha_env+=(QE_HA_PORT="$QE_HA_PORT")
 	[ -n "${QE_HA_FAST:-}" ] && ha_env+=(QE_HA_FAST="$QE_HA_FAST")
+	# In the background, waited for: a signal (Ctrl-C, SIGTERM) then runs
+	# its trap at once, and the cleanup stops the phase (timeout puts the
+	# phase in a process group of its own, which a Ctrl-C does not reach),
+	# where a foreground command would first run to its end.
 	qe_as_pg PGHOST="$WORK/sock" PGPORT="$PORT" PGUSER=postgres "${ha_env[@]}" \
 		PROVE_FLAGS="${PROVE_FLAGS:-}" QE_UPGRADE_SOURCES="$WORK/upgrade_sources" \
 		timeout --kill-after=30 "$PHASE_TIMEOUT" \
-		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_CONFIG" "$@"
+		make -C "$WORK" --no-print-directory PG_CONFIG="$PG_CONFIG" "$@" &
+	wait $!
 	local rc=$?
 	[ $rc -eq 124 ] && qe_warn "$phase: killed after ${PHASE_TIMEOUT}s (QE_PHASE_TIMEOUT)"
 	return $rc
