@@ -116,7 +116,7 @@ SELECT mq.exchange_delete('bpv_alice_x');
 RESET ROLE;
 
 -- who sees what (issue 35, item 8): mq.queues, mq.metrics,
--- mq.consumer_groups, mq.stream_partitions and the functions behind them
+-- mq.consumer_groups, mq.stream_partitions, mq.bindings and the functions behind them
 -- show a role the queues it holds some privilege on (configure, publish or
 -- consume; the owner and superusers: all), and every queue to members of
 -- pg_monitor (pg_read_all_stats)
@@ -148,6 +148,8 @@ LANGUAGE sql AS $$
 	SELECT 'stream_partitions', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq.stream_partitions
 	UNION ALL
 	SELECT '_stream_partitions', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq._stream_partitions()
+	UNION ALL
+	SELECT 'bindings', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq.bindings
 $$;
 -- no privilege on anything: no rows at all
 SET ROLE regress_mq_nobody;

@@ -25,6 +25,7 @@
 PG_FUNCTION_INFO_V1(mq_queue_stats);
 PG_FUNCTION_INFO_V1(mq_session_counters);
 PG_FUNCTION_INFO_V1(mq_metrics);
+PG_FUNCTION_INFO_V1(mq_queue_visible_sql);
 
 /* An interval of us microseconds, as a Datum */
 static Datum
@@ -351,4 +352,22 @@ mq_metrics(PG_FUNCTION_ARGS)
 	}
 	MemoryContextDelete(per_queue);
 	return (Datum) 0;
+}
+
+/*
+ * mq._queue_visible(queue text): whether the caller sees the queue in the
+ * views (mq_queue_visible: some privilege on it, or pg_read_all_stats);
+ * false for a queue that does not exist.  mq.bindings shows a binding only
+ * to a role that sees its queue, so that the view names no queue the
+ * others hide.
+ */
+Datum
+mq_queue_visible_sql(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	MqQueue    *q;
+
+	mq_catalog_refresh();
+	q = mq_queue_lookup(name, true);
+	PG_RETURN_BOOL(q != NULL && mq_queue_visible(q));
 }

@@ -57,14 +57,22 @@ CREATE OR REPLACE VIEW mq.exchanges AS
 		   (e.name = '' OR e.name LIKE 'amq.%') AS predeclared
 	  FROM mq.cat_exchange e;
 
+-- Whether the caller sees a queue in the views: some privilege on it, or
+-- pg_read_all_stats (src/acl.c, mq_queue_visible).  mq.bindings shows the
+-- bindings of the queues the caller sees, as mq.queues shows the queues.
+CREATE OR REPLACE FUNCTION mq._queue_visible(queue text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'mq_queue_visible_sql' LANGUAGE C STABLE STRICT;
+
 CREATE OR REPLACE VIEW mq.bindings AS
 	SELECT e.name AS exchange, q.name AS queue, b.binding_key, b.arguments
 	  FROM mq.cat_binding b
 	  JOIN mq.cat_exchange e ON e.id = b.exchange_id
 	  JOIN mq.cat_queue q ON q.id = b.queue_id
+	 WHERE mq._queue_visible(q.name)
 	UNION ALL
 	SELECT '' AS exchange, q.name, q.name, '{}'::jsonb
-	  FROM mq.cat_queue q;
+	  FROM mq.cat_queue q
+	 WHERE mq._queue_visible(q.name);
 
 GRANT SELECT ON mq.queues, mq.stream_partitions, mq.exchanges, mq.bindings TO PUBLIC;
 
