@@ -131,6 +131,44 @@ turn_leave(Consumer *cons)
 	}
 }
 
+/* Deliver the rows of a poll's result to cons's client, each tracked for its ack. */
+void
+cons_deliver_rows(Consumer *cons, PGresult *res)
+{
+	Chan	   *ch = cons->ch;
+	int			i;
+
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		uint64_t	tag = track_delivery(ch, res, i, cons, cons->no_ack);
+
+		method_begin(ch->id, AMQP_BASIC, 60);
+		buf_shortstr(&out, cons->tag);
+		buf_u64(&out, tag);
+		buf_u8(&out, *PQgetvalue(res, i, COL_REDELIVERED) ? 1 : 0);
+		buf_shortstr(&out, PQgetvalue(res, i, COL_EXCHANGE));
+		buf_shortstr(&out, PQgetvalue(res, i, COL_RK));
+		frame_send(ch->conn);
+		send_row_content(ch, res, i);
+	}
+}
+
+/*
+ * The channel's flow is on again: the rows a poll brought while it was off
+ * go out now (before cons polls again).
+ */
+void
+cons_deliver_held(Consumer *cons)
+{
+	PGresult   *held = cons->held;
+
+	if (held == NULL || !cons->ch->flow)
+		return;
+	cons->held = NULL;
+	cons_deliver_rows(cons, held);
+	PQclear(held);
+}
+
 /*
  * Start cons's long poll if it may: ready, credit, the channel flowing,
  * the client keeping up, and its turn among the queue's consumers.  A
@@ -150,6 +188,7 @@ cons_poll(Consumer *cons)
 		return;
 	if (ch->state != CH_OPEN || !ch->flow || c->state != C_OPEN)
 		return;
+	cons_deliver_held(cons);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) > cfg.out_high)
 		return;					/* a slow client: resumed by conn_written */
 	n = cons_credit(cons);
@@ -236,6 +275,8 @@ cons_free(Consumer *cons)
 			if (e->cons == cons)
 				e->cons = NULL;
 	}
+	if (cons->held)
+		PQclear(cons->held);	/* back to the queue with the session */
 	pg_close(cons->pg);
 	if (cons->stream)
 		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2)", cons->queue, cons->group);

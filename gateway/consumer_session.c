@@ -35,15 +35,15 @@ cons_send_cancel_ok(Consumer *cons)
 }
 
 /*
- * A long poll's result: its rows are delivered and tracked for the ack,
- * then the consumer's turn passes and it polls again if it may.
+ * A long poll's result: its rows are delivered and tracked for the ack
+ * (held while the channel's flow is off), then the consumer's turn passes
+ * and it polls again if it may.
  */
 void
 cons_polled(void *arg, PGresult *res)
 {
 	Consumer   *cons = arg;
 	Chan	   *ch = cons->ch;
-	int			i;
 	Qreg	   *q = qreg_find(conn_db(ch->conn), cons->queue, false);
 
 	if (q && q->poller == cons)
@@ -94,19 +94,23 @@ cons_polled(void *arg, PGresult *res)
 		chan_sql_error(ch, res, NULL);
 		return;
 	}
-	for (i = 0; i < PQntuples(res); i++)
+	if (!ch->flow && PQntuples(res) > 0)
 	{
-		uint64_t	tag = track_delivery(ch, res, i, cons, cons->no_ack);
-
-		method_begin(ch->id, AMQP_BASIC, 60);
-		buf_shortstr(&out, cons->tag);
-		buf_u64(&out, tag);
-		buf_u8(&out, *PQgetvalue(res, i, COL_REDELIVERED) ? 1 : 0);
-		buf_shortstr(&out, PQgetvalue(res, i, COL_EXCHANGE));
-		buf_shortstr(&out, PQgetvalue(res, i, COL_RK));
-		frame_send(ch->conn);
-		send_row_content(ch, res, i);
+		/*
+		 * The client stopped our deliveries (channel.flow) while this poll
+		 * waited: its rows stay leased to the consumer's session and go out
+		 * when the flow is on again (cons_deliver_held), or back to the
+		 * queue with that session.
+		 */
+		cons->held = PQcopyResult(res, PG_COPYRES_ATTRS | PG_COPYRES_TUPLES);
+		if (cons->held == NULL)
+		{
+			conn_error(ch->conn, AMQP_INTERNAL_ERROR, "INTERNAL_ERROR - out of memory", 0, 0);
+			return;
+		}
 	}
+	else
+		cons_deliver_rows(cons, res);
 	if (cons->cancelling)
 	{
 		cons_send_cancel_ok(cons);

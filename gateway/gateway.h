@@ -200,6 +200,8 @@ struct Consumer
 	int			unacked;
 	int			credited;		/* of those, acked by the client, not yet stored */
 	int			asked;			/* messages asked by the running poll */
+	PGresult   *held;			/* a poll's rows that came while the channel's
+								 * flow was off: delivered when it is on again */
 	/* a stream consumer reads through a consumer group of its own */
 	bool		stream;
 	char		group[64];
@@ -379,6 +381,8 @@ extern Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 extern void turn_pass(Qreg *q);
 extern void turn_start(Consumer *newcons);
 extern void cons_poll(Consumer *cons);
+extern void cons_deliver_rows(Consumer *cons, PGresult *res);
+extern void cons_deliver_held(Consumer *cons);
 extern void cons_remove(Consumer *cons, bool notify, bool force);
 extern void cancel_queue_consumers(const char *db, const char *queue);
 extern void conn_kick(Conn *c);

@@ -998,6 +998,9 @@ def flow_recover_and_global_qos():
     got = []
     ch.basic_qos(prefetch_count=3, global_qos=True)
     ch.basic_consume(q, lambda c, m, p, b: got.append(m))
+    # (let the consumer's long poll start: what it brings after flow-ok
+    # must wait for the flow to be on again)
+    conn.process_data_events(time_limit=1.0)
     eq(ch.flow(False), False, 'flow-ok inactive')
     for i in range(5):
         ch.basic_publish('', q, b'%d' % i)
