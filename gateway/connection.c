@@ -95,7 +95,7 @@ heartbeat_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* 127.0.0.0/8, ::1, or IPv4-mapped 127.0.0.0/8 */
-bool
+static bool
 sockaddr_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

@@ -329,7 +329,6 @@ extern PQconninfoOption *gw_conninfo;
 /* connection.c */
 extern void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 					  int salen, void *arg);
-extern bool sockaddr_is_loopback(const struct sockaddr *sa);
 /* logins.c: the bounds on logins in progress */
 extern void login_begin(Conn *c, void (*start) (Conn *c));
 extern void login_done(Conn *c);

@@ -23,7 +23,7 @@
  * Route a message: add the ids of the queues it goes to (without following
  * the alternate exchange, which the publisher handles) to out.
  */
-void
+static void
 mq_route(MqExchange *ex, const char *routing_key, Jsonb *headers, MqRouteSet *out)
 {
 	ListCell   *lc;

@@ -17,13 +17,6 @@
 #include "catalog.h"
 
 /*
- * Add the ids of the queues a message with this routing key and headers
- * goes to from ex to out, without following ex's alternate exchange
- */
-extern void mq_route(MqExchange *ex, const char *routing_key, Jsonb *headers,
-					 MqRouteSet *out);
-
-/*
  * Route one message by all its routing keys (its routing key first, then
  * its CC and BCC keys), following alternate exchanges when none matched;
  * with check_privileges, the publisher must hold publish on ex.
