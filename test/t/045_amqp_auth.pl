@@ -154,10 +154,12 @@ like($l3, qr/login of "guest" refused: wrong password for guest/, 'guest/wrong i
 # their own (unshare -rn: a user and network namespace, no privilege
 # needed), where 10.200.0.1 and fd00::1 are addresses of its loopback
 # device: not loopback addresses, and nothing leaves the namespace.  The
-# gateway reaches PostgreSQL through its Unix socket.
+# gateway reaches PostgreSQL through its Unix socket.  (nodad: an IPv6
+# address is "tentative" until duplicate address detection ends, and a
+# bind to it fails meanwhile, as it did once on a loaded machine.)
 my $netns_script = q{
 	ip link set lo up && ip addr add 10.200.0.1/32 dev lo &&
-		ip addr add fd00::1/128 dev lo || exit 3
+		ip addr add fd00::1/128 dev lo nodad || exit 3
 	"$1" --dbname "$2" --listen "$3:5672" --guest-role mq_guest >>"$5" 2>&1 &
 	g=$!
 	i=0
