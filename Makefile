@@ -69,10 +69,12 @@ endif
 # update script queue_ext--FROM--TO.sql, which is that file followed by the
 # same function files.  The install script says CREATE where the files say
 # CREATE OR REPLACE, so a function defined twice fails the install.  Both are
-# build outputs (DATA_built: not in git, removed by make clean).
+# build outputs (DATA_built: not in git, removed by make clean).  comments.sql
+# comes last: it comments the public functions and views the others made.
 MQ_SQL_FUNCS = $(addprefix src/sql/,mqlog.sql topology.sql routing.sql \
 	msglog.sql api_topology.sql api_publish.sql api_consume.sql stats.sql \
-	half.sql timers.sql trace.sql groups.sql dump.sql definitions.sql)
+	half.sql timers.sql trace.sql groups.sql dump.sql definitions.sql \
+	comments.sql)
 MQ_SQL_INSTALL = src/sql/lz4_begin.sql src/sql/base.sql $(MQ_SQL_FUNCS) \
 	src/sql/base_data.sql src/sql/lz4_end.sql
 MQ_SQL_UPDATES = $(patsubst src/sql/updates/%.sql,%,$(wildcard src/sql/updates/*--$(MQ_CONTROL_VERSION).sql))
