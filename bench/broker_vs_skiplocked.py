@@ -274,12 +274,12 @@ def pgq_drain(q, target):
 
 
 def mq_rel_stats():
-    """(total bytes, dead tuples, live tuples) over all relations in schema mq."""
+    """(total bytes, dead tuples, live tuples) over all relations in schemas mq and mq_storage."""
     r = psql1("""SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0),
        coalesce(sum(s.n_dead_tup), 0), coalesce(sum(s.n_live_tup), 0)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-WHERE n.nspname = 'mq' AND c.relkind IN ('r', 'p')""")
+WHERE n.nspname IN ('mq', 'mq_storage') AND c.relkind IN ('r', 'p')""")
     return [int(x) for x in r.split("|")]
 
 

@@ -259,7 +259,7 @@ CREATE TABLE g1_sl (id bigserial PRIMARY KEY, body bytea);""")
 def mq_size():
     return int(psql1("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
                      "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                     "WHERE n.nspname = 'mq' AND c.relkind IN ('r', 'm', 't')"))
+                     "WHERE n.nspname IN ('mq', 'mq_storage') AND c.relkind IN ('r', 'm', 't')"))
 
 
 def rel_size(pattern):
@@ -351,7 +351,7 @@ def t3():
     log("partition 0: %d messages, offsets from %s, published over %.0f s; relation sizes: %s"
         % (n, first, t_last - t_first,
            psql1("SELECT pg_size_pretty(sum(pg_total_relation_size(oid))) FROM pg_class WHERE "
-                 "relnamespace = 'mq'::regnamespace AND relkind = 'r'")))
+                 "relnamespace IN ('mq'::regnamespace, 'mq_storage'::regnamespace) AND relkind = 'r'")))
     setup_sql()
     psql("DO $$ BEGIN PERFORM mq.group_declare('g3_seek', 'gs', start => 'earliest'); END $$")
     rnd = random.Random(12)
@@ -445,7 +445,7 @@ def rel_listing():
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_am am ON am.oid = c.relam
 LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-WHERE n.nspname = 'mq' AND c.relkind = 'r' ORDER BY 1""")
+WHERE n.nspname IN ('mq', 'mq_storage') AND c.relkind = 'r' ORDER BY 1""")
     res = {}
     for line in out.splitlines():
         name, size, dead, live, am = line.split("|")

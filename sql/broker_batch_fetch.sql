@@ -70,7 +70,7 @@ SELECT mq.send('cbf_m', 'm4'::text, '{"i": 4}') >> 26 <> (SELECT seg FROM cbf_se
 SELECT count(*) FILTER (WHERE msg_id >> 26 = (SELECT seg FROM cbf_seg)) AS in_emptied_segment
 FROM mq.browse('cbf_m', 10);
 SELECT mq.queue_delete('cbf_fill') > 0 AS deleted;
-DO $$ BEGIN EXECUTE format('TRUNCATE mq.%I', 'log_' || (SELECT seg FROM cbf_seg)); END $$;
+DO $$ BEGIN EXECUTE format('TRUNCATE mq_storage.%I', 'log_' || (SELECT seg FROM cbf_seg)); END $$;
 \set VERBOSITY sqlstate
 SELECT convert_from(body, 'UTF8') AS body, headers->>'i' AS i FROM mq.consume('cbf_m', 10);
 \set VERBOSITY default

@@ -40,11 +40,11 @@ SELECT count(*) FROM mq.cat_exchange;
 SELECT count(*) FROM mq.cat_grant;
 SELECT count(*) FROM mq.timer;
 RESET ROLE;
-SELECT format('mq.%I', c.relname) AS lane_rel FROM mq.cat_queue q, pg_class c
+SELECT format('mq_storage.%I', c.relname) AS lane_rel FROM mq.cat_queue q, pg_class c
  WHERE q.name = 'bpv_q' AND c.oid = q.lanes[1] \gset
-SELECT format('mq.%I', 's' || q.id || '_0_0') AS settle_rel FROM mq.cat_queue q
+SELECT format('mq_storage.%I', 's' || q.id || '_0_0') AS settle_rel FROM mq.cat_queue q
  WHERE q.name = 'bpv_q' \gset
-SELECT format('mq.%I', c.relname) AS seg_rel FROM mq.cat_segment s, pg_class c
+SELECT format('mq_storage.%I', c.relname) AS seg_rel FROM mq.cat_segment s, pg_class c
  WHERE c.oid = s.relid ORDER BY s.segno LIMIT 1 \gset
 SET ROLE regress_mq_alice;
 SELECT count(*) FROM :lane_rel;

@@ -41,7 +41,7 @@ SELECT mq.queue_delete('bqd_q');
 SELECT mq.queue_declare('bqd_broken');
 SELECT mq.send('bqd_broken', 'x') IS NOT NULL;
 SELECT msg_id AS bx FROM mq.consume('bqd_broken') \gset
-SELECT format('DROP TABLE mq.%I, mq.%I', 'q' || id || '_0_0', 's' || id || '_0_0') AS drop_sql
+SELECT format('DROP TABLE mq_storage.%I, mq_storage.%I', 'q' || id || '_0_0', 's' || id || '_0_0') AS drop_sql
   FROM mq.cat_queue WHERE name = 'bqd_broken' \gset
 :drop_sql;
 SELECT mq.ack('bqd_broken', ARRAY[:bx]::bigint[]);
@@ -53,7 +53,7 @@ SELECT count(*) FROM mq.queues WHERE queue = 'bqd_broken';
 -- nothing (single and batch), the message already there stays
 SELECT mq.queue_declare('bqd_wide');
 SELECT mq.send('bqd_wide', 'kept') IS NOT NULL;
-SELECT format('ALTER TABLE mq.%I ADD COLUMN x1 int, ADD COLUMN x2 int', 'q' || id || '_0_0') AS alter_sql
+SELECT format('ALTER TABLE mq_storage.%I ADD COLUMN x1 int, ADD COLUMN x2 int', 'q' || id || '_0_0') AS alter_sql
   FROM mq.cat_queue WHERE name = 'bqd_wide' \gset
 :alter_sql;
 SELECT mq.send('bqd_wide', 'refused');
@@ -79,13 +79,13 @@ SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'bqd_%';
 SELECT convert_from(body, 'UTF8') FROM mq.consume('bqd_2pc', auto_ack => true);
 SELECT mq.queue_delete('bqd_2pc');
 
--- a queue's lock is a relation lock on its anchor mq.a<id>, a composite
+-- a queue's lock is a relation lock on its anchor mq_storage.a<id>, a composite
 -- type with no column: its users take it in AccessShareLock (a weak
 -- relation lock, which PostgreSQL takes on its per-backend fast path while
 -- the transaction holds fewer than 16), its delete waits for them there
 -- and drops it
 SELECT mq.queue_declare('bqd_anchor');
-SELECT format('mq.a%s', id) AS anchor FROM mq.cat_queue WHERE name = 'bqd_anchor' \gset
+SELECT format('mq_storage.a%s', id) AS anchor FROM mq.cat_queue WHERE name = 'bqd_anchor' \gset
 SELECT relkind, relnatts FROM pg_class WHERE oid = :'anchor'::regclass;
 BEGIN;
 SELECT mq.send('bqd_anchor', 'x') IS NOT NULL AS sent;

@@ -195,7 +195,7 @@ SELECT count(*) FROM mq.send_batch('st_bytes', ARRAY[repeat('x', 600)]);
 -- offset in its settlement log)
 SELECT format('s%s_0_1', id) AS s1 FROM mq.cat_queue WHERE name = 'st_bytes' \gset
 SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = %L)$$, :'s1'));
-SELECT wait_until(format($$SELECT count(*) = 1 FROM mq.%I$$, :'s1'));
+SELECT wait_until(format($$SELECT count(*) = 1 FROM mq_storage.%I$$, :'s1'));
 SELECT count(*) FROM mq.send_batch('st_bytes', ARRAY[repeat('y', 600)]);
 SELECT wait_until($$SELECT min("offset") = 1 FROM mq.read('st_bytes', 0)$$);
 SELECT "offset", length(body) FROM mq.read('st_bytes', 0);

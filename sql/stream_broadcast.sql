@@ -168,7 +168,7 @@ CREATE TEMP TABLE gb_ids AS
 SELECT mq.group_delete('bs', 'gb');
 SELECT count(*) FROM mq.cat_group_consumer;                   -- gd's and gf's
 SELECT count(*) FROM pg_class c, gb_ids i, mq.cat_queue q
- WHERE q.name = 'bs' AND c.relnamespace = 'mq'::regnamespace
+ WHERE q.name = 'bs' AND c.relnamespace = 'mq_storage'::regnamespace
    AND c.relname LIKE 'g' || q.id || '\_' || i.id || '\_%';
 SELECT mq.group_declare('bs', 'gb', mode => 'broadcast', start => 'earliest');
 SELECT * FROM bc_view();
@@ -178,7 +178,7 @@ SELECT count(*), bool_or(rd) AS any_redelivered, max(dc) FROM bc_take('A');
 -- a stream deleted: its groups' consumers and logs go with it
 SELECT mq.queue_delete('bs');
 SELECT count(*) FROM mq.cat_group_consumer;
-SELECT count(*) FROM pg_class WHERE relnamespace = 'mq'::regnamespace AND relname LIKE 'g%';
+SELECT count(*) FROM pg_class WHERE relnamespace = 'mq_storage'::regnamespace AND relname LIKE 'g%';
 SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue LIKE '\%DLQ\%%';
 DROP TABLE bgot;
 DROP FUNCTION wait_until(text, interval);

@@ -8,7 +8,7 @@ RETURNS TABLE (kind bigint, lp bigint, arg bigint) LANGUAGE plpgsql AS $$
 BEGIN
 	RETURN QUERY EXECUTE format(
 		'SELECT settlement >> 56, settlement & 65535, '
-		'CASE WHEN settlement >> 56 = 10 THEN NULL ELSE arg END FROM mq.%I',
+		'CASE WHEN settlement >> 56 = 10 THEN NULL ELSE arg END FROM mq_storage.%I',
 		(SELECT format('g%s_%s_%s_0', q.id, gr.id, lane)
 		   FROM mq.cat_queue q JOIN mq.cat_group gr ON gr.queue_id = q.id
 		  WHERE q.name = 'rs' AND gr.name = g));
@@ -81,7 +81,7 @@ SELECT format('g%s_%s_0_0', q.id, k.id) AS gb_log0
   FROM mq.cat_queue q JOIN mq.cat_group g ON g.queue_id = q.id
   JOIN mq.cat_group_consumer k ON k.group_id = g.id
  WHERE q.name = 'rs' AND g.name = 'gb' AND k.consumer = 'A' \gset
-SELECT settlement >> 56 AS kind, settlement & 65535 AS lp, arg FROM mq.:"gb_log0" ORDER BY 1, 2;
+SELECT settlement >> 56 AS kind, settlement & 65535 AS lp, arg FROM mq_storage.:"gb_log0" ORDER BY 1, 2;
 
 -- a classic queue that counts deliveries (its logs have no argument
 -- column): single DELIVERED records
@@ -89,14 +89,14 @@ SELECT mq.queue_declare('rq', arguments => '{"x-delivery-limit": 5}');
 SELECT count(*) FROM (SELECT mq.send('rq', 'q' || i) FROM generate_series(1, 3) i) x;
 SELECT count(*) FROM mq.consume('rq', 3);
 SELECT format('s%s_0_0', id) AS rq_log FROM mq.cat_queue WHERE name = 'rq' \gset
-SELECT settlement >> 56 AS kind, count(*) FROM mq.:"rq_log" GROUP BY 1;
+SELECT settlement >> 56 AS kind, count(*) FROM mq_storage.:"rq_log" GROUP BY 1;
 
 -- a run of a length that no page holds: the log is damaged (XX001 when
 -- the state is rebuilt)
 SELECT format('g%s_%s_1_0', q.id, gr.id) AS gr_log1
   FROM mq.cat_queue q JOIN mq.cat_group gr ON gr.queue_id = q.id
  WHERE q.name = 'rs' AND gr.name = 'gr' \gset
-INSERT INTO mq.:"gr_log1" VALUES ((11::bigint << 56) | 1, 1000);
+INSERT INTO mq_storage.:"gr_log1" VALUES ((11::bigint << 56) | 1, 1000);
 SELECT mq.seek('rs', 'gr', to_offset => 0, "partition" => 0);
 \set VERBOSITY sqlstate
 SELECT * FROM gr_take(1);

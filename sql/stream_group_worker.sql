@@ -125,7 +125,7 @@ SELECT tag_skips - :before_tag_skips AS skipped, message_fetches - :before_messa
 -- tag_hash is in stream entries only when the message has a tag
 CREATE FUNCTION gw_tag_hashes(OUT untagged bigint, OUT tagged bigint) LANGUAGE plpgsql AS $$
 BEGIN
-	EXECUTE format('SELECT count(*) FILTER (WHERE tag_hash IS NULL), count(tag_hash) FROM mq.%I',
+	EXECUTE format('SELECT count(*) FILTER (WHERE tag_hash IS NULL), count(tag_hash) FROM mq_storage.%I',
 				   (SELECT format('q%s_0_0', id) FROM mq.cat_queue WHERE name = 'gw'))
 	   INTO untagged, tagged;
 END $$;

@@ -185,7 +185,7 @@ SELECT DISTINCT queue, group_name FROM mq.consumer_groups ORDER BY 1, 2;
 SELECT mq.queue_delete('sg2');
 SELECT mq.queue_declare('sg2', 'stream');
 SELECT count(*) FROM mq.consumer_groups WHERE queue = 'sg2';
-SELECT count(*) FROM pg_class WHERE relname ~ '^g[0-9]+_' AND relnamespace = 'mq'::regnamespace
+SELECT count(*) FROM pg_class WHERE relname ~ '^g[0-9]+_' AND relnamespace = 'mq_storage'::regnamespace
    AND relname NOT IN (SELECT format('g%s_%s_%s_0', g.queue_id, g.id, l)
 						 FROM mq.cat_group g, generate_series(0, 1) l);
 SELECT mq.queue_delete('sg');

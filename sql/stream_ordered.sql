@@ -164,7 +164,7 @@ DECLARE
 BEGIN
 	EXECUTE format('SELECT count(*) FILTER (WHERE group_hash IS NOT NULL), '
 				   'count(*) FILTER (WHERE group_hash IS NULL) '
-				   'FROM (SELECT group_hash FROM mq.%I UNION ALL SELECT group_hash FROM mq.%I) e',
+				   'FROM (SELECT group_hash FROM mq_storage.%I UNION ALL SELECT group_hash FROM mq_storage.%I) e',
 				   'q' || qid || '_0_0', 'q' || qid || '_1_0') INTO with_hash, without;
 END $$;
 SELECT * FROM so_hashes();

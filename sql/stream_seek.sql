@@ -126,7 +126,7 @@ SELECT mq.group_declare('sk_bytes', 'g', start => 'earliest');
 SELECT count(*) FROM mq.send_batch('sk_bytes', ARRAY[repeat('x', 600)]);
 SELECT format('s%s_0_1', id) AS s1 FROM mq.cat_queue WHERE name = 'sk_bytes' \gset
 SELECT wait_until(format($$SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = %L)$$, :'s1'));
-SELECT wait_until(format($$SELECT count(*) = 1 FROM mq.%I$$, :'s1'));
+SELECT wait_until(format($$SELECT count(*) = 1 FROM mq_storage.%I$$, :'s1'));
 SELECT count(*) FROM mq.send_batch('sk_bytes', ARRAY[repeat('y', 600)]);
 SELECT wait_until($$SELECT min("offset") = 1 FROM mq.read('sk_bytes', 0)$$);
 SELECT mq.seek('sk_bytes', 'g', to_offset => 0);

@@ -10,7 +10,7 @@
 SELECT mq.queue_declare('sum_s', type => 'stream');
 SELECT count(*) FROM mq.send_batch('sum_s',
 	(SELECT array_agg('m' || g) FROM generate_series(1, 20000) g));
-SELECT format('mq.q%s_0_0', id) AS entry_log FROM mq.cat_queue WHERE name = 'sum_s' \gset
+SELECT format('mq_storage.q%s_0_0', id) AS entry_log FROM mq.cat_queue WHERE name = 'sum_s' \gset
 SELECT pg_relation_size(:'entry_log') / 8192 > 40 AS entry_log_pages_many;
 
 -- this session sums the partition (and records how far it got)

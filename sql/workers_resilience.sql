@@ -10,7 +10,7 @@ SELECT wait_until($$SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 SELECT pid AS worker_pid FROM pg_stat_activity
  WHERE backend_type = 'queue_ext worker' AND datname = current_database() \gset
 -- break wr_broken behind the extension's back: its entry log disappears
-SELECT format('mq.%I', 'q' || id || '_0_0') AS broken_rel FROM mq.cat_queue WHERE name = 'wr_broken' \gset
+SELECT format('mq_storage.%I', 'q' || id || '_0_0') AS broken_rel FROM mq.cat_queue WHERE name = 'wr_broken' \gset
 DROP TABLE :broken_rel;
 SELECT pg_sleep(1.5);	-- a few passes that fail on wr_broken
 -- delayed messages to the healthy queue are still fired by the same worker,

@@ -336,7 +336,7 @@ static void
 load_queues(void)
 {
 	catalog_read("SELECT id, name, type, durable, arguments, lanes, owner, "
-				 "pg_catalog.to_regclass(pg_catalog.format('mq.%I', 'a' OPERATOR(pg_catalog.||) id)) "
+				 "pg_catalog.to_regclass(pg_catalog.format('mq_storage.%I', 'a' OPERATOR(pg_catalog.||) id)) "
 				 "FROM mq.cat_queue");
 
 	mq_queue_by_name = make_name_htab("mq queues by name", SPI_processed);

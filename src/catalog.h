@@ -80,8 +80,9 @@ typedef struct MqQueue
 								 * partitions */
 	Oid		   *lanes;			/* first entry log of each lane: identifies the queue */
 	Oid			anchor;			/* the relation whose lock is the queue's
-								 * (mq.a<id>); InvalidOid for a queue declared
-								 * before there were any: its object lock */
+								 * (mq_storage.a<id>); InvalidOid for a
+								 * queue declared before there were any:
+								 * its object lock */
 	int64		message_ttl_ms; /* -1: none */
 	int64		max_length;		/* -1: unlimited */
 	int64		max_length_bytes;	/* ready body bytes; -1: unlimited */

@@ -113,9 +113,9 @@ mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg, char **error
  * Takes no lock but pg_class's own, like the syscache.
  */
 Oid
-mq_relid_fresh(const char *name)
+mq_relid_fresh(const char *nspname, const char *name)
 {
-	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+	Oid			nsp = get_namespace_oid(nspname, false);
 	Oid			relid = get_relname_relid(name, nsp);
 	Relation	pg_class;
 	ScanKeyData key[2];
@@ -144,7 +144,7 @@ bool
 mq_lookup_unique(const char *relname, const char *index, AttrNumber keyatt,
 				 RegProcedure eqproc, Datum key, AttrNumber outatt, Datum *out)
 {
-	Oid			relid = mq_relid_fresh(relname);
+	Oid			relid = mq_relid_fresh(MQ_SCHEMA, relname);
 	Relation	rel;
 	ScanKeyData skey;
 	SysScanDesc scan;
@@ -155,7 +155,7 @@ mq_lookup_unique(const char *relname, const char *index, AttrNumber keyatt,
 		return false;
 	rel = table_open(relid, AccessShareLock);
 	ScanKeyInit(&skey, keyatt, BTEqualStrategyNumber, eqproc, key);
-	scan = systable_beginscan(rel, mq_relid_fresh(index), true, GetLatestSnapshot(), 1, &skey);
+	scan = systable_beginscan(rel, mq_relid_fresh(MQ_SCHEMA, index), true, GetLatestSnapshot(), 1, &skey);
 	if (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		bool		isnull;

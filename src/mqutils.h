@@ -13,8 +13,19 @@
 
 #include "access/attnum.h"
 
-/* Schema that holds the public API and the extension's private tables */
+/*
+ * Schema that holds the public API and the extension's fixed catalog
+ * tables (mq.cat_*, mq.half, mq.timer, mq.export_*: made at install)
+ */
 #define MQ_SCHEMA "mq"
+
+/*
+ * Schema that holds the storage the extension makes at run time: message
+ * log segments log_<n> and their indexes, each queue's entry and
+ * settlement logs q<id>_* and s<id>_*, consumer groups' logs g<id>_*, and
+ * each queue's lock anchor a<id> (docs/architecture.md, "Storage")
+ */
+#define MQ_STORAGE_SCHEMA "mq_storage"
 
 /* true when the library was loaded via shared_preload_libraries */
 extern bool mq_preloaded;
@@ -38,12 +49,13 @@ extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg,
 						   char **error);
 
 /*
- * Oid of the relation called name in schema mq, or InvalidOid.  For the
- * tables other transactions create while we run (log segments, lane
- * generations, group logs): a miss looks again in pg_class itself, with a
- * new catalog snapshot (see mqutils.c).
+ * Oid of the relation called name in schema nspname (MQ_SCHEMA or
+ * MQ_STORAGE_SCHEMA), or InvalidOid.  For the tables other transactions
+ * create while we run (log segments, lane generations, group logs): a miss
+ * looks again in pg_class itself, with a new catalog snapshot (see
+ * mqutils.c).
  */
-extern Oid	mq_relid_fresh(const char *name);
+extern Oid	mq_relid_fresh(const char *nspname, const char *name);
 
 /*
  * Look a row of table mq.<relname> up by its unique index mq.<index>

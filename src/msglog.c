@@ -5,9 +5,9 @@
  *	  messages only; how a message belongs to a queue (entries, settlement
  *	  records) is src/queue/'s.
  *
- * Messages live in segments, mqlog tables mq.log_<segno> (durable) and
- * mq.ulog_<segno> (unlogged, for messages that only reach non-durable
- * queues).  A backend appends to the newest segment of the chain it needs;
+ * Messages live in segments, mqlog tables mq_storage.log_<segno>, durable
+ * or unlogged (for messages that only reach non-durable queues; the
+ * durable flag of mq.cat_segment).  A backend appends to the newest segment of the chain it needs;
  * when that reaches mq.segment_size a new segment is created.  Whole
  * segments are retired (dropped) once no queue entry refers to them.
  *
@@ -193,7 +193,7 @@ segment_relid(int64 segno)
 {
 	if (segno >= MQ_INLINE_SEGNO_MIN)
 		return inline_segment_relid(segno);
-	return mq_relid_fresh(mq_segment_relname(segno));
+	return mq_relid_fresh(MQ_STORAGE_SCHEMA, mq_segment_relname(segno));
 }
 
 /*
@@ -320,7 +320,7 @@ mq_log_open_append(bool durable, int64 *segno_out)
 		else
 		{
 			char	   *name = mq_segment_relname(segno);
-			Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+			Oid			nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, false);
 
 			relid = get_relname_relid(name, nsp);
 			rel = OidIsValid(relid) ? try_table_open(relid, RowExclusiveLock) : NULL;

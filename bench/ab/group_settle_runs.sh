@@ -40,5 +40,5 @@ $P -c "SELECT 'WAL B/msg ' || round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(),
   'group log B/msg ' || round((SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c, mq.cat_group g,
 	mq.cat_group_consumer k, mq.cat_queue q
     WHERE q.name = 'pstream' AND g.queue_id = q.id AND g.name = '$G' AND k.group_id = g.id
-      AND c.relnamespace = 'mq'::regnamespace AND c.relname LIKE 'g' || q.id || '\_' || k.id || '\_%') / 100000.0, 2)"
+      AND c.relnamespace = 'mq_storage'::regnamespace AND c.relname LIKE 'g' || q.id || '\_' || k.id || '\_%') / 100000.0, 2)"
 $P -c "SELECT mq.group_delete('pstream', '$G')" >/dev/null

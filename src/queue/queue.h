@@ -232,7 +232,7 @@ extern void mq_queue_inspect_end(MqQueue *q, bool held);
 
 /*
  * q's lock, the first of its lock order: a relation lock on its anchor
- * mq.a<id> (the fast path, for the weak modes), or the object lock
+ * mq_storage.a<id> (the fast path, for the weak modes), or the object lock
  * (mq.cat_queue, id) of a queue declared before anchors.  Every user of q
  * holds it in AccessShareLock (taken by the first call that reads q's
  * state); publishers to a queue with a length limit take turns on it in

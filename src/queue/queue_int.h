@@ -49,7 +49,7 @@
  * only locks further down the list may be requested.
  *
  *	0. the queue's object lock (heavyweight: a relation lock on its anchor
- *	   mq.a<id>, or the object lock classid mq.cat_queue, objid the queue
+ *	   mq_storage.a<id>, or the object lock classid mq.cat_queue, objid the queue
  *	   id, of a queue declared before anchors: mq_queue_lock_tag; a
  *	   consumer group's is its stream's; mq.queue_delete takes the object
  *	   lock and then the anchor's): AccessShareLock

@@ -132,7 +132,7 @@ mqq_lane_relid(int32 queue_id, int lane, int gen, bool settle)
 
 	invals = lane_relids_invals;
 	lane_relname(name, queue_id, lane, gen, settle);
-	relid = get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+	relid = get_relname_relid(name, get_namespace_oid(MQ_STORAGE_SCHEMA, false));
 	if (OidIsValid(relid) && invals == lane_relids_invals && !lane_relids_reset &&
 		hash_get_num_entries(lane_relids) < LANE_RELID_CACHE_MAX)
 	{
@@ -151,7 +151,7 @@ mqq_lane_relid_fresh(int32 queue_id, int lane, int gen)
 	if (OidIsValid(relid))
 		return relid;
 	lane_relname(name, queue_id, lane, gen, false);
-	return mq_relid_fresh(name);
+	return mq_relid_fresh(MQ_STORAGE_SCHEMA, name);
 }
 
 /*
@@ -224,7 +224,7 @@ mqq_settle_relid(MqQueue *q, int lane, int gen)
 	if (q->group_id == 0)
 		return mqq_lane_relid(q->id, lane, gen, true);
 	snprintf(name, sizeof(name), "g%d_%d_%d_%d", q->id, q->group_id, lane, gen);
-	return get_relname_relid(name, get_namespace_oid(MQ_SCHEMA, false));
+	return get_relname_relid(name, get_namespace_oid(MQ_STORAGE_SCHEMA, false));
 }
 
 /*
@@ -242,7 +242,7 @@ mqq_lane_gens(int32 queue_id, int lane, int *low, int *high)
 {
 	char		prefix[NAMEDATALEN];
 	size_t		plen;
-	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+	Oid			nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, false);
 	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -294,7 +294,7 @@ mqq_group_logs_trylock(int32 queue_id, int lane, int gen)
 {
 	char		prefix[NAMEDATALEN];
 	size_t		plen;
-	Oid			nsp = get_namespace_oid(MQ_SCHEMA, false);
+	Oid			nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, false);
 	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
 	ScanKeyData key;
 	SysScanDesc scan;

@@ -618,7 +618,7 @@ mqq_queue_object_lock(MqQueue *q)
 
 /*
  * The tag of q's lock (the first of the lock order, mqq_queue_object_lock
- * above): the relation lock of its anchor mq.a<id>, a storage-less
+ * above): the relation lock of its anchor mq_storage.a<id>, a storage-less
  * relation declared with the queue, so that the weak modes every consumer
  * and publisher takes go through PostgreSQL's per-backend fast path rather
  * than the shared lock table (an object lock never does; it was ~1,800

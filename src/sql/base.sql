@@ -7,6 +7,19 @@
 REVOKE ALL ON SCHEMA mq FROM PUBLIC;
 GRANT USAGE ON SCHEMA mq TO PUBLIC;
 
+-- Schema mq_storage holds what the broker makes at run time, per segment,
+-- queue and group (src/mqutils.h, MQ_STORAGE_SCHEMA): message log segments
+-- log_<n> and their indexes, entry logs q<id>_<lane>_<gen>, settlement logs
+-- s<id>_<lane>_<gen>, consumer group logs g<id>_<group>_<lane>_<gen> and
+-- each queue's lock anchor, the composite type a<id>.  Schema mq keeps the
+-- API and the fixed catalog made here.  The same privileges as schema mq;
+-- its relations belong to the extension owner and grant nothing: roles
+-- reach them through the API only.
+CREATE SCHEMA mq_storage;
+REVOKE ALL ON SCHEMA mq_storage FROM PUBLIC;
+GRANT USAGE ON SCHEMA mq_storage TO PUBLIC;
+COMMENT ON SCHEMA mq_storage IS 'queue_ext storage made at run time: log segments, queue and consumer group logs; use the mq API';
+
 ------------------------------------------------------------------------
 -- The mqlog table access method (src/am/)
 ------------------------------------------------------------------------

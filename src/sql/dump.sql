@@ -98,16 +98,16 @@ BEGIN
 		TRUNCATE mq_export_settled;
 		FOR r IN SELECT m[1]::int AS lane, m[2]::int AS gen, c.relname
 				   FROM pg_class c, regexp_match(c.relname, '^s' || q.id || '_(\d+)_(\d+)$') m
-				  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r' AND m IS NOT NULL
+				  WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r' AND m IS NOT NULL
 					AND q.type <> 'stream' LOOP
 			EXECUTE format('INSERT INTO mq_export_settled SELECT $1, CASE WHEN s.settlement >> 56 = 3 '
-						   'THEN -(s.settlement & $2) ELSE s.settlement & $2 END FROM mq.%I s '
+						   'THEN -(s.settlement & $2) ELSE s.settlement & $2 END FROM mq_storage.%I s '
 						   'WHERE s.settlement >> 56 IN (1, 2, 3, 4, 5)', r.relname)
 				USING r.lane, mask;
 		END LOOP;
 		FOR r IN SELECT m[1]::int AS lane, m[2]::int AS gen, c.relname
 				   FROM pg_class c, regexp_match(c.relname, '^q' || q.id || '_(\d+)_(\d+)$') m
-				  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r' AND m IS NOT NULL
+				  WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r' AND m IS NOT NULL
 				  ORDER BY 1, 2 LOOP
 			-- floors are kept negated: the highest is the lowest value
 			SELECT coalesce(-min(s.pos), 0) INTO fl FROM mq_export_settled s
@@ -124,7 +124,7 @@ BEGIN
 				  FROM (SELECT x.visible_at, x.msg_id, x.expires_at, %s AS "offset",
 							   ($3::bigint << 40) | (((x.ctid::text::point)[0])::bigint << 16)
 								| ((x.ctid::text::point)[1])::bigint AS pos
-						  FROM mq.%I x) e
+						  FROM mq_storage.%I x) e
 					   CROSS JOIN LATERAL mq.message(e.msg_id) m
 				 WHERE e.pos >= $4
 				   AND NOT EXISTS (SELECT 1 FROM mq_export_settled s
@@ -168,10 +168,10 @@ BEGIN
 		TRUNCATE mq_export_entries;
 		FOR r IN SELECT m[1]::int AS gen, c.relname
 				   FROM pg_class c, regexp_match(c.relname, '^q' || q.qid || '_' || q.partition || '_(\d+)$') m
-				  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r' AND m IS NOT NULL LOOP
+				  WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r' AND m IS NOT NULL LOOP
 			EXECUTE format('INSERT INTO mq_export_entries SELECT ($1::bigint << 40) '
 						   '| (((x.ctid::text::point)[0])::bigint << 16) '
-						   '| ((x.ctid::text::point)[1])::bigint, x."offset" FROM mq.%I x', r.relname)
+						   '| ((x.ctid::text::point)[1])::bigint, x."offset" FROM mq_storage.%I x', r.relname)
 				USING r.gen;
 		END LOOP;
 		FOR gs IN SELECT g.id AS sid, g.name AS group_name, NULL::text AS consumer
@@ -186,17 +186,17 @@ BEGIN
 											   WHERE a.attrelid = c.oid AND a.attname = 'arg'
 												 AND NOT a.attisdropped) AS has_arg
 					   FROM pg_class c
-					  WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+					  WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r'
 						AND c.relname ~ ('^g' || q.qid || '_' || gs.sid || '_' || q.partition || '_\d+$') LOOP
 				EXECUTE format('INSERT INTO mq_export_settled SELECT $1, CASE WHEN s.settlement >> 56 = 3 '
-							   'THEN -(s.settlement & $2) ELSE s.settlement & $2 END FROM mq.%I s '
+							   'THEN -(s.settlement & $2) ELSE s.settlement & $2 END FROM mq_storage.%I s '
 							   'WHERE s.settlement >> 56 IN (1, 2, 3, 4, 5)', r.relname)
 					USING q.partition, mask;
 				-- ACK_RUN (12): arg entries acked from the record's position on
 				-- (consecutive line pointers of one entry-log page)
 				IF r.has_arg THEN
 					EXECUTE format('INSERT INTO mq_export_settled SELECT $1, (s.settlement & $2) + i '
-								   'FROM mq.%I s, generate_series(0, s.arg - 1) i '
+								   'FROM mq_storage.%I s, generate_series(0, s.arg - 1) i '
 								   'WHERE s.settlement >> 56 = 12', r.relname)
 						USING q.partition, mask;
 				END IF;
@@ -249,7 +249,7 @@ BEGIN
 	-- the lane tables and log segments pg_dump restored as plain tables
 	-- (no catalog row refers to them): gone, their names are reused
 	FOR rel IN SELECT c.oid::regclass FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r'
 				  AND c.relam = (SELECT a.oid FROM pg_am a WHERE a.amname = 'mqlog')
 				  AND c.relname ~ '^([qsg]\d+_|log_\d+$)'
 				  AND NOT EXISTS (SELECT 1 FROM pg_depend d
@@ -258,9 +258,9 @@ BEGIN
 				  AND NOT EXISTS (SELECT 1 FROM mq.cat_segment s WHERE s.relid = c.oid) LOOP
 		EXECUTE format('DROP TABLE %s', rel);
 	END LOOP;
-	-- and the queues' lock relations (composite types mq.a<id>)
+	-- and the queues' lock relations (composite types mq_storage.a<id>)
 	FOR rel IN SELECT c.oid::regclass FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'c'
+				WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'c'
 				  AND c.relname ~ '^a\d+$' LOOP
 		EXECUTE format('DROP TYPE %s', rel);
 	END LOOP;

@@ -75,7 +75,7 @@ BEGIN
 	RETURNING id INTO gid;
 	FOR rel IN SELECT (regexp_match(c.relname, '^q\d+_(\d+)_(\d+)$'))::int[] AS lg
 				 FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r'
 				  AND c.relname LIKE 'q' || queue_id || '\_%' LOOP
 		PERFORM mq._group_log_create(queue_id, gid, rel.lg[1], rel.lg[2]);
 	END LOOP;
@@ -130,7 +130,7 @@ BEGIN
 	  FROM mq.cat_group_consumer c WHERE c.group_id = _group_seek_impl.group_id;
 	FOREACH sid IN ARRAY group_id || ids LOOP
 		FOR rel IN SELECT c.oid FROM pg_class c
-					WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+					WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r'
 					  AND c.relname LIKE CASE WHEN lane IS NULL
 							THEN format('g%s\_%s\_%%', queue_id, sid)
 							ELSE format('g%s\_%s\_%s\_%%', queue_id, sid, lane) END
@@ -174,7 +174,7 @@ BEGIN
 	END IF;
 	FOR rel IN SELECT (regexp_match(c.relname, '^q\d+_(\d+)_(\d+)$'))::int[] AS lg
 				 FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r'
 				  AND c.relname LIKE 'q' || queue_id || '\_%' LOOP
 		PERFORM mq._group_log_create(queue_id, cid, rel.lg[1], rel.lg[2]);
 	END LOOP;

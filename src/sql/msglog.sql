@@ -10,14 +10,14 @@ BEGIN
 	-- serialise concurrent roll-overs; whoever comes second finds the table
 	-- (the catalog cache may not have seen it yet, hence the exception)
 	PERFORM pg_advisory_xact_lock(7170001, 0);
-	IF to_regclass(format('mq.%I', rel)) IS NOT NULL THEN
+	IF to_regclass(format('mq_storage.%I', rel)) IS NOT NULL THEN
 		RETURN;
 	END IF;
 	BEGIN
 		-- optional columns last: mqlog does not store trailing NULLs; the
 		-- indexed ones compare bytewise (COLLATE "C": equality is all they
 		-- are searched by, and a locale's strcoll made a key probe 10x dearer)
-		EXECUTE format('CREATE %s TABLE mq.%I (published_at timestamptz NOT NULL, '
+		EXECUTE format('CREATE %s TABLE mq_storage.%I (published_at timestamptz NOT NULL, '
 					   'exchange text, routing_key text, body bytea, headers jsonb, '
 					   'properties jsonb, key text COLLATE "C", tag text, message_group text, '
 					   'dedup_id text COLLATE "C") '
@@ -26,11 +26,11 @@ BEGIN
 	EXCEPTION WHEN duplicate_table THEN
 		RETURN;
 	END;
-	EXECUTE format('CREATE INDEX %I ON mq.%I (key) WHERE key IS NOT NULL', rel || '_key', rel);
-	EXECUTE format('CREATE INDEX %I ON mq.%I (dedup_id) WHERE dedup_id IS NOT NULL',
+	EXECUTE format('CREATE INDEX %I ON mq_storage.%I (key) WHERE key IS NOT NULL', rel || '_key', rel);
+	EXECUTE format('CREATE INDEX %I ON mq_storage.%I (dedup_id) WHERE dedup_id IS NOT NULL',
 				   rel || '_dedup', rel);
 	INSERT INTO mq.cat_segment (segno, relid, durable)
-	VALUES (segno, format('mq.%I', rel)::regclass, durable)
+	VALUES (segno, format('mq_storage.%I', rel)::regclass, durable)
 	ON CONFLICT DO NOTHING;
 END
 $$;
@@ -41,7 +41,7 @@ CREATE OR REPLACE FUNCTION mq._segment_drop(segno bigint)
 RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	rel oid := to_regclass(format('mq.%I', format('log_%s', segno)));
+	rel oid := to_regclass(format('mq_storage.%I', format('log_%s', segno)));
 BEGIN
 	IF rel IS NOT NULL THEN
 		IF EXISTS (SELECT 1 FROM pg_depend d

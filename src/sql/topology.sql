@@ -272,7 +272,7 @@ BEGIN
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'queue % does not exist', queue_id USING ERRCODE = 'undefined_object';
 	END IF;
-	IF to_regclass(format('mq.%I', format('q%s_%s_%s', queue_id, lane, gen))) IS NOT NULL THEN
+	IF to_regclass(format('mq_storage.%I', format('q%s_%s_%s', queue_id, lane, gen))) IS NOT NULL THEN
 		RETURN;
 	END IF;
 	BEGIN
@@ -292,7 +292,7 @@ BEGIN
 		-- A stream's rows may carry their message (src/queue/queue.h,
 		-- "inline"): the columns of a message log segment follow, NULL (and
 		-- so not stored) in the rows of messages kept in the log.
-		EXECUTE format('CREATE %s TABLE mq.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
+		EXECUTE format('CREATE %s TABLE mq_storage.%I (visible_at timestamptz NOT NULL, msg_id int8 NOT NULL, '
 					   'expires_at timestamptz, delivery_count int, body_size int, "offset" int8, '
 					   'group_hash int, tag_hash int%s) USING mqlog',
 					   persistence, format('q%s_%s_%s', queue_id, lane, gen),
@@ -306,12 +306,12 @@ BEGIN
 	IF qtype = 'stream' THEN
 		INSERT INTO mq.cat_inline (segno, relid, queue_id, lane, gen)
 		VALUES (nextval('mq.inline_segno'),
-				format('mq.%I', format('q%s_%s_%s', queue_id, lane, gen))::regclass,
+				format('mq_storage.%I', format('q%s_%s_%s', queue_id, lane, gen))::regclass,
 				queue_id, lane, gen);
 	END IF;
 	-- one int8 per settlement: kind << 56 | the entry's position within the
 	-- lane (see mq_settle_encode in src/msglog.h)
-	EXECUTE format('CREATE %s TABLE mq.%I (settlement int8 NOT NULL) USING mqlog',
+	EXECUTE format('CREATE %s TABLE mq_storage.%I (settlement int8 NOT NULL) USING mqlog',
 				   persistence, format('s%s_%s_%s', queue_id, lane, gen));
 	-- and each consumer group's settlement log of the generation
 	PERFORM mq._group_log_create(_lane_create.queue_id, g.id, lane, gen)
@@ -332,7 +332,7 @@ CREATE OR REPLACE FUNCTION mq._group_log_create(queue_id int, group_id int, lane
 RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	EXECUTE format('CREATE TABLE IF NOT EXISTS mq.%I (settlement int8 NOT NULL, arg int8) USING mqlog',
+	EXECUTE format('CREATE TABLE IF NOT EXISTS mq_storage.%I (settlement int8 NOT NULL, arg int8) USING mqlog',
 				   format('g%s_%s_%s_%s', queue_id, group_id, lane, gen));
 END
 $$;
@@ -343,7 +343,7 @@ SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	DELETE FROM mq.cat_inline i
 	 WHERE i.queue_id = _lane_drop.queue_id AND i.lane = _lane_drop.lane AND i.gen = _lane_drop.gen;
-	EXECUTE format('DROP TABLE IF EXISTS mq.%I, mq.%I',
+	EXECUTE format('DROP TABLE IF EXISTS mq_storage.%I, mq_storage.%I',
 				   format('q%s_%s_%s', queue_id, lane, gen),
 				   format('s%s_%s_%s', queue_id, lane, gen));
 	-- the consumer groups' logs of the generation go with it
@@ -359,7 +359,7 @@ DECLARE
 	rel oid;
 BEGIN
 	FOR rel IN SELECT c.oid FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r'
 				  AND c.relname LIKE pattern LOOP
 		EXECUTE format('DROP TABLE %s', rel::regclass);
 	END LOOP;
@@ -426,13 +426,13 @@ BEGIN
 	-- relation of its own, so that its users take it on PostgreSQL's fast
 	-- path; a storage-less composite type with no column.  One left by a
 	-- restore of a dump (the id is new: nothing else can have it) goes first.
-	IF to_regtype(format('mq.%I', 'a' || qid)) IS NOT NULL THEN
-		EXECUTE format('DROP TYPE mq.%I', 'a' || qid);
+	IF to_regtype(format('mq_storage.%I', 'a' || qid)) IS NOT NULL THEN
+		EXECUTE format('DROP TYPE mq_storage.%I', 'a' || qid);
 	END IF;
-	EXECUTE format('CREATE TYPE mq.%I AS ()', 'a' || qid);
+	EXECUTE format('CREATE TYPE mq_storage.%I AS ()', 'a' || qid);
 	FOR lane IN 0 .. nlanes - 1 LOOP
 		PERFORM mq._lane_create(qid, lane, 0);
-		lane_oids := lane_oids || format('mq.%I', format('q%s_%s_0', qid, lane))::regclass::oid;
+		lane_oids := lane_oids || format('mq_storage.%I', format('q%s_%s_0', qid, lane))::regclass::oid;
 	END LOOP;
 	UPDATE mq.cat_queue c SET lanes = lane_oids WHERE c.id = qid;
 	PERFORM mq._topology_changed();
@@ -469,13 +469,13 @@ BEGIN
 	DELETE FROM mq.cat_group g WHERE g.queue_id = q.id;
 	DELETE FROM mq.timer t WHERE t.queue_id = q.id;
 	DELETE FROM mq.cat_inline i WHERE i.queue_id = q.id;
-	IF to_regtype(format('mq.%I', 'a' || q.id)) IS NOT NULL THEN
-		EXECUTE format('DROP TYPE mq.%I', 'a' || q.id);
+	IF to_regtype(format('mq_storage.%I', 'a' || q.id)) IS NOT NULL THEN
+		EXECUTE format('DROP TYPE mq_storage.%I', 'a' || q.id);
 	END IF;
 	-- every generation of every lane: entry logs q<id>_*, settlement logs
 	-- s<id>_*, consumer groups' logs g<id>_*
 	FOR rel IN SELECT c.oid FROM pg_class c
-				WHERE c.relnamespace = 'mq'::regnamespace AND c.relkind = 'r'
+				WHERE c.relnamespace = 'mq_storage'::regnamespace AND c.relkind = 'r'
 				  AND (c.relname LIKE 'q' || q.id || '\_%' OR c.relname LIKE 's' || q.id || '\_%'
 					   OR c.relname LIKE 'g' || q.id || '\_%') LOOP
 		EXECUTE format('DROP TABLE %s', rel::regclass);

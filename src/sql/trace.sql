@@ -41,9 +41,9 @@ BEGIN
 	END LOOP;
 	FOR q IN SELECT c.id, c.name FROM mq.cat_queue c ORDER BY c.name LOOP
 		FOR t IN SELECT cl.relname FROM pg_class cl
-				  WHERE cl.relnamespace = 'mq'::regnamespace AND cl.relname LIKE 'q' || q.id || '\_%'
+				  WHERE cl.relnamespace = 'mq_storage'::regnamespace AND cl.relname LIKE 'q' || q.id || '\_%'
 				  ORDER BY cl.relname LOOP
-			FOR r IN EXECUTE format('SELECT ctid, visible_at FROM mq.%I WHERE msg_id = $1', t.relname)
+			FOR r IN EXECUTE format('SELECT ctid, visible_at FROM mq_storage.%I WHERE msg_id = $1', t.relname)
 					 USING mid LOOP
 				event := 'routed'; queue := q.name; at := r.visible_at;
 				detail := jsonb_build_object('entry_log', t.relname);
@@ -51,7 +51,7 @@ BEGIN
 				-- its settlement: kind << 56 | generation << 40 | block << 16 | offset
 				pos := (split_part(t.relname, '_', 3)::bigint << 40)
 					| (((r.ctid::text::point)[0])::bigint << 16) | ((r.ctid::text::point)[1])::bigint;
-				FOR k IN EXECUTE format('SELECT settlement >> 56 FROM mq.%I '
+				FOR k IN EXECUTE format('SELECT settlement >> 56 FROM mq_storage.%I '
 										'WHERE settlement & ((1::bigint << 56) - 1) = $1 '
 										'AND settlement >> 56 IN (1, 2, 4, 5)',
 										's' || substr(t.relname, 2)) USING pos LOOP

@@ -178,7 +178,7 @@ hot_standby = on
 });
 $standby2->start;
 $standby->wait_for_catchup($standby2, 'replay', $standby->lsn('insert'));
-my $ndrel = $standby2->safe_psql('postgres', q{SELECT format('mq.%I', c.relname) FROM mq.cat_queue q
+my $ndrel = $standby2->safe_psql('postgres', q{SELECT format('mq_storage.%I', c.relname) FROM mq.cat_queue q
 	JOIN pg_class c ON c.oid = q.lanes[1] WHERE q.name = 'nd'});
 my ($rc, $out, $err) = ('', '', '');
 $rc = $standby2->psql('postgres', "\\set VERBOSITY verbose\nSELECT * FROM mq.mqlog_verify('$ndrel')",

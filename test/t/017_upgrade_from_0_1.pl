@@ -151,10 +151,10 @@ SELECT mq.nack('tq', ARRAY(SELECT msg_id FROM mq.consume('tq', 1)), requeue => f
 }
 
 # A pg_dump --schema-only --binary-upgrade as a set of object blocks, with
-# only the objects of schema mq and the extension itself, without what
-# differs between two equal schemas: OIDs, xids, sequence values, the
-# relations made at run time (as test/upgrade/schema_objects.sql leaves
-# them out)
+# only the objects of schemas mq and mq_storage and the extension itself,
+# without what differs between two equal schemas: OIDs, xids, sequence
+# values, the relations and types made at run time (as
+# test/upgrade/schema_objects.sql leaves them out)
 sub schema_dump_blocks
 {
 	my ($dump) = @_;
@@ -163,8 +163,8 @@ sub schema_dump_blocks
 	{
 		next unless $b =~ /^--\n-- (?:Name|Data for Name): ([^;]+); Type: [^;]+; Schema: ([^;]+);/;
 		my ($name, $schema) = ($1, $2);
-		next unless $schema eq 'mq' || $schema eq '-';
-		next if $name =~ /(?:^|[\s.])(?:[qsg][0-9]+_[0-9_]+|log_[0-9]+)(?:_key|_dedup|_pkey)?(?:\s|$)/;
+		next unless $schema eq 'mq' || $schema eq 'mq_storage' || $schema eq '-';
+		next if $name =~ /(?:^|[\s.])(?:[qsg][0-9]+_[0-9_]+|log_[0-9]+|a[0-9]+)(?:_key|_dedup|_pkey)?(?:\s|$)/;
 		$b = join "\n",
 		  grep { !/binary_upgrade_set_next|binary_upgrade_set_record_init_privs|relfrozenxid|^WHERE oid = |^\\(?:un)?restrict |pg_catalog\.setval\(/ }
 		  split /\n/, $b;

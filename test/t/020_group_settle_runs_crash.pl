@@ -41,10 +41,10 @@ BEGIN
 	TRUNCATE recs;
 	FOR r IN SELECT c.relname FROM pg_class c, mq.cat_group g, mq.cat_queue q
 			  WHERE q.name = 's' AND g.queue_id = q.id AND g.name = 'g'
-				AND c.relnamespace = 'mq'::regnamespace
+				AND c.relnamespace = 'mq_storage'::regnamespace
 				AND c.relname LIKE 'g' || q.id || '\_' || g.id || '\_%'
 	LOOP
-		EXECUTE format('INSERT INTO recs SELECT * FROM mq.%I', r.relname);
+		EXECUTE format('INSERT INTO recs SELECT * FROM mq_storage.%I', r.relname);
 	END LOOP;
 	RETURN QUERY SELECT settlement >> 56, count(*),
 						sum(CASE WHEN settlement >> 56 IN (11, 12) THEN arg ELSE 1 END)

@@ -247,7 +247,7 @@ for my $how (sort keys %restored)
 	is($node->safe_psql('broker', $topology), $want_topology,
 		"$how: topology, counts, group offsets, half and delayed messages as in the source");
 	is($node->safe_psql('broker', q{SELECT count(*) FROM pg_class r, mq.mqlog_verify(r.oid)
-			WHERE r.relnamespace = 'mq'::regnamespace AND r.relkind = 'r'
+			WHERE r.relnamespace = 'mq_storage'::regnamespace AND r.relkind = 'r'
 			  AND r.relam = (SELECT oid FROM pg_am WHERE amname = 'mqlog')}), '0',
 		"$how: mqlog_verify finds nothing in the restored broker's tables");
 	($ret, $out, $err) = $node->psql('broker', 'SELECT mq.import()');

@@ -140,7 +140,7 @@ cmp_ok($recovered, '>', 5, 'messages published during the load before the target
 cmp_ok($recovered, '<', $published, 'and the target was before the end of the load');
 
 is($p->(q{SELECT count(*) FROM pg_class r, mq.mqlog_verify(r.oid)
-		   WHERE r.relnamespace = 'mq'::regnamespace AND r.relkind = 'r'
+		   WHERE r.relnamespace = 'mq_storage'::regnamespace AND r.relkind = 'r'
 			 AND r.relam = (SELECT oid FROM pg_am WHERE amname = 'mqlog')}),
 	'0', 'mqlog_verify finds nothing in any of the broker\'s tables');
 is($p->(q{SELECT count(*) FROM (SELECT q, body FROM acked GROUP BY 1, 2 HAVING count(*) > 1) d}),

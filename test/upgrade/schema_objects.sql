@@ -10,9 +10,11 @@
 -- tables, views, sequences and indexes of schema mq (kind, persistence,
 -- access method, options, columns in order with type, NOT NULL, default,
 -- collation, constraints, index definitions, triggers, view definitions),
--- types and comments.  Left out: what queues and the message log create
--- at run time (entry, settlement and group logs q/s/g<id>_..., log
--- segments log_<n> and their indexes), and table contents.
+-- types and comments, schema mq_storage (owner, ACL; the storage made at
+-- run time must all be there: a line names any left in schema mq).  Left
+-- out: what queues and the message log create at run time in mq_storage
+-- (entry, settlement and group logs q/s/g<id>_..., log segments log_<n>
+-- and their indexes, queue anchors a<id>), and table contents.
 \set QUIET on
 \pset format unaligned
 \pset tuples_only on
@@ -27,7 +29,7 @@ WITH ext AS (
 rel AS (
 	SELECT c.* FROM pg_class c
 	 WHERE c.relnamespace = 'mq'::regnamespace
-	   AND c.relname !~ '^([qsg][0-9]+_[0-9_]+|log_[0-9]+)(_key|_dedup|_pkey)?$'
+	   AND c.relname !~ '^([qsg][0-9]+_[0-9_]+|log_[0-9]+|a[0-9]+)(_key|_dedup|_pkey)?$'
 ),
 fn AS (
 	SELECT p.*, format('function %s(%s)', p.oid::regproc, pg_get_function_identity_arguments(p.oid)) AS id
@@ -39,7 +41,8 @@ member AS (
 	 WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'
 	   AND NOT (d.classid = 'pg_class'::regclass AND d.objid IN (
 				SELECT c.oid FROM pg_class c
-				 WHERE c.relnamespace = 'mq'::regnamespace AND c.oid NOT IN (SELECT oid FROM rel)))
+				 WHERE (c.relnamespace = 'mq'::regnamespace AND c.oid NOT IN (SELECT oid FROM rel))
+					OR c.relnamespace = 'mq_storage'::regnamespace))
 ),
 lines(line) AS (
 	-- the extension itself
@@ -55,6 +58,16 @@ lines(line) AS (
 				  n.nspowner = (SELECT extowner FROM pg_extension WHERE extname = 'queue_ext'),
 				  n.nspacl)
 	  FROM pg_namespace n WHERE n.nspname = 'mq'
+	UNION ALL
+	SELECT format('schema mq_storage: owner is extension owner %s, acl %s',
+				  n.nspowner = (SELECT extowner FROM pg_extension WHERE extname = 'queue_ext'),
+				  n.nspacl)
+	  FROM pg_namespace n WHERE n.nspname = 'mq_storage'
+	UNION ALL
+	-- storage made at run time belongs in mq_storage, never in mq
+	SELECT format('schema mq: holds run-time storage %s (kind %s)', c.relname, c.relkind::text)
+	  FROM pg_class c
+	 WHERE c.relnamespace = 'mq'::regnamespace AND c.oid NOT IN (SELECT oid FROM rel)
 	UNION ALL
 	-- functions: the whole definition, line by line
 	SELECT format('%s %s: %s', fn.id, lpad(l.n::text, 3, '0'), l.line)

@@ -8,9 +8,10 @@
 -- dropped ones their privileges again.  Test 017_upgrade_from_0_1.pl
 -- compares the result with a fresh install (test/upgrade/schema_diff.sh).
 --
--- Data: every catalog row, message, segment and lane table stays.  The
--- lane tables of 0.1 queues (entry logs mq.q<id>_<lane>_<gen>, four
--- columns) are left as they are: 0.2 added the trailing columns body_size,
+-- Data: every catalog row, message, segment and lane table stays (moved
+-- to schema mq_storage, below).  The lane tables of 0.1 queues (entry
+-- logs q<id>_<lane>_<gen>, four columns) are otherwise left as they are:
+-- 0.2 added the trailing columns body_size,
 -- "offset" and group_hash for x-max-length-bytes queues, streams and
 -- ordered queues, none of which a 0.1 queue can be (0.1 refused those
 -- arguments and types), and the library reads and writes entry logs with
@@ -28,6 +29,37 @@
 -- A function whose arguments or result change is dropped here (the file
 -- that defines it makes it again); so is a view whose columns change.
 -- New tables, columns and config dumps go here and in src/sql/base.sql.
+
+------------------------------------------------------------------------
+-- storage in a schema of its own: mq_storage
+------------------------------------------------------------------------
+-- 0.1 made its run-time storage in schema mq, beside the API: the message
+-- log segments log_<n> (with their indexes log_<n>_key, log_<n>_dedup)
+-- and each queue's entry and settlement logs q<id>_<lane>_<gen> and
+-- s<id>_<lane>_<gen>.  0.2 keeps them in mq_storage (src/sql/base.sql), so
+-- they move there: ALTER TABLE ... SET SCHEMA takes a table's indexes, row
+-- type and TOAST table along and keeps its OID (mq.cat_queue.lanes and
+-- mq.cat_segment.relid refer to it) and its data; the segments the 0.1
+-- install made stay members of the extension.  (0.1 had no consumer group
+-- logs g<id>_* and no queue anchors a<id>; the patterns take them anyway.)
+CREATE SCHEMA mq_storage;
+REVOKE ALL ON SCHEMA mq_storage FROM PUBLIC;
+GRANT USAGE ON SCHEMA mq_storage TO PUBLIC;
+COMMENT ON SCHEMA mq_storage IS 'queue_ext storage made at run time: log segments, queue and consumer group logs; use the mq API';
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN SELECT c.relname, c.relkind FROM pg_catalog.pg_class c
+			  WHERE c.relnamespace = 'mq'::pg_catalog.regnamespace
+				AND ((c.relkind = 'r' AND c.relname ~ '^([qs][0-9]+_[0-9]+_[0-9]+|g[0-9]+_[0-9]+_[0-9]+_[0-9]+|log_[0-9]+)$')
+					 OR (c.relkind = 'c' AND c.relname ~ '^a[0-9]+$'))
+			  ORDER BY c.relname LOOP
+		EXECUTE pg_catalog.format('ALTER %s mq.%I SET SCHEMA mq_storage',
+								  CASE r.relkind WHEN 'c' THEN 'TYPE' ELSE 'TABLE' END, r.relname);
+	END LOOP;
+END
+$$;
 
 ------------------------------------------------------------------------
 -- broker catalog: stream messages kept inline
