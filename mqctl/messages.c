@@ -298,6 +298,16 @@ catch_signals(void (*handler) (int))
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* Did this statement fail because a second Ctrl-C cancelled it? */
+static bool
+cancelled(PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return interrupted > 1 && PQresultStatus(res) != PGRES_TUPLES_OK &&
+		state != NULL && strcmp(state, "57014") == 0;
+}
+
 /* Interrupted publish or send: how many were sent (committed), exit 130 */
 static void
 die_interrupted(const char *cmd, long sent)
@@ -509,7 +519,7 @@ publish_main(int argc, char **argv, bool is_send)
 			p[Q_BODY] = bodies[0].data;
 			lengths[Q_BODY] = bodies[0].len;
 			res = PQexecPrepared(pg, "pub", Q_COUNT, p, lengths, formats, 0);
-			if (PQresultStatus(res) != PGRES_TUPLES_OK && interrupted)
+			if (cancelled(res))
 				die_interrupted(cmd, progress.done);
 			if (PQresultStatus(res) != PGRES_TUPLES_OK)
 				die_result(res);
@@ -582,7 +592,7 @@ publish_main(int argc, char **argv, bool is_send)
 					 " ELSE array_fill($9::text, ARRAY[%d]) END)",
 					 n, is_send ? "" : " mandatory => $4::boolean,", n, n);
 			res = PQexecParams(pg, sql, nfixed + n, bt, bp, bl, bf, 0);
-			if (PQresultStatus(res) != PGRES_TUPLES_OK && interrupted)
+			if (cancelled(res))
 				die_interrupted(cmd, progress.done);
 			if (PQresultStatus(res) != PGRES_TUPLES_OK)
 				die_result(res);
