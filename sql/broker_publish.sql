@@ -163,4 +163,7 @@ SELECT ready FROM mq.queues WHERE queue = 'bp_b';                  -- nothing st
 
 -- clean up
 SELECT mq.queue_delete(q) FROM unnest(ARRAY['bp_a', 'bp_b', 'bp_c', 'bp_s']) q;
+-- the group's dead-letter queue, where it was created
+SELECT count(*) >= 0 AS dlq_gone
+  FROM (SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = '%DLQ%bp_g') d;
 SELECT mq.exchange_delete('bp_fan');
