@@ -169,3 +169,43 @@ gateway-install: gateway-all
 		ln -sf '$(bindir)/mq-amqp' '$(MQCTL_LINK_DIR)/mq-amqp'; fi
 gateway-clean gateway-uninstall: gateway-%:
 	$(MAKE) -C $(srcdir)/gateway PG_CONFIG='$(PG_CONFIG)' $*
+
+# man pages of mqctl and mq-amqp: made by help2man (Debian's help2man) from
+# each program's --help and --version, with the examples and "see also" of
+# man/*.h2m; installed into PostgreSQL's man directory (pg_config --mandir)
+# and linked from MQ_MAN_LINK_DIR, which man searches whatever PATH is
+# (empty: no link), so that "man mqctl" works.  Without help2man: a warning,
+# no pages.
+HELP2MAN ?= help2man
+MQ_MAN_LINK_DIR ?= /usr/local/share/man/man1
+MQ_MAN_PAGES = mqctl/mqctl.1 gateway/mq-amqp.1
+all: man-all
+install: man-install
+clean: man-clean
+uninstall: man-uninstall
+.PHONY: man-all man-install man-clean man-uninstall
+man-all: mqctl-all gateway-all
+	@if command -v '$(HELP2MAN)' >/dev/null 2>&1; then \
+		set -e; \
+		$(HELP2MAN) --no-info --include=$(srcdir)/man/mqctl.h2m \
+			--name='command-line tool of queue_ext, the message broker in PostgreSQL' \
+			--output=$(srcdir)/mqctl/mqctl.1 $(srcdir)/mqctl/mqctl; \
+		$(HELP2MAN) --no-info --include=$(srcdir)/man/mq-amqp.h2m \
+			--name='AMQP 0-9-1 gateway of queue_ext, the message broker in PostgreSQL' \
+			--output=$(srcdir)/gateway/mq-amqp.1 $(srcdir)/gateway/mq-amqp; \
+	else \
+		echo 'warning: help2man not found (apt-get install help2man): no man pages for mqctl and mq-amqp' >&2; \
+	fi
+man-install: man-all
+	@for page in $(MQ_MAN_PAGES); do \
+		[ -f '$(srcdir)/'$$page ] || continue; \
+		$(MKDIR_P) '$(DESTDIR)$(mandir)/man1' && \
+		$(INSTALL_DATA) '$(srcdir)/'$$page '$(DESTDIR)$(mandir)/man1/' || exit 1; \
+		if [ -z '$(DESTDIR)' ] && [ -n '$(MQ_MAN_LINK_DIR)' ] && \
+			mkdir -p '$(MQ_MAN_LINK_DIR)' 2>/dev/null && [ -w '$(MQ_MAN_LINK_DIR)' ]; then \
+			ln -sf '$(mandir)/man1/'$${page##*/} '$(MQ_MAN_LINK_DIR)/'$${page##*/}; fi; \
+	done
+man-clean:
+	rm -f $(addprefix $(srcdir)/,$(MQ_MAN_PAGES))
+man-uninstall:
+	rm -f $(addprefix '$(DESTDIR)$(mandir)/man1/',$(notdir $(MQ_MAN_PAGES)))

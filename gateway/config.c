@@ -49,6 +49,7 @@ usage(FILE *f)
 	fprintf(f,
 			"mq-amqp: an AMQP 0-9-1 gateway in front of queue_ext\n\n"
 			"Usage: mq-amqp [OPTION]...\n\n"
+			"Options:\n"
 			"  --listen HOST:PORT    address to listen on (default 127.0.0.1:5672)\n"
 			"  --dbname CONNINFO     the PostgreSQL server and database of vhost \"/\"\n"
 			"                        (libpq connection string; user and password come\n"
@@ -71,7 +72,8 @@ usage(FILE *f)
 			"  --handshake-timeout SECONDS\n"
 			"                        close a client not open within that (default 10)\n"
 			"  --verbose             log connections and channel errors\n"
-			"  --help, --version\n\n"
+			"  --help                show this help, then exit\n"
+			"  --version             show the version, then exit\n\n"
 			"Settings in the file: listen, dbname, heartbeat, frame_max, channel_max,\n"
 			"lease, poll_wait, batch_max, max_message, guest_role,\n"
 			"allow_passwordless_logins, max_logins, max_logins_per_address,\n"

@@ -105,6 +105,111 @@ die_usage(const char *cmd, const char *fmt,...)
 	exit(EXIT_USAGE);
 }
 
+/*
+ * The n-th (from 0) double-quoted name of a server message, malloc'd ("" if
+ * there is none)
+ */
+static char *
+quoted_name(const char *msg, int n)
+{
+	const char *p = msg;
+
+	for (;;)
+	{
+		const char *open = strchr(p, '"');
+		const char *close = open ? strchr(open + 1, '"') : NULL;
+		char	   *name;
+
+		if (close == NULL)
+			return xstrdup("");
+		if (n-- == 0)
+		{
+			name = xmalloc(close - open);
+			memcpy(name, open + 1, close - open - 1);
+			name[close - open - 1] = '\0';
+			return name;
+		}
+		p = close + 1;
+	}
+}
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t		ls = strlen(s);
+	size_t		lx = strlen(suffix);
+
+	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+/*
+ * The hint mqctl shows instead of the server's for the errors whose hint
+ * names SQL arguments (group_name =>, target_queue =>) or functions: the
+ * same advice in mqctl's commands and flags (malloc'd; NULL: keep the
+ * server's).  The SQLSTATE and the message stay the server's.
+ */
+static char *
+cli_hint(const char *sqlstate, const char *msg)
+{
+	char		buf[1024];
+	char	   *a = NULL;
+	char	   *b = NULL;
+
+	buf[0] = '\0';
+	if (strcmp(sqlstate, "0A000") == 0 && ends_with(msg, "needs a consumer group"))
+	{
+		a = quoted_name(msg, 0);
+		snprintf(buf, sizeof(buf),
+				 "Pass --group GROUP, a group declared with \"mqctl declare group %s GROUP\", "
+				 "or read the stream without a group: \"mqctl read %s --partition P --offset O\".",
+				 a, a);
+	}
+	else if (strcmp(sqlstate, "22023") == 0 && ends_with(msg, "needs a consumer name"))
+		snprintf(buf, sizeof(buf),
+				 "Pass --consumer NAME, a name that stays the same across the consumer's restarts.");
+	else if (strcmp(sqlstate, "42704") == 0 && strncmp(msg, "consumer group \"", 16) == 0 &&
+			 ends_with(msg, "does not exist"))
+	{
+		a = quoted_name(msg, 0);
+		b = quoted_name(msg, 1);
+		snprintf(buf, sizeof(buf), "Declare it with \"mqctl declare group %s %s\".", b, a);
+	}
+	else if (strcmp(sqlstate, "22023") == 0 && ends_with(msg, "has no origin to redrive it to"))
+		snprintf(buf, sizeof(buf), "Pass --to TARGET, the queue to move it to.");
+	else if (strcmp(sqlstate, "22023") == 0 && ends_with(msg, "came from that queue itself"))
+		snprintf(buf, sizeof(buf), "Pass --to TARGET, another queue.");
+	else if (strcmp(sqlstate, "42809") == 0 && strncmp(msg, "queue \"", 7) == 0 &&
+			 ends_with(msg, "is not a stream"))
+		snprintf(buf, sizeof(buf),
+				 "mqctl read and mqctl seek are for streams; use mqctl consume or "
+				 "mqctl dlq show on classic and quorum queues.");
+	free(a);
+	free(b);
+	return buf[0] ? xstrdup(buf) : NULL;
+}
+
+/*
+ * Is queue_ext missing from the database?  Asked after an error about an
+ * unknown schema, relation or function (in a failed transaction: rolled
+ * back first, the program ends anyway).
+ */
+static bool
+extension_missing(void)
+{
+	PGresult   *res;
+	bool		missing;
+
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+		return false;
+	if (PQtransactionStatus(conn) == PQTRANS_INERROR)
+		PQclear(PQexec(conn, "ROLLBACK"));
+	res = PQexec(conn, "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'queue_ext'");
+	missing = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), "0") == 0;
+	PQclear(res);
+	return missing;
+}
+
 /* An error from the server, printed as psql prints it, then exit 1 */
 void
 die_result(PGresult *res)
@@ -112,8 +217,22 @@ die_result(PGresult *res)
 	const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
 	const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+	const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	char	   *mine = NULL;
 
 	end_progress_line();
+	if (sqlstate && (strcmp(sqlstate, "3F000") == 0 || strcmp(sqlstate, "42P01") == 0 ||
+					 strcmp(sqlstate, "42883") == 0) && extension_missing())
+	{
+		fprintf(stderr, "%s: error: the extension queue_ext is not installed in database \"%s\"\n",
+				progname, PQdb(conn));
+		fprintf(stderr, "DETAIL:  The server said: %s\n", primary ? primary : "");
+		fprintf(stderr, "HINT:  Run \"CREATE EXTENSION queue_ext;\" in that database "
+				"(psql -d %s), or pick another database with -d DBNAME.\n", PQdb(conn));
+		PQclear(res);
+		mq_disconnect();
+		exit(EXIT_SERVER);
+	}
 	if (primary)
 		fprintf(stderr, "%s: error: %s\n", progname, primary);
 	else
@@ -122,8 +241,11 @@ die_result(PGresult *res)
 				PQerrorMessage(conn));
 	if (detail)
 		fprintf(stderr, "DETAIL:  %s\n", detail);
-	if (hint)
-		fprintf(stderr, "HINT:  %s\n", hint);
+	if (sqlstate && primary)
+		mine = cli_hint(sqlstate, primary);
+	if (mine || hint)
+		fprintf(stderr, "HINT:  %s\n", mine ? mine : hint);
+	free(mine);
 	PQclear(res);
 	mq_disconnect();
 	exit(EXIT_SERVER);
@@ -322,3 +444,63 @@ want_help(int argc, char **argv)
 	return false;
 }
 
+
+/*
+ * rabbitmqadmin's names of arguments: "name=jobs" given where mqctl takes a
+ * name is someone used to rabbitmqadmin, not a queue to create
+ */
+static const char *const rabbitmqadmin_keys[] = {
+	"name", "queue", "exchange", "source", "destination", "destination_type",
+	"routing_key", "type", "queue_type", "durable", "auto_delete", "internal",
+	"arguments", "payload", "payload_encoding", "properties", "count",
+	"ackmode", "requeue", "vhost", "user", "password", NULL
+};
+
+/*
+ * Refuse (bad usage) a name that reads as rabbitmqadmin's KEY=VALUE, with a
+ * hint showing mqctl's syntax: the "Usage:" lines of the command's help
+ */
+void
+check_name(const char *cmd, const char *help, const char *arg)
+{
+	const char *usage = strstr(help, "Usage:\n");
+	const char *end;
+
+	const char *eq = strchr(arg, '=');
+
+	if (eq == NULL)
+		return;
+	for (int i = 0; rabbitmqadmin_keys[i]; i++)
+	{
+		size_t		len = strlen(rabbitmqadmin_keys[i]);
+
+		if ((size_t) (eq - arg) == len && strncmp(arg, rabbitmqadmin_keys[i], len) == 0)
+		{
+			fprintf(stderr, "%s: error: \"%s\" is rabbitmqadmin's KEY=VALUE syntax, not a name\n",
+					progname, arg);
+			fprintf(stderr, "HINT:  mqctl takes names as plain arguments and properties as --options"
+					" (here \"%s\", not \"%s\"):\n", eq + 1, arg);
+			if (usage)
+			{
+				usage += strlen("Usage:\n");
+				end = strstr(usage, "\n\n");
+				fprintf(stderr, "%.*s\n", (int) (end ? end - usage : (long) strlen(usage)), usage);
+			}
+			fprintf(stderr, "Try \"%s %s --help\" for more information.\n", progname, cmd);
+			exit(EXIT_USAGE);
+		}
+	}
+}
+
+/*
+ * The name of an exchange as given on the command line: "amq.default" is
+ * the default exchange, '' (as in rabbitmqadmin and RabbitMQ's management
+ * API)
+ */
+const char *
+exchange_name(const char *arg)
+{
+	if (arg && strcmp(arg, "amq.default") == 0)
+		return "";
+	return arg;
+}

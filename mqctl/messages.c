@@ -264,6 +264,62 @@ source_next(BodySource *src, Body *b)
 	}
 }
 
+/* ---------------------------------------------------------------- signals */
+
+static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t waiting;
+static PGcancel *volatile cancel_handle;
+
+/*
+ * SIGINT or SIGTERM during publish or send: the statement running ends
+ * (it commits on its own), then mqctl says how many were sent and exits; a
+ * second one cancels that statement
+ */
+static void
+on_send_signal(int signo)
+{
+	char		errbuf[256];
+
+	(void) signo;
+	if (interrupted++ > 0 && cancel_handle)
+		(void) PQcancel(cancel_handle, errbuf, sizeof(errbuf));
+}
+
+/* Catch SIGINT and SIGTERM with handler, without restarting reads */
+static void
+catch_signals(void (*handler) (int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Did this statement fail because a second Ctrl-C cancelled it? */
+static bool
+cancelled(PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return interrupted > 1 && PQresultStatus(res) != PGRES_TUPLES_OK &&
+		state != NULL && strcmp(state, "57014") == 0;
+}
+
+/* Interrupted publish or send: how many were sent (committed), exit 130 */
+static void
+die_interrupted(const char *cmd, long sent)
+{
+	end_progress_line();
+	fflush(stdout);
+	fprintf(stderr, "%s: %s interrupted: %ld message%s sent and committed;"
+			" no more were sent\n", progname, cmd, sent, sent == 1 ? "" : "s");
+	mq_disconnect();
+	exit(EXIT_INTERRUPTED);
+}
+
 /* ---------------------------------------------------------------- publish, send */
 
 static const char *publish_help =
@@ -275,9 +331,15 @@ static const char *publish_help =
 "\n"
 "Each BODY argument is a message; without any, each line of stdin is one\n"
 "(its newline removed), or with --files DIR each file of DIR (sorted by name).\n"
-"send publishes through the default exchange to QUEUE (always mandatory).\n"
-"On a terminal a progress bar (count, rate, ETA) is shown on stderr past\n"
-"2000 messages.\n"
+"send publishes through the default exchange to QUEUE (always mandatory);\n"
+"the default exchange is '' (or amq.default, as rabbitmqadmin names it).\n"
+"\n"
+"On a terminal, past 2000 messages, stderr shows the progress: with BODY\n"
+"arguments or --files (the total is known) a bar with the count, the rate\n"
+"and the time left (ETA); with stdin (the total is unknown, so no ETA) the\n"
+"count, the rate and the time elapsed.  Ctrl-C (SIGINT) stops after the\n"
+"statement running and prints how many messages were sent (committed);\n"
+"exit status 130.\n"
 "\n"
 "Options:\n"
 "  --files=DIR            one message per file of DIR\n"
@@ -292,8 +354,9 @@ static const char *publish_help =
 "                         the other properties of mq.publish\n"
 "  --mandatory            (publish) an unroutable message is an error\n"
 "  --batch=N              N messages per statement (mq.publish_batch /\n"
-"                         mq.send_batch; with --header, --delay, --durability,\n"
-"                         --partition, --mandatory only); default 1\n"
+"                         mq.send_batch; with --header, --key, --tag, --delay,\n"
+"                         --durability, --partition, --mandatory only);\n"
+"                         default 1\n"
 "  --ids                  print the id of each message published\n";
 
 enum
@@ -379,6 +442,8 @@ publish_main(int argc, char **argv, bool is_send)
 		die_usage(cmd, "send is always mandatory: --mandatory is for publish");
 	if (argc - optind < npos)
 		die_usage(cmd, is_send ? "missing the queue" : "missing the exchange and the routing key");
+	for (int i = 0; i < npos; i++)
+		check_name(cmd, publish_help, argv[optind + i]);
 	if (opt[P_BATCH])
 		batch = parse_count(cmd, "--batch", opt[P_BATCH], 1, MAX_BATCH);
 	if (opt[P_PRIORITY])
@@ -387,7 +452,7 @@ publish_main(int argc, char **argv, bool is_send)
 		(void) parse_count(cmd, "--partition", opt[P_PARTITION], 0, 0x7fffffffL);
 	if (batch > 1)
 	{
-		static const int single_only[] = {P_KEY, P_TAG, P_GROUP, P_DEDUP,
+		static const int single_only[] = {P_GROUP, P_DEDUP,
 			P_PRIORITY, P_EXPIRATION, P_CONTENT_TYPE, P_CORRELATION, P_REPLY_TO};
 
 		for (size_t i = 0; i < sizeof(single_only) / sizeof(single_only[0]); i++)
@@ -405,7 +470,7 @@ publish_main(int argc, char **argv, bool is_send)
 	memset(p, 0, sizeof(p));
 	for (int i = 0; i < Q_COUNT; i++)
 		types[i] = TEXTOID, formats[i] = 0, lengths[i] = 0;
-	p[Q_TARGET] = argv[optind];
+	p[Q_TARGET] = is_send ? argv[optind] : exchange_name(argv[optind]);
 	p[Q_RKEY] = is_send ? NULL : argv[optind + 1];
 	p[Q_HEADERS] = have_headers ?
 		json_object_to_json_string_ext(headers, JSON_C_TO_STRING_PLAIN) : NULL;
@@ -426,6 +491,8 @@ publish_main(int argc, char **argv, bool is_send)
 	formats[Q_BODY] = 1;
 
 	pg = mq_connect();
+	cancel_handle = PQgetCancel(pg);
+	catch_signals(on_send_signal);
 	progress_start(source_total(&src));
 	bodies = xmalloc(sizeof(Body) * batch);
 	if (batch == 1)
@@ -447,11 +514,13 @@ publish_main(int argc, char **argv, bool is_send)
 		if (PQresultStatus(res) != PGRES_COMMAND_OK)
 			die_result(res);
 		PQclear(res);
-		while (source_next(&src, &bodies[0]))
+		while (!interrupted && source_next(&src, &bodies[0]))
 		{
 			p[Q_BODY] = bodies[0].data;
 			lengths[Q_BODY] = bodies[0].len;
 			res = PQexecPrepared(pg, "pub", Q_COUNT, p, lengths, formats, 0);
+			if (cancelled(res))
+				die_interrupted(cmd, progress.done);
 			if (PQresultStatus(res) != PGRES_TUPLES_OK)
 				die_result(res);
 			if (PQgetisnull(res, 0, 0))
@@ -465,8 +534,11 @@ publish_main(int argc, char **argv, bool is_send)
 	}
 	else
 	{
-		/* $1 target, $2 key, $3 headers, $4 mandatory, $5 delay, $6 durability, $7 partition, $8... */
-		const int	nfixed = 7;
+		/*
+		 * $1 target, $2 routing key, $3 headers, $4 mandatory, $5 delay, $6
+		 * durability, $7 partition, $8 key, $9 tag, $10... the bodies
+		 */
+		const int	nfixed = 9;
 		const char **bp = xmalloc(sizeof(char *) * (nfixed + batch));
 		Oid		   *bt = xmalloc(sizeof(Oid) * (nfixed + batch));
 		int		   *bl = xmalloc(sizeof(int) * (nfixed + batch));
@@ -481,6 +553,8 @@ publish_main(int argc, char **argv, bool is_send)
 		bp[4] = p[Q_DELAY];
 		bp[5] = p[Q_DURABILITY];
 		bp[6] = p[Q_PARTITION];
+		bp[7] = p[Q_KEY];
+		bp[8] = p[Q_TAG];
 		for (int i = 0; i < nfixed + batch; i++)
 		{
 			bt[i] = i < nfixed ? TEXTOID : BYTEAOID;
@@ -493,13 +567,14 @@ publish_main(int argc, char **argv, bool is_send)
 			size_t		len;
 			PGresult   *res;
 
-			while (n < batch && source_next(&src, &bodies[n]))
+			while (!interrupted && n < batch && source_next(&src, &bodies[n]))
 			{
 				bp[nfixed + n] = bodies[n].data;
 				bl[nfixed + n] = bodies[n].len;
 				n++;
 			}
-			if (n == 0)
+			/* Ctrl-C while the batch was read: none of it is sent */
+			if (n == 0 || interrupted)
 				break;
 			len = snprintf(sql, sqlcap, "SELECT * FROM mq.%s($1, %sARRAY[",
 						   is_send ? "send_batch" : "publish_batch",
@@ -510,9 +585,15 @@ publish_main(int argc, char **argv, bool is_send)
 			snprintf(sql + len, sqlcap - len,
 					 "], headers => CASE WHEN $3::jsonb IS NULL THEN NULL"
 					 " ELSE array_fill($3::jsonb, ARRAY[%d]) END,%s"
-					 " delay => $5::interval, durability => $6, \"partition\" => $7::int)",
-					 n, is_send ? "" : " mandatory => $4::boolean,");
+					 " delay => $5::interval, durability => $6, \"partition\" => $7::int,"
+					 " keys => CASE WHEN $8::text IS NULL THEN NULL"
+					 " ELSE array_fill($8::text, ARRAY[%d]) END,"
+					 " tags => CASE WHEN $9::text IS NULL THEN NULL"
+					 " ELSE array_fill($9::text, ARRAY[%d]) END)",
+					 n, is_send ? "" : " mandatory => $4::boolean,", n, n);
 			res = PQexecParams(pg, sql, nfixed + n, bt, bp, bl, bf, 0);
+			if (cancelled(res))
+				die_interrupted(cmd, progress.done);
 			if (PQresultStatus(res) != PGRES_TUPLES_OK)
 				die_result(res);
 			for (int r = 0; r < PQntuples(res); r++)
@@ -528,6 +609,8 @@ publish_main(int argc, char **argv, bool is_send)
 			progress_add(n);
 		}
 	}
+	if (interrupted)
+		die_interrupted(cmd, progress.done);
 	progress_finish();
 	fflush(stdout);
 	if (unroutable > 0)
@@ -589,10 +672,6 @@ enum
 	" to_json(published_at) #>> '{}' AS published_at, redelivered, delivery_count," \
 	" \"partition\", \"offset\", key, tag, message_group, priority, properties," \
 	" reconsume_times, receipt"
-
-static volatile sig_atomic_t interrupted;
-static volatile sig_atomic_t waiting;
-static PGcancel *volatile cancel_handle;
 
 static void
 on_signal(int signo)
@@ -721,7 +800,6 @@ cmd_consume(int argc, char **argv)
 	char		wait[32];
 	const char *p[6];
 	PGconn	   *pg;
-	struct sigaction sa;
 	int			c;
 
 	memset(opt, 0, sizeof(opt));
@@ -746,6 +824,7 @@ cmd_consume(int argc, char **argv)
 		die_usage("consume", "missing the queue");
 	if (argc - optind > 1)
 		die_usage("consume", "too many arguments (\"%s\")", argv[optind + 1]);
+	check_name("consume", consume_help, argv[optind]);
 	if ((opt[C_ACK] != NULL) + (opt[C_NO_ACK] != NULL) + (opt[C_REQUEUE] != NULL) > 1)
 		die_usage("consume", "--ack, --no-ack and --requeue exclude each other");
 	settle = opt[C_NO_ACK] ? 0 : opt[C_REQUEUE] ? 2 : 1;
@@ -759,11 +838,7 @@ cmd_consume(int argc, char **argv)
 
 	pg = mq_connect();
 	cancel_handle = PQgetCancel(pg);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_signals(on_signal);
 
 	p[0] = argv[optind];
 	p[3] = opt[C_LEASE] ? opt[C_LEASE] : "30 seconds";
@@ -844,5 +919,125 @@ cmd_consume(int argc, char **argv)
 	}
 	PQfreeCancel(cancel_handle);
 	cancel_handle = NULL;
+	return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- read */
+
+static const char *read_help =
+"mqctl read: read a stream's partition from an offset or a time (mq.read),\n"
+"as kcat -C -o does: no consumer group, nothing is taken or acked.\n"
+"\n"
+"Usage:\n"
+"  mqctl read STREAM [--partition P] [--offset O | --from-time TIMESTAMP]\n"
+"                    [-n|--count N] [--format raw|json]\n"
+"\n"
+"Without --offset or --from-time it reads from the first retained message.\n"
+"It stops after N messages or at the end of what is committed; read on\n"
+"from the last offset printed + 1.\n"
+"\n"
+"Options:\n"
+"  --partition=P          the partition (default 0)\n"
+"  --offset=O             the first offset to read\n"
+"  --from-time=TIMESTAMP  from the first message stored at or after it\n"
+"  -n, --count=N          at most N messages (default 100)\n"
+"  --format=raw|json      raw: each body and a newline (default); json: one\n"
+"                         object per line with every column of mq.read, as\n"
+"                         consume --format json prints them\n";
+
+enum
+{
+	R_PARTITION, R_OFFSET, R_FROM_TIME, R_COUNT, R_FORMAT, R_HELP, R_NOPTS
+};
+
+int
+cmd_read(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CONN_LONGOPTS,
+		{"partition", required_argument, NULL, R_PARTITION},
+		{"offset", required_argument, NULL, R_OFFSET},
+		{"from-time", required_argument, NULL, R_FROM_TIME},
+		{"count", required_argument, NULL, R_COUNT},
+		{"format", required_argument, NULL, R_FORMAT},
+		{"help", no_argument, NULL, R_HELP},
+		{NULL, 0, NULL, 0}
+	};
+	const char *opt[R_NOPTS];
+	OutputFormat fmt = FORMAT_RAW;
+	long		count;
+	long		done = 0;
+	char		offset[32];
+	const char *p[5];
+	int			c;
+
+	memset(opt, 0, sizeof(opt));
+	if (want_help(argc, argv))
+	{
+		fputs(read_help, stdout);
+		fputs(CONN_HELP, stdout);
+		return EXIT_OK;
+	}
+	optind = 0;
+	while ((c = getopt_long(argc, argv, CONN_SHORTOPTS "n:", longopts, NULL)) != -1)
+	{
+		if (conn_option(c, optarg))
+			continue;
+		if (c == 'n')
+			c = R_COUNT;
+		if (c < 0 || c >= R_NOPTS || c == R_HELP)
+			die_usage("read", "unknown option or missing value: \"%s\"", argv[optind - 1]);
+		opt[c] = optarg;
+	}
+	if (argc - optind < 1)
+		die_usage("read", "missing the stream");
+	if (argc - optind > 1)
+		die_usage("read", "too many arguments (\"%s\")", argv[optind + 1]);
+	check_name("read", read_help, argv[optind]);
+	if (opt[R_OFFSET] && opt[R_FROM_TIME])
+		die_usage("read", "--offset and --from-time exclude each other");
+	if (opt[R_PARTITION])
+		(void) parse_count("read", "--partition", opt[R_PARTITION], 0, 0x7fffffffL);
+	if (opt[R_OFFSET])
+		(void) parse_count("read", "--offset", opt[R_OFFSET], 0, 0x7fffffffffffffffL);
+	count = opt[R_COUNT] ? parse_count("read", "--count", opt[R_COUNT], 1, 0x7fffffffffffffffL) : 100;
+	if (opt[R_FORMAT] && !parse_format(opt[R_FORMAT], true, &fmt))
+		die_usage("read", "--format must be raw or json, not \"%s\"", opt[R_FORMAT]);
+
+	p[0] = argv[optind];
+	p[1] = opt[R_PARTITION] ? opt[R_PARTITION] : "0";
+	p[2] = opt[R_OFFSET];
+	p[4] = opt[R_FROM_TIME];
+	/* in chunks of at most 1000, each from the offset after the last one */
+	while (done < count)
+	{
+		long		want = count - done > 1000 ? 1000 : count - done;
+		char		nbuf[32];
+		PGresult   *res;
+		int			ocol;
+		int			n;
+
+		snprintf(nbuf, sizeof(nbuf), "%ld", want);
+		p[3] = nbuf;
+		res = run_query("SELECT " CONSUME_COLUMNS " FROM mq.read($1, $2::int,"
+						" from_offset => $3::bigint, max_messages => $4::int,"
+						" from_time => $5::timestamptz)", 5, p);
+		n = PQntuples(res);
+		ocol = PQfnumber(res, "offset");
+		for (int r = 0; r < n; r++)
+			format_message(stdout, res, r, fmt);
+		done += n;
+		if (n > 0)
+		{
+			snprintf(offset, sizeof(offset), "%lld",
+					 atoll(PQgetvalue(res, n - 1, ocol)) + 1);
+			p[2] = offset;
+			p[4] = NULL;
+		}
+		PQclear(res);
+		if (n < want)
+			break;
+	}
+	fflush(stdout);
 	return EXIT_OK;
 }

@@ -21,10 +21,11 @@
 #include "mqctl.h"
 
 static const char *main_help =
-"mqctl is the command-line tool of queue_ext, the message broker in PostgreSQL.\n"
+"mqctl is the command-line tool of queue_ext, the message broker in PostgreSQL:\n"
+"git-style commands over the SQL API of schema mq, connecting as psql does.\n"
 "\n"
-"Usage:\n"
-"  mqctl [CONNECTION OPTION]... COMMAND [ARGUMENT]... [OPTION]...\n"
+"Usage: mqctl [CONNECTION OPTION]... COMMAND [ARGUMENT]... [OPTION]...\n"
+"  or:  mqctl COMMAND --help\n"
 "\n"
 "Commands:\n"
 "  list queues|exchanges|bindings|groups|consumers   show the topology and its state\n"
@@ -33,9 +34,13 @@ static const char *main_help =
 "  bind QUEUE EXCHANGE [KEY]          bind a queue to an exchange\n"
 "  unbind QUEUE EXCHANGE [KEY]        remove a binding\n"
 "  purge QUEUE                        remove the ready messages of a queue\n"
-"  publish EXCHANGE KEY [BODY]...     publish messages through an exchange\n"
+"  publish EXCHANGE KEY [BODY]...     publish messages through an exchange ('' or\n"
+"                                     amq.default: the default exchange)\n"
 "  send QUEUE [BODY]...               send messages straight to a queue\n"
 "  consume QUEUE                      take messages, print them, ack them\n"
+"  read STREAM --partition P          read a stream from an offset or a time,\n"
+"                                     without a group (nothing is taken)\n"
+"  seek STREAM GROUP                  move a group to an offset or a time\n"
 "  trace MSG_ID                       the life of a message\n"
 "  lookup --key KEY                   messages published with a key\n"
 "  dlq list|show QUEUE|redrive QUEUE  dead-letter queues\n"
@@ -43,16 +48,20 @@ static const char *main_help =
 "  top                                a live screen of every queue and group\n"
 "  bench                              publish and consume throughput\n"
 "\n"
-"Every command takes --help.  Without -d, -h, -p, -U the PG* environment\n"
-"variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGSERVICE...) and ~/.pgpass\n"
-"apply, as for psql.\n"
+"Every command takes --help.  Names are plain arguments and properties are\n"
+"options (mqctl declare queue jobs --type quorum), not rabbitmqadmin's\n"
+"name=jobs.  Without -d, -h, -p, -U the PG* environment variables (PGHOST,\n"
+"PGPORT, PGDATABASE, PGUSER, PGSERVICE...) and ~/.pgpass apply, as for psql.\n"
+"\n"
+"Exit status: 0 ok, 1 an error from the server or the connection, 2 bad\n"
+"usage, 130 publish or send stopped by Ctrl-C (after saying how many were\n"
+"sent).  The database needs the extension (CREATE EXTENSION queue_ext).  The\n"
+"full manual is docs/mqctl.md of queue_ext; the SQL API, docs/api.md.\n"
 "\n"
 "Options:\n"
 "  --help       show this help, then exit\n"
 "  --version    show the version, then exit\n"
-CONN_HELP
-"\n"
-"Exit status: 0 ok, 1 an error from the server or the connection, 2 bad usage.\n";
+CONN_HELP;
 
 static void
 print_help(const char *text)
@@ -135,6 +144,8 @@ parse_cmd(const char *cmd, const char *help, int argc, char **argv,
 	}
 	o->pos = argv + optind;
 	o->npos = argc - optind;
+	for (int i = 0; i < o->npos; i++)
+		check_name(cmd, help, o->pos[i]);
 }
 
 static void
@@ -341,10 +352,10 @@ cmd_declare(int argc, char **argv)
 		want_pos("declare", &o, 2, 3, "the exchange's name");
 		if (o.vals[D_MODE] || o.vals[D_START] || o.vals[D_FILTER] || o.vals[D_TYPE])
 			die_usage("declare", "that option is not one of declare exchange");
-		p[0] = o.pos[1];
+		p[0] = exchange_name(o.pos[1]);
 		p[1] = o.npos > 2 ? o.pos[2] : "direct";
 		p[2] = durable_arg(&o);
-		p[3] = o.vals[D_ALT];
+		p[3] = exchange_name(o.vals[D_ALT]);
 		p[4] = json_text(o.args);
 		PQclear(run_query("SELECT mq.exchange_declare($1, $2, $3::boolean, $4, $5::jsonb)",
 						  5, p));
@@ -412,7 +423,7 @@ cmd_delete(int argc, char **argv)
 		want_pos("delete", &o, 2, 2, "the exchange's name");
 		if (o.vals[1])
 			die_usage("delete", "--if-empty is for queues");
-		p[0] = o.pos[1];
+		p[0] = exchange_name(o.pos[1]);
 		p[1] = o.vals[0] ? "true" : "false";
 		PQclear(run_query("SELECT mq.exchange_delete($1, $2::boolean)", 2, p));
 	}
@@ -440,7 +451,8 @@ static const char *bind_help =
 "  mqctl unbind QUEUE EXCHANGE [KEY] [--arg KEY=VALUE]...\n"
 "\n"
 "KEY is the binding key ('' by default; topic patterns with * and #).  For a\n"
-"headers exchange --arg gives the headers to match and x-match=all|any.\n";
+"headers exchange --arg gives the headers to match and x-match=all|any.\n"
+"The default exchange is '' (or amq.default, as rabbitmqadmin names it).\n";
 
 static int
 cmd_bind(int argc, char **argv)
@@ -452,7 +464,7 @@ cmd_bind(int argc, char **argv)
 	parse_cmd(argv[0], bind_help, argc, argv, NULL, NULL, &o);
 	want_pos(argv[0], &o, 2, 3, "the queue and the exchange");
 	p[0] = o.pos[0];
-	p[1] = o.pos[1];
+	p[1] = exchange_name(o.pos[1]);
 	p[2] = o.npos > 2 ? o.pos[2] : "";
 	p[3] = json_text(o.args);
 	PQclear(run_query(unbind ? "SELECT mq.unbind($1, $2, $3, $4::jsonb)" :
@@ -602,6 +614,53 @@ cmd_dlq(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* ---------------------------------------------------------------- seek */
+
+static const char *seek_help =
+"mqctl seek: move a consumer group of a stream to an offset or a time\n"
+"(mq.seek; RocketMQ's resetOffset).\n"
+"\n"
+"Usage:\n"
+"  mqctl seek STREAM GROUP --to-offset N [--partition P]\n"
+"  mqctl seek STREAM GROUP --to-time TIMESTAMP [--partition P]\n"
+"\n"
+"The group next consumes offset N (or the first message stored at or after\n"
+"TIMESTAMP) of every partition, or of partition P only: back over messages\n"
+"it acked (they are delivered again) or forward (those between are skipped).\n"
+"Its deliveries in flight are discarded.\n"
+"\n"
+"Options:\n"
+"  --to-offset=N          the offset to consume next (clamped to what is retained)\n"
+"  --to-time=TIMESTAMP    a time: '2026-12-01 10:00', 'now', ...\n"
+"  --partition=P          only partition P (default: every partition)\n";
+
+static int
+cmd_seek(int argc, char **argv)
+{
+	static const char *const names[] = {"to-offset", "to-time", "partition", NULL};
+	static const bool values[] = {true, true, true};
+	CmdOpts		o;
+	const char *p[5];
+
+	parse_cmd("seek", seek_help, argc, argv, names, values, &o);
+	want_pos("seek", &o, 2, 2, "the stream and the group");
+	if ((o.vals[0] != NULL) == (o.vals[1] != NULL))
+		die_usage("seek", "give one of --to-offset and --to-time");
+	if (o.vals[0])
+		(void) parse_count("seek", "--to-offset", o.vals[0], -0x7fffffffffffffffL,
+						   0x7fffffffffffffffL);
+	if (o.vals[2])
+		(void) parse_count("seek", "--partition", o.vals[2], 0, 0x7fffffffL);
+	p[0] = o.pos[0];
+	p[1] = o.pos[1];
+	p[2] = o.vals[0];
+	p[3] = o.vals[1];
+	p[4] = o.vals[2];
+	PQclear(run_query("SELECT mq.seek($1, $2, to_offset => $3::bigint,"
+					  " to_time => $4::timestamptz, \"partition\" => $5::int)", 5, p));
+	return EXIT_OK;
+}
+
 /* ---------------------------------------------------------------- definitions */
 
 static const char *definitions_help =
@@ -745,6 +804,8 @@ static const Command commands[] = {
 	{"publish", cmd_publish},
 	{"send", cmd_send},
 	{"consume", cmd_consume},
+	{"read", cmd_read},
+	{"seek", cmd_seek},
 	{"trace", cmd_trace},
 	{"lookup", cmd_lookup},
 	{"dlq", cmd_dlq},

@@ -27,6 +27,7 @@
 #define EXIT_OK			0
 #define EXIT_SERVER		1		/* an error from the server or the connection */
 #define EXIT_USAGE		2		/* bad usage */
+#define EXIT_INTERRUPTED 130	/* publish or send stopped by Ctrl-C */
 
 typedef enum OutputFormat
 {
@@ -54,6 +55,8 @@ extern bool parse_format(const char *arg, bool allow_raw, OutputFormat *fmt);
 extern long parse_count(const char *cmd, const char *opt, const char *arg, long min, long max);
 extern void add_kv(const char *cmd, const char *opt, json_object *obj, const char *kv);
 extern bool want_help(int argc, char **argv);
+extern void check_name(const char *cmd, const char *help, const char *arg);
+extern const char *exchange_name(const char *arg);
 extern double now_seconds(void);
 
 /* the connection options every command takes (getopt_long) */
@@ -88,6 +91,7 @@ extern bool progress_line_open;
 extern void end_progress_line(void);
 
 /* messages.c */
+extern int	cmd_read(int argc, char **argv);
 extern int	cmd_publish(int argc, char **argv);
 extern int	cmd_send(int argc, char **argv);
 extern int	cmd_consume(int argc, char **argv);

@@ -139,6 +139,31 @@ SELECT mq.send_batch('bp_b', ARRAY['a']::text[], keys => ARRAY[['x']]);         
 SELECT mq.publish_batch('bp_fan', ARRAY['x'], ARRAY['a']::text[], keys => '{}');    -- 2202E
 SELECT ready FROM mq.queues WHERE queue = 'bp_b';                  -- nothing stored by those
 
+-- tags per message in a batch (tags: one per body, NULL for none), as the
+-- single tag of send / publish; in one transaction with the keys
+SELECT count(*) FROM mq.send_batch('bp_b', ARRAY['t1', 't2', 't3']::text[],
+	keys => ARRAY['bp-tag-1', NULL, NULL], tags => ARRAY['TagA', NULL, 'TagB']);
+SELECT count(*) FROM mq.publish_batch('bp_fan', ARRAY['x'], ARRAY['{"n": 1}']::jsonb[],
+	tags => ARRAY['TagC']);
+SELECT convert_from(body, 'UTF8') AS body, key, tag
+  FROM mq.consume('bp_b', 10, auto_ack => true) ORDER BY msg_id;
+-- on a stream the tags reach the groups' tag filters
+SELECT mq.queue_declare('bp_s', type => 'stream');
+SELECT mq.group_declare('bp_s', 'bp_g', start => 'earliest', filter => 'TagA || TagC');
+SELECT count(*) FROM mq.send_batch('bp_s', ARRAY['s1', 's2', 's3', 's4']::bytea[],
+	tags => ARRAY['TagA', 'TagB', NULL, 'TagC']);
+SELECT convert_from(body, 'UTF8') AS body, tag
+  FROM mq.consume('bp_s', 10, group_name => 'bp_g', auto_ack => true) ORDER BY "offset";
+SELECT mq.send_batch('bp_b', ARRAY['a', 'b']::text[], tags => ARRAY['TagA']);     -- 2202E
+SELECT mq.send_batch('bp_b', ARRAY['a']::text[], tags => ARRAY[['TagA']]);        -- 2202E
+SELECT mq.publish_batch('bp_fan', ARRAY['x'], ARRAY['a']::text[], tags => '{}');  -- 2202E
+SELECT mq.publish_batch('bp_fan', ARRAY['x'], ARRAY['a', 'b']::bytea[],
+	tags => ARRAY['TagA', 'TagB', 'TagC']);                                       -- 2202E
+SELECT ready FROM mq.queues WHERE queue = 'bp_b';                  -- nothing stored by those
+
 -- clean up
-SELECT mq.queue_delete(q) FROM unnest(ARRAY['bp_a', 'bp_b', 'bp_c']) q;
+SELECT mq.queue_delete(q) FROM unnest(ARRAY['bp_a', 'bp_b', 'bp_c', 'bp_s']) q;
+-- the group's dead-letter queue, where it was created
+SELECT count(*) >= 0 AS dlq_gone
+  FROM (SELECT mq.queue_delete(queue) FROM mq.queues WHERE queue = '%DLQ%bp_g') d;
 SELECT mq.exchange_delete('bp_fan');

@@ -348,7 +348,8 @@ publish_stream_batch(Dest *dst, MqMessage **msgs, bytea **bodies, const MqPublis
 				continue;
 			index[k] = i;
 			lane_msgs[k] = msgs[i];
-			mq_publish_entry_init(&entries[k], q, 0, visible_at, expires_at, bodies[i], o);
+			mq_publish_entry_init(&entries[k], q, 0, visible_at, expires_at, bodies[i], o,
+								  mq_publish_msg_tag(o, i));
 			mq_log_row_values(msgs[i], values + k * MQ_LOG_NATTS, isnull + k * MQ_LOG_NATTS);
 			k++;
 		}
@@ -583,7 +584,8 @@ static MqMessage *
 call_message(PublishCall *pc, int i, char *key)
 {
 	return mq_publish_message(pc->ex, pc->routing_keys[i], pc->hdrs[i], pc->bodies[i],
-					   pc->o, key, pc->mprops[i], pc->now);
+							  pc->o, key, mq_publish_msg_tag(pc->o, i), pc->mprops[i],
+							  pc->now);
 }
 
 /*
@@ -607,7 +609,8 @@ store_messages(PublishCall *pc)
 		MqEntry		entry;
 		MqMessage  *msg;
 
-		mq_publish_entry_init(&entry, dst->q, 0, pc->visible_at, pc->expires_at, pc->bodies[i], o);
+		mq_publish_entry_init(&entry, dst->q, 0, pc->visible_at, pc->expires_at, pc->bodies[i], o,
+							  mq_publish_msg_tag(o, i));
 		msg = call_message(pc, i, mq_publish_msg_key(o, i));
 
 		/*
@@ -668,10 +671,13 @@ append_entries(PublishCall *pc)
 
 			for (int e = 0; e < dst->n; e++)
 			{
+				int			i = dst->msg_index[e];
+
 				if (dst->lane[e] != lane)
 					continue;
-				mq_publish_entry_init(&entries[k++], dst->q, pc->ids[dst->msg_index[e]], pc->visible_at,
-						  pc->expires_at, pc->bodies[dst->msg_index[e]], pc->o);
+				mq_publish_entry_init(&entries[k++], dst->q, pc->ids[i], pc->visible_at,
+									  pc->expires_at, pc->bodies[i], pc->o,
+									  mq_publish_msg_tag(pc->o, i));
 			}
 			if (k > 0 && pc->delayed)
 				mq_timers_add(dst->q, lane, entries, k);

@@ -123,11 +123,11 @@ mq_publish_partition(MqQueue *q, const MqPublishOpts *o, const char *key)
  * (MQ_TAG_HASH_NONE: no tag, and always on other queues)
  */
 static uint32
-entry_tag_hash(MqQueue *q, const MqPublishOpts *o)
+entry_tag_hash(MqQueue *q, const char *tag)
 {
-	if (q->type != MQ_QUEUE_STREAM || o->tag == NULL)
+	if (q->type != MQ_QUEUE_STREAM || tag == NULL)
 		return MQ_TAG_HASH_NONE;
-	return mq_tag_hash(o->tag, strlen(o->tag));
+	return mq_tag_hash(tag, strlen(tag));
 }
 
 /*
@@ -145,10 +145,11 @@ entry_group_hash(MqQueue *q, const MqPublishOpts *o)
 	return mq_group_hash(o->message_group);
 }
 
-/* The entry of a new message of q */
+/* The entry of a new message of q, with this tag (NULL: none) */
 void
 mq_publish_entry_init(MqEntry *e, MqQueue *q, int64 msg_id, TimestampTz visible_at,
-		  TimestampTz expires_at, bytea *body, const MqPublishOpts *o)
+		  TimestampTz expires_at, bytea *body, const MqPublishOpts *o,
+		  const char *tag)
 {
 	e->msg_id = msg_id;
 	e->visible_at = visible_at;
@@ -157,7 +158,7 @@ mq_publish_entry_init(MqEntry *e, MqQueue *q, int64 msg_id, TimestampTz visible_
 	e->body_size = q->max_length_bytes >= 0 || q->type == MQ_QUEUE_STREAM ?
 		mq_body_size(body) : -1;
 	e->group_hash = entry_group_hash(q, o);
-	e->tag_hash = entry_tag_hash(q, o);
+	e->tag_hash = entry_tag_hash(q, tag);
 }
 
 /* Does any message of a batch of n have a business key of its own? */
@@ -174,7 +175,8 @@ mq_publish_any_key(const MqPublishOpts *o, int n)
 /* The message to store for one publish */
 MqMessage *
 mq_publish_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *body,
-			const MqPublishOpts *o, char *key, Jsonb *props, TimestampTz now)
+			const MqPublishOpts *o, char *key, char *tag, Jsonb *props,
+			TimestampTz now)
 {
 	MqMessage  *msg = palloc0(sizeof(MqMessage));
 
@@ -184,7 +186,7 @@ mq_publish_message(MqExchange *ex, char *routing_key, Jsonb *headers, bytea *bod
 	msg->headers = headers;
 	msg->body = body;
 	msg->key = key;
-	msg->tag = o->tag;
+	msg->tag = tag;
 	msg->message_group = o->message_group;
 	msg->dedup_id = o->dedup_id;
 	msg->properties = props;

@@ -30,6 +30,7 @@ typedef struct MqPublishOpts
 	char	   *key;
 	char	  **keys;			/* per message (n), instead of key; NULL: key */
 	char	   *tag;
+	char	  **tags;			/* per message (n), instead of tag; NULL: tag */
 	char	   *message_group;
 	char	   *dedup_id;
 	char	   *content_type;
@@ -74,7 +75,8 @@ mq_body_size(bytea *body)
 /* The entry of a new message of q */
 extern void mq_publish_entry_init(MqEntry *e, MqQueue *q, int64 msg_id,
 								  TimestampTz visible_at, TimestampTz expires_at,
-								  bytea *body, const MqPublishOpts *o);
+								  bytea *body, const MqPublishOpts *o,
+								  const char *tag);
 
 /* Does any message of a batch of n have a business key of its own? */
 extern bool mq_publish_any_key(const MqPublishOpts *o, int n);
@@ -86,10 +88,17 @@ mq_publish_msg_key(const MqPublishOpts *o, int i)
 	return o->keys ? o->keys[i] : o->key;
 }
 
+/* The tag of message i of a publish */
+static inline char *
+mq_publish_msg_tag(const MqPublishOpts *o, int i)
+{
+	return o->tags ? o->tags[i] : o->tag;
+}
+
 /* The message to store for one publish */
 extern MqMessage *mq_publish_message(MqExchange *ex, char *routing_key,
 									 Jsonb *headers, bytea *body,
 									 const MqPublishOpts *o, char *key,
-									 Jsonb *props, TimestampTz now);
+									 char *tag, Jsonb *props, TimestampTz now);
 
 #endif							/* MQ_PUBLISH_ENTRY_H */

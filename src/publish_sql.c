@@ -225,13 +225,43 @@ mq_send(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The strings of the text[] argument argno of a batch of n messages, one
+ * per message (a NULL element: that message has none), or NULL when the
+ * argument is NULL.  what names the argument in errors, one its single
+ * form in the hint.
+ */
+static char **
+per_message_texts(FunctionCallInfo fcinfo, int argno, int n, const char *what,
+				  const char *hint)
+{
+	bool	   *nulls;
+	int			nd;
+	Datum	   *d;
+	char	  **out;
+
+	if (!has_arg(fcinfo, argno))
+		return NULL;
+	d = mq_array_arg_nulls(fcinfo, argno, TEXTOID, what, &nd, &nulls);
+	if (nd != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s has %d elements but bodies has %d", what, nd, n),
+				 errhint("%s", hint)));
+	out = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		out[i] = nulls[i] ? NULL : TextDatumGetCString(d[i]);
+	return out;
+}
+
+/*
  * Shared by publish_batch and send_batch: rks has 1 or n elements;
- * headers and the business keys are NULL or have n elements (a NULL key:
- * that message has none).
+ * headers, the business keys and the tags are NULL or have n elements (a
+ * NULL key or tag: that message has none).
  */
 static Datum
 publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
-			 int bodies_arg, int headers_arg_no, int keys_arg_no, MqPublishOpts *o)
+			 int bodies_arg, int headers_arg_no, int keys_arg_no, int tags_arg_no,
+			 MqPublishOpts *o)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			arrtype = get_fn_expr_argtype(fcinfo->flinfo, bodies_arg);
@@ -271,21 +301,10 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 		for (int i = 0; i < n; i++)
 			headers[i] = mq_headers_check(DatumGetJsonbP(h[i]));
 	}
-	if (has_arg(fcinfo, keys_arg_no))
-	{
-		bool	   *kn;
-		int			nk;
-		Datum	   *kd = mq_array_arg_nulls(fcinfo, keys_arg_no, TEXTOID, "keys", &nk, &kn);
-
-		if (nk != n)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("keys has %d elements but bodies has %d", nk, n),
-					 errhint("Give one business key (or NULL) per body.")));
-		o->keys = palloc(sizeof(char *) * Max(n, 1));
-		for (int i = 0; i < n; i++)
-			o->keys[i] = kn[i] ? NULL : TextDatumGetCString(kd[i]);
-	}
+	o->keys = per_message_texts(fcinfo, keys_arg_no, n, "keys",
+								"Give one business key (or NULL) per body.");
+	o->tags = per_message_texts(fcinfo, tags_arg_no, n, "tags",
+								"Give one tag (or NULL) per body.");
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (n > 0)
@@ -302,7 +321,7 @@ publish_many(FunctionCallInfo fcinfo, MqExchange *ex, char **rks, int nrks,
 
 /*
  * mq.publish_batch(exchange, routing_keys, bodies, headers, mandatory,
- *					durability, delay, partition, keys)
+ *					durability, delay, partition, keys, tags)
  */
 Datum
 mq_publish_batch(PG_FUNCTION_ARGS)
@@ -324,10 +343,13 @@ mq_publish_batch(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nrks; i++)
 		rks[i] = TextDatumGetCString(rkd[i]);
 	parse_props(fcinfo, &a, &o);
-	return publish_many(fcinfo, ex, rks, nrks, 2, 3, 8, &o);
+	return publish_many(fcinfo, ex, rks, nrks, 2, 3, 8, 9, &o);
 }
 
-/* mq.send_batch(queue, bodies, headers, delay, durability, partition, keys) */
+/*
+ * mq.send_batch(queue, bodies, headers, delay, durability, partition, keys,
+ *				 tags)
+ */
 Datum
 mq_send_batch(PG_FUNCTION_ARGS)
 {
@@ -340,5 +362,6 @@ mq_send_batch(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	(void) mq_queue_lookup(qname, false);
 	parse_props(fcinfo, &a, &o);
-	return publish_many(fcinfo, mq_exchange_lookup("", false), &qname, 1, 1, 2, 6, &o);
+	return publish_many(fcinfo, mq_exchange_lookup("", false), &qname, 1, 1, 2, 6, 7,
+						&o);
 }

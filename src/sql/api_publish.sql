@@ -67,29 +67,29 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'mq_send' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies bytea[],
 	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
 	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL,
-	keys text[] DEFAULT NULL)
+	keys text[] DEFAULT NULL, tags text[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies text[],
 	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
 	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL,
-	keys text[] DEFAULT NULL)
+	keys text[] DEFAULT NULL, tags text[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.publish_batch(exchange text, routing_keys text[], bodies jsonb[],
 	headers jsonb[] DEFAULT NULL, mandatory boolean DEFAULT false,
 	durability text DEFAULT NULL, delay interval DEFAULT NULL, "partition" int DEFAULT NULL,
-	keys text[] DEFAULT NULL)
+	keys text[] DEFAULT NULL, tags text[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_publish_batch' LANGUAGE C;
 
 CREATE OR REPLACE FUNCTION mq.send_batch(queue text, bodies bytea[], headers jsonb[] DEFAULT NULL,
 	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL,
-	keys text[] DEFAULT NULL)
+	keys text[] DEFAULT NULL, tags text[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.send_batch(queue text, bodies text[], headers jsonb[] DEFAULT NULL,
 	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL,
-	keys text[] DEFAULT NULL)
+	keys text[] DEFAULT NULL, tags text[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.send_batch(queue text, bodies jsonb[], headers jsonb[] DEFAULT NULL,
 	delay interval DEFAULT NULL, durability text DEFAULT NULL, "partition" int DEFAULT NULL,
-	keys text[] DEFAULT NULL)
+	keys text[] DEFAULT NULL, tags text[] DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'mq_send_batch' LANGUAGE C;
 

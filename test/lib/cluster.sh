@@ -35,6 +35,10 @@ QE_CORE_PACKAGES=(
 	# mq-amqp, the AMQP 0-9-1 gateway (gateway/, docs/amqp.md), is built
 	# by the same make install: its event loop
 	libevent-dev
+	# make install writes the man pages of mqctl and mq-amqp with help2man
+	# (from their --help), for man to show
+	help2man
+	man-db
 )
 # Debian packages needed to build, test and benchmark queue_ext
 QE_PACKAGES=(

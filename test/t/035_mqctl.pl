@@ -76,7 +76,7 @@ for my $bad (
 	[ [qw(delete queue a b)], qr/too many arguments \("b"\)/ ],
 	[ [qw(bind q)], qr/missing the queue and the exchange/ ],
 	[ [qw(send q a --batch 0)], qr/--batch must be an integer from 1 to 10000/ ],
-	[ [qw(send q a --batch 10 --key k)], qr/--key cannot be used with --batch/ ],
+	[ [qw(send q a --batch 10 --priority 1)], qr/--priority cannot be used with --batch/ ],
 	[ [qw(send q a --mandatory)], qr/send is always mandatory/ ],
 	[ [qw(publish ex)], qr/missing the exchange and the routing key/ ],
 	[ [qw(send q a --files /nonexistent)], qr/give bodies as arguments or --files, not both/ ],
