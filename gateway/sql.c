@@ -97,8 +97,9 @@ text_array(Buf *b, char **items, int n)
 }
 
 /*
- * A RabbitMQ duration (x-stream-offset, x-max-age: 7D, 12h, 30m, 10s, 1Y,
- * 2M) as a PostgreSQL interval in out; zero allowed or not.  False: not one.
+ * A RabbitMQ duration (x-stream-offset: 7D, 12h, 30m, 10s, 1Y, 2M) as a
+ * PostgreSQL interval in out; zero allowed or not.  False: not one.  (A
+ * stream's x-max-age is passed on to mq.queue_declare, which maps it.)
  */
 bool
 rabbit_duration(const char *s, bool zero_ok, char *out, size_t outlen)
@@ -166,13 +167,9 @@ queue_arguments(json_object *args, const char **type, char *err, size_t errlen)
 	{
 		json_object *v;
 
-		if ((v = json_get(args, "x-max-age")) && json_object_is_type(v, json_type_string))
-		{
-			char		txt[64];
-
-			if (rabbit_duration(json_object_get_string(v), false, txt, sizeof(txt)))
-				json_object_object_add(o, "retention", json_object_new_string(txt));
-		}
+		/* mq.queue_declare makes it the retention (mq._rabbit_age) */
+		if ((v = json_get(args, "x-max-age")))
+			json_object_object_add(o, "x-max-age", json_object_get(v));
 		if ((v = json_get(args, "x-max-length-bytes")))
 			json_object_object_add(o, "max_bytes", json_object_get(v));
 	}

@@ -339,7 +339,7 @@ cmd_declare(int argc, char **argv)
 		if (o.vals[D_MODE] || o.vals[D_START] || o.vals[D_FILTER] || o.vals[D_ALT])
 			die_usage("declare", "that option is not one of declare queue");
 		p[0] = o.pos[1];
-		p[1] = o.vals[D_TYPE] ? o.vals[D_TYPE] : "classic";
+		p[1] = o.vals[D_TYPE];	/* NULL: --arg x-queue-type, else classic */
 		p[2] = durable_arg(&o);
 		p[3] = json_text(o.args);
 		print_scalar(run_query("SELECT mq.queue_declare($1, $2, $3::boolean, $4::jsonb)",

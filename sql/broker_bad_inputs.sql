@@ -46,7 +46,8 @@ SELECT mq.exchange_declare('bi_y', durable => NULL);
 SELECT mq.exchange_declare('bi_y', arguments => NULL);
 -- queue_declare
 SELECT mq.queue_declare(NULL);
-SELECT mq.queue_declare('bi_y', NULL);
+-- a NULL type is the default: the arguments' x-queue-type, else classic
+SELECT mq.queue_declare('bi_y', NULL, arguments => '{"x-queue-type": "lifo"}');
 SELECT mq.queue_declare('bi_y', durable => NULL);
 SELECT mq.queue_declare('bi_y', arguments => NULL);
 SELECT * FROM bi_state;

@@ -29,7 +29,7 @@ SELECT mq.grant('publish', 'exchange', 'be_nosuch', current_user::regrole);
 -- wrong types / bad values: 22023
 SELECT mq.exchange_declare('be_y', 'fifo');
 SELECT mq.exchange_declare('be_y', NULL);
-SELECT mq.queue_declare('be_y', NULL);
+SELECT mq.queue_declare('be_y', NULL, arguments => '{"x-queue-type": "lifo"}');
 SELECT mq.queue_declare('be_y', 'lifo');
 SELECT mq.grant('drink', 'queue', 'be_q', current_user::regrole);
 SELECT mq.grant('publish', 'table', 'be_q', current_user::regrole);

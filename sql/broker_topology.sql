@@ -168,7 +168,7 @@ SELECT mq.queue_declare('bt_bad', arguments => '{"x-dead-letter-exchange": 5}');
 SELECT mq.queue_declare('bt_bad', arguments => '{"x-max-priority": 0}');
 SELECT mq.queue_declare('bt_bad', arguments => '{"x-max-priority": 256}');
 SELECT mq.queue_declare('bt_bad', arguments => '[1]');
-SELECT mq.queue_declare('bt_bad', arguments => '{"x-queue-type": "quorum"}');
+SELECT mq.queue_declare('bt_bad', 'classic', arguments => '{"x-queue-type": "quorum"}');
 SELECT mq.queue_declare('bt_bad', 'fifo');
 SELECT mq.queue_declare('bt_bad', 'stream', durable => false);	-- 22023: streams are durable
 SELECT mq.queue_declare('bt_bad', 'quorum', durable => false);

@@ -37,7 +37,7 @@ SELECT mq.seek('sk', 'g');                                    -- 22023: neither
 SELECT mq.seek('sk', 'g', to_offset => 1, to_time => now());  -- 22023: both
 SELECT mq.seek('sk', 'g', to_offset => 1, "partition" => 2);  -- 22023
 SELECT mq.seek('sk', 'g', to_offset => 1, "partition" => -1); -- 22023
-SELECT mq.seek('sk', 'g', to_time => 'infinity');             -- 22023
+SELECT mq.seek('sk', 'g', to_time => 'infinity');             -- 22008
 SELECT mq.seek('sk', 'nope', to_offset => 1);                 -- 42704
 SELECT mq.seek('nope', 'g', to_offset => 1);                  -- 42704
 SELECT mq.seek('sk_classic', 'g', to_offset => 1);            -- 42809
@@ -142,15 +142,16 @@ SELECT array_agg("offset") FROM mq.read('sk_bytes', 0, from_time => '2000-01-01 
 
 -- start and seek by time, every path alike (issue 35, item 7): a time
 -- before the first message is the first retained, one after the last the
--- end (the next message published)
+-- end (the next message published); the earliest and the latest times a
+-- timestamptz holds (infinity and -infinity are 22008: broker_hints)
 SELECT mq.queue_declare('sk_t', 'stream', arguments => '{"partitions": 2}');
 SELECT count(*) FROM (SELECT mq.send('sk_t', 't' || i, "partition" => i % 2)
 						FROM generate_series(0, 5) i) x;
 SELECT mq.group_declare('sk_t', 'g0', start => '2000-01-01 00:00:00+00');
 SELECT mq.group_declare('sk_t', 'g1', start => '1999-12-31');
-SELECT mq.group_declare('sk_t', 'gmin', start => '-infinity');
+SELECT mq.group_declare('sk_t', 'gmin', start => '4713-01-01 00:00:00+00 BC');
 SELECT mq.group_declare('sk_t', 'gfut', start => (now() + '1 hour')::text);
-SELECT mq.group_declare('sk_t', 'gmax', start => 'infinity');
+SELECT mq.group_declare('sk_t', 'gmax', start => '294276-12-31 23:59:59+00');
 SELECT mq.group_declare('sk_t', 'gseek', start => 'earliest');
 SELECT mq.seek('sk_t', 'gseek', to_time => '2000-01-01 00:00:00+00');
 SELECT group_name, "partition", committed_offset, end_offset

@@ -202,6 +202,21 @@ SELECT count(*) AS calls_before FROM wh_calls \gset
 SELECT pg_sleep(2.5);
 SELECT count(*) = :calls_before AS no_more_checks FROM wh_calls;
 
+-- why a check counted as unknown is kept where SQL shows it: last_error
+-- (the error's message, or the answer that is none of commit, rollback
+-- and unknown; at most 1000 bytes), NULL after a decision or an answer of
+-- unknown
+SELECT i.name, h.last_outcome, h.last_error
+  FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id
+ WHERE i.name IN ('c_bogus', 'c_commit', 'c_error', 'c_unknown') ORDER BY 1;
+INSERT INTO wh_answer VALUES ('l_long', repeat('é', 3000));
+INSERT INTO wh_ids SELECT 'l_long', mq.publish_half('', 'wh_q', 'l_long', producer_group => 'wh_auto');
+SELECT wait_until($$SELECT h.state <> 'pending' FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id
+                    WHERE i.name = 'l_long'$$) AS decided;
+SELECT h.state, h.last_outcome, octet_length(h.last_error) <= 1000 AS bounded,
+	   left(h.last_error, 27) AS starts, right(h.last_error, 4) AS ends
+  FROM mq.half_messages h JOIN wh_ids i ON i.id = h.half_id WHERE i.name = 'l_long';
+
 -- clean up
 SELECT mq.queue_delete('wh_q') >= 0 AS deleted, mq.queue_delete('wh_late') >= 0 AS deleted;
 SELECT mq.queue_delete('wh_early') >= 0 AS deleted, mq.queue_delete('wh_gone') >= 0 AS deleted;

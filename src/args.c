@@ -121,15 +121,23 @@ mq_interval_us(const Interval *iv, const char *name, int64 min_us)
 	return us;
 }
 
+void
+mq_time_finite(TimestampTz t, const char *name)
+{
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("%s must be a finite timestamp", name),
+				 errdetail("It is %s.", TIMESTAMP_IS_NOBEGIN(t) ? "-infinity" : "infinity"),
+				 errhint("Give a time between 4714 BC and 294276 AD.")));
+}
+
 TimestampTz
 mq_time_add(TimestampTz t, int64 us, const char *name)
 {
 	TimestampTz result;
 
-	if (TIMESTAMP_NOT_FINITE(t))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("%s must be finite", name)));
+	mq_time_finite(t, name);
 	if (pg_add_s64_overflow(t, us, &result) || !IS_VALID_TIMESTAMP(result))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),

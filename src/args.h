@@ -73,6 +73,12 @@ extern int64 mq_interval_us(const Interval *iv, const char *name, int64 min_us);
  */
 extern TimestampTz mq_time_add(TimestampTz t, int64 us, const char *name);
 
+/*
+ * The one rule for a user's timestamp (deliver_at, from_time, to_time, a
+ * group's start): +-infinity is refused with 22008 naming the argument.
+ */
+extern void mq_time_finite(TimestampTz t, const char *name);
+
 /* A consumer name must not be empty (22023) */
 extern void mq_consumer_name_check(const char *consumer);
 

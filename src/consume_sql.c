@@ -17,6 +17,7 @@
 #include "funcapi.h"
 #include "access/htup_details.h"
 #include "tcop/utility.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -52,17 +53,16 @@ PG_FUNCTION_INFO_V1(mq_in_flight);
  */
 #define MQ_DELIVERY_NATTS 18
 
-void
-mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
-					bool redelivered, int32 delivery_count, int partition,
-					int64 offset, int32 reconsume_times, const char *receipt)
+/* The values of a delivery row into values[], nulls[] (MQ_DELIVERY_NATTS) */
+static void
+delivery_values(Datum *values, bool *nulls, const char *queue, MqMessage *m,
+				bool redelivered, int32 delivery_count, int partition,
+				int64 offset, int32 reconsume_times, const char *receipt)
 {
-	Datum		values[MQ_DELIVERY_NATTS];
-	bool		nulls[MQ_DELIVERY_NATTS];
 	char	   *prio;
 	Jsonb	   *props;
 
-	memset(nulls, 0, sizeof(nulls));
+	memset(nulls, 0, sizeof(bool) * MQ_DELIVERY_NATTS);
 	values[0] = Int64GetDatum(m->msg_id);
 	values[1] = CStringGetTextDatum(queue);
 	values[2] = CStringGetTextDatum(m->exchange ? m->exchange : "");
@@ -95,7 +95,46 @@ mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
 	nulls[16] = reconsume_times < 0;
 	TEXTVAL(17, receipt);
 #undef TEXTVAL
+}
+
+void
+mq_put_delivery_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
+					bool redelivered, int32 delivery_count, int partition,
+					int64 offset, int32 reconsume_times, const char *receipt)
+{
+	Datum		values[MQ_DELIVERY_NATTS];
+	bool		nulls[MQ_DELIVERY_NATTS];
+
+	delivery_values(values, nulls, queue, m, redelivered, delivery_count, partition,
+					offset, reconsume_times, receipt);
 	Assert(rsinfo->setDesc->natts <= MQ_DELIVERY_NATTS);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * A row of mq.browse: the first 16 columns of a delivery row, then
+ * body_text, the body as text when it is valid in the database encoding
+ * (else NULL).
+ */
+static void
+put_browse_row(ReturnSetInfo *rsinfo, const char *queue, MqMessage *m,
+			   int32 delivery_count)
+{
+	Datum		values[MQ_DELIVERY_NATTS];
+	bool		nulls[MQ_DELIVERY_NATTS];
+
+	delivery_values(values, nulls, queue, m, delivery_count > 0, delivery_count,
+					-1, 0, -1, NULL);
+	values[16] = (Datum) 0;
+	nulls[16] = true;
+	if (m->body != NULL &&
+		pg_verifymbstr(VARDATA_ANY(m->body), VARSIZE_ANY_EXHDR(m->body), true))
+	{
+		values[16] = PointerGetDatum(cstring_to_text_with_len(VARDATA_ANY(m->body),
+															  VARSIZE_ANY_EXHDR(m->body)));
+		nulls[16] = false;
+	}
+	Assert(rsinfo->setDesc->natts == 17);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -499,7 +538,7 @@ mq_browse(PG_FUNCTION_ARGS)
 		MqMessage	m;
 
 		if (mq_log_fetch(ids[i], &m))
-			put_row(rsinfo, q->name, &m, counts[i] > 0, counts[i], NULL);
+			put_browse_row(rsinfo, q->name, &m, counts[i]);
 	}
 	return (Datum) 0;
 }
@@ -759,8 +798,12 @@ mq_trace(PG_FUNCTION_ARGS)
 	values[0] = Int64GetDatum(msg_id);
 	mq_catalog_refresh();
 	InitMaterializedSRF(fcinfo, 0);
+	/* as mq.cancel and mq.end_half of an id that is not there */
 	if (!mq_log_fetch(msg_id, &m))
-		return (Datum) 0;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("message " INT64_FORMAT " does not exist", msg_id),
+				 errdetail("No message with this id was published, or the log that held it has been retired.")));
 	if (!may_read_message(&m))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

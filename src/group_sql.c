@@ -117,11 +117,8 @@ mq_group_declare(PG_FUNCTION_ARGS)
 															CStringGetDatum(start),
 															ObjectIdGetDatum(InvalidOid),
 															Int32GetDatum(-1)));
-		/* before everything: the first retained; after: the end */
-		if (TIMESTAMP_IS_NOBEGIN(from_time))
-			earliest = true;
-		if (TIMESTAMP_NOT_FINITE(from_time))
-			from_time = MQ_NO_TIME;
+		/* 'earliest' and 'latest' say what -infinity and infinity would */
+		mq_time_finite(from_time, "start");
 	}
 
 	values[0] = Int32GetDatum(q->id);
@@ -240,10 +237,7 @@ mq_seek(PG_FUNCTION_ARGS)
 	else
 	{
 		to_time = PG_GETARG_TIMESTAMPTZ(3);
-		if (TIMESTAMP_NOT_FINITE(to_time))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("to_time must be finite")));
+		mq_time_finite(to_time, "to_time");
 	}
 	if (!PG_ARGISNULL(4))
 	{

@@ -25,6 +25,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
@@ -49,6 +50,9 @@ PG_FUNCTION_INFO_V1(mq_end_half);
 PG_FUNCTION_INFO_V1(mq_producer_group_declare);
 
 int			mq_check_timeout = 10000;	/* mq.check_timeout, ms */
+
+/* Longest check error kept in mq.half.last_error, in bytes */
+#define MQ_HALF_ERROR_MAX 1000
 
 
 /* Settings of transactional messages (from _PG_init) */
@@ -447,6 +451,7 @@ mq_half_check_due(void)
 		char	   *error = NULL;
 		char	   *outcome;
 		const char *recorded;
+		char	   *last_error = NULL;
 
 		if (!mq_log_fetch(ids[i], &m))
 		{
@@ -460,22 +465,39 @@ mq_half_check_due(void)
 		else
 		{
 			if (error == NULL)
-				error = psprintf("check function returned %s", outcome ? outcome : "NULL");
+				error = outcome ? psprintf("check function returned \"%s\"", outcome) :
+					pstrdup("check function returned NULL");
 			if (!(outcome && strcmp(outcome, "unknown") == 0))
+			{
 				ereport(LOG,
 						(errmsg("queue_ext: check of half message " INT64_FORMAT " failed: %s",
 								ids[i], error)));
+				/* for mq.half_messages.last_error, bounded */
+				last_error = error;
+				if (strlen(last_error) > MQ_HALF_ERROR_MAX)
+				{
+					int			len = pg_mbcliplen(last_error, strlen(last_error),
+												   MQ_HALF_ERROR_MAX - 3);
+
+					last_error = psprintf("%.*s...", len, last_error);
+				}
+			}
 			recorded = "unknown";
 		}
 
 		{
-			Oid			types[2] = {INT8OID, TEXTOID};
-			Datum		values[2] = {Int64GetDatum(ids[i]), CStringGetTextDatum(recorded)};
+			Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+			Datum		values[3];
+
+			values[0] = Int64GetDatum(ids[i]);
+			values[1] = CStringGetTextDatum(recorded);
+			values[2] = last_error ? CStringGetTextDatum(last_error) : (Datum) 0;
 
 			mq_owner_enter(&owner);
 			mq_owner_exec("UPDATE mq.half SET checks = checks OPERATOR(pg_catalog.+) 1, "
-						  "last_check = pg_catalog.now(), last_outcome = $2 "
-						  "WHERE half_id OPERATOR(pg_catalog.=) $1", 2, types, values, NULL,
+						  "last_check = pg_catalog.now(), last_outcome = $2, last_error = $3 "
+						  "WHERE half_id OPERATOR(pg_catalog.=) $1", 3, types, values,
+						  last_error ? NULL : "  n",
 						  false, SPI_OK_UPDATE, "count a check of a half message");
 			mq_owner_leave(&owner);
 		}

@@ -20,8 +20,81 @@
 #include "postgres.h"
 
 #include "durability.h"
+#include "msglog.h"
 #include "publish.h"
 #include "settle.h"
+
+/* The ways out when a message is not delivered to the settling session */
+#define MQ_SETTLE_HINT \
+	"Settle a message by id in the session that consumed it, or consume with session_bound => false and settle by receipt (the receipt column of mq.consume) from any session."
+
+/*
+ * A message settled by id that is not delivered to this session: say what
+ * it is instead, as far as the queue's state tells, and the ways out.
+ */
+static void
+not_delivered_error(MqQueue *q, int64 msg_id, const MqSettled *o)
+{
+	const char *detail = NULL;
+
+	switch (o->not_found)
+	{
+		case MQ_NOT_FOUND_RETURNED:
+			switch (o->returned)
+			{
+				case MQ_RETURN_SESSION_END:
+					detail = "It was delivered to a session that has ended, so it went back to the queue and will be delivered again.";
+					break;
+				case MQ_RETURN_ROLLBACK:
+					detail = "The transaction that consumed it rolled back, so it went back to the queue and will be delivered again.";
+					break;
+				case MQ_RETURN_LEASE:
+					detail = "Its lease ran out, so it went back to the queue and will be delivered again.";
+					break;
+				case MQ_RETURN_NACK:
+					detail = "It was returned to the queue (nack or reject with requeue) and will be delivered again.";
+					break;
+				case MQ_RETURN_NONE:
+					detail = "It was delivered before and is back in the queue, to be delivered again.";
+					break;
+			}
+			break;
+		case MQ_NOT_FOUND_READY:
+			detail = "It is in the queue and has not been delivered yet.";
+			break;
+		case MQ_NOT_FOUND_PENDING:
+			detail = "The transaction that published it has not committed yet.";
+			break;
+		case MQ_NOT_FOUND_SETTLING:
+			detail = "It is already settled by a transaction that has not ended yet (this one or another session's).";
+			break;
+		case MQ_NOT_FOUND_SETTLED:
+			detail = "It is already settled.";
+			break;
+		case MQ_NOT_FOUND_ORPHANED:
+			detail = "It was consumed with session_bound => false by a session that has ended: it stays leased until its lease runs out, and only its receipt settles it before then.";
+			break;
+		case MQ_NOT_FOUND_UNTRACKED:
+			{
+				MqMessage	m;
+
+				if (!mq_log_fetch(msg_id, &m))
+					ereport(ERROR,
+							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",
+									msg_id, q->name),
+							 errdetail("No message with this id exists.")));
+				detail = "It is not delivered: already settled, delayed, not yet delivered, or not in this queue.";
+			}
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",
+					msg_id, q->name),
+			 errdetail("%s", detail ? detail : "It is not delivered to this session."),
+			 errhint(MQ_SETTLE_HINT)));
+}
 
 /* The delivery the settling sequence records for the settled entry s */
 static void
@@ -86,7 +159,7 @@ mq_settle(MqQueue *q, const int64 *ids, const uint64 *receipts, int n,
 					 errmsg("message " INT64_FORMAT " of queue \"%s\" is leased by another consumer",
 							ids[i], q->name),
 					 errdetail("Only the session a message is delivered to can settle it by its id; its lease may have expired and the message been redelivered."),
-					 errhint("From another session, or through a connection pooler, settle a delivery by its receipt (the receipt column of mq.consume).")));
+					 errhint(MQ_SETTLE_HINT)));
 		if (r == MQ_SETTLE_RESULT_STALE)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -94,11 +167,7 @@ mq_settle(MqQueue *q, const int64 *ids, const uint64 *receipts, int n,
 							ids[i], q->name),
 					 errdetail("Its lease ran out, or the delivery was settled or is being settled; the message may have been delivered again, with another receipt.")));
 		if (r == MQ_SETTLE_RESULT_NOT_FOUND)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("message " INT64_FORMAT " is not delivered to this session on queue \"%s\"",
-							ids[i], q->name),
-					 errdetail("It is unknown, not yet delivered, or already settled.")));
+			not_delivered_error(q, ids[i], &out[i]);
 		/* a requeue or a lease extension writes no settlement record */
 		if (op == MQ_SETTLE_OP_ACK || op == MQ_SETTLE_OP_DEAD ||
 			op == MQ_SETTLE_OP_RETRY || r == MQ_SETTLE_RESULT_OVER_LIMIT)

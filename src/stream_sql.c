@@ -63,10 +63,7 @@ mq_read(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 	{
 		from_time = PG_GETARG_TIMESTAMPTZ(4);
-		if (TIMESTAMP_NOT_FINITE(from_time))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-					 errmsg("from_time must be a finite timestamp")));
+		mq_time_finite(from_time, "from_time");
 		if (from_offset >= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

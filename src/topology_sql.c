@@ -125,7 +125,8 @@ mq_exchange_delete(PG_FUNCTION_ARGS)
 
 /*
  * mq.queue_declare(queue, type, durable, arguments) returns the queue name
- * (an empty name asks for a server-named queue "amq.gen-...").
+ * (an empty name asks for a server-named queue "amq.gen-...").  A NULL
+ * type (the default) is the arguments' x-queue-type, else classic.
  */
 Datum
 mq_queue_declare(PG_FUNCTION_ARGS)
@@ -137,9 +138,9 @@ mq_queue_declare(PG_FUNCTION_ARGS)
 	Datum		values[5];
 	char	   *res;
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "type", "durable", "arguments");
+	MQ_CHECK_ARGS(fcinfo, "queue", NULL, "durable", "arguments");
 	name = text_arg(0);
-	type = text_arg(1);
+	type = PG_ARGISNULL(1) ? NULL : text_arg(1);
 	if (name[0] == '\0')
 		name = psprintf("amq.gen-%016llx", (unsigned long long) pg_prng_uint64(&pg_global_prng_state));
 	check_name(name, "queue");
@@ -151,11 +152,11 @@ mq_queue_declare(PG_FUNCTION_ARGS)
 		mq_check_create_privilege("queue", name);
 
 	values[0] = CStringGetTextDatum(name);
-	values[1] = CStringGetTextDatum(type);
+	values[1] = type ? CStringGetTextDatum(type) : (Datum) 0;
 	values[2] = PG_GETARG_DATUM(2);
 	values[3] = PG_GETARG_DATUM(3);
 	values[4] = ObjectIdGetDatum(GetUserId());
-	res = mq_run_internal("_queue_declare_impl", 5, types, values, NULL);
+	res = mq_run_internal("_queue_declare_impl", 5, types, values, type ? NULL : " n   ");
 
 	/* a quorum queue, or a stream with "durability": "quorum" */
 	mq_catalog_refresh();

@@ -462,6 +462,33 @@ typedef enum MqSettleResult
 								 * caller dead-letters it */
 } MqSettleResult;
 
+/* Why a message last went back to ready (MqTracked.last_return) */
+typedef enum MqReturnReason
+{
+	MQ_RETURN_NONE,				/* never delivered, or not known (restart) */
+	MQ_RETURN_SESSION_END,		/* its (session-bound) holder's session ended */
+	MQ_RETURN_ROLLBACK,			/* the transaction that took it rolled back */
+	MQ_RETURN_LEASE,			/* its lease ran out */
+	MQ_RETURN_NACK				/* nack, reject or a zero lease_ids */
+} MqReturnReason;
+
+/* On NOT_FOUND: what the message is instead of delivered to this session */
+typedef enum MqNotFoundState
+{
+	MQ_NOT_FOUND_UNTRACKED,		/* not held in the queue's shared state:
+								 * settled, not loaded, delayed, elsewhere or
+								 * unknown */
+	MQ_NOT_FOUND_PENDING,		/* its publishing transaction is open */
+	MQ_NOT_FOUND_READY,			/* ready, never delivered */
+	MQ_NOT_FOUND_RETURNED,		/* delivered, then back to ready (why:
+								 * MqSettled.returned) */
+	MQ_NOT_FOUND_SETTLING,		/* settled by a transaction still open */
+	MQ_NOT_FOUND_SETTLED,		/* settled */
+	MQ_NOT_FOUND_ORPHANED		/* leased (session_bound => false) by a
+								 * session that has ended: its lease or a
+								 * receipt settles it */
+} MqNotFoundState;
+
 /* What became of one message of a settle call */
 typedef struct MqSettled
 {
@@ -471,6 +498,9 @@ typedef struct MqSettled
 	int32		delivery_count;
 	TimestampTz expires_at;
 	int64		offset;			/* streams: in its partition */
+	/* on NOT_FOUND: what it is instead, and why it last went back */
+	MqNotFoundState not_found;
+	MqReturnReason returned;
 } MqSettled;
 
 /*

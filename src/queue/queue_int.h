@@ -269,6 +269,8 @@ typedef struct MqTracked
 	bool		own;			/* our own transaction's entry, taken by an
 								 * overflow (drop-head) before it commits */
 	bool		redelivered;
+	uint8		last_return;	/* MqReturnReason: why it last went back to
+								 * ready, for settle's error messages */
 	int32		delivery_count;
 	int32		free_returns;	/* returns that do not count toward
 								 * x-delivery-limit (nack with requeue) */

@@ -66,6 +66,7 @@ settle_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, MqSettleOp op,
 			/* the return holds at once, and so does its count */
 			qs->counters.n[MQ_C_NACKED]++;
 			t->state = MQ_T_READY;
+			t->last_return = MQ_RETURN_NACK;
 			t->owner = -1;
 			t->prev_owner = -1;
 			/* a consumer group's backoff unless the nack gave a delay */
@@ -101,6 +102,28 @@ settle_receipt(MqQueue *q, MqQueueShared *qs, MqTracked *t, uint64 receipt,
 		mqq_note_leased_queue(qs->key);
 	}
 	return settle_one(q, qs, t, op, when, now, out);
+}
+
+/* What t is, not being delivered to this session (settle's error messages) */
+static void
+not_found_state(MqTracked *t, MqSettled *out)
+{
+	out->returned = MQ_RETURN_NONE;
+	if (t == NULL)
+		out->not_found = MQ_NOT_FOUND_UNTRACKED;
+	else if (t->state == MQ_T_PENDING)
+		out->not_found = MQ_NOT_FOUND_PENDING;
+	else if (t->state == MQ_T_ACKING)
+		out->not_found = MQ_NOT_FOUND_SETTLING;
+	else if (t->state == MQ_T_SETTLED)
+		out->not_found = MQ_NOT_FOUND_SETTLED;
+	else if (t->redelivered || t->delivery_count > 0)
+	{
+		out->not_found = MQ_NOT_FOUND_RETURNED;
+		out->returned = (MqReturnReason) t->last_return;
+	}
+	else
+		out->not_found = MQ_NOT_FOUND_READY;
 }
 
 /*
@@ -147,7 +170,17 @@ settle_common(MqQueue *q, const int64 *msg_ids, const uint64 *receipts, int n,
 				qs->unacked++;
 			}
 			if (t == NULL || t->state != MQ_T_LEASED)
+			{
 				o->result = MQ_SETTLE_RESULT_NOT_FOUND;
+				not_found_state(t, o);
+			}
+			else if (t->owner == -1)
+			{
+				/* detached, its session gone (mq_session_exit) */
+				o->result = MQ_SETTLE_RESULT_NOT_FOUND;
+				o->not_found = MQ_NOT_FOUND_ORPHANED;
+				o->returned = MQ_RETURN_NONE;
+			}
 			else if (t->owner != MyProc->pgprocno)
 				o->result = MQ_SETTLE_RESULT_NOT_OWNER;
 			else

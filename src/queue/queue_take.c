@@ -379,6 +379,7 @@ expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 		if (lease_taker_open(t))
 			continue;
 		t->state = MQ_T_READY;
+		t->last_return = MQ_RETURN_LEASE;
 		t->prev_owner = t->owner;
 		t->owner = -1;
 		/* a consumer group retries after its backoff (RocketMQ) */
@@ -859,6 +860,7 @@ mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_un
 			if (t->state == MQ_T_LEASED)
 			{
 				t->state = MQ_T_READY;
+				t->last_return = MQ_RETURN_NACK;
 				t->owner = -1;
 				t->prev_owner = -1;
 				t->redelivered = true;

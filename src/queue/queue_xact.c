@@ -226,9 +226,10 @@ wake_worker_if_wanted(void)
  * (worker_wanted).
  */
 static void
-release_to_ready(MqQueueShared *qs, MqTracked *t)
+release_to_ready(MqQueueShared *qs, MqTracked *t, MqReturnReason why)
 {
 	t->state = MQ_T_READY;
+	t->last_return = (uint8) why;
 	t->owner = -1;
 	t->prev_owner = -1;
 	t->until = 0;
@@ -369,7 +370,7 @@ local_abort(int from)
 					/* delivered, not taken dead: a return (quorum) */
 					bool		delivered = t->returned != 0;
 
-					release_to_ready(qs, t);
+					release_to_ready(qs, t, MQ_RETURN_ROLLBACK);
 					if (delivered)
 						mqq_tracked_returned(qs, t);
 					mqq_wake(qs);
@@ -489,7 +490,7 @@ mq_session_exit(int code, Datum arg)
 			else if (t->owner == MyProc->pgprocno &&
 					 (t->state == MQ_T_LEASED || t->state == MQ_T_ACKING))
 			{
-				release_to_ready(qs, t);
+				release_to_ready(qs, t, MQ_RETURN_SESSION_END);
 				any = true;
 				/* returned below, all together, in delivery order */
 				if (t->returned != 0)

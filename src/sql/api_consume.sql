@@ -13,11 +13,13 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	receipt text)
 AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
 
+-- body_text: the body as text, NULL when it is not valid in the database
+-- encoding (binary)
 CREATE OR REPLACE FUNCTION mq.browse(queue text, max_messages int DEFAULT 10)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
 	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
-	message_group text, priority int, properties jsonb)
+	message_group text, priority int, properties jsonb, body_text text)
 AS 'MODULE_PATHNAME', 'mq_browse' LANGUAGE C;
 
 -- Stateless read of a stream partition by offset or time (src/stream_sql.c)

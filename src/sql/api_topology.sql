@@ -9,7 +9,7 @@ RETURNS void AS 'MODULE_PATHNAME', 'mq_exchange_declare' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.exchange_delete(exchange text, if_unused boolean DEFAULT false)
 RETURNS void AS 'MODULE_PATHNAME', 'mq_exchange_delete' LANGUAGE C;
 
-CREATE OR REPLACE FUNCTION mq.queue_declare(queue text, type text DEFAULT 'classic',
+CREATE OR REPLACE FUNCTION mq.queue_declare(queue text, type text DEFAULT NULL,
 	durable boolean DEFAULT true, arguments jsonb DEFAULT '{}')
 RETURNS text AS 'MODULE_PATHNAME', 'mq_queue_declare' LANGUAGE C;
 

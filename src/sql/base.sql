@@ -180,7 +180,9 @@ CREATE TABLE mq.half (
 	last_outcome text,
 	created_at	timestamptz NOT NULL DEFAULT now(),
 	decided_at	timestamptz,
-	decided_by	text
+	decided_by	text,
+	last_error	text				-- why the last check was unknown (an
+									-- error, an unknown answer), bounded
 );
 CREATE INDEX half_pending ON mq.half (created_at) WHERE state = 'pending';
 REVOKE ALL ON mq.cat_producer_group, mq.half FROM PUBLIC;

@@ -8,19 +8,25 @@
 -- topology in that format.  docs/api.md, "RabbitMQ definitions".
 ------------------------------------------------------------------------
 
--- RabbitMQ's x-max-age ("7D", "12h", "1Y") as a retention ("7 days")
+-- RabbitMQ's x-max-age ("7D", "12h", "1Y") as a retention ("7 days"),
+-- with RabbitMQ's units: a year is 365 days, a month 30.  The one mapping:
+-- mq.queue_declare (mq._stream_args_check), mq.definitions_import and the
+-- gateway (which passes x-max-age on) use it.
 CREATE OR REPLACE FUNCTION mq._rabbit_age(age text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+LANGUAGE plpgsql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	m text[] := regexp_match(age, '^([0-9]+)([YMDhms])$');
 BEGIN
-	IF m IS NULL THEN
+	IF m IS NULL OR m[1]::numeric = 0 THEN
 		RAISE EXCEPTION 'invalid x-max-age "%"', age
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'RabbitMQ''s form: a number and one of Y, M, D, h, m, s.';
+				  HINT = 'RabbitMQ''s form: a positive number and one of Y, M, D, h, m, s, such as "7D".';
 	END IF;
-	RETURN m[1]::bigint || ' ' || CASE m[2] WHEN 'Y' THEN 'years' WHEN 'M' THEN 'months'
-		WHEN 'D' THEN 'days' WHEN 'h' THEN 'hours' WHEN 'm' THEN 'minutes' ELSE 'seconds' END;
+	RETURN CASE m[2] WHEN 'Y' THEN m[1]::numeric * 365 || ' days'
+		WHEN 'M' THEN m[1]::numeric * 30 || ' days' WHEN 'D' THEN m[1]::numeric || ' days'
+		WHEN 'h' THEN m[1]::numeric || ' hours' WHEN 'm' THEN m[1]::numeric || ' minutes'
+		ELSE m[1]::numeric || ' seconds' END;
 END
 $$;
 

@@ -69,6 +69,7 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'mq_end_half' LANGUAGE C;
 
 CREATE OR REPLACE VIEW mq.half_messages AS
 	SELECT h.half_id, h.producer_group, h.exchange, h.routing_key, h.state, h.checks,
-		   h.last_check, h.last_outcome, h.created_at, h.decided_at, h.decided_by
+		   h.last_check, h.last_outcome, h.created_at, h.decided_at, h.decided_by,
+		   h.last_error
 	  FROM mq.half h;
 GRANT SELECT ON mq.half_messages TO PUBLIC;

@@ -6,18 +6,88 @@
 -- as the extension owner.  The _impl functions are not executable by PUBLIC.
 ------------------------------------------------------------------------
 
+-- A stream's retention (a JSON value) as an interval: 22023 when it is not
+-- a positive interval or does not fit in microseconds (months count as 30
+-- days, as src/catalog.c reads it).
+CREATE OR REPLACE FUNCTION mq._stream_retention(queue text, v jsonb)
+RETURNS interval LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	iv interval;
+	secs numeric;
+BEGIN
+	BEGIN
+		IF jsonb_typeof(v) <> 'string' THEN
+			RAISE invalid_text_representation;
+		END IF;
+		iv := (v #>> '{}')::interval;
+	EXCEPTION
+		WHEN datetime_field_overflow OR interval_field_overflow THEN
+			RAISE EXCEPTION 'retention % of stream queue "%" is too large', v, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = 'The largest retention accepted is 106751991 days (about 292271 years).';
+		WHEN invalid_text_representation OR invalid_datetime_format THEN
+			RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = 'The value must be a positive interval, such as "72 hours".';
+	END;
+	secs := ((extract(year FROM iv) * 12 + extract(month FROM iv)) * 30 + extract(day FROM iv)) * 86400
+		+ extract(hour FROM iv) * 3600 + extract(minute FROM iv) * 60 + extract(second FROM iv);
+	IF secs <= 0 THEN
+		RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The value must be a positive interval, such as "72 hours".';
+	END IF;
+	IF secs > 9223372036854.775807 THEN
+		RAISE EXCEPTION 'retention % of stream queue "%" is too large', v, queue
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The largest retention accepted is 106751991 days (about 292271 years).';
+	END IF;
+	RETURN iv;
+END
+$$;
+
 -- Validate the arguments of a stream queue (partitions, retention,
--- max_bytes, durability); classic-queue arguments are refused.
+-- max_bytes, durability); classic-queue arguments are refused.  RabbitMQ's
+-- x-max-age becomes the retention (mq._rabbit_age) unless a retention is
+-- given, which it must then equal.
 CREATE OR REPLACE FUNCTION mq._stream_args_check(queue text, arguments jsonb)
 RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	k text;
 	v jsonb;
-	iv interval;
+	age text;
 	known constant text[] := ARRAY['partitions', 'retention', 'max_bytes', 'durability',
-		'x-queue-type'];
+		'x-queue-type', 'x-max-age'];
 BEGIN
+	IF arguments ? 'x-max-age' THEN
+		IF jsonb_typeof(arguments->'x-max-age') <> 'string' THEN
+			RAISE EXCEPTION 'invalid value % for argument "x-max-age" of stream queue "%"',
+				arguments->'x-max-age', queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'RabbitMQ''s form: a positive number and one of Y, M, D, h, m, s, such as "7D".';
+		END IF;
+		age := mq._rabbit_age(arguments->>'x-max-age');
+		BEGIN
+			PERFORM mq._stream_retention(queue, to_jsonb(age));
+		EXCEPTION WHEN invalid_parameter_value THEN
+			-- positive: only too large
+			RAISE EXCEPTION 'x-max-age % of stream queue "%" is too large', arguments->'x-max-age', queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = 'The largest retention accepted is 106751991 days (about 292271 years).';
+		END;
+		IF NOT arguments ? 'retention' THEN
+			arguments := arguments || jsonb_build_object('retention', age);
+		ELSIF mq._stream_retention(queue, arguments->'retention')
+			  <> mq._stream_retention(queue, to_jsonb(age)) THEN
+			RAISE EXCEPTION 'arguments "retention" % and "x-max-age" % of stream queue "%" disagree',
+				arguments->'retention', arguments->'x-max-age', queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Give one of them.';
+		END IF;
+		arguments := arguments - 'x-max-age';
+	END IF;
 	FOR k, v IN SELECT * FROM jsonb_each(arguments) LOOP
 		IF k LIKE 'x-%' AND k <> 'x-queue-type' THEN
 			RAISE EXCEPTION 'argument "%" is not supported by stream queue "%"', k, queue
@@ -44,22 +114,7 @@ BEGIN
 						  DETAIL = 'The value must be a positive integer (bytes).';
 			END IF;
 		ELSIF k = 'retention' THEN
-			BEGIN
-				IF jsonb_typeof(v) <> 'string' THEN
-					RAISE invalid_text_representation;
-				END IF;
-				iv := (v #>> '{}')::interval;
-			EXCEPTION WHEN invalid_text_representation OR invalid_datetime_format
-					  OR datetime_field_overflow OR interval_field_overflow THEN
-				RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
-					USING ERRCODE = 'invalid_parameter_value',
-						  DETAIL = 'The value must be a positive interval, such as "72 hours".';
-			END;
-			IF iv <= interval '0' OR extract(epoch FROM iv) > 9223372036854.775807 THEN
-				RAISE EXCEPTION 'invalid value % for argument "retention" of stream queue "%"', v, queue
-					USING ERRCODE = 'invalid_parameter_value',
-						  DETAIL = 'The value must be a positive interval, such as "72 hours".';
-			END IF;
+			PERFORM mq._stream_retention(queue, v);
 		ELSIF k = 'durability' THEN
 			IF jsonb_typeof(v) <> 'string' OR v #>> '{}' NOT IN ('local', 'quorum') THEN
 				RAISE EXCEPTION 'invalid value % for argument "durability" of stream queue "%"', v, queue
@@ -376,6 +431,10 @@ DECLARE
 	lane_oids oid[] := '{}';
 	relname text;
 BEGIN
+	-- no type: RabbitMQ's x-queue-type, else classic
+	IF type IS NULL AND jsonb_typeof(arguments) = 'object' THEN
+		type := coalesce(arguments->>'x-queue-type', 'classic');
+	END IF;
 	IF type IS NULL OR type NOT IN ('classic', 'quorum', 'stream') THEN
 		RAISE EXCEPTION 'invalid queue type "%" for queue "%"', type, queue
 			USING ERRCODE = 'invalid_parameter_value',

@@ -1116,6 +1116,29 @@ def stream_queue_with_offsets():
 
 
 @test
+def stream_max_age_as_rabbitmq():
+    # x-max-age goes to mq.queue_declare, which maps it as RabbitMQ parses
+    # it (the mapping of SQL and mq.definitions_import): a redeclare with
+    # the same is the same queue, an invalid one is 406 as in RabbitMQ
+    # (the gateway once dropped it silently), and so is another age
+    conn = connect()
+    ch = conn.channel()
+    q = name('stream_age')
+    ch.queue_declare(q, durable=True, arguments={'x-queue-type': 'stream', 'x-max-age': '7D'})
+    ch.queue_declare(q, durable=True, arguments={'x-queue-type': 'stream', 'x-max-age': '7D'})
+    for bad, what in (('7d', 'an unknown unit'), ('0D', 'zero'), ('8D', 'another age')):
+        try:
+            ch.queue_declare(q if bad == '8D' else name('stream_bad'), durable=True,
+                             arguments={'x-queue-type': 'stream', 'x-max-age': bad})
+            raise Fail('x-max-age %s (%s) accepted' % (bad, what))
+        except ChannelClosedByBroker as e:
+            eq(e.reply_code, 406, 'reply code for x-max-age %s (%s)' % (bad, what))
+        ch = conn.channel()
+    ch.queue_delete(q)
+    conn.close()
+
+
+@test
 def heartbeats_keep_idle_connection():
     conn = connect(heartbeat=1)
     t0 = time.time()

@@ -118,6 +118,7 @@ my @expected = qw(
   large_message_many_frames fast_publisher_then_close_all_arrive
   alternate_exchange_and_headers_exchange ttl_length_limits_and_delay
   flow_recover_and_global_qos exclusive_consumer_and_tag_reuse no_ack_consumer priority_queue stream_queue_with_offsets
+  stream_max_age_as_rabbitmq
   heartbeats_keep_idle_connection
   bad_frame_end_is_frame_error oversize_frame_is_frame_error malformed_method_is_frame_error
   unknown_class_is_not_implemented random_frames_never_crash wrong_protocol_header

@@ -161,6 +161,14 @@ DROP FUNCTION mq.ack(text, bigint[], text);
 DROP FUNCTION mq.nack(text, bigint[], boolean, interval, text);
 -- receipts: settling a delivery from any session (connection poolers)
 DROP FUNCTION mq.reject(text, bigint, boolean);
+-- browse: body_text, the body readable (issue 37)
+DROP FUNCTION mq.browse(text, int);
+
+------------------------------------------------------------------------
+-- half messages: the error of their last check (issue 37; the view
+-- mq.half_messages gets the column at its end)
+------------------------------------------------------------------------
+ALTER TABLE mq.half ADD COLUMN last_error text;
 
 ------------------------------------------------------------------------
 -- inspection: mq.queues.ready_bytes (the view is made again on the new
