@@ -11,7 +11,8 @@ for in the gateway's log and must not find in PostgreSQL's.
         login refused (wrong password), then connection.close; prints
         "ok churn" or "not ok churn: why"
     logs_client.py hold PORT USER PASSWORD [HEARTBEAT]
-        one connection with a consumer in its long poll; prints "consuming
+        one connection with a consumer in its long poll (with HEARTBEAT:
+        an open connection, heartbeat HEARTBEAT seconds); prints "consuming
         PORT" (the client's port) and then waits, calling nothing of pika
         (so no heartbeat either), until killed or its stdin closes; then
         os._exit: the socket closes without connection.close
@@ -125,10 +126,13 @@ def churn():
 def hold():
     hb = int(sys.argv[5]) if len(sys.argv) > 5 else None
     c = connect(heartbeat=hb)
-    ch = c.channel()
-    ch.queue_declare('logs_hold')
-    ch.basic_consume('logs_hold', lambda *a: None)
-    wait_in_poll(c)
+    if hb is None:
+        # (with a short heartbeat, no consumer: its set-up on a loaded
+        # machine could take longer than the heartbeat allows)
+        ch = c.channel()
+        ch.queue_declare('logs_hold')
+        ch.basic_consume('logs_hold', lambda *a: None)
+        wait_in_poll(c)
     try:
         port = c._impl._transport._sock.getsockname()[1]
     except AttributeError:

@@ -120,7 +120,8 @@ eval { $k->finish };
 # one that exits without connection.close
 my ($e, $eport) = hold($port);
 eval { $e->finish };
-# one whose heartbeats stop (1 s: the gateway drops it after two intervals)
+# one whose heartbeats stop (1 s: the gateway drops it after two intervals;
+# an open connection without channels)
 my ($hb, $hbport) = hold($port, 1);
 ok(wait_for_log($log, qr/127\.0\.0\.1:$hbport: closing AMQP connection .*: missed heartbeats from client, timeout: 1s/),
 	'a client without heartbeats: "missed heartbeats from client" in the log');
