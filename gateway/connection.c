@@ -751,7 +751,7 @@ conn_event(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_ERROR)
 		conn_reason(c, true, "socket error: %s",
 					evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-	else if (what & BEV_EVENT_EOF && c->state == C_HEADER &&
+	else if ((what & BEV_EVENT_EOF) && c->state == C_HEADER &&
 			 evbuffer_get_length(bufferevent_get_input(bev)) == 0)
 		conn_reason(c, false, "client closed TCP connection before sending anything "
 					"(a port check?)");
