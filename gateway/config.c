@@ -19,27 +19,71 @@
 #include <string.h>
 #include <time.h>
 
-/* --verbose: log connections and channel errors */
-bool		gw_verbose = false;
+/*
+ * --log-level: warning (--quiet: what went wrong only), info (the default:
+ * also each connection accepted, logged in and closed, with why), debug
+ * (--verbose: also channel errors and server notices)
+ */
+int			gw_log_level = GW_LOG_INFO;
+bool		gw_verbose = false;	/* gw_log_level >= GW_LOG_DEBUG */
 
 /* the settings, their defaults */
 GwConfig	cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
 	4 * 1024 * 1024, 64 * 1024 * 1024, false, NULL, 64, 8, 10};
 
 /* a line of the log on stderr, its time in UTC */
-void
-logmsg(const char *fmt,...)
+static void logv(const char *fmt, va_list ap) __attribute__((format(gnu_printf, 1, 0)));
+
+static void
+logv(const char *fmt, va_list ap)
 {
-	va_list		ap;
 	time_t		now = time(NULL);
 	char		ts[32];
 
 	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", gmtime(&now));
 	fprintf(stderr, "%s UTC mq-amqp: ", ts);
-	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
-	va_end(ap);
 	fputc('\n', stderr);
+}
+
+/* a line of the log whatever the level: something went wrong */
+void
+logmsg(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	logv(fmt, ap);
+	va_end(ap);
+}
+
+/* a line of the log at info level (the default; not with --quiet) */
+void
+loginfo(const char *fmt,...)
+{
+	va_list		ap;
+
+	if (gw_log_level < GW_LOG_INFO)
+		return;
+	va_start(ap, fmt);
+	logv(fmt, ap);
+	va_end(ap);
+}
+
+/* set the log level by name: warning, info or debug; false if unknown */
+static bool
+set_log_level(const char *val)
+{
+	if (strcmp(val, "warning") == 0 || strcmp(val, "error") == 0)
+		gw_log_level = GW_LOG_WARNING;
+	else if (strcmp(val, "info") == 0)
+		gw_log_level = GW_LOG_INFO;
+	else if (strcmp(val, "debug") == 0)
+		gw_log_level = GW_LOG_DEBUG;
+	else
+		return false;
+	gw_verbose = gw_log_level >= GW_LOG_DEBUG;
+	return true;
 }
 
 /* Print the command-line options and their defaults, to f. */
@@ -71,13 +115,16 @@ usage(FILE *f)
 			"                        the same, per client address (default 8)\n"
 			"  --handshake-timeout SECONDS\n"
 			"                        close a client not open within that (default 10)\n"
-			"  --verbose             log connections and channel errors\n"
+			"  --log-level LEVEL     warning, info (default: also each connection\n"
+			"                        accepted, logged in and closed, and why) or debug\n"
+			"  --quiet               --log-level warning\n"
+			"  --verbose             --log-level debug (also channel errors)\n"
 			"  --help                show this help, then exit\n"
 			"  --version             show the version, then exit\n\n"
 			"Settings in the file: listen, dbname, heartbeat, frame_max, channel_max,\n"
 			"lease, poll_wait, batch_max, max_message, guest_role,\n"
 			"allow_passwordless_logins, max_logins, max_logins_per_address,\n"
-			"handshake_timeout, verbose.  docs/amqp.md has more.\n");
+			"handshake_timeout, log_level, verbose.  docs/amqp.md has more.\n");
 }
 
 /* on/off, true/false, 1/0, yes/no; anything else stops the gateway */
@@ -122,7 +169,20 @@ set_option(const char *key, const char *val)
 	}
 	if (strcmp(key, "verbose") == 0)
 	{
-		gw_verbose = strcmp(val, "on") == 0 || strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
+		if (parse_bool(key, val))
+			set_log_level("debug");
+		else if (gw_log_level > GW_LOG_INFO)
+			set_log_level("info");
+		return true;
+	}
+	if (strcmp(key, "log_level") == 0 || strcmp(key, "log-level") == 0)
+	{
+		if (!set_log_level(val))
+		{
+			fprintf(stderr, "mq-amqp: invalid value \"%s\" for %s (warning, info or debug)\n",
+					val, key);
+			exit(2);
+		}
 		return true;
 	}
 	if (strcmp(key, "allow_passwordless_logins") == 0)

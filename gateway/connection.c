@@ -86,7 +86,7 @@ heartbeat_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	if (!c->paused && time(NULL) - c->last_recv > 2 * (time_t) c->heartbeat)
 	{
-		logmsg("%s: missed heartbeats from client, timeout: %ds", c->peer, c->heartbeat);
+		conn_reason(c, true, "missed heartbeats from client, timeout: %ds", c->heartbeat);
 		conn_destroy(c);
 		return;
 	}
@@ -162,6 +162,14 @@ vhost_connected(Conn *c, bool ok, const char *error)
 		return;
 	}
 	c->state = C_OPEN;
+	c->opened = true;
+	{
+		PGconn	   *pg = ctl_pgconn(c->ctl);
+
+		loginfo("%s: user '%s' authenticated and granted access to vhost '%s' "
+				"(PostgreSQL role \"%s\", database \"%s\")", c->peer, c->user,
+				c->vhost[0] ? c->vhost : "/", c->pguser, pg ? PQdb(pg) : "?");
+	}
 	method_begin(0, AMQP_CONNECTION, 41);
 	buf_shortstr(&out, "");
 	frame_send(c);
@@ -441,7 +449,11 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 			{
 				int			i;
 				struct timeval tv = {30, 0};
+				uint16_t	code = rd_u16(r);
 
+				rd_shortstr(r, s);
+				conn_reason(c, false, "client closed the connection (connection.close %u%s%s)",
+							code, r->err ? "" : " ", r->err ? "" : s);
 				/* the channels finish what they were sent first */
 				c->client_closing = true;
 				c->state = C_CLOSING;
@@ -474,6 +486,7 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 				return;
 			}
 		case 51:				/* close-ok without a close */
+			conn_reason(c, false, "client closed the connection (connection.close-ok)");
 			conn_destroy(c);
 			return;
 		case 60:				/* blocked / unblocked from a client: ignore */
@@ -661,6 +674,8 @@ conn_read(struct bufferevent *bev, void *arg)
 			if (memcmp(p, "AMQP\0\0\x09\x01", 8) != 0)
 			{
 				/* the protocol we speak, then close (AMQP 0-9-1 section 4.2.2) */
+				conn_reason(c, true, "client sent the header of another protocol than "
+							"AMQP 0-9-1");
 				bufferevent_write(bev, "AMQP\0\0\x09\x01", 8);
 				bufferevent_flush(bev, EV_WRITE, BEV_FLUSH);
 				c->state = C_CLOSING;
@@ -733,6 +748,15 @@ conn_event(struct bufferevent *bev, short what, void *arg)
 {
 	Conn	   *c = arg;
 
+	if (what & BEV_EVENT_ERROR)
+		conn_reason(c, true, "socket error: %s",
+					evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	else if ((what & BEV_EVENT_EOF) && c->state == C_HEADER &&
+			 evbuffer_get_length(bufferevent_get_input(bev)) == 0)
+		conn_reason(c, false, "client closed TCP connection before sending anything "
+					"(a port check?)");
+	else if (what & BEV_EVENT_EOF)
+		conn_reason(c, true, "client unexpectedly closed TCP connection");
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
 		conn_destroy(c);
 }
@@ -754,6 +778,8 @@ handshake_timeout(evutil_socket_t fd, short what, void *arg)
 	}
 	logmsg("%s: handshake not done within %d s%s: closed", c->peer, (int) handshake_tv.tv_sec,
 		   c->state == C_LOGIN_WAIT ? " (its login waited for a slot)" : "");
+	conn_reason(c, true, "handshake timeout: not done within %d s",
+				(int) handshake_tv.tv_sec);
 	conn_destroy(c);
 }
 
@@ -787,6 +813,30 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 		snprintf(c->addr, sizeof(c->addr), "%s", a);
 	}
 	c->loopback = sockaddr_is_loopback(sa);
+	{
+		/* the gateway's end: the address and port the client came to */
+		struct sockaddr_storage ss;
+		socklen_t	sslen = sizeof(ss);
+		char		a[INET6_ADDRSTRLEN];
+
+		if (getsockname(fd, (struct sockaddr *) &ss, &sslen) == 0 && ss.ss_family == AF_INET)
+		{
+			struct sockaddr_in *in = (struct sockaddr_in *) &ss;
+
+			inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+			snprintf(c->local, sizeof(c->local), "%s:%d", a, ntohs(in->sin_port));
+		}
+		else if (getsockname(fd, (struct sockaddr *) &ss, &sslen) == 0 &&
+				 ss.ss_family == AF_INET6)
+		{
+			struct sockaddr_in6 *in = (struct sockaddr_in6 *) &ss;
+
+			inet_ntop(AF_INET6, &in->sin6_addr, a, sizeof(a));
+			snprintf(c->local, sizeof(c->local), "[%s]:%d", a, ntohs(in->sin6_port));
+		}
+		else
+			snprintf(c->local, sizeof(c->local), "%s", cfg.listen);
+	}
 	c->bev = bufferevent_socket_new(gw_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->state = C_HEADER;
 	c->last_recv = time(NULL);
@@ -802,6 +852,5 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	}
 	c->next = conns;
 	conns = c;
-	if (gw_verbose)
-		logmsg("%s: connection accepted", c->peer);
+	loginfo("%s: accepting AMQP connection (%s -> %s)", c->peer, c->peer, c->local);
 }

@@ -65,7 +65,8 @@ turn_pass(Qreg *q)
 /*
  * A second consumer of the queue came: a poll that started while there was
  * one runs outside the turns, with its whole credit, and would take a
- * whole batch; it is cancelled (nothing taken) and polls again in turn.
+ * whole batch; it is woken (it returns what it took, mostly nothing) and
+ * polls again in turn.
  */
 void
 turn_start(Consumer *newcons)
@@ -91,7 +92,7 @@ turn_start(Consumer *newcons)
 				if (cons != newcons && cons != q->poller && cons->polling && !cons->cancelling &&
 					!cons->cancelled && !cons->stream && cons->asked > 1 &&
 					strcmp(cons->queue, newcons->queue) == 0)
-					pg_cancel(cons->pg);
+					cons_wake(cons);
 		}
 	}
 }
@@ -235,6 +236,7 @@ cons_poll(Consumer *cons)
 	vals[4] = cons->no_ack ? "true" : "false";
 	vals[5] = cons->stream ? cons->group : NULL;
 	cons->polling = true;
+	cons->woken = false;
 	cons->asked = n;
 	ch->n_asked += n;
 	pg_send(cons->pg,
@@ -244,8 +246,32 @@ cons_poll(Consumer *cons)
 }
 
 /*
- * Free a removed consumer: its session, its place in the queue's turns,
- * its unacked deliveries no longer counted against it.
+ * End cons's running long poll now, without an error: the connection's
+ * control session runs mq._consume_wake on the poll's backend, as the
+ * same role, and the poll returns what it has to cons_polled (which
+ * delivers it, or drops it when the session was closed meanwhile: its
+ * end returns those rows).  Cancelling the statement instead would log
+ * "ERROR: canceling statement due to user request" in the server's log,
+ * and closing its session "FATAL: connection to client lost".  A poll
+ * the wake does not reach ends within --poll-wait anyway.
+ */
+void
+cons_wake(Consumer *cons)
+{
+	char		pid[16];
+
+	if (!cons->polling || cons->woken || cons->pg == NULL || cons->pg->pg == NULL ||
+		PQbackendPID(cons->pg->pg) <= 0)
+		return;
+	cons->woken = true;
+	snprintf(pid, sizeof(pid), "%d", PQbackendPID(cons->pg->pg));
+	ctl_job(cons->ch->conn, "SELECT mq._consume_wake($1::int)", pid, NULL);
+}
+
+/*
+ * Free a removed consumer: its session (once its poll is over: woken
+ * first), its place in the queue's turns, its unacked deliveries no longer
+ * counted against it.
  */
 static void
 cons_free(Consumer *cons)
@@ -277,7 +303,8 @@ cons_free(Consumer *cons)
 	}
 	if (cons->held)
 		PQclear(cons->held);	/* back to the queue with the session */
-	pg_close(cons->pg);
+	cons_wake(cons);
+	pg_close(cons->pg);			/* ends when the poll returns */
 	if (cons->stream)
 		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2)", cons->queue, cons->group);
 	if (cons->offset_spec)
@@ -327,7 +354,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 	if (!force && !notify && cons->unacked > 0 && ch->state == CH_OPEN)
 	{
 		if (cons->polling)
-			pg_cancel(cons->pg);
+			cons_wake(cons);
 		return;
 	}
 	/* its deliveries are gone with its session: forget their tags */
@@ -383,7 +410,7 @@ cancel_queue_consumers(const char *db, const char *queue)
 				{
 					/* stop its poll first: queue_delete waits for it */
 					if (cons->polling)
-						pg_cancel(cons->pg);
+						cons_wake(cons);
 					cons_remove(cons, true, false);
 				}
 			}

@@ -57,6 +57,7 @@ cons_polled(void *arg, PGresult *res)
 		turn_pass(q);
 	}
 	cons->polling = false;
+	cons->woken = false;
 	ch->n_asked -= cons->asked;
 	cons->asked = 0;
 	if (res == NULL)

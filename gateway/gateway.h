@@ -97,6 +97,8 @@ typedef struct PgSess
 	pg_connect_cb on_connect;
 	void	   *arg;
 	void		(*on_lost) (void *arg);	/* the server went away while idle */
+	bool		draining;		/* closed while busy: ends once its statement has */
+	struct event *dev;			/* ... or when this gives up waiting */
 } PgSess;
 
 typedef struct Conn Conn;
@@ -196,6 +198,7 @@ struct Consumer
 	bool		cancelling;		/* basic.cancel: the poll is being cancelled */
 	bool		cancel_nowait;
 	bool		cancelled;		/* cancel-ok sent; kept while it has unacked */
+	bool		woken;			/* its running poll was asked to return */
 	int			prefetch;
 	int			unacked;
 	int			credited;		/* of those, acked by the client, not yet stored */
@@ -259,12 +262,16 @@ struct Conn
 	struct bufferevent *bev;
 	enum ConnState state;
 	bool		dead;
+	bool		opened;			/* connection.open-ok sent */
 	bool		client_closing;	/* connection.close from the client */
 	bool		finishing;		/* the socket goes once its output is written */
 	size_t		pending;		/* bytes of publishes not yet done */
 	bool		paused;			/* reading stopped until they are */
 	char		peer[64];
 	char		addr[64];		/* the peer's address without its port */
+	char		local[64];		/* the gateway's address and port it came to */
+	char		close_reason[700];	/* why it ends, for the log ("": not yet) */
+	bool		close_warn;		/* ... logged as a warning, not at info */
 	bool		loopback;		/* the peer is 127.0.0.0/8 or ::1 */
 	bool		in_login;		/* counted in the logins in progress */
 	Conn	   *login_next;		/* logging in, or waiting for a login slot: */
@@ -366,6 +373,8 @@ extern void close_timeout(evutil_socket_t fd, short what, void *arg);
 extern void conn_error(Conn *c, int code, const char *text, int cls, int meth);
 extern void conn_close_finish(Conn *c);
 extern void conn_destroy(Conn *c);
+extern void conn_reason(Conn *c, bool warn, const char *fmt,...)
+			__attribute__((format(gnu_printf, 3, 4)));
 
 /* channel.c */
 extern void op_free(Op *op);
@@ -380,6 +389,7 @@ extern Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 extern void turn_pass(Qreg *q);
 extern void turn_start(Consumer *newcons);
 extern void cons_poll(Consumer *cons);
+extern void cons_wake(Consumer *cons);
 extern void cons_deliver_rows(Consumer *cons, PGresult *res);
 extern void cons_deliver_held(Consumer *cons);
 extern void cons_remove(Consumer *cons, bool notify, bool force);
@@ -441,8 +451,13 @@ extern char *queue_arguments(json_object *args, const char **type, char *err, si
 
 /* config.c */
 extern GwConfig cfg;
+#define GW_LOG_WARNING	0
+#define GW_LOG_INFO		1
+#define GW_LOG_DEBUG	2
+extern int	gw_log_level;
 extern bool gw_verbose;
 extern void logmsg(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
+extern void loginfo(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
 extern void usage(FILE *f);
 extern bool set_option(const char *key, const char *val);
 extern void read_config(const char *path);
@@ -455,6 +470,7 @@ extern void pg_send(PgSess *s, const char *sql, int n, const Oid *types,
 					int result_format, pg_result_cb cb, void *arg);
 extern PGconn *pg_connect_blocking(const char *user, const char *password);
 extern void pg_close(PgSess *s);
+extern int	pg_sessions(void);
 extern void pg_cancel(PgSess *s);
 
 #endif

@@ -74,6 +74,15 @@ on_accept_error(struct evconnlistener *l, void *arg)
 	evtimer_add(accept_resume, &tv);
 }
 
+/* at shutdown: time is up for the sessions still ending */
+static bool drain_over = false;
+
+static void
+on_drain_over(evutil_socket_t fd, short what, void *arg)
+{
+	drain_over = true;
+}
+
 /* SIGINT or SIGTERM: the loop stops. */
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
@@ -147,6 +156,8 @@ main(int argc, char **argv)
 		{"max-logins-per-address", required_argument, NULL, 'm'},
 		{"handshake-timeout", required_argument, NULL, 'T'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"log-level", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -215,7 +226,13 @@ main(int argc, char **argv)
 				set_option("handshake_timeout", optarg);
 				break;
 			case 'v':
-				gw_verbose = true;
+				set_option("log_level", "debug");
+				break;
+			case 'q':
+				set_option("log_level", "warning");
+				break;
+			case 'o':
+				set_option("log_level", optarg);
 				break;
 			case 'h':
 				usage(stdout);
@@ -304,8 +321,28 @@ main(int argc, char **argv)
 	logmsg("listening on %s", cfg.listen);
 	event_base_dispatch(gw_base);
 
-	while (conns)
-		conn_destroy(conns);
+	{
+		/*
+		 * The connections go; their consumers' sessions end once their
+		 * polls, woken, have returned (pg_close), and control sessions once
+		 * their jobs are done: so PostgreSQL logs no client lost.  Within
+		 * --poll-wait and a few seconds at most.
+		 */
+		struct timeval tv = {cfg.poll_wait + 5, 0};
+		Conn	   *c;
+		struct event *t;
+
+		evconnlistener_disable(listener);
+		for (c = conns; c; c = c->next)
+			conn_reason(c, false, "the gateway is shutting down");
+		while (conns)
+			conn_destroy(conns);
+		t = evtimer_new(gw_base, on_drain_over, NULL);
+		evtimer_add(t, &tv);
+		while (pg_sessions() > 0 && !drain_over)
+			event_base_loop(gw_base, EVLOOP_ONCE);
+		event_free(t);
+	}
 	evconnlistener_free(listener);
 	if (accept_resume)
 		event_free(accept_resume);

@@ -429,7 +429,7 @@ m_basic_cancel(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 	if (x->polling)
 	{
 		x->cancelling = true;
-		pg_cancel(x->pg);
+		cons_wake(x);			/* its poll returns, then cancel-ok */
 	}
 	else if (!x->ready)
 		x->cancelling = true;

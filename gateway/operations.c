@@ -962,11 +962,13 @@ pid_add(Buf *pids, PgSess *s)
 /*
  * The statement that waits until PostgreSQL has ended the sessions PIDS
  * (from pid_add): it looks at pg_stat_activity every 10 ms, for at most a
- * second.  NULL when the list is empty; the caller frees it.  DO takes no
- * parameters: the list is digits and commas.
+ * second.  With wake, it first wakes their long polls (mq._consume_wake:
+ * the gateway ends those sessions once their polls have returned).  NULL
+ * when the list is empty; the caller frees it.  DO takes no parameters:
+ * the list is digits and commas.
  */
 static char *
-pid_wait_sql(Buf *pids)
+pid_wait_sql(Buf *pids, bool wake)
 {
 	size_t		len;
 	char	   *sql;
@@ -976,12 +978,18 @@ pid_wait_sql(Buf *pids)
 	buf_u8(pids, '}');
 	buf_u8(pids, '\0');
 	len = pids->len + 400;
+	len += wake ? pids->len + 100 : 0;
 	sql = malloc(len);
 	snprintf(sql, len,
-			 "DO $$BEGIN FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
+			 "DO $$BEGIN %s%s%s"
+			 "FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
 			 "EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity "
 			 "WHERE pid = ANY ('%s'::int[])); PERFORM pg_catalog.pg_sleep(0.01); "
-			 "END LOOP; END$$", (const char *) pids->data);
+			 "END LOOP; END$$",
+			 wake ? "PERFORM mq._consume_wake(p) FROM unnest('" : "",
+			 wake ? (const char *) pids->data : "",
+			 wake ? "'::int[]) p; " : "",
+			 (const char *) pids->data);
 	return sql;
 }
 
@@ -990,9 +998,10 @@ pid_wait_sql(Buf *pids)
  * waits until PostgreSQL has ended their sessions, which returns their
  * unacked deliveries (queue_ext's rule), so that they are ready again when
  * the client reads close-ok, as with RabbitMQ.  Closing the socket is not
- * the end of the session: PostgreSQL ends it a moment later (a session in
- * a long poll notices its client gone at client_connection_check_interval,
- * 100 ms).  Returns true when it started that statement.
+ * the end of the session: PostgreSQL ends it a moment later.  A consumer's
+ * session in a long poll is woken by this statement, and the gateway ends
+ * it once its poll has returned (pg_close).  Returns true when it started
+ * that statement.
  */
 static bool
 close_requeue(Chan *ch)
@@ -1003,10 +1012,13 @@ close_requeue(Chan *ch)
 
 	buf_u8(&pids, '{');
 	for (cons = ch->consumers; cons; cons = cons->next)
+	{
 		pid_add(&pids, cons->pg);
+		cons->woken = true;		/* by this statement, which is quicker */
+	}
 	while (ch->consumers)
 		cons_remove(ch->consumers, false, true);
-	sql = pid_wait_sql(&pids);
+	sql = pid_wait_sql(&pids, true);
 	buf_free(&pids);
 	if (sql == NULL)
 		return false;
@@ -1057,7 +1069,7 @@ close_release(Chan *ch)
 		buf_u8(&pids, '{');
 		pid_add(&pids, ch->pg);
 		pid_add(&pids, ch->getpg);
-		sql = pid_wait_sql(&pids);
+		sql = pid_wait_sql(&pids, false);
 		buf_free(&pids);
 	}
 	chan_release(ch);

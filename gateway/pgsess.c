@@ -21,6 +21,10 @@
 #include <string.h>
 
 static void pg_event(evutil_socket_t fd, short what, void *arg);
+static void pg_drain(PgSess *s, short what);
+
+/* the sessions not freed yet: open, or closed and ending (pg_close) */
+static int	n_sessions = 0;
 
 /*
  * A notice of the server: WARNINGs are logged, with their hint (AMQP has no
@@ -76,6 +80,9 @@ pg_free(PgSess *s)
 		event_free(s->rev);
 	if (s->wev)
 		event_free(s->wev);
+	if (s->dev)
+		event_free(s->dev);
+	n_sessions--;
 	if (s->res)
 		PQclear(s->res);
 	if (s->pg)
@@ -95,7 +102,7 @@ pg_connect_failed_cb(evutil_socket_t fd, short what, void *arg)
 	s->in_cb = true;
 	s->on_connect(s->arg, false, s->pg ? PQerrorMessage(s->pg) : "out of memory");
 	s->in_cb = false;
-	if (s->closed)
+	if (s->closed && !s->draining)
 		pg_free(s);
 }
 
@@ -113,7 +120,7 @@ pg_connect_timeout(evutil_socket_t fd, short what, void *arg)
 	s->in_cb = true;
 	s->on_connect(s->arg, false, "timeout expired connecting to the PostgreSQL server");
 	s->in_cb = false;
-	if (s->closed)
+	if (s->closed && !s->draining)
 		pg_free(s);
 }
 
@@ -217,6 +224,7 @@ pg_connect(const char *user, const char *password, const char *dbname,
 	const char *vals[64];
 	char		options[1024];
 
+	n_sessions++;
 	s->on_connect = cb;
 	s->arg = arg;
 	session_params(keys, vals, options, user, password, dbname, check_client);
@@ -279,7 +287,7 @@ pg_finish_connect(PgSess *s)
 		s->in_cb = true;
 		s->on_connect(s->arg, ok, ok ? NULL : PQerrorMessage(s->pg));
 		s->in_cb = false;
-		if (s->closed)
+		if (s->closed && !s->draining)
 			pg_free(s);
 	}
 }
@@ -307,7 +315,7 @@ pg_lost(PgSess *s)
 	else if (s->on_lost)
 		s->on_lost(s->arg);
 	s->in_cb = false;
-	if (s->closed)
+	if (s->closed && !s->draining)
 		pg_free(s);
 }
 
@@ -321,7 +329,11 @@ pg_event(evutil_socket_t fd, short what, void *arg)
 	PgSess	   *s = arg;
 
 	if (s->closed)
+	{
+		if (s->draining)
+			pg_drain(s, what);
 		return;
+	}
 	if (s->connecting)
 	{
 		pg_finish_connect(s);
@@ -381,7 +393,7 @@ pg_event(evutil_socket_t fd, short what, void *arg)
 			s->in_cb = false;
 			if (res)
 				PQclear(res);
-			if (s->closed)
+			if (s->closed && !s->draining)
 				pg_free(s);
 			return;
 		}
@@ -426,13 +438,100 @@ pg_send(PgSess *s, const char *sql, int n, const Oid *types,
 	pg_watch(s, r == 1);
 }
 
-/* close now (the server session ends); the struct goes after any callback */
+/*
+ * A session closed while busy: its statement's results are read and
+ * dropped (or its connection is completed), and once it is idle (or the
+ * server went away) the session ends.
+ */
+static void
+pg_drain(PgSess *s, short what)
+{
+	if (s->connecting)
+	{
+		PostgresPollingStatusType st = PQconnectPoll(s->pg);
+
+		if (st == PGRES_POLLING_READING)
+			pg_watch(s, false);
+		else if (st == PGRES_POLLING_WRITING)
+			pg_watch(s, true);
+		else
+			pg_free(s);			/* connected, idle: PQfinish is clean */
+		return;
+	}
+	if (what & EV_WRITE)
+	{
+		int			r = PQflush(s->pg);
+
+		if (r < 0)
+		{
+			pg_free(s);
+			return;
+		}
+		pg_watch(s, r == 1);
+	}
+	if (!(what & EV_READ))
+		return;
+	if (!PQconsumeInput(s->pg))
+	{
+		pg_free(s);
+		return;
+	}
+	while (!PQisBusy(s->pg))
+	{
+		PGresult   *r = PQgetResult(s->pg);
+
+		if (r == NULL)
+		{
+			/* idle now: PQfinish ends the session cleanly */
+			pg_free(s);
+			return;
+		}
+		PQclear(r);
+	}
+	if (PQstatus(s->pg) == CONNECTION_BAD)
+		pg_free(s);
+}
+
+/* A closed session's statement took too long: it ends anyway. */
+static void
+pg_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	pg_free(arg);
+}
+
+/* how many sessions are open, or closed and still ending */
+int
+pg_sessions(void)
+{
+	return n_sessions;
+}
+
+/*
+ * Close: no callback of the session's is called any more; the struct goes
+ * after any callback running.  An idle session ends now.  One busy with a
+ * statement (a consumer's long poll, which its caller has woken) ends once
+ * the statement is done, one still connecting once it is connected, within
+ * --poll-wait and a few seconds: ending it now would end the server's
+ * session in the middle of a statement or of its start-up, which
+ * PostgreSQL logs as "FATAL: connection to client lost".
+ */
 void
 pg_close(PgSess *s)
 {
 	if (s == NULL || s->closed)
 		return;
 	s->closed = true;
+	if ((s->busy || s->connecting) && !s->send_failed && s->pg &&
+		PQstatus(s->pg) != CONNECTION_BAD && s->rev)
+	{
+		struct timeval tv = {cfg.poll_wait + 5, 0};
+
+		s->draining = true;
+		s->busy = false;
+		s->dev = evtimer_new(gw_base, pg_drain_timeout, s);
+		evtimer_add(s->dev, &tv);
+		return;
+	}
 	if (s->rev)
 		event_del(s->rev);
 	if (s->wev)

@@ -13,6 +13,8 @@
  */
 #include "gateway.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /*
@@ -150,6 +152,50 @@ close_timeout(evutil_socket_t fd, short what, void *arg)
 	conn_destroy(arg);
 }
 
+/*
+ * Why c ends, for the line conn_destroy logs: the first reason given
+ * stands (a dropped socket after our connection.close is still that
+ * close).  warn: a warning (logged also with --quiet), else info.
+ */
+void
+conn_reason(Conn *c, bool warn, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (c->close_reason[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->close_reason, sizeof(c->close_reason), fmt, ap);
+	va_end(ap);
+	c->close_warn = warn;
+}
+
+/*
+ * The line of the log that says a connection ended and why, with whom
+ * (user and vhost once known): at info when the client closed it or the
+ * gateway stops, else a warning.
+ */
+static void
+conn_log_close(Conn *c)
+{
+	char		who[600];
+	const char *why = c->close_reason[0] ? c->close_reason : "connection closed";
+
+	if (c->opened)
+		snprintf(who, sizeof(who), "vhost '%s', user '%s'", c->vhost[0] ? c->vhost : "/",
+				 c->user);
+	else if (c->user[0] != '\0')
+		snprintf(who, sizeof(who), "user '%s', before connection.open-ok", c->user);
+	else
+		snprintf(who, sizeof(who), "before login");
+	if (c->close_warn)
+		logmsg("%s: closing AMQP connection (%s -> %s, %s): %s", c->peer, c->peer, c->local,
+			   who, why);
+	else
+		loginfo("%s: closing AMQP connection (%s -> %s, %s): %s", c->peer, c->peer, c->local,
+				who, why);
+}
+
 /* a connection exception: close frame, then the socket after close-ok */
 void
 conn_error(Conn *c, int code, const char *text, int cls, int meth)
@@ -159,8 +205,7 @@ conn_error(Conn *c, int code, const char *text, int cls, int meth)
 
 	if (c->dead || c->state == C_CLOSING)
 		return;
-	if (gw_verbose || code != AMQP_REPLY_SUCCESS)
-		logmsg("%s: connection error: %s", c->peer, text);
+	conn_reason(c, code != AMQP_REPLY_SUCCESS, "closed by the server: %d %s", code, text);
 	method_begin(0, AMQP_CONNECTION, 50);
 	buf_u16(&out, code);
 	buf_shortstr(&out, text);
@@ -220,8 +265,7 @@ conn_destroy(Conn *c)
 		return;
 	c->dead = true;				/* nothing more is written to it */
 	login_done(c);
-	if (gw_verbose)
-		logmsg("%s: connection closed", c->peer);
+	conn_log_close(c);
 	if (c->chans)
 		for (i = 1; i <= c->channel_max; i++)
 			if (c->chans[i])

@@ -19,6 +19,9 @@
 #include "tcop/utility.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/snapmgr.h"
@@ -39,6 +42,7 @@
 #include "consume_sql.h"
 
 PG_FUNCTION_INFO_V1(mq_consume);
+PG_FUNCTION_INFO_V1(mq_consume_wake);
 PG_FUNCTION_INFO_V1(mq_browse);
 PG_FUNCTION_INFO_V1(mq_message);
 PG_FUNCTION_INFO_V1(mq_messages_by_key);
@@ -475,6 +479,9 @@ mq_consume(PG_FUNCTION_ARGS)
 
 			if (delivered > 0 || remaining <= 0)
 				break;
+			/* woken (mq._consume_wake): return with nothing, no error */
+			if (mq_queue_woken())
+				break;
 			/* long poll: sleep until a publish to q commits or time is up */
 			mq_queue_prepare_wait(q);
 			got = mq_queue_take_filtered(q, max_messages, lease_until, mode,
@@ -499,6 +506,8 @@ mq_consume(PG_FUNCTION_ARGS)
 				mq_queue_wait(q, sleep_ms);
 				mq_queue_cancel_wait();
 				CHECK_FOR_INTERRUPTS();
+				if (mq_queue_woken())
+					break;
 				continue;
 			}
 			mq_queue_cancel_wait();
@@ -511,6 +520,38 @@ mq_consume(PG_FUNCTION_ARGS)
 	if (any_settled && q->type == MQ_QUEUE_QUORUM)
 		mq_require_durability(MQ_DURABILITY_QUORUM);
 	return (Datum) 0;
+}
+
+/*
+ * mq._consume_wake(pid): the mq.consume that the session of process pid
+ * waits in returns now with the rows it has (none, as it waits only while
+ * it has none), as if its wait had run out: no error, nothing rolled back,
+ * so a client ends a long poll without "canceling statement" in the
+ * server's log (mq-amqp at basic.cancel and before it closes a consumer's
+ * session).  A session not in mq.consume returns from its next wait at
+ * once.  Only a role with the privileges of the session's role may wake
+ * it (its own role, a role it is a member of, a superuser).  False when
+ * there is no such backend.
+ */
+Datum
+mq_consume_wake(PG_FUNCTION_ARGS)
+{
+	int			pid = PG_GETARG_INT32(0);
+	PGPROC	   *proc = BackendPidGetProc(pid);
+	Oid			role;
+
+	if (proc == NULL)
+		PG_RETURN_BOOL(false);
+	role = proc->roleId;
+	if (!OidIsValid(role))
+		PG_RETURN_BOOL(false);	/* not a client's session */
+	if (!has_privs_of_role(GetUserId(), role))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to wake the session of process %d", pid),
+				 errdetail("Only roles with the privileges of the session's role may wake it.")));
+	mq_queue_wake(proc, pid);
+	PG_RETURN_BOOL(true);
 }
 
 /* mq.browse(queue, max_messages): ready messages, not taken */

@@ -406,6 +406,11 @@ extern void mq_queue_prepare_wait(MqQueue *q);
 extern bool mq_queue_wait(MqQueue *q, long timeout_ms);
 extern void mq_queue_cancel_wait(void);
 
+/* Wake a backend's mq.consume: it returns with what it has (mq._consume_wake) */
+struct PGPROC;
+extern void mq_queue_wake(struct PGPROC *proc, int pid);
+extern bool mq_queue_woken(void);
+
 /*
  * Lease messages of q by id, whatever state they are in and whoever holds
  * them (pgmq's visibility timeout, which belongs to nobody): a ready

@@ -689,6 +689,7 @@ extern int	mq_max_queues;
 extern int	mq_max_in_flight;
 extern int	mq_lane_segment_size;
 extern MqSharedState *mqq_shared;
+extern pg_atomic_uint32 *mqq_wakes;
 extern MqQueueShared *mqq_queue_shared(MqQueueKey key, bool create);
 extern MqQueueKey mqq_key(MqQueue *q);
 extern MqQueueShared *mqq_queue_lock_key(MqQueueKey key, MqQueueShared *hint);

@@ -17,12 +17,14 @@
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/guc.h"
@@ -40,6 +42,20 @@ int			mq_lane_segment_size = 8192;
 
 MqSharedState *mqq_shared = NULL;
 static HTAB *mq_queue_htab = NULL;
+
+/*
+ * Wakes of a waiting mq.consume (mq._consume_wake), one slot per PGPROC:
+ * the pid of the backend asked to return, 0 none (queue_xact.c)
+ */
+pg_atomic_uint32 *mqq_wakes = NULL;
+
+/* one slot per PGPROC (ProcGlobal->allProcCount) */
+static Size
+wakes_size(void)
+{
+	return mul_size(sizeof(pg_atomic_uint32),
+					add_size(add_size(MaxBackends, NUM_AUXILIARY_PROCS), max_prepared_xacts));
+}
 
 /*
  * Stream generation summaries (lock 5): by database and entry log, so that
@@ -85,6 +101,7 @@ mq_shmem_request(void)
 																sizeof(MqQueueShared))),
 									hash_estimate_size(GEN_PROGRESS_MAX,
 													   sizeof(GenProgressShared))));
+	RequestAddinShmemSpace(wakes_size());
 }
 
 /* shmem_startup_hook: the shared struct, its free list and the queue hash */
@@ -111,6 +128,14 @@ mq_shmem_startup(void)
 		for (int i = 0; i < mq_max_in_flight; i++)
 			dlist_push_tail(&mqq_shared->free_tracked, &mqq_shared->pool[i].node);
 		mqq_shared->nfree = mq_max_in_flight;
+	}
+	mqq_wakes = ShmemInitStruct("queue_ext consume wakes", wakes_size(), &found);
+	if (!found)
+	{
+		Size		n = wakes_size() / sizeof(pg_atomic_uint32);
+
+		for (Size i = 0; i < n; i++)
+			pg_atomic_init_u32(&mqq_wakes[i], 0);
 	}
 	ctl.keysize = sizeof(MqQueueKey);
 	ctl.entrysize = sizeof(MqQueueShared);

@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
@@ -669,13 +670,50 @@ mq_queue_prepare_wait(MqQueue *q)
 	ConditionVariablePrepareToSleep(waiting_cv);
 }
 
-/* Sleep until q is signalled (true) or timeout_ms has passed (false) */
+/*
+ * Sleep until q is signalled, the backend is woken (mq_queue_wake), or
+ * timeout_ms has passed; false after the timeout.  A plain wait on the
+ * latch, not ConditionVariableTimedSleep, which sleeps on until the
+ * condition variable itself is signalled: a wake must end it too.  The
+ * backend stays in the variable's wakeup list from mq_queue_prepare_wait
+ * on, so no broadcast is missed; any other latch set is a spurious wakeup
+ * the caller's loop takes in its stride.
+ */
 bool
 mq_queue_wait(MqQueue *q, long timeout_ms)
 {
+	int			rc;
+
 	Assert(waiting_on != NULL);
-	return !ConditionVariableTimedSleep(waiting_cv, timeout_ms,
-										PG_WAIT_EXTENSION);
+	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   timeout_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	return (rc & WL_LATCH_SET) != 0;
+}
+
+/*
+ * Ask the backend proc (of process pid) to return from its mq.consume
+ * with what it has, without an error: its slot says so, its latch wakes
+ * it.  A wake that comes while it does not wait ends its next wait at
+ * once; a slot left by an ended backend names its pid, which no later
+ * backend of the slot has.
+ */
+void
+mq_queue_wake(PGPROC *proc, int pid)
+{
+	pg_atomic_write_u32(&mqq_wakes[proc->pgprocno], (uint32) pid);
+	SetLatch(&proc->procLatch);
+}
+
+/* Was this backend woken (mq_queue_wake)?  The wake is used up. */
+bool
+mq_queue_woken(void)
+{
+	uint32		me = (uint32) MyProcPid;
+
+	if (mqq_wakes == NULL || pg_atomic_read_u32(&mqq_wakes[MyProc->pgprocno]) != me)
+		return false;
+	return pg_atomic_compare_exchange_u32(&mqq_wakes[MyProc->pgprocno], &me, 0);
 }
 
 /* Stop waiting (after mq_queue_prepare_wait); nothing to do when not waiting */

@@ -13,6 +13,13 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	receipt text)
 AS 'MODULE_PATHNAME', 'mq_consume' LANGUAGE C;
 
+-- the mq.consume that session pid waits in returns now, without an error
+-- (mq-amqp's basic.cancel); only a role with the privileges of that
+-- session's role may wake it
+CREATE OR REPLACE FUNCTION mq._consume_wake(pid int)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'mq_consume_wake' LANGUAGE C STRICT VOLATILE;
+
 -- body_text: the body as text, NULL when it is not valid in the database
 -- encoding (binary)
 CREATE OR REPLACE FUNCTION mq.browse(queue text, max_messages int DEFAULT 10)
