@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * channel_open.c
- *	  A channel's sessions opened: its PostgreSQL session connected and set
- *	  up (its functions in pg_temp), and the session of a tx-mode channel's
- *	  basic.get.
+ *	  A channel's sessions opened: its PostgreSQL session, taken from the
+ *	  pool of idle sessions or connected and set up (its functions in
+ *	  pg_temp) when its first operation needs it, and given back to the pool
+ *	  at its close; and the session of a tx-mode channel's basic.get.
  *
  * It opens and sets up sessions; it runs no operation (operations.c)
  * and decodes no frame.
@@ -19,8 +20,11 @@ static void chan_setup(Chan *ch);
 static void getpg_setup(Chan *ch);
 
 /*
- * The channel's session connected (or not: the connection is closed,
- * CONNECTION_FORCED): its functions are set up before any operation runs.
+ * The channel's session connected, or not: a session that cannot be had
+ * (the server refuses it, too many clients, no answer within 10 s) fails
+ * the channel, not the connection: channel.close 541 INTERNAL_ERROR with
+ * the server's error, for the operation that needed it.  Otherwise its
+ * functions are set up before any operation runs.
  */
 static void
 chan_connected(void *arg, bool ok, const char *error)
@@ -30,9 +34,17 @@ chan_connected(void *arg, bool ok, const char *error)
 	if (!ok)
 	{
 		char		text[256];
+		char		why[200];
+		size_t		n;
 
-		reply_text(text, sizeof(text), AMQP_CONNECTION_FORCED, error);
-		conn_error(ch->conn, AMQP_CONNECTION_FORCED, text, AMQP_CHANNEL, 10);
+		/* libpq's message: its first line, without the newline */
+		snprintf(why, sizeof(why), "%s", error ? error : "");
+		n = strcspn(why, "\n");
+		why[n] = '\0';
+		snprintf(text, sizeof(text), "INTERNAL_ERROR - no PostgreSQL session: %s", why);
+		logmsg("%s: channel %d: %s", ch->conn->peer, ch->id, text);
+		chan_error(ch, AMQP_INTERNAL_ERROR, text, ch->ops ? ch->ops->cls : AMQP_CHANNEL,
+				   ch->ops ? ch->ops->meth : 10);
 		return;
 	}
 	chan_setup(ch);
@@ -85,8 +97,9 @@ getpg_connected(void *arg, bool ok, const char *error)
 }
 
 /*
- * Open channel id of c: its state, and its PostgreSQL session connecting.
- * Operations queue until the session is set up (chan_setup_done).
+ * Open channel id of c: its state only.  It has no PostgreSQL session
+ * until an operation needs one (chan_session): open-ok goes at once, and
+ * a channel that is closed before doing anything costs no session.
  */
 Chan *
 chan_open(Conn *c, uint16_t id)
@@ -97,11 +110,73 @@ chan_open(Conn *c, uint16_t id)
 	ch->id = id;
 	ch->flow = true;
 	ch->state = CH_OPEN;
+	c->chans[id] = ch;
+	return ch;
+}
+
+/*
+ * The key of the pool of the sessions of c's channels: its role, password
+ * and database, so that a session only ever serves the role (and the
+ * login) that it was opened for, in its database.
+ */
+static void
+pool_key(Conn *c, char *key, size_t len)
+{
+	snprintf(key, len, "chan\n%s\n%c%s\n%s", c->pguser, c->password ? 'p' : '-',
+			 c->password ? c->password : "", c->db);
+}
+
+/*
+ * Whether the channel's session is there and set up; if not, it is taken
+ * from the pool (then it is) or starts connecting (chan_setup_done pumps
+ * the channel's operations once it is set up).
+ */
+bool
+chan_session(Chan *ch)
+{
+	Conn	   *c = ch->conn;
+	char		key[800];
+
+	if (ch->pg_ready)
+		return true;
+	if (ch->pg)
+		return false;			/* connecting, or being set up */
+	pool_key(c, key, sizeof(key));
+	ch->pg = pg_pool_take(key);
+	if (ch->pg)
+	{
+		ch->pg->arg = ch;
+		ch->pg->on_lost = chan_lost;
+		ch->pg_ready = true;
+		return true;
+	}
 	ch->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, false,
 						chan_connected, ch);
 	ch->pg->on_lost = chan_lost;
-	c->chans[id] = ch;
-	return ch;
+	return false;
+}
+
+/*
+ * The channel's close: its session, clean (no transaction, nothing of the
+ * channel's held: the close has requeued its deliveries), goes back to the
+ * pool; one still connecting or being set up is closed.
+ */
+void
+chan_session_pool(Chan *ch)
+{
+	char		key[800];
+
+	if (ch->pg == NULL)
+		return;
+	if (ch->pg_ready)
+	{
+		pool_key(ch->conn, key, sizeof(key));
+		pg_pool_put(ch->pg, key);
+	}
+	else
+		pg_close(ch->pg);
+	ch->pg = NULL;
+	ch->pg_ready = false;
 }
 
 /*
@@ -165,6 +240,35 @@ static const char may_fn[] =
 "  RETURN true; "
 "END $f$";
 
+/*
+ * Requeue the deliveries of receipts RS (of queues QS) at a channel's
+ * close, as the end of their sessions would: nacked with requeue, so that
+ * they are ready again when the client reads close-ok.  All at once; if
+ * that fails (a receipt no longer valid: its session ended meanwhile, its
+ * queue was deleted, its lease ran out), one by one, skipping those: what
+ * they named is back already or gone.
+ */
+static const char requeue_fn[] =
+"CREATE FUNCTION pg_temp.amqp_requeue(qs text[], rs text[]) RETURNS int "
+"LANGUAGE plpgsql AS $f$ "
+"DECLARE n int := 0; "
+"BEGIN "
+"  BEGIN "
+"    SELECT coalesce(sum(mq.nack(q, receipts => r, requeue => true)), 0) INTO n "
+"      FROM (SELECT q, array_agg(r) r FROM unnest(qs, rs) t(q, r) GROUP BY q) s; "
+"    RETURN n; "
+"  EXCEPTION WHEN OTHERS THEN NULL; "
+"  END; "
+"  n := 0; "
+"  FOR i IN 1 .. coalesce(array_length(rs, 1), 0) LOOP "
+"    BEGIN "
+"      n := n + mq.nack(qs[i], receipts => ARRAY[rs[i]], requeue => true); "
+"    EXCEPTION WHEN OTHERS THEN NULL; "
+"    END; "
+"  END LOOP; "
+"  RETURN n; "
+"END $f$";
+
 /* The channel's session is set up: the operations queued meanwhile run. */
 static void
 chan_setup_done(void *arg, PGresult *res)
@@ -196,6 +300,8 @@ chan_setup(Chan *ch)
 	buf_bytes(&sql, publish_fn, strlen(publish_fn));
 	buf_bytes(&sql, "; ", 2);
 	buf_bytes(&sql, queue_fn, strlen(queue_fn));
+	buf_bytes(&sql, "; ", 2);
+	buf_bytes(&sql, requeue_fn, strlen(requeue_fn));
 	buf_bytes(&sql, "; ", 2);
 	buf_bytes(&sql, may_fn, sizeof(may_fn));
 	pg_send(ch->pg, (const char *) sql.data, 0, NULL, NULL, NULL, NULL, 0, chan_setup_done, ch);

@@ -6,8 +6,10 @@
  *	  the wire format's (codec.c).
  *
  * Conn: one AMQP connection (a client socket).  Chan: one AMQP channel, with
- * its own PostgreSQL session for declares, publishes, gets and acks, run one
- * statement at a time from the channel's queue of operations.  Consumer: one
+ * a PostgreSQL session of its own for declares, publishes, gets and acks
+ * (taken from the pool of idle sessions, or connected, at its first such
+ * operation; given back clean at its close), run one statement at a time
+ * from the channel's queue of operations.  Consumer: one
  * basic.consume, with its own PostgreSQL session that long-polls mq.consume;
  * its deliveries belong to that session, and the channel acks them by
  * receipt.  PgSess: an asynchronous libpq connection driven by libevent.
@@ -97,6 +99,10 @@ typedef struct PgSess
 	pg_connect_cb on_connect;
 	void	   *arg;
 	void		(*on_lost) (void *arg);	/* the server went away while idle */
+	/* an idle session in the pool (pg_pool_put), NULL key: not pooled */
+	char	   *pool_key;
+	struct event *pool_ev;		/* closes it after POOL_IDLE_SECS unused */
+	struct PgSess *pool_next;
 } PgSess;
 
 typedef struct Conn Conn;
@@ -344,6 +350,8 @@ extern void publish_complete(Chan *ch);
 
 /* channel_open.c */
 extern void chan_lost(void *arg);
+extern bool chan_session(Chan *ch);
+extern void chan_session_pool(Chan *ch);
 extern void getpg_connected(void *arg, bool ok, const char *error);
 extern Chan *chan_open(Conn *c, uint16_t id);
 
@@ -456,5 +464,7 @@ extern void pg_send(PgSess *s, const char *sql, int n, const Oid *types,
 extern PGconn *pg_connect_blocking(const char *user, const char *password);
 extern void pg_close(PgSess *s);
 extern void pg_cancel(PgSess *s);
+extern void pg_pool_put(PgSess *s, const char *key);
+extern PgSess *pg_pool_take(const char *key);
 
 #endif
