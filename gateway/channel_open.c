@@ -18,6 +18,19 @@
 
 static void chan_setup(Chan *ch);
 static void getpg_setup(Chan *ch);
+static void connect_done(Chan *ch);
+
+/*
+ * Channel sessions a connection connects at once.  A channel that needs a
+ * session when that many are connecting waits (in waiters, first come
+ * first served) for one given back to the pool by any channel of the same
+ * role and database, or for a connect to end.  So 256 channels that
+ * publish at once share a few sessions rather than connect 256.
+ */
+#define SESS_CONNECTS	4
+
+static Chan *waiters,
+		   *waiters_tail;
 
 /*
  * The channel's session connected, or not: a session that cannot be had
@@ -31,6 +44,7 @@ chan_connected(void *arg, bool ok, const char *error)
 {
 	Chan	   *ch = arg;
 
+	connect_done(ch);
 	if (!ok)
 	{
 		char		text[256];
@@ -126,10 +140,69 @@ pool_key(Conn *c, char *key, size_t len)
 			 c->password ? c->password : "", c->db);
 }
 
+/* take ch off the list of channels waiting for a session */
+static void
+wait_remove(Chan *ch)
+{
+	Chan	  **pp,
+			   *prev = NULL;
+
+	if (!ch->pg_waiting)
+		return;
+	for (pp = &waiters; *pp; pp = &(*pp)->wait_next)
+	{
+		if (*pp == ch)
+		{
+			*pp = ch->wait_next;
+			if (waiters_tail == ch)
+				waiters_tail = prev;
+			break;
+		}
+		prev = *pp;
+	}
+	ch->wait_next = NULL;
+	ch->pg_waiting = false;
+}
+
+/*
+ * Channel w waited for a session and may have one now: from the pool, or
+ * connecting; its operations run once it is there.
+ */
+static void
+wait_wake(Chan *w)
+{
+	wait_remove(w);
+	if (w->state == CH_OPEN && !w->conn->dead && chan_session(w))
+		chan_pump(w);
+}
+
+/*
+ * Ch's session connect ended, or was given up: a connect slot of its
+ * connection is free for the first channel of it that waits.
+ */
+static void
+connect_done(Chan *ch)
+{
+	Conn	   *c = ch->conn;
+	Chan	   *w;
+
+	if (!ch->pg_counted)
+		return;
+	ch->pg_counted = false;
+	c->sess_connecting--;
+	for (w = waiters; w; w = w->wait_next)
+		if (w->conn == c)
+			break;
+	if (w)
+		wait_wake(w);
+}
+
 /*
  * Whether the channel's session is there and set up; if not, it is taken
- * from the pool (then it is) or starts connecting (chan_setup_done pumps
- * the channel's operations once it is set up).
+ * from the pool (then it is), or starts connecting (chan_setup_done pumps
+ * the channel's operations once it is set up), or, when SESS_CONNECTS of
+ * its connection are connecting already, the channel waits for a session
+ * (chan_session_pool, connect_done).
  */
 bool
 chan_session(Chan *ch)
@@ -139,8 +212,8 @@ chan_session(Chan *ch)
 
 	if (ch->pg_ready)
 		return true;
-	if (ch->pg)
-		return false;			/* connecting, or being set up */
+	if (ch->pg || ch->pg_waiting)
+		return false;			/* connecting, being set up, or waiting */
 	pool_key(c, key, sizeof(key));
 	ch->pg = pg_pool_take(key);
 	if (ch->pg)
@@ -150,6 +223,19 @@ chan_session(Chan *ch)
 		ch->pg_ready = true;
 		return true;
 	}
+	if (c->sess_connecting >= SESS_CONNECTS)
+	{
+		ch->pg_waiting = true;
+		ch->wait_next = NULL;
+		if (waiters_tail)
+			waiters_tail->wait_next = ch;
+		else
+			waiters = ch;
+		waiters_tail = ch;
+		return false;
+	}
+	c->sess_connecting++;
+	ch->pg_counted = true;
 	ch->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, false,
 						chan_connected, ch);
 	ch->pg->on_lost = chan_lost;
@@ -157,26 +243,74 @@ chan_session(Chan *ch)
 }
 
 /*
- * The channel's close: its session, clean (no transaction, nothing of the
- * channel's held: the close has requeued its deliveries), goes back to the
- * pool; one still connecting or being set up is closed.
+ * The channel is done with its session, which is clean (no transaction,
+ * nothing of the channel's held): it goes back to the pool, and the first
+ * channel waiting for a session of the same role and database takes it.
+ * One still connecting or being set up is closed.
  */
 void
 chan_session_pool(Chan *ch)
 {
-	char		key[800];
+	char		key[800],
+				wkey[800];
+	PgSess	   *s = ch->pg;
+	Chan	   *w;
 
-	if (ch->pg == NULL)
+	if (s == NULL)
 		return;
-	if (ch->pg_ready)
+	ch->pg = NULL;
+	if (!ch->pg_ready)
 	{
-		pool_key(ch->conn, key, sizeof(key));
-		pg_pool_put(ch->pg, key);
+		pg_close(s);
+		connect_done(ch);
+		return;
 	}
-	else
-		pg_close(ch->pg);
+	ch->pg_ready = false;
+	pool_key(ch->conn, key, sizeof(key));
+	pg_pool_put(s, key);
+	for (w = waiters; w; w = w->wait_next)
+	{
+		if (w->conn != ch->conn)
+		{
+			pool_key(w->conn, wkey, sizeof(wkey));
+			if (strcmp(wkey, key) != 0)
+				continue;
+		}
+		wait_wake(w);
+		break;
+	}
+}
+
+/*
+ * The channel's operations are all done: a channel that holds nothing in
+ * its session -- not in tx mode, no consumer, no unacked delivery (a
+ * basic.get's belongs to the session that took it), no get session --
+ * gives it back to the pool until its next statement, so that publishing
+ * channels share sessions (docs/amqp.md, "Channels and sessions").
+ */
+void
+chan_session_idle(Chan *ch)
+{
+	if (!ch->pg_ready || ch->state != CH_OPEN || ch->op_running || ch->ops ||
+		ch->tx || ch->consumers || ch->unacked || ch->tx_settled || ch->getpg)
+		return;
+	chan_session_pool(ch);
+}
+
+/*
+ * The channel goes (teardown.c): its session is closed, not pooled (its
+ * end returns what it held), and it waits no more.
+ */
+void
+chan_session_drop(Chan *ch)
+{
+	PgSess	   *s = ch->pg;
+
+	wait_remove(ch);
 	ch->pg = NULL;
 	ch->pg_ready = false;
+	pg_close(s);
+	connect_done(ch);
 }
 
 /*

@@ -229,6 +229,9 @@ struct Chan
 	enum ChanState state;
 	PgSess	   *pg;
 	bool		pg_ready;
+	bool		pg_counted;		/* pg connecting, counted in sess_connecting */
+	bool		pg_waiting;		/* waiting for a session (channel_open.c) */
+	Chan	   *wait_next;
 	PgSess	   *getpg;			/* basic.get of a tx-mode channel */
 	bool		getpg_ready;
 	Op		   *ops,
@@ -287,6 +290,7 @@ struct Conn
 	uint16_t	heartbeat;
 	bool		cancel_notify;
 	Chan	  **chans;
+	int			sess_connecting;	/* channel sessions connecting */
 	Ctl		   *ctl;
 	time_t		last_recv;
 	struct event *hb;
@@ -352,6 +356,8 @@ extern void publish_complete(Chan *ch);
 extern void chan_lost(void *arg);
 extern bool chan_session(Chan *ch);
 extern void chan_session_pool(Chan *ch);
+extern void chan_session_idle(Chan *ch);
+extern void chan_session_drop(Chan *ch);
 extern void getpg_connected(void *arg, bool ok, const char *error);
 extern Chan *chan_open(Conn *c, uint16_t id);
 

@@ -1214,4 +1214,6 @@ chan_pump(Chan *ch)
 		ch->op_running = true;
 		run_op(ch, op);
 	}
+	/* nothing more to run: a session that holds nothing is shared meanwhile */
+	chan_session_idle(ch);
 }

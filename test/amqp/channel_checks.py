@@ -8,7 +8,7 @@ Run by TAP test 053 (test/t/053_amqp_channels.pl) against a running gateway:
 
 GW_LIMITED ("user:password") is a role that may hold a single PostgreSQL
 session (CONNECTION LIMIT 1) with the consume privilege on queue
-GW_LIMITED_QUEUE; GW_OTHER ("user:password") a role with no privilege on the
+GW_LIMITED_QUEUE, which holds one message; GW_OTHER ("user:password") a role with no privilege on the
 queues USER makes.  Prints one line per check, "ok NAME" or "not ok NAME:
 what went wrong", and exits 0.
 """
@@ -201,6 +201,8 @@ def pooled_session_carries_no_state():
 
 @test
 def session_failure_closes_the_channel():
+    # GW_LIMITED_QUEUE holds a message: a channel that took it and has not
+    # acked it keeps its session (the delivery belongs to it)
     conn = connect(LIMITED_USER, LIMITED_PASSWORD)
     # the login's own session ends a moment after open-ok: until then a
     # channel may fail to get one (541), which is what is checked next
@@ -208,7 +210,8 @@ def session_failure_closes_the_channel():
     for _ in range(100):
         first = conn.channel()
         try:
-            first.queue_declare(LIMITED_QUEUE, passive=True)
+            m, _, _ = first.basic_get(LIMITED_QUEUE)
+            check(m is not None, 'the message of %s' % LIMITED_QUEUE)
             break
         except ChannelClosedByBroker as e:
             eq(e.reply_code, 541, 'a channel without a session')
@@ -223,11 +226,17 @@ def session_failure_closes_the_channel():
         eq(e.reply_code, 541, 'the channel that could not have a session')
         check('no PostgreSQL session' in e.reply_text, 'says why: %s' % e.reply_text)
     check(conn.is_open, 'the connection is open')
-    first.queue_declare(LIMITED_QUEUE, passive=True)
-    # the session goes back to the pool: the next channel takes it
-    first.close()
+    first.basic_ack(m.delivery_tag)
+    # (its answer comes after the ack's statement)
+    eq(first.queue_declare(LIMITED_QUEUE, passive=True).method.message_count, 0,
+       'the message acked')
+    # with nothing held, its session went back to the pool: another
+    # channel takes it, while the first one is still open
     third = conn.channel()
     third.queue_declare(LIMITED_QUEUE, passive=True)
+    first.queue_declare(LIMITED_QUEUE, passive=True)
+    first.close()
+    third.close()
     check(conn.is_open, 'still open')
     conn.close()
 

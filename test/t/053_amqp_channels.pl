@@ -33,7 +33,7 @@ my $node = qe_node('amqp_channels', conf => "max_connections = 400\n");
 my $gateway = $node->config_data('--bindir') . '/mq-amqp';
 
 # amqp_app makes the queues; amqp_other has no privilege on them;
-# amqp_one may hold one session, and consume from ch_one_q
+# amqp_one may hold one session, and consume from ch_one_q (one message)
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION queue_ext;
 	SET password_encryption = 'scram-sha-256';
@@ -43,6 +43,7 @@ $node->safe_psql('postgres', q{
 	CREATE ROLE amqp_one LOGIN PASSWORD 'one-secret' CONNECTION LIMIT 1;
 	SELECT mq.queue_declare('ch_one_q');
 	SELECT mq.grant('consume', 'queue', 'ch_one_q', 'amqp_one');
+	SELECT mq.send('ch_one_q', 'for amqp_one'::text);
 });
 my $hba = $node->data_dir . '/pg_hba.conf';
 my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
