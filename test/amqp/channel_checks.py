@@ -161,6 +161,7 @@ def tx_channel_close_rolls_back():
     # the next channel's session is not in a transaction: an autocommit
     # publish is seen by another connection at once
     n = conn.channel()
+    n.confirm_delivery()                # (returns once it is committed)
     n.basic_publish('', q, b'autocommit')
     conn2 = connect()
     eq(count(conn2.channel(), q), 1, 'a publish after the tx channel is committed')
