@@ -1,9 +1,10 @@
 # qe: slow (started early in the parallel TAP phase: test/run_all.sh)
 # mq-amqp's channels and their PostgreSQL sessions (docs/amqp.md, Channels
 # and sessions), driven by Debian's pika (test/amqp/channel_checks.py):
-#  1. channels taken and closed one after another reuse one pooled session:
-#     100 channels, each with a statement, leave one session; it ends once
-#     it has been idle in the pool for a while;
+#  1. channels reuse one pooled session: 100 channels taken and closed one
+#     after another, each with a publish, and 50 publishing channels left
+#     open (confirms) share one session; it ends once it has been idle in
+#     the pool for a while, the channels still open;
 #  2. the checks: 1,000 channel open/close pairs complete, 256 channels
 #     opened at once all work, a closed channel's unacked deliveries (of a
 #     consumer and of a basic.get) are ready again and redelivered, a tx
@@ -85,6 +86,14 @@ for i in range(100):
     ch = c.channel()
     ch.basic_publish('', 'ch_churn', b'x')
     ch.close()
+# 50 publishing channels left open: each confirm comes once its statement
+# is done, and the session is free again
+kept = []
+for i in range(50):
+    ch = c.channel()
+    ch.confirm_delivery()
+    ch.basic_publish('', 'ch_churn', b'y')
+    kept.append(ch)
 print('churned', flush=True)
 sys.stdin.readline()
 c.close()
@@ -94,14 +103,16 @@ my ($cin, $cout, $cerr) = ('', '', '');
 my $churn = IPC::Run::start([ $python, '-c', $churn_client, $port ],
 	'<', \$cin, '>', \$cout, '2>', \$cerr, IPC::Run::timeout(300));
 $churn->pump until $cout =~ /churned/ || !$churn->pumpable;
-like($cout, qr/churned/, '100 channels taken and closed, one after another') or diag($cerr);
+like($cout, qr/churned/,
+	'100 channels taken and closed, one after another, and 50 publishing channels open')
+  or diag($cerr);
 # (the login's control session ends by itself a moment after open-ok)
 ok($node->poll_query_until('postgres', "SELECT ($sessions) = 1"),
-	'they left one PostgreSQL session: the pool\'s')
+	'they share one PostgreSQL session: the pool\'s')
   or diag($node->safe_psql('postgres', $sessions));
-is($node->safe_psql('postgres', q{SELECT ready FROM mq.queues WHERE queue = 'ch_churn'}), '100', 'all published');
+is($node->safe_psql('postgres', q{SELECT ready FROM mq.queues WHERE queue = 'ch_churn'}), '150', 'all published');
 ok($node->poll_query_until('postgres', "SELECT ($sessions) = 0"),
-	'an idle pooled session ends after a while');
+	'an idle pooled session ends after a while, the channels still open');
 $cin .= "\n";
 $churn->finish;
 like($cout, qr/closed/, 'the connection closed') or diag($cerr);
