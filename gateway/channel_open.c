@@ -215,7 +215,7 @@ chan_session(Chan *ch)
 	if (ch->pg || ch->pg_waiting)
 		return false;			/* connecting, being set up, or waiting */
 	pool_key(c, key, sizeof(key));
-	ch->pg = pg_pool_take(key);
+	ch->pg = pg_pool_take(key, ch);
 	if (ch->pg)
 	{
 		ch->pg->arg = ch;
@@ -267,6 +267,7 @@ chan_session_pool(Chan *ch)
 	}
 	ch->pg_ready = false;
 	pool_key(ch->conn, key, sizeof(key));
+	s->last_user = ch;
 	pg_pool_put(s, key);
 	for (w = waiters; w; w = w->wait_next)
 	{

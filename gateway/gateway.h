@@ -103,6 +103,7 @@ typedef struct PgSess
 	char	   *pool_key;
 	struct event *pool_ev;		/* closes it after POOL_IDLE_SECS unused */
 	struct PgSess *pool_next;
+	const void *last_user;		/* who gave it back (pg_pool_take's hint) */
 } PgSess;
 
 typedef struct Conn Conn;
@@ -471,6 +472,6 @@ extern PGconn *pg_connect_blocking(const char *user, const char *password);
 extern void pg_close(PgSess *s);
 extern void pg_cancel(PgSess *s);
 extern void pg_pool_put(PgSess *s, const char *key);
-extern PgSess *pg_pool_take(const char *key);
+extern PgSess *pg_pool_take(const char *key, const void *hint);
 
 #endif

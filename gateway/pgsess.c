@@ -561,18 +561,25 @@ pg_pool_put(PgSess *s, const char *key)
 
 /*
  * An idle session of the pool under key, or NULL when there is none: the
- * caller sets its arg and on_lost.  The last one given back comes first
- * (the one most likely to be warm).
+ * caller sets its arg and on_lost.  The one that hint (its caller's
+ * choice: who asks) gave back last comes first, so that a user who gives
+ * its session back between statements mostly gets the same one again;
+ * else the last one given back (the one most likely to be warm).
  */
 PgSess *
-pg_pool_take(const char *key)
+pg_pool_take(const char *key, const void *hint)
 {
 	PgSess	   *p;
 
 	for (p = pool_head; p; p = p->pool_next)
+		if (p->last_user == hint && hint && strcmp(p->pool_key, key) == 0)
+			break;
+	if (p == NULL)
+		for (p = pool_head; p; p = p->pool_next)
+			if (strcmp(p->pool_key, key) == 0)
+				break;
+	if (p)
 	{
-		if (strcmp(p->pool_key, key) != 0)
-			continue;
 		pool_unlink(p);
 		p->on_lost = NULL;
 		p->arg = NULL;
@@ -581,9 +588,8 @@ pg_pool_take(const char *key)
 		{
 			/* gone meanwhile: the next one */
 			pg_close(p);
-			return pg_pool_take(key);
+			return pg_pool_take(key, hint);
 		}
-		return p;
 	}
-	return NULL;
+	return p;
 }
