@@ -129,15 +129,17 @@ chan_open(Conn *c, uint16_t id)
 }
 
 /*
- * The key of the pool of the sessions of c's channels: its role, password
- * and database, so that a session only ever serves the role (and the
- * login) that it was opened for, in its database.
+ * The key of the pool of the sessions of c's channels: its role, database
+ * and password, so that a session only ever serves the role (and the
+ * login) that it was opened for, in its database.  The password comes last:
+ * a long one is cut, never the role or the database (every connection's
+ * password was checked by its login).
  */
 static void
 pool_key(Conn *c, char *key, size_t len)
 {
-	snprintf(key, len, "chan\n%s\n%c%s\n%s", c->pguser, c->password ? 'p' : '-',
-			 c->password ? c->password : "", c->db);
+	snprintf(key, len, "chan\n%s\n%s\n%c%s", c->pguser, c->db, c->password ? 'p' : '-',
+			 c->password ? c->password : "");
 }
 
 /* take ch off the list of channels waiting for a session */
