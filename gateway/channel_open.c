@@ -3,8 +3,9 @@
  * channel_open.c
  *	  A channel's sessions opened: its PostgreSQL session, taken from the
  *	  pool of idle sessions or connected and set up (its functions in
- *	  pg_temp) when its first operation needs it, and given back to the pool
- *	  at its close; and the session of a tx-mode channel's basic.get.
+ *	  pg_temp) when an operation needs it, and given back to the pool when
+ *	  the channel holds nothing in it and at its close; and the session of
+ *	  a tx-mode channel's basic.get.
  *
  * It opens and sets up sessions; it runs no operation (operations.c)
  * and decodes no frame.

@@ -6,10 +6,11 @@
  *	  the wire format's (codec.c).
  *
  * Conn: one AMQP connection (a client socket).  Chan: one AMQP channel, with
- * a PostgreSQL session of its own for declares, publishes, gets and acks
- * (taken from the pool of idle sessions, or connected, at its first such
- * operation; given back clean at its close), run one statement at a time
- * from the channel's queue of operations.  Consumer: one
+ * a PostgreSQL session for declares, publishes, gets and acks (taken from
+ * the pool of idle sessions, or connected, when an operation needs one;
+ * given back clean when the channel holds nothing in it, and at its
+ * close), run one statement at a time from the channel's queue of
+ * operations.  Consumer: one
  * basic.consume, with its own PostgreSQL session that long-polls mq.consume;
  * its deliveries belong to that session, and the channel acks them by
  * receipt.  PgSess: an asynchronous libpq connection driven by libevent.
