@@ -6,8 +6,11 @@
  *	  the wire format's (codec.c).
  *
  * Conn: one AMQP connection (a client socket).  Chan: one AMQP channel, with
- * its own PostgreSQL session for declares, publishes, gets and acks, run one
- * statement at a time from the channel's queue of operations.  Consumer: one
+ * a PostgreSQL session for declares, publishes, gets and acks (taken from
+ * the pool of idle sessions, or connected, when an operation needs one;
+ * given back clean when the channel holds nothing in it, and at its
+ * close), run one statement at a time from the channel's queue of
+ * operations.  Consumer: one
  * basic.consume, with its own PostgreSQL session that long-polls mq.consume;
  * its deliveries belong to that session, and the channel acks them by
  * receipt.  PgSess: an asynchronous libpq connection driven by libevent.
@@ -99,6 +102,11 @@ typedef struct PgSess
 	void		(*on_lost) (void *arg);	/* the server went away while idle */
 	bool		draining;		/* closed while busy: ends once its statement has */
 	struct event *dev;			/* ... or when this gives up waiting */
+	/* an idle session in the pool (pg_pool_put), NULL key: not pooled */
+	char	   *pool_key;
+	struct event *pool_ev;		/* closes it after POOL_IDLE_SECS unused */
+	struct PgSess *pool_next;
+	const void *last_user;		/* who gave it back (pg_pool_take's hint) */
 } PgSess;
 
 typedef struct Conn Conn;
@@ -226,6 +234,9 @@ struct Chan
 	enum ChanState state;
 	PgSess	   *pg;
 	bool		pg_ready;
+	bool		pg_counted;		/* pg connecting, counted in sess_connecting */
+	bool		pg_waiting;		/* waiting for a session (channel_open.c) */
+	Chan	   *wait_next;
 	PgSess	   *getpg;			/* basic.get of a tx-mode channel */
 	bool		getpg_ready;
 	Op		   *ops,
@@ -288,6 +299,7 @@ struct Conn
 	uint16_t	heartbeat;
 	bool		cancel_notify;
 	Chan	  **chans;
+	int			sess_connecting;	/* channel sessions connecting */
 	Ctl		   *ctl;
 	time_t		last_recv;
 	struct event *hb;
@@ -351,6 +363,10 @@ extern void publish_complete(Chan *ch);
 
 /* channel_open.c */
 extern void chan_lost(void *arg);
+extern bool chan_session(Chan *ch);
+extern void chan_session_pool(Chan *ch);
+extern void chan_session_idle(Chan *ch);
+extern void chan_session_drop(Chan *ch);
 extern void getpg_connected(void *arg, bool ok, const char *error);
 extern Chan *chan_open(Conn *c, uint16_t id);
 
@@ -472,5 +488,7 @@ extern PGconn *pg_connect_blocking(const char *user, const char *password);
 extern void pg_close(PgSess *s);
 extern int	pg_sessions(void);
 extern void pg_cancel(PgSess *s);
+extern void pg_pool_put(PgSess *s, const char *key);
+extern PgSess *pg_pool_take(const char *key, const void *hint);
 
 #endif

@@ -935,97 +935,125 @@ run_op(Chan *ch, Op *op)
 	chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
 }
 
-/* The channel's unacked deliveries are requeued; the close goes on. */
+/*
+ * The close's requeue is done: the session is clean (stage 2) and goes back
+ * to the pool, or it failed (stage 3) and the session is closed, its end
+ * returning what it held; the close goes on.
+ */
 static void
 close_requeued(void *arg, PGresult *res)
 {
 	Chan	   *ch = arg;
 
-	/* whatever it did, the close goes on: the sessions' ends return the rest */
-	(void) res;
+	ch->ops->stage = res_ok(res) ? 2 : 3;
 	ch->op_running = false;
 	chan_pump(ch);
 }
 
-/* add session S's backend to the list PIDS ("{" and digits and commas) */
-static void
-pid_add(Buf *pids, PgSess *s)
-{
-	char		num[16];
-
-	if (s == NULL || s->pg == NULL || PQbackendPID(s->pg) <= 0)
-		return;
-	snprintf(num, sizeof(num), "%s%d", pids->len > 1 ? "," : "", PQbackendPID(s->pg));
-	buf_bytes(pids, num, strlen(num));
-}
-
 /*
- * The statement that waits until PostgreSQL has ended the sessions PIDS
- * (from pid_add): it looks at pg_stat_activity every 10 ms, for at most a
- * second.  With wake, it first wakes their long polls (mq._consume_wake:
- * the gateway ends those sessions once their polls have returned).  NULL
- * when the list is empty; the caller frees it.  DO takes no parameters:
- * the list is digits and commas.
- */
-static char *
-pid_wait_sql(Buf *pids, bool wake)
-{
-	size_t		len;
-	char	   *sql;
-
-	if (pids->len <= 1)
-		return NULL;
-	buf_u8(pids, '}');
-	buf_u8(pids, '\0');
-	len = pids->len + 400;
-	len += wake ? pids->len + 100 : 0;
-	sql = malloc(len);
-	snprintf(sql, len,
-			 "DO $$BEGIN %s%s%s"
-			 "FOR i IN 1..100 LOOP PERFORM pg_catalog.pg_stat_clear_snapshot(); "
-			 "EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity "
-			 "WHERE pid = ANY ('%s'::int[])); PERFORM pg_catalog.pg_sleep(0.01); "
-			 "END LOOP; END$$",
-			 wake ? "PERFORM mq._consume_wake(p) FROM unnest('" : "",
-			 wake ? (const char *) pids->data : "",
-			 wake ? "'::int[]) p; " : "",
-			 (const char *) pids->data);
-	return sql;
-}
-
-/*
- * Before a channel's close-ok: its consumers stop and the channel's session
- * waits until PostgreSQL has ended their sessions, which returns their
- * unacked deliveries (queue_ext's rule), so that they are ready again when
- * the client reads close-ok, as with RabbitMQ.  Closing the socket is not
- * the end of the session: PostgreSQL ends it a moment later.  A consumer's
- * session in a long poll is woken by this statement, and the gateway ends
- * it once its poll has returned (pg_close).  Returns true when it started
- * that statement.
+ * Requeue the deliveries the close took (op->entries, those with a
+ * receipt: not those of no-ack consumers and gets) on the channel's
+ * session.  Returns false when there is none.
  */
 static bool
-close_requeue(Chan *ch)
+close_send_requeue(Chan *ch, Op *op)
 {
-	Consumer   *cons;
-	Buf			pids = {0};
-	char	   *sql;
+	int			n = 0,
+				i;
+	Unacked    *e;
+	char	  **qs,
+			  **rs;
+	Buf			qa = {0},
+				ra = {0};
+	const char *vals[2];
 
-	buf_u8(&pids, '{');
-	for (cons = ch->consumers; cons; cons = cons->next)
-	{
-		pid_add(&pids, cons->pg);
-		cons->woken = true;		/* by this statement, which is quicker */
-	}
-	while (ch->consumers)
-		cons_remove(ch->consumers, false, true);
-	sql = pid_wait_sql(&pids, true);
-	buf_free(&pids);
-	if (sql == NULL)
+	for (e = op->entries; e; e = e->next)
+		if (e->receipt)
+			n++;
+	if (n == 0)
 		return false;
+	qs = calloc(n, sizeof(char *));
+	rs = calloc(n, sizeof(char *));
+	for (i = 0, e = op->entries; e; e = e->next)
+		if (e->receipt)
+		{
+			qs[i] = e->queue;
+			rs[i++] = e->receipt;
+		}
+	text_array(&qa, qs, n);
+	text_array(&ra, rs, n);
+	vals[0] = (const char *) qa.data;
+	vals[1] = (const char *) ra.data;
 	ch->op_running = true;
-	pg_send(ch->pg, sql, 0, NULL, NULL, NULL, NULL, 0, close_requeued, ch);
-	free(sql);
+	pg_send(ch->pg, "SELECT pg_temp.amqp_requeue($1::text[], $2::text[])", 2, NULL, vals,
+			NULL, NULL, 0, close_requeued, ch);
+	free(qs);
+	free(rs);
+	buf_free(&qa);
+	buf_free(&ra);
 	return true;
+}
+
+/* A tx channel's transaction is rolled back: its deliveries requeued next. */
+static void
+close_rolled_back(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+
+	if (!res_ok(res))
+		ch->ops->stage = 3;
+	else if (close_send_requeue(ch, ch->ops))
+		return;
+	else
+		ch->ops->stage = 2;
+	ch->op_running = false;
+	chan_pump(ch);
+}
+
+/*
+ * A channel's close, before close-ok: its deliveries go back to their
+ * queues, as RabbitMQ's do, so that they are ready again when the client
+ * reads close-ok.  The close takes the channel's unacked deliveries and the
+ * settles of its open transaction (into op->entries); nothing more is
+ * delivered (its flow is off: rows of a poll still running go back with
+ * the consumer's session); a transaction is rolled back (its publishes
+ * vanish, its acks are undone) and all of them are nacked with requeue by
+ * their receipts (pg_temp.amqp_requeue).  Its consumers stop after that,
+ * their sessions closed: their end returns anything left.  No session's end
+ * is waited for.  Returns true when a statement was started (the close
+ * comes back to chan_pump when it is done).
+ */
+static bool
+close_requeue(Chan *ch, Op *op)
+{
+	Unacked    *e,
+			  **tail = &op->entries;
+
+	ch->flow = false;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = ch->unacked;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = ch->tx_settled;
+	ch->unacked = ch->unacked_tail = NULL;
+	ch->tx_settled = NULL;
+	ch->n_unacked = 0;
+	for (e = op->entries; e; e = e->next)
+		if (e->cons)
+		{
+			/* no longer counted against its consumer */
+			e->cons->unacked--;
+		}
+	if (!ch->pg_ready)
+		return false;			/* no session: nothing was delivered */
+	if (PQtransactionStatus(ch->pg->pg) != PQTRANS_IDLE)
+	{
+		ch->op_running = true;
+		pg_send(ch->pg, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0, close_rolled_back, ch);
+		return true;
+	}
+	return close_send_requeue(ch, op);
 }
 
 /* the channel's close-ok, and the connection's once it was the last */
@@ -1045,37 +1073,22 @@ close_finish(Conn *c, int id)
 }
 
 /*
- * The channel's own sessions hold deliveries too: basic.get's (on the
- * channel's session, or on its get session in tx mode) and, in tx mode,
- * settles not yet committed.  They come back when those sessions end, so
- * the close-ok waits for that too, on the connection's control session (a
- * session cannot wait for its own end).  Then close-ok; at once when
- * nothing of the sort is held.
+ * The end of a channel's close: its consumers stop, its session goes back
+ * to the pool when clean (else it is closed: its end returns what it
+ * holds), the rest is released, and close-ok goes at once.
  */
 static void
-close_release(Chan *ch)
+close_release(Chan *ch, bool clean)
 {
 	Conn	   *c = ch->conn;
 	int			id = ch->id;
-	Buf			pids = {0};
-	Unacked    *e;
-	bool		held = ch->tx_settled != NULL;
-	char	   *sql = NULL;
 
-	for (e = ch->unacked; e && !held; e = e->next)
-		held = e->cons == NULL;
-	if (held)
-	{
-		buf_u8(&pids, '{');
-		pid_add(&pids, ch->pg);
-		pid_add(&pids, ch->getpg);
-		sql = pid_wait_sql(&pids, false);
-		buf_free(&pids);
-	}
+	while (ch->consumers)
+		cons_remove(ch->consumers, false, true);
+	if (clean)
+		chan_session_pool(ch);
 	chan_release(ch);
-	if (sql == NULL || !ctl_job_then(c, sql, close_finish, id))
-		close_finish(c, id);
-	free(sql);
+	close_finish(c, id);
 }
 
 /* queue.delete with if_empty: is it empty? */
@@ -1108,24 +1121,35 @@ delete_checked(void *arg, PGresult *res)
 void
 chan_pump(Chan *ch)
 {
-	while (ch->state == CH_OPEN && ch->pg_ready && !ch->op_running && ch->ops)
+	while (ch->state == CH_OPEN && !ch->op_running && ch->ops)
 	{
 		Op		   *op = ch->ops;
 
 		/*
+		 * The channel's session is had when an operation first needs one
+		 * (from the pool at once, or connecting: chan_setup_done comes back
+		 * here); a prepared reply, an exception and the close need none.
+		 */
+		if (!ch->pg_ready && op->kind != OP_REPLY && op->kind != OP_ERROR &&
+			op->kind != OP_CLOSE && !chan_session(ch))
+			return;
+
+		/*
 		 * The close runs in two steps: the channel's deliveries requeued
-		 * (close_requeue; it comes back here when done), then its sessions
-		 * released and close-ok (close_release).
+		 * (close_requeue; it comes back here when done, stage 2 when its
+		 * session is clean, 3 when not), then its session given back and
+		 * close-ok (close_release).
 		 */
 		if (op->kind == OP_CLOSE)
 		{
 			if (op->stage == 0)
 			{
 				op->stage = 1;
-				if (close_requeue(ch))
+				if (close_requeue(ch, op))
 					return;
+				op->stage = 2;
 			}
-			close_release(ch);
+			close_release(ch, op->stage == 2);
 			return;
 		}
 		/*
@@ -1190,4 +1214,6 @@ chan_pump(Chan *ch)
 		ch->op_running = true;
 		run_op(ch, op);
 	}
+	/* nothing more to run: a session that holds nothing is shared meanwhile */
+	chan_session_idle(ch);
 }

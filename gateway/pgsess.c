@@ -9,6 +9,10 @@
  * statement at a time per session; its callback gets the statement's result
  * (NULL when the session was lost) and must not keep it.
  *
+ * Sessions that are done with can be given back to a pool of idle ones
+ * (pg_pool_put), under a key of the caller's, and taken again
+ * (pg_pool_take) instead of connecting anew.
+ *
  * It knows libpq and libevent only, nothing of AMQP: callers give SQL
  * and get results.
  *
@@ -25,6 +29,17 @@ static void pg_drain(PgSess *s, short what);
 
 /* the sessions not freed yet: open, or closed and ending (pg_close) */
 static int	n_sessions = 0;
+static void pool_unlink(PgSess *s);
+
+/*
+ * The pool of idle sessions: at most POOL_IDLE_MAX per key (a role, its
+ * password and a database: the caller's), each closed after POOL_IDLE_SECS
+ * unused, so that a gateway without clients holds no session for long.
+ */
+#define POOL_IDLE_MAX	32
+#define POOL_IDLE_SECS	10
+
+static PgSess *pool_head;
 
 /*
  * A notice of the server: WARNINGs are logged, with their hint (AMQP has no
@@ -74,6 +89,9 @@ pg_watch(PgSess *s, bool want_write)
 static void
 pg_free(PgSess *s)
 {
+	pool_unlink(s);
+	if (s->pool_ev)
+		event_free(s->pool_ev);
 	if (s->tev)
 		event_free(s->tev);
 	if (s->rev)
@@ -521,6 +539,7 @@ pg_close(PgSess *s)
 	if (s == NULL || s->closed)
 		return;
 	s->closed = true;
+	pool_unlink(s);
 	if ((s->busy || s->connecting) && !s->send_failed && s->pg &&
 		PQstatus(s->pg) != CONNECTION_BAD && s->rev)
 	{
@@ -560,4 +579,116 @@ pg_cancel(PgSess *s)
 		PQcancel(c, err, sizeof(err));
 		PQfreeCancel(c);
 	}
+}
+
+/* take s out of the pool, if it is there */
+static void
+pool_unlink(PgSess *s)
+{
+	PgSess	  **pp;
+
+	if (s->pool_key == NULL)
+		return;
+	for (pp = &pool_head; *pp; pp = &(*pp)->pool_next)
+		if (*pp == s)
+		{
+			*pp = s->pool_next;
+			break;
+		}
+	s->pool_next = NULL;
+	free(s->pool_key);
+	s->pool_key = NULL;
+	if (s->pool_ev)
+		event_del(s->pool_ev);
+}
+
+/* an idle session of the pool unused for POOL_IDLE_SECS: closed */
+static void
+pool_expired(evutil_socket_t fd, short what, void *arg)
+{
+	pg_close(arg);
+}
+
+/* an idle session of the pool lost (the server restarting): closed */
+static void
+pool_lost(void *arg)
+{
+	pg_close(arg);
+}
+
+/*
+ * Give an idle session back to the pool under key, for pg_pool_take.  Only
+ * a clean one is kept: connected, no statement running, no transaction
+ * open (the caller has settled or released whatever else it held); any
+ * other, or one more than POOL_IDLE_MAX of the key, is closed.
+ */
+void
+pg_pool_put(PgSess *s, const char *key)
+{
+	PgSess	   *p;
+	int			n = 0;
+	struct timeval tv = {POOL_IDLE_SECS, 0};
+
+	if (s == NULL)
+		return;
+	if (s->closed || s->busy || s->connecting || s->send_failed || s->pg == NULL ||
+		PQstatus(s->pg) != CONNECTION_OK || PQtransactionStatus(s->pg) != PQTRANS_IDLE)
+	{
+		pg_close(s);
+		return;
+	}
+	for (p = pool_head; p; p = p->pool_next)
+		if (strcmp(p->pool_key, key) == 0)
+			n++;
+	if (n >= POOL_IDLE_MAX)
+	{
+		pg_close(s);
+		return;
+	}
+	s->pool_key = strdup(key);
+	s->cb = NULL;
+	s->cbarg = NULL;
+	s->on_connect = NULL;
+	s->arg = s;
+	s->on_lost = pool_lost;
+	s->pool_next = pool_head;
+	pool_head = s;
+	if (s->pool_ev == NULL)
+		s->pool_ev = evtimer_new(gw_base, pool_expired, s);
+	evtimer_add(s->pool_ev, &tv);
+}
+
+/*
+ * An idle session of the pool under key, or NULL when there is none: the
+ * caller sets its arg and on_lost.  The one that hint (its caller's
+ * choice: who asks) gave back last comes first, so that a user who gives
+ * its session back between statements mostly gets the same one again;
+ * else the last one given back (the one most likely to be warm).
+ */
+PgSess *
+pg_pool_take(const char *key, const void *hint)
+{
+	PgSess	   *p;
+
+	for (p = pool_head; p; p = p->pool_next)
+		if (p->last_user == hint && hint && strcmp(p->pool_key, key) == 0)
+			break;
+	if (p == NULL)
+		for (p = pool_head; p; p = p->pool_next)
+			if (strcmp(p->pool_key, key) == 0)
+				break;
+	if (p)
+	{
+		pool_unlink(p);
+		p->on_lost = NULL;
+		p->arg = NULL;
+		if (PQstatus(p->pg) != CONNECTION_OK ||
+			PQtransactionStatus(p->pg) != PQTRANS_IDLE)
+		{
+			/* gone meanwhile: the next one */
+			pg_close(p);
+			return pg_pool_take(key, hint);
+		}
+	}
+	return p;
 }

@@ -53,9 +53,7 @@ chan_release(Chan *ch)
 	while (ch->consumers)
 		cons_remove(ch->consumers, false, true);
 	/* closing the sessions returns their unacked deliveries (queue_ext) */
-	pg_close(ch->pg);
-	ch->pg = NULL;
-	ch->pg_ready = false;
+	chan_session_drop(ch);
 	pg_close(ch->getpg);
 	ch->getpg = NULL;
 	ch->getpg_ready = false;
