@@ -235,8 +235,9 @@ sample_put(ReturnSetInfo *rsinfo, const char *name, Datum labels, double value)
 }
 
 /*
- * The counters of queue state view (a queue's, published: publishes are
- * counted there; a group's or a consumer's: filtered ones are)
+ * The counters of queue state view (a queue, a group's or a consumer's;
+ * filtered is always 0 on a queue's own, as the series of a dashboard
+ * that sums them want)
  */
 static void
 counters_put(ReturnSetInfo *rsinfo, MqQueue *view, Datum labels, bool published)
@@ -245,7 +246,7 @@ counters_put(ReturnSetInfo *rsinfo, MqQueue *view, Datum labels, bool published)
 
 	mq_queue_counters(view, &ev);
 	for (int c = 0; c < MQ_NCOUNTERS; c++)
-		if (c == MQ_C_PUBLISHED ? published : c == MQ_C_FILTERED ? !published : true)
+		if (c != MQ_C_PUBLISHED || published)
 			sample_put(rsinfo, counter_names[c], labels, (double) ev.n[c]);
 }
 
