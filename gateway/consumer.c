@@ -279,7 +279,8 @@ cons_free(Consumer *cons)
 		PQclear(cons->held);	/* back to the queue with the session */
 	pg_close(cons->pg);
 	if (cons->stream)
-		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2)", cons->queue, cons->group);
+		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2, drop_dead_letters => true)",
+				cons->queue, cons->group);
 	if (cons->offset_spec)
 		json_object_put(cons->offset_spec);
 	free(cons);
