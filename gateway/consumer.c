@@ -306,7 +306,8 @@ cons_free(Consumer *cons)
 	cons_wake(cons);
 	pg_close(cons->pg);			/* ends when the poll returns */
 	if (cons->stream)
-		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2)", cons->queue, cons->group);
+		ctl_job(ch->conn, "SELECT mq.group_delete($1, $2, drop_dead_letters => true)",
+				cons->queue, cons->group);
 	if (cons->offset_spec)
 		json_object_put(cons->offset_spec);
 	free(cons);

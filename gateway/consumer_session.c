@@ -120,18 +120,35 @@ cons_polled(void *arg, PGresult *res)
 	cons_poll(cons);
 }
 
-/* A stream consumer's group is set up at its offset: it may poll. */
+/*
+ * A stream consumer's group is mq-amqp.<hex>, its own, deleted with the
+ * consumer (cons_free).  Its session holds an advisory lock on the name
+ * (class GROUP_LOCK, hashtext of the name) from the group's declare on, so
+ * that a group whose consumer's session is gone (a gateway killed, its
+ * sessions ended) can be told from a live one: the next stream consumer of
+ * the stream, through any gateway, deletes those whose lock it gets.
+ */
+#define GROUP_LOCK "1836082541"
+#define GROUP_DECLARE "SELECT mq.group_declare($1, $2, start => $3), " \
+	"pg_catalog.pg_advisory_lock(" GROUP_LOCK ", pg_catalog.hashtext($2))"
+
+/* The stream's left-over mq-amqp.* groups are swept: the consumer may poll. */
 static void
-stream_ready(void *arg, PGresult *res)
+stream_swept(void *arg, PGresult *res)
 {
 	Consumer   *cons = arg;
 	Chan	   *ch = cons->ch;
 
-	if (!res_ok(res))
+	if (res == NULL)
 	{
-		chan_sql_error(ch, res, NULL);
+		conn_error(ch->conn, AMQP_CONNECTION_FORCED,
+				   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
 		return;
 	}
+	/* what was not swept now is at the next consumer's setup */
+	if (!res_ok(res))
+		logmsg("%s: consumer %s on \"%s\": sweeping left-over groups: %s", ch->conn->peer,
+			   cons->tag, cons->queue, res_message(res));
 	cons->ready = true;
 	if (cons->cancelling)
 	{
@@ -139,6 +156,35 @@ stream_ready(void *arg, PGresult *res)
 		return;
 	}
 	cons_poll(cons);
+}
+
+/*
+ * A stream consumer's group is set up at its offset: the groups other
+ * gateways' consumers left on the stream (their sessions ended without
+ * deleting them) go, in one statement of its session, then it may poll.
+ */
+static void
+stream_ready(void *arg, PGresult *res)
+{
+	Consumer   *cons = arg;
+	Chan	   *ch = cons->ch;
+	const char *vals[2];
+
+	if (!res_ok(res))
+	{
+		chan_sql_error(ch, res, NULL);
+		return;
+	}
+	vals[0] = cons->queue;
+	vals[1] = cons->group;
+	pg_send(cons->pg,
+			"SELECT pg_catalog.count(*) FROM (SELECT DISTINCT group_name FROM mq.consumer_groups "
+			"WHERE queue = $1 AND group_name LIKE 'mq-amqp.%' AND group_name <> $2) o "
+			"WHERE CASE WHEN pg_catalog.pg_try_advisory_xact_lock(" GROUP_LOCK
+			", pg_catalog.hashtext(o.group_name)) "
+			"THEN mq.group_delete($1, o.group_name, drop_dead_letters => true) IS NULL "
+			"ELSE false END",
+			2, NULL, vals, NULL, NULL, 0, stream_swept, cons);
 }
 
 /*
@@ -189,24 +235,24 @@ stream_setup(Consumer *cons)
 	vals[1] = cons->group;
 	vals[2] = start;
 	if (arg[0] == '\0')
-		sql = "SELECT mq.group_declare($1, $2, start => $3)";
+		sql = GROUP_DECLARE;
 	else if (arg[0] == '@')
 	{
-		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+		sql = GROUP_DECLARE ", "
 			"mq.seek($1, $2, to_time => to_timestamp($4::bigint))";
 		vals[3] = arg + 1;
 		n = 4;
 	}
 	else if (strchr(arg, ' '))
 	{
-		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+		sql = GROUP_DECLARE ", "
 			"mq.seek($1, $2, to_time => now() - $4::interval)";
 		vals[3] = arg;
 		n = 4;
 	}
 	else
 	{
-		sql = "SELECT mq.group_declare($1, $2, start => $3), "
+		sql = GROUP_DECLARE ", "
 			"mq.seek($1, $2, to_offset => $4::bigint)";
 		vals[3] = arg;
 		n = 4;

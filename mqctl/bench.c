@@ -285,10 +285,11 @@ cmd_bench(int argc, char **argv)
 	tpub = bench_phase(&o, o.producers, true, &published);
 	tcon = bench_phase(&o, o.consumers, false, &consumed);
 
-	PQclear(run_query(o.group ? "SELECT mq.group_delete($1, 'bench'), mq.queue_delete($1)" :
+	/* the group's dead-letter queue, if it made one, goes with it */
+	PQclear(run_query(o.group ?
+					  "SELECT mq.group_delete($1, 'bench', drop_dead_letters => true), "
+					  "mq.queue_delete($1)" :
 					  "SELECT mq.queue_delete($1)", 1, p));
-	if (o.group)
-		run_command("SELECT mq.queue_delete('%DLQ%bench')");
 
 	if (fmt == FORMAT_JSON)
 	{

@@ -148,9 +148,10 @@ SELECT convert_from(body, 'UTF8') AS body
 SELECT convert_from(body, 'UTF8') AS body
   FROM mq.consume('sf_deep', 10, group_name => 'nots', auto_ack => true);
 SELECT mq.queue_delete('sf_deep');
-SELECT mq.queue_delete('%DLQ%' || n) FROM unnest(ARRAY['deep', 'nots']) n;
+-- dead-letter queues are made at a group's first dead letter: none here
+SELECT count(*) FROM mq.cat_queue WHERE name LIKE '\%DLQ\%%';
 DROP FUNCTION sf_ors;
 
 SELECT mq.queue_delete('sf');
-SELECT mq.queue_delete('%DLQ%' || n) FROM unnest(ARRAY['ab', 'all', 'empty', 'none', 'sq', 'c', 'auto', 'later', 'bad', 'coll']) n;
+SELECT mq.queue_delete(name) FROM mq.cat_queue WHERE name LIKE '\%DLQ\%%' ORDER BY name;
 DROP FUNCTION sf_take, sf_view;

@@ -65,7 +65,7 @@ SELECT dead FROM gw_view('gn');
 SELECT mq.ack('gw', ARRAY(SELECT msg_id FROM mq.consume('gw', group_name => 'gn')),
 			  group_name => 'gn');
 SELECT * FROM gw_view('gn');
-SELECT count(*) FROM mq.consume('%DLQ%gn', 10, auto_ack => true);
+SELECT count(*) FROM mq.cat_queue WHERE name = '%DLQ%gn';  -- made and rolled back with the nack
 -- and one that commits is
 SELECT mq.send('gw', 'nacked-2') IS NOT NULL;
 SELECT mq.nack('gw', ARRAY(SELECT msg_id FROM mq.consume('gw', group_name => 'gn')),
@@ -89,7 +89,7 @@ ROLLBACK;
 SELECT wait_until($$SELECT committed = e AND retrying = 0 FROM gw_view('gs')$$);
 SELECT * FROM gw_view('gs');
 SELECT count(*) FROM mq.consume('gw', group_name => 'gs');
-SELECT count(*) FROM mq.consume('%DLQ%gs', 10, auto_ack => true);
+SELECT count(*) FROM mq.cat_queue WHERE name = '%DLQ%gs';  -- never made: nothing went there
 -- ... a tag filter skips it by its tag hash, for good, even in a consume
 -- that rolls back
 SELECT mq.group_declare('gw', 'gt', start => 'latest', max_retries => 0,
@@ -100,7 +100,7 @@ SELECT count(*) FROM mq.consume('gw', group_name => 'gt');
 ROLLBACK;
 SELECT * FROM gw_view('gt');
 SELECT count(*) FROM mq.consume('gw', group_name => 'gt');
-SELECT count(*) FROM mq.consume('%DLQ%gt', 10, auto_ack => true);
+SELECT count(*) FROM mq.cat_queue WHERE name = '%DLQ%gt';  -- never made: nothing went there
 
 -- 6. the tag skip: 100 messages, one tagged A, one untagged, the rest B.
 -- The group with filter 'A' reads one message; the other 99 entries are

@@ -332,88 +332,132 @@ catalog_read(const char *sql)
 				  "read its catalog");
 }
 
+/* The columns of mq.cat_queue that queue_from_row reads */
+#define QUEUE_COLUMNS "SELECT id, name, type, durable, arguments, lanes, owner, " \
+	"pg_catalog.to_regclass(pg_catalog.format('mq_storage.%I', 'a' OPERATOR(pg_catalog.||) id)) " \
+	"FROM mq.cat_queue"
+
+/*
+ * The queue of row tup (QUEUE_COLUMNS), made in the cache's context and
+ * entered in its hashes by name and id
+ */
+static MqQueue *
+queue_from_row(HeapTuple tup, TupleDesc desc)
+{
+	MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
+	MqQueue    *q = palloc0(sizeof(MqQueue));
+	bool		isnull;
+	ArrayType  *lanes;
+	Datum	   *elems;
+	int			nelems;
+	NameEntry  *ne;
+	IdEntry    *ie;
+	char	   *type;
+
+	q->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	q->name = spi_text(tup, desc, 2);
+	type = spi_text(tup, desc, 3);
+	q->type = strcmp(type, "quorum") == 0 ? MQ_QUEUE_QUORUM :
+		strcmp(type, "stream") == 0 ? MQ_QUEUE_STREAM : MQ_QUEUE_CLASSIC;
+	q->durable = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+	q->arguments = spi_jsonb(tup, desc, 5);
+	lanes = DatumGetArrayTypePCopy(SPI_getbinval(tup, desc, 6, &isnull));
+	deconstruct_array(lanes, OIDOID, sizeof(Oid), true, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
+	q->nlanes = nelems;
+	q->lanes = palloc(sizeof(Oid) * nelems);
+	for (int l = 0; l < nelems; l++)
+		q->lanes[l] = DatumGetObjectId(elems[l]);
+	q->acl.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+	q->anchor = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+	if (isnull)
+		q->anchor = InvalidOid;
+
+	q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
+	q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);
+	q->max_length_bytes = jsonb_arg_int(q->arguments, "x-max-length-bytes", -1);
+	{
+		char	   *ord = mq_jsonb_get_text(q->arguments, "ordered");
+
+		q->ordered = ord && strcmp(ord, "true") == 0;
+	}
+	{
+		char	   *ov = mq_jsonb_get_text(q->arguments, "x-overflow");
+
+		q->overflow_dlx = ov && strcmp(ov, "reject-publish-dlx") == 0;
+		q->overflow_reject = q->overflow_dlx ||
+			(ov && strcmp(ov, "reject-publish") == 0);
+	}
+	q->dead_letter_exchange = mq_jsonb_get_text(q->arguments, "x-dead-letter-exchange");
+	q->dead_letter_routing_key = mq_jsonb_get_text(q->arguments, "x-dead-letter-routing-key");
+	/*
+	 * RabbitMQ 4: quorum queues have a delivery limit of 20 unless set;
+	 * a negative one (-1) means none.
+	 */
+	q->delivery_limit = (int32) jsonb_arg_int(q->arguments, "x-delivery-limit",
+											  q->type == MQ_QUEUE_QUORUM ?
+											  MQ_QUORUM_DELIVERY_LIMIT : -1);
+	if (q->delivery_limit < 0)
+		q->delivery_limit = -1;
+	q->retention_us = MQ_STREAM_DEFAULT_RETENTION_US;
+	q->max_bytes = -1;
+	q->quorum_durable = false;
+	if (q->type == MQ_QUEUE_STREAM)
+		stream_args(q);
+	q->stream = q;
+
+	ne = hash_search(mq_queue_by_name, q->name, HASH_ENTER, NULL);
+	ne->ptr = q;
+	ie = hash_search(mq_queue_by_id_htab, &q->id, HASH_ENTER, NULL);
+	ie->ptr = q;
+	MemoryContextSwitchTo(old);
+	return q;
+}
+
 static void
 load_queues(void)
 {
-	catalog_read("SELECT id, name, type, durable, arguments, lanes, owner, "
-				 "pg_catalog.to_regclass(pg_catalog.format('mq_storage.%I', 'a' OPERATOR(pg_catalog.||) id)) "
-				 "FROM mq.cat_queue");
+	catalog_read(QUEUE_COLUMNS);
 
 	mq_queue_by_name = make_name_htab("mq queues by name", SPI_processed);
 	mq_queue_by_id_htab = make_id_htab("mq queues by id", SPI_processed);
 
 	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
-		MqQueue    *q = palloc0(sizeof(MqQueue));
-		bool		isnull;
-		ArrayType  *lanes;
-		Datum	   *elems;
-		int			nelems;
-		NameEntry  *ne;
-		IdEntry    *ie;
-		char	   *type;
+		(void) queue_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
+}
 
-		q->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		q->name = spi_text(tup, desc, 2);
-		type = spi_text(tup, desc, 3);
-		q->type = strcmp(type, "quorum") == 0 ? MQ_QUEUE_QUORUM :
-			strcmp(type, "stream") == 0 ? MQ_QUEUE_STREAM : MQ_QUEUE_CLASSIC;
-		q->durable = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
-		q->arguments = spi_jsonb(tup, desc, 5);
-		lanes = DatumGetArrayTypePCopy(SPI_getbinval(tup, desc, 6, &isnull));
-		deconstruct_array(lanes, OIDOID, sizeof(Oid), true, TYPALIGN_INT,
-						  &elems, NULL, &nelems);
-		q->nlanes = nelems;
-		q->lanes = palloc(sizeof(Oid) * nelems);
-		for (int l = 0; l < nelems; l++)
-			q->lanes[l] = DatumGetObjectId(elems[l]);
-		q->acl.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
-		q->anchor = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
-		if (isnull)
-			q->anchor = InvalidOid;
+/*
+ * Add the queue name, made by this call, to the cache in place, so that
+ * the call can use it at once (a consumer group's dead-letter queue, made
+ * at the group's first dead letter in the middle of a settlement): nothing
+ * of the cache is freed or moved, so the pointers the call holds stay
+ * valid, unlike a reload (mq_catalog_refresh), which only the next entry
+ * point does.  The queue comes without its grants and consumers; the cache
+ * is stale (its maker changed the topology), and the next entry point
+ * loads it all.  Read with the latest snapshot, as a reload is: the queue
+ * may have been made and committed by another session meanwhile.  NULL if
+ * there is no such queue.
+ */
+MqQueue *
+mq_catalog_add_queue(const char *name)
+{
+	MqOwnerScope owner;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	MqQueue    *q = mq_queue_lookup(name, true);
 
-		q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
-		q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);
-		q->max_length_bytes = jsonb_arg_int(q->arguments, "x-max-length-bytes", -1);
-		{
-			char	   *ord = mq_jsonb_get_text(q->arguments, "ordered");
-
-			q->ordered = ord && strcmp(ord, "true") == 0;
-		}
-		{
-			char	   *ov = mq_jsonb_get_text(q->arguments, "x-overflow");
-
-			q->overflow_dlx = ov && strcmp(ov, "reject-publish-dlx") == 0;
-			q->overflow_reject = q->overflow_dlx ||
-				(ov && strcmp(ov, "reject-publish") == 0);
-		}
-		q->dead_letter_exchange = mq_jsonb_get_text(q->arguments, "x-dead-letter-exchange");
-		q->dead_letter_routing_key = mq_jsonb_get_text(q->arguments, "x-dead-letter-routing-key");
-		/*
-		 * RabbitMQ 4: quorum queues have a delivery limit of 20 unless set;
-		 * a negative one (-1) means none.
-		 */
-		q->delivery_limit = (int32) jsonb_arg_int(q->arguments, "x-delivery-limit",
-												  q->type == MQ_QUEUE_QUORUM ?
-												  MQ_QUORUM_DELIVERY_LIMIT : -1);
-		if (q->delivery_limit < 0)
-			q->delivery_limit = -1;
-		q->retention_us = MQ_STREAM_DEFAULT_RETENTION_US;
-		q->max_bytes = -1;
-		q->quorum_durable = false;
-		if (q->type == MQ_QUEUE_STREAM)
-			stream_args(q);
-		q->stream = q;
-
-		ne = hash_search(mq_queue_by_name, q->name, HASH_ENTER, NULL);
-		ne->ptr = q;
-		ie = hash_search(mq_queue_by_id_htab, &q->id, HASH_ENTER, NULL);
-		ie->ptr = q;
-		MemoryContextSwitchTo(old);
-	}
+	if (q != NULL)
+		return q;
+	values[0] = CStringGetTextDatum(name);
+	PushActiveSnapshot(GetLatestSnapshot());
+	mq_owner_enter(&owner);
+	mq_owner_exec(QUEUE_COLUMNS " WHERE name OPERATOR(pg_catalog.=) $1",
+				  1, types, values, NULL, true, SPI_OK_SELECT, "read its catalog");
+	if (SPI_processed == 1)
+		q = queue_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+	mq_owner_leave(&owner);
+	PopActiveSnapshot();
+	return q;
 }
 
 static void

@@ -236,6 +236,7 @@ extern void mq_catalog_invalidate(void);
 
 extern MqQueue *mq_queue_lookup(const char *name, bool missing_ok);
 extern MqQueue *mq_queue_by_id(int32 id);
+extern MqQueue *mq_catalog_add_queue(const char *name);
 extern MqExchange *mq_exchange_lookup(const char *name, bool missing_ok);
 extern List *mq_queue_list(void);
 

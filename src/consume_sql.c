@@ -227,7 +227,7 @@ broadcast_consumer(const char *qname, const char *gname, const char *cname)
 
 MqQueue *
 mq_consume_target(FunctionCallInfo fcinfo, int group_arg, int consumer_arg,
-				  const char *fn, bool dlq, MqGroup **any)
+				  const char *fn, MqGroup **any)
 {
 	char	   *qname = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	char	   *gname = group_arg >= 0 && !PG_ARGISNULL(group_arg) ?
@@ -253,13 +253,6 @@ mq_consume_target(FunctionCallInfo fcinfo, int group_arg, int consumer_arg,
 	if (gname == NULL)
 		mq_stream_refuse(q, fn);
 	g = mq_group_lookup(q, gname, false);
-	if (dlq && mq_group_dlq_ensure(g->name))
-	{
-		/* the catalog changed: look again */
-		mq_catalog_refresh();
-		q = mq_queue_lookup(qname, false);
-		g = mq_group_lookup(q, gname, false);
-	}
 	if (!g->broadcast)
 		return g->view;
 	mq_consumer_name_check(cname);
@@ -310,6 +303,10 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 	MqFilter   *filter = q->group != NULL ? mq_group_filter(q->group) : NULL;
 	int64	   *filtered = NULL;
 	int			nfiltered = 0;
+	int			nrejected = 0;	/* by the filter */
+	int			nrejected_redelivered = 0;
+	int64	   *dropped = NULL; /* by retention */
+	int			ndropped = 0;
 
 	int64	   *ids = palloc(sizeof(int64) * Max(got, 1));
 	MqMessage  *msgs = palloc(sizeof(MqMessage) * Max(got, 1));
@@ -350,15 +347,24 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 								dl[i].msg_id, q->name)));
 				continue;
 			}
-			not_delivered = true;
+			/* with auto_ack it is settled already */
+			if (!auto_ack)
+			{
+				if (dropped == NULL)
+					dropped = palloc(sizeof(int64) * got);
+				dropped[ndropped++] = dl[i].msg_id;
+			}
+			continue;
 		}
-		else
-			not_delivered = filter != NULL &&
-				mq_filter_eval(filter, m.headers, m.tag,
-							   m.tag ? strlen(m.tag) : 0) != MQ_FILTER_MATCH;
+		not_delivered = filter != NULL &&
+			mq_filter_eval(filter, m.headers, m.tag,
+						   m.tag ? strlen(m.tag) : 0) != MQ_FILTER_MATCH;
 		if (not_delivered)
 		{
-			/* with auto_ack it is settled already */
+			/* not delivered after all, and counted as filtered */
+			nrejected++;
+			nrejected_redelivered += dl[i].redelivered;
+			/* with auto_ack it is settled (as acked) already */
 			if (!auto_ack)
 			{
 				if (filtered == NULL)
@@ -378,11 +384,23 @@ deliver(ReturnSetInfo *rsinfo, MqQueue *q, MqDelivery *dl, int got, bool auto_ac
 					receipt);
 		live++;
 	}
+	mq_queue_uncount_delivered(q, nrejected, nrejected_redelivered);
+	if (auto_ack)
+	{
+		mq_queue_count_at_commit(q, MQ_C_ACKED, -nrejected);
+		mq_queue_count_at_commit(q, MQ_C_FILTERED, nrejected);
+	}
 	if (nfiltered > 0)
 	{
-		if (mq_settle_taken(q, filtered, nfiltered) > 0)
+		if (mq_settle_filtered(q, filtered, nfiltered) > 0)
 			*any_settled = true;
 		pfree(filtered);
+	}
+	if (ndropped > 0)
+	{
+		if (mq_settle_taken(q, dropped, ndropped) > 0)
+			*any_settled = true;
+		pfree(dropped);
 	}
 	pfree(ids);
 	pfree(msgs);
@@ -433,7 +451,7 @@ mq_consume(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot consume on a standby"),
 				 errhint("Consume on the primary; mq.browse works on a hot standby.")));
-	q = mq_consume_target(fcinfo, 4, 5, "mq.consume", true, NULL);
+	q = mq_consume_target(fcinfo, 4, 5, "mq.consume", NULL);
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),

@@ -41,8 +41,7 @@ extern void mq_stream_refuse(MqQueue *q, const char *fn) pg_attribute_noreturn()
  * by argument 0 (consume privilege checked) and the group named by
  * argument group_arg (-1: the function has none): on a stream the
  * group's view (the group must be declared: 42704; without one 0A000),
- * elsewhere the queue itself (a group there: 42809).  dlq: make sure the
- * group's dead-letter queue exists first (it may dead-letter).
+ * elsewhere the queue itself (a group there: 42809).
  *
  * A broadcast group: the view of the consumer named by argument
  * consumer_arg.  For a consume (any NULL) the name is required (22023) and
@@ -54,7 +53,7 @@ extern void mq_stream_refuse(MqQueue *q, const char *fn) pg_attribute_noreturn()
  * On other queues and groups the consumer name changes nothing here.
  */
 extern MqQueue *mq_consume_target(FunctionCallInfo fcinfo, int group_arg,
-								  int consumer_arg, const char *fn, bool dlq,
+								  int consumer_arg, const char *fn,
 								  MqGroup **any);
 
 #endif							/* MQ_CONSUME_SQL_H */

@@ -125,7 +125,7 @@ mq_import_position(PG_FUNCTION_ARGS)
 	int			n = 0;
 
 	MQ_CHECK_ARGS(fcinfo, "queue", "group_name", NULL, "partition", "to_offset");
-	view = mq_consume_target(fcinfo, 1, 2, "mq._import_position", false, NULL);
+	view = mq_consume_target(fcinfo, 1, 2, "mq._import_position", NULL);
 	partition = PG_GETARG_INT32(3);
 	if (partition < 0 || partition >= view->nlanes)
 		ereport(ERROR,

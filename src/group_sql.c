@@ -16,6 +16,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -27,6 +28,7 @@
 #include "catalog.h"
 #include "filter.h"
 #include "queue/queue.h"
+#include "timers.h"
 
 PG_FUNCTION_INFO_V1(mq_group_declare);
 PG_FUNCTION_INFO_V1(mq_group_delete);
@@ -175,7 +177,65 @@ drop_listed_after_commit(int32 queue_id, const char *res)
 	return ids;
 }
 
-/* mq.group_delete(queue, group_name) */
+/*
+ * The dead-letter queue of group name, whose group was just deleted: it
+ * goes too when it is empty (no message ready, unacked or delayed), or
+ * whatever it holds with drop_all, and no group of that name is left on
+ * another stream (they share it); one that holds messages is otherwise
+ * kept, with a NOTICE saying so.  Locked as
+ * mq.queue_delete locks a queue: its object lock, then its anchor's, which
+ * waits for every transaction that dead-lettered to it, so that what is
+ * counted is what it holds.  A group that never dead-lettered has none.
+ */
+static void
+group_dlq_drop(const char *name, bool drop_all)
+{
+	char	   *dlq_name = psprintf("%s%s", MQ_GROUP_DLQ_PREFIX, name);
+	MqQueue    *dlq;
+	ListCell   *lc;
+	MqQueueCounts counts;
+	int64		held;
+	Oid			types[5] = {TEXTOID, BOOLOID, BOOLOID, INT8OID, INT4OID};
+	Datum		values[5];
+
+	mq_catalog_refresh();
+	dlq = mq_queue_lookup(dlq_name, true);
+	if (dlq == NULL)
+		return;
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+
+		if (q->type == MQ_QUEUE_STREAM && mq_group_lookup(q, name, true) != NULL)
+			return;
+	}
+	LockDatabaseObject(mq_internal_relid("cat_queue"), dlq->id, 0, AccessExclusiveLock);
+	mq_catalog_refresh();
+	dlq = mq_queue_lookup(dlq_name, true);
+	if (dlq == NULL)
+		return;
+	mq_queue_delete_lock(dlq);
+	mq_queue_counts(dlq, &counts, NULL);
+	held = counts.ready + counts.unacked + mq_timers_count(dlq->id);
+	if (held > 0 && !drop_all)
+	{
+		ereport(NOTICE,
+				(errmsg("dead-letter queue \"%s\" of consumer group \"%s\" is kept: it holds " INT64_FORMAT " message(s)",
+						dlq_name, name, held),
+				 errhint("Move them back with mq.redrive('%s'), or delete the queue with mq.queue_delete.",
+						 dlq_name)));
+		return;
+	}
+	values[0] = CStringGetTextDatum(dlq_name);
+	values[1] = BoolGetDatum(false);
+	values[2] = BoolGetDatum(!drop_all);
+	values[3] = Int64GetDatum(held);
+	values[4] = Int32GetDatum(counts.consumers);
+	mq_run_internal("_queue_delete_impl", 5, types, values, NULL);
+	mq_queue_state_drop_at_end(dlq->id, 0, true, false);
+}
+
+/* mq.group_delete(queue, group_name, drop_dead_letters) */
 Datum
 mq_group_delete(PG_FUNCTION_ARGS)
 {
@@ -184,7 +244,7 @@ mq_group_delete(PG_FUNCTION_ARGS)
 	Oid			types[2] = {INT4OID, INT4OID};
 	Datum		values[2];
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "group_name");
+	MQ_CHECK_ARGS(fcinfo, "queue", "group_name", "drop_dead_letters");
 	q = stream_arg(fcinfo, MQ_PRIV_CONFIGURE);
 	g = mq_group_lookup(q, text_arg(1), false);
 	values[0] = Int32GetDatum(q->id);
@@ -193,6 +253,7 @@ mq_group_delete(PG_FUNCTION_ARGS)
 	(void) drop_listed_after_commit(q->id, mq_run_internal("_group_delete_impl", 2,
 														   types, values, NULL));
 	mq_queue_state_drop_at_end(q->id, g->id, true, false);
+	group_dlq_drop(text_arg(1), PG_GETARG_BOOL(2));
 	PG_RETURN_VOID();
 }
 

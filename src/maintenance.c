@@ -45,8 +45,14 @@ mq_maintain_queue(MqQueue *q)
 	int			got;
 	TimestampTz due;
 
+	/*
+	 * A group without a state holds no lease, and a queue with neither a
+	 * state nor anything stored nothing to expire: none is loaded for them
+	 */
 	if (q->group != NULL)
-		return mq_maintain_group(q);
+		return mq_queue_has_state(q) ? mq_maintain_group(q) : 0;
+	if (mq_queue_unused(q))
+		return 0;
 	/* a stream has no consumer state: only retention */
 	if (q->type == MQ_QUEUE_STREAM)
 	{

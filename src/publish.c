@@ -776,32 +776,41 @@ mq_publish(MqExchange *ex, int n, char **routing_keys, bytea **bodies,
 /* ---------- settling deliveries: the one sequence ---------- */
 
 /*
+ * The dead-letter queue %DLQ%<group> of consumer group g, made now if it
+ * does not exist yet: a group's DLQ is made at its first dead letter (as
+ * RocketMQ's), in the transaction that dead-letters (rolled back with it),
+ * and added to the catalog cache in place (mq_catalog_add_queue) so that
+ * the settlement under way can publish to it.  NULL when the group is gone.
+ */
+static MqQueue *
+group_dlq(MqGroup *g)
+{
+	char	   *name = psprintf("%s%s", MQ_GROUP_DLQ_PREFIX, g->name);
+	MqQueue    *dlq = mq_queue_lookup(name, true);
+	Oid			types[1] = {INT4OID};
+	Datum		values[1];
+
+	if (dlq != NULL)
+		return dlq;
+	values[0] = Int32GetDatum(g->id);
+	if (mq_run_internal("_group_dlq_create", 1, types, values, NULL) == NULL)
+		return NULL;
+	return mq_catalog_add_queue(name);
+}
+
+/*
  * Dead-letter a message of a consumer group (view gq): a copy goes to the
  * group's dead-letter queue %DLQ%<group> through the default exchange, as
  * RocketMQ's, with headers saying where it came from and why ("nack":
- * rejected, "max_retries": its deliveries ran out).  The entry points make
- * sure the queue exists (mq_group_dlq_ensure); without it (deleted since)
- * the message is dropped.  Returns the settlement kind to record.
+ * rejected, "max_retries": its deliveries ran out).  The queue is made at
+ * the group's first dead letter (group_dlq); a message the group's filter
+ * rejects is no dead letter, and makes none.  Returns the settlement kind
+ * to record.
  */
-bool
-mq_group_dlq_ensure(const char *group_name)
-{
-	char	   *dlq = psprintf("%s%s", MQ_GROUP_DLQ_PREFIX, group_name);
-	Oid			types[2] = {TEXTOID, OIDOID};
-	Datum		values[2];
-
-	if (mq_queue_lookup(dlq, true) != NULL)
-		return false;
-	values[0] = CStringGetTextDatum(dlq);
-	values[1] = (Datum) 0;
-	(void) mq_run_internal("_group_dlq_create", 2, types, values, " n");
-	return true;
-}
-
 static int16
 group_dead_letter(MqQueue *gq, MqDelivery *d)
 {
-	StringInfoData dlq;
+	MqQueue    *dlq;
 	MqExchange *ex = mq_exchange_lookup("", true);
 	MqMessage	m;
 	MqPublishOpts o;
@@ -831,9 +840,7 @@ group_dead_letter(MqQueue *gq, MqDelivery *d)
 						   m.tag ? strlen(m.tag) : 0) != MQ_FILTER_MATCH)
 			return MQ_SETTLE_ACK;
 	}
-	initStringInfo(&dlq);
-	appendStringInfo(&dlq, "%s%s", MQ_GROUP_DLQ_PREFIX, gq->group->name);
-	if (ex == NULL || mq_queue_lookup(dlq.data, true) == NULL)
+	if (ex == NULL || (dlq = group_dlq(gq->group)) == NULL)
 		return MQ_SETTLE_DROPPED;
 
 	/* via SQL, as mq_dead_letter: a rare path */
@@ -879,7 +886,7 @@ group_dead_letter(MqQueue *gq, MqDelivery *d)
 	o.key = m.key;
 	o.tag = m.tag;
 	o.message_group = m.message_group;
-	rk = dlq.data;
+	rk = dlq->name;
 	mq_publish(ex, 1, &rk, &m.body, &headers, &o, &id);
 	if (id == 0)
 		return MQ_SETTLE_DROPPED;
@@ -911,11 +918,24 @@ int
 mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 					 TimestampTz retry_at)
 {
+	return mq_settle_deliveries_as(q, dl, n, live_kind, retry_at, MQ_C_ACKED);
+}
+
+/*
+ * mq_settle_deliveries, the live ones given MQ_SETTLE_ACK counted in
+ * acked_counter: MQ_C_FILTERED for the messages a group's filter rejected
+ * once fetched, which are settled without being delivered or acked
+ */
+int
+mq_settle_deliveries_as(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
+						TimestampTz retry_at, int acked_counter)
+{
 	MqSettleBatch batch;
 	int			settled;
 	int64		acked = 0;
 	int64		dead_lettered = 0;
 	int64		expired = 0;
+	int64		filtered = 0;
 
 	mq_settle_batch_init(&batch, q);
 	for (int i = 0; i < n; i++)
@@ -928,6 +948,8 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 
 			mq_settle_batch_add(&batch, kind, dl[i].qpos);
 			dead_lettered += kind == MQ_SETTLE_DEAD;
+			/* a group's dead one its filter rejects: group_dead_letter */
+			filtered += q->group != NULL && kind == MQ_SETTLE_ACK;
 			expired += dl[i].dead_reason != NULL &&
 				strcmp(dl[i].dead_reason, "expired") == 0;
 		}
@@ -957,9 +979,10 @@ mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n, int16 live_kind,
 		mq_queue_write_floors(q);
 	}
 	/* the counters of mq.metrics, once the settlements commit */
-	mq_queue_count_at_commit(q, MQ_C_ACKED, acked);
+	mq_queue_count_at_commit(q, (MqCounter) acked_counter, acked);
 	mq_queue_count_at_commit(q, MQ_C_DEAD_LETTERED, dead_lettered);
 	mq_queue_count_at_commit(q, MQ_C_EXPIRED, expired);
+	mq_queue_count_at_commit(q, MQ_C_FILTERED, filtered);
 	return settled;
 }
 

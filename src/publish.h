@@ -42,6 +42,9 @@ extern void mq_publish(MqExchange *ex, int n, char **routing_keys,
  */
 extern int	mq_settle_deliveries(MqQueue *q, MqDelivery *dl, int n,
 								 int16 live_kind, TimestampTz retry_at);
+extern int	mq_settle_deliveries_as(MqQueue *q, MqDelivery *dl, int n,
+									int16 live_kind, TimestampTz retry_at,
+									int acked_counter);
 
 /*
  * Dead-letter the head of a drop-head queue over its limits: after a
@@ -69,13 +72,5 @@ extern bool mq_limits_admit_one(MqQueue *q, int64 *ready, int64 *ready_bytes,
 
 /* Dead-letter a message taken from q: republish it to q's DLX */
 extern int16 mq_dead_letter(MqQueue *q, int64 msg_id, const char *reason);
-
-/*
- * Make sure the dead-letter queue %DLQ%<group_name> of a consumer group
- * exists (a classic queue owned by the extension owner); true if it was
- * created, and the topology cache must then be refreshed: call it before
- * holding on to anything of the cache.
- */
-extern bool mq_group_dlq_ensure(const char *group_name);
 
 #endif							/* MQ_PUBLISH_H */

@@ -171,6 +171,31 @@ redrive_publish(MqMessage *m, RedriveTarget *t)
 }
 
 /* mq.redrive(source_queue, target_queue, max_messages) returns how many moved */
+/*
+ * Is name the dead-letter queue %DLQ%<group> of a consumer group that has
+ * dead-lettered nothing yet (its DLQ is made at its first dead letter), on
+ * a stream the caller may consume from?  Then there is nothing to move.
+ */
+static bool
+group_dlq_not_made(const char *name)
+{
+	size_t		plen = strlen(MQ_GROUP_DLQ_PREFIX);
+	ListCell   *lc;
+
+	if (strncmp(name, MQ_GROUP_DLQ_PREFIX, plen) != 0)
+		return false;
+	foreach(lc, mq_queue_list())
+	{
+		MqQueue    *q = lfirst(lc);
+
+		if (q->type == MQ_QUEUE_STREAM &&
+			mq_group_lookup(q, name + plen, true) != NULL &&
+			mq_acl_allows(&q->acl, MQ_PRIV_CONSUME))
+			return true;
+	}
+	return false;
+}
+
 Datum
 mq_redrive(PG_FUNCTION_ARGS)
 {
@@ -197,6 +222,9 @@ mq_redrive(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("mq.redrive");
 
 	mq_catalog_refresh();
+	src = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
+	if (src == NULL && group_dlq_not_made(text_to_cstring(PG_GETARG_TEXT_PP(0))))
+		PG_RETURN_INT64(0);
 	src = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	mq_check_queue_privilege(src, MQ_PRIV_CONSUME);
 	if (src->type == MQ_QUEUE_STREAM)

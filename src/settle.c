@@ -200,8 +200,8 @@ mq_settle_take(MqQueue *q, MqDelivery *dl, int n, bool auto_ack)
 }
 
 /* mq_settle_taken: see settle.h */
-int
-mq_settle_taken(MqQueue *q, const int64 *ids, int n)
+static int
+settle_taken(MqQueue *q, const int64 *ids, int n, int acked_counter)
 {
 	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
 	MqSettled  *out = palloc(sizeof(MqSettled) * Max(n, 1));
@@ -212,8 +212,20 @@ mq_settle_taken(MqQueue *q, const int64 *ids, int n)
 	for (int i = 0; i < got; i++)
 		if (out[i].result == MQ_SETTLE_RESULT_OK)
 			delivery_of(&dl[k++], ids[i], &out[i], false, NULL);
-	settled = mq_settle_deliveries(q, dl, k, MQ_SETTLE_ACK, 0);
+	settled = mq_settle_deliveries_as(q, dl, k, MQ_SETTLE_ACK, 0, acked_counter);
 	pfree(dl);
 	pfree(out);
 	return settled;
+}
+
+int
+mq_settle_taken(MqQueue *q, const int64 *ids, int n)
+{
+	return settle_taken(q, ids, n, MQ_C_ACKED);
+}
+
+int
+mq_settle_filtered(MqQueue *q, const int64 *ids, int n)
+{
+	return settle_taken(q, ids, n, MQ_C_FILTERED);
 }

@@ -43,4 +43,10 @@ extern int	mq_settle_take(MqQueue *q, MqDelivery *dl, int n, bool auto_ack);
  */
 extern int	mq_settle_taken(MqQueue *q, const int64 *ids, int n);
 
+/*
+ * mq_settle_taken for the messages a consumer group's filter rejected once
+ * fetched: counted as filtered (mq.metrics), not as acked
+ */
+extern int	mq_settle_filtered(MqQueue *q, const int64 *ids, int n);
+
 #endif							/* MQ_SETTLE_H */

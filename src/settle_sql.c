@@ -49,9 +49,9 @@ PG_FUNCTION_INFO_V1(mq_ack_keys);
  */
 static MqQueue *
 settle_queue(FunctionCallInfo fcinfo, int group_arg, int consumer_arg,
-			 const char *fn, bool dlq, MqGroup **any)
+			 const char *fn, MqGroup **any)
 {
-	MqQueue    *q = mq_consume_target(fcinfo, group_arg, consumer_arg, fn, dlq, any);
+	MqQueue    *q = mq_consume_target(fcinfo, group_arg, consumer_arg, fn, any);
 
 	PreventCommandIfReadOnly(fn);
 	return q;
@@ -239,12 +239,12 @@ receipt_state(MqQueue *q, int32 state_id, const char *gname, const char *cname,
  * consumer state of group_arg and consumer_arg (settle_ids_any for a
  * broadcast group without a consumer name).  By receipt: in the states
  * the receipts name, one run of consecutive receipts of one state at a
- * time (group_arg and consumer_arg, when given, must be theirs).  dlq: the
- * op may dead-letter a group's messages, so the groups' DLQs must exist.
+ * time (group_arg and consumer_arg, when given, must be theirs).  A
+ * group's dead-letter queue is made at its first dead letter (publish.c).
  */
 static int
 settle_call(FunctionCallInfo fcinfo, const char *fn, int group_arg, int consumer_arg,
-			bool dlq, SettleTargets *st, MqSettleOp op, TimestampTz when,
+			SettleTargets *st, MqSettleOp op, TimestampTz when,
 			const char *dead_reason)
 {
 	char	   *gname;
@@ -254,7 +254,7 @@ settle_call(FunctionCallInfo fcinfo, const char *fn, int group_arg, int consumer
 
 	if (st->nonces == NULL)
 	{
-		q = settle_queue(fcinfo, group_arg, consumer_arg, fn, dlq, &any);
+		q = settle_queue(fcinfo, group_arg, consumer_arg, fn, &any);
 		if (any != NULL)
 			return settle_ids_any(any, q, st->ids, st->n, op, when, dead_reason);
 		mq_settle(q, st->ids, NULL, st->n, op, when, dead_reason);
@@ -279,25 +279,6 @@ settle_call(FunctionCallInfo fcinfo, const char *fn, int group_arg, int consumer
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("receipt \"%s\" is not of queue \"%s\"", st->texts[i], q->name)));
 
-	/* a group's dead letters go to its DLQ, made at its first use */
-	if (dlq && q->type == MQ_QUEUE_STREAM)
-	{
-		bool		made = false;
-
-		for (int i = 0; i < st->n; i++)
-			if (i == 0 || st->state_ids[i] != st->state_ids[i - 1])
-			{
-				MqQueue    *view = receipt_state(q, st->state_ids[i], gname, cname,
-												 st->texts[i]);
-
-				made |= mq_group_dlq_ensure(view->group->name);
-			}
-		if (made)
-		{
-			mq_catalog_refresh();
-			q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
-		}
-	}
 	for (int i = 0; i < st->n;)
 	{
 		int			j = i + 1;
@@ -322,7 +303,7 @@ mq_ack(PG_FUNCTION_ARGS)
 
 	MQ_CHECK_ARGS(fcinfo, "queue");
 	settle_targets(fcinfo, 4, false, &st);
-	PG_RETURN_INT32(settle_call(fcinfo, "mq.ack", 2, 3, false, &st,
+	PG_RETURN_INT32(settle_call(fcinfo, "mq.ack", 2, 3, &st,
 								MQ_SETTLE_OP_ACK, 0, NULL));
 }
 
@@ -339,7 +320,7 @@ nack_common(FunctionCallInfo fcinfo, const char *fn, int group_arg,
 
 	if (delay)
 		when = mq_time_add(GetCurrentTimestamp(), mq_interval_us(delay, "delay", 0), "delay");
-	return settle_call(fcinfo, fn, group_arg, consumer_arg, true, st,
+	return settle_call(fcinfo, fn, group_arg, consumer_arg, st,
 					   requeue ? requeue_op : MQ_SETTLE_OP_DEAD, when, "rejected");
 }
 
@@ -382,7 +363,7 @@ mq_extend_lease(PG_FUNCTION_ARGS)
 	settle_targets(fcinfo, 5, false, &st);
 	until = mq_time_add(GetCurrentTimestamp(),
 						mq_interval_us(PG_GETARG_INTERVAL_P(2), "lease", 1), "lease");
-	PG_RETURN_INT32(settle_call(fcinfo, "mq.extend_lease", 3, 4, false, &st,
+	PG_RETURN_INT32(settle_call(fcinfo, "mq.extend_lease", 3, 4, &st,
 								MQ_SETTLE_OP_EXTEND, until, NULL));
 }
 

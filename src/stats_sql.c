@@ -26,6 +26,7 @@ PG_FUNCTION_INFO_V1(mq_queue_stats);
 PG_FUNCTION_INFO_V1(mq_session_counters);
 PG_FUNCTION_INFO_V1(mq_metrics);
 PG_FUNCTION_INFO_V1(mq_queue_visible_sql);
+PG_FUNCTION_INFO_V1(mq_queue_has_state_sql);
 
 /* An interval of us microseconds, as a Datum */
 static Datum
@@ -173,6 +174,7 @@ static const char *const counter_names[MQ_NCOUNTERS] = {
 	[MQ_C_NACKED] = "queue_ext_nacked_total",
 	[MQ_C_DEAD_LETTERED] = "queue_ext_dead_lettered_total",
 	[MQ_C_EXPIRED] = "queue_ext_expired_total",
+	[MQ_C_FILTERED] = "queue_ext_filtered_total",
 };
 
 /* One key of a labels object (Prometheus label values are strings) */
@@ -232,7 +234,11 @@ sample_put(ReturnSetInfo *rsinfo, const char *name, Datum labels, double value)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* The counters of queue state view (a queue, a group's or a consumer's) */
+/*
+ * The counters of queue state view (a queue, a group's or a consumer's;
+ * filtered is always 0 on a queue's own, as the series of a dashboard
+ * that sums them want)
+ */
 static void
 counters_put(ReturnSetInfo *rsinfo, MqQueue *view, Datum labels, bool published)
 {
@@ -370,4 +376,15 @@ mq_queue_visible_sql(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	q = mq_queue_lookup(name, true);
 	PG_RETURN_BOOL(q != NULL && mq_queue_visible(q));
+}
+
+/* mq._queue_has_state(queue): has the queue a state in shared memory? */
+Datum
+mq_queue_has_state_sql(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	PG_RETURN_BOOL(mq_queue_has_state(q));
 }

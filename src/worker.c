@@ -332,35 +332,30 @@ step_queue(void *arg)
 /*
  * One consumer group's maintenance, in a transaction of its own, looked up
  * again as a queue's step is (a group deleted since the pass began is
- * skipped quietly).  Its dead-letter queue is made first if need be: a
- * message may go there now.
+ * skipped quietly).  Its dead-letter queue is made at its first dead
+ * letter, if one goes there now (publish.c).
  */
 static void
 step_group(void *arg)
 {
 	PassState  *ps = arg;
-	MqGroup    *g = NULL;
+	MqQueue    *q;
+	ListCell   *lc;
 
-	for (int attempt = 0; attempt < 2; attempt++)
+	mq_catalog_refresh();
+	q = mq_queue_by_id(ps->queue_id);
+	if (q == NULL)
+		return;
+	foreach(lc, q->groups)
 	{
-		MqQueue    *q;
-		ListCell   *lc;
+		MqGroup    *g = lfirst(lc);
 
-		mq_catalog_refresh();
-		q = mq_queue_by_id(ps->queue_id);
-		g = NULL;
-		if (q == NULL)
+		if (g->id == ps->group_id)
+		{
+			note_due(ps, mq_maintain_queue(g->view));
 			return;
-		foreach(lc, q->groups)
-			if (((MqGroup *) lfirst(lc))->id == ps->group_id)
-				g = lfirst(lc);
-		if (g == NULL)
-			return;
-		if (attempt == 0 && !mq_group_dlq_ensure(g->name))
-			break;
-		/* the DLQ was made: the catalog changed, look again */
+		}
 	}
-	note_due(ps, mq_maintain_queue(g->view));
 }
 
 static void

@@ -562,6 +562,9 @@ typedef enum MqCounter
 								 * others at commit) */
 	MQ_C_DEAD_LETTERED,			/* copies to a dead-letter exchange or DLQ */
 	MQ_C_EXPIRED,				/* taken dead because they expired */
+	MQ_C_FILTERED,				/* a consumer group's, settled undelivered:
+								 * its filter rejects them (neither delivered
+								 * nor acked) */
 	MQ_NCOUNTERS
 } MqCounter;
 
@@ -573,8 +576,23 @@ typedef struct MqQueueCounters
 /* Add n to counter c of q once this transaction commits */
 extern void mq_queue_count_at_commit(MqQueue *q, MqCounter c, int64 n);
 
+/*
+ * n messages this call took from q (nredelivered of them redelivered) were
+ * not delivered after all: its group's filter rejected them once fetched
+ */
+extern void mq_queue_uncount_delivered(MqQueue *q, int n, int nredelivered);
+
 /* The counters of q (a queue, or a group's view) */
 extern void mq_queue_counters(MqQueue *q, MqQueueCounters *out);
+
+/* Has q (a queue, a group's or a consumer's view) a state in shared memory? */
+extern bool mq_queue_has_state(MqQueue *q);
+
+/*
+ * Is q, a classic or quorum queue, unused: no state, nothing stored?  The
+ * views and the worker then load no state for it (queue_inspect.c).
+ */
+extern bool mq_queue_unused(MqQueue *q);
 
 /* ---------- inspection (queue_inspect.c) ---------- */
 

@@ -14,14 +14,59 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/xlog.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "queue/queue_int.h"
+
+bool
+mq_queue_has_state(MqQueue *q)
+{
+	return mqq_queue_shared(mqq_key(q), false) != NULL;
+}
+
+/*
+ * Is q, a classic or quorum queue, unused: no state in shared memory (no
+ * session used it since the server started) and nothing stored (each lane
+ * one generation, empty)?  Then the views show zeros and the worker has
+ * nothing to do there, without loading a state for it, which would stay
+ * until the queue is deleted and count towards mq.max_queues (a consumer
+ * group's dead-letter queue nobody reads, a queue declared ahead of use).
+ * A queue that holds something is loaded: what it holds must be counted,
+ * and may expire.
+ */
+bool
+mq_queue_unused(MqQueue *q)
+{
+	if (q->group != NULL || q->type == MQ_QUEUE_STREAM || mq_queue_has_state(q))
+		return false;
+	for (int lane = 0; lane < q->nlanes; lane++)
+	{
+		int			low,
+					high;
+		Oid			relid;
+		Relation	rel;
+		BlockNumber nblocks;
+
+		if (!mqq_lane_gens(q->id, lane, &low, &high) || low != high)
+			return false;
+		relid = mqq_lane_relid(q->id, lane, low, false);
+		if (!OidIsValid(relid) || (rel = try_relation_open(relid, AccessShareLock)) == NULL)
+			return false;
+		nblocks = RelationGetNumberOfBlocks(rel);
+		relation_close(rel, AccessShareLock);
+		if (nblocks > 0)
+			return false;
+	}
+	return true;
+}
 
 /*
  * What mq.queues shows of q: ready (and their body bytes), unacked, delayed
@@ -67,6 +112,9 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c, MqStreamPartition *parts)
 		c->total = c->ready;
 		return;
 	}
+	/* nothing to count: no state is loaded for it (mq_queue_unused) */
+	if (mq_queue_unused(q))
+		return;
 	qs = mqq_queue_lock(q, LW_SHARED);
 	dlist_foreach(it, &qs->tracked)
 	{
@@ -372,7 +420,7 @@ mq_queue_min_msg_id(MqQueue *q, int64 floor)
 	return min;
 }
 
-/* The event counters of q's state (queue.h), loading it if need be */
+/* The event counters of q's state (queue.h); zeros if it has none */
 void
 mq_queue_counters(MqQueue *q, MqQueueCounters *out)
 {
@@ -381,6 +429,9 @@ mq_queue_counters(MqQueue *q, MqQueueCounters *out)
 	memset(out, 0, sizeof(*out));
 	/* a standby has none of a non-durable queue's state (mq_queue_counts) */
 	if (!q->durable && RecoveryInProgress())
+		return;
+	/* they count from the state's making: none yet, nothing counted */
+	if (!mq_queue_has_state(q))
 		return;
 	qs = mqq_queue_lock(q, LW_SHARED);
 	*out = qs->counters;

@@ -241,6 +241,7 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 				ls->scan_offset = off + 1;
 			mq_settle_batch_add(skips, MQ_SETTLE_ACK, qpos);
 			qs->settled_since_floor++;
+			qs->counters.n[MQ_C_FILTERED]++;
 			return NULL;
 		}
 	}
@@ -499,7 +500,21 @@ skip_tracked(const MqFilter *skip, MqQueueShared *qs, MqTracked *t,
 	t->owner = -1;
 	mq_settle_batch_add(skips, MQ_SETTLE_ACK, t->qpos);
 	qs->settled_since_floor++;
+	qs->counters.n[MQ_C_FILTERED]++;
 	return true;
+}
+
+void
+mq_queue_uncount_delivered(MqQueue *q, int n, int nredelivered)
+{
+	MqQueueShared *qs;
+
+	if (n == 0)
+		return;
+	qs = mqq_queue_lock(q, LW_EXCLUSIVE);
+	qs->counters.n[MQ_C_DELIVERED] -= n;
+	qs->counters.n[MQ_C_REDELIVERED] -= nredelivered;
+	LWLockRelease(&qs->lock);
 }
 
 /* Most entries one take settles by their tag hash before it returns */

@@ -3,25 +3,39 @@
 ------------------------------------------------------------------------
 
 -- A group's dead-letter queue %DLQ%<group>: a classic queue owned by the
--- extension owner, made when first needed; grantee (if any) gets consume.
-CREATE OR REPLACE FUNCTION mq._group_dlq_create(dlq text, grantee oid)
-RETURNS void LANGUAGE plpgsql
+-- extension owner, made at the group's first dead letter, in the
+-- transaction that dead-letters (src/publish.c, group_dlq); the role that
+-- declared the group gets consume on it.  Returns its name, or NULL when
+-- the group is gone (deleted since the caller's catalog was read).  Two
+-- sessions dead-lettering a group's first messages at once: the second one
+-- waits for the first at the queue's name (a unique key) and uses its queue
+-- if it commits, or makes it if it rolls back.
+CREATE OR REPLACE FUNCTION mq._group_dlq_create(group_id int)
+RETURNS text LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
+	g mq.cat_group;
+	dlq text;
 	qid int;
 BEGIN
+	SELECT * INTO g FROM mq.cat_group c WHERE c.id = group_id;
+	IF NOT FOUND THEN
+		RETURN NULL;
+	END IF;
+	dlq := '%DLQ%' || g.name;
 	BEGIN
 		PERFORM mq._queue_declare_impl(dlq, 'classic', true, '{}',
 			(SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'mq'));
 	EXCEPTION WHEN unique_violation THEN
-		NULL;					-- declared at the same time by another session
+		NULL;					-- made at the same time by another session
 	END;
 	SELECT c.id INTO qid FROM mq.cat_queue c WHERE c.name = dlq;
-	IF grantee IS NOT NULL AND qid IS NOT NULL THEN
+	IF g.declared_by IS NOT NULL AND qid IS NOT NULL THEN
 		INSERT INTO mq.cat_grant (object_kind, object_id, grantee, privilege)
-		VALUES ('q', qid, grantee, 'consume') ON CONFLICT DO NOTHING;
+		VALUES ('q', qid, g.declared_by, 'consume') ON CONFLICT DO NOTHING;
 		PERFORM mq._topology_changed();
 	END IF;
+	RETURN dlq;
 END
 $$;
 
@@ -69,9 +83,9 @@ BEGIN
 		RETURN 0;
 	END IF;
 	INSERT INTO mq.cat_group (queue_id, name, mode, start, filter, filter_type, ordered,
-							  max_retries, retry_delays)
+							  max_retries, retry_delays, declared_by)
 	VALUES (queue_id, group_name, mode, start, filter, filter_type, ordered, max_retries,
-			retry_delays)
+			retry_delays, caller)
 	RETURNING id INTO gid;
 	FOR rel IN SELECT (regexp_match(c.relname, '^q\d+_(\d+)_(\d+)$'))::int[] AS lg
 				 FROM pg_class c
@@ -79,7 +93,6 @@ BEGIN
 				  AND c.relname LIKE 'q' || queue_id || '\_%' LOOP
 		PERFORM mq._group_log_create(queue_id, gid, rel.lg[1], rel.lg[2]);
 	END LOOP;
-	PERFORM mq._group_dlq_create('%DLQ%' || group_name, caller);
 	PERFORM mq._topology_changed();
 	RETURN gid;
 END
@@ -193,7 +206,11 @@ CREATE OR REPLACE FUNCTION mq.group_declare(queue text, group_name text, mode te
 	ordered boolean DEFAULT false, max_retries int DEFAULT 16,
 	retry_delays interval[] DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'mq_group_declare' LANGUAGE C;
-CREATE OR REPLACE FUNCTION mq.group_delete(queue text, group_name text)
+-- The group's dead-letter queue goes with it when it is empty, or with
+-- drop_dead_letters whatever it holds (the AMQP gateway's stream consumers'
+-- groups); one that holds messages is otherwise kept (src/group_sql.c).
+CREATE OR REPLACE FUNCTION mq.group_delete(queue text, group_name text,
+	drop_dead_letters boolean DEFAULT false)
 RETURNS void AS 'MODULE_PATHNAME', 'mq_group_delete' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.seek(queue text, group_name text, to_offset bigint DEFAULT NULL,
 	to_time timestamptz DEFAULT NULL, "partition" int DEFAULT NULL)

@@ -16,6 +16,13 @@ CREATE OR REPLACE FUNCTION mq._session_counters(OUT tag_skips bigint, OUT messag
 AS 'MODULE_PATHNAME', 'mq_session_counters' LANGUAGE C VOLATILE;
 -- ---- end of issue 12 block ----
 
+-- Whether a queue has a state in shared memory (at most mq.max_queues
+-- states in all; made at its first use, kept until it is deleted), for
+-- tests: reading the views must not make one for a queue nobody uses.
+CREATE OR REPLACE FUNCTION mq._queue_has_state(queue text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'mq_queue_has_state_sql' LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION mq._queue_has_state FROM PUBLIC;
+
 -- ---- issue 13: quorum commits (src/quorum.c, src/replication_sql.c) ----
 -- Whether a quorum commit can be confirmed now: synchronous standbys the
 -- configuration asks for and that stream now, commits made without a

@@ -98,6 +98,7 @@ CREATE TABLE mq.cat_group (
 	max_retries	int NOT NULL,
 	retry_delays interval[],
 	created_at	timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	declared_by	oid,			-- gets consume on the group's DLQ (made at its first dead letter)
 	UNIQUE (queue_id, name)
 );
 REVOKE ALL ON mq.cat_group FROM PUBLIC;
