@@ -56,6 +56,17 @@ op_finish(Chan *ch)
 	chan_pump(ch);
 }
 
+/*
+ * A basic.consume is done (its consume-ok sent, consumer_session.c): the
+ * channel's next method runs, unless the channel went meanwhile.
+ */
+void
+consume_done(Chan *ch)
+{
+	if (ch->state == CH_OPEN && ch->op_running && ch->ops && ch->ops->kind == OP_CONSUME)
+		op_finish(ch);
+}
+
 /* Send queue.<meth> with a message count (purge-ok, delete-ok). */
 static void
 reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
@@ -129,6 +140,7 @@ op_simple_done(void *arg, PGresult *res)
 				{
 					q->owner = NULL;
 					q->auto_delete = false;
+					q->known = false;
 					qreg_expires_off(q);
 					qreg_maybe_drop(q);
 				}
@@ -144,6 +156,72 @@ op_simple_done(void *arg, PGresult *res)
 			break;
 	}
 	op_finish(ch);
+}
+
+/*
+ * A queue.declare of a queue that was there: what queue_ext does not hold
+ * (auto-delete, exclusive, x-expires: the gateway's, in memory) must be as
+ * declared through this gateway before, as
+ * RabbitMQ's rabbit_amqqueue:assert_equivalence requires (durable and
+ * queue_ext's arguments: mq.queue_declare checks them): 406, or 405 for
+ * exclusive, RabbitMQ's codes and texts.  False when the channel is closed.
+ */
+static bool
+queue_equivalent(Chan *ch, Op *op)
+{
+	Conn	   *c = ch->conn;
+	Qreg	   *q = qreg_find(conn_db(c), op->s1, false);
+	bool		auto_delete = q && q->auto_delete;
+	bool		exclusive = q && q->owner == c;
+	int64_t		expires = q ? q->expires : 0;
+	char		text[1024];
+
+	/*
+	 * not declared through this gateway since it started (before a
+	 * restart, or with SQL): its first declare here says what it is
+	 */
+	if (q == NULL || !q->known)
+		return true;
+	if (op->auto_delete != auto_delete)
+	{
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'auto_delete' for queue '%s' in vhost '%s': "
+				 "received '%s' but current is '%s'", op->s1, c->vhost,
+				 op->auto_delete ? "true" : "false", auto_delete ? "true" : "false");
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return false;
+	}
+	if (op->exclusive != exclusive)
+	{
+		snprintf(text, sizeof(text),
+				 "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '%s' in vhost '%s'. "
+				 "It could be originally declared on another connection or the exclusive property "
+				 "value does not match that of the original declaration.", op->s1, c->vhost);
+		chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
+		return false;
+	}
+	if (op->expires != expires)
+	{
+		char		got[64],
+					cur[64];
+
+		if (op->expires)
+			snprintf(got, sizeof(got), expires ? "'%lld'" : "the value '%lld' of type 'signedint'",
+					 (long long) op->expires);
+		else
+			snprintf(got, sizeof(got), "none");
+		if (expires)
+			snprintf(cur, sizeof(cur), op->expires ? "'%lld'" : "the value '%lld' of type 'signedint'",
+					 (long long) expires);
+		else
+			snprintf(cur, sizeof(cur), "none");
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'x-expires' for queue '%s' in vhost '%s': "
+				 "received %s but current is %s", op->s1, c->vhost, got, cur);
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -185,6 +263,10 @@ queue_declared(void *arg, PGresult *res)
 		return;
 	}
 	name = op->s1;
+	if (!op->passive && op->existed && !queue_equivalent(ch, op))
+		return;
+	if (!op->passive)
+		qreg_find(conn_db(c), name, true)->known = true;
 	if (!op->passive && (op->exclusive || op->auto_delete))
 	{
 		q = qreg_find(conn_db(c), name, true);
@@ -235,7 +317,8 @@ queue_declared_1(void *arg, PGresult *res)
 		return;
 	}
 	/* the name: a server-named queue's is made up by queue_declare */
-	snprintf(op->s1, sizeof(op->s1), "%s", PQgetvalue(res, 0, 0));
+	op->existed = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	snprintf(op->s1, sizeof(op->s1), "%s", PQgetvalue(res, 0, 1));
 	op->stage = 1;
 	run_queue_declare(ch, op);
 }
@@ -280,6 +363,31 @@ run_queue_declare(Chan *ch, Op *op)
 			reply_text(text, sizeof(text), AMQP_PRECONDITION_FAILED, err);
 			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
 			return;
+		}
+		if (strcmp(type, "quorum") == 0)
+		{
+			/*
+			 * RabbitMQ 4.3's quorum-queue arguments that queue_ext's
+			 * quorum queues cannot honour (strict priorities, delayed
+			 * retries, consumer timeouts: docs/amqp.md) are refused as
+			 * RabbitMQ refuses an argument its queue type has not
+			 */
+			static const char *const refused[] = {
+				"x-max-priority", "x-delayed-retry-type", "x-delayed-retry-min",
+				"x-delayed-retry-max", "x-consumer-timeout", NULL
+			};
+			int			i;
+
+			for (i = 0; refused[i]; i++)
+				if (json_get(op->args, refused[i]))
+				{
+					snprintf(text, sizeof(text),
+							 "PRECONDITION_FAILED - invalid arg '%s' for queue '%s' in vhost '%s' "
+							 "of queue type rabbit_quorum_queue", refused[i], op->s1, c->vhost);
+					free(args);
+					chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+					return;
+				}
 		}
 		{
 			/* x-expires: a positive integer (ms), as RabbitMQ checks it */
@@ -329,8 +437,10 @@ run_queue_declare(Chan *ch, Op *op)
 		 * declared first, counted after: reading every queue's state in the
 		 * declaring transaction would deadlock against concurrent declares
 		 */
+		/* whether it existed: read before the declare, in its snapshot */
 		pg_send(ch->pg,
-				"SELECT mq.queue_declare($1, type => $2, durable => $3::boolean, "
+				"SELECT EXISTS (SELECT FROM mq.queues s WHERE s.queue = $1), "
+				"mq.queue_declare($1, type => $2, durable => $3::boolean, "
 				"arguments => $4::jsonb)",
 				4, NULL, vals, NULL, NULL, 0, queue_declared_1, ch);
 		free(args);
@@ -429,16 +539,18 @@ consume_checked(void *arg, PGresult *res)
 		turn_start(cons);		/* the consumers of the queue take turns now */
 	if (op->exclusive)
 		q->exclusive_consumer = cons;
-	if (!op->nowait)
-	{
-		method_begin(ch->id, AMQP_BASIC, 21);
-		buf_shortstr(&out, cons->tag);
-		frame_send(c);
-	}
+	/*
+	 * consume-ok once its session is ready and its first poll sent
+	 * (cons_session_ready): a message in the queue then goes out at once
+	 * after consume-ok, and one the client publishes after consume-ok finds
+	 * the poll waiting.  The channel's next methods wait until then, as they
+	 * would behind RabbitMQ's consume-ok.
+	 */
+	cons->ok_pending = true;
+	cons->ok_nowait = op->nowait;
 	cons->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, true,
 						  cons_connected, cons);
 	cons->pg->on_lost = cons_lost;
-	op_finish(ch);
 }
 
 /*

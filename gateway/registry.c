@@ -80,7 +80,7 @@ qreg_drop(Qreg *q)
 void
 qreg_maybe_drop(Qreg *q)
 {
-	if (q->owner == NULL && !q->auto_delete && q->consumers == 0 && q->expires == 0)
+	if (q->owner == NULL && !q->auto_delete && q->consumers == 0 && q->expires == 0 && !q->known)
 		qreg_drop(q);
 }
 
@@ -147,5 +147,6 @@ qreg_expired(evutil_socket_t fd, short what, void *arg)
 	logmsg("queue \"%s\" unused for its x-expires (%lld ms): deleted", q->name,
 		   (long long) q->expires);
 	qreg_expires_off(q);
+	q->known = false;
 	qreg_maybe_drop(q);
 }
