@@ -77,6 +77,75 @@ reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
 }
 
 /*
+ * Exchanges declared through this gateway since it started, with their
+ * auto_delete (which queue_ext has not: accepted and kept here only so
+ * that a redeclare with another is refused, as RabbitMQ does).
+ */
+typedef struct Xreg
+{
+	char		db[256];
+	char		name[256];
+	bool		auto_delete;
+	struct Xreg *next;
+} Xreg;
+
+static Xreg *xregs;
+
+static Xreg **
+xreg_find(const char *db, const char *name)
+{
+	Xreg	  **pp;
+
+	for (pp = &xregs; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->db, db) == 0 && strcmp((*pp)->name, name) == 0)
+			return pp;
+	return pp;
+}
+
+/*
+ * exchange.declare's result: an exchange that was there, declared here
+ * before with another auto_delete, is 406 as with RabbitMQ (type, durable
+ * and alternate-exchange: mq.exchange_declare compares them); declare-ok.
+ */
+static void
+exchange_declared(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Conn	   *c = ch->conn;
+	Xreg	  **pp;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	pp = xreg_find(conn_db(c), op->s1);
+	if (*pp && strcmp(PQgetvalue(res, 0, 0), "t") == 0 && (*pp)->auto_delete != op->auto_delete)
+	{
+		char		text[700];
+
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'auto_delete' for exchange '%s' in vhost '%s': "
+				 "received '%s' but current is '%s'", op->s1, c->vhost,
+				 op->auto_delete ? "true" : "false", (*pp)->auto_delete ? "true" : "false");
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return;
+	}
+	if (*pp == NULL && (*pp = calloc(1, sizeof(Xreg))) != NULL)
+	{
+		snprintf((*pp)->db, sizeof((*pp)->db), "%s", conn_db(c));
+		snprintf((*pp)->name, sizeof((*pp)->name), "%s", op->s1);
+	}
+	if (*pp)
+		(*pp)->auto_delete = op->auto_delete;
+	if (!op->nowait)
+		send_simple(c, ch->id, AMQP_EXCHANGE, 11);
+	op_finish(ch);
+}
+
+/*
  * The result of a one-statement operation (exchange declare and delete,
  * bind, unbind, purge, queue delete, tx.select): its reply, or its error;
  * then the next operation.
@@ -118,6 +187,17 @@ op_simple_done(void *arg, PGresult *res)
 				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 11);
 			break;
 		case OP_EXCHANGE_DELETE:
+			{
+				Xreg	  **pp = xreg_find(conn_db(ch->conn), op->s1);
+
+				if (*pp)
+				{
+					Xreg	   *x = *pp;
+
+					*pp = x->next;
+					free(x);
+				}
+			}
 			if (!op->nowait)
 				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 21);
 			break;
@@ -893,8 +973,11 @@ run_op(Chan *ch, Op *op)
 				vals[1] = type;
 				vals[2] = op->durable ? "true" : "false";
 				vals[3] = ae;
-				pg_send(ch->pg, "SELECT mq.exchange_declare($1, type => $2, durable => $3::boolean, "
-						"alternate_exchange => $4)", 4, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+				/* whether it existed: read before the declare, in its snapshot */
+				pg_send(ch->pg, "SELECT EXISTS (SELECT FROM mq.exchanges x WHERE x.exchange = $1), "
+						"mq.exchange_declare($1, type => $2, durable => $3::boolean, "
+						"alternate_exchange => $4)", 4, NULL, vals, NULL, NULL, 0,
+						exchange_declared, ch);
 				return;
 			}
 		case OP_EXCHANGE_DELETE:

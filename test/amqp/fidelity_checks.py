@@ -268,6 +268,25 @@ def redeclare_other_durable_or_arguments_is_406():
               'PRECONDITION_FAILED')
 
 
+@test()
+def exchange_redeclare_other_auto_delete_is_406():
+    for first, second in [(False, True), (True, False)]:
+        conn = connect()
+        ch = conn.channel()
+        x = name('x-redecl-%s' % uuid.uuid4().hex[:6])
+        ch.exchange_declare(x, 'direct', auto_delete=first)
+        ch.exchange_declare(x, 'direct', auto_delete=first)
+        try:
+            ch.exchange_declare(x, 'direct', auto_delete=second)
+            raise Fail('an exchange redeclared with another auto_delete was accepted')
+        except ChannelClosedByBroker as e:
+            eq(e.reply_code, 406, 'reply code')
+            check("PRECONDITION_FAILED - inequivalent arg 'auto_delete' for exchange" in e.reply_text,
+                  e.reply_text)
+        conn.channel().exchange_delete(x)
+        conn.close()
+
+
 # ---- item 5: product and flow ---------------------------------------------------
 
 @test()

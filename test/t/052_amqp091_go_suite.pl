@@ -12,8 +12,8 @@
 #     the gateway (without RabbitMQ: every test must), but those in
 #     %channel_cost, which are not run against the gateway;
 #  3. test/amqp/fidelity_checks.py (pika and raw frames: the close
-#     handshake, a new consumer's first delivery, redeclare equivalence,
-#     product and flow, RabbitMQ 4.3's quorum-queue arguments) against
+#     handshake, a new consumer's first delivery, queue and exchange
+#     redeclare equivalence, product and flow, RabbitMQ 4.3's quorum-queue arguments) against
 #     both: every check must pass on each.
 use strict;
 use warnings;
