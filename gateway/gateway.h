@@ -307,6 +307,7 @@ typedef struct Qreg
 	bool		auto_delete;
 	bool		known;			/* declared here: auto_delete, owner and
 								 * expires are as declared (queue_equivalent) */
+	json_object *ignored_args;	/* and the RabbitMQ x-arguments it ignores */
 	int			consumers;
 	bool		had_consumer;
 	Consumer   *exclusive_consumer;

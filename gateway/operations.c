@@ -239,8 +239,79 @@ op_simple_done(void *arg, PGresult *res)
 }
 
 /*
+ * RabbitMQ 3.10's queue arguments (rabbit_amqqueue:declare_args) that the
+ * gateway accepts and ignores: compared at a redeclare all the same
+ */
+static const char *const ignored_queue_args[] = {
+	"x-queue-mode", "x-queue-version", "x-single-active-consumer", "x-max-in-memory-length",
+	"x-max-in-memory-bytes", "x-quorum-initial-group-size", "x-initial-cluster-size",
+	"x-queue-leader-locator", "x-stream-max-segment-size-bytes", NULL
+};
+
+/* an argument's value as RabbitMQ's inequivalent-arg text shows it */
+static void
+arg_text(char *buf, size_t len, json_object *v, bool with_type)
+{
+	const char *type;
+
+	if (v == NULL)
+	{
+		snprintf(buf, len, "none");
+		return;
+	}
+	switch (json_object_get_type(v))
+	{
+		case json_type_string:
+			type = "longstr";
+			break;
+		case json_type_boolean:
+			type = "bool";
+			break;
+		case json_type_int:
+			type = json_object_get_int64(v) >= INT32_MIN && json_object_get_int64(v) <= INT32_MAX ?
+				"signedint" : "long";
+			break;
+		case json_type_double:
+			type = "double";
+			break;
+		default:
+			type = "table";
+			break;
+	}
+	if (with_type)
+		snprintf(buf, len, "the value '%s' of type '%s'",
+				 json_object_is_type(v, json_type_string) ? json_object_get_string(v) :
+				 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), type);
+	else
+		snprintf(buf, len, "'%s'",
+				 json_object_is_type(v, json_type_string) ? json_object_get_string(v) :
+				 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+}
+
+/* the ignored arguments of a declare, kept for the next (NULL: none) */
+static json_object *
+ignored_args_of(json_object *args)
+{
+	json_object *o = NULL;
+	int			i;
+
+	for (i = 0; ignored_queue_args[i]; i++)
+	{
+		json_object *v = json_get(args, ignored_queue_args[i]);
+
+		if (v == NULL)
+			continue;
+		if (o == NULL)
+			o = json_object_new_object();
+		json_object_object_add(o, ignored_queue_args[i], json_object_get(v));
+	}
+	return o;
+}
+
+/*
  * A queue.declare of a queue that was there: what queue_ext does not hold
- * (auto-delete, exclusive, x-expires: the gateway's, in memory) must be as
+ * (auto-delete, exclusive, x-expires, the x-arguments it ignores: the
+ * gateway's, in memory) must be as
  * declared through this gateway before, as
  * RabbitMQ's rabbit_amqqueue:assert_equivalence requires (durable and
  * queue_ext's arguments: mq.queue_declare checks them): 406, or 405 for
@@ -255,6 +326,7 @@ queue_equivalent(Chan *ch, Op *op)
 	bool		exclusive = q && q->owner == c;
 	int64_t		expires = q ? q->expires : 0;
 	char		text[1024];
+	int			i;
 
 	/*
 	 * not declared through this gateway since it started (before a
@@ -298,6 +370,23 @@ queue_equivalent(Chan *ch, Op *op)
 		snprintf(text, sizeof(text),
 				 "PRECONDITION_FAILED - inequivalent arg 'x-expires' for queue '%s' in vhost '%s': "
 				 "received %s but current is %s", op->s1, c->vhost, got, cur);
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return false;
+	}
+	for (i = 0; ignored_queue_args[i]; i++)
+	{
+		json_object *want = json_get(op->args, ignored_queue_args[i]);
+		json_object *now = json_get(q->ignored_args, ignored_queue_args[i]);
+		char		got[300],
+					cur[300];
+
+		if ((want == NULL && now == NULL) || (want && now && json_object_equal(want, now)))
+			continue;
+		arg_text(got, sizeof(got), want, now == NULL);
+		arg_text(cur, sizeof(cur), now, want == NULL);
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg '%s' for queue '%s' in vhost '%s': "
+				 "received %s but current is %s", ignored_queue_args[i], op->s1, c->vhost, got, cur);
 		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
 		return false;
 	}
@@ -346,7 +435,13 @@ queue_declared(void *arg, PGresult *res)
 	if (!op->passive && op->existed && !queue_equivalent(ch, op))
 		return;
 	if (!op->passive)
-		qreg_find(conn_db(c), name, true)->known = true;
+	{
+		q = qreg_find(conn_db(c), name, true);
+		q->known = true;
+		if (q->ignored_args)
+			json_object_put(q->ignored_args);
+		q->ignored_args = ignored_args_of(op->args);
+	}
 	if (!op->passive && (op->exclusive || op->auto_delete))
 	{
 		q = qreg_find(conn_db(c), name, true);

@@ -65,6 +65,8 @@ qreg_drop(Qreg *q)
 			*pp = q->next;
 			for (t = q->turn_head; t; t = t->turn_next)
 				t->in_turn = false;
+			if (q->ignored_args)
+				json_object_put(q->ignored_args);
 			if (q->expire_ev)
 				event_free(q->expire_ev);
 			free(q->expire_password);

@@ -262,6 +262,15 @@ def redeclare_other_x_expires_is_406():
 
 
 @test()
+def redeclare_other_ignored_arguments_is_406():
+    # x-arguments the gateway accepts and ignores are compared too
+    redeclare({'arguments': {'x-queue-mode': 'lazy'}}, {}, 406,
+              "PRECONDITION_FAILED - inequivalent arg 'x-queue-mode' for queue")
+    redeclare({}, {'arguments': {'x-single-active-consumer': True}}, 406,
+              "PRECONDITION_FAILED - inequivalent arg 'x-single-active-consumer' for queue")
+
+
+@test()
 def redeclare_other_durable_or_arguments_is_406():
     redeclare({'durable': True}, {'durable': False}, 406, 'PRECONDITION_FAILED')
     redeclare({'arguments': {'x-max-length': 10}}, {'arguments': {'x-max-length': 20}}, 406,
