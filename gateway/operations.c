@@ -476,6 +476,89 @@ queue_declared(void *arg, PGresult *res)
 }
 
 /*
+ * mq.queue_declare refused a redeclare of an existing queue with another
+ * durable or other arguments (55000): the channel is closed with
+ * RabbitMQ's text, the first argument that differs named in RabbitMQ's
+ * order (the error's detail has both sets).  False if it was another error.
+ */
+static bool
+queue_inequivalent(Chan *ch, Op *op, PGresult *res)
+{
+	static const char *const order[] = {
+		"x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-max-length",
+		"x-max-length-bytes", "x-max-priority", "x-overflow", "x-delivery-limit", NULL
+	};
+	const char *st = res_state(res);
+	const char *msg = res_message(res);
+	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+	Conn	   *c = ch->conn;
+	char		text[1024];
+
+	if (st == NULL || strcmp(st, "55000") != 0 || msg == NULL)
+		return false;
+	if (strstr(msg, "already exists with durable = "))
+	{
+		bool		cur = strstr(msg, "durable = t") != NULL;
+
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'durable' for queue '%s' in vhost '%s': "
+				 "received '%s' but current is '%s'", op->s1, c->vhost,
+				 cur ? "false" : "true", cur ? "true" : "false");
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return true;
+	}
+	if (strstr(msg, "already exists with different arguments") && detail)
+	{
+		const char *e = strstr(detail, "Existing arguments: ");
+		const char *r = strstr(detail, "; requested: ");
+		json_object *now = NULL,
+				   *want = NULL;
+		int			i;
+		bool		done = false;
+
+		if (e && r && r > e)
+		{
+			char	   *a = strndup(e + 20, r - (e + 20));
+			char	   *b = strdup(r + 13);
+			size_t		n = strlen(b);
+
+			if (n > 0 && b[n - 1] == '.')
+				b[n - 1] = '\0';
+			now = json_tokener_parse(a);
+			want = json_tokener_parse(b);
+			free(a);
+			free(b);
+		}
+		for (i = 0; order[i] && now && want && !done; i++)
+		{
+			json_object *w = json_get(want, order[i]);
+			json_object *v = json_get(now, order[i]);
+			char		got[300],
+						cur[300];
+
+			if ((w == NULL && v == NULL) || (w && v && json_object_equal(w, v)))
+				continue;
+			arg_text(got, sizeof(got), w, v == NULL);
+			arg_text(cur, sizeof(cur), v, w == NULL);
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - inequivalent arg '%s' for queue '%s' in vhost '%s': "
+					 "received %s but current is %s", order[i], op->s1, c->vhost, got, cur);
+			done = true;
+		}
+		if (now)
+			json_object_put(now);
+		if (want)
+			json_object_put(want);
+		if (done)
+		{
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * First stage of a server-named queue's declare: its name is known, the
  * declare proper runs.
  */
@@ -487,7 +570,7 @@ queue_declared_1(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		if (!op_retry(ch, res, op))
+		if (!op_retry(ch, res, op) && !queue_inequivalent(ch, op, res))
 			chan_sql_error(ch, res, op);
 		return;
 	}

@@ -272,9 +272,19 @@ def redeclare_other_ignored_arguments_is_406():
 
 @test()
 def redeclare_other_durable_or_arguments_is_406():
-    redeclare({'durable': True}, {'durable': False}, 406, 'PRECONDITION_FAILED')
+    # RabbitMQ's texts, naming the argument and both values
+    redeclare({'durable': True}, {'durable': False}, 406,
+              "PRECONDITION_FAILED - inequivalent arg 'durable' for queue")
     redeclare({'arguments': {'x-max-length': 10}}, {'arguments': {'x-max-length': 20}}, 406,
-              'PRECONDITION_FAILED')
+              "PRECONDITION_FAILED - inequivalent arg 'x-max-length' for queue")
+    redeclare({'arguments': {'x-max-length': 10}}, {'arguments': {'x-max-length': 20}}, 406,
+              "': received '20' but current is '10'")
+    redeclare({'arguments': {'x-dead-letter-exchange': 'a', 'x-dead-letter-routing-key': 'k'}},
+              {'arguments': {'x-dead-letter-exchange': 'a'}}, 406,
+              "inequivalent arg 'x-dead-letter-routing-key' for queue")
+    redeclare({'arguments': {'x-dead-letter-exchange': 'a', 'x-dead-letter-routing-key': 'k'}},
+              {'arguments': {'x-dead-letter-exchange': 'a'}}, 406,
+              "': received none but current is the value 'k' of type 'longstr'")
 
 
 @test()
