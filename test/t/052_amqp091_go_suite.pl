@@ -6,7 +6,8 @@
 # golang-go in a scratch copy (GOPATH mode, GOPROXY=off: no network), then
 #  1. run against Debian's RabbitMQ 3.10, started here as test 037 does,
 #     each test alone (its own process: goleak's check at the end of the
-#     run is the test's), when RabbitMQ can be started: the reference;
+#     run is the test's; a failure runs once more, as some tests bound the
+#     time between deliveries), when RabbitMQ can be started: the reference;
 #  2. run the same way against a queue_ext node behind mq-amqp (a role with
 #     a password, scram): each test that passes on RabbitMQ must pass on
 #     the gateway (without RabbitMQ: every test must), but those in
@@ -94,7 +95,34 @@ for my $f (sort glob("$pkg/*_test.go"))
 is(scalar(@tests), 65, 'the suite has 65 integration tests')
   or diag(join(' ', @tests));
 
-# Run each test alone against $url: { test => [passed, output] }
+sub tail_of
+{
+	my ($text) = @_;
+	my @l = split /\n/, $text;
+	return join("\n", @l > 40 ? @l[-40 .. -1] : @l);
+}
+
+# Run test $t alone against AMQP_URL: (passed, output)
+sub run_one
+{
+	my ($t) = @_;
+	my $out = '';
+	my $h = IPC::Run::start([ $bin, '-test.run', "^$t\$", '-test.timeout', '240s', '-test.v' ],
+		'<', \undef, '>', \$out, '2>&1', IPC::Run::timeout(300));
+	my $rc = eval { $h->finish; $h->result(0) };
+	if (!defined $rc)
+	{
+		$h->kill_kill;
+		$rc = -1;
+		$out .= "\n(killed after 300 s)";
+	}
+	return ($rc == 0 && $out =~ /^--- PASS: \Q$t\E /m ? 1 : 0, $out);
+}
+
+# Run each test alone against $url: { test => [passed, output] }.  A test
+# that fails runs once more, and its second run counts: some of the suite's
+# tests bound the time between two deliveries (200 ms), which a loaded
+# machine can stretch for either broker (the first failure is shown).
 sub run_suite
 {
 	my ($url, $skip) = @_;
@@ -103,26 +131,17 @@ sub run_suite
 	for my $t (@tests)
 	{
 		next if $skip && $skip->{$t};
-		my ($out, $err) = ('', '');
-		my $h = IPC::Run::start([ $bin, '-test.run', "^$t\$", '-test.timeout', '240s', '-test.v' ],
-			'<', \undef, '>', \$out, '2>&1', IPC::Run::timeout(300));
-		my $rc = eval { $h->finish; $h->result(0) };
-		if (!defined $rc)
+		my ($ok, $out) = run_one($t);
+		if (!$ok)
 		{
-			$h->kill_kill;
-			$rc = -1;
-			$out .= "\n(killed after 300 s)";
+			my ($ok2, $out2) = run_one($t);
+			diag("$t failed its first run against $url and passed its second; the first:\n"
+				  . tail_of($out)) if $ok2;
+			($ok, $out) = ($ok2, $out2);
 		}
-		$res{$t} = [ $rc == 0 && $out =~ /^--- PASS: \Q$t\E /m ? 1 : 0, $out ];
+		$res{$t} = [ $ok, $out ];
 	}
 	return \%res;
-}
-
-sub tail_of
-{
-	my ($text) = @_;
-	my @l = split /\n/, $text;
-	return join("\n", @l > 40 ? @l[-40 .. -1] : @l);
 }
 
 # pika and raw-frame checks: { check => line }
