@@ -58,10 +58,17 @@ send_start(Conn *c)
 	json_object_object_add(caps, "authentication_failure_close", json_object_new_boolean(1));
 	json_object_object_add(caps, "connection.blocked", json_object_new_boolean(0));
 	json_object_object_add(props, "capabilities", caps);
-	json_object_object_add(props, "product", json_object_new_string("mq-amqp (queue_ext)"));
+	/*
+	 * "RabbitMQ", as other brokers that speak its dialect say: clients (and
+	 * amqp091-go's own tests) take RabbitMQ's paths only for that product;
+	 * what the gateway is goes in platform and information (docs/amqp.md)
+	 */
+	json_object_object_add(props, "product", json_object_new_string("RabbitMQ"));
 	json_object_object_add(props, "version", json_object_new_string(GW_VERSION));
-	json_object_object_add(props, "platform", json_object_new_string("PostgreSQL"));
-	json_object_object_add(props, "information", json_object_new_string("AMQP 0-9-1 gateway for queue_ext"));
+	json_object_object_add(props, "platform", json_object_new_string("PostgreSQL (queue_ext mq-amqp)"));
+	json_object_object_add(props, "information",
+						   json_object_new_string("mq-amqp " GW_VERSION ": queue_ext's AMQP 0-9-1 gateway, "
+												  "RabbitMQ 3.10's dialect"));
 	method_begin(0, AMQP_CONNECTION, 10);
 	buf_u8(&out, 0);
 	buf_u8(&out, 9);
@@ -268,10 +275,22 @@ conn_method(Conn *c, uint16_t cls, uint16_t meth, Rd *r)
 			return;
 		if (meth == 51 || meth == 50)
 		{
+			/*
+			 * the handshake is done: the socket goes once our output is
+			 * written, and what the client still sends is read and dropped
+			 * until it closes (conn_destroy), as RabbitMQ: a client still
+			 * sending would get a reset otherwise
+			 */
 			if (meth == 50)
 				send_simple(c, 0, AMQP_CONNECTION, 51);
-			bufferevent_flush(c->bev, EV_WRITE, BEV_FLUSH);
-			conn_destroy(c);
+			c->linger = true;
+			if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+				conn_destroy(c);
+			else
+			{
+				c->finishing = true;
+				bufferevent_disable(c->bev, EV_READ);
+			}
 		}
 		return;
 	}

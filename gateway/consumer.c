@@ -228,7 +228,7 @@ cons_poll(Consumer *cons)
 		}
 	}
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	snprintf(wbuf, sizeof(wbuf), "%d seconds", cfg.poll_wait);
+	snprintf(wbuf, sizeof(wbuf), "%d seconds", cons->first_poll ? 0 : cfg.poll_wait);
 	vals[0] = cons->queue;
 	vals[1] = nbuf;
 	vals[2] = wbuf;
@@ -324,7 +324,18 @@ cons_remove(Consumer *cons, bool notify, bool force)
 {
 	Chan	   *ch = cons->ch;
 	Conn	   *c = ch->conn;
+	bool		finish_consume = false;
 
+	/*
+	 * gone before its session was ready (its queue deleted meanwhile):
+	 * consume-ok first, and the channel's basic.consume is done
+	 */
+	if (cons->ok_pending)
+	{
+		if (!force && ch->state == CH_OPEN)
+			finish_consume = cons_consume_ok(cons);
+		cons->ok_pending = false;
+	}
 	if (!cons->cancelled)
 	{
 		Qreg	   *q = qreg_find(conn_db(c), cons->queue, false);
@@ -341,6 +352,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 			{
 				ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
 				q->auto_delete = false;
+				q->known = false;
 			}
 			qreg_maybe_drop(q);
 		}
@@ -383,6 +395,8 @@ cons_remove(Consumer *cons, bool notify, bool force)
 		}
 	}
 	cons_free(cons);
+	if (finish_consume)
+		consume_done(ch);
 }
 
 /* cancel the consumers of a queue being deleted, everywhere */

@@ -34,15 +34,32 @@ cons_send_cancel_ok(Consumer *cons)
 	cons_remove(cons, false, false);
 }
 
+static void cons_polled_rows(Consumer *cons, PGresult *res);
+
 /*
- * A long poll's result: its rows are delivered and tracked for the ack
- * (held while the channel's flow is off), then the consumer's turn passes
- * and it polls again if it may.
+ * A poll's result; a new consumer's first: its consume-ok goes out before
+ * the rows, and the channel's basic.consume is done after them.
  */
 void
 cons_polled(void *arg, PGresult *res)
 {
 	Consumer   *cons = arg;
+	Chan	   *ch = cons->ch;
+	bool		sent = res != NULL && cons_consume_ok(cons);
+
+	cons_polled_rows(cons, res);
+	if (sent)
+		consume_done(ch);
+}
+
+/*
+ * A long poll's result: its rows are delivered and tracked for the ack
+ * (held while the channel's flow is off), then the consumer's turn passes
+ * and it polls again if it may.
+ */
+static void
+cons_polled_rows(Consumer *cons, PGresult *res)
+{
 	Chan	   *ch = cons->ch;
 	Qreg	   *q = qreg_find(conn_db(ch->conn), cons->queue, false);
 
@@ -132,6 +149,56 @@ cons_polled(void *arg, PGresult *res)
 #define GROUP_DECLARE "SELECT mq.group_declare($1, $2, start => $3), " \
 	"pg_catalog.pg_advisory_lock(" GROUP_LOCK ", pg_catalog.hashtext($2))"
 
+
+/* the consume-ok cons waits for, if it does: sent (true) */
+bool
+cons_consume_ok(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+
+	if (!cons->ok_pending)
+		return false;
+	cons->ok_pending = false;
+	if (!cons->ok_nowait)
+	{
+		method_begin(ch->id, AMQP_BASIC, 21);
+		buf_shortstr(&out, cons->tag);
+		frame_send(ch->conn);
+	}
+	return true;
+}
+
+/*
+ * cons's session is ready (connected, a stream's group set up).  Its first
+ * poll does not wait: consume-ok goes out with its result (cons_polled), so
+ * that what the queue holds follows consume-ok at once, and a publish after
+ * consume-ok finds the next poll waiting.  The channel's basic.consume is
+ * done once consume-ok is sent (consume_done), not before.
+ */
+static void
+cons_session_ready(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+	bool		sent;
+
+	cons->ready = true;
+	if (cons->ok_pending && !cons->cancelling)
+	{
+		cons->first_poll = true;
+		cons_poll(cons);
+		cons->first_poll = false;
+		if (cons->polling)
+			return;				/* consume-ok comes with its result */
+	}
+	sent = cons_consume_ok(cons);
+	if (cons->cancelling)
+		cons_send_cancel_ok(cons);
+	else
+		cons_poll(cons);
+	if (sent)
+		consume_done(ch);
+}
+
 /* The stream's left-over mq-amqp.* groups are swept: the consumer may poll. */
 static void
 stream_swept(void *arg, PGresult *res)
@@ -149,13 +216,7 @@ stream_swept(void *arg, PGresult *res)
 	if (!res_ok(res))
 		logmsg("%s: consumer %s on \"%s\": sweeping left-over groups: %s", ch->conn->peer,
 			   cons->tag, cons->queue, res_message(res));
-	cons->ready = true;
-	if (cons->cancelling)
-	{
-		cons_send_cancel_ok(cons);
-		return;
-	}
-	cons_poll(cons);
+	cons_session_ready(cons);
 }
 
 /*
@@ -283,13 +344,7 @@ cons_connected(void *arg, bool ok, const char *error)
 		stream_setup(cons);
 		return;
 	}
-	cons->ready = true;
-	if (cons->cancelling)
-	{
-		cons_send_cancel_ok(cons);
-		return;
-	}
-	cons_poll(cons);
+	cons_session_ready(cons);
 }
 
 /*

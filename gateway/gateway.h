@@ -183,6 +183,7 @@ typedef struct Op
 	int			retries;		/* after deadlocks */
 	int64_t		expires;		/* queue.declare: x-expires (ms), 0: none */
 	int			stage;			/* queue.declare: 1 once declared, counting */
+	bool		existed;		/* queue.declare: the queue was there before */
 	/* OP_ERROR: a channel exception in its turn */
 	int			code;
 	Unacked    *entries;
@@ -202,6 +203,11 @@ struct Consumer
 	bool		exclusive;
 	PgSess	   *pg;
 	bool		ready;
+	bool		ok_pending;		/* consume-ok (and the basic.consume op) wait
+								 * for its session: cons_session_ready */
+	bool		ok_nowait;
+	bool		first_poll;		/* the next poll does not wait (the one
+								 * consume-ok waits for) */
 	bool		polling;
 	bool		cancelling;		/* basic.cancel: the poll is being cancelled */
 	bool		cancel_nowait;
@@ -276,6 +282,8 @@ struct Conn
 	bool		opened;			/* connection.open-ok sent */
 	bool		client_closing;	/* connection.close from the client */
 	bool		finishing;		/* the socket goes once its output is written */
+	bool		linger;			/* a close handshake is done: the socket is
+								 * read and discarded until the client closes */
 	size_t		pending;		/* bytes of publishes not yet done */
 	bool		paused;			/* reading stopped until they are */
 	char		peer[64];
@@ -316,6 +324,9 @@ typedef struct Qreg
 	char		name[256];
 	Conn	   *owner;			/* exclusive queue's connection */
 	bool		auto_delete;
+	bool		known;			/* declared here: auto_delete, owner and
+								 * expires are as declared (queue_equivalent) */
+	json_object *ignored_args;	/* and the RabbitMQ x-arguments it ignores */
 	int			consumers;
 	bool		had_consumer;
 	Consumer   *exclusive_consumer;
@@ -396,6 +407,8 @@ extern void conn_reason(Conn *c, bool warn, const char *fmt,...)
 extern void op_free(Op *op);
 extern void pub_free(PubMsg *m);
 extern Op *op_new(Chan *ch, enum OpKind kind, uint16_t cls, uint16_t meth);
+extern bool cons_consume_ok(Consumer *cons);
+extern void consume_done(Chan *ch);
 extern void unacked_restore(Chan *ch, Unacked *list);
 extern void settle_done_entries(Chan *ch, Unacked *e);
 extern bool ack_tag_known(Chan *ch, uint64_t tag);

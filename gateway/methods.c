@@ -174,15 +174,23 @@ m_channel_open(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 }
 
 /*
- * channel.flow: the client stops or restarts our deliveries on the channel;
- * answered at once, and consumers are woken when it restarts them.
+ * channel.flow: active=true is answered at once; active=false is refused
+ * with 540, a connection error, as RabbitMQ 3.10 does (clients rely on it:
+ * docs/amqp.md), so the channel's flow stays on.
  */
 static Op *
 m_channel_flow(Conn *c, Chan *ch, const ChanMethod *m, Rd *r)
 {
-	ch->flow = rd_bit(r);
+	bool		active = rd_bit(r);
+
 	if (args_bad(c, r, m))
 		return NULL;
+	if (!active)
+	{
+		conn_error(c, AMQP_NOT_IMPLEMENTED, "NOT_IMPLEMENTED - active=false", m->cls, m->meth);
+		return NULL;
+	}
+	ch->flow = true;
 	method_begin(ch->id, AMQP_CHANNEL, 21);
 	buf_u8(&out, ch->flow ? 1 : 0);
 	frame_send(c);

@@ -56,6 +56,17 @@ op_finish(Chan *ch)
 	chan_pump(ch);
 }
 
+/*
+ * A basic.consume is done (its consume-ok sent, consumer_session.c): the
+ * channel's next method runs, unless the channel went meanwhile.
+ */
+void
+consume_done(Chan *ch)
+{
+	if (ch->state == CH_OPEN && ch->op_running && ch->ops && ch->ops->kind == OP_CONSUME)
+		op_finish(ch);
+}
+
 /* Send queue.<meth> with a message count (purge-ok, delete-ok). */
 static void
 reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
@@ -63,6 +74,75 @@ reply_queue_ok(Chan *ch, uint16_t meth, int64_t count)
 	method_begin(ch->id, AMQP_QUEUE, meth);
 	buf_u32(&out, (uint32_t) (count < 0 ? 0 : count));
 	frame_send(ch->conn);
+}
+
+/*
+ * Exchanges declared through this gateway since it started, with their
+ * auto_delete (which queue_ext has not: accepted and kept here only so
+ * that a redeclare with another is refused, as RabbitMQ does).
+ */
+typedef struct Xreg
+{
+	char		db[256];
+	char		name[256];
+	bool		auto_delete;
+	struct Xreg *next;
+} Xreg;
+
+static Xreg *xregs;
+
+static Xreg **
+xreg_find(const char *db, const char *name)
+{
+	Xreg	  **pp;
+
+	for (pp = &xregs; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->db, db) == 0 && strcmp((*pp)->name, name) == 0)
+			return pp;
+	return pp;
+}
+
+/*
+ * exchange.declare's result: an exchange that was there, declared here
+ * before with another auto_delete, is 406 as with RabbitMQ (type, durable
+ * and alternate-exchange: mq.exchange_declare compares them); declare-ok.
+ */
+static void
+exchange_declared(void *arg, PGresult *res)
+{
+	Chan	   *ch = arg;
+	Op		   *op = ch->ops;
+	Conn	   *c = ch->conn;
+	Xreg	  **pp;
+
+	if (!res_ok(res))
+	{
+		if (!op_retry(ch, res, op))
+			chan_sql_error(ch, res, op);
+		return;
+	}
+	pp = xreg_find(conn_db(c), op->s1);
+	if (*pp && strcmp(PQgetvalue(res, 0, 0), "t") == 0 && (*pp)->auto_delete != op->auto_delete)
+	{
+		char		text[700];
+
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'auto_delete' for exchange '%s' in vhost '%s': "
+				 "received '%s' but current is '%s'", op->s1, c->vhost,
+				 op->auto_delete ? "true" : "false", (*pp)->auto_delete ? "true" : "false");
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return;
+	}
+	if (*pp == NULL && (*pp = calloc(1, sizeof(Xreg))) != NULL)
+	{
+		snprintf((*pp)->db, sizeof((*pp)->db), "%s", conn_db(c));
+		snprintf((*pp)->name, sizeof((*pp)->name), "%s", op->s1);
+	}
+	if (*pp)
+		(*pp)->auto_delete = op->auto_delete;
+	if (!op->nowait)
+		send_simple(c, ch->id, AMQP_EXCHANGE, 11);
+	op_finish(ch);
 }
 
 /*
@@ -107,6 +187,17 @@ op_simple_done(void *arg, PGresult *res)
 				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 11);
 			break;
 		case OP_EXCHANGE_DELETE:
+			{
+				Xreg	  **pp = xreg_find(conn_db(ch->conn), op->s1);
+
+				if (*pp)
+				{
+					Xreg	   *x = *pp;
+
+					*pp = x->next;
+					free(x);
+				}
+			}
 			if (!op->nowait)
 				send_simple(ch->conn, ch->id, AMQP_EXCHANGE, 21);
 			break;
@@ -129,6 +220,7 @@ op_simple_done(void *arg, PGresult *res)
 				{
 					q->owner = NULL;
 					q->auto_delete = false;
+					q->known = false;
 					qreg_expires_off(q);
 					qreg_maybe_drop(q);
 				}
@@ -144,6 +236,161 @@ op_simple_done(void *arg, PGresult *res)
 			break;
 	}
 	op_finish(ch);
+}
+
+/*
+ * RabbitMQ 3.10's queue arguments (rabbit_amqqueue:declare_args) that the
+ * gateway accepts and ignores: compared at a redeclare all the same
+ */
+static const char *const ignored_queue_args[] = {
+	"x-queue-mode", "x-queue-version", "x-single-active-consumer", "x-max-in-memory-length",
+	"x-max-in-memory-bytes", "x-quorum-initial-group-size", "x-initial-cluster-size",
+	"x-queue-leader-locator", "x-stream-max-segment-size-bytes", NULL
+};
+
+/* an argument's value as RabbitMQ's inequivalent-arg text shows it */
+static void
+arg_text(char *buf, size_t len, json_object *v, bool with_type)
+{
+	const char *type;
+
+	if (v == NULL)
+	{
+		snprintf(buf, len, "none");
+		return;
+	}
+	switch (json_object_get_type(v))
+	{
+		case json_type_string:
+			type = "longstr";
+			break;
+		case json_type_boolean:
+			type = "bool";
+			break;
+		case json_type_int:
+			type = json_object_get_int64(v) >= INT32_MIN && json_object_get_int64(v) <= INT32_MAX ?
+				"signedint" : "long";
+			break;
+		case json_type_double:
+			type = "double";
+			break;
+		default:
+			type = "table";
+			break;
+	}
+	if (with_type)
+		snprintf(buf, len, "the value '%s' of type '%s'",
+				 json_object_is_type(v, json_type_string) ? json_object_get_string(v) :
+				 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), type);
+	else
+		snprintf(buf, len, "'%s'",
+				 json_object_is_type(v, json_type_string) ? json_object_get_string(v) :
+				 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+}
+
+/* the ignored arguments of a declare, kept for the next (NULL: none) */
+static json_object *
+ignored_args_of(json_object *args)
+{
+	json_object *o = NULL;
+	int			i;
+
+	for (i = 0; ignored_queue_args[i]; i++)
+	{
+		json_object *v = json_get(args, ignored_queue_args[i]);
+
+		if (v == NULL)
+			continue;
+		if (o == NULL)
+			o = json_object_new_object();
+		json_object_object_add(o, ignored_queue_args[i], json_object_get(v));
+	}
+	return o;
+}
+
+/*
+ * A queue.declare of a queue that was there: what queue_ext does not hold
+ * (auto-delete, exclusive, x-expires, the x-arguments it ignores: the
+ * gateway's, in memory) must be as
+ * declared through this gateway before, as
+ * RabbitMQ's rabbit_amqqueue:assert_equivalence requires (durable and
+ * queue_ext's arguments: mq.queue_declare checks them): 406, or 405 for
+ * exclusive, RabbitMQ's codes and texts.  False when the channel is closed.
+ */
+static bool
+queue_equivalent(Chan *ch, Op *op)
+{
+	Conn	   *c = ch->conn;
+	Qreg	   *q = qreg_find(conn_db(c), op->s1, false);
+	bool		auto_delete = q && q->auto_delete;
+	bool		exclusive = q && q->owner == c;
+	int64_t		expires = q ? q->expires : 0;
+	char		text[1024];
+	int			i;
+
+	/*
+	 * not declared through this gateway since it started (before a
+	 * restart, or with SQL): its first declare here says what it is
+	 */
+	if (q == NULL || !q->known)
+		return true;
+	if (op->auto_delete != auto_delete)
+	{
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'auto_delete' for queue '%s' in vhost '%s': "
+				 "received '%s' but current is '%s'", op->s1, c->vhost,
+				 op->auto_delete ? "true" : "false", auto_delete ? "true" : "false");
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return false;
+	}
+	if (op->exclusive != exclusive)
+	{
+		snprintf(text, sizeof(text),
+				 "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '%s' in vhost '%s'. "
+				 "It could be originally declared on another connection or the exclusive property "
+				 "value does not match that of the original declaration.", op->s1, c->vhost);
+		chan_error(ch, AMQP_RESOURCE_LOCKED, text, op->cls, op->meth);
+		return false;
+	}
+	if (op->expires != expires)
+	{
+		char		got[64],
+					cur[64];
+
+		if (op->expires)
+			snprintf(got, sizeof(got), expires ? "'%lld'" : "the value '%lld' of type 'signedint'",
+					 (long long) op->expires);
+		else
+			snprintf(got, sizeof(got), "none");
+		if (expires)
+			snprintf(cur, sizeof(cur), op->expires ? "'%lld'" : "the value '%lld' of type 'signedint'",
+					 (long long) expires);
+		else
+			snprintf(cur, sizeof(cur), "none");
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'x-expires' for queue '%s' in vhost '%s': "
+				 "received %s but current is %s", op->s1, c->vhost, got, cur);
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return false;
+	}
+	for (i = 0; ignored_queue_args[i]; i++)
+	{
+		json_object *want = json_get(op->args, ignored_queue_args[i]);
+		json_object *now = json_get(q->ignored_args, ignored_queue_args[i]);
+		char		got[300],
+					cur[300];
+
+		if ((want == NULL && now == NULL) || (want && now && json_object_equal(want, now)))
+			continue;
+		arg_text(got, sizeof(got), want, now == NULL);
+		arg_text(cur, sizeof(cur), now, want == NULL);
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg '%s' for queue '%s' in vhost '%s': "
+				 "received %s but current is %s", ignored_queue_args[i], op->s1, c->vhost, got, cur);
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -185,6 +432,16 @@ queue_declared(void *arg, PGresult *res)
 		return;
 	}
 	name = op->s1;
+	if (!op->passive && op->existed && !queue_equivalent(ch, op))
+		return;
+	if (!op->passive)
+	{
+		q = qreg_find(conn_db(c), name, true);
+		q->known = true;
+		if (q->ignored_args)
+			json_object_put(q->ignored_args);
+		q->ignored_args = ignored_args_of(op->args);
+	}
 	if (!op->passive && (op->exclusive || op->auto_delete))
 	{
 		q = qreg_find(conn_db(c), name, true);
@@ -219,6 +476,89 @@ queue_declared(void *arg, PGresult *res)
 }
 
 /*
+ * mq.queue_declare refused a redeclare of an existing queue with another
+ * durable or other arguments (55000): the channel is closed with
+ * RabbitMQ's text, the first argument that differs named in RabbitMQ's
+ * order (the error's detail has both sets).  False if it was another error.
+ */
+static bool
+queue_inequivalent(Chan *ch, Op *op, PGresult *res)
+{
+	static const char *const order[] = {
+		"x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-max-length",
+		"x-max-length-bytes", "x-max-priority", "x-overflow", "x-delivery-limit", NULL
+	};
+	const char *st = res_state(res);
+	const char *msg = res_message(res);
+	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+	Conn	   *c = ch->conn;
+	char		text[1024];
+
+	if (st == NULL || strcmp(st, "55000") != 0 || msg == NULL)
+		return false;
+	if (strstr(msg, "already exists with durable = "))
+	{
+		bool		cur = strstr(msg, "durable = t") != NULL;
+
+		snprintf(text, sizeof(text),
+				 "PRECONDITION_FAILED - inequivalent arg 'durable' for queue '%s' in vhost '%s': "
+				 "received '%s' but current is '%s'", op->s1, c->vhost,
+				 cur ? "false" : "true", cur ? "true" : "false");
+		chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+		return true;
+	}
+	if (strstr(msg, "already exists with different arguments") && detail)
+	{
+		const char *e = strstr(detail, "Existing arguments: ");
+		const char *r = strstr(detail, "; requested: ");
+		json_object *now = NULL,
+				   *want = NULL;
+		int			i;
+		bool		done = false;
+
+		if (e && r && r > e)
+		{
+			char	   *a = strndup(e + 20, r - (e + 20));
+			char	   *b = strdup(r + 13);
+			size_t		n = strlen(b);
+
+			if (n > 0 && b[n - 1] == '.')
+				b[n - 1] = '\0';
+			now = json_tokener_parse(a);
+			want = json_tokener_parse(b);
+			free(a);
+			free(b);
+		}
+		for (i = 0; order[i] && now && want && !done; i++)
+		{
+			json_object *w = json_get(want, order[i]);
+			json_object *v = json_get(now, order[i]);
+			char		got[300],
+						cur[300];
+
+			if ((w == NULL && v == NULL) || (w && v && json_object_equal(w, v)))
+				continue;
+			arg_text(got, sizeof(got), w, v == NULL);
+			arg_text(cur, sizeof(cur), v, w == NULL);
+			snprintf(text, sizeof(text),
+					 "PRECONDITION_FAILED - inequivalent arg '%s' for queue '%s' in vhost '%s': "
+					 "received %s but current is %s", order[i], op->s1, c->vhost, got, cur);
+			done = true;
+		}
+		if (now)
+			json_object_put(now);
+		if (want)
+			json_object_put(want);
+		if (done)
+		{
+			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * First stage of a server-named queue's declare: its name is known, the
  * declare proper runs.
  */
@@ -230,12 +570,13 @@ queue_declared_1(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		if (!op_retry(ch, res, op))
+		if (!op_retry(ch, res, op) && !queue_inequivalent(ch, op, res))
 			chan_sql_error(ch, res, op);
 		return;
 	}
 	/* the name: a server-named queue's is made up by queue_declare */
-	snprintf(op->s1, sizeof(op->s1), "%s", PQgetvalue(res, 0, 0));
+	op->existed = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	snprintf(op->s1, sizeof(op->s1), "%s", PQgetvalue(res, 0, 1));
 	op->stage = 1;
 	run_queue_declare(ch, op);
 }
@@ -280,6 +621,31 @@ run_queue_declare(Chan *ch, Op *op)
 			reply_text(text, sizeof(text), AMQP_PRECONDITION_FAILED, err);
 			chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
 			return;
+		}
+		if (strcmp(type, "quorum") == 0)
+		{
+			/*
+			 * RabbitMQ 4.3's quorum-queue arguments that queue_ext's
+			 * quorum queues cannot honour (strict priorities, delayed
+			 * retries, consumer timeouts: docs/amqp.md) are refused as
+			 * RabbitMQ refuses an argument its queue type has not
+			 */
+			static const char *const refused[] = {
+				"x-max-priority", "x-delayed-retry-type", "x-delayed-retry-min",
+				"x-delayed-retry-max", "x-consumer-timeout", NULL
+			};
+			int			i;
+
+			for (i = 0; refused[i]; i++)
+				if (json_get(op->args, refused[i]))
+				{
+					snprintf(text, sizeof(text),
+							 "PRECONDITION_FAILED - invalid arg '%s' for queue '%s' in vhost '%s' "
+							 "of queue type rabbit_quorum_queue", refused[i], op->s1, c->vhost);
+					free(args);
+					chan_error(ch, AMQP_PRECONDITION_FAILED, text, op->cls, op->meth);
+					return;
+				}
 		}
 		{
 			/* x-expires: a positive integer (ms), as RabbitMQ checks it */
@@ -329,8 +695,10 @@ run_queue_declare(Chan *ch, Op *op)
 		 * declared first, counted after: reading every queue's state in the
 		 * declaring transaction would deadlock against concurrent declares
 		 */
+		/* whether it existed: read before the declare, in its snapshot */
 		pg_send(ch->pg,
-				"SELECT mq.queue_declare($1, type => $2, durable => $3::boolean, "
+				"SELECT EXISTS (SELECT FROM mq.queues s WHERE s.queue = $1), "
+				"mq.queue_declare($1, type => $2, durable => $3::boolean, "
 				"arguments => $4::jsonb)",
 				4, NULL, vals, NULL, NULL, 0, queue_declared_1, ch);
 		free(args);
@@ -429,16 +797,18 @@ consume_checked(void *arg, PGresult *res)
 		turn_start(cons);		/* the consumers of the queue take turns now */
 	if (op->exclusive)
 		q->exclusive_consumer = cons;
-	if (!op->nowait)
-	{
-		method_begin(ch->id, AMQP_BASIC, 21);
-		buf_shortstr(&out, cons->tag);
-		frame_send(c);
-	}
+	/*
+	 * consume-ok once its session is ready and its first poll sent
+	 * (cons_session_ready): a message in the queue then goes out at once
+	 * after consume-ok, and one the client publishes after consume-ok finds
+	 * the poll waiting.  The channel's next methods wait until then, as they
+	 * would behind RabbitMQ's consume-ok.
+	 */
+	cons->ok_pending = true;
+	cons->ok_nowait = op->nowait;
 	cons->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, true,
 						  cons_connected, cons);
 	cons->pg->on_lost = cons_lost;
-	op_finish(ch);
 }
 
 /*
@@ -781,8 +1151,11 @@ run_op(Chan *ch, Op *op)
 				vals[1] = type;
 				vals[2] = op->durable ? "true" : "false";
 				vals[3] = ae;
-				pg_send(ch->pg, "SELECT mq.exchange_declare($1, type => $2, durable => $3::boolean, "
-						"alternate_exchange => $4)", 4, NULL, vals, NULL, NULL, 0, op_simple_done, ch);
+				/* whether it existed: read before the declare, in its snapshot */
+				pg_send(ch->pg, "SELECT EXISTS (SELECT FROM mq.exchanges x WHERE x.exchange = $1), "
+						"mq.exchange_declare($1, type => $2, durable => $3::boolean, "
+						"alternate_exchange => $4)", 4, NULL, vals, NULL, NULL, 0,
+						exchange_declared, ch);
 				return;
 			}
 		case OP_EXCHANGE_DELETE:

@@ -65,6 +65,8 @@ qreg_drop(Qreg *q)
 			*pp = q->next;
 			for (t = q->turn_head; t; t = t->turn_next)
 				t->in_turn = false;
+			if (q->ignored_args)
+				json_object_put(q->ignored_args);
 			if (q->expire_ev)
 				event_free(q->expire_ev);
 			free(q->expire_password);
@@ -80,7 +82,7 @@ qreg_drop(Qreg *q)
 void
 qreg_maybe_drop(Qreg *q)
 {
-	if (q->owner == NULL && !q->auto_delete && q->consumers == 0 && q->expires == 0)
+	if (q->owner == NULL && !q->auto_delete && q->consumers == 0 && q->expires == 0 && !q->known)
 		qreg_drop(q);
 }
 
@@ -147,5 +149,6 @@ qreg_expired(evutil_socket_t fd, short what, void *arg)
 	logmsg("queue \"%s\" unused for its x-expires (%lld ms): deleted", q->name,
 		   (long long) q->expires);
 	qreg_expires_off(q);
+	q->known = false;
 	qreg_maybe_drop(q);
 }

@@ -13,9 +13,12 @@
  */
 #include "gateway.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <sys/socket.h>
 
 /*
  * A statement of the channel failed: a channel exception with the
@@ -234,8 +237,85 @@ conn_close_finish(Conn *c)
 		return;					/* done already */
 	send_simple(c, 0, AMQP_CONNECTION, 51);
 	c->finishing = true;
+	c->linger = true;
 	/* the socket goes once the close-ok is written (conn_written) */
 	bufferevent_disable(c->bev, EV_READ);
+}
+
+/*
+ * A socket after the close handshake: read and dropped until the client
+ * closes it, or for at most LINGER_MAX_SECS (RabbitMQ: the heartbeat
+ * timeout, at most 30 s), never written to.  Closing it at once would
+ * reset it under a client still sending (a publish crossing the close),
+ * and the client could lose the close-ok.
+ */
+#define LINGER_MAX_SECS 30
+
+typedef struct Linger
+{
+	evutil_socket_t fd;
+	struct event *rd;
+	struct event *timer;
+} Linger;
+
+static void
+linger_end(Linger *l)
+{
+	event_free(l->rd);
+	event_free(l->timer);
+	evutil_closesocket(l->fd);
+	free(l);
+}
+
+/* input after the close: dropped; the client's close (or an error) ends it */
+static void
+linger_read(evutil_socket_t fd, short what, void *arg)
+{
+	Linger	   *l = arg;
+	char		buf[8192];
+
+	for (;;)
+	{
+		ssize_t		n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n > 0)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return;
+		linger_end(l);
+		return;
+	}
+}
+
+static void
+linger_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	linger_end(arg);
+}
+
+/* c's socket (a duplicate of it) lingers after c is gone */
+static void
+conn_linger(Conn *c)
+{
+	struct timeval tv = {LINGER_MAX_SECS, 0};
+	evutil_socket_t fd = dup(bufferevent_getfd(c->bev));
+	Linger	   *l;
+
+	if (fd < 0)
+		return;
+	l = calloc(1, sizeof(Linger));
+	if (l == NULL)
+	{
+		close(fd);
+		return;
+	}
+	if (c->heartbeat > 0 && c->heartbeat < LINGER_MAX_SECS)
+		tv.tv_sec = c->heartbeat;
+	l->fd = fd;
+	l->rd = event_new(gw_base, fd, EV_READ | EV_PERSIST, linger_read, l);
+	l->timer = evtimer_new(gw_base, linger_timeout, l);
+	event_add(l->rd, NULL);
+	evtimer_add(l->timer, &tv);
 }
 
 /* conn_destroy's deferred half, run from the loop. */
@@ -278,6 +358,7 @@ conn_destroy(Conn *c)
 			cancel_queue_consumers(q->db, q->name);
 			q->owner = NULL;
 			q->auto_delete = false;
+			q->known = false;
 			qreg_maybe_drop(q);
 		}
 	}
@@ -298,6 +379,8 @@ conn_destroy(Conn *c)
 		event_free(c->close_timer);
 	if (c->handshake_timer)
 		event_free(c->handshake_timer);
+	if (c->linger)
+		conn_linger(c);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	event_base_once(gw_base, -1, EV_TIMEOUT, conn_free_cb, c, &zero);

@@ -998,15 +998,11 @@ def flow_recover_and_global_qos():
     got = []
     ch.basic_qos(prefetch_count=3, global_qos=True)
     ch.basic_consume(q, lambda c, m, p, b: got.append(m))
-    # (let the consumer's long poll start: what it brings after flow-ok
-    # must wait for the flow to be on again)
-    conn.process_data_events(time_limit=1.0)
-    eq(ch.flow(False), False, 'flow-ok inactive')
+    # flow(active=true) is answered; flow(active=false) is 540 as RabbitMQ
+    # 3.10 (issue 38: TAP 052's fidelity_checks.py)
+    eq(ch.flow(True), True, 'flow-ok active')
     for i in range(5):
         ch.basic_publish('', q, b'%d' % i)
-    conn.process_data_events(time_limit=1.0)
-    eq(len(got), 0, 'nothing delivered while flow is off')
-    eq(ch.flow(True), True, 'flow-ok active')
     deadline = time.time() + 10
     while len(got) < 3 and time.time() < deadline:
         conn.process_data_events(time_limit=0.1)

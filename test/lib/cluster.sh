@@ -81,6 +81,13 @@ QE_PACKAGES+=(
 	python3-pika
 	python3-celery
 )
+# the RabbitMQ team's Go client amqp091-go and its integration tests, built
+# offline from Debian's sources and run against RabbitMQ and mq-amqp (TAP
+# test 052): the Go toolchain and the client's source package
+QE_PACKAGES+=(
+	golang-go
+	golang-github-rabbitmq-amqp091-go-dev
+)
 # the real Prometheus exporter on mq.metrics (TAP test 033, docs/metrics.md)
 QE_PACKAGES+=(
 	prometheus-postgres-exporter
