@@ -460,12 +460,14 @@ route_message(PublishCall *pc, int i, MqRouteSet *sets)
 
 /*
  * 1b. Message i goes to the queues of set, each to the lane its priority or
- * partition picks (the default exchange needs publish on each queue)
+ * partition picks (the default exchange needs publish on each queue).
+ * Returns true when it passed over a queue deleted meanwhile.
  */
-static void
+static bool
 add_destinations(PublishCall *pc, int i, MqRouteSet *set)
 {
 	const MqPublishOpts *o = pc->o;
+	bool		deleted = false;
 
 	for (int j = 0; j < set->n; j++)
 	{
@@ -474,6 +476,12 @@ add_destinations(PublishCall *pc, int i, MqRouteSet *set)
 
 		if (q == NULL || skip_queue(o, q))
 			continue;
+		/* a queue deleted meanwhile is routed past (RabbitMQ) */
+		if (mq_queue_deleted(q))
+		{
+			deleted = true;
+			continue;
+		}
 		/* the default exchange needs publish on the queue itself */
 		if (o->check_privileges && pc->ex->name[0] == '\0')
 			mq_check_queue_privilege(q, MQ_PRIV_PUBLISH);
@@ -486,6 +494,18 @@ add_destinations(PublishCall *pc, int i, MqRouteSet *set)
 		pc->quorum |= q->type == MQ_QUEUE_QUORUM || q->quorum_durable;
 		pc->routed[i] = true;
 	}
+	return deleted;
+}
+
+/* message i of a mandatory publish reached no queue: P0002 */
+static void
+refuse_unroutable(PublishCall *pc, int i)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NO_DATA_FOUND),
+			 errmsg("message to exchange \"%s\" with routing key \"%s\" is unroutable",
+					pc->ex->name, pc->routing_keys[i]),
+			 errdetail("No queue is bound that matches, and mandatory is true.")));
 }
 
 /*
@@ -507,14 +527,11 @@ route_all(PublishCall *pc, Jsonb **headers)
 		if (sets[i].n == 0)
 		{
 			if (pc->o->mandatory)
-				ereport(ERROR,
-						(errcode(ERRCODE_NO_DATA_FOUND),
-						 errmsg("message to exchange \"%s\" with routing key \"%s\" is unroutable",
-								pc->ex->name, pc->routing_keys[i]),
-						 errdetail("No queue is bound that matches, and mandatory is true.")));
+				refuse_unroutable(pc, i);
 			continue;
 		}
-		add_destinations(pc, i, &sets[i]);
+		if (add_destinations(pc, i, &sets[i]) && !pc->routed[i] && pc->o->mandatory)
+			refuse_unroutable(pc, i);
 		if (pc->routed[i])
 			pc->nrouted++;
 	}

@@ -244,6 +244,9 @@ extern bool mq_queue_turn_lock(MqQueue *q, bool wait);
 extern void mq_queue_turn_unlock(MqQueue *q);
 extern void mq_queue_delete_lock(MqQueue *q);
 
+/* q was deleted by a transaction committed since our catalog was read */
+extern bool mq_queue_deleted(MqQueue *q);
+
 /* Forget the shared state of a deleted consumer group (the same rule) */
 extern void mq_group_state_drop(int32 queue_id, int32 group_id);
 

@@ -739,6 +739,28 @@ mq_queue_delete_lock(MqQueue *q)
 		LockRelationOid(q->anchor, AccessExclusiveLock);
 }
 
+/*
+ * Whether q, a classic or quorum queue or a stream found in this backend's
+ * catalog, was deleted by a transaction that committed since: q's lock is
+ * taken (AccessShareLock, which a publish to q takes anyway, so that no
+ * delete of it can be under way once it is held) and the check is
+ * mqq_queue_lock's.  A publish routes past such a queue, as RabbitMQ's
+ * routing does past a queue deleted meanwhile, rather than fail on it.
+ */
+bool
+mq_queue_deleted(MqQueue *q)
+{
+	int			low,
+				high;
+
+	if (q->group != NULL || RecoveryInProgress())
+		return false;
+	(void) mqq_queue_object_lock(q);
+	if (mqq_queue_shared(mqq_key(q), false) != NULL)
+		return false;
+	return !mqq_lane_gens(q->id, 0, &low, &high) && !queue_row_exists(q->id);
+}
+
 /* Shared state of q, loaded; returns with qs->lock held in mode */
 MqQueueShared *
 mqq_queue_lock(MqQueue *q, LWLockMode mode)
