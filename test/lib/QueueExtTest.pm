@@ -18,6 +18,8 @@
 #	  my ($gw, $port, $log) = qe_gateway($node, flags => ['--verbose']);
 #	  ok(qe_listening($port), 'mq-amqp listens');
 #	  qe_amqp_checks([$python, $script, $port], \@expected);  # ok/not ok lines
+#	  my $mqctl = qe_mqctl_env($node);     # PG* variables set to node
+#	  my ($rc, $out, $err) = qe_mqctl_run($mqctl, ['list', 'queues']);
 package QueueExtTest;
 
 use strict;
@@ -33,7 +35,7 @@ use Time::HiRes ();
 
 our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_groups_out_of_order qe_reap
   qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing
-  qe_hba_first qe_gateway qe_listening qe_amqp_checks);
+  qe_hba_first qe_gateway qe_listening qe_amqp_checks qe_mqctl_env qe_mqctl_run);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -243,6 +245,35 @@ sub qe_amqp_checks
 	  or Test::More::diag("checks output:\n$out");
 	Test::More::diag("checks stderr:\n$err") if grep { !$_->[0] } values %result;
 	return $out;
+}
+
+# ---- mqctl (tests 035, 050) ----------------------------------------------
+
+# Set libpq's variables to node's database postgres (PGHOST, PGPORT,
+# PGDATABASE; PGUSER unset), as mqctl reads them; returns the mqctl to run:
+# $ENV{MQCTL}, or the one in node's bindir
+sub qe_mqctl_env
+{
+	my ($node) = @_;
+
+	$ENV{PGHOST} = $node->host;
+	$ENV{PGPORT} = $node->port;
+	$ENV{PGDATABASE} = 'postgres';
+	delete $ENV{PGUSER};
+	return $ENV{MQCTL} // $node->config_data('--bindir') . '/mqctl';
+}
+
+# Run mqctl with args (an array), stdin: option in (default none); returns
+# (exit status, stdout, stderr)
+sub qe_mqctl_run
+{
+	my ($mqctl, $args, %opt) = @_;
+	my ($out, $err) = ('', '');
+	my $in = $opt{in} // '';
+
+	IPC::Run::run([ $mqctl, @$args ], '<', \$in, '>', \$out, '2>', \$err,
+		IPC::Run::timeout(120));
+	return ($? >> 8, $out, $err);
 }
 
 # ---- pgbouncer (tests 026, 032) -------------------------------------------
