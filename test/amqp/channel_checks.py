@@ -229,10 +229,5 @@ def session_failure_closes_the_channel():
     conn.close()
 
 
-def main():
-    run_checks(CHECKS, ONLY)
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    run_checks(CHECKS, ONLY)

@@ -1417,10 +1417,5 @@ def delete_if_empty_refused_keeps_consumers():
     conn.close()
 
 
-def main():
-    run_checks(CHECKS, ONLY)
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    run_checks(CHECKS, ONLY)
