@@ -35,7 +35,7 @@ use Time::HiRes ();
 
 our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_groups_out_of_order qe_reap
   qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing
-  qe_hba_first qe_gateway qe_listening qe_amqp_checks qe_mqctl_env qe_mqctl_run);
+  qe_hba_first qe_gateway qe_listening qe_gateway_stop qe_amqp_checks qe_mqctl_env qe_mqctl_run);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -216,6 +216,22 @@ sub qe_listening
 		Time::HiRes::usleep(100_000);
 	}
 	return 0;
+}
+
+# Test that the gateway (a handle of qe_gateway) still runs, stop it with
+# SIGTERM, and test that its log shows no crash.  Returns the log's text.
+sub qe_gateway_stop
+{
+	my ($h, $log) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+
+	Test::More::ok(kill(0, $h->{KIDS}[0]{PID}), 'mq-amqp is still running');
+	$h->signal('TERM');
+	$h->finish;
+	my $text = PostgreSQL::Test::Utils::slurp_file($log);
+	Test::More::unlike($text, qr/Segmentation|Aborted|AddressSanitizer|out of memory/,
+		'no crash in its log');
+	return $text;
 }
 
 # Run a checks script (command: an array, e.g. python3, the script and its

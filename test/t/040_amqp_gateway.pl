@@ -222,12 +222,7 @@ like(PostgreSQL::Test::Utils::slurp_file($log),
 	'the declare\'s warning is in the gateway\'s log, with its hint');
 
 # 5. the gateway is alive and logged no crash
-my $gwpid = $gw->{KIDS}[0]{PID};
-ok(kill(0, $gwpid), 'mq-amqp is still running');
-$gw->signal('TERM');
-$gw->finish;
-my $gwlog = PostgreSQL::Test::Utils::slurp_file($log);
-unlike($gwlog, qr/Segmentation|Aborted|AddressSanitizer|out of memory/, 'no crash in its log');
+my $gwlog = qe_gateway_stop($gw, $log);
 like($gwlog, qr/received signal 15, shutting down/, 'SIGTERM stops it cleanly');
 
 done_testing();

@@ -106,12 +106,7 @@ local $ENV{GW_OTHER} = 'amqp_other:other-secret';
 qe_amqp_checks([ $python, $checks, $port, 'amqp_app', 'amqp-secret' ], \@expected, timeout => 1200);
 
 # 3. the gateway is alive and logged no crash
-my $gwpid = $gw->{KIDS}[0]{PID};
-ok(kill(0, $gwpid), 'mq-amqp is still running');
-$gw->signal('TERM');
-$gw->finish;
-my $gwlog = PostgreSQL::Test::Utils::slurp_file($log);
-unlike($gwlog, qr/Segmentation|Aborted|AddressSanitizer|out of memory/, 'no crash in its log');
+my $gwlog = qe_gateway_stop($gw, $log);
 like($gwlog, qr/channel \d+: INTERNAL_ERROR - no PostgreSQL session: .*too many connections for role "amqp_one"/,
 	'the channel that had no session is in the log, with the server\'s reason');
 
