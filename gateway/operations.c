@@ -40,6 +40,21 @@ op_retry(Chan *ch, PGresult *res, Op *op)
 	return true;
 }
 
+/*
+ * A statement's result, when it is an error: the statement runs again
+ * (op_retry) or the channel is closed with the error.  True when res was an
+ * error: the result's callback has nothing more to do.
+ */
+static bool
+op_failed(Chan *ch, PGresult *res, Op *op)
+{
+	if (res_ok(res))
+		return false;
+	if (!op_retry(ch, res, op))
+		chan_sql_error(ch, res, op);
+	return true;
+}
+
 /* the head operation is done: next one */
 static void
 op_finish(Chan *ch)
@@ -115,12 +130,8 @@ exchange_declared(void *arg, PGresult *res)
 	Conn	   *c = ch->conn;
 	Xreg	  **pp;
 
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	pp = xreg_find(conn_db(c), op->s1);
 	if (*pp && strcmp(PQgetvalue(res, 0, 0), "t") == 0 && (*pp)->auto_delete != op->auto_delete)
 	{
@@ -165,12 +176,8 @@ op_simple_done(void *arg, PGresult *res)
 		op_finish(ch);
 		return;
 	}
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	switch (op->kind)
 	{
 		case OP_EXCHANGE_DECLARE:
@@ -406,12 +413,8 @@ queue_declared(void *arg, PGresult *res)
 	const char *name;
 	Qreg	   *q;
 
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	if (PQntuples(res) == 0 && op->stage == 0)
 	{
 		char		text[600];
@@ -720,12 +723,8 @@ consume_checked(void *arg, PGresult *res)
 	Qreg	   *q;
 	char		text[600];
 
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	if (PQntuples(res) == 0)
 	{
 		snprintf(text, sizeof(text), "NOT_FOUND - no queue '%s' in vhost '%s'", op->s1, c->vhost);
@@ -872,12 +871,8 @@ settle_done(void *arg, PGresult *res)
 	Chan	   *ch = arg;
 	Op		   *op = ch->ops;
 
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	if (op->kind == OP_RECOVER)
 		send_simple(ch->conn, ch->id, AMQP_BASIC, 111);
 	if (ch->tx && op->kind == OP_SETTLE)
@@ -979,12 +974,8 @@ tx_done(void *arg, PGresult *res)
 	Op		   *op = ch->ops;
 	Unacked    *e;
 
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	e = ch->tx_settled;
 	ch->tx_settled = NULL;
 	if (op->kind == OP_TX_COMMIT)
@@ -1029,12 +1020,8 @@ publish_done(void *arg, PGresult *res)
 	uint64_t	pending = 0;
 	int			i;
 
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	for (i = 0; i < PQntuples(res) && m; i++, m = m->next)
 	{
 		const char *st = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
@@ -1472,12 +1459,8 @@ delete_checked(void *arg, PGresult *res)
 	Op		   *op = ch->ops;
 	char		text[600];
 
-	if (!res_ok(res))
-	{
-		if (!op_retry(ch, res, op))
-			chan_sql_error(ch, res, op);
+	if (op_failed(ch, res, op))
 		return;
-	}
 	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 1) &&
 		strtoll(PQgetvalue(res, 0, 1), NULL, 10) > 0)
 	{

@@ -338,6 +338,27 @@ pg_lost(PgSess *s)
 }
 
 /*
+ * The socket of a connected session is ready (what: the events): on
+ * EV_WRITE send more of what is queued, on EV_READ take in what came.
+ * False when the connection failed at either.
+ */
+static bool
+pg_io(PgSess *s, short what)
+{
+	if (what & EV_WRITE)
+	{
+		int			r = PQflush(s->pg);
+
+		if (r < 0)
+			return false;
+		pg_watch(s, r == 1);
+	}
+	if ((what & EV_READ) && !PQconsumeInput(s->pg))
+		return false;
+	return true;
+}
+
+/*
  * The socket is ready: advance the connection, or send and read the
  * statement's results; the last result goes to the callback.
  */
@@ -362,24 +383,13 @@ pg_event(evutil_socket_t fd, short what, void *arg)
 		pg_lost(s);
 		return;
 	}
-	if (what & EV_WRITE)
-	{
-		int			r = PQflush(s->pg);
-
-		if (r < 0)
-		{
-			pg_lost(s);
-			return;
-		}
-		pg_watch(s, r == 1);
-	}
-	if (!(what & EV_READ))
-		return;
-	if (!PQconsumeInput(s->pg))
+	if (!pg_io(s, what))
 	{
 		pg_lost(s);
 		return;
 	}
+	if (!(what & EV_READ))
+		return;
 	if (!s->busy)
 	{
 		/* nothing asked: a notice, or the server closing the session */
@@ -476,24 +486,13 @@ pg_drain(PgSess *s, short what)
 			pg_free(s);			/* connected, idle: PQfinish is clean */
 		return;
 	}
-	if (what & EV_WRITE)
-	{
-		int			r = PQflush(s->pg);
-
-		if (r < 0)
-		{
-			pg_free(s);
-			return;
-		}
-		pg_watch(s, r == 1);
-	}
-	if (!(what & EV_READ))
-		return;
-	if (!PQconsumeInput(s->pg))
+	if (!pg_io(s, what))
 	{
 		pg_free(s);
 		return;
 	}
+	if (!(what & EV_READ))
+		return;
 	while (!PQisBusy(s->pg))
 	{
 		PGresult   *r = PQgetResult(s->pg);

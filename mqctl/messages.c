@@ -774,6 +774,46 @@ xact_query(PGconn *pg, const char *sql, int n, const char *const *p, PGresult **
 	die_result(res);
 }
 
+/*
+ * The options and the one argument of consume and read: each option's value
+ * into opt[0 .. nopts - 1] ("" for one without a value), -n as the option
+ * count_opt; the last option, nopts - 1, is --help. Returns the argument,
+ * the name of a queue or stream (what), checked; NULL when --help asked for
+ * the help, which is printed.
+ */
+static const char *
+one_name_options(const char *cmd, const char *help, const char *what,
+				 int argc, char **argv, const struct option *longopts,
+				 int count_opt, int nopts, const char **opt)
+{
+	int			c;
+
+	memset(opt, 0, nopts * sizeof(*opt));
+	if (want_help(argc, argv))
+	{
+		fputs(help, stdout);
+		fputs(CONN_HELP, stdout);
+		return NULL;
+	}
+	optind = 0;
+	while ((c = getopt_long(argc, argv, CONN_SHORTOPTS "n:", longopts, NULL)) != -1)
+	{
+		if (conn_option(c, optarg))
+			continue;
+		if (c == 'n')
+			c = count_opt;
+		if (c < 0 || c >= nopts || c == nopts - 1)
+			die_usage(cmd, "unknown option or missing value: \"%s\"", argv[optind - 1]);
+		opt[c] = optarg ? optarg : "";
+	}
+	if (argc - optind < 1)
+		die_usage(cmd, "missing the %s", what);
+	if (argc - optind > 1)
+		die_usage(cmd, "too many arguments (\"%s\")", argv[optind + 1]);
+	check_name(cmd, help, argv[optind]);
+	return argv[optind];
+}
+
 int
 cmd_consume(int argc, char **argv)
 {
@@ -798,33 +838,14 @@ cmd_consume(int argc, char **argv)
 	long		taken = 0;
 	int			settle;
 	char		wait[32];
+	const char *queue;
 	const char *p[6];
 	PGconn	   *pg;
-	int			c;
 
-	memset(opt, 0, sizeof(opt));
-	if (want_help(argc, argv))
-	{
-		fputs(consume_help, stdout);
-		fputs(CONN_HELP, stdout);
+	queue = one_name_options("consume", consume_help, "queue", argc, argv,
+							 longopts, C_COUNT, C_NOPTS, opt);
+	if (queue == NULL)
 		return EXIT_OK;
-	}
-	optind = 0;
-	while ((c = getopt_long(argc, argv, CONN_SHORTOPTS "n:", longopts, NULL)) != -1)
-	{
-		if (conn_option(c, optarg))
-			continue;
-		if (c == 'n')
-			c = C_COUNT;
-		if (c < 0 || c >= C_NOPTS || c == C_HELP)
-			die_usage("consume", "unknown option or missing value: \"%s\"", argv[optind - 1]);
-		opt[c] = optarg ? optarg : "";
-	}
-	if (argc - optind < 1)
-		die_usage("consume", "missing the queue");
-	if (argc - optind > 1)
-		die_usage("consume", "too many arguments (\"%s\")", argv[optind + 1]);
-	check_name("consume", consume_help, argv[optind]);
 	if ((opt[C_ACK] != NULL) + (opt[C_NO_ACK] != NULL) + (opt[C_REQUEUE] != NULL) > 1)
 		die_usage("consume", "--ack, --no-ack and --requeue exclude each other");
 	settle = opt[C_NO_ACK] ? 0 : opt[C_REQUEUE] ? 2 : 1;
@@ -840,7 +861,7 @@ cmd_consume(int argc, char **argv)
 	cancel_handle = PQgetCancel(pg);
 	catch_signals(on_signal);
 
-	p[0] = argv[optind];
+	p[0] = queue;
 	p[3] = opt[C_LEASE] ? opt[C_LEASE] : "30 seconds";
 	p[4] = opt[C_GROUP];
 	p[5] = opt[C_CONSUMER];
@@ -968,32 +989,13 @@ cmd_read(int argc, char **argv)
 	long		count;
 	long		done = 0;
 	char		offset[32];
+	const char *stream;
 	const char *p[5];
-	int			c;
 
-	memset(opt, 0, sizeof(opt));
-	if (want_help(argc, argv))
-	{
-		fputs(read_help, stdout);
-		fputs(CONN_HELP, stdout);
+	stream = one_name_options("read", read_help, "stream", argc, argv,
+							  longopts, R_COUNT, R_NOPTS, opt);
+	if (stream == NULL)
 		return EXIT_OK;
-	}
-	optind = 0;
-	while ((c = getopt_long(argc, argv, CONN_SHORTOPTS "n:", longopts, NULL)) != -1)
-	{
-		if (conn_option(c, optarg))
-			continue;
-		if (c == 'n')
-			c = R_COUNT;
-		if (c < 0 || c >= R_NOPTS || c == R_HELP)
-			die_usage("read", "unknown option or missing value: \"%s\"", argv[optind - 1]);
-		opt[c] = optarg;
-	}
-	if (argc - optind < 1)
-		die_usage("read", "missing the stream");
-	if (argc - optind > 1)
-		die_usage("read", "too many arguments (\"%s\")", argv[optind + 1]);
-	check_name("read", read_help, argv[optind]);
 	if (opt[R_OFFSET] && opt[R_FROM_TIME])
 		die_usage("read", "--offset and --from-time exclude each other");
 	if (opt[R_PARTITION])
@@ -1004,7 +1006,7 @@ cmd_read(int argc, char **argv)
 	if (opt[R_FORMAT] && !parse_format(opt[R_FORMAT], true, &fmt))
 		die_usage("read", "--format must be raw or json, not \"%s\"", opt[R_FORMAT]);
 
-	p[0] = argv[optind];
+	p[0] = stream;
 	p[1] = opt[R_PARTITION] ? opt[R_PARTITION] : "0";
 	p[2] = opt[R_OFFSET];
 	p[4] = opt[R_FROM_TIME];

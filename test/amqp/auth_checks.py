@@ -36,6 +36,8 @@ import pika
 from pika.exceptions import (AMQPConnectionError, ConnectionClosedByBroker,
                              ProbableAccessDeniedError, ProbableAuthenticationError)
 
+from checklib import method_frame, read_frame
+
 
 def params(host, port, user, password):
     return pika.ConnectionParameters(host, port, '/', pika.PlainCredentials(user, password),
@@ -116,29 +118,11 @@ def tutorials(port):
     print('ok')
 
 
-def read_exact(s, n):
-    buf = b''
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError('closed')
-        buf += chunk
-    return buf
-
-
-def read_frame(s):
-    t, ch, size = struct.unpack('>BHI', read_exact(s, 7))
-    payload = read_exact(s, size)
-    read_exact(s, 1)
-    return t, ch, payload
-
-
 def start_ok(user, password):
     resp = b'\x00' + user.encode() + b'\x00' + password.encode()
     args = (struct.pack('>I', 0) + bytes([5]) + b'PLAIN' + struct.pack('>I', len(resp)) + resp
             + bytes([5]) + b'en_US')
-    payload = struct.pack('>HH', 10, 11) + args
-    return struct.pack('>BHI', 1, 0, len(payload)) + payload + b'\xce'
+    return method_frame(0, 10, 11, args)
 
 
 def raw_start_ok(port, source, user, password):

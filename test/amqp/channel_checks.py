@@ -15,11 +15,12 @@ what went wrong", and exits 0.
 import os
 import sys
 import time
-import traceback
 import uuid
 
 import pika
 from pika.exceptions import ChannelClosedByBroker
+
+from checklib import Fail, check, eq, run_checks
 
 PORT = int(sys.argv[1])
 USER = sys.argv[2]
@@ -40,20 +41,6 @@ def connect(user=None, password=None):
         '127.0.0.1', PORT, '/',
         pika.PlainCredentials(user or USER, password if password is not None else PASSWORD),
         connection_attempts=1, socket_timeout=30, blocked_connection_timeout=60))
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Fail(what)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail('%s: got %r, want %r' % (what, got, want))
 
 
 def count(ch, q):
@@ -242,19 +229,5 @@ def session_failure_closes_the_channel():
     conn.close()
 
 
-def main():
-    for fn in CHECKS:
-        if ONLY and fn.__name__ not in ONLY:
-            continue
-        try:
-            fn()
-            print('ok %s' % fn.__name__, flush=True)
-        except Exception as e:  # noqa: B902 -- a failing check is reported, not raised
-            detail = '%s: %s' % (type(e).__name__, e)
-            print('not ok %s: %s' % (fn.__name__, detail.replace('\n', ' ')), flush=True)
-            traceback.print_exc(file=sys.stderr)
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    run_checks(CHECKS, ONLY)

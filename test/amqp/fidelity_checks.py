@@ -15,12 +15,14 @@ of the gateway where RabbitMQ 3.10 has nothing to compare with (RabbitMQ
 import socket
 import struct
 import sys
-import traceback
 import urllib.parse
 import uuid
 
 import pika
 from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker
+
+from checklib import (Fail, check, eq, method_frame, read_frame, run_checks,
+                      send_method)
 
 URL = sys.argv[1]
 BROKER = sys.argv[2]
@@ -41,20 +43,6 @@ def connect():
     return pika.BlockingConnection(pika.URLParameters(URL))
 
 
-class Fail(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Fail(what)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail('%s: got %r, want %r' % (what, got, want))
-
-
 CHECKS = []
 
 
@@ -68,36 +56,9 @@ def test(gateway_only=False):
 
 # ---- raw frames --------------------------------------------------------------
 
-def read_exact(s, n):
-    buf = b''
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError('closed by the broker')
-        buf += chunk
-    return buf
-
-
-def read_frame(s):
-    t, ch, size = struct.unpack('>BHI', read_exact(s, 7))
-    payload = read_exact(s, size)
-    check(read_exact(s, 1) == b'\xce', 'frame end')
-    return t, ch, payload
-
-
 def method_of(frame):
     t, ch, p = frame
     return (ch,) + struct.unpack('>HH', p[:4]) if t == 1 else (ch, 'frame type %d' % t)
-
-
-def send_method(s, ch, cls, meth, args=b''):
-    payload = struct.pack('>HH', cls, meth) + args
-    s.sendall(method_frame(ch, cls, meth, args))
-
-
-def method_frame(ch, cls, meth, args=b''):
-    payload = struct.pack('>HH', cls, meth) + args
-    return struct.pack('>BHI', 1, ch, len(payload)) + payload + b'\xce'
 
 
 def shortstr(v):
@@ -357,19 +318,8 @@ def quorum_4_3_arguments_refused_as_rabbitmq_refuses():
 
 
 def main():
-    for fn in CHECKS:
-        if ONLY and fn.__name__ not in ONLY:
-            continue
-        if fn.gateway_only and BROKER != 'gateway':
-            print('ok %s # skip the gateway only' % fn.__name__, flush=True)
-            continue
-        try:
-            fn()
-            print('ok %s' % fn.__name__, flush=True)
-        except Exception as e:
-            msg = '%s: %s' % (type(e).__name__, e)
-            print('not ok %s: %s' % (fn.__name__, msg.replace('\n', ' ')), flush=True)
-            traceback.print_exc()
+    run_checks(CHECKS, ONLY,
+               skip=lambda fn: 'the gateway only' if fn.gateway_only and BROKER != 'gateway' else None)
 
 
 main()

@@ -18,13 +18,14 @@ import struct
 import sys
 import threading
 import time
-import traceback
 import uuid
 
 import pika
 from pika.exceptions import (ChannelClosedByBroker, ConnectionClosedByBroker,
                              ProbableAccessDeniedError, ProbableAuthenticationError,
                              UnroutableError, NackError)
+
+from checklib import Fail, check, eq, read_exact, read_frame, run_checks, send_method
 
 PORT = int(sys.argv[1])
 USER = sys.argv[2]
@@ -50,20 +51,6 @@ def params(vhost='/', user=None, password=None, **kw):
 
 def connect(**kw):
     return pika.BlockingConnection(params(**kw))
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Fail(what)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail('%s: got %r, want %r' % (what, got, want))
 
 
 CHECKS = []
@@ -1163,30 +1150,6 @@ def raw_handshake(heartbeat=0, frame_max=131072):
     return s
 
 
-def read_exact(s, n):
-    buf = b''
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise EOFError('closed')
-        buf += chunk
-    return buf
-
-
-def read_frame(s):
-    h = read_exact(s, 7)
-    t, ch, size = struct.unpack('>BHI', h)
-    payload = read_exact(s, size)
-    end = read_exact(s, 1)
-    check(end == b'\xce', 'frame end')
-    return t, ch, payload
-
-
-def send_method(s, ch, cls, meth, args=b''):
-    payload = struct.pack('>HH', cls, meth) + args
-    s.sendall(struct.pack('>BHI', 1, ch, len(payload)) + payload + b'\xce')
-
-
 def expect_close(s, code):
     while True:
         t, ch, p = read_frame(s)
@@ -1454,19 +1417,5 @@ def delete_if_empty_refused_keeps_consumers():
     conn.close()
 
 
-def main():
-    for fn in CHECKS:
-        if ONLY and fn.__name__ not in ONLY:
-            continue
-        try:
-            fn()
-            print('ok %s' % fn.__name__, flush=True)
-        except Exception as e:  # noqa: B902 -- a failing check is reported, not raised
-            detail = '%s: %s' % (type(e).__name__, e)
-            print('not ok %s: %s' % (fn.__name__, detail.replace('\n', ' ')), flush=True)
-            traceback.print_exc(file=sys.stderr)
-    return 0
-
-
 if __name__ == '__main__':
-    sys.exit(main())
+    run_checks(CHECKS, ONLY)

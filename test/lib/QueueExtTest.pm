@@ -14,17 +14,28 @@
 #	  my $dbh = $pgb->connect;                          # DBD::Pg through it
 #	  my $rmq = qe_rabbitmq('name');       # a real RabbitMQ node (Debian's)
 #	  $rmq->ctl('list_queues');            # rabbitmqctl against it
+#	  qe_hba_first($node, "local all app scram-sha-256\n");
+#	  my ($gw, $port, $log) = qe_gateway($node, flags => ['--verbose']);
+#	  ok(qe_listening($port), 'mq-amqp listens');
+#	  qe_amqp_checks([$python, $script, $port], \@expected);  # ok/not ok lines
+#	  my $mqctl = qe_mqctl_env($node);     # PG* variables set to node
+#	  my ($rc, $out, $err) = qe_mqctl_run($mqctl, ['list', 'queues']);
 package QueueExtTest;
 
 use strict;
 use warnings;
 use Exporter 'import';
+use IO::Socket::IP;
+use IPC::Run ();
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils ();
 use POSIX ();
+use Test::More ();
 use Time::HiRes ();
 
 our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_groups_out_of_order qe_reap
-  qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing);
+  qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing
+  qe_hba_first qe_gateway qe_listening qe_gateway_stop qe_amqp_checks qe_mqctl_env qe_mqctl_run);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -141,6 +152,144 @@ sub qe_reap
 	}
 	kill 'KILL', keys %$kids;
 	return $failed + scalar(keys %$kids);
+}
+
+# Put lines (pg_hba.conf entries, each ending in a newline) before
+# initdb's trust lines in node's pg_hba.conf, and reload: the roles they
+# name must then log in as they say
+sub qe_hba_first
+{
+	my ($node, $lines) = @_;
+	my $hba = $node->data_dir . '/pg_hba.conf';
+	my $text = PostgreSQL::Test::Utils::slurp_file($hba);
+
+	open(my $fh, '>', $hba) or die "$hba: $!";
+	print $fh $lines . $text;
+	close $fh;
+	$node->reload;
+	return;
+}
+
+# ---- the AMQP gateway mq-amqp (tests 037, 040, 045, 048, 051, 052, 053) ---
+
+# A started mq-amqp in front of node's database postgres (--dbname), on
+# --listen 127.0.0.1:a free port, then flags (an array); its stdout and
+# stderr appended to log.  Options: gateway (default: mq-amqp in node's
+# bindir), listen (HOST:PORT instead), port (a port instead of a free one),
+# log (default: mq-amqp.log in node's basedir), config (a file given with
+# --config instead of --dbname: it names the database).  Returns the
+# IPC::Run handle, the port and the log; qe_listening says when it is up.
+sub qe_gateway
+{
+	my ($node, %opt) = @_;
+	my $gateway = $opt{gateway} // $node->config_data('--bindir') . '/mq-amqp';
+	my $listen = $opt{listen}
+	  // '127.0.0.1:' . ($opt{port} // PostgreSQL::Test::Cluster::get_free_port());
+	my ($port) = $listen =~ /:(\d+)$/;
+	my $log = $opt{log} // $node->basedir . '/mq-amqp.log';
+	my @db = defined $opt{config}
+	  ? ('--config', $opt{config})
+	  : ('--dbname', 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres');
+	my $h = IPC::Run::start([ $gateway, @db, '--listen', $listen, @{ $opt{flags} // [] } ],
+		'<', \undef, '>>', $log, '2>>', $log);
+
+	return ($h, $port, $log);
+}
+
+# Whether a TCP connection to port (on host, default 127.0.0.1) is taken,
+# tried every 0.1 s, tries times (default 100); with handle (an IPC::Run
+# handle), no more tries once its process has ended
+sub qe_listening
+{
+	my ($port, %opt) = @_;
+	my $host = $opt{host} // '127.0.0.1';
+
+	for (1 .. ($opt{tries} // 100))
+	{
+		my $s = IO::Socket::IP->new(PeerHost => $host, PeerPort => $port, Proto => 'tcp');
+		if ($s)
+		{
+			close $s;
+			return 1;
+		}
+		return 0 if $opt{handle} && !$opt{handle}->pumpable;
+		Time::HiRes::usleep(100_000);
+	}
+	return 0;
+}
+
+# Test that the gateway (a handle of qe_gateway) still runs, stop it with
+# SIGTERM, and test that its log shows no crash.  Returns the log's text.
+sub qe_gateway_stop
+{
+	my ($h, $log) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+
+	Test::More::ok(kill(0, $h->{KIDS}[0]{PID}), 'mq-amqp is still running');
+	$h->signal('TERM');
+	$h->finish;
+	my $text = PostgreSQL::Test::Utils::slurp_file($log);
+	Test::More::unlike($text, qr/Segmentation|Aborted|AddressSanitizer|out of memory/,
+		'no crash in its log');
+	return $text;
+}
+
+# Run a checks script (command: an array, e.g. python3, the script and its
+# arguments; timeout in seconds, default 600) that prints "ok NAME" or
+# "not ok NAME: why" per check, and test that each name of expected passed
+# and that each check reported once.  Returns the script's stdout.
+sub qe_amqp_checks
+{
+	my ($command, $expected, %opt) = @_;
+	my ($out, $err) = ('', '');
+	my %result;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+
+	IPC::Run::run($command, '<', \undef, '>', \$out, '2>', \$err,
+		IPC::Run::timeout($opt{timeout} // 600));
+	for my $line (split /\n/, $out)
+	{
+		$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+		$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/;
+	}
+	for my $name (@$expected)
+	{
+		Test::More::ok($result{$name} && $result{$name}[0], "pika: $name")
+		  or Test::More::diag($result{$name} ? $result{$name}[1] : "no result for $name");
+	}
+	Test::More::is(scalar(keys %result), scalar(@$expected), 'every check reported once')
+	  or Test::More::diag("checks output:\n$out");
+	Test::More::diag("checks stderr:\n$err") if grep { !$_->[0] } values %result;
+	return $out;
+}
+
+# ---- mqctl (tests 035, 050) ----------------------------------------------
+
+# Set libpq's variables to node's database postgres (PGHOST, PGPORT,
+# PGDATABASE; PGUSER unset), as mqctl reads them; returns the mqctl to run:
+# $ENV{MQCTL}, or the one in node's bindir
+sub qe_mqctl_env
+{
+	my ($node) = @_;
+
+	$ENV{PGHOST} = $node->host;
+	$ENV{PGPORT} = $node->port;
+	$ENV{PGDATABASE} = 'postgres';
+	delete $ENV{PGUSER};
+	return $ENV{MQCTL} // $node->config_data('--bindir') . '/mqctl';
+}
+
+# Run mqctl with args (an array), stdin: option in (default none); returns
+# (exit status, stdout, stderr)
+sub qe_mqctl_run
+{
+	my ($mqctl, $args, %opt) = @_;
+	my ($out, $err) = ('', '');
+	my $in = $opt{in} // '';
+
+	IPC::Run::run([ $mqctl, @$args ], '<', \$in, '>', \$out, '2>', \$err,
+		IPC::Run::timeout(120));
+	return ($? >> 8, $out, $err);
 }
 
 # ---- pgbouncer (tests 026, 032) -------------------------------------------

@@ -22,27 +22,15 @@ use Time::HiRes qw(usleep);
 
 my $node = qe_node('mqctl');
 $node->safe_psql('postgres', 'CREATE EXTENSION queue_ext');
-my $mqctl = $ENV{MQCTL} // $node->config_data('--bindir') . '/mqctl';
+# the connection through the environment, as libpq reads it
+my $mqctl = qe_mqctl_env($node);
 ok(-x $mqctl, "mqctl is installed next to pg_config's bindir ($mqctl)");
 
 my $host = $node->host;
 my $port = $node->port;
-# the connection through the environment, as libpq reads it
-$ENV{PGHOST} = $host;
-$ENV{PGPORT} = $port;
-$ENV{PGDATABASE} = 'postgres';
-delete $ENV{PGUSER};
 
 # run mqctl with @args (stdin: $opt{in}); returns (exit status, stdout, stderr)
-sub mq
-{
-	my ($args, %opt) = @_;
-	my ($out, $err) = ('', '');
-	my $in = $opt{in} // '';
-	IPC::Run::run([ $mqctl, @$args ], '<', \$in, '>', \$out, '2>', \$err,
-		IPC::Run::timeout(120));
-	return ($? >> 8, $out, $err);
-}
+sub mq { return qe_mqctl_run($mqctl, @_) }
 
 sub sql { return $node->safe_psql('postgres', shift) }
 
@@ -118,13 +106,9 @@ is(sql(q{SELECT count(*) FROM mq.bindings WHERE queue = 'q1' AND exchange = 'ex'
 
 # a role with a password, taken from a .pgpass file
 sql(q{CREATE ROLE pwuser LOGIN SUPERUSER PASSWORD 'sekrit'});
-my $hba = slurp_file($node->data_dir . '/pg_hba.conf');
-open(my $fh, '>', $node->data_dir . '/pg_hba.conf') or die;
-print $fh "local all pwuser scram-sha-256\n$hba";
-close $fh;
-$node->reload;
+qe_hba_first($node, "local all pwuser scram-sha-256\n");
 my $pgpass = PostgreSQL::Test::Utils::tempdir() . '/pgpass';
-open($fh, '>', $pgpass) or die;
+open(my $fh, '>', $pgpass) or die;
 print $fh "*:*:*:pwuser:sekrit\n";
 close $fh;
 chmod 0600, $pgpass;

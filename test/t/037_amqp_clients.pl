@@ -22,14 +22,12 @@ use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
 use File::Path qw(make_path rmtree);
-use IO::Socket::INET;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::RecursiveCopy;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use Time::HiRes qw(usleep);
 
 our $TODO;
 
@@ -214,11 +212,7 @@ SKIP:
 	my $node = qe_node('amqp', conf => "mq.quorum_unavailable = wait\nmax_connections = 200\n");
 	# the role logs in with its password, over the socket and TCP alike:
 	# these lines come before initdb's trust lines
-	my $hba = PostgreSQL::Test::Utils::slurp_file($node->data_dir . '/pg_hba.conf');
-	open my $fh, '>', $node->data_dir . '/pg_hba.conf' or die $!;
-	print $fh "local all app scram-sha-256\nhost all app 127.0.0.1/32 scram-sha-256\n$hba";
-	close $fh;
-	$node->reload;
+	qe_hba_first($node, "local all app scram-sha-256\nhost all app 127.0.0.1/32 scram-sha-256\n");
 	$node->safe_psql('postgres', q{
 		CREATE EXTENSION queue_ext;
 		SET password_encryption = 'scram-sha-256';
@@ -230,20 +224,10 @@ SKIP:
 		CREATE EXTENSION queue_ext;
 		GRANT USAGE, CREATE ON SCHEMA mq TO app;});
 
-	my $gport = PostgreSQL::Test::Cluster::get_free_port();
-	my $glog = "$PostgreSQL::Test::Utils::log_path/mq-amqp.log";
-	$gw = IPC::Run::start(
-		[ $gateway, '--listen', "127.0.0.1:$gport", '--dbname',
-			'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres', '--verbose' ],
-		'<', \undef, '>>', $glog, '2>&1');
-	my $up = 0;
-	for (1 .. 100)
-	{
-		last if ($up = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $gport,
-			Timeout => 1) ? 1 : 0);
-		usleep(100_000);
-	}
-	ok($up, "mq-amqp listens on 127.0.0.1:$gport") or last SKIP;
+	my $gport;
+	($gw, $gport) = qe_gateway($node, gateway => $gateway,
+		log => "$PostgreSQL::Test::Utils::log_path/mq-amqp.log", flags => ['--verbose']);
+	ok(qe_listening($gport), "mq-amqp listens on 127.0.0.1:$gport") or last SKIP;
 
 	my $gurl = "amqp://app:app-secret\@127.0.0.1:$gport/%2F";
 	my ($gw_t, $gw_c) = run_all_clients('mq-amqp', $gurl, $node_dir, \%gateway_todo);

@@ -27,9 +27,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use IO::Socket::INET;
 use IPC::Run ();
-use Time::HiRes qw(usleep);
 
 my $python = '/usr/bin/python3';
 plan skip_all => 'python3-pika is not installed (Debian package python3-pika)'
@@ -65,15 +63,8 @@ $node->safe_psql('postgres', q{
 	SELECT mq.send('gw_priv_none', 'not for amqp_limited'::text);
 	SELECT mq.send('gw_priv_configure', 'one'::text);
 });
-my $hba = $node->data_dir . '/pg_hba.conf';
-my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
-open(my $fh, '>', $hba) or die "$hba: $!";
-print $fh "local all amqp_app scram-sha-256\nlocal all amqp_limited scram-sha-256\n$hba_text";
-close $fh;
-$node->reload;
+qe_hba_first($node, "local all amqp_app scram-sha-256\nlocal all amqp_limited scram-sha-256\n");
 
-my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $log = $node->basedir . '/mq-amqp.log';
 my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
 
 # --help and bad flags
@@ -89,20 +80,8 @@ like($err, qr/--listen must be HOST:PORT/, 'and says why');
 my $conf = $node->basedir . '/mq-amqp.conf';
 PostgreSQL::Test::Utils::append_to_file($conf,
 	"# mq-amqp settings\nlisten = 127.0.0.1:1\ndbname = '$conninfo'\nheartbeat = 30\n");
-my $gw = IPC::Run::start([ $gateway, '--config', $conf, '--listen', "127.0.0.1:$port" ],
-	'<', \undef, '>>', $log, '2>>', $log);
-
-sub wait_for_port
-{
-	for (1 .. 100)
-	{
-		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-		if ($s) { close $s; return 1; }
-		usleep(100_000);
-	}
-	return 0;
-}
-ok(wait_for_port(), "mq-amqp listens on 127.0.0.1:$port");
+my ($gw, $port, $log) = qe_gateway($node, config => $conf);
+ok(qe_listening($port), "mq-amqp listens on 127.0.0.1:$port");
 
 # 1. the checks: one line per check
 my @expected = qw(
@@ -129,22 +108,7 @@ my @expected = qw(
   bind_to_default_exchange_refused unknown_method_is_connection_error);
 my $checks = "$FindBin::RealBin/../amqp/gateway_checks.py";
 local $ENV{GW_LIMITED} = 'amqp_limited:limited-secret';
-IPC::Run::run([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost' ],
-	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(600));
-my %result;
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/;
-}
-for my $name (@expected)
-{
-	ok($result{$name} && $result{$name}[0], "pika: $name")
-	  or diag($result{$name} ? $result{$name}[1] : "no result for $name");
-}
-is(scalar(keys %result), scalar(@expected), 'every check reported once')
-  or diag("checks output:\n$out");
-diag("checks stderr:\n$err") if grep { !$_->[0] } values %result;
+qe_amqp_checks([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost' ], \@expected);
 
 # 2. idle connections cost no PostgreSQL session (the login's is closed after
 # connection.open-ok); a channel costs one
@@ -258,12 +222,7 @@ like(PostgreSQL::Test::Utils::slurp_file($log),
 	'the declare\'s warning is in the gateway\'s log, with its hint');
 
 # 5. the gateway is alive and logged no crash
-my $gwpid = $gw->{KIDS}[0]{PID};
-ok(kill(0, $gwpid), 'mq-amqp is still running');
-$gw->signal('TERM');
-$gw->finish;
-my $gwlog = PostgreSQL::Test::Utils::slurp_file($log);
-unlike($gwlog, qr/Segmentation|Aborted|AddressSanitizer|out of memory/, 'no crash in its log');
+my $gwlog = qe_gateway_stop($gw, $log);
 like($gwlog, qr/received signal 15, shutting down/, 'SIGTERM stops it cleanly');
 
 done_testing();

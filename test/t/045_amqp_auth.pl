@@ -26,7 +26,6 @@ use Test::More;
 use IO::Socket::INET;
 use IO::Socket::IP;
 use IPC::Run ();
-use Time::HiRes qw(usleep);
 
 my $python = '/usr/bin/python3';
 plan skip_all => 'python3-pika is not installed (Debian package python3-pika)'
@@ -49,12 +48,7 @@ $node->safe_psql('postgres', q{
 	CREATE ROLE mq_guest2 LOGIN;
 	CREATE ROLE su_role LOGIN SUPERUSER;
 });
-my $hba = $node->data_dir . '/pg_hba.conf';
-my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
-open(my $fh, '>', $hba) or die "$hba: $!";
-print $fh "local all amqp_pw scram-sha-256\n$hba_text";
-close $fh;
-$node->reload;
+qe_hba_first($node, "local all amqp_pw scram-sha-256\n");
 like($node->safe_psql('postgres', q{SELECT auth_method FROM pg_hba_file_rules WHERE type = 'local' ORDER BY line_number LIMIT 2}),
 	qr/^scram-sha-256\ntrust$/, 'the server trusts local connections, but for amqp_pw (scram)');
 
@@ -65,19 +59,12 @@ my @gateways;
 sub start_gateway
 {
 	my ($name, $listen, @flags) = @_;
-	my $log = $node->basedir . "/mq-amqp-$name.log";
-	my $h = IPC::Run::start([ $gateway, '--dbname', $conninfo, '--listen', $listen, @flags ],
-		'<', \undef, '>>', $log, '2>>', $log);
+	my ($h, $port, $log) = qe_gateway($node, listen => $listen,
+		log => $node->basedir . "/mq-amqp-$name.log", flags => \@flags);
 	push @gateways, $h;
-	my ($host, $port) = $listen =~ /^\[?(.*?)\]?:(\d+)$/;
-	for (1 .. 100)
-	{
-		my $s = IO::Socket::IP->new(PeerHost => $host, PeerPort => $port, Proto => 'tcp');
-		if ($s) { close $s; return ($h, $log); }
-		last unless $h->pumpable;
-		usleep(100_000);
-	}
-	return (undef, $log);
+	my ($host) = $listen =~ /^\[?(.*?)\]?:\d+$/;
+
+	return (qe_listening($port, host => $host, handle => $h) ? $h : undef, $log);
 }
 
 sub run_check

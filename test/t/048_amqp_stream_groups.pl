@@ -13,16 +13,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use IO::Socket::INET;
 use IPC::Run ();
-use Time::HiRes qw(usleep);
 
 my $python = '/usr/bin/python3';
 plan skip_all => 'python3-pika is not installed (Debian package python3-pika)'
   unless system("$python -c 'import pika' >/dev/null 2>&1") == 0;
 
 my $node = qe_node('amqp_groups', conf => "max_connections = 100\n");
-my $gateway = $node->config_data('--bindir') . '/mq-amqp';
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION queue_ext;
 	CREATE ROLE amqp_app LOGIN PASSWORD 'amqp-secret';
@@ -32,27 +29,16 @@ $node->safe_psql('postgres', q{
 	SELECT count(mq.send('gs', 'm' || i)) FROM generate_series(1, 5) i;
 });
 # the gateway logs in with a password the server checks
-my $hba = $node->data_dir . '/pg_hba.conf';
-my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
-open(my $fh, '>', $hba) or die "$hba: $!";
-print $fh "local all amqp_app scram-sha-256\nhost all amqp_app 127.0.0.1/32 scram-sha-256\n$hba_text";
-close $fh;
-$node->reload;
+qe_hba_first($node, "local all amqp_app scram-sha-256\nhost all amqp_app 127.0.0.1/32 scram-sha-256\n");
 
 my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $log = $node->basedir . '/mq-amqp.log';
-my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
 
+# a gateway on $port (the second one after the first is killed)
 sub start_gateway
 {
-	my $gw = IPC::Run::start([ $gateway, '--dbname', $conninfo, '--listen', "127.0.0.1:$port" ],
-		'<', \undef, '>>', $log, '2>>', $log);
-	for (1 .. 100)
-	{
-		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-		if ($s) { close $s; return $gw; }
-		usleep(100_000);
-	}
+	my ($gw) = qe_gateway($node, port => $port);
+
+	return $gw if qe_listening($port);
 	die "mq-amqp does not listen on 127.0.0.1:$port";
 }
 

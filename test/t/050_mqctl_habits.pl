@@ -20,23 +20,10 @@ use Time::HiRes qw(usleep);
 
 my $node = qe_node('mqctl_habits');
 $node->safe_psql('postgres', 'CREATE EXTENSION queue_ext');
-my $mqctl = $ENV{MQCTL} // $node->config_data('--bindir') . '/mqctl';
-
-$ENV{PGHOST} = $node->host;
-$ENV{PGPORT} = $node->port;
-$ENV{PGDATABASE} = 'postgres';
-delete $ENV{PGUSER};
+my $mqctl = qe_mqctl_env($node);
 
 # run mqctl with @args (stdin: $opt{in}); returns (exit status, stdout, stderr)
-sub mq
-{
-	my ($args, %opt) = @_;
-	my ($out, $err) = ('', '');
-	my $in = $opt{in} // '';
-	IPC::Run::run([ $mqctl, @$args ], '<', \$in, '>', \$out, '2>', \$err,
-		IPC::Run::timeout(120));
-	return ($? >> 8, $out, $err);
-}
+sub mq { return qe_mqctl_run($mqctl, @_) }
 
 sub sql { return $node->safe_psql('postgres', shift) }
 

@@ -26,7 +26,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use IO::Socket::INET;
 use IPC::Run ();
 use Time::HiRes qw(usleep);
 
@@ -44,37 +43,18 @@ $node->safe_psql('postgres', q{
 	CREATE ROLE amqp_other LOGIN;
 	GRANT CREATE ON SCHEMA mq TO amqp_logs;
 });
-my $hba = $node->data_dir . '/pg_hba.conf';
-my $hba_text = slurp_file($hba);
-open(my $fh, '>', $hba) or die "$hba: $!";
-print $fh "local all amqp_logs scram-sha-256\n$hba_text";
-close $fh;
-$node->reload;
+qe_hba_first($node, "local all amqp_logs scram-sha-256\n");
 
 # PostgreSQL's log from here on is what the gateway's clients leave
 my $pg_log_start = -s $node->logfile;
-my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
-
-sub wait_for_port
-{
-	my ($port) = @_;
-	for (1 .. 300)
-	{
-		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-		if ($s) { close $s; return 1; }
-		usleep(100_000);
-	}
-	return 0;
-}
 
 sub start_gateway
 {
 	my ($name, @flags) = @_;
-	my $port = PostgreSQL::Test::Cluster::get_free_port();
-	my $log = $node->basedir . "/mq-amqp-$name.log";
-	my $h = IPC::Run::start([ $gateway, '--dbname', $conninfo, '--listen', "127.0.0.1:$port", @flags ],
-		'<', \undef, '>>', $log, '2>>', $log);
-	ok(wait_for_port($port), "mq-amqp ($name) listens on 127.0.0.1:$port");
+	my ($h, $port, $log) =
+	  qe_gateway($node, log => $node->basedir . "/mq-amqp-$name.log", flags => \@flags);
+
+	ok(qe_listening($port, tries => 300), "mq-amqp ($name) listens on 127.0.0.1:$port");
 	return ($h, $port, $log);
 }
 

@@ -28,7 +28,6 @@ use PostgreSQL::Test::RecursiveCopy;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use Time::HiRes qw(usleep);
 
 # Tests that take too long through the gateway while a channel costs a
 # PostgreSQL session (channel cost, issue 38 item 1): not run against the
@@ -188,32 +187,17 @@ else
 my $node = qe_node('amqpgo', conf => "max_connections = 300\n");
 my $gateway = $node->config_data('--bindir') . '/mq-amqp';
 ok(-x $gateway, "mq-amqp is installed next to pg_config's bindir ($gateway)");
-my $hba = PostgreSQL::Test::Utils::slurp_file($node->data_dir . '/pg_hba.conf');
-open my $fh, '>', $node->data_dir . '/pg_hba.conf' or die $!;
-print $fh "local all app scram-sha-256\nhost all app 127.0.0.1/32 scram-sha-256\n$hba";
-close $fh;
-$node->reload;
+qe_hba_first($node, "local all app scram-sha-256\nhost all app 127.0.0.1/32 scram-sha-256\n");
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION queue_ext;
 	SET password_encryption = 'scram-sha-256';
 	CREATE ROLE app LOGIN PASSWORD 'app-secret';
 	GRANT USAGE, CREATE ON SCHEMA mq TO app;});
 
-my $gport = PostgreSQL::Test::Cluster::get_free_port();
-my $glog = "$PostgreSQL::Test::Utils::log_path/mq-amqp-052.log";
-my $gw = IPC::Run::start(
-	[ $gateway, '--listen', "127.0.0.1:$gport", '--dbname',
-		'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres' ],
-	'<', \undef, '>>', $glog, '2>&1');
+my ($gw, $gport, $glog) =
+  qe_gateway($node, log => "$PostgreSQL::Test::Utils::log_path/mq-amqp-052.log");
 END { local $?; $gw->kill_kill if $gw; }
-my $up = 0;
-for (1 .. 100)
-{
-	last if ($up = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $gport,
-		Timeout => 1) ? 1 : 0);
-	usleep(100_000);
-}
-ok($up, "mq-amqp listens on 127.0.0.1:$gport");
+ok(qe_listening($gport), "mq-amqp listens on 127.0.0.1:$gport");
 
 my $gurl = "amqp://app:app-secret\@127.0.0.1:$gport/%2F";
 my $gwres = run_suite($gurl, \%channel_cost);

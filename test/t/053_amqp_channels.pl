@@ -21,9 +21,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use IO::Socket::INET;
 use IPC::Run ();
-use Time::HiRes qw(usleep);
 
 my $python = '/usr/bin/python3';
 plan skip_all => 'python3-pika is not installed (Debian package python3-pika)'
@@ -31,7 +29,6 @@ plan skip_all => 'python3-pika is not installed (Debian package python3-pika)'
 
 # 256 channels with a session each at once, and the checks' others
 my $node = qe_node('amqp_channels', conf => "max_connections = 400\n");
-my $gateway = $node->config_data('--bindir') . '/mq-amqp';
 
 # amqp_app makes the queues; amqp_other has no privilege on them;
 # amqp_one may hold one session, and consume from ch_one_q (one message)
@@ -46,30 +43,10 @@ $node->safe_psql('postgres', q{
 	SELECT mq.grant('consume', 'queue', 'ch_one_q', 'amqp_one');
 	SELECT mq.send('ch_one_q', 'for amqp_one'::text);
 });
-my $hba = $node->data_dir . '/pg_hba.conf';
-my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
-open(my $fh, '>', $hba) or die "$hba: $!";
-print $fh "local all amqp_app,amqp_other,amqp_one scram-sha-256\n$hba_text";
-close $fh;
-$node->reload;
+qe_hba_first($node, "local all amqp_app,amqp_other,amqp_one scram-sha-256\n");
 
-my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $log = $node->basedir . '/mq-amqp.log';
-my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
-my $gw = IPC::Run::start([ $gateway, '--dbname', $conninfo, '--listen', "127.0.0.1:$port" ],
-	'<', \undef, '>>', $log, '2>>', $log);
-
-sub wait_for_port
-{
-	for (1 .. 100)
-	{
-		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-		if ($s) { close $s; return 1; }
-		usleep(100_000);
-	}
-	return 0;
-}
-ok(wait_for_port(), "mq-amqp listens on 127.0.0.1:$port");
+my ($gw, $port, $log) = qe_gateway($node);
+ok(qe_listening($port), "mq-amqp listens on 127.0.0.1:$port");
 
 # 1. one pooled session serves channels one after another
 my $sessions =
@@ -122,35 +99,14 @@ my @expected = qw(
   open_close_1000_pairs channels_256_at_once closed_channel_deliveries_redelivered
   tx_channel_close_rolls_back pooled_session_carries_no_state
   session_failure_closes_the_channel);
-my ($out, $err);
 my $checks = "$FindBin::RealBin/../amqp/channel_checks.py";
 local $ENV{GW_LIMITED} = 'amqp_one:one-secret';
 local $ENV{GW_LIMITED_QUEUE} = 'ch_one_q';
 local $ENV{GW_OTHER} = 'amqp_other:other-secret';
-IPC::Run::run([ $python, $checks, $port, 'amqp_app', 'amqp-secret' ],
-	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(1200));
-my %result;
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/;
-}
-for my $name (@expected)
-{
-	ok($result{$name} && $result{$name}[0], "pika: $name")
-	  or diag($result{$name} ? $result{$name}[1] : "no result for $name");
-}
-is(scalar(keys %result), scalar(@expected), 'every check reported once')
-  or diag("checks output:\n$out");
-diag("checks stderr:\n$err") if grep { !$_->[0] } values %result;
+qe_amqp_checks([ $python, $checks, $port, 'amqp_app', 'amqp-secret' ], \@expected, timeout => 1200);
 
 # 3. the gateway is alive and logged no crash
-my $gwpid = $gw->{KIDS}[0]{PID};
-ok(kill(0, $gwpid), 'mq-amqp is still running');
-$gw->signal('TERM');
-$gw->finish;
-my $gwlog = PostgreSQL::Test::Utils::slurp_file($log);
-unlike($gwlog, qr/Segmentation|Aborted|AddressSanitizer|out of memory/, 'no crash in its log');
+my $gwlog = qe_gateway_stop($gw, $log);
 like($gwlog, qr/channel \d+: INTERNAL_ERROR - no PostgreSQL session: .*too many connections for role "amqp_one"/,
 	'the channel that had no session is in the log, with the server\'s reason');
 
