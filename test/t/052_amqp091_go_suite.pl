@@ -6,7 +6,7 @@
 # golang-go in a scratch copy (GOPATH mode, GOPROXY=off: no network), then
 #  1. run against Debian's RabbitMQ 3.10, started here as test 037 does,
 #     each test alone (its own process: goleak's check at the end of the
-#     run is the test's; a failure runs once more, as some tests bound the
+#     run is the test's; a failure runs again, up to 5 runs, as some tests bound the
 #     time between deliveries), when RabbitMQ can be started: the reference;
 #  2. run the same way against a queue_ext node behind mq-amqp (a role with
 #     a password, scram): each test that passes on RabbitMQ must pass on
@@ -116,9 +116,12 @@ sub run_one
 }
 
 # Run each test alone against $url: { test => [passed, output] }.  A test
-# that fails runs once more, and its second run counts: some of the suite's
-# tests bound the time between two deliveries (200 ms), which a loaded
-# machine can stretch for either broker (the first failure is shown).
+# that fails runs again, up to 5 runs in all, and passes if one does: some
+# of the suite's tests bound time, not behaviour (TestCorruptedMessageIssue7:
+# 200 ms between two deliveries; TestDeclareArgsRejectToDeadLetterQueue: a
+# dead letter within 10 back-to-back basic.gets), which a loaded machine can
+# stretch for either broker.  A failure of behaviour fails every run.  The
+# first failure is shown.
 sub run_suite
 {
 	my ($url, $skip) = @_;
@@ -128,14 +131,16 @@ sub run_suite
 	{
 		next if $skip && $skip->{$t};
 		my ($ok, $out) = run_one($t);
-		if (!$ok)
+		my $first = $out;
+		my $runs = 1;
+		while (!$ok && $runs < 5)
 		{
-			my ($ok2, $out2) = run_one($t);
-			diag("$t failed its first run against $url and passed its second; the first:\n"
-				  . tail_of($out)) if $ok2;
-			($ok, $out) = ($ok2, $out2);
+			($ok, $out) = run_one($t);
+			$runs++;
 		}
-		$res{$t} = [ $ok, $out ];
+		diag("$t passed against $url at run $runs; its first run:\n" . tail_of($first))
+		  if $ok && $runs > 1;
+		$res{$t} = [ $ok, $ok ? $out : $first ];
 	}
 	return \%res;
 }
