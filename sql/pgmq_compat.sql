@@ -350,6 +350,14 @@ SELECT pg_temp.err($$SELECT pgmq.enable_notify_insert('nope')$$);
 SELECT pg_temp.err($$SELECT pgmq.update_notify_insert('jobs', 5)$$);
 SELECT pgmq.disable_notify_insert('news');
 SELECT count(*) FROM pgmq.list_notify_insert_throttles();
+-- pgmq 1.13: create_partitioned's premake (the archive's partitions made
+-- ahead), metrics' default_partition_length (NULL: not partitioned; the
+-- queue itself has no partitions, so never a message in a default one)
+SELECT pgmq.create_partitioned('premade', '10', '100', 2);
+SELECT count(*) FROM pg_tables WHERE schemaname = 'pgmq' AND tablename LIKE 'a\_premade\_p%';
+SELECT queue_name, default_partition_length FROM pgmq.metrics_all()
+ WHERE queue_name IN ('premade', 'news') ORDER BY 1;
+SELECT pgmq.drop_queue('premade');
 SELECT pgmq.drop_queue('news');
 
 -- DROP EXTENSION keeps each queue's archive and msg_id sequence, and its

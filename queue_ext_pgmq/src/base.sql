@@ -85,7 +85,8 @@ CREATE TYPE pgmq.metrics_result AS (
     oldest_msg_age_sec int,
     total_messages bigint,
     scrape_time timestamp with time zone,
-    queue_visible_length bigint
+    queue_visible_length bigint,
+    default_partition_length bigint
 );
 
 -- A queue_ext queue left from an earlier installation of this extension

@@ -1089,9 +1089,11 @@ DECLARE
     qe TEXT := 'pgmq.' || qtable;
     result_row pgmq.metrics_result;
 BEGIN
-    SELECT queue_name, q.total, NULL, NULL, NULL, now(), q.ready
+    SELECT metrics.queue_name, q.total, NULL, NULL, NULL, now(), q.ready,
+           CASE WHEN m.is_partitioned THEN 0 END
       INTO result_row
-      FROM mq.queues q WHERE q.queue = qe;
+      FROM mq.queues q LEFT JOIN pgmq.meta m ON m.queue_name = metrics.queue_name
+     WHERE q.queue = qe;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
             USING ERRCODE = 'undefined_table';
@@ -1314,16 +1316,19 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql IMMUTABLE;
 
--- Partition table fq_table by control through pg_partman, keeping
--- retention of them (old partitions dropped by partman's maintenance)
+-- Partition table fq_table by control through pg_partman, premake
+-- partitions ahead, keeping retention of them (old partitions dropped by
+-- partman's maintenance)
 CREATE OR REPLACE FUNCTION pgmq._partman_parent(fq_table TEXT, control TEXT,
-                                     partition_interval TEXT, retention_interval TEXT)
+                                     partition_interval TEXT, retention_interval TEXT,
+                                     premake INTEGER)
 RETURNS void AS $$
 BEGIN
     EXECUTE format('SELECT %I.create_parent(p_parent_table := %L, p_control := %L,
-                                            p_interval := %L, p_type := %L)',
+                                            p_interval := %L, p_type := %L, p_premake := %s)',
                    pgmq._get_pg_partman_schema(), fq_table, control, partition_interval,
-                   CASE WHEN pgmq._get_pg_partman_major_version() = 5 THEN 'range' ELSE 'native' END);
+                   CASE WHEN pgmq._get_pg_partman_major_version() = 5 THEN 'range' ELSE 'native' END,
+                   coalesce(premake, 4));
     EXECUTE format('UPDATE %I.part_config
                        SET retention = %L, retention_keep_table = false,
                            retention_keep_index = true, automatic_maintenance = %L
@@ -1348,10 +1353,46 @@ DECLARE
     -- archived_at, partitions older than retention_interval dropped by
     -- partman's maintenance.
     --
+    --
+    --
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._ensure_pg_partman_installed();
+    PERFORM pgmq._create_partitioned(queue_name, partition_interval, retention_interval, 4);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq 1.13's form, with premake (pg_partman's partitions made ahead, 4 by
+-- default; no default here, so that the form above keeps taking the calls
+-- with up to three arguments)
+CREATE OR REPLACE FUNCTION pgmq.create_partitioned(
+  queue_name TEXT,
+  partition_interval TEXT,
+  retention_interval TEXT,
+  premake INTEGER
+)
+RETURNS void AS $$
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._ensure_pg_partman_installed();
+    PERFORM pgmq._create_partitioned(queue_name, partition_interval, retention_interval, premake);
+END;
+$$ LANGUAGE plpgsql;
+
+-- (the checks are made by both forms above, on pgmq's lines)
+CREATE OR REPLACE FUNCTION pgmq._create_partitioned(
+  queue_name TEXT,
+  partition_interval TEXT,
+  retention_interval TEXT,
+  premake INTEGER
+)
+RETURNS void AS $$
+DECLARE
     partition_col TEXT;
     atable TEXT := pgmq.format_table_name(queue_name, 'a');
 BEGIN
-    PERFORM pgmq.validate_queue_name(queue_name);
     PERFORM pgmq.acquire_queue_lock(queue_name);
     PERFORM pgmq._ensure_pg_partman_installed();
     partition_col := pgmq._get_partition_col(partition_interval);
@@ -1362,7 +1403,7 @@ BEGIN
     partition_col := CASE WHEN partition_col = 'enqueued_at' THEN 'archived_at' ELSE partition_col END;
     PERFORM pgmq._create_archive(queue_name, partition_col);
     PERFORM pgmq._partman_parent('pgmq.' || atable, partition_col, partition_interval,
-                                 retention_interval);
+                                 retention_interval, premake);
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON pgmq.%I (archived_at)',
                    'archived_at_idx_' || queue_name, atable);
 END;

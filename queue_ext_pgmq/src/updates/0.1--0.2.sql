@@ -24,3 +24,20 @@ CREATE TYPE pgmq.message_record AS (
     message JSONB,
     headers JSONB
 );
+
+-- metrics_result gains default_partition_length (pgmq 1.13): metrics and
+-- metrics_all are made again by functions.sql
+DROP TYPE pgmq.metrics_result CASCADE;
+CREATE TYPE pgmq.metrics_result AS (
+    queue_name text,
+    queue_length bigint,
+    newest_msg_age_sec int,
+    oldest_msg_age_sec int,
+    total_messages bigint,
+    scrape_time timestamp with time zone,
+    queue_visible_length bigint,
+    default_partition_length bigint
+);
+
+-- functions whose arguments changed
+DROP FUNCTION pgmq._partman_parent(text, text, text, text);
