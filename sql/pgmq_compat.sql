@@ -345,6 +345,20 @@ SELECT queue_name, throttle_interval_ms, last_notified_at = to_timestamp(0) AS n
 SELECT pgmq.send('news', '7');
 SELECT last_notified_at > to_timestamp(0) AS notified FROM pgmq.list_notify_insert_throttles();
 SELECT pgmq.update_notify_insert('news', 0);
+-- a sender needs no privilege on the throttle table (pgmq's trigger
+-- updates it for any sender)
+CREATE ROLE regress_pgmq_sender;
+GRANT USAGE ON SCHEMA pgmq TO regress_pgmq_sender;
+GRANT USAGE ON SEQUENCE pgmq.q_news_msg_id_seq TO regress_pgmq_sender;
+SELECT mq.grant('publish', 'queue', 'pgmq.q_news', 'regress_pgmq_sender');
+SET ROLE regress_pgmq_sender;
+SELECT pgmq.send('news', '8');
+RESET ROLE;
+SELECT last_notified_at > to_timestamp(0) AS notified FROM pgmq.list_notify_insert_throttles();
+SELECT mq.revoke('publish', 'queue', 'pgmq.q_news', 'regress_pgmq_sender');
+REVOKE ALL ON SEQUENCE pgmq.q_news_msg_id_seq FROM regress_pgmq_sender;
+REVOKE ALL ON SCHEMA pgmq FROM regress_pgmq_sender;
+DROP ROLE regress_pgmq_sender;
 SELECT pg_temp.err($$SELECT pgmq.update_notify_insert('news', -1)$$);
 SELECT pg_temp.err($$SELECT pgmq.enable_notify_insert('nope')$$);
 SELECT pg_temp.err($$SELECT pgmq.update_notify_insert('jobs', 5)$$);

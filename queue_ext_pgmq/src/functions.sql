@@ -190,9 +190,10 @@ $$;
 
 -- pgmq's notification of a send, when enable_notify_insert asked for it:
 -- 'pgmq.q_<name>.INSERT', at most one per throttle_interval_ms (pgmq's
--- trigger on its table; here the send gives it, once per call)
+-- trigger on its table; here the send gives it, once per call).  As the
+-- extension's owner: a sender needs no privilege on the throttle table.
 CREATE OR REPLACE FUNCTION pgmq._notify_insert(qtable TEXT)
-RETURNS void AS $$
+RETURNS void SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pgmq.notify_insert_throttle) THEN
         RETURN;
