@@ -27,7 +27,7 @@ SRC=${1:?usage: $0 PGMQ_EXTENSION_DIR [TEST...]}
 shift
 SRC=$(cd "$SRC" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib/cluster.sh
+# shellcheck source=test/lib/cluster.sh source-path=SCRIPTDIR/..
 . "$HERE/lib/cluster.sh"
 qe_require_root
 qe_ensure_pg_user
