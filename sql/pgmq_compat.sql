@@ -12,7 +12,7 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 
--- The surface: pgmq 1.5.1's functions with its argument names, defaults
+-- The surface: pgmq 1.12.0's functions with its argument names, defaults
 -- and results (helpers starting with _ are this layer's own)
 SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
        pg_get_function_result(p.oid) AS result
@@ -52,7 +52,11 @@ SELECT pgmq.send('jobs', '{"n": 4}', clock_timestamp() - interval '1 second');
 SELECT pgmq.send('jobs', '{"n": 5}', '{"trace": "b"}'::jsonb, 0);
 SELECT pgmq.send('jobs', NULL);
 SELECT pgmq.send_batch('jobs', ARRAY['{"n": 7}', '{"n": 8}']::jsonb[]);
-SELECT pgmq.send_batch('jobs', ARRAY['{"n": 9}', '10']::jsonb[], ARRAY['{"h": 9}']::jsonb[]);
+SELECT pgmq.send_batch('jobs', ARRAY['{"n": 9}', '10']::jsonb[], ARRAY['{"h": 9}', NULL]::jsonb[]);
+-- pgmq's checks of send_batch's arguments (nothing is sent)
+SELECT pg_temp.err($$SELECT pgmq.send_batch('jobs', ARRAY['1', '2']::jsonb[], ARRAY['{}']::jsonb[])$$);
+SELECT pg_temp.err($$SELECT pgmq.send_batch('jobs', ARRAY[]::jsonb[])$$);
+SELECT pg_temp.err($$SELECT pgmq.send_batch('jobs', NULL::jsonb[], 0)$$);
 SELECT pgmq.send_batch('jobs', ARRAY['11']::jsonb[], 0);
 SELECT pgmq.send_batch('jobs', ARRAY['12']::jsonb[], clock_timestamp());
 SELECT pgmq.send_batch('jobs', ARRAY['13']::jsonb[], ARRAY['{"h": 13}']::jsonb[], 0);
@@ -310,8 +314,71 @@ SELECT pgmq.delete('reborn', ARRAY[1, 2, 3]::bigint[]);
 SELECT queue_length FROM pgmq.metrics('reborn');
 SELECT pgmq.drop_queue('reborn');
 
--- DROP EXTENSION drops the queues (a detached archive stays); a new
--- CREATE EXTENSION starts from nothing
+-- pgmq 1.12's additions: pop of several, set_vt by time and by array,
+-- last_read_at, writes to the view, notifications of sends
+SELECT pgmq.create('news');
+SELECT pgmq.send_batch('news', ARRAY['1', '2', '3', '4', '5', '6']::jsonb[]);
+SELECT msg_id, read_ct, last_read_at FROM pgmq.pop('news', 2);     -- never read: NULL
+SELECT msg_id, read_ct, last_read_at IS NOT NULL AS read_now,
+       last_read_at <= clock_timestamp() AS past FROM pgmq.read('news', 0, 1);
+SELECT msg_id, read_ct, last_read_at IS NOT NULL AS was_read FROM pgmq.pop('news');
+SELECT msg_id, vt = '2100-01-01 00:00:00+00' AS vt_ok
+  FROM pgmq.set_vt('news', 4, '2100-01-01 00:00:00+00'::timestamptz);
+SELECT msg_id, vt > clock_timestamp() + interval '50 seconds' AS later
+  FROM pgmq.set_vt('news', ARRAY[5, 99, 6, 5], 60);                 -- each id once, in order
+SELECT count(*) FROM pgmq.read('news', 30, 10);                     -- 0: all hidden
+SELECT msg_id FROM pgmq.set_vt('news', ARRAY[4, 5]::bigint[], clock_timestamp());
+SELECT msg_id FROM pgmq.read('news', 30, 10);                       -- 4, 5
+SELECT pgmq.pop('news', 0), pgmq.set_vt('news', ARRAY[6]::bigint[], NULL::timestamptz);
+-- UPDATE of vt through the view is set_vt, DELETE is delete; nothing else
+UPDATE pgmq.q_news SET vt = clock_timestamp() - interval '1 second' WHERE msg_id IN (4, 6);
+SELECT msg_id FROM pgmq.read('news', 30, 10);                       -- 4, 6
+DELETE FROM pgmq.q_news WHERE msg_id = 5;
+SELECT msg_id FROM pgmq.q_news ORDER BY 1;                          -- 4, 6
+SELECT pg_temp.err($$UPDATE pgmq.q_news SET message = '{}'$$);
+SELECT pg_temp.err($$UPDATE pgmq.q_news SET vt = NULL$$);
+-- notifications: enabled per queue, throttled; a send marks the time
+SELECT pgmq.enable_notify_insert('news', 0);
+SELECT pgmq.enable_notify_insert('news', 1000);                     -- again: no notice
+SELECT queue_name, throttle_interval_ms, last_notified_at = to_timestamp(0) AS never
+  FROM pgmq.list_notify_insert_throttles();
+SELECT pgmq.send('news', '7');
+SELECT last_notified_at > to_timestamp(0) AS notified FROM pgmq.list_notify_insert_throttles();
+SELECT pgmq.update_notify_insert('news', 0);
+-- a sender needs no privilege on the throttle table (pgmq's trigger
+-- updates it for any sender)
+CREATE ROLE regress_pgmq_sender;
+GRANT USAGE ON SCHEMA pgmq TO regress_pgmq_sender;
+GRANT USAGE ON SEQUENCE pgmq.q_news_msg_id_seq TO regress_pgmq_sender;
+SELECT mq.grant('publish', 'queue', 'pgmq.q_news', 'regress_pgmq_sender');
+SET ROLE regress_pgmq_sender;
+SELECT pgmq.send('news', '8');
+RESET ROLE;
+SELECT last_notified_at > to_timestamp(0) AS notified FROM pgmq.list_notify_insert_throttles();
+SELECT mq.revoke('publish', 'queue', 'pgmq.q_news', 'regress_pgmq_sender');
+REVOKE ALL ON SEQUENCE pgmq.q_news_msg_id_seq FROM regress_pgmq_sender;
+REVOKE ALL ON SCHEMA pgmq FROM regress_pgmq_sender;
+DROP ROLE regress_pgmq_sender;
+SELECT pg_temp.err($$SELECT pgmq.update_notify_insert('news', -1)$$);
+SELECT pg_temp.err($$SELECT pgmq.enable_notify_insert('nope')$$);
+SELECT pg_temp.err($$SELECT pgmq.update_notify_insert('jobs', 5)$$);
+SELECT pgmq.disable_notify_insert('news');
+SELECT count(*) FROM pgmq.list_notify_insert_throttles();
+-- pgmq 1.13: create_partitioned's premake (the archive's partitions made
+-- ahead), metrics' default_partition_length (NULL: not partitioned; the
+-- queue itself has no partitions, so never a message in a default one)
+SELECT pgmq.create_partitioned('premade', '10', '100', 2);
+SELECT count(*) FROM pg_tables WHERE schemaname = 'pgmq' AND tablename LIKE 'a\_premade\_p%';
+SELECT queue_name, default_partition_length FROM pgmq.metrics_all()
+ WHERE queue_name IN ('premade', 'news') ORDER BY 1;
+SELECT pgmq.drop_queue('premade');
+SELECT pgmq.drop_queue('news');
+
+-- DROP EXTENSION keeps each queue's archive and msg_id sequence, and its
+-- queue_ext queue with its messages (as pgmq since 1.6 keeps its tables);
+-- the views go.  After CREATE EXTENSION, pgmq.create gives a queue its
+-- view back, its messages and ids as they were
+SELECT count(*) AS jobs_before FROM pgmq.q_jobs \gset
 SELECT pgmq.detach_archive('jobs');
 DROP EXTENSION queue_ext_pgmq CASCADE;
 SELECT tablename FROM pg_tables WHERE schemaname = 'pgmq' ORDER BY 1;
@@ -319,8 +386,30 @@ CREATE EXTENSION queue_ext_pgmq;
 SELECT count(*) FROM mq.queues WHERE queue LIKE 'pgmq.%';
 SELECT pgmq.create('jobs');
 SELECT pgmq.send('jobs', '"fresh"');
-SELECT count(*) FROM pgmq.q_jobs;
--- (the archive was taken into the extension again by create)
+SELECT count(*) = :jobs_before + 1 AS kept FROM pgmq.q_jobs;
+-- a queue left without its view can be dropped all the same
+SELECT pgmq.drop_queue(substr(sequencename, 3, length(sequencename) - 13))
+  FROM pg_sequences WHERE schemaname = 'pgmq' ORDER BY sequencename;
+SELECT count(*) FROM mq.queues WHERE queue LIKE 'pgmq.%';
+DROP EXTENSION queue_ext_pgmq CASCADE;
+DROP SCHEMA pgmq;
+
+-- The update from 0.1: the queues, their messages and archives stay, with
+-- pgmq 1.12's shape
+CREATE EXTENSION queue_ext_pgmq VERSION '0.1';
+SELECT pgmq.create('up');
+SELECT pgmq.send_batch('up', ARRAY['1', '2', '3']::jsonb[]);
+SELECT msg_id FROM pgmq.read('up', 30, 1);
+SELECT pgmq.archive('up', 2);
+ALTER EXTENSION queue_ext_pgmq UPDATE TO '0.2';
+SELECT msg_id, read_ct, last_read_at IS NOT NULL AS was_read, message FROM pgmq.q_up ORDER BY 1;
+SELECT msg_id, read_ct, last_read_at, message FROM pgmq.a_up;
+UPDATE pgmq.q_up SET vt = clock_timestamp() WHERE msg_id = 1;
+SELECT msg_id, read_ct FROM pgmq.pop('up', 5);
+SELECT c.relname FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue_ext_pgmq')
+   AND d.classid = 'pg_class'::regclass AND d.deptype = 'e' ORDER BY 1;
+SELECT pgmq.drop_queue('up');
 DROP EXTENSION queue_ext_pgmq CASCADE;
 DROP SCHEMA pgmq;
 DROP EXTENSION pg_partman;

@@ -1,0 +1,1625 @@
+------------------------------------------------------------
+-- Names, checks, helpers
+------------------------------------------------------------
+CREATE OR REPLACE FUNCTION pgmq.acquire_queue_lock(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('pgmq.queue_' || queue_name));
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq's check of a queue name, and its table name (lower-cased)
+CREATE OR REPLACE FUNCTION pgmq.format_table_name(queue_name text, prefix text)
+RETURNS TEXT AS $$
+BEGIN
+    IF queue_name ~ '\$|;|--|'''
+    THEN
+        RAISE EXCEPTION 'queue name contains invalid characters: $, ;, --, or \''';
+    END IF;
+    RETURN lower(prefix || '_' || queue_name);
+END;
+$$ LANGUAGE plpgsql IMMUTABLE;
+
+-- (The PL/pgSQL functions that raise pgmq's errors keep the statements
+-- that raise them on pgmq's line numbers, so that an error's CONTEXT reads
+-- as pgmq's.)
+CREATE OR REPLACE FUNCTION pgmq.validate_queue_name(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+  IF length(queue_name) > 47 THEN
+    -- a queue's longest table name must fit PostgreSQL's 63 characters:
+    -- pg_partman's template_pgmq_a_<name> is 16 + 47 (pgmq's limit, kept
+    -- here for every kind of queue, as pgmq keeps it)
+    --
+    RAISE EXCEPTION 'queue name is too long, maximum length is 47 characters';
+  END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq._extension_exists(extension_name TEXT)
+RETURNS BOOLEAN LANGUAGE SQL AS $$
+  SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = extension_name)
+$$;
+
+-- Is the relation pgmq.<table_name> a member of this extension?
+CREATE OR REPLACE FUNCTION pgmq._belongs_to_pgmq(table_name TEXT)
+RETURNS BOOLEAN LANGUAGE SQL AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM pg_depend d
+     WHERE d.refclassid = 'pg_extension'::regclass
+       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue_ext_pgmq')
+       AND d.classid = 'pg_class'::regclass
+       AND d.objid = (SELECT c.oid FROM pg_class c
+                       WHERE c.relname = table_name
+                         AND c.relnamespace = 'pgmq'::regnamespace)
+       AND d.deptype = 'e')
+$$;
+
+-- The queue_ext queue of a pgmq queue
+CREATE OR REPLACE FUNCTION pgmq._queue(queue_name TEXT)
+RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
+  SELECT 'pgmq.' || pgmq.format_table_name(queue_name, 'q')
+$$;
+
+-- The msg_id sequence of queue_ext queue qe (NULL: none)
+CREATE OR REPLACE FUNCTION pgmq._seq(qe TEXT)
+RETURNS REGCLASS LANGUAGE SQL STABLE AS $$
+  SELECT to_regclass(format('pgmq.%I', substr(qe, 6) || '_msg_id_seq'))
+$$;
+
+-- The business key of pgmq message id of queue_ext queue qe, whose msg_id
+-- sequence is seq: what send stores and delete, archive and set_vt look for
+CREATE OR REPLACE FUNCTION pgmq._key(qe TEXT, seq OID, id BIGINT)
+RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
+  SELECT id::text || ':' || qe || ':' || seq
+$$;
+
+-- pgmq's error for a queue that does not exist (as its missing table gives)
+CREATE OR REPLACE FUNCTION pgmq._check_queue(queue_name TEXT)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = pgmq._queue(queue_name)) THEN
+        RAISE EXCEPTION 'relation "pgmq.%" does not exist', pgmq.format_table_name(queue_name, 'q')
+            USING ERRCODE = 'undefined_table';
+    END IF;
+END
+$$;
+
+-- A message's body as pgmq returns it (a NULL message is stored empty,
+-- with its own content type; the length is looked at first, it is cheaper)
+CREATE OR REPLACE FUNCTION pgmq._message(body bytea, properties jsonb)
+RETURNS jsonb LANGUAGE SQL STABLE AS $$
+  SELECT CASE WHEN octet_length(body) = 0
+                   AND properties->>'content_type' = 'application/x-pgmq-null' THEN NULL
+              ELSE convert_from(body, pg_catalog.getdatabaseencoding())::jsonb END
+$$;
+
+-- pgmq's msg_id of a queue_ext message of queue qe (its key '<id>:<qe>:<oid>')
+CREATE OR REPLACE FUNCTION pgmq._msg_id(key text)
+RETURNS bigint LANGUAGE SQL IMMUTABLE AS $$
+  SELECT split_part(key, ':', 1)::bigint
+$$;
+
+-- The queue_ext message ids of pgmq messages msg_ids of queue qe (their
+-- keys '<id>:<qe>:<oid of its msg_id sequence>'), by one index scan per
+-- key and log segment in C (mq._log_find_keys).  Only ids of messages sent
+-- to qe come back, nothing of their contents: what may be done with them
+-- is checked as the caller by mq.lease_ids and mq.message.
+CREATE OR REPLACE FUNCTION pgmq._qe_ids(qe text, msg_ids bigint[])
+RETURNS TABLE (msg_id bigint, qe_id bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    seq oid := pgmq._seq(qe);
+BEGIN
+    IF seq IS NULL THEN
+        RETURN;
+    END IF;
+    -- plpgsql, not SQL: its plan is kept for the session
+    RETURN QUERY
+        SELECT split_part(k.key, ':', 1)::bigint, k.msg_id
+          FROM mq._log_find_keys(qe, ARRAY(SELECT DISTINCT pgmq._key(qe, seq, u)
+                                             FROM unnest(msg_ids) AS u WHERE u IS NOT NULL)) k;
+END
+$$;
+
+-- The queue_ext message id of pgmq message msg_id of queue qe (NULL: none)
+CREATE OR REPLACE FUNCTION pgmq._qe_id(qe text, msg_id bigint)
+RETURNS bigint LANGUAGE SQL STABLE AS $$
+  SELECT k.qe_id FROM pgmq._qe_ids(qe, ARRAY[msg_id]) k
+$$;
+
+-- A pgmq vt (seconds) as a queue_ext lease: leases are positive, and a
+-- vt of 0 or less makes the message visible again at once (NULL stays
+-- NULL: queue_ext refuses it, 22004, where pgmq's vt column would, 23502)
+CREATE OR REPLACE FUNCTION pgmq._lease(vt integer)
+RETURNS interval LANGUAGE SQL IMMUTABLE AS $$
+  SELECT CASE WHEN vt IS NULL THEN NULL
+              WHEN vt > 0 THEN make_interval(secs => vt)
+              ELSE interval '1 microsecond' END
+$$;
+
+-- Delayed messages of queue qe (queue_ext's timers, readable by their
+-- owner only): id and due time
+CREATE OR REPLACE FUNCTION pgmq._delayed(qe text)
+RETURNS TABLE (msg_id bigint, due timestamptz)
+LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT t.msg_id, t.due FROM mq.timer t JOIN mq.cat_queue c ON c.id = t.queue_id
+   WHERE c.name = qe
+$$;
+REVOKE ALL ON FUNCTION pgmq._delayed(text) FROM PUBLIC;
+
+-- Disarm the timer of delayed message qe_id of queue qe: false if it has
+-- none (mq.cancel refuses a message that is not delayed)
+CREATE OR REPLACE FUNCTION pgmq._cancel(qe text, qe_id bigint)
+RETURNS boolean LANGUAGE SQL AS $$
+  SELECT CASE WHEN EXISTS (SELECT 1 FROM pgmq._delayed(qe) d WHERE d.msg_id = qe_id)
+              THEN mq.cancel(qe_id) > 0 ELSE false END
+$$;
+
+-- pgmq's last_read_at of a message that is not being read now: queue_ext
+-- keeps how often a message was delivered, not when, so a message read
+-- before gets its enqueued_at (NULL: never read).  The rows a read returns
+-- have the read's time.
+CREATE OR REPLACE FUNCTION pgmq._last_read(read_ct integer, enqueued_at timestamptz)
+RETURNS timestamptz LANGUAGE SQL IMMUTABLE AS $$
+  SELECT CASE WHEN read_ct > 0 THEN enqueued_at END
+$$;
+
+-- The rows pgmq keeps in pgmq.q_<name>: ready messages (what a read would
+-- take, in its order, up to 10000), leased ones, delayed ones
+CREATE OR REPLACE FUNCTION pgmq._queue_rows(qe text)
+RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
+  SELECT pgmq._msg_id(b.key), b.delivery_count, b.published_at,
+         pgmq._last_read(b.delivery_count, b.published_at), b.published_at,
+         pgmq._message(b.body, b.properties), b.headers
+    FROM mq.browse(qe, 10000) b
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), f.delivery_count, m.published_at,
+         pgmq._last_read(f.delivery_count, m.published_at), f.lease_until,
+         pgmq._message(m.body, m.properties), m.headers
+    FROM mq.in_flight(qe, 10000) f, LATERAL mq.message(f.msg_id) m
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), 0, m.published_at, NULL, d.due,
+         pgmq._message(m.body, m.properties), m.headers
+    FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
+$$;
+
+------------------------------------------------------------
+-- Sending
+------------------------------------------------------------
+
+-- pgmq's notification of a send, when enable_notify_insert asked for it:
+-- 'pgmq.q_<name>.INSERT', at most one per throttle_interval_ms (pgmq's
+-- trigger on its table; here the send gives it, once per call).  As the
+-- extension's owner: a sender needs no privilege on the throttle table.
+CREATE OR REPLACE FUNCTION pgmq._notify_insert(qtable TEXT)
+RETURNS void SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pgmq.notify_insert_throttle) THEN
+        RETURN;
+    END IF;
+    UPDATE pgmq.notify_insert_throttle t
+       SET last_notified_at = clock_timestamp()
+     WHERE lower('q_' || t.queue_name) = qtable
+       AND (t.throttle_interval_ms = 0
+            OR clock_timestamp() - t.last_notified_at >= t.throttle_interval_ms * interval '1 millisecond');
+    IF FOUND THEN
+        PERFORM pg_notify('pgmq.' || qtable || '.INSERT', NULL);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- send: the implementation.  delay: when the message becomes visible.
+CREATE OR REPLACE FUNCTION pgmq.send(
+    queue_name TEXT,
+    msg JSONB,
+    headers JSONB,
+    delay TIMESTAMP WITH TIME ZONE
+) RETURNS SETOF BIGINT AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    seq REGCLASS;
+    id BIGINT;
+BEGIN
+    IF delay IS NULL THEN
+        -- pgmq's vt column is NOT NULL
+        RAISE EXCEPTION 'null value in column "vt" of relation "%" violates not-null constraint', qtable
+            USING ERRCODE = 'not_null_violation';
+    END IF;
+    seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
+    id := nextval(seq);
+    IF msg IS NULL THEN
+        PERFORM mq.send(qe, ''::bytea, headers => headers,
+                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                        key => pgmq._key(qe, seq, id),
+                        content_type => 'application/x-pgmq-null');
+    ELSE
+        PERFORM mq.send(qe, msg, headers => headers,
+                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                        key => pgmq._key(qe, seq, id));
+    END IF;
+    PERFORM pgmq._notify_insert(qtable);
+    RETURN NEXT id;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, headers JSONB)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, delay TIMESTAMP WITH TIME ZONE)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, NULL, delay);
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, headers JSONB, delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+-- pgmq's checks of send_batch's arguments: messages, and as many headers
+-- as messages (or NULL)
+CREATE OR REPLACE FUNCTION pgmq._validate_batch_params(msgs JSONB[], headers JSONB[])
+RETURNS void AS $$
+BEGIN
+    IF msgs IS NULL OR cardinality(msgs) = 0 THEN
+        RAISE EXCEPTION 'msgs cannot be NULL or empty';
+    END IF;
+    IF headers IS NOT NULL AND cardinality(headers) <> cardinality(msgs) THEN
+        RAISE EXCEPTION 'headers array length (%) must match msgs array length (%)',
+            cardinality(headers), cardinality(msgs);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- _send_batch: the implementation, unchecked (as pgmq's).  As pgmq's
+-- INSERT ... SELECT unnest(msgs), unnest(headers): with fewer headers than
+-- messages the rest get NULL, with more, the extra headers make messages
+-- with a NULL body.
+CREATE OR REPLACE FUNCTION pgmq._send_batch(
+    queue_name TEXT,
+    msgs JSONB[],
+    headers JSONB[],
+    delay TIMESTAMP WITH TIME ZONE
+) RETURNS SETOF BIGINT AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    seq REGCLASS;
+    bodies JSONB[];
+    hdrs JSONB[];
+    ids BIGINT[];
+    r record;
+BEGIN
+    SELECT array_agg(u.m ORDER BY u.ord), array_agg(u.h ORDER BY u.ord)
+      INTO bodies, hdrs
+      FROM unnest(msgs, coalesce(headers, ARRAY[]::jsonb[])) WITH ORDINALITY AS u(m, h, ord);
+    IF bodies IS NULL THEN
+        RETURN;
+    END IF;
+    IF delay IS NULL OR array_position(bodies, NULL) IS NOT NULL
+       OR (array_position(hdrs, NULL) IS NOT NULL
+           AND EXISTS (SELECT 1 FROM unnest(hdrs) AS x WHERE x IS NOT NULL)) THEN
+        -- a NULL message (stored with its own content type), headers for
+        -- some messages only, or pgmq's error for a NULL delay: one
+        -- message at a time
+        FOR r IN SELECT m, h FROM unnest(bodies, hdrs) AS u(m, h) LOOP
+            RETURN QUERY SELECT * FROM pgmq.send(queue_name, r.m, r.h, delay);
+        END LOOP;
+        RETURN;
+    END IF;
+    -- one mq.send_batch call: ids from the queue's sequence, in order
+    seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
+    SELECT array_agg(nextval(seq) ORDER BY g) INTO ids
+      FROM generate_series(1, cardinality(bodies)) AS g;
+    PERFORM mq.send_batch(qe, bodies,
+                          headers => CASE WHEN array_position(hdrs, NULL) IS NULL THEN hdrs END,
+                          delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
+                          keys => ARRAY(SELECT pgmq._key(qe, seq, i)
+                                          FROM unnest(ids) WITH ORDINALITY AS u(i, o) ORDER BY o));
+    PERFORM pgmq._notify_insert(qtable);
+    RETURN QUERY SELECT unnest(ids);
+END;
+$$ LANGUAGE plpgsql;
+
+-- send_batch: the arguments checked as pgmq checks them
+CREATE OR REPLACE FUNCTION pgmq.send_batch(
+    queue_name TEXT,
+    msgs JSONB[],
+    headers JSONB[],
+    delay TIMESTAMP WITH TIME ZONE
+) RETURNS SETOF BIGINT AS $$
+BEGIN
+    PERFORM pgmq._validate_batch_params(msgs, headers);
+    RETURN QUERY SELECT * FROM pgmq._send_batch(queue_name, msgs, headers, delay);
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[])
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], headers JSONB[])
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp());
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay TIMESTAMP WITH TIME ZONE)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, delay);
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], headers JSONB[], delay INTEGER)
+RETURNS SETOF BIGINT AS $$
+    SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp() + make_interval(secs => delay));
+$$ LANGUAGE sql;
+
+------------------------------------------------------------
+-- Reading
+------------------------------------------------------------
+
+-- Messages whose body contains conditional, taken by id from the first
+-- 10000 ready ones (queue_ext filters nothing on its own for a consume)
+CREATE OR REPLACE FUNCTION pgmq._read_conditional(qe TEXT, vt INTEGER, qty INTEGER, conditional JSONB)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    ids BIGINT[];
+    until TIMESTAMPTZ := clock_timestamp() + make_interval(secs => vt);
+BEGIN
+    SELECT array_agg(c.msg_id) INTO ids
+      FROM (SELECT b.msg_id FROM mq.browse(qe, 10000) b
+             WHERE pgmq._message(b.body, b.properties) @> conditional
+             LIMIT qty) c;
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT pgmq._msg_id(m.key), l.delivery_count, m.published_at, clock_timestamp(), until,
+               pgmq._message(m.body, m.properties), m.headers
+          FROM mq.lease_ids(qe, ids, pgmq._lease(vt), deliver => true) l,
+               LATERAL mq.message(l.msg_id) m
+         ORDER BY l.msg_id;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.read(
+    queue_name TEXT,
+    vt INTEGER,
+    qty INTEGER,
+    conditional JSONB DEFAULT '{}'
+)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    until TIMESTAMPTZ := clock_timestamp() + make_interval(secs => vt);
+BEGIN
+    IF qty IS NOT NULL AND qty < 1 THEN
+        RETURN;
+    END IF;
+    IF conditional IS NOT NULL AND conditional <> '{}'::jsonb THEN
+        RETURN QUERY SELECT * FROM pgmq._read_conditional(qe, vt, least(coalesce(qty, 10000), 10000), conditional);
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT pgmq._msg_id(c.key), c.delivery_count, c.published_at, clock_timestamp(), until,
+               pgmq._message(c.body, c.properties), c.headers
+          FROM mq.consume(qe, least(coalesce(qty, 10000), 10000), lease => pgmq._lease(vt),
+                          session_bound => false) c;
+END;
+$$ LANGUAGE plpgsql;
+
+-- Waits up to max_poll_seconds for messages: queue_ext wakes the wait at
+-- once when a publisher commits; leases that run out (and conditional
+-- reads) are looked at every poll_interval_ms
+CREATE OR REPLACE FUNCTION pgmq.read_with_poll(
+    queue_name TEXT,
+    vt INTEGER,
+    qty INTEGER,
+    max_poll_seconds INTEGER DEFAULT 5,
+    poll_interval_ms INTEGER DEFAULT 100,
+    conditional JSONB DEFAULT '{}'
+)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    stop_at TIMESTAMPTZ := clock_timestamp() + make_interval(secs => max_poll_seconds);
+    wait INTERVAL;
+    until TIMESTAMPTZ;
+BEGIN
+    IF qty IS NOT NULL AND qty < 1 THEN
+        RETURN;
+    END IF;
+    LOOP
+        IF clock_timestamp() >= stop_at THEN
+            RETURN;
+        END IF;
+        IF conditional IS NOT NULL AND conditional <> '{}'::jsonb THEN
+            RETURN QUERY SELECT * FROM pgmq._read_conditional(qe, vt, least(coalesce(qty, 10000), 10000), conditional);
+            IF FOUND THEN
+                RETURN;
+            END IF;
+            PERFORM pg_sleep(poll_interval_ms::numeric / 1000);
+        ELSE
+            wait := least(stop_at - clock_timestamp(),
+                          make_interval(secs => greatest(poll_interval_ms, 1)::double precision / 1000));
+            IF wait < interval '0' THEN
+                wait := interval '0';
+            END IF;
+            RETURN QUERY
+                SELECT pgmq._msg_id(c.key), c.delivery_count, c.published_at, clock_timestamp(),
+                       clock_timestamp() + make_interval(secs => vt),
+                       pgmq._message(c.body, c.properties), c.headers
+                  FROM mq.consume(qe, least(coalesce(qty, 10000), 10000), wait => wait,
+                                  lease => pgmq._lease(vt), session_bound => false) c;
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END IF;
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+-- pop: read and delete the first qty visible messages (up to 10000)
+CREATE OR REPLACE FUNCTION pgmq.pop(queue_name TEXT, qty INTEGER DEFAULT 1)
+RETURNS SETOF pgmq.message_record AS $$
+BEGIN
+    IF qty IS NOT NULL AND qty < 1 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT pgmq._msg_id(c.key), c.delivery_count - 1, c.published_at,
+               pgmq._last_read(c.delivery_count - 1, c.published_at), c.published_at,
+               pgmq._message(c.body, c.properties), c.headers
+          FROM mq.consume(pgmq._queue(queue_name), least(coalesce(qty, 10000), 10000),
+                          auto_ack => true, session_bound => false) c;
+END;
+$$ LANGUAGE plpgsql;
+
+------------------------------------------------------------
+-- FIFO reads by message group (pgmq's later releases: the group is the
+-- header x-pgmq-group, '_default_fifo_group' without it)
+------------------------------------------------------------
+
+-- Every message of queue qe that a FIFO read must consider: pgmq id,
+-- queue_ext id, group, and whether it is visible (ready) -- leased and
+-- delayed ones hold their group back.  Up to 10000 of each kind.
+CREATE OR REPLACE FUNCTION pgmq._fifo_state(qe TEXT)
+RETURNS TABLE (id BIGINT, qe_id BIGINT, grp TEXT, visible BOOLEAN)
+LANGUAGE SQL STABLE AS $$
+  SELECT pgmq._msg_id(b.key), b.msg_id,
+         coalesce(b.headers->>'x-pgmq-group', '_default_fifo_group'), true
+    FROM mq.browse(qe, 10000) b
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), m.msg_id,
+         coalesce(m.headers->>'x-pgmq-group', '_default_fifo_group'), false
+    FROM mq.in_flight(qe, 10000) f, LATERAL mq.message(f.msg_id) m
+  UNION ALL
+  SELECT pgmq._msg_id(m.key), m.msg_id,
+         coalesce(m.headers->>'x-pgmq-group', '_default_fifo_group'), false
+    FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
+$$;
+
+-- The messages a FIFO read of mode 'grouped', 'rr' or 'head' takes, in
+-- the order it returns them (ord), from groups only_groups (NULL: all) but
+-- skip_groups.
+-- A group is readable when its oldest message is visible; from it the
+-- read may take the visible messages up to the first one that is not
+-- (strict order: nothing after a message in flight).  'grouped' fills
+-- the batch from the group with the oldest head first (SQS FIFO),
+-- 'rr' takes the first of every group, then the second, ... (groups by
+-- their heads' age), 'head' only the first of each group.
+CREATE OR REPLACE FUNCTION pgmq._fifo_pick(qe TEXT, qty INTEGER, mode TEXT, only_groups TEXT[],
+                                skip_groups TEXT[])
+RETURNS TABLE (qe_id BIGINT, ord BIGINT, grp TEXT)
+LANGUAGE SQL STABLE AS $$
+  WITH s AS (
+    SELECT st.*,
+           row_number() OVER w AS rnk,
+           count(*) FILTER (WHERE NOT st.visible) OVER w AS hidden,
+           min(st.id) OVER (PARTITION BY st.grp) AS head
+      FROM pgmq._fifo_state(qe) st
+    WINDOW w AS (PARTITION BY st.grp ORDER BY st.id)
+  ), readable AS (
+    SELECT s.*, dense_rank() OVER (ORDER BY s.head) AS prio
+      FROM s
+     WHERE s.hidden = 0 AND (only_groups IS NULL OR s.grp = ANY (only_groups))
+       AND NOT s.grp = ANY (skip_groups)
+       AND (mode <> 'head' OR s.rnk = 1)
+  )
+  SELECT r.qe_id,
+         row_number() OVER (ORDER BY CASE WHEN mode = 'rr' THEN r.rnk ELSE 0 END, r.prio, r.rnk),
+         r.grp
+    FROM readable r
+   ORDER BY 2
+   LIMIT qty
+$$;
+
+-- A FIFO read: the groups it would take messages from are locked for the
+-- transaction (a transaction-level advisory lock per queue and group,
+-- tried, not waited for: a group another FIFO read holds is skipped and
+-- the pick made again without it), then the state is read again, so that
+-- what such another read leased is seen, and the messages are leased by id
+CREATE OR REPLACE FUNCTION pgmq._read_grouped(queue_name TEXT, vt INTEGER, qty INTEGER, mode TEXT)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    n INTEGER := least(coalesce(qty, 10000), 10000);
+    until TIMESTAMPTZ := clock_timestamp() + make_interval(secs => vt);
+    mine TEXT[] := '{}';
+    busy TEXT[] := '{}';
+    g TEXT;
+    more BOOLEAN := true;
+    ids BIGINT[];
+BEGIN
+    IF n < 1 THEN
+        RETURN;
+    END IF;
+    PERFORM pgmq._check_queue(queue_name);
+    WHILE more LOOP
+        more := false;
+        FOR g IN SELECT p.grp FROM pgmq._fifo_pick(qe, n, mode, NULL, busy) p
+                  GROUP BY p.grp ORDER BY min(p.ord) LOOP
+            CONTINUE WHEN g = ANY (mine);
+            IF pg_try_advisory_xact_lock(hashtextextended('pgmq.fifo ' || qe || ' ' || g, 0)) THEN
+                mine := mine || g;
+            ELSE
+                busy := busy || g;
+                more := true;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(mine) = 0 THEN
+        RETURN;
+    END IF;
+    ids := ARRAY(SELECT p.qe_id FROM pgmq._fifo_pick(qe, n, mode, mine, '{}') p ORDER BY p.ord);
+    RETURN QUERY
+        SELECT pgmq._msg_id(m.key), l.delivery_count, m.published_at, clock_timestamp(), until,
+               pgmq._message(m.body, m.properties), m.headers
+          FROM unnest(ids) WITH ORDINALITY AS u(id, o)
+          JOIN mq.lease_ids(qe, ids, pgmq._lease(vt), deliver => true) l ON l.msg_id = u.id,
+               LATERAL mq.message(l.msg_id) m
+         ORDER BY u.o;
+END;
+$$ LANGUAGE plpgsql;
+
+-- Poll a FIFO read every poll_interval_ms until it returns messages or
+-- max_poll_seconds have passed
+CREATE OR REPLACE FUNCTION pgmq._read_grouped_poll(queue_name TEXT, vt INTEGER, qty INTEGER, mode TEXT,
+                                        max_poll_seconds INTEGER, poll_interval_ms INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    stop_at TIMESTAMPTZ := clock_timestamp() + make_interval(secs => max_poll_seconds);
+BEGIN
+    LOOP
+        IF clock_timestamp() >= stop_at THEN
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, mode);
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        PERFORM pg_sleep(poll_interval_ms::numeric / 1000);
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+-- read_grouped: SQS FIFO-style, as many messages as it can from the group
+-- with the oldest head first
+CREATE OR REPLACE FUNCTION pgmq.read_grouped(queue_name TEXT, vt INTEGER, qty INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, 'grouped');
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.read_grouped_with_poll(queue_name TEXT, vt INTEGER, qty INTEGER,
+                                            max_poll_seconds INTEGER DEFAULT 5,
+                                            poll_interval_ms INTEGER DEFAULT 100)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped_poll(queue_name, vt, qty, 'grouped',
+                                          max_poll_seconds, poll_interval_ms);
+$$ LANGUAGE sql;
+
+-- read_grouped_rr: layered round robin across the groups
+CREATE OR REPLACE FUNCTION pgmq.read_grouped_rr(queue_name TEXT, vt INTEGER, qty INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, 'rr');
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.read_grouped_rr_with_poll(queue_name TEXT, vt INTEGER, qty INTEGER,
+                                               max_poll_seconds INTEGER DEFAULT 5,
+                                               poll_interval_ms INTEGER DEFAULT 100)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped_poll(queue_name, vt, qty, 'rr',
+                                          max_poll_seconds, poll_interval_ms);
+$$ LANGUAGE sql;
+
+-- read_grouped_head: the oldest message of up to qty groups
+CREATE OR REPLACE FUNCTION pgmq.read_grouped_head(queue_name TEXT, vt INTEGER, qty INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped(queue_name, vt, qty, 'head');
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.read_grouped_head_with_poll(queue_name TEXT, vt INTEGER, qty INTEGER,
+                                                 max_poll_seconds INTEGER DEFAULT 5,
+                                                 poll_interval_ms INTEGER DEFAULT 100)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq._read_grouped_poll(queue_name, vt, qty, 'head',
+                                          max_poll_seconds, poll_interval_ms);
+$$ LANGUAGE sql;
+
+-- pgmq's GIN index on headers for FIFO reads: queue_ext reads groups from
+-- the queue's state, which needs none; the queue must exist
+CREATE OR REPLACE FUNCTION pgmq.create_fifo_index(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+    PERFORM pgmq._check_queue(queue_name);
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.create_fifo_indexes_all()
+RETURNS void AS $$
+    SELECT pgmq.create_fifo_index(m.queue_name) FROM pgmq.meta m;
+$$ LANGUAGE sql;
+
+------------------------------------------------------------
+-- Topics (pgmq's later releases): send_topic sends a copy to every queue
+-- bound with a matching pattern (each copy is a message of its queue, with
+-- that queue's msg_id), in one transaction
+------------------------------------------------------------
+CREATE OR REPLACE FUNCTION pgmq.validate_routing_key(routing_key TEXT)
+RETURNS BOOLEAN LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF routing_key IS NULL OR routing_key = '' THEN
+        RAISE EXCEPTION 'routing_key cannot be NULL or empty';
+    ELSIF length(routing_key) > 255 THEN
+        RAISE EXCEPTION 'routing_key length cannot exceed 255 characters, got % characters', length(routing_key);
+    ELSIF routing_key !~ '^[a-zA-Z0-9._-]+$' THEN
+        RAISE EXCEPTION 'routing_key contains invalid characters. Only alphanumeric, dots, hyphens, and underscores are allowed. Got: %', routing_key;
+    ELSIF left(routing_key, 1) = '.' THEN
+        RAISE EXCEPTION 'routing_key cannot start with a dot. Got: %', routing_key;
+    ELSIF right(routing_key, 1) = '.' THEN
+        RAISE EXCEPTION 'routing_key cannot end with a dot. Got: %', routing_key;
+    ELSIF strpos(routing_key, '..') > 0 THEN
+        RAISE EXCEPTION 'routing_key cannot contain consecutive dots. Got: %', routing_key;
+    END IF;
+    RETURN true;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.validate_topic_pattern(pattern TEXT)
+RETURNS BOOLEAN LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF pattern IS NULL OR pattern = '' THEN
+        RAISE EXCEPTION 'pattern cannot be NULL or empty';
+    ELSIF length(pattern) > 255 THEN
+        RAISE EXCEPTION 'pattern length cannot exceed 255 characters, got % characters', length(pattern);
+    ELSIF pattern !~ '^[a-zA-Z0-9._*#-]+$' THEN
+        RAISE EXCEPTION 'pattern contains invalid characters. Only alphanumeric, dots, hyphens, underscores, *, and # are allowed. Got: %', pattern;
+    ELSIF left(pattern, 1) = '.' THEN
+        RAISE EXCEPTION 'pattern cannot start with a dot. Got: %', pattern;
+    ELSIF right(pattern, 1) = '.' THEN
+        RAISE EXCEPTION 'pattern cannot end with a dot. Got: %', pattern;
+    ELSIF strpos(pattern, '..') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain consecutive dots. Got: %', pattern;
+    ELSIF strpos(pattern, '**') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain consecutive stars (**). Use # for multi-segment matching. Got: %', pattern;
+    ELSIF strpos(pattern, '##') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain consecutive hashes (##). A single # already matches zero or more segments. Got: %', pattern;
+    ELSIF strpos(pattern, '*#') > 0 OR strpos(pattern, '#*') > 0 THEN
+        RAISE EXCEPTION 'pattern cannot contain adjacent wildcards (*# or #*). Separate wildcards with dots. Got: %', pattern;
+    END IF;
+    RETURN true;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.bind_topic(pattern TEXT, queue_name TEXT)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pgmq.validate_topic_pattern(pattern);
+    IF queue_name IS NULL OR queue_name = '' THEN
+        RAISE EXCEPTION 'queue_name cannot be NULL or empty';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pgmq.meta m WHERE m.queue_name = bind_topic.queue_name) THEN
+        RAISE EXCEPTION 'Queue "%" does not exist. Create the queue first using pgmq.create()', queue_name;
+    END IF;
+    INSERT INTO pgmq.topic_bindings (pattern, queue_name)
+    VALUES (bind_topic.pattern, bind_topic.queue_name)
+    ON CONFLICT ON CONSTRAINT topic_bindings_unique_pattern_queue DO NOTHING;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.unbind_topic(pattern TEXT, queue_name TEXT)
+RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+BEGIN
+    IF pattern IS NULL OR pattern = '' THEN
+        RAISE EXCEPTION 'pattern cannot be NULL or empty';
+    END IF;
+    IF queue_name IS NULL OR queue_name = '' THEN
+        RAISE EXCEPTION 'queue_name cannot be NULL or empty';
+    END IF;
+    DELETE FROM pgmq.topic_bindings b
+     WHERE b.pattern = unbind_topic.pattern AND b.queue_name = unbind_topic.queue_name;
+    RETURN FOUND;
+END;
+$$;
+
+-- Which bindings a routing key matches, without sending
+CREATE OR REPLACE FUNCTION pgmq.test_routing(routing_key TEXT)
+RETURNS TABLE (pattern TEXT, queue_name TEXT, compiled_regex TEXT)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM pgmq.validate_routing_key(routing_key);
+    RETURN QUERY
+        SELECT b.pattern, b.queue_name, b.compiled_regex
+          FROM pgmq.topic_bindings b
+         WHERE test_routing.routing_key ~ b.compiled_regex
+         ORDER BY b.pattern;
+END;
+$$;
+
+-- send_topic: the number of queues the message went to
+CREATE OR REPLACE FUNCTION pgmq.send_topic(routing_key TEXT, msg JSONB, headers JSONB, delay INTEGER)
+RETURNS INTEGER LANGUAGE plpgsql AS $$
+DECLARE
+    q TEXT;
+    n INTEGER := 0;
+BEGIN
+    PERFORM pgmq.validate_routing_key(routing_key);
+    IF msg IS NULL THEN
+        RAISE EXCEPTION 'msg cannot be NULL';
+    END IF;
+    IF delay < 0 THEN
+        RAISE EXCEPTION 'delay cannot be negative, got: %', delay;
+    END IF;
+    FOR q IN SELECT DISTINCT b.queue_name FROM pgmq.topic_bindings b
+              WHERE send_topic.routing_key ~ b.compiled_regex ORDER BY 1 LOOP
+        PERFORM pgmq.send(q, msg, headers, delay);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.send_topic(routing_key TEXT, msg JSONB)
+RETURNS INTEGER LANGUAGE sql AS $$
+    SELECT pgmq.send_topic(routing_key, msg, NULL, 0);
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.send_topic(routing_key TEXT, msg JSONB, delay INTEGER)
+RETURNS INTEGER LANGUAGE sql AS $$
+    SELECT pgmq.send_topic(routing_key, msg, NULL, delay);
+$$;
+
+-- send_batch_topic: (queue, msg_id) of every message sent
+CREATE OR REPLACE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], headers JSONB[],
+                                      delay TIMESTAMP WITH TIME ZONE)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE plpgsql AS $$
+DECLARE
+    q TEXT;
+BEGIN
+    PERFORM pgmq.validate_routing_key(routing_key);
+    IF msgs IS NULL OR cardinality(msgs) = 0 THEN
+        RAISE EXCEPTION 'msgs cannot be NULL or empty';
+    END IF;
+    IF headers IS NOT NULL AND cardinality(headers) <> cardinality(msgs) THEN
+        RAISE EXCEPTION 'headers array length (%) must match msgs array length (%)',
+            cardinality(headers), cardinality(msgs);
+    END IF;
+    FOR q IN SELECT DISTINCT b.queue_name FROM pgmq.topic_bindings b
+              WHERE send_batch_topic.routing_key ~ b.compiled_regex ORDER BY 1 LOOP
+        RETURN QUERY SELECT q, s.id FROM pgmq.send_batch(q, msgs, headers, delay) AS s(id);
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[])
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, NULL, clock_timestamp());
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], headers JSONB[])
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, headers, clock_timestamp());
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], delay INTEGER)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, NULL,
+                                        clock_timestamp() + make_interval(secs => delay));
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], delay TIMESTAMP WITH TIME ZONE)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, NULL, delay);
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.send_batch_topic(routing_key TEXT, msgs JSONB[], headers JSONB[], delay INTEGER)
+RETURNS TABLE (queue_name TEXT, msg_id BIGINT) LANGUAGE sql AS $$
+    SELECT * FROM pgmq.send_batch_topic(routing_key, msgs, headers,
+                                        clock_timestamp() + make_interval(secs => delay));
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.list_topic_bindings()
+RETURNS TABLE (pattern TEXT, queue_name TEXT, bound_at TIMESTAMP WITH TIME ZONE, compiled_regex TEXT)
+LANGUAGE sql STABLE AS $$
+    SELECT b.pattern, b.queue_name, b.bound_at, b.compiled_regex
+      FROM pgmq.topic_bindings b ORDER BY b.bound_at DESC, b.pattern, b.queue_name;
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.list_topic_bindings(queue_name TEXT)
+RETURNS TABLE (pattern TEXT, queue_name TEXT, bound_at TIMESTAMP WITH TIME ZONE, compiled_regex TEXT)
+LANGUAGE sql STABLE AS $$
+    SELECT b.pattern, b.queue_name, b.bound_at, b.compiled_regex
+      FROM pgmq.topic_bindings b WHERE b.queue_name = $1 ORDER BY b.bound_at DESC, b.pattern;
+$$;
+
+------------------------------------------------------------
+-- Settling by msg_id
+------------------------------------------------------------
+
+-- Take the pgmq messages msg_ids of queue qe by id, whoever holds them,
+-- leased to this transaction for a while: (pgmq id, queue_ext id,
+-- read_ct, vt), in the order of msg_ids; delayed ones are not here.
+CREATE OR REPLACE FUNCTION pgmq._take(qe TEXT, msg_ids BIGINT[], lease INTERVAL)
+RETURNS TABLE (msg_id BIGINT, qe_id BIGINT, read_ct INTEGER, vt TIMESTAMPTZ) AS $$
+BEGIN
+    -- plpgsql, not SQL: its plan is kept for the session
+    RETURN QUERY
+    WITH ids AS (
+        SELECT DISTINCT ON (u.id) u.id, u.ord, k.qe_id
+          FROM unnest(msg_ids) WITH ORDINALITY AS u(id, ord)
+          JOIN pgmq._qe_ids(qe, msg_ids) k ON k.msg_id = u.id
+         ORDER BY u.id, u.ord
+    )
+    SELECT ids.id, l.msg_id, l.delivery_count, coalesce(l.was_until, clock_timestamp())
+      FROM mq.lease_ids(qe, ARRAY(SELECT ids.qe_id FROM ids WHERE ids.qe_id IS NOT NULL ORDER BY ids.ord),
+                        lease) l
+      JOIN ids ON ids.qe_id = l.msg_id
+     ORDER BY ids.ord;
+END
+$$ LANGUAGE plpgsql;
+
+-- (the messages are found and acked by their keys in one call, C's
+-- mq.ack_keys; delayed ones are left over and have their timers disarmed)
+CREATE OR REPLACE FUNCTION pgmq.delete(queue_name TEXT, msg_ids BIGINT[])
+RETURNS SETOF BIGINT AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    seq OID := pgmq._seq(qe);
+    taken BIGINT[];
+    r record;
+BEGIN
+    IF msg_ids IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(split_part(a.key, ':', 1)::bigint) INTO taken
+      FROM mq.ack_keys(qe, ARRAY(SELECT pgmq._key(qe, seq, u)
+                                   FROM unnest(msg_ids) AS u
+                                  WHERE u IS NOT NULL AND seq IS NOT NULL)) a;
+    IF taken IS NOT NULL THEN
+        RETURN QUERY SELECT unnest(taken);
+        IF cardinality(taken) >= cardinality(msg_ids) THEN
+            RETURN;
+        END IF;
+    END IF;
+    -- delayed messages: disarm their timers
+    FOR r IN SELECT u.id, pgmq._qe_id(qe, u.id) AS qe_id FROM unnest(msg_ids) AS u(id)
+              WHERE u.id <> ALL (coalesce(taken, ARRAY[]::bigint[])) LOOP
+        IF r.qe_id IS NOT NULL AND pgmq._cancel(qe, r.qe_id) THEN
+            RETURN NEXT r.id;
+        END IF;
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+-- (plpgsql, not SQL: its plan is kept for the session)
+CREATE OR REPLACE FUNCTION pgmq.delete(queue_name TEXT, msg_id BIGINT)
+RETURNS BOOLEAN AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM pgmq.delete(queue_name, ARRAY[msg_id]));
+END
+$$ LANGUAGE plpgsql;
+
+-- archive: the message goes to pgmq.a_<name> and leaves the queue, in the
+-- caller's transaction
+CREATE OR REPLACE FUNCTION pgmq.archive(queue_name TEXT, msg_ids BIGINT[])
+RETURNS SETOF BIGINT AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+    taken BIGINT[] := ARRAY[]::bigint[];
+    taken_qe BIGINT[] := ARRAY[]::bigint[];
+    r record;
+    qe_id BIGINT;
+    due TIMESTAMPTZ;
+BEGIN
+    IF msg_ids IS NULL THEN
+        RETURN;
+    END IF;
+    FOR r IN SELECT k.msg_id, k.qe_id, k.read_ct, k.vt, m.published_at,
+                    pgmq._message(m.body, m.properties) AS message, m.headers
+               FROM pgmq._take(qe, msg_ids, interval '5 minutes') k,
+                    LATERAL mq.message(k.qe_id) m LOOP
+        EXECUTE format('INSERT INTO pgmq.%I (msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers)
+                        VALUES ($1, $2, $3, pgmq._last_read($2, $3), $4, $5, $6)', atable)
+          USING r.msg_id, r.read_ct, r.published_at, r.vt, r.message, r.headers;
+        taken := taken || r.msg_id;
+        taken_qe := taken_qe || r.qe_id;
+    END LOOP;
+    IF cardinality(taken_qe) > 0 THEN
+        PERFORM mq.ack(qe, taken_qe);
+        RETURN QUERY SELECT unnest(taken);
+    END IF;
+    -- delayed messages: disarm their timers, archive them as they were
+    FOR r IN SELECT u.id FROM unnest(msg_ids) AS u(id) WHERE u.id <> ALL (taken) LOOP
+        qe_id := pgmq._qe_id(qe, r.id);
+        CONTINUE WHEN qe_id IS NULL;
+        SELECT d.due INTO due FROM pgmq._delayed(qe) d WHERE d.msg_id = qe_id;
+        CONTINUE WHEN NOT FOUND;
+        IF pgmq._cancel(qe, qe_id) THEN
+            EXECUTE format('INSERT INTO pgmq.%I (msg_id, read_ct, enqueued_at, vt, message, headers)
+                            SELECT $1, 0, m.published_at, $2, pgmq._message(m.body, m.properties), m.headers
+                              FROM mq.message($3) m', atable)
+              USING r.id, due, qe_id;
+            RETURN NEXT r.id;
+        END IF;
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.archive(queue_name TEXT, msg_id BIGINT)
+RETURNS BOOLEAN AS $$
+    SELECT EXISTS (SELECT 1 FROM pgmq.archive(queue_name, ARRAY[msg_id]));
+$$ LANGUAGE sql;
+
+-- set_vt: the messages become visible at vt (or vt seconds from now),
+-- whatever state they are in (ready, read by anyone, delayed); each id once,
+-- in the order given
+CREATE OR REPLACE FUNCTION pgmq.set_vt(queue_name TEXT, msg_ids BIGINT[], vt TIMESTAMP WITH TIME ZONE)
+RETURNS SETOF pgmq.message_record AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    id BIGINT;
+    qe_id BIGINT;
+    done BIGINT[] := ARRAY[]::bigint[];
+    lease INTERVAL;
+    l record;
+    m record;
+BEGIN
+    IF msg_ids IS NULL OR vt IS NULL THEN
+        RETURN;
+    END IF;
+    FOREACH id IN ARRAY msg_ids LOOP
+        CONTINUE WHEN id IS NULL OR id = ANY (done);
+        done := done || id;
+        qe_id := pgmq._qe_id(qe, id);
+        CONTINUE WHEN qe_id IS NULL;
+        lease := vt - clock_timestamp();
+        SELECT * INTO l FROM mq.lease_ids(qe, ARRAY[qe_id],
+                                          CASE WHEN lease > interval '0' THEN lease
+                                               ELSE interval '0' END);
+        IF FOUND THEN
+            RETURN QUERY SELECT id, l.delivery_count, x.published_at,
+                                pgmq._last_read(l.delivery_count, x.published_at), vt,
+                                pgmq._message(x.body, x.properties), x.headers
+                           FROM mq.message(qe_id) x;
+            CONTINUE;
+        END IF;
+        -- delayed: arm it again for the new time (a new queue_ext message
+        -- with the same pgmq msg_id)
+        SELECT * INTO m FROM mq.message(qe_id);
+        IF NOT FOUND OR NOT pgmq._cancel(qe, qe_id) THEN
+            CONTINUE;
+        END IF;
+        PERFORM mq.send(qe, m.body, headers => m.headers,
+                        deliver_at => CASE WHEN vt > clock_timestamp() THEN vt END,
+                        key => m.key, content_type => m.properties->>'content_type');
+        RETURN QUERY SELECT id, 0, m.published_at, NULL::timestamptz, vt,
+                            pgmq._message(m.body, m.properties), m.headers;
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.set_vt(queue_name TEXT, msg_ids BIGINT[], vt INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq.set_vt(queue_name, msg_ids, clock_timestamp() + make_interval(secs => vt));
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.set_vt(queue_name TEXT, msg_id BIGINT, vt TIMESTAMP WITH TIME ZONE)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq.set_vt(queue_name, ARRAY[msg_id], vt);
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq.set_vt(queue_name TEXT, msg_id BIGINT, vt INTEGER)
+RETURNS SETOF pgmq.message_record AS $$
+    SELECT * FROM pgmq.set_vt(queue_name, ARRAY[msg_id], clock_timestamp() + make_interval(secs => vt));
+$$ LANGUAGE sql;
+
+-- purge: every message of the queue (ready, read, delayed); returns how many
+CREATE OR REPLACE FUNCTION pgmq.purge_queue(queue_name TEXT)
+RETURNS BIGINT AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    n BIGINT := 0;
+    ids BIGINT[];
+    d record;
+BEGIN
+    n := mq.queue_purge(qe);
+    -- read ones (queue_purge leaves them), up to 10000 at a time; those
+    -- another transaction is settling are left to it
+    LOOP
+        SELECT array_agg(l.msg_id) INTO ids
+          FROM mq.lease_ids(qe, ARRAY(SELECT f.msg_id FROM mq.in_flight(qe, 10000) f),
+                            interval '5 minutes') l;
+        EXIT WHEN ids IS NULL;
+        n := n + mq.ack(qe, ids);
+    END LOOP;
+    FOR d IN SELECT * FROM pgmq._delayed(qe) LOOP
+        IF pgmq._cancel(qe, d.msg_id) THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END;
+$$ LANGUAGE plpgsql;
+
+------------------------------------------------------------
+-- Metrics, listing
+------------------------------------------------------------
+CREATE OR REPLACE FUNCTION pgmq.metrics(queue_name TEXT)
+RETURNS pgmq.metrics_result AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    result_row pgmq.metrics_result;
+BEGIN
+    SELECT metrics.queue_name, q.total, NULL, NULL, NULL, now(), q.ready,
+           CASE WHEN m.is_partitioned THEN 0 END
+      INTO result_row
+      FROM mq.queues q LEFT JOIN pgmq.meta m ON m.queue_name = metrics.queue_name
+     WHERE q.queue = qe;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    SELECT EXTRACT(epoch FROM (now() - max(r.enqueued_at)))::int,
+           EXTRACT(epoch FROM (now() - min(r.enqueued_at)))::int
+      INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+      FROM pgmq._queue_rows(qe) r;
+    EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pgmq.%I',
+                   qtable || '_msg_id_seq')
+       INTO result_row.total_messages;
+    RETURN result_row;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.metrics_all()
+RETURNS SETOF pgmq.metrics_result AS $$
+DECLARE
+    row_name RECORD;
+BEGIN
+    FOR row_name IN SELECT m.queue_name FROM pgmq.meta m LOOP
+        RETURN NEXT pgmq.metrics(row_name.queue_name);
+    END LOOP;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.list_queues()
+RETURNS SETOF pgmq.queue_record AS $$
+BEGIN
+  RETURN QUERY SELECT * FROM pgmq.meta;
+END
+$$ LANGUAGE plpgsql;
+
+------------------------------------------------------------
+-- Creating and dropping queues
+------------------------------------------------------------
+
+-- Writes to the view pgmq.q_<name> (pgmq's is a table, and its users set
+-- vt with an UPDATE to make messages visible again, or DELETE rows): an
+-- UPDATE of vt is set_vt(msg_id, vt), a DELETE is delete(msg_id); other
+-- columns cannot be changed.  Only the rows the view shows are reached
+-- (at most 10000 ready messages, docs/pgmq.md).
+CREATE OR REPLACE FUNCTION pgmq._q_write()
+RETURNS trigger AS $$
+DECLARE
+    queue_name TEXT := substr(TG_TABLE_NAME, 3);
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        IF pgmq.delete(queue_name, OLD.msg_id) THEN
+            RETURN OLD;
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF (NEW.msg_id, NEW.read_ct, NEW.enqueued_at, NEW.last_read_at, NEW.message, NEW.headers)
+       IS DISTINCT FROM
+       (OLD.msg_id, OLD.read_ct, OLD.enqueued_at, OLD.last_read_at, OLD.message, OLD.headers) THEN
+        RAISE EXCEPTION 'only vt can be updated in pgmq.%', TG_TABLE_NAME
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'pgmq.q_<queue> is a view of a queue_ext queue: use pgmq''s functions to change messages.';
+    END IF;
+    IF NEW.vt IS NULL THEN
+        RAISE EXCEPTION 'null value in column "vt" of relation "%" violates not-null constraint', TG_TABLE_NAME
+            USING ERRCODE = 'not_null_violation';
+    END IF;
+    IF NEW.vt IS DISTINCT FROM OLD.vt THEN
+        PERFORM pgmq.set_vt(queue_name, OLD.msg_id, NEW.vt);
+    END IF;
+    RETURN NEW;
+END;
+$$ LANGUAGE plpgsql;
+
+-- The queue_ext queue, its msg_id sequence and the view pgmq.q_<name>
+-- (the parts every kind of pgmq queue has).  As in pgmq since 1.6, the
+-- sequence (and the archive) are not members of the extension and stay
+-- when it is dropped; the view is one, it is made of the extension's
+-- functions (DROP EXTENSION ... CASCADE drops it).  durable: false for
+-- create_unlogged.  With notices as pgmq's CREATE ... IF NOT EXISTS give
+-- for a queue that exists.
+CREATE OR REPLACE FUNCTION pgmq._create_queue(queue_name TEXT, durable BOOLEAN)
+RETURNS void AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    qseq TEXT := qtable || '_msg_id_seq';
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
+        PERFORM mq.queue_declare(qe, durable => durable);
+    END IF;
+    IF to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
+        EXECUTE format('CREATE SEQUENCE pgmq.%I', qseq);
+    END IF;
+    IF to_regclass(format('pgmq.%I', qtable)) IS NULL THEN
+        EXECUTE format('CREATE VIEW pgmq.%I AS
+                          SELECT msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers
+                            FROM pgmq._queue_rows(%L)', qtable, qe);
+    ELSE
+        RAISE NOTICE 'relation "%" already exists, skipping', qtable;
+    END IF;
+    IF pgmq._extension_exists('queue_ext_pgmq') AND NOT pgmq._belongs_to_pgmq(qtable) THEN
+        EXECUTE format('ALTER EXTENSION queue_ext_pgmq ADD VIEW pgmq.%I', qtable);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger t
+                    WHERE t.tgrelid = format('pgmq.%I', qtable)::regclass
+                      AND t.tgname = 'pgmq_q_write') THEN
+        EXECUTE format('CREATE TRIGGER pgmq_q_write INSTEAD OF UPDATE OR DELETE ON pgmq.%I
+                          FOR EACH ROW EXECUTE FUNCTION pgmq._q_write()', qtable);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- The archive table pgmq.a_<name> (partition_col: NULL for a plain table)
+CREATE OR REPLACE FUNCTION pgmq._create_archive(queue_name TEXT, partition_col TEXT)
+RETURNS void AS $$
+DECLARE
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+BEGIN
+    IF partition_col IS NULL THEN
+        EXECUTE format('CREATE TABLE IF NOT EXISTS pgmq.%I (
+            msg_id BIGINT PRIMARY KEY,
+            read_ct INT DEFAULT 0 NOT NULL,
+            enqueued_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            last_read_at TIMESTAMP WITH TIME ZONE,
+            archived_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            vt TIMESTAMP WITH TIME ZONE NOT NULL,
+            message JSONB,
+            headers JSONB)', atable);
+    ELSE
+        EXECUTE format('CREATE TABLE IF NOT EXISTS pgmq.%I (
+            msg_id BIGINT NOT NULL,
+            read_ct INT DEFAULT 0 NOT NULL,
+            enqueued_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            last_read_at TIMESTAMP WITH TIME ZONE,
+            archived_at TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL,
+            vt TIMESTAMP WITH TIME ZONE NOT NULL,
+            message JSONB,
+            headers JSONB) PARTITION BY RANGE (%I)', atable, partition_col);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- A plain or unlogged queue: the name checked, under the queue's lock
+CREATE OR REPLACE FUNCTION pgmq._create(queue_name TEXT, unlogged BOOLEAN)
+RETURNS void AS $$
+DECLARE
+    qtable TEXT;
+    existed BOOLEAN;
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    qtable := pgmq.format_table_name(queue_name, 'q');
+    existed := to_regclass(format('pgmq.%I', qtable)) IS NOT NULL;
+    PERFORM pgmq._create_queue(queue_name, NOT unlogged);
+    PERFORM pgmq._create_archive(queue_name, NULL);
+    IF existed THEN
+        -- pgmq's index on vt (queue_ext needs none)
+        RAISE NOTICE 'relation "%" already exists, skipping', qtable || '_vt_idx';
+    END IF;
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON pgmq.%I (archived_at)',
+                   'archived_at_idx_' || queue_name, pgmq.format_table_name(queue_name, 'a'));
+    INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged)
+    VALUES (queue_name, false, unlogged)
+    ON CONFLICT DO NOTHING;
+END;
+$$ LANGUAGE plpgsql;
+
+-- A durable queue_ext queue pgmq.q_<name>, the view pgmq.q_<name>, the
+-- sequence of its msg_ids and the archive table pgmq.a_<name>
+CREATE OR REPLACE FUNCTION pgmq.create_non_partitioned(queue_name TEXT)
+RETURNS void AS $$
+DECLARE
+    -- (the name is checked on pgmq's line 7, for its error's CONTEXT)
+    --
+    --
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq._create(queue_name, unlogged => false);
+END;
+$$ LANGUAGE plpgsql;
+
+-- As create_non_partitioned, on a queue_ext queue that is not durable
+-- (lost in a crash as an unlogged table); the archive is logged
+CREATE OR REPLACE FUNCTION pgmq.create_unlogged(queue_name TEXT)
+RETURNS void AS $$
+    SELECT pgmq._create(queue_name, unlogged => true);
+$$ LANGUAGE sql;
+
+CREATE OR REPLACE FUNCTION pgmq."create"(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+    PERFORM pgmq.create_non_partitioned(queue_name);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pg_partman
+CREATE OR REPLACE FUNCTION pgmq._get_pg_partman_schema()
+RETURNS TEXT LANGUAGE SQL AS $$
+  SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_partman';
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq._get_pg_partman_major_version()
+RETURNS INT LANGUAGE SQL AS $$
+  SELECT split_part(extversion, '.', 1)::INT FROM pg_extension WHERE extname = 'pg_partman'
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq._ensure_pg_partman_installed()
+RETURNS void AS $$
+BEGIN
+  IF NOT pgmq._extension_exists('pg_partman') THEN
+    RAISE EXCEPTION 'pg_partman is required for partitioned queues';
+  END IF;
+END;
+$$ LANGUAGE plpgsql;
+
+-- A partition interval that is a number partitions by msg_id, anything
+-- else by time
+CREATE OR REPLACE FUNCTION pgmq._get_partition_col(partition_interval TEXT)
+RETURNS TEXT AS $$
+BEGIN
+    RETURN CASE WHEN partition_interval ~ '^\s*[+-]?[0-9]+\s*$' THEN 'msg_id' ELSE 'enqueued_at' END;
+END;
+$$ LANGUAGE plpgsql IMMUTABLE;
+
+-- Partition table fq_table by control through pg_partman, premake
+-- partitions ahead, keeping retention of them (old partitions dropped by
+-- partman's maintenance)
+CREATE OR REPLACE FUNCTION pgmq._partman_parent(fq_table TEXT, control TEXT,
+                                     partition_interval TEXT, retention_interval TEXT,
+                                     premake INTEGER)
+RETURNS void AS $$
+BEGIN
+    EXECUTE format('SELECT %I.create_parent(p_parent_table := %L, p_control := %L,
+                                            p_interval := %L, p_type := %L, p_premake := %s)',
+                   pgmq._get_pg_partman_schema(), fq_table, control, partition_interval,
+                   CASE WHEN pgmq._get_pg_partman_major_version() = 5 THEN 'range' ELSE 'native' END,
+                   coalesce(premake, 4));
+    EXECUTE format('UPDATE %I.part_config
+                       SET retention = %L, retention_keep_table = false,
+                           retention_keep_index = true, automatic_maintenance = %L
+                     WHERE parent_table = %L',
+                   pgmq._get_pg_partman_schema(), retention_interval, 'on', fq_table);
+END;
+$$ LANGUAGE plpgsql;
+
+-- A partitioned queue: the messages are in queue_ext as for any queue (its
+-- logs need no partitions: settled generations are dropped whole); the
+-- archive pgmq.a_<name> is partitioned by pg_partman, by msg_id or by
+-- archived_at, with the retention given
+CREATE OR REPLACE FUNCTION pgmq.create_partitioned(
+  queue_name TEXT,
+  partition_interval TEXT DEFAULT '10000',
+  retention_interval TEXT DEFAULT '100000'
+)
+RETURNS void AS $$
+DECLARE
+    -- The queue as create's; the archive partitioned by
+    -- pg_partman: by msg_id when partition_interval is a number, else by
+    -- archived_at, partitions older than retention_interval dropped by
+    -- partman's maintenance.
+    --
+    --
+    --
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._ensure_pg_partman_installed();
+    PERFORM pgmq._create_partitioned(queue_name, partition_interval, retention_interval, 4);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq 1.13's form, with premake (pg_partman's partitions made ahead, 4 by
+-- default; no default here, so that the form above keeps taking the calls
+-- with up to three arguments)
+CREATE OR REPLACE FUNCTION pgmq.create_partitioned(
+  queue_name TEXT,
+  partition_interval TEXT,
+  retention_interval TEXT,
+  premake INTEGER
+)
+RETURNS void AS $$
+BEGIN
+    PERFORM pgmq.validate_queue_name(queue_name);
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._ensure_pg_partman_installed();
+    PERFORM pgmq._create_partitioned(queue_name, partition_interval, retention_interval, premake);
+END;
+$$ LANGUAGE plpgsql;
+
+-- (the checks are made by both forms above, on pgmq's lines)
+CREATE OR REPLACE FUNCTION pgmq._create_partitioned(
+  queue_name TEXT,
+  partition_interval TEXT,
+  retention_interval TEXT,
+  premake INTEGER
+)
+RETURNS void AS $$
+DECLARE
+    partition_col TEXT;
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+BEGIN
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    PERFORM pgmq._ensure_pg_partman_installed();
+    partition_col := pgmq._get_partition_col(partition_interval);
+    PERFORM pgmq._create_queue(queue_name, true);
+    INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged)
+    VALUES (queue_name, true, false)
+    ON CONFLICT DO NOTHING;
+    partition_col := CASE WHEN partition_col = 'enqueued_at' THEN 'archived_at' ELSE partition_col END;
+    PERFORM pgmq._create_archive(queue_name, partition_col);
+    PERFORM pgmq._partman_parent('pgmq.' || atable, partition_col, partition_interval,
+                                 retention_interval, premake);
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON pgmq.%I (archived_at)',
+                   'archived_at_idx_' || queue_name, atable);
+END;
+$$ LANGUAGE plpgsql;
+
+-- Turn a plain archive into one partitioned by msg_id (the old table is
+-- kept as pgmq.a_<name>_old)
+CREATE OR REPLACE FUNCTION pgmq.convert_archive_partitioned(
+  table_name TEXT,
+  partition_interval TEXT DEFAULT '10000',
+  retention_interval TEXT DEFAULT '100000',
+  leading_partition INT DEFAULT 10
+)
+RETURNS void AS $$
+DECLARE
+    atable TEXT := pgmq.format_table_name(table_name, 'a');
+    kind "char";
+    col TEXT;
+BEGIN
+    SELECT c.relkind INTO kind FROM pg_class c
+     WHERE c.relname = atable AND c.relnamespace = 'pgmq'::regnamespace;
+    IF kind = 'p' THEN
+        -- (pgmq's notice, with its stray "s")
+        RAISE NOTICE 'Table %s is already partitioned', atable;
+        RETURN;
+    END IF;
+    IF kind IS DISTINCT FROM 'r' THEN
+        RAISE NOTICE 'Table %s does not exists', atable;
+        RETURN;
+    END IF;
+    -- A number partitions by msg_id, anything else (an interval) by
+    -- archived_at.  The old table keeps its rows under a new name; the new
+    -- one has its columns and defaults, and by msg_id its constraints and
+    -- indexes too (a primary key on msg_id cannot be kept when the
+    -- partitions are by time).  The index on archived_at is renamed as the
+    -- table is (pgmq's names: a long queue name truncates the new index
+    -- name, and may collide with another queue's, as in pgmq).
+    col := CASE WHEN pgmq._get_partition_col(partition_interval) = 'msg_id'
+                THEN 'msg_id' ELSE 'archived_at' END;
+    EXECUTE format('ALTER TABLE pgmq.%I RENAME TO %I', atable, atable || '_old');
+    -- (the ALTER INDEX below is on pgmq's line 52, for its error's CONTEXT)
+    IF col = 'msg_id' THEN
+        EXECUTE format('CREATE TABLE pgmq.%I (LIKE pgmq.%I INCLUDING ALL) PARTITION BY RANGE (msg_id)',
+                       atable, atable || '_old');
+    ELSE
+        EXECUTE format('CREATE TABLE pgmq.%I (LIKE pgmq.%I INCLUDING DEFAULTS INCLUDING GENERATED
+                        INCLUDING STORAGE INCLUDING COMMENTS) PARTITION BY RANGE (archived_at)',
+                       atable, atable || '_old');
+    END IF;
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    --
+    EXECUTE 'ALTER INDEX pgmq.archived_at_idx_' || table_name
+            || ' RENAME TO archived_at_idx_' || table_name || '_old';
+    EXECUTE 'CREATE INDEX archived_at_idx_' || table_name || ' ON ' || format('pgmq.%I', atable)
+            || '(archived_at)';
+    EXECUTE format('SELECT %I.create_parent(p_parent_table := %L, p_control := %L,
+                                            p_interval := %L, p_type := %L)',
+                   pgmq._get_pg_partman_schema(), 'pgmq.' || atable, col, partition_interval,
+                   CASE WHEN pgmq._get_pg_partman_major_version() = 5 THEN 'range' ELSE 'native' END);
+    EXECUTE format('UPDATE %I.part_config
+                       SET retention = %L, retention_keep_table = false,
+                           retention_keep_index = false, infinite_time_partitions = true
+                     WHERE parent_table = %L',
+                   pgmq._get_pg_partman_schema(), retention_interval, 'pgmq.' || atable);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq's deprecated no-op: archives are not members of the extension
+CREATE OR REPLACE FUNCTION pgmq.detach_archive(queue_name TEXT)
+RETURNS VOID AS $$
+BEGIN
+    -- an archive of a queue created by 0.1 may still be a member
+    IF pgmq._extension_exists('queue_ext_pgmq')
+       AND pgmq._belongs_to_pgmq(pgmq.format_table_name(queue_name, 'a')) THEN
+        EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP TABLE pgmq.%I',
+                       pgmq.format_table_name(queue_name, 'a'));
+    END IF;
+    RAISE WARNING 'detach_archive(queue_name) is deprecated and is a no-op. It will be removed in PGMQ v2.0. Archive tables are no longer member objects.';
+END
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.drop_queue(queue_name TEXT)
+RETURNS BOOLEAN AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    qe TEXT := 'pgmq.' || qtable;
+    qseq TEXT := qtable || '_msg_id_seq';
+    atable TEXT := pgmq.format_table_name(queue_name, 'a');
+    partitioned BOOLEAN;
+BEGIN
+    PERFORM pgmq.acquire_queue_lock(queue_name);
+    SELECT m.is_partitioned INTO partitioned FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
+    -- (a queue left by DROP EXTENSION has no view, but its sequence)
+    IF to_regclass(format('pgmq.%I', qtable)) IS NULL
+       AND to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
+        RAISE NOTICE 'pgmq queue `%` does not exist', queue_name;
+        RETURN FALSE;
+    END IF;
+    IF pgmq._extension_exists('queue_ext_pgmq') THEN
+        IF pgmq._belongs_to_pgmq(qtable) THEN
+            EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP VIEW pgmq.%I', qtable);
+        END IF;
+        IF pgmq._belongs_to_pgmq(qseq) THEN
+            EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP SEQUENCE pgmq.%I', qseq);
+        END IF;
+        IF pgmq._belongs_to_pgmq(atable) THEN
+            EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP TABLE pgmq.%I', atable);
+        END IF;
+    END IF;
+    EXECUTE format('DROP VIEW IF EXISTS pgmq.%I', qtable);
+    EXECUTE format('DROP SEQUENCE IF EXISTS pgmq.%I', qseq);
+    EXECUTE format('DROP TABLE IF EXISTS pgmq.%I', atable);
+    IF EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
+        PERFORM mq.queue_delete(qe);
+    END IF;
+    DELETE FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
+    IF partitioned AND pgmq._extension_exists('pg_partman') THEN
+        EXECUTE format('DELETE FROM %I.part_config WHERE parent_table IN (%L, %L)',
+                       pgmq._get_pg_partman_schema(), 'pgmq.' || qtable, 'pgmq.' || atable);
+    END IF;
+    RETURN TRUE;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.drop_queue(queue_name TEXT, partitioned BOOLEAN)
+RETURNS BOOLEAN AS $$
+BEGIN
+    RAISE WARNING 'drop_queue(queue_name, partitioned) is deprecated and will be removed in PGMQ v2.0. Use drop_queue(queue_name) instead';
+    PERFORM pgmq.drop_queue(queue_name);
+    RETURN TRUE;
+END;
+$$ LANGUAGE plpgsql;
+
+------------------------------------------------------------
+-- Notifications of sends (pgmq's enable_notify_insert): a send to a queue
+-- that has them notifies channel 'pgmq.q_<name>.INSERT', at most once per
+-- throttle_interval_ms (pgmq's trigger on its table; here the send itself
+-- does it, pgmq._notify_insert)
+------------------------------------------------------------
+CREATE OR REPLACE FUNCTION pgmq.enable_notify_insert(queue_name TEXT, throttle_interval_ms INTEGER DEFAULT 250)
+RETURNS void AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+    v_queue_name TEXT := queue_name;
+    v_interval INTEGER := throttle_interval_ms;
+BEGIN
+    IF v_interval < 0 THEN
+        RAISE EXCEPTION 'throttle_interval_ms must be non-negative';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM information_schema.tables t
+                    WHERE t.table_schema = 'pgmq' AND t.table_name = qtable) THEN
+        RAISE EXCEPTION 'Queue "%" does not exist. Create it first using pgmq.create()', v_queue_name;
+    END IF;
+    PERFORM pgmq.disable_notify_insert(v_queue_name);
+    INSERT INTO pgmq.notify_insert_throttle (queue_name, throttle_interval_ms)
+    VALUES (v_queue_name, v_interval)
+    ON CONFLICT ON CONSTRAINT notify_insert_throttle_queue_name_key DO UPDATE
+       SET throttle_interval_ms = EXCLUDED.throttle_interval_ms,
+           last_notified_at = to_timestamp(0);
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.disable_notify_insert(queue_name TEXT)
+RETURNS void AS $$
+DECLARE
+    v_queue_name TEXT := queue_name;
+BEGIN
+    -- pgmq drops its trigger here: the same statement on the view gives
+    -- pgmq's notices when there is none (and its error for no queue)
+    IF NOT EXISTS (SELECT 1 FROM pgmq.notify_insert_throttle t WHERE t.queue_name = v_queue_name) THEN
+        EXECUTE format('DROP TRIGGER IF EXISTS trigger_notify_queue_insert_listeners ON pgmq.%I',
+                       pgmq.format_table_name(v_queue_name, 'q'));
+    END IF;
+    DELETE FROM pgmq.notify_insert_throttle t WHERE t.queue_name = v_queue_name;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.list_notify_insert_throttles()
+RETURNS TABLE (queue_name TEXT, throttle_interval_ms INTEGER,
+               last_notified_at TIMESTAMP WITH TIME ZONE)
+LANGUAGE sql STABLE AS $$
+    SELECT t.queue_name, t.throttle_interval_ms, t.last_notified_at
+      FROM pgmq.notify_insert_throttle t
+     ORDER BY t.queue_name;
+$$;
+
+CREATE OR REPLACE FUNCTION pgmq.update_notify_insert(queue_name TEXT, throttle_interval_ms INTEGER)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF throttle_interval_ms < 0 THEN
+        RAISE EXCEPTION 'throttle_interval_ms must be non-negative, got: %', throttle_interval_ms;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pgmq.meta m WHERE m.queue_name = update_notify_insert.queue_name) THEN
+        RAISE EXCEPTION 'Queue "%" does not exist. Create the queue first using pgmq.create()', queue_name;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pgmq.notify_insert_throttle t
+                    WHERE t.queue_name = update_notify_insert.queue_name) THEN
+        RAISE EXCEPTION 'Queue "%" does not have notify_insert enabled. Enable it first using pgmq.enable_notify_insert()', queue_name;
+    END IF;
+    UPDATE pgmq.notify_insert_throttle t
+       SET throttle_interval_ms = update_notify_insert.throttle_interval_ms,
+           last_notified_at = to_timestamp(0)
+     WHERE t.queue_name = update_notify_insert.queue_name;
+END;
+$$;
