@@ -419,9 +419,15 @@ on_read(struct bufferevent *bev, void *arg)
 	Conn	   *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t		len = evbuffer_get_length(in);
-	unsigned char *data = evbuffer_pullup(in, -1);
+	unsigned char *data;
 	ssize_t		n;
 
+	if (c->dead)
+	{
+		evbuffer_drain(in, len);
+		return;
+	}
+	data = evbuffer_pullup(in, -1);
 	c->flushing = true;			/* callbacks may send: one flush after */
 	n = nghttp2_session_mem_recv(c->h2, data, len);
 	c->flushing = false;

@@ -15,6 +15,8 @@
  *					long polling = wait, receipt handle = receipt
  *	AckMessage		mq.ack by receipt
  *	ChangeInvisibleDuration  mq.extend_lease by receipt (0: mq.nack)
+ *	QueryAssignment	message queue 0 of the stream (a receive takes from all)
+ *	ForwardMessageToDeadLetterQueue  mq.nack without requeue: %DLQ%<group>
  *	Heartbeat, NotifyClientTermination  OK
  *	Telemetry		answers each Settings with the server's settings
  *	any other of MessagingService's RPCs: Status NOT_IMPLEMENTED; a method
@@ -24,6 +26,7 @@
  */
 #include "rmq.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,8 @@ enum
 	RPC_CHANGE_INVISIBLE,
 	RPC_TELEMETRY,
 	RPC_NOTIFY_TERMINATION,
+	RPC_QUERY_ASSIGNMENT,
+	RPC_FORWARD_DLQ,
 	RPC_NOT_IMPLEMENTED,		/* the service's, not served (yet) */
 	RPC_DONE					/* answered; anything more is ignored */
 };
@@ -60,8 +65,8 @@ static const struct
 	{"ChangeInvisibleDuration", RPC_CHANGE_INVISIBLE},
 	{"Telemetry", RPC_TELEMETRY},
 	{"NotifyClientTermination", RPC_NOTIFY_TERMINATION},
-	{"QueryAssignment", RPC_NOT_IMPLEMENTED},
-	{"ForwardMessageToDeadLetterQueue", RPC_NOT_IMPLEMENTED},
+	{"QueryAssignment", RPC_QUERY_ASSIGNMENT},
+	{"ForwardMessageToDeadLetterQueue", RPC_FORWARD_DLQ},
 	{"PullMessage", RPC_NOT_IMPLEMENTED},
 	{"UpdateOffset", RPC_NOT_IMPLEMENTED},
 	{"GetOffset", RPC_NOT_IMPLEMENTED},
@@ -74,6 +79,8 @@ static const struct
 #define SERVICE_PREFIX "/apache.rocketmq.v2.MessagingService/"
 #define MAX_PARAMS 10
 #define RMQ_HEADER "x-rocketmq"
+/* the lease of a PushConsumer's deliveries (auto_renew, no duration given) */
+#define AUTO_RENEW_LEASE_MS (5 * 60 * 1000)
 
 /* An RPC waiting for PostgreSQL */
 typedef struct Req
@@ -97,6 +104,7 @@ typedef struct Req
 	PB(AckMessageResultEntry) * ack_entries;
 	PB(Status) * ack_status;
 	int64_t		invisible_ms;
+	PB(Resource) * topic;		/* QueryRoute, QueryAssignment: in msg */
 } Req;
 
 /* ---------------------------------------------------------------------
@@ -230,11 +238,74 @@ req_run(Req *r, const char *sql, int nparams, pg_result_cb cb)
  * QueryRoute
  * --------------------------------------------------------------------- */
 
+/*
+ * The first n message queues of a topic, ids 0..n-1 (partitions), all
+ * served by this gateway: the route is a function of the stream's
+ * partitions (docs/rocketmq.md).  One allocation: route_queues_free.
+ */
+typedef struct RouteAlloc
+{
+	PB(Address) addr;
+	PB(Address) *addrs[1];
+	PB(Endpoints) ep;
+	PB(Broker) broker;
+	PB(Resource) topic;
+	PB(MessageType) types[4];
+	PB(MessageQueue) mqs[];
+} RouteAlloc;
+
+static PB(MessageQueue) *
+route_queues(const PB(Resource) * topic, int n)
+{
+	RouteAlloc *ra = calloc(1, offsetof(RouteAlloc, mqs) + (n + 1) * sizeof(PB(MessageQueue)));
+	int			i;
+
+	PBFN(address__init) (&ra->addr);
+	ra->addr.host = (char *) rmq_advertise_host;
+	ra->addr.port = rmq_advertise_port;
+	ra->addrs[0] = &ra->addr;
+	PBFN(endpoints__init) (&ra->ep);
+	ra->ep.scheme = strspn(rmq_advertise_host, "0123456789.") == strlen(rmq_advertise_host) ?
+		APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__IPv4 :
+		strchr(rmq_advertise_host, ':') ? APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__IPv6 :
+		APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__DOMAIN_NAME;
+	ra->ep.n_addresses = 1;
+	ra->ep.addresses = ra->addrs;
+	PBFN(broker__init) (&ra->broker);
+	ra->broker.name = "mq-rocketmq";
+	ra->broker.id = 0;
+	ra->broker.endpoints = &ra->ep;
+	PBFN(resource__init) (&ra->topic);
+	ra->topic.resource_namespace = topic->resource_namespace;
+	ra->topic.name = topic->name;
+	ra->types[0] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__NORMAL;
+	ra->types[1] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__FIFO;
+	ra->types[2] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__DELAY;
+	ra->types[3] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION;
+	for (i = 0; i < n; i++)
+	{
+		PBFN(message_queue__init) (&ra->mqs[i]);
+		ra->mqs[i].topic = &ra->topic;
+		ra->mqs[i].id = i;
+		ra->mqs[i].permission = APACHE__ROCKETMQ__V2__PERMISSION__READ_WRITE;
+		ra->mqs[i].broker = &ra->broker;
+		ra->mqs[i].n_accept_message_types = 4;
+		ra->mqs[i].accept_message_types = ra->types;
+	}
+	return ra->mqs;
+}
+
+static void
+route_queues_free(PB(MessageQueue) * mqs)
+{
+	free((char *) mqs - offsetof(RouteAlloc, mqs));
+}
+
 static void
 query_route_done(void *arg, PGresult *res)
 {
 	Req		   *r = arg;
-	PB(QueryRouteRequest) * q = (PB(QueryRouteRequest) *) r->msg;
+	PB(Resource) * topic = r->topic;
 	Stream	   *s = r->s;
 
 	if (s == NULL)
@@ -249,8 +320,31 @@ query_route_done(void *arg, PGresult *res)
 		char		msg[400];
 
 		snprintf(msg, sizeof(msg), "topic \"%s\" does not exist (a topic is a stream: mq.queue_declare(..., type => 'stream'))",
-				 q->topic->name);
+				 topic->name);
 		answer_status(s, CODE(TOPIC_NOT_FOUND), msg);
+	}
+	else if (r->rpc == RPC_QUERY_ASSIGNMENT)
+	{
+		/*
+		 * One assignment, message queue 0: a ReceiveMessage takes from every
+		 * partition, so one long poll per client is enough
+		 */
+		PB(QueryAssignmentResponse) out = APACHE__ROCKETMQ__V2__QUERY_ASSIGNMENT_RESPONSE__INIT;
+		PB(Assignment) a = APACHE__ROCKETMQ__V2__ASSIGNMENT__INIT;
+		PB(Assignment) * ap[1] = {&a};
+		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+		PB(MessageQueue) *mq = route_queues(topic, 1);
+
+		st.code = CODE(OK);
+		st.message = "OK";
+		a.message_queue = mq;
+		out.status = &st;
+		out.n_assignments = 1;
+		out.assignments = ap;
+		stream_send_message(s, &out.base);
+		stream_finish(s, 0, NULL);
+		s->rpc = RPC_DONE;
+		route_queues_free(mq);
 	}
 	else
 	{
@@ -258,70 +352,39 @@ query_route_done(void *arg, PGresult *res)
 		int			i;
 		PB(QueryRouteResponse) out = APACHE__ROCKETMQ__V2__QUERY_ROUTE_RESPONSE__INIT;
 		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
-		PB(Address) addr = APACHE__ROCKETMQ__V2__ADDRESS__INIT;
-		PB(Address) * addrs[1] = {&addr};
-		PB(Endpoints) ep = APACHE__ROCKETMQ__V2__ENDPOINTS__INIT;
-		PB(Broker) broker = APACHE__ROCKETMQ__V2__BROKER__INIT;
-		PB(Resource) topic = APACHE__ROCKETMQ__V2__RESOURCE__INIT;
-		PB(MessageType) types[4] = {
-			APACHE__ROCKETMQ__V2__MESSAGE_TYPE__NORMAL, APACHE__ROCKETMQ__V2__MESSAGE_TYPE__FIFO,
-			APACHE__ROCKETMQ__V2__MESSAGE_TYPE__DELAY, APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION
-		};
-		PB(MessageQueue) *mqs = calloc(n, sizeof(PB(MessageQueue)));
-		PB(MessageQueue) **mqp = calloc(n, sizeof(void *));
+		PB(MessageQueue) *mqs = route_queues(topic, n);
+		PB(MessageQueue) **mqp = calloc(n + 1, sizeof(void *));
 
 		st.code = CODE(OK);
 		st.message = "OK";
-		addr.host = (char *) rmq_advertise_host;
-		addr.port = rmq_advertise_port;
-		ep.scheme = strspn(rmq_advertise_host, "0123456789.") == strlen(rmq_advertise_host) ?
-			APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__IPv4 :
-			strchr(rmq_advertise_host, ':') ? APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__IPv6 :
-			APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__DOMAIN_NAME;
-		ep.n_addresses = 1;
-		ep.addresses = addrs;
-		/* one broker: this gateway; route = f(partitions) (docs/rocketmq.md) */
-		broker.name = "mq-rocketmq";
-		broker.id = 0;
-		broker.endpoints = &ep;
-		topic.resource_namespace = q->topic->resource_namespace;
-		topic.name = q->topic->name;
 		for (i = 0; i < n; i++)
-		{
-			PBFN(message_queue__init) (&mqs[i]);
-			mqs[i].topic = &topic;
-			mqs[i].id = i;
-			mqs[i].permission = APACHE__ROCKETMQ__V2__PERMISSION__READ_WRITE;
-			mqs[i].broker = &broker;
-			mqs[i].n_accept_message_types = 4;
-			mqs[i].accept_message_types = types;
 			mqp[i] = &mqs[i];
-		}
 		out.status = &st;
 		out.n_message_queues = n;
 		out.message_queues = mqp;
 		stream_send_message(s, &out.base);
 		stream_finish(s, 0, NULL);
 		s->rpc = RPC_DONE;
-		free(mqs);
+		route_queues_free(mqs);
 		free(mqp);
 	}
 	req_free(r);
 }
 
 static void
-query_route(Stream *s, PB(QueryRouteRequest) * q)
+query_route(Stream *s, PB(Resource) * topic, ProtobufCMessage *m, int rpc)
 {
 	Req		   *r;
 
-	if (q->topic == NULL || q->topic->name[0] == '\0')
+	if (topic == NULL || topic->name[0] == '\0')
 	{
 		answer_status(s, CODE(ILLEGAL_TOPIC), "no topic given");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		protobuf_c_message_free_unpacked(m, NULL);
 		return;
 	}
-	r = req_new(s, RPC_QUERY_ROUTE, q->topic->resource_namespace, &q->base);
-	req_param(r, 0, q->topic->name);
+	r = req_new(s, rpc, topic->resource_namespace, m);
+	r->topic = topic;
+	req_param(r, 0, topic->name);
 	req_run(r, "SELECT partitions FROM mq.queues WHERE queue = $1 AND type = 'stream'", 1,
 			query_route_done);
 }
@@ -420,6 +483,16 @@ send_next(Req *r)
 		if (m->body.len > (size_t) rmq_max_body)
 		{
 			send_entry(r, CODE(MESSAGE_BODY_TOO_LARGE), "message body too large (--max-body-size)", sp->message_id);
+			continue;
+		}
+		if (sp->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION)
+		{
+			/*
+			 * not stored as a normal message: consumers would get what the
+			 * producer may still roll back
+			 */
+			send_entry(r, CODE(NOT_IMPLEMENTED), "transactional messages are not implemented by mq-rocketmq yet",
+					   sp->message_id);
 			continue;
 		}
 		if (sp->body_encoding == APACHE__ROCKETMQ__V2__ENCODING__GZIP)
@@ -828,7 +901,16 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 		protobuf_c_message_free_unpacked(&q->base, NULL);
 		return;
 	}
-	if (q->invisible_duration == NULL || invisible <= 0)
+	if (q->invisible_duration == NULL && q->auto_renew)
+	{
+		/*
+		 * A PushConsumer asks the server to keep renewing its deliveries
+		 * (auto_renew) and sends no duration; the gateway does not renew
+		 * (docs/rocketmq.md): a fixed lease instead
+		 */
+		invisible = AUTO_RENEW_LEASE_MS;
+	}
+	else if (q->invisible_duration == NULL || invisible <= 0)
 	{
 		receive_status(s, CODE(ILLEGAL_INVISIBLE_TIME), "the invisible duration must be positive");
 		protobuf_c_message_free_unpacked(&q->base, NULL);
@@ -1041,6 +1123,46 @@ change_invisible(Stream *s, PB(ChangeInvisibleDurationRequest) * q)
 }
 
 /* ---------------------------------------------------------------------
+ * ForwardMessageToDeadLetterQueue
+ * --------------------------------------------------------------------- */
+
+static void
+forward_dlq_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	const char *state = res_state(res);
+
+	if (res_good(res))
+		answer_status(r->s, CODE(OK), "OK");
+	else
+		answer_status(r->s, (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0) ?
+					  CODE(INVALID_RECEIPT_HANDLE) : code_of(res, CODE(TOPIC_NOT_FOUND)),
+					  res_message(res));
+	req_free(r);
+}
+
+/* the group's dead-letter queue %DLQ%<group>: mq.nack without requeue */
+static void
+forward_dlq(Stream *s, PB(ForwardMessageToDeadLetterQueueRequest) * q)
+{
+	Req		   *r;
+
+	if (q->group == NULL || q->group->name[0] == '\0' || q->topic == NULL ||
+		q->topic->name[0] == '\0' || q->receipt_handle[0] == '\0')
+	{
+		answer_status(s, CODE(BAD_REQUEST), "ForwardMessageToDeadLetterQueue needs a group, a topic and a receipt handle");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	r = req_new(s, RPC_FORWARD_DLQ, q->group->resource_namespace, &q->base);
+	req_param(r, 0, q->topic->name);
+	req_param(r, 1, q->group->name);
+	req_param(r, 2, q->receipt_handle);
+	req_run(r, "SELECT mq.nack($1, requeue => false, group_name => $2, receipts => ARRAY[$3])",
+			3, forward_dlq_done);
+}
+
+/* ---------------------------------------------------------------------
  * Telemetry
  * --------------------------------------------------------------------- */
 
@@ -1194,6 +1316,12 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 		case RPC_QUERY_ROUTE:
 			d = &apache__rocketmq__v2__query_route_request__descriptor;
 			break;
+		case RPC_QUERY_ASSIGNMENT:
+			d = &apache__rocketmq__v2__query_assignment_request__descriptor;
+			break;
+		case RPC_FORWARD_DLQ:
+			d = &apache__rocketmq__v2__forward_message_to_dead_letter_queue_request__descriptor;
+			break;
 		case RPC_SEND:
 			d = &apache__rocketmq__v2__send_message_request__descriptor;
 			break;
@@ -1233,7 +1361,15 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 	{
 		case RPC_QUERY_ROUTE:
 			s->rpc = RPC_DONE;
-			query_route(s, (PB(QueryRouteRequest) *) m);
+			query_route(s, ((PB(QueryRouteRequest) *) m)->topic, m, RPC_QUERY_ROUTE);
+			break;
+		case RPC_QUERY_ASSIGNMENT:
+			s->rpc = RPC_DONE;
+			query_route(s, ((PB(QueryAssignmentRequest) *) m)->topic, m, RPC_QUERY_ASSIGNMENT);
+			break;
+		case RPC_FORWARD_DLQ:
+			s->rpc = RPC_DONE;
+			forward_dlq(s, (PB(ForwardMessageToDeadLetterQueueRequest) *) m);
 			break;
 		case RPC_SEND:
 			s->rpc = RPC_DONE;
