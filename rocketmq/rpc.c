@@ -12,7 +12,8 @@
  *	SendMessage		mq.send: keys (the first one is queue_ext's key), tag,
  *					message_group, deliver_at; the rest in the x-rocketmq header
  *	ReceiveMessage	mq.consume of the group: invisible duration = lease,
- *					long polling = wait, receipt handle = receipt
+ *					long polling = wait, receipt handle = receipt; the
+ *					subscription's filter on top of the group's
  *	AckMessage		mq.ack by receipt
  *	ChangeInvisibleDuration  mq.extend_lease by receipt (0: mq.nack)
  *	QueryAssignment	message queue 0 of the stream (a receive takes from all)
@@ -152,6 +153,8 @@ code_of(const PGresult *res, int not_found)
 		return CODE(UNSUPPORTED);
 	if (strcmp(st, "42809") == 0)
 		return CODE(ILLEGAL_TOPIC);
+	if (strcmp(st, "42601") == 0 || strcmp(st, "54001") == 0)
+		return CODE(ILLEGAL_FILTER_EXPRESSION);
 	if (strncmp(st, "22", 2) == 0)
 		return CODE(BAD_REQUEST);
 	return CODE(INTERNAL_SERVER_ERROR);
@@ -887,6 +890,7 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	int64_t		invisible = dur_ms(q->invisible_duration);
 	int64_t		wait = dur_ms(q->long_polling_timeout);
 	int			batch = q->batch_size;
+	const char *filter_type = NULL;
 
 	if (q->group == NULL || q->group->name[0] == '\0')
 	{
@@ -922,6 +926,21 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 		protobuf_c_message_free_unpacked(&q->base, NULL);
 		return;
 	}
+	if (q->filter_expression && q->filter_expression->expression[0] != '\0' &&
+		!(q->filter_expression->type == APACHE__ROCKETMQ__V2__FILTER_TYPE__TAG &&
+		  strcmp(q->filter_expression->expression, "*") == 0))
+	{
+		if (q->filter_expression->type == APACHE__ROCKETMQ__V2__FILTER_TYPE__TAG)
+			filter_type = "tag";
+		else if (q->filter_expression->type == APACHE__ROCKETMQ__V2__FILTER_TYPE__SQL)
+			filter_type = "sql92";
+		else
+		{
+			receive_status(s, CODE(ILLEGAL_FILTER_EXPRESSION), "unknown filter type");
+			protobuf_c_message_free_unpacked(&q->base, NULL);
+			return;
+		}
+	}
 	if (batch < 1)
 		batch = 1;
 	if (batch > 10000)
@@ -940,13 +959,40 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	 * detached leases (session_bound => false): the pooled session is not
 	 * the client, only the invisible duration ends a delivery
 	 */
-	req_run(r,
-			"SELECT msg_id, body, headers,"
-			" (extract(epoch FROM published_at) * 1000)::bigint, delivery_count,"
-			" partition, \"offset\", key, tag, message_group, receipt"
-			" FROM mq.consume($1, max_messages => $2::int, wait => $3::interval,"
-			" lease => $4::interval, group_name => $5, session_bound => false)",
-			5, receive_done);
+	if (filter_type == NULL)
+		req_run(r,
+				"SELECT msg_id, body, headers,"
+				" (extract(epoch FROM published_at) * 1000)::bigint, delivery_count,"
+				" partition, \"offset\", key, tag, message_group, receipt"
+				" FROM mq.consume($1, max_messages => $2::int, wait => $3::interval,"
+				" lease => $4::interval, group_name => $5, session_bound => false)",
+				5, receive_done);
+	else
+	{
+		/*
+		 * The subscription's own filter, on top of the group's: what it
+		 * rejects is settled for the group in the same statement (RocketMQ:
+		 * a group's subscription decides what the group gets), never
+		 * returned.  Over the user properties and the tag, as the group's.
+		 */
+		req_param(r, 5, filter_type);
+		req_param(r, 6, q->filter_expression->expression);
+		req_run(r,
+				/* the expression is checked first, with or without messages */
+				"WITH c AS (SELECT * FROM mq.consume($1, max_messages =>"
+				"  (SELECT CASE WHEN mq.filter_match($6, $7, '{}'::jsonb) THEN $2::int ELSE $2::int END),"
+				"  wait => $3::interval, lease => $4::interval, group_name => $5,"
+				"  session_bound => false)),"
+				" m AS (SELECT c.*, coalesce(mq.filter_match($6, $7, c.headers - '" RMQ_HEADER "', c.tag),"
+				"  false) AS pass FROM c),"
+				" skipped AS (SELECT mq.ack($1, group_name => $5, receipts => array_agg(receipt)) AS n"
+				"  FROM m WHERE NOT pass HAVING count(*) > 0)"
+				" SELECT msg_id, body, headers,"
+				" (extract(epoch FROM published_at) * 1000)::bigint, delivery_count,"
+				" partition, \"offset\", key, tag, message_group, receipt"
+				" FROM m, (SELECT count(*) FROM skipped) s WHERE pass",
+				7, receive_done);
+	}
 }
 
 /* ---------------------------------------------------------------------
