@@ -18,7 +18,11 @@
 #    %DLQ%<group>, once; an RPC not implemented answers NOT_IMPLEMENTED and an
 #    unknown method gRPC's UNIMPLEMENTED (neither hangs);
 #  - push_check.js: a PushConsumer consumes each message once and a
-#    message its listener fails once comes back with delivery attempt 2.
+#    message its listener fails once comes back with delivery attempt 2;
+#  - filter_check.js: SimpleConsumers subscribing with a tag expression and
+#    a SQL92 selector get exactly what their expression matches; a bad
+#    selector is ILLEGAL_FILTER_EXPRESSION;
+#  - after a PostgreSQL restart under it, the gateway routes and sends again.
 # No timing assertion: each client call has a generous timeout so that a
 # hang fails instead of blocking the suite.  mq-rocketmq missing is a
 # failure, not a skip.
@@ -84,6 +88,8 @@ $node->safe_psql('postgres', q{
 	SELECT mq.group_declare('rmq_topic', 'rmq_group', start => 'earliest',
 							retry_delays => '{1 second}');
 	SELECT mq.group_declare('rmq_topic', 'rmq_push', retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_tag', retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_sql', retry_delays => '{1 second}');
 	SELECT mq.grant('publish', 'queue', 'rmq_topic', 'rmq_app');
 	SELECT mq.grant('consume', 'queue', 'rmq_topic', 'rmq_app');
 });
@@ -213,17 +219,43 @@ for my $name (@push)
 }
 is($rc, 0, 'push_check.js exits 0') or diag("$out$err");
 
+# Subscription filters (tag, SQL92) of groups without a filter of their own
+my @filter = qw(tag_filter sql92_filter bad_selector_refused);
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/filter_check.js" ], 600,
+	{ %env, RMQ_TAG_GROUP => 'rmq_tag', RMQ_SQL_GROUP => 'rmq_sql',
+	  RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@filter)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "filter_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
+
 # what the client sent is in the stream, with its x-rocketmq header
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM generate_series(0, 3) p,
 		   mq.read('rmq_topic', p, max_messages => 100) r
 	 WHERE r.headers ? 'x-rocketmq' AND r.headers->'x-rocketmq'->>'id' <> ''}),
-	'10', 'the ten messages sent through the gateway are in the stream, each with its RocketMQ id');
+	'15', 'the 15 messages sent through the gateway are in the stream, each with its RocketMQ id');
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(concat_ws(' ', headers->>'x-dlq-reason', headers->>'x-dlq-origin-group',
 							   headers->'x-rocketmq'->'keys'->>0), ',')
 	  FROM mq.browse('%DLQ%rmq_group', 10)}),
 	'nack rmq_group dead', 'ForwardMessageToDeadLetterQueue put the message into %DLQ%rmq_group');
+
+# PostgreSQL restarts under the gateway: its pooled sessions are gone, the
+# next requests connect again
+$node->restart;
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+	{ %env, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+like($out, qr/^queryRoute 20000\nsendMessage 20000 20000$/,
+	'after a PostgreSQL restart the gateway routes and sends again') or diag("$out$err");
 
 $gw->signal('TERM');
 $gw->finish;
