@@ -53,6 +53,8 @@ const char *rmq_advertise_host;
 int			rmq_advertise_port;
 int			rmq_max_sessions = 100;
 int			rmq_max_body = 4 * 1024 * 1024;
+const char *rmq_producer_group = "rocketmq";
+int			rmq_tx_check = 30;
 bool		rmq_verbose;
 
 static const char *insecure_role;
@@ -300,6 +302,10 @@ usage(FILE *f)
 			"  --max-clock-skew=SECONDS  how far a signed x-mq-date-time may be off (default 900)\n"
 			"  --max-sessions=N          most PostgreSQL sessions at once (default 100)\n"
 			"  --max-body-size=BYTES     largest message body (default 4194304)\n"
+			"  --producer-group=NAME     queue_ext producer group of transactional messages\n"
+			"                            (default rocketmq; declare it: docs/rocketmq.md)\n"
+			"  --transaction-check=SECONDS  ask a producer about a half message pending that\n"
+			"                            long, and again every SECONDS (default 30; 0: never)\n"
 			"  --verbose                 log connections and errors\n"
 			"  --help                    show this help, then exit\n"
 			"  --version                 show the version, then exit\n\n"
@@ -342,6 +348,8 @@ main(int argc, char **argv)
 		{"max-clock-skew", required_argument, NULL, 'k'},
 		{"max-sessions", required_argument, NULL, 's'},
 		{"max-body-size", required_argument, NULL, 'b'},
+		{"producer-group", required_argument, NULL, 'p'},
+		{"transaction-check", required_argument, NULL, 't'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -392,6 +400,12 @@ main(int argc, char **argv)
 			case 'b':
 				rmq_max_body = atoi(optarg);
 				break;
+			case 'p':
+				rmq_producer_group = optarg;
+				break;
+			case 't':
+				rmq_tx_check = atoi(optarg);
+				break;
 			case 'v':
 				rmq_verbose = true;
 				break;
@@ -410,6 +424,8 @@ main(int argc, char **argv)
 		die("unexpected argument \"%s\" (try --help)", argv[optind]);
 	if (rmq_max_sessions < 1 || rmq_max_body < 1 || max_clock_skew < 1)
 		die("--max-sessions, --max-body-size and --max-clock-skew must be positive");
+	if (rmq_tx_check < 0)
+		die("--transaction-check must not be negative");
 
 	split_address(listen_addr, host, sizeof(host), &port);
 	split_address(advertise ? advertise : listen_addr, adv_host, sizeof(adv_host),
@@ -469,6 +485,7 @@ main(int argc, char **argv)
 		die("cannot listen on %s: %s", listen_addr, strerror(errno));
 	evutil_freeaddrinfo(ai);
 	evconnlistener_set_error_cb(listener, on_accept_error);
+	rpc_start();
 	sigint = evsignal_new(rmq_base, SIGINT, on_signal, NULL);
 	sigterm = evsignal_new(rmq_base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);

@@ -50,6 +50,8 @@ extern const char *rmq_advertise_host;
 extern int	rmq_advertise_port;
 extern int	rmq_max_sessions;
 extern int	rmq_max_body;
+extern const char *rmq_producer_group;
+extern int	rmq_tx_check;
 extern bool rmq_verbose;
 extern void logmsg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 
@@ -84,6 +86,11 @@ typedef struct Stream
 	const char *role;			/* the role it acts as */
 	void	   *req;			/* the RPC's pending work, if any */
 	int			client_type;	/* Telemetry: the client's Settings */
+	/* a producer's Telemetry stream: where check-backs go (rpc.c) */
+	bool		producer;
+	char		db[128];
+	char		topics[1024];	/* ",topic,topic," */
+	struct Stream *next_producer;
 	struct Stream *next;
 } Stream;
 
@@ -97,6 +104,7 @@ extern void rpc_begin(Stream *s);
 extern void rpc_message(Stream *s, const uint8_t *data, size_t len);
 extern void rpc_end_of_input(Stream *s);
 extern void rpc_stream_gone(Stream *s);
+extern void rpc_start(void);
 
 /* pg.c: one statement on a pooled session of (database, role) */
 typedef void (*pg_result_cb) (void *arg, PGresult *res);

@@ -10,7 +10,9 @@
  *	QueryRoute		the stream's partitions (mq.queues), each a message queue
  *					served by this gateway; TOPIC_NOT_FOUND otherwise
  *	SendMessage		mq.send: keys (the first one is queue_ext's key), tag,
- *					message_group, deliver_at; the rest in the x-rocketmq header
+ *					message_group, deliver_at; the rest in the x-rocketmq header;
+ *					a TRANSACTION message is mq.publish_half of --producer-group
+ *	EndTransaction	mq.end_half
  *	ReceiveMessage	mq.consume of the group: invisible duration = lease,
  *					long polling = wait, receipt handle = receipt; the
  *					subscription's filter on top of the group's
@@ -49,6 +51,7 @@ enum
 	RPC_NOTIFY_TERMINATION,
 	RPC_QUERY_ASSIGNMENT,
 	RPC_FORWARD_DLQ,
+	RPC_END_TRANSACTION,
 	RPC_NOT_IMPLEMENTED,		/* the service's, not served (yet) */
 	RPC_DONE					/* answered; anything more is ignored */
 };
@@ -72,7 +75,7 @@ static const struct
 	{"UpdateOffset", RPC_NOT_IMPLEMENTED},
 	{"GetOffset", RPC_NOT_IMPLEMENTED},
 	{"QueryOffset", RPC_NOT_IMPLEMENTED},
-	{"EndTransaction", RPC_NOT_IMPLEMENTED},
+	{"EndTransaction", RPC_END_TRANSACTION},
 	{"RecallMessage", RPC_NOT_IMPLEMENTED},
 	{"SyncLiteSubscription", RPC_NOT_IMPLEMENTED},
 };
@@ -139,7 +142,8 @@ code_of(const PGresult *res, int not_found)
 	if (res == NULL)
 		return CODE(HA_NOT_AVAILABLE);
 	if (strcmp(st, "42704") == 0)
-		return strncmp(msg, "consumer group", 14) == 0 ? CODE(CONSUMER_GROUP_NOT_FOUND) : not_found;
+		return strncmp(msg, "consumer group", 14) == 0 ? CODE(CONSUMER_GROUP_NOT_FOUND) :
+			strncmp(msg, "producer group", 14) == 0 ? CODE(PRECONDITION_FAILED) : not_found;
 	if (strcmp(st, "42501") == 0)
 		return CODE(FORBIDDEN);
 	if (strcmp(st, "54000") == 0)
@@ -453,7 +457,13 @@ send_done(void *arg, PGresult *res)
 	PB(Message) * m = q->messages[r->idx];
 
 	if (res_good(res))
+	{
 		send_entry(r, CODE(OK), "OK", m->system_properties->message_id);
+		/* a half message: its id is the transaction id EndTransaction names */
+		if (m->system_properties->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION &&
+			PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+			r->send_entries[r->idx - 1].transaction_id = strdup(PQgetvalue(res, 0, 0));
+	}
 	else
 		send_entry(r, code_of(res, CODE(TOPIC_NOT_FOUND)), res_message(res),
 				   m->system_properties->message_id);
@@ -486,16 +496,6 @@ send_next(Req *r)
 		if (m->body.len > (size_t) rmq_max_body)
 		{
 			send_entry(r, CODE(MESSAGE_BODY_TOO_LARGE), "message body too large (--max-body-size)", sp->message_id);
-			continue;
-		}
-		if (sp->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION)
-		{
-			/*
-			 * not stored as a normal message: consumers would get what the
-			 * producer may still roll back
-			 */
-			send_entry(r, CODE(NOT_IMPLEMENTED), "transactional messages are not implemented by mq-rocketmq yet",
-					   sp->message_id);
 			continue;
 		}
 		if (sp->body_encoding == APACHE__ROCKETMQ__V2__ENCODING__GZIP)
@@ -553,11 +553,24 @@ send_next(Req *r)
 		 * deliver_at in the past is due at once; queue_ext's deliver_at
 		 * takes any finite time
 		 */
-		req_run(r,
-				"SELECT mq.send($1, $2::bytea, headers => $3::jsonb,"
-				" deliver_at => to_timestamp($4::bigint / 1000.0),"
-				" key => $5, tag => $6, message_group => $7)",
-				7, send_done);
+		if (sp->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION)
+		{
+			/*
+			 * a half message of --producer-group, routed by the default
+			 * exchange to the stream at its commit (EndTransaction)
+			 */
+			req_param(r, 3, rmq_producer_group);
+			req_run(r,
+					"SELECT mq.publish_half('', $1, $2::bytea, $4, headers => $3::jsonb,"
+					" key => $5, tag => $6, message_group => $7)",
+					7, send_done);
+		}
+		else
+			req_run(r,
+					"SELECT mq.send($1, $2::bytea, headers => $3::jsonb,"
+					" deliver_at => to_timestamp($4::bigint / 1000.0),"
+					" key => $5, tag => $6, message_group => $7)",
+					7, send_done);
 		return;
 	}
 	if (s)
@@ -599,6 +612,8 @@ send_next(Req *r)
 	{
 		free(r->send_status[i].message);
 		free(r->send_entries[i].message_id);
+		if (r->send_entries[i].transaction_id != protobuf_c_empty_string)
+			free(r->send_entries[i].transaction_id);
 	}
 	req_free(r);
 }
@@ -675,12 +690,14 @@ enum
 	C_GROUP, C_RECEIPT
 };
 
-/* Send one row of mq.consume as a Message */
+/*
+ * One row of mq.consume (or mq.message, in the C_ column order) as a
+ * Message of topic ns/topic_name, given to emit.  invisible_ms 0: none.
+ */
 static void
-receive_row(Req *r, PGresult *res, int row)
+message_of_row(PGresult *res, int row, const char *ns, const char *topic_name,
+			   int64_t invisible_ms, void (*emit) (PB(Message) * m, void *arg), void *arg)
 {
-	PB(ReceiveMessageRequest) * q = (PB(ReceiveMessageRequest) *) r->msg;
-	PB(ReceiveMessageResponse) out = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__INIT;
 	PB(Message) m = APACHE__ROCKETMQ__V2__MESSAGE__INIT;
 	PB(SystemProperties) sp = APACHE__ROCKETMQ__V2__SYSTEM_PROPERTIES__INIT;
 	PB(Resource) topic = APACHE__ROCKETMQ__V2__RESOURCE__INIT;
@@ -733,8 +750,8 @@ receive_row(Req *r, PGresult *res, int row)
 	m.n_user_properties = n;
 	m.user_properties = propp;
 
-	topic.resource_namespace = q->group ? q->group->resource_namespace : "";
-	topic.name = q->message_queue->topic->name;
+	topic.resource_namespace = (char *) ns;
+	topic.name = (char *) topic_name;
 	m.topic = &topic;
 	m.body.data = body;
 	m.body.len = blen;
@@ -793,15 +810,13 @@ receive_row(Req *r, PGresult *res, int row)
 	sp.receipt_handle = PQgetvalue(res, row, C_RECEIPT);
 	sp.queue_id = PQgetisnull(res, row, C_PARTITION) ? 0 : atoi(PQgetvalue(res, row, C_PARTITION));
 	sp.queue_offset = PQgetisnull(res, row, C_OFFSET) ? 0 : atoll(PQgetvalue(res, row, C_OFFSET));
-	invisible.seconds = r->invisible_ms / 1000;
-	invisible.nanos = (int32_t) (r->invisible_ms % 1000) * 1000000;
-	sp.invisible_duration = &invisible;
+	invisible.seconds = invisible_ms / 1000;
+	invisible.nanos = (int32_t) (invisible_ms % 1000) * 1000000;
+	sp.invisible_duration = invisible_ms > 0 ? &invisible : NULL;
 	sp.delivery_attempt = atoi(PQgetvalue(res, row, C_COUNT));
 	m.system_properties = &sp;
 
-	out.content_case = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__CONTENT_MESSAGE;
-	out.message = &m;
-	stream_send_message(r->s, &out.base);
+	emit(&m, arg);
 
 	free(keys);
 	free(props);
@@ -809,6 +824,26 @@ receive_row(Req *r, PGresult *res, int row)
 	free(body);
 	if (headers)
 		json_object_put(headers);
+}
+
+static void
+receive_emit(PB(Message) * m, void *arg)
+{
+	PB(ReceiveMessageResponse) out = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__INIT;
+
+	out.content_case = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__CONTENT_MESSAGE;
+	out.message = m;
+	stream_send_message(arg, &out.base);
+}
+
+/* Send one row of mq.consume as a Message */
+static void
+receive_row(Req *r, PGresult *res, int row)
+{
+	PB(ReceiveMessageRequest) * q = (PB(ReceiveMessageRequest) *) r->msg;
+
+	message_of_row(res, row, q->group ? q->group->resource_namespace : "",
+				   q->message_queue->topic->name, r->invisible_ms, receive_emit, r->s);
 }
 
 static void
@@ -1209,6 +1244,226 @@ forward_dlq(Stream *s, PB(ForwardMessageToDeadLetterQueueRequest) * q)
 }
 
 /* ---------------------------------------------------------------------
+ * EndTransaction
+ * --------------------------------------------------------------------- */
+
+static void
+end_transaction_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	const char *state = res_state(res);
+
+	if (res_good(res))
+		answer_status(r->s, CODE(OK), "OK");
+	else
+		/* an unknown half, or one decided already */
+		answer_status(r->s, (strcmp(state, "42704") == 0 || strcmp(state, "55000") == 0) ?
+					  CODE(INVALID_TRANSACTION_ID) : code_of(res, CODE(TOPIC_NOT_FOUND)),
+					  res_message(res));
+	req_free(r);
+}
+
+/* mq.end_half of the half message the transaction id names */
+static void
+end_transaction(Stream *s, PB(EndTransactionRequest) * q)
+{
+	Req		   *r;
+	const char *action;
+	const char *t = q->transaction_id;
+
+	if (t[0] == '\0' || strspn(t, "0123456789") != strlen(t) || strlen(t) > 18)
+	{
+		answer_status(s, CODE(INVALID_TRANSACTION_ID), "not a transaction id of mq-rocketmq");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	if (q->resolution == APACHE__ROCKETMQ__V2__TRANSACTION_RESOLUTION__COMMIT)
+		action = "commit";
+	else if (q->resolution == APACHE__ROCKETMQ__V2__TRANSACTION_RESOLUTION__ROLLBACK)
+		action = "rollback";
+	else
+	{
+		/* unknown: nothing decided, the half stays pending */
+		answer_status(s, CODE(OK), "OK");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	r = req_new(s, RPC_END_TRANSACTION, q->topic ? q->topic->resource_namespace : "", &q->base);
+	req_param(r, 0, t);
+	req_param(r, 1, action);
+	req_run(r, "SELECT mq.end_half($1::bigint, $2)", 2, end_transaction_done);
+}
+
+/* ---------------------------------------------------------------------
+ * Transaction check-back: RecoverOrphanedTransactionCommand on the
+ * Telemetry stream of a producer of the half message's topic
+ * --------------------------------------------------------------------- */
+
+static Stream *producers;
+static struct event *check_timer;
+
+/* A producer's Settings: its stream may be asked about its topics' halves */
+static void
+producer_register(Stream *s, PB(Settings) * in)
+{
+	size_t		i,
+				len;
+
+	snprintf(s->db, sizeof(s->db), "%s", s->namespace_);
+	strcpy(s->topics, ",");
+	if (in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING && in->publishing)
+		for (i = 0; i < in->publishing->n_topics; i++)
+		{
+			PB(Resource) * t = in->publishing->topics[i];
+
+			if (!s->db[0] && t->resource_namespace[0])
+				snprintf(s->db, sizeof(s->db), "%s", t->resource_namespace);
+			len = strlen(s->topics);
+			snprintf(s->topics + len, sizeof(s->topics) - len, "%s,", t->name);
+		}
+	if (!s->producer)
+	{
+		s->producer = true;
+		s->next_producer = producers;
+		producers = s;
+	}
+}
+
+static void
+producer_unregister(Stream *s)
+{
+	Stream	  **p;
+
+	for (p = &producers; *p; p = &(*p)->next_producer)
+		if (*p == s)
+		{
+			*p = s->next_producer;
+			break;
+		}
+	s->producer = false;
+}
+
+/* a producer of this database that publishes to topic, if one is connected */
+static Stream *
+producer_of(const char *db, const char *topic)
+{
+	Stream	   *p;
+	char		key[300];
+
+	snprintf(key, sizeof(key), ",%s,", topic);
+	for (p = producers; p; p = p->next_producer)
+		if (!p->closed && !p->finished && strcmp(p->db, db) == 0 && strstr(p->topics, key))
+			return p;
+	return NULL;
+}
+
+typedef struct CheckReq
+{
+	char		db[128];
+	char		interval[32];
+	const char *params[2];
+} CheckReq;
+
+typedef struct RecoverArg
+{
+	Stream	   *s;
+	const char *transaction_id;
+} RecoverArg;
+
+static void
+recover_emit(PB(Message) * m, void *arg)
+{
+	RecoverArg *ra = arg;
+	PB(TelemetryCommand) out = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__INIT;
+	PB(RecoverOrphanedTransactionCommand) cmd = APACHE__ROCKETMQ__V2__RECOVER_ORPHANED_TRANSACTION_COMMAND__INIT;
+
+	cmd.message = m;
+	cmd.transaction_id = (char *) ra->transaction_id;
+	out.command_case = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__COMMAND_RECOVER_ORPHANED_TRANSACTION_COMMAND;
+	out.recover_orphaned_transaction_command = &cmd;
+	stream_send_message(ra->s, &out.base);
+}
+
+#define C_ROUTING_KEY (C_RECEIPT + 1)
+
+static void
+check_done(void *arg, PGresult *res)
+{
+	CheckReq   *c = arg;
+	int			i;
+
+	if (!res_good(res))
+	{
+		if (rmq_verbose)
+			logmsg("transaction check-back in database \"%s\": %s", c->db, res_message(res));
+		free(c);
+		return;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		const char *topic = PQgetvalue(res, i, C_ROUTING_KEY);
+		RecoverArg	ra;
+
+		ra.s = producer_of(c->db, topic);
+		if (ra.s == NULL)
+			continue;
+		ra.transaction_id = PQgetvalue(res, i, C_ID);
+		message_of_row(res, i, ra.s->db, topic, 0, recover_emit, &ra);
+	}
+	free(c);
+}
+
+/* Every --transaction-check seconds: each database with producers */
+static void
+check_tick(evutil_socket_t fd, short what, void *arg)
+{
+	Stream	   *p,
+			   *q;
+
+	for (p = producers; p; p = p->next_producer)
+	{
+		CheckReq   *c;
+
+		/* once per database: the first producer's role asks */
+		for (q = producers; q != p; q = q->next_producer)
+			if (strcmp(q->db, p->db) == 0)
+				break;
+		if (q != p || p->closed || p->finished)
+			continue;
+		c = calloc(1, sizeof(CheckReq));
+		snprintf(c->db, sizeof(c->db), "%s", p->db);
+		snprintf(c->interval, sizeof(c->interval), "%d seconds", rmq_tx_check);
+		c->params[0] = rmq_producer_group;
+		c->params[1] = c->interval;
+		/*
+		 * halves of the default exchange (a topic is its routing key)
+		 * pending longer than --transaction-check, in the C_ columns
+		 */
+		if (!pg_run(p->db, p->role,
+					"SELECT m.msg_id, m.body, m.headers,"
+					" (extract(epoch FROM m.published_at) * 1000)::bigint, 0, NULL::int, NULL::bigint,"
+					" m.key, m.tag, m.message_group, NULL::text, h.routing_key"
+					" FROM mq.half_messages h, mq.message(h.half_id) m"
+					" WHERE h.producer_group = $1 AND h.state = 'pending' AND h.exchange = ''"
+					" AND h.created_at < now() - $2::interval ORDER BY h.half_id LIMIT 100",
+					2, c->params, NULL, NULL, check_done, c))
+			free(c);
+	}
+}
+
+/* The gateway starts: the check-back timer */
+void
+rpc_start(void)
+{
+	struct timeval tv = {rmq_tx_check, 0};
+
+	if (rmq_tx_check <= 0)
+		return;
+	check_timer = event_new(rmq_base, -1, EV_PERSIST, check_tick, NULL);
+	event_add(check_timer, &tv);
+}
+
+/* ---------------------------------------------------------------------
  * Telemetry
  * --------------------------------------------------------------------- */
 
@@ -1255,6 +1510,7 @@ telemetry_settings(Stream *s, PB(Settings) * in)
 			pub.n_topics = in->publishing->n_topics;
 			pub.topics = in->publishing->topics;
 		}
+		producer_register(s, in);
 		set.publishing = &pub;
 	}
 	else
@@ -1368,6 +1624,9 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 		case RPC_FORWARD_DLQ:
 			d = &apache__rocketmq__v2__forward_message_to_dead_letter_queue_request__descriptor;
 			break;
+		case RPC_END_TRANSACTION:
+			d = &apache__rocketmq__v2__end_transaction_request__descriptor;
+			break;
 		case RPC_SEND:
 			d = &apache__rocketmq__v2__send_message_request__descriptor;
 			break;
@@ -1417,6 +1676,10 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 			s->rpc = RPC_DONE;
 			forward_dlq(s, (PB(ForwardMessageToDeadLetterQueueRequest) *) m);
 			break;
+		case RPC_END_TRANSACTION:
+			s->rpc = RPC_DONE;
+			end_transaction(s, (PB(EndTransactionRequest) *) m);
+			break;
 		case RPC_SEND:
 			s->rpc = RPC_DONE;
 			send_message(s, (PB(SendMessageRequest) *) m);
@@ -1461,6 +1724,8 @@ rpc_end_of_input(Stream *s)
 void
 rpc_stream_gone(Stream *s)
 {
+	if (s->producer)
+		producer_unregister(s);
 	if (s->req)
 	{
 		((Req *) s->req)->s = NULL;
