@@ -22,6 +22,10 @@
 #  - filter_check.js: SimpleConsumers subscribing with a tag expression and
 #    a SQL92 selector get exactly what their expression matches; a bad
 #    selector is ILLEGAL_FILTER_EXPRESSION;
+#  - tx_check.js: a transactional message committed reaches the group, one
+#    rolled back never does; a rollback after the commit and an unknown
+#    transaction id are INVALID_TRANSACTION_ID; orphaned halves are
+#    resolved by the producer's checker, asked through Telemetry;
 #  - after a PostgreSQL restart under it, the gateway routes and sends again.
 # No timing assertion: each client call has a generous timeout so that a
 # hang fails instead of blocking the suite.  mq-rocketmq missing is a
@@ -89,6 +93,12 @@ $node->safe_psql('postgres', q{
 							retry_delays => '{1 second}');
 	SELECT mq.group_declare('rmq_topic', 'rmq_push', retry_delays => '{1 second}');
 	SELECT mq.group_declare('rmq_topic', 'rmq_tag', retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_tx', retry_delays => '{1 second}');
+	-- the producer group of transactional messages (--producer-group): its
+	-- SQL check function leaves every undecided half to its producer
+	CREATE FUNCTION rmq_unknown(bigint, jsonb, bytea) RETURNS text
+		LANGUAGE sql AS $$ SELECT 'unknown' $$;
+	SELECT mq.producer_group_declare('rocketmq', 'rmq_unknown(bigint,jsonb,bytea)');
 	SELECT mq.group_declare('rmq_topic', 'rmq_sql', retry_delays => '{1 second}');
 	SELECT mq.grant('publish', 'queue', 'rmq_topic', 'rmq_app');
 	SELECT mq.grant('consume', 'queue', 'rmq_topic', 'rmq_app');
@@ -115,7 +125,7 @@ my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $log = $node->basedir . '/mq-rocketmq.log';
 my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres user=rmq_gw';
 my $gw = IPC::Run::start([ $gateway, '--listen', "127.0.0.1:$port", '--dbname', $conninfo,
-		'--credentials', $creds, '--verbose' ],
+		'--credentials', $creds, '--transaction-check', '2', '--verbose' ],
 	'<', \undef, '>>', $log, '2>>', $log);
 # a test that dies leaves no gateway behind
 END { $gw->kill_kill if $gw && $gw->pumpable; }
@@ -183,7 +193,7 @@ my @expected = qw(producer_start send_normal send_fifo1 send_fifo2 send_delay se
   not_duplicated_again received_all round_trip_normal round_trip_fifo1 round_trip_fifo2
   round_trip_delay round_trip_again fifo_order redelivered_after_invisible_time
   ack_stale_receipt received_dlq_message forward_to_dlq forward_to_dlq_again not_implemented_status
-  transaction_message_not_implemented unknown_method_unimplemented
+  unknown_method_unimplemented
   query_route_topic_not_found);
 ($rc, $out, $err) = run_cmd([ 'node', "$node_dir/gateway_checks.js" ], 600,
 	{ %env, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
@@ -237,12 +247,35 @@ for my $name (@filter)
 }
 is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
 
+# Transactional messages: commit, rollback, EndTransaction's refusals
+my @tx = qw(transaction_send transaction_rollback transaction_commit transaction_round_trip
+  transaction_committed_only transaction_check_back transaction_rollback_after_commit_refused transaction_unknown_id_refused);
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/tx_check.js" ], 600,
+	{ %env, RMQ_TX_GROUP => 'rmq_tx', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@tx)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "tx_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'tx_check.js exits 0') or diag("$out$err");
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(state || ' ' || decided_by, ',' ORDER BY state) FROM mq.half_messages
+	 WHERE producer_group = 'rocketmq'}),
+	'committed producer,committed producer,rolled_back producer,rolled_back producer',
+	'the half messages were decided by their producer, the orphans after a check-back');
+
 # what the client sent is in the stream, with its x-rocketmq header
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM generate_series(0, 3) p,
 		   mq.read('rmq_topic', p, max_messages => 100) r
 	 WHERE r.headers ? 'x-rocketmq' AND r.headers->'x-rocketmq'->>'id' <> ''}),
-	'15', 'the 15 messages sent through the gateway are in the stream, each with its RocketMQ id');
+	'17', 'the 17 messages sent through the gateway (the committed half messages too) are in the stream, each with its RocketMQ id');
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(concat_ws(' ', headers->>'x-dlq-reason', headers->>'x-dlq-origin-group',
 							   headers->'x-rocketmq'->'keys'->>0), ',')

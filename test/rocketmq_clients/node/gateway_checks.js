@@ -201,18 +201,6 @@ async function main() {
         resolve();
       });
   });
-  // a TRANSACTION message: NOT_IMPLEMENTED, stored nowhere (the test counts the stream)
-  await new Promise(resolve => {
-    const sp = new defs.SystemProperties().setMessageId(`TX-${run}`).setMessageType(defs.MessageType.TRANSACTION)
-      .setBodyEncoding(defs.Encoding.IDENTITY);
-    const m = new defs.Message().setTopic(resource).setSystemProperties(sp).setBody(Buffer.from('half'));
-    stub.sendMessage(new pb.SendMessageRequest().setMessagesList([ m ]), signedMetadata(), { deadline: deadline() }, (err, res) => {
-      check('transaction_message_not_implemented',
-        !err && res.getEntriesList().length === 1 && res.getEntriesList()[0].getStatus().getCode() === defs.Code.NOT_IMPLEMENTED,
-        err ? `gRPC error ${err.code} ${err.details}` : `status ${res.getStatus().getCode()}`);
-      resolve();
-    });
-  });
   await new Promise(resolve => {
     const q = new pb.QueryRouteRequest().setTopic(new defs.Resource().setName(`no_such_topic_${run}`));
     stub.queryRoute(q, signedMetadata(), { deadline: deadline() }, (err, res) => {
