@@ -26,6 +26,7 @@
 #    rolled back never does; a rollback after the commit and an unknown
 #    transaction id are INVALID_TRANSACTION_ID; orphaned halves are
 #    resolved by the producer's checker, asked through Telemetry;
+#  - a namespace is a database (the x-mq-namespace header), "" --dbname's;
 #  - after a PostgreSQL restart under it, the gateway routes and sends again.
 # No timing assertion: each client call has a generous timeout so that a
 # hang fails instead of blocking the suite.  mq-rocketmq missing is a
@@ -102,6 +103,15 @@ $node->safe_psql('postgres', q{
 	SELECT mq.group_declare('rmq_topic', 'rmq_sql', retry_delays => '{1 second}');
 	SELECT mq.grant('publish', 'queue', 'rmq_topic', 'rmq_app');
 	SELECT mq.grant('consume', 'queue', 'rmq_topic', 'rmq_app');
+});
+
+# a second database: namespace "rmq_ns", with a topic of its own
+$node->safe_psql('postgres', 'CREATE DATABASE rmq_ns');
+$node->safe_psql('rmq_ns', q{
+	CREATE EXTENSION queue_ext;
+	SELECT mq.queue_declare('ns_topic', type => 'stream', arguments => '{"partitions": 2}');
+	SELECT mq.grant('publish', 'queue', 'ns_topic', 'rmq_app');
+	SELECT mq.grant('consume', 'queue', 'ns_topic', 'rmq_app');
 });
 
 my ($rc, $out, $err);
@@ -185,6 +195,20 @@ for my $a (@auth)
 		{ %env, RMQ_ACCESS_KEY => $ak, RMQ_SECRET_KEY => $sk });
 	like($out, $expect, "signed requests: $what") or diag("$out$err");
 }
+
+# A namespace is a database: ns_topic exists in rmq_ns only
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+	{ %env, RMQ_TOPIC => 'ns_topic', RMQ_NAMESPACE => 'rmq_ns', RMQ_ACCESS_KEY => 'AK_APP',
+	  RMQ_SECRET_KEY => 'app-secret' });
+like($out, qr/^queryRoute 20000\nsendMessage 20000 20000$/, 'namespace rmq_ns is database rmq_ns')
+  or diag("$out$err");
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+	{ %env, RMQ_TOPIC => 'ns_topic', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+like($out, qr/^queryRoute 40402\nsendMessage 40402 40402$/, 'the default namespace is --dbname\'s database')
+  or diag("$out$err");
+is($node->safe_psql('rmq_ns', q{SELECT (SELECT count(*) FROM mq.read('ns_topic', 0)) +
+	(SELECT count(*) FROM mq.read('ns_topic', 1))}),
+	'1', 'the message sent in namespace rmq_ns is in that database');
 
 # The client, unchanged, as AK_APP
 my @expected = qw(producer_start send_normal send_fifo1 send_fifo2 send_delay send_again

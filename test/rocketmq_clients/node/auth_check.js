@@ -1,7 +1,7 @@
 // Signed requests through the client's own generated stub: prints
 // "<rpc> <status code>" for a QueryRoute and a SendMessage of one message
 // to RMQ_TOPIC, signed with RMQ_ACCESS_KEY / RMQ_SECRET_KEY (unsigned when
-// RMQ_ACCESS_KEY is empty).  Run by test/t/054_rocketmq_gateway.pl: a wrong
+// RMQ_ACCESS_KEY is empty), in namespace RMQ_NAMESPACE (default "").  Run by test/t/054_rocketmq_gateway.pl: a wrong
 // secret or no signature must be UNAUTHORIZED (40100), a role without
 // privileges on the stream must not send.
 'use strict';
@@ -16,11 +16,15 @@ const endpoints = process.env.RMQ_ENDPOINT;
 const topic = process.env.RMQ_TOPIC;
 const ak = process.env.RMQ_ACCESS_KEY || '';
 const sk = process.env.RMQ_SECRET_KEY || '';
+// a namespace (a database of the server), as the client sends it
+const ns = process.env.RMQ_NAMESPACE || '';
 
 function metadata() {
   const md = new grpc.Metadata();
   md.set('x-mq-client-id', 'auth-check');
   md.set('x-mq-protocol', 'v2');
+  if (ns)
+    md.set('x-mq-namespace', ns);
   const dt = getRequestDateTime();
   md.set('x-mq-date-time', dt);
   if (ak)
@@ -39,10 +43,10 @@ function call(stub, method, req) {
 
 async function main() {
   const stub = new service.MessagingServiceClient(endpoints, grpc.credentials.createInsecure());
-  await call(stub, 'queryRoute', new pb.QueryRouteRequest().setTopic(new defs.Resource().setName(topic)));
+  await call(stub, 'queryRoute', new pb.QueryRouteRequest().setTopic(new defs.Resource().setResourceNamespace(ns).setName(topic)));
   const sp = new defs.SystemProperties().setMessageId('01AUTHCHECK').setMessageType(defs.MessageType.NORMAL)
     .setBodyEncoding(defs.Encoding.IDENTITY);
-  const msg = new defs.Message().setTopic(new defs.Resource().setName(topic)).setSystemProperties(sp)
+  const msg = new defs.Message().setTopic(new defs.Resource().setResourceNamespace(ns).setName(topic)).setSystemProperties(sp)
     .setBody(Buffer.from('auth check'));
   const res = await new Promise(resolve => {
     stub.sendMessage(new pb.SendMessageRequest().setMessagesList([ msg ]), metadata(),
