@@ -24,6 +24,9 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+/* seconds a new connection has to send its HTTP/2 connection preface */
+#define HANDSHAKE_TIMEOUT 10
+
 /* a request message larger than this ends the stream (RESOURCE_EXHAUSTED) */
 #define MAX_REQUEST_MESSAGE (64 * 1024 * 1024)
 
@@ -36,6 +39,7 @@ struct Conn
 	bool		flushing;
 	bool		dead;
 	bool		free_scheduled;
+	bool		greeted;		/* the client's connection preface arrived */
 };
 
 /* room for n more bytes */
@@ -441,6 +445,13 @@ on_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	evbuffer_drain(in, n);
+	if (!c->greeted && n > 0)
+	{
+		/* it spoke HTTP/2: no timeout any more, idle clients may stay */
+		c->greeted = true;
+		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		bufferevent_enable(c->bev, EV_READ);
+	}
 	conn_flush(c);
 }
 
@@ -485,6 +496,12 @@ h2_accept(evutil_socket_t fd, const char *peer)
 	nghttp2_session_callbacks_del(cbs);
 	nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	{
+		/* a client that says nothing is dropped (BEV_EVENT_TIMEOUT) */
+		struct timeval tv = {HANDSHAKE_TIMEOUT, 0};
+
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+	}
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	if (rmq_verbose)
 		logmsg("%s: connection", c->peer);

@@ -26,6 +26,7 @@
 #    rolled back never does; a rollback after the commit and an unknown
 #    transaction id are INVALID_TRANSACTION_ID; orphaned halves are
 #    resolved by the producer's checker, asked through Telemetry;
+#  - a connection that never speaks, or sends bad frames, is closed;
 #  - a namespace is a database (the x-mq-namespace header), "" --dbname's;
 #  - after a PostgreSQL restart under it, the gateway routes and sends again.
 # No timing assertion: each client call has a generous timeout so that a
@@ -151,6 +152,31 @@ sub wait_for_port
 	return 0;
 }
 ok(wait_for_port(), "mq-rocketmq listens on 127.0.0.1:$port");
+
+# Read from $sock until the gateway closes it (true) or 120 s pass (false)
+sub closed_by_gateway
+{
+	my ($sock) = @_;
+	my $buf;
+	my $rin = '';
+	vec($rin, fileno($sock), 1) = 1;
+	my $until = time() + 120;
+	while (time() < $until)
+	{
+		my $rout = $rin;
+		next unless select($rout, undef, undef, 1) > 0;
+		my $n = sysread($sock, $buf, 4096);
+		return 1 if !defined $n || $n == 0;
+	}
+	return 0;
+}
+# a client that never sends the HTTP/2 preface, and one that sends garbage,
+# are disconnected (no hang, no crash: the clients below still run)
+my $silent = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+ok(closed_by_gateway($silent), 'a connection that never speaks is closed by the gateway');
+my $garbage = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+syswrite($garbage, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" . ("\xff\x00\x13garbage" x 500));
+ok(closed_by_gateway($garbage), 'a connection sending bad HTTP/2 frames is closed');
 
 # the client from npm, pinned, in a scratch copy (as test 037 does for amqplib)
 my $clients = "$FindBin::RealBin/../rocketmq_clients";
