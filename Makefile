@@ -170,6 +170,25 @@ gateway-install: gateway-all
 gateway-clean gateway-uninstall: gateway-%:
 	$(MAKE) -C $(srcdir)/gateway PG_CONFIG='$(PG_CONFIG)' $*
 
+# mq-rocketmq, the RocketMQ 5 gRPC gateway (rocketmq/Makefile, a PGXS
+# program on libpq, libevent, libnghttp2, protobuf-c, json-c and libcrypto;
+# docs/rocketmq.md): built, installed and cleaned with the extension, linked
+# into MQCTL_LINK_DIR like mqctl
+all: rocketmq-all
+install: rocketmq-install
+clean: rocketmq-clean
+uninstall: rocketmq-uninstall
+.PHONY: rocketmq-all rocketmq-install rocketmq-clean rocketmq-uninstall
+rocketmq-all:
+	$(MAKE) -C $(srcdir)/rocketmq PG_CONFIG='$(PG_CONFIG)'
+rocketmq-install: rocketmq-all
+	$(MAKE) -C $(srcdir)/rocketmq PG_CONFIG='$(PG_CONFIG)' install
+	@if [ -z '$(DESTDIR)' ] && [ -n '$(MQCTL_LINK_DIR)' ] && [ -d '$(MQCTL_LINK_DIR)' ] && \
+		[ -w '$(MQCTL_LINK_DIR)' ]; then \
+		ln -sf '$(bindir)/mq-rocketmq' '$(MQCTL_LINK_DIR)/mq-rocketmq'; fi
+rocketmq-clean rocketmq-uninstall: rocketmq-%:
+	$(MAKE) -C $(srcdir)/rocketmq PG_CONFIG='$(PG_CONFIG)' $*
+
 # man pages of mqctl and mq-amqp: made by help2man (Debian's help2man) from
 # each program's --help and --version, with the examples and "see also" of
 # man/*.h2m; installed into PostgreSQL's man directory (pg_config --mandir)

@@ -35,6 +35,14 @@ QE_CORE_PACKAGES=(
 	# mq-amqp, the AMQP 0-9-1 gateway (gateway/, docs/amqp.md), is built
 	# by the same make install: its event loop
 	libevent-dev
+	# mq-rocketmq, the RocketMQ 5 gRPC gateway (rocketmq/, docs/rocketmq.md),
+	# is built by the same make install: HTTP/2, protocol buffers (protoc-c
+	# compiles rocketmq/rocketmq.proto at build time), OpenSSL's libcrypto
+	# for the request signatures and body digests
+	libnghttp2-dev
+	protobuf-c-compiler
+	libprotobuf-c-dev
+	libssl-dev
 	# make install writes the man pages of mqctl and mq-amqp with help2man
 	# (from their --help), for man to show
 	help2man

@@ -1,0 +1,509 @@
+/*-------------------------------------------------------------------------
+ *
+ * h2.c
+ *	  HTTP/2 connections of mq-rocketmq (libnghttp2 on libevent) and the
+ *	  gRPC framing of their streams.
+ *
+ * Each client connection is an nghttp2 server session fed from and writing
+ * to a libevent bufferevent.  A request stream is one RPC: its :path names
+ * the method, its DATA carries gRPC messages (a 1-byte compressed flag and
+ * a 4-byte big-endian length before each), which go to rpc.c one by one.
+ * A response is the headers (:status 200, content-type application/grpc),
+ * the messages rpc.c sends, and trailers with grpc-status; a response that
+ * is still open (server streaming, Telemetry) defers its DATA until rpc.c
+ * sends more or finishes it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "rmq.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+/* seconds a new connection has to send its HTTP/2 connection preface */
+#define HANDSHAKE_TIMEOUT 10
+
+/* a request message larger than this ends the stream (RESOURCE_EXHAUSTED) */
+#define MAX_REQUEST_MESSAGE (64 * 1024 * 1024)
+
+struct Conn
+{
+	struct bufferevent *bev;
+	nghttp2_session *h2;
+	char		peer[64];
+	Stream	   *streams;
+	bool		flushing;
+	bool		dead;
+	bool		free_scheduled;
+	bool		greeted;		/* the client's connection preface arrived */
+};
+
+/* room for n more bytes */
+static void
+buf_reserve(Buf *b, size_t n)
+{
+	if (b->len + n > b->cap)
+	{
+		size_t		cap = b->cap ? b->cap : 256;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		b->data = realloc(b->data, cap);
+		if (b->data == NULL)
+		{
+			logmsg("out of memory");
+			abort();
+		}
+		b->cap = cap;
+	}
+}
+
+void
+buf_add(Buf *b, const void *p, size_t n)
+{
+	buf_reserve(b, n);
+	if (n > 0)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+void
+buf_free(Buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+static void conn_free(Conn *c);
+
+static void
+conn_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	conn_free(arg);
+}
+
+/*
+ * The connection ends: freed from the event loop, never under a caller
+ * that may still hold one of its streams
+ */
+static void
+conn_schedule_free(Conn *c)
+{
+	struct timeval zero = {0, 0};
+
+	c->dead = true;
+	if (c->free_scheduled)
+		return;
+	c->free_scheduled = true;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	event_base_once(rmq_base, -1, EV_TIMEOUT, conn_free_cb, c, &zero);
+}
+
+/* nghttp2 has output: write it to the socket's buffer */
+void
+conn_flush(Conn *c)
+{
+	if (c->dead || c->flushing)
+		return;
+	c->flushing = true;
+	for (;;)
+	{
+		const uint8_t *data;
+		ssize_t		n = nghttp2_session_mem_send(c->h2, &data);
+
+		if (n < 0)
+		{
+			logmsg("%s: HTTP/2 error: %s", c->peer, nghttp2_strerror((int) n));
+			c->dead = true;
+			break;
+		}
+		if (n == 0)
+			break;
+		bufferevent_write(c->bev, data, n);
+	}
+	c->flushing = false;
+	if (c->dead ||
+		(!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&
+		 evbuffer_get_length(bufferevent_get_output(c->bev)) == 0))
+		conn_schedule_free(c);
+}
+
+static Stream *
+stream_find(Conn *c, int32_t id)
+{
+	return nghttp2_session_get_stream_user_data(c->h2, id);
+}
+
+/* the DATA of a response: what rpc.c sent, then the trailers */
+static ssize_t
+data_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
+		  uint32_t *flags, nghttp2_data_source *source, void *user)
+{
+	Stream	   *s = source->ptr;
+	size_t		n = s->out.len - s->out_off;
+
+	if (n > length)
+		n = length;
+	memcpy(buf, s->out.data + s->out_off, n);
+	s->out_off += n;
+	if (s->out_off == s->out.len)
+	{
+		s->out.len = s->out_off = 0;
+		if (s->finished)
+		{
+			char		status[16];
+			nghttp2_nv	tr[1];
+
+			snprintf(status, sizeof(status), "%d", s->grpc_status);
+			tr[0] = (nghttp2_nv)
+			{
+				(uint8_t *) "grpc-status", (uint8_t *) status, 11, strlen(status),
+					NGHTTP2_NV_FLAG_NONE
+			};
+			*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+			if (!s->trailers_sent)
+			{
+				s->trailers_sent = true;
+				nghttp2_submit_trailer(h2, id, tr, 1);
+			}
+			return n;
+		}
+		if (n == 0)
+			return NGHTTP2_ERR_DEFERRED;
+	}
+	return n;
+}
+
+static void
+stream_respond(Stream *s)
+{
+	Conn	   *c = s->conn;
+
+	if (s->closed)
+		return;
+	if (!s->responding)
+	{
+		nghttp2_nv	hdrs[2] = {
+			{(uint8_t *) ":status", (uint8_t *) "200", 7, 3, NGHTTP2_NV_FLAG_NONE},
+			{(uint8_t *) "content-type", (uint8_t *) "application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+		};
+		nghttp2_data_provider prd;
+
+		prd.source.ptr = s;
+		prd.read_callback = data_read;
+		s->responding = true;
+		nghttp2_submit_response(c->h2, s->id, hdrs, 2, &prd);
+	}
+	else
+		nghttp2_session_resume_data(c->h2, s->id);
+	conn_flush(c);
+}
+
+/* Send one response message on the stream (gRPC-framed). */
+void
+stream_send_message(Stream *s, const ProtobufCMessage *m)
+{
+	size_t		n = protobuf_c_message_get_packed_size(m);
+	uint8_t		hdr[5];
+	size_t		at;
+
+	if (s->closed || s->finished)
+		return;
+	hdr[0] = 0;
+	hdr[1] = (n >> 24) & 0xff;
+	hdr[2] = (n >> 16) & 0xff;
+	hdr[3] = (n >> 8) & 0xff;
+	hdr[4] = n & 0xff;
+	buf_add(&s->out, hdr, 5);
+	at = s->out.len;
+	buf_reserve(&s->out, n);
+	protobuf_c_message_pack(m, (uint8_t *) s->out.data + at);
+	s->out.len += n;
+	stream_respond(s);
+}
+
+/* End the response: trailers with grpc-status (0: OK) once all is sent. */
+void
+stream_finish(Stream *s, int grpc_status, const char *msg)
+{
+	if (s->closed || s->finished)
+		return;
+	s->finished = true;
+	s->grpc_status = grpc_status;
+	if (msg && rmq_verbose)
+		logmsg("%s: grpc-status %d: %s", s->path, grpc_status, msg);
+	stream_respond(s);
+}
+
+static int
+on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
+{
+	Conn	   *c = user;
+	Stream	   *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	s = calloc(1, sizeof(Stream));
+	s->conn = c;
+	s->id = frame->hd.stream_id;
+	s->next = c->streams;
+	c->streams = s;
+	nghttp2_session_set_stream_user_data(h2, s->id, s);
+	return 0;
+}
+
+static void
+copy_header(char *dst, size_t size, const uint8_t *value, size_t len)
+{
+	if (len >= size)
+		len = size - 1;
+	memcpy(dst, value, len);
+	dst[len] = '\0';
+}
+
+static int
+on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
+		  size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+		  void *user)
+{
+	Stream	   *s = stream_find(user, frame->hd.stream_id);
+
+	if (s == NULL || frame->hd.type != NGHTTP2_HEADERS)
+		return 0;
+#define IS(n) (namelen == strlen(n) && memcmp(name, n, namelen) == 0)
+	if (IS(":path"))
+		copy_header(s->path, sizeof(s->path), value, valuelen);
+	else if (IS("authorization"))
+		copy_header(s->authorization, sizeof(s->authorization), value, valuelen);
+	else if (IS("x-mq-date-time"))
+		copy_header(s->date_time, sizeof(s->date_time), value, valuelen);
+	else if (IS("x-mq-namespace"))
+		copy_header(s->namespace_, sizeof(s->namespace_), value, valuelen);
+	else if (IS("x-mq-client-id"))
+		copy_header(s->client_id, sizeof(s->client_id), value, valuelen);
+#undef IS
+	return 0;
+}
+
+/* Hand the complete messages of s->in to rpc.c. */
+static void
+stream_take_messages(Stream *s)
+{
+	size_t		at = 0;
+
+	while (!s->closed && !s->finished && s->in.len - at >= 5)
+	{
+		const uint8_t *p = (const uint8_t *) s->in.data + at;
+		uint32_t	n = ((uint32_t) p[1] << 24) | ((uint32_t) p[2] << 16) |
+			((uint32_t) p[3] << 8) | p[4];
+
+		if (p[0] != 0)
+		{
+			/* no grpc-encoding was offered: a compressed message is an error */
+			stream_finish(s, 12, "compressed messages are not supported");
+			break;
+		}
+		if (n > MAX_REQUEST_MESSAGE)
+		{
+			stream_finish(s, 8, "request message too large");
+			break;
+		}
+		if (s->in.len - at - 5 < n)
+			break;
+		rpc_message(s, p + 5, n);
+		at += 5 + n;
+	}
+	if (at > 0 && at <= s->in.len)
+	{
+		memmove(s->in.data, s->in.data + at, s->in.len - at);
+		s->in.len -= at;
+	}
+}
+
+static int
+on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,
+			  size_t len, void *user)
+{
+	Stream	   *s = stream_find(user, id);
+
+	if (s == NULL || s->finished)
+		return 0;
+	if (s->in.len + len > MAX_REQUEST_MESSAGE + 5)
+	{
+		stream_finish(s, 8, "request message too large");
+		return 0;
+	}
+	buf_add(&s->in, data, len);
+	stream_take_messages(s);
+	return 0;
+}
+
+static int
+on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
+{
+	Stream	   *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+		return 0;
+	s = stream_find(user, frame->hd.stream_id);
+	if (s == NULL)
+		return 0;
+	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+		rpc_begin(s);
+	if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && !s->in_ended)
+	{
+		s->in_ended = true;
+		if (!s->finished && !s->closed)
+		{
+			if (s->in.len > 0)
+				stream_finish(s, 13, "truncated request message");
+			else
+				rpc_end_of_input(s);
+		}
+	}
+	return 0;
+}
+
+static int
+on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
+{
+	Conn	   *c = user;
+	Stream	   *s = stream_find(c, id);
+	Stream	  **p;
+
+	if (s == NULL)
+		return 0;
+	s->closed = true;
+	nghttp2_session_set_stream_user_data(h2, id, NULL);
+	for (p = &c->streams; *p; p = &(*p)->next)
+		if (*p == s)
+		{
+			*p = s->next;
+			break;
+		}
+	rpc_stream_gone(s);
+	buf_free(&s->in);
+	buf_free(&s->out);
+	/* rpc_stream_gone detached any pending work from it */
+	free(s);
+	return 0;
+}
+
+static void
+conn_free(Conn *c)
+{
+	Stream	   *s,
+			   *next;
+
+	for (s = c->streams; s; s = next)
+	{
+		next = s->next;
+		s->closed = true;
+		rpc_stream_gone(s);
+		buf_free(&s->in);
+		buf_free(&s->out);
+		free(s);
+	}
+	c->streams = NULL;
+	nghttp2_session_del(c->h2);
+	bufferevent_free(c->bev);
+	if (rmq_verbose)
+		logmsg("%s: connection closed", c->peer);
+	free(c);
+}
+
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+	Conn	   *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t		len = evbuffer_get_length(in);
+	unsigned char *data;
+	ssize_t		n;
+
+	if (c->dead)
+	{
+		evbuffer_drain(in, len);
+		return;
+	}
+	data = evbuffer_pullup(in, -1);
+	c->flushing = true;			/* callbacks may send: one flush after */
+	n = nghttp2_session_mem_recv(c->h2, data, len);
+	c->flushing = false;
+	if (n < 0)
+	{
+		if (rmq_verbose)
+			logmsg("%s: bad HTTP/2 input: %s", c->peer, nghttp2_strerror((int) n));
+		nghttp2_session_terminate_session(c->h2, NGHTTP2_PROTOCOL_ERROR);
+		evbuffer_drain(in, len);
+		conn_flush(c);
+		return;
+	}
+	evbuffer_drain(in, n);
+	if (!c->greeted && n > 0)
+	{
+		/* it spoke HTTP/2: no timeout any more, idle clients may stay */
+		c->greeted = true;
+		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		bufferevent_enable(c->bev, EV_READ);
+	}
+	conn_flush(c);
+}
+
+static void
+on_write(struct bufferevent *bev, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2))
+		conn_schedule_free(c);
+}
+
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		conn_schedule_free(c);
+}
+
+/* A new client connection on socket fd. */
+void
+h2_accept(evutil_socket_t fd, const char *peer)
+{
+	Conn	   *c = calloc(1, sizeof(Conn));
+	nghttp2_session_callbacks *cbs;
+	nghttp2_settings_entry iv[2] = {
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1000},
+		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+	};
+
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->bev = bufferevent_socket_new(rmq_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	nghttp2_session_callbacks_new(&cbs);
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+	nghttp2_session_server_new(&c->h2, cbs, c);
+	nghttp2_session_callbacks_del(cbs);
+	nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
+	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	{
+		/* a client that says nothing is dropped (BEV_EVENT_TIMEOUT) */
+		struct timeval tv = {HANDSHAKE_TIMEOUT, 0};
+
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+	}
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	if (rmq_verbose)
+		logmsg("%s: connection", c->peer);
+	conn_flush(c);
+}

@@ -1,0 +1,117 @@
+/*-------------------------------------------------------------------------
+ *
+ * rmq.h
+ *	  mq-rocketmq, the RocketMQ 5 gRPC gateway of queue_ext (docs/rocketmq.md).
+ *
+ * The files, from the top down:
+ *	main.c		start-up: settings, credentials, the listening socket, the loop
+ *	h2.c		HTTP/2 (libnghttp2) connections and gRPC framing of their streams
+ *	rpc.c		MessagingService's RPCs onto queue_ext's SQL API
+ *	pg.c		asynchronous libpq sessions, pooled per (database, role)
+ *
+ * Protocol messages are rocketmq.proto's, compiled by protoc-c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef RMQ_H
+#define RMQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <libpq-fe.h>
+#include <nghttp2/nghttp2.h>
+
+#include "rocketmq.pb-c.h"
+
+/* the protocol's long names */
+#define PB(x) Apache__Rocketmq__V2__##x
+#define PBFN(x) apache__rocketmq__v2__##x
+#define CODE(x) APACHE__ROCKETMQ__V2__CODE__##x
+
+/* a growing byte buffer */
+typedef struct Buf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} Buf;
+
+extern void buf_add(Buf *b, const void *p, size_t n);
+extern void buf_free(Buf *b);
+
+/* main.c: settings and helpers */
+extern struct event_base *rmq_base;
+extern PQconninfoOption *rmq_conninfo;
+extern const char *rmq_default_db;
+extern const char *rmq_advertise_host;
+extern int	rmq_advertise_port;
+extern int	rmq_max_sessions;
+extern int	rmq_max_body;
+extern const char *rmq_producer_group;
+extern int	rmq_tx_check;
+extern bool rmq_verbose;
+extern void logmsg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Who a request acts as: the PostgreSQL role its access key maps to, or
+ * NULL with why filled in (a status code and message for the client)
+ */
+extern const char *auth_role(const char *authorization, const char *date_time,
+							 int *code, char *why, size_t whylen);
+
+/* h2.c: an HTTP/2 stream carrying one RPC */
+typedef struct Conn Conn;
+typedef struct Stream
+{
+	Conn	   *conn;
+	int32_t		id;
+	char		path[128];
+	char		authorization[512];
+	char		date_time[64];
+	char		namespace_[128];
+	char		client_id[256];
+	Buf			in;				/* request bytes not yet made into messages */
+	Buf			out;			/* response bytes (gRPC-framed) not yet sent */
+	size_t		out_off;
+	bool		responding;		/* response headers submitted */
+	bool		finished;		/* trailers once out is sent */
+	bool		trailers_sent;
+	int			grpc_status;
+	bool		in_ended;		/* the client half-closed */
+	bool		closed;			/* nghttp2 closed the stream */
+	int			rpc;			/* an RPC_ value (rpc.c) */
+	const char *role;			/* the role it acts as */
+	void	   *req;			/* the RPC's pending work, if any */
+	int			client_type;	/* Telemetry: the client's Settings */
+	/* a producer's Telemetry stream: where check-backs go (rpc.c) */
+	bool		producer;
+	char		db[128];
+	char		topics[1024];	/* ",topic,topic," */
+	struct Stream *next_producer;
+	struct Stream *next;
+} Stream;
+
+extern void stream_send_message(Stream *s, const ProtobufCMessage *m);
+extern void stream_finish(Stream *s, int grpc_status, const char *msg);
+extern void conn_flush(Conn *c);
+extern void h2_accept(evutil_socket_t fd, const char *peer);
+
+/* rpc.c */
+extern void rpc_begin(Stream *s);
+extern void rpc_message(Stream *s, const uint8_t *data, size_t len);
+extern void rpc_end_of_input(Stream *s);
+extern void rpc_stream_gone(Stream *s);
+extern void rpc_start(void);
+
+/* pg.c: one statement on a pooled session of (database, role) */
+typedef void (*pg_result_cb) (void *arg, PGresult *res);
+extern bool pg_run(const char *db, const char *role, const char *sql, int nparams,
+				   const char *const *values, const int *lengths, const int *formats,
+				   pg_result_cb cb, void *arg);
+extern const char *res_state(const PGresult *res);
+extern const char *res_message(const PGresult *res);
+
+#endif

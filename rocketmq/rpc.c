@@ -1,0 +1,1734 @@
+/*-------------------------------------------------------------------------
+ *
+ * rpc.c
+ *	  MessagingService's RPCs onto queue_ext's SQL API.
+ *
+ * Each RPC runs one statement at a time on a pooled session of its
+ * namespace's database as its role (pg.c); errors travel in the
+ * response's Status, as RocketMQ's do, never as a hang:
+ *
+ *	QueryRoute		the stream's partitions (mq.queues), each a message queue
+ *					served by this gateway; TOPIC_NOT_FOUND otherwise
+ *	SendMessage		mq.send: keys (the first one is queue_ext's key), tag,
+ *					message_group, deliver_at; the rest in the x-rocketmq header;
+ *					a TRANSACTION message is mq.publish_half of --producer-group
+ *	EndTransaction	mq.end_half
+ *	ReceiveMessage	mq.consume of the group: invisible duration = lease,
+ *					long polling = wait, receipt handle = receipt; the
+ *					subscription's filter on top of the group's
+ *	AckMessage		mq.ack by receipt
+ *	ChangeInvisibleDuration  mq.extend_lease by receipt (0: mq.nack)
+ *	QueryAssignment	message queue 0 of the stream (a receive takes from all)
+ *	ForwardMessageToDeadLetterQueue  mq.nack without requeue: %DLQ%<group>
+ *	Heartbeat, NotifyClientTermination  OK
+ *	Telemetry		answers each Settings with the server's settings
+ *	any other of MessagingService's RPCs: Status NOT_IMPLEMENTED; a method
+ *	the service does not have: grpc-status UNIMPLEMENTED.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "rmq.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <json-c/json.h>
+#include <openssl/evp.h>
+
+enum
+{
+	RPC_NONE,
+	RPC_QUERY_ROUTE,
+	RPC_HEARTBEAT,
+	RPC_SEND,
+	RPC_RECEIVE,
+	RPC_ACK,
+	RPC_CHANGE_INVISIBLE,
+	RPC_TELEMETRY,
+	RPC_NOTIFY_TERMINATION,
+	RPC_QUERY_ASSIGNMENT,
+	RPC_FORWARD_DLQ,
+	RPC_END_TRANSACTION,
+	RPC_NOT_IMPLEMENTED,		/* the service's, not served (yet) */
+	RPC_DONE					/* answered; anything more is ignored */
+};
+
+static const struct
+{
+	const char *method;
+	int			rpc;
+}			methods[] = {
+	{"QueryRoute", RPC_QUERY_ROUTE},
+	{"Heartbeat", RPC_HEARTBEAT},
+	{"SendMessage", RPC_SEND},
+	{"ReceiveMessage", RPC_RECEIVE},
+	{"AckMessage", RPC_ACK},
+	{"ChangeInvisibleDuration", RPC_CHANGE_INVISIBLE},
+	{"Telemetry", RPC_TELEMETRY},
+	{"NotifyClientTermination", RPC_NOTIFY_TERMINATION},
+	{"QueryAssignment", RPC_QUERY_ASSIGNMENT},
+	{"ForwardMessageToDeadLetterQueue", RPC_FORWARD_DLQ},
+	{"PullMessage", RPC_NOT_IMPLEMENTED},
+	{"UpdateOffset", RPC_NOT_IMPLEMENTED},
+	{"GetOffset", RPC_NOT_IMPLEMENTED},
+	{"QueryOffset", RPC_NOT_IMPLEMENTED},
+	{"EndTransaction", RPC_END_TRANSACTION},
+	{"RecallMessage", RPC_NOT_IMPLEMENTED},
+	{"SyncLiteSubscription", RPC_NOT_IMPLEMENTED},
+};
+
+#define SERVICE_PREFIX "/apache.rocketmq.v2.MessagingService/"
+#define MAX_PARAMS 10
+#define RMQ_HEADER "x-rocketmq"
+/* the lease of a PushConsumer's deliveries (auto_renew, no duration given) */
+#define AUTO_RENEW_LEASE_MS (5 * 60 * 1000)
+
+/* An RPC waiting for PostgreSQL */
+typedef struct Req
+{
+	Stream	   *s;				/* NULL once the stream is gone */
+	int			rpc;
+	char		db[128];
+	char		role[128];
+	ProtobufCMessage *msg;		/* the decoded request */
+	const char *params[MAX_PARAMS];
+	int			lengths[MAX_PARAMS];
+	int			formats[MAX_PARAMS];
+	char	   *owned[MAX_PARAMS];	/* params to free */
+	size_t		idx;			/* the entry being worked on */
+	/* SendMessage: its entries so far */
+	PB(SendMessageResponse) send_res;
+	PB(SendResultEntry) * send_entries;
+	PB(Status) * send_status;
+	/* AckMessage */
+	PB(AckMessageResponse) ack_res;
+	PB(AckMessageResultEntry) * ack_entries;
+	PB(Status) * ack_status;
+	int64_t		invisible_ms;
+	PB(Resource) * topic;		/* QueryRoute, QueryAssignment: in msg */
+} Req;
+
+/* ---------------------------------------------------------------------
+ * Answers
+ * --------------------------------------------------------------------- */
+
+/* A response that is a Status alone (every response's field 1), then OK */
+static void
+answer_status(Stream *s, int code, const char *message)
+{
+	PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+	PB(StatusResponse) r = APACHE__ROCKETMQ__V2__STATUS_RESPONSE__INIT;
+
+	if (s == NULL || s->closed)
+		return;
+	st.code = code;
+	st.message = (char *) (message ? message : (code == CODE(OK) ? "OK" : ""));
+	r.status = &st;
+	stream_send_message(s, &r.base);
+	stream_finish(s, 0, code == CODE(OK) ? NULL : message);
+	s->rpc = RPC_DONE;
+}
+
+/* the RocketMQ code of a failed statement */
+static int
+code_of(const PGresult *res, int not_found)
+{
+	const char *st = res_state(res);
+	const char *msg = res_message(res);
+
+	if (res == NULL)
+		return CODE(HA_NOT_AVAILABLE);
+	if (strcmp(st, "42704") == 0)
+		return strncmp(msg, "consumer group", 14) == 0 ? CODE(CONSUMER_GROUP_NOT_FOUND) :
+			strncmp(msg, "producer group", 14) == 0 ? CODE(PRECONDITION_FAILED) : not_found;
+	if (strcmp(st, "42501") == 0)
+		return CODE(FORBIDDEN);
+	if (strcmp(st, "54000") == 0)
+		return CODE(MESSAGE_BODY_TOO_LARGE);
+	if (strcmp(st, "53400") == 0)
+		return CODE(TOO_MANY_REQUESTS);
+	if (strcmp(st, "25006") == 0 || strcmp(st, "53000") == 0 || strncmp(st, "08", 2) == 0 ||
+		strncmp(st, "57", 2) == 0)
+		return CODE(HA_NOT_AVAILABLE);
+	if (strcmp(st, "0A000") == 0)
+		return CODE(UNSUPPORTED);
+	if (strcmp(st, "42809") == 0)
+		return CODE(ILLEGAL_TOPIC);
+	if (strcmp(st, "42601") == 0 || strcmp(st, "54001") == 0)
+		return CODE(ILLEGAL_FILTER_EXPRESSION);
+	if (strncmp(st, "22", 2) == 0)
+		return CODE(BAD_REQUEST);
+	return CODE(INTERNAL_SERVER_ERROR);
+}
+
+static bool
+res_good(const PGresult *res)
+{
+	return res && (PQresultStatus(res) == PGRES_TUPLES_OK || PQresultStatus(res) == PGRES_COMMAND_OK);
+}
+
+/* ---------------------------------------------------------------------
+ * Requests
+ * --------------------------------------------------------------------- */
+
+static Req *
+req_new(Stream *s, int rpc, const char *ns, ProtobufCMessage *msg)
+{
+	Req		   *r = calloc(1, sizeof(Req));
+
+	r->s = s;
+	r->rpc = rpc;
+	r->msg = msg;
+	/* the client's namespace header, else the resource's */
+	snprintf(r->db, sizeof(r->db), "%s", s->namespace_[0] ? s->namespace_ : (ns ? ns : ""));
+	snprintf(r->role, sizeof(r->role), "%s", s->role);
+	s->req = r;
+	return r;
+}
+
+static void
+req_param(Req *r, int i, const char *value)
+{
+	free(r->owned[i]);
+	r->owned[i] = value ? strdup(value) : NULL;
+	r->params[i] = r->owned[i];
+	r->lengths[i] = 0;
+	r->formats[i] = 0;
+}
+
+/* a binary parameter (bytea) */
+static void
+req_param_bin(Req *r, int i, const void *data, size_t len)
+{
+	free(r->owned[i]);
+	r->owned[i] = malloc(len ? len : 1);
+	if (len)
+		memcpy(r->owned[i], data, len);
+	r->params[i] = r->owned[i];
+	r->lengths[i] = (int) len;
+	r->formats[i] = 1;
+}
+
+static void
+req_free(Req *r)
+{
+	int			i;
+
+	if (r->s)
+		r->s->req = NULL;
+	for (i = 0; i < MAX_PARAMS; i++)
+		free(r->owned[i]);
+	if (r->msg)
+		protobuf_c_message_free_unpacked(r->msg, NULL);
+	free(r->send_entries);
+	free(r->send_status);
+	free(r->ack_entries);
+	free(r->ack_status);
+	free(r);
+}
+
+/* Run sql for r; false: answered already (too many sessions) */
+static bool
+req_run(Req *r, const char *sql, int nparams, pg_result_cb cb)
+{
+	if (pg_run(r->db, r->role, sql, nparams, r->params, r->lengths, r->formats, cb, r))
+		return true;
+	answer_status(r->s, CODE(TOO_MANY_REQUESTS), "the gateway has --max-sessions PostgreSQL sessions busy");
+	req_free(r);
+	return false;
+}
+
+/* ---------------------------------------------------------------------
+ * QueryRoute
+ * --------------------------------------------------------------------- */
+
+/*
+ * The first n message queues of a topic, ids 0..n-1 (partitions), all
+ * served by this gateway: the route is a function of the stream's
+ * partitions (docs/rocketmq.md).  One allocation: route_queues_free.
+ */
+typedef struct RouteAlloc
+{
+	PB(Address) addr;
+	PB(Address) *addrs[1];
+	PB(Endpoints) ep;
+	PB(Broker) broker;
+	PB(Resource) topic;
+	PB(MessageType) types[4];
+	PB(MessageQueue) mqs[];
+} RouteAlloc;
+
+static PB(MessageQueue) *
+route_queues(const PB(Resource) * topic, int n)
+{
+	RouteAlloc *ra = calloc(1, offsetof(RouteAlloc, mqs) + (n + 1) * sizeof(PB(MessageQueue)));
+	int			i;
+
+	PBFN(address__init) (&ra->addr);
+	ra->addr.host = (char *) rmq_advertise_host;
+	ra->addr.port = rmq_advertise_port;
+	ra->addrs[0] = &ra->addr;
+	PBFN(endpoints__init) (&ra->ep);
+	ra->ep.scheme = strspn(rmq_advertise_host, "0123456789.") == strlen(rmq_advertise_host) ?
+		APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__IPv4 :
+		strchr(rmq_advertise_host, ':') ? APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__IPv6 :
+		APACHE__ROCKETMQ__V2__ADDRESS_SCHEME__DOMAIN_NAME;
+	ra->ep.n_addresses = 1;
+	ra->ep.addresses = ra->addrs;
+	PBFN(broker__init) (&ra->broker);
+	ra->broker.name = "mq-rocketmq";
+	ra->broker.id = 0;
+	ra->broker.endpoints = &ra->ep;
+	PBFN(resource__init) (&ra->topic);
+	ra->topic.resource_namespace = topic->resource_namespace;
+	ra->topic.name = topic->name;
+	ra->types[0] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__NORMAL;
+	ra->types[1] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__FIFO;
+	ra->types[2] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__DELAY;
+	ra->types[3] = APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION;
+	for (i = 0; i < n; i++)
+	{
+		PBFN(message_queue__init) (&ra->mqs[i]);
+		ra->mqs[i].topic = &ra->topic;
+		ra->mqs[i].id = i;
+		ra->mqs[i].permission = APACHE__ROCKETMQ__V2__PERMISSION__READ_WRITE;
+		ra->mqs[i].broker = &ra->broker;
+		ra->mqs[i].n_accept_message_types = 4;
+		ra->mqs[i].accept_message_types = ra->types;
+	}
+	return ra->mqs;
+}
+
+static void
+route_queues_free(PB(MessageQueue) * mqs)
+{
+	free((char *) mqs - offsetof(RouteAlloc, mqs));
+}
+
+static void
+query_route_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	PB(Resource) * topic = r->topic;
+	Stream	   *s = r->s;
+
+	if (s == NULL)
+	{
+		req_free(r);
+		return;
+	}
+	if (!res_good(res))
+		answer_status(s, code_of(res, CODE(TOPIC_NOT_FOUND)), res_message(res));
+	else if (PQntuples(res) == 0 || PQgetisnull(res, 0, 0))
+	{
+		char		msg[400];
+
+		snprintf(msg, sizeof(msg), "topic \"%s\" does not exist (a topic is a stream: mq.queue_declare(..., type => 'stream'))",
+				 topic->name);
+		answer_status(s, CODE(TOPIC_NOT_FOUND), msg);
+	}
+	else if (r->rpc == RPC_QUERY_ASSIGNMENT)
+	{
+		/*
+		 * One assignment, message queue 0: a ReceiveMessage takes from every
+		 * partition, so one long poll per client is enough
+		 */
+		PB(QueryAssignmentResponse) out = APACHE__ROCKETMQ__V2__QUERY_ASSIGNMENT_RESPONSE__INIT;
+		PB(Assignment) a = APACHE__ROCKETMQ__V2__ASSIGNMENT__INIT;
+		PB(Assignment) * ap[1] = {&a};
+		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+		PB(MessageQueue) *mq = route_queues(topic, 1);
+
+		st.code = CODE(OK);
+		st.message = "OK";
+		a.message_queue = mq;
+		out.status = &st;
+		out.n_assignments = 1;
+		out.assignments = ap;
+		stream_send_message(s, &out.base);
+		stream_finish(s, 0, NULL);
+		s->rpc = RPC_DONE;
+		route_queues_free(mq);
+	}
+	else
+	{
+		int			n = atoi(PQgetvalue(res, 0, 0));
+		int			i;
+		PB(QueryRouteResponse) out = APACHE__ROCKETMQ__V2__QUERY_ROUTE_RESPONSE__INIT;
+		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+		PB(MessageQueue) *mqs = route_queues(topic, n);
+		PB(MessageQueue) **mqp = calloc(n + 1, sizeof(void *));
+
+		st.code = CODE(OK);
+		st.message = "OK";
+		for (i = 0; i < n; i++)
+			mqp[i] = &mqs[i];
+		out.status = &st;
+		out.n_message_queues = n;
+		out.message_queues = mqp;
+		stream_send_message(s, &out.base);
+		stream_finish(s, 0, NULL);
+		s->rpc = RPC_DONE;
+		route_queues_free(mqs);
+		free(mqp);
+	}
+	req_free(r);
+}
+
+static void
+query_route(Stream *s, PB(Resource) * topic, ProtobufCMessage *m, int rpc)
+{
+	Req		   *r;
+
+	if (topic == NULL || topic->name[0] == '\0')
+	{
+		answer_status(s, CODE(ILLEGAL_TOPIC), "no topic given");
+		protobuf_c_message_free_unpacked(m, NULL);
+		return;
+	}
+	r = req_new(s, rpc, topic->resource_namespace, m);
+	r->topic = topic;
+	req_param(r, 0, topic->name);
+	req_run(r, "SELECT partitions FROM mq.queues WHERE queue = $1 AND type = 'stream'", 1,
+			query_route_done);
+}
+
+/* ---------------------------------------------------------------------
+ * SendMessage
+ * --------------------------------------------------------------------- */
+
+static const char *
+type_name(int t)
+{
+	switch (t)
+	{
+		case APACHE__ROCKETMQ__V2__MESSAGE_TYPE__FIFO:
+			return "FIFO";
+		case APACHE__ROCKETMQ__V2__MESSAGE_TYPE__DELAY:
+			return "DELAY";
+		case APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION:
+			return "TRANSACTION";
+		default:
+			return "NORMAL";
+	}
+}
+
+static int
+type_of(const char *name)
+{
+	if (name && strcmp(name, "FIFO") == 0)
+		return APACHE__ROCKETMQ__V2__MESSAGE_TYPE__FIFO;
+	if (name && strcmp(name, "DELAY") == 0)
+		return APACHE__ROCKETMQ__V2__MESSAGE_TYPE__DELAY;
+	if (name && strcmp(name, "TRANSACTION") == 0)
+		return APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION;
+	return APACHE__ROCKETMQ__V2__MESSAGE_TYPE__NORMAL;
+}
+
+static int64_t
+ts_ms(const PB(Timestamp) * t)
+{
+	return t ? t->seconds * 1000 + t->nanos / 1000000 : 0;
+}
+
+static void send_next(Req *r);
+
+static void
+send_entry(Req *r, int code, const char *message, const char *msg_id)
+{
+	PB(SendResultEntry) * e = &r->send_entries[r->idx];
+	PB(Status) * st = &r->send_status[r->idx];
+
+	st->code = code;
+	st->message = strdup(message ? message : "OK");
+	e->status = st;
+	e->message_id = strdup(msg_id ? msg_id : "");
+	r->idx++;
+}
+
+static void
+send_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	PB(SendMessageRequest) * q = (PB(SendMessageRequest) *) r->msg;
+	PB(Message) * m = q->messages[r->idx];
+
+	if (res_good(res))
+	{
+		send_entry(r, CODE(OK), "OK", m->system_properties->message_id);
+		/* a half message: its id is the transaction id EndTransaction names */
+		if (m->system_properties->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION &&
+			PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+			r->send_entries[r->idx - 1].transaction_id = strdup(PQgetvalue(res, 0, 0));
+	}
+	else
+		send_entry(r, code_of(res, CODE(TOPIC_NOT_FOUND)), res_message(res),
+				   m->system_properties->message_id);
+	send_next(r);
+}
+
+/* Publish the next message of the request, or answer when all are done */
+static void
+send_next(Req *r)
+{
+	PB(SendMessageRequest) * q = (PB(SendMessageRequest) *) r->msg;
+	Stream	   *s = r->s;
+
+	while (s && r->idx < q->n_messages)
+	{
+		PB(Message) * m = q->messages[r->idx];
+		PB(SystemProperties) * sp = m->system_properties;
+		json_object *headers;
+		json_object *rmq;
+		json_object *keys;
+		size_t		i;
+		char		num[32];
+		bool		bad = false;
+
+		if (m->topic == NULL || m->topic->name[0] == '\0' || sp == NULL)
+		{
+			send_entry(r, CODE(BAD_REQUEST), "a message needs a topic and system properties", NULL);
+			continue;
+		}
+		if (m->body.len > (size_t) rmq_max_body)
+		{
+			send_entry(r, CODE(MESSAGE_BODY_TOO_LARGE), "message body too large (--max-body-size)", sp->message_id);
+			continue;
+		}
+		if (sp->body_encoding == APACHE__ROCKETMQ__V2__ENCODING__GZIP)
+		{
+			send_entry(r, CODE(UNSUPPORTED), "gzip-encoded bodies are not supported", sp->message_id);
+			continue;
+		}
+		headers = json_object_new_object();
+		for (i = 0; i < m->n_user_properties; i++)
+		{
+			if (strcmp(m->user_properties[i]->key, RMQ_HEADER) == 0)
+				bad = true;
+			json_object_object_add(headers, m->user_properties[i]->key,
+								   json_object_new_string(m->user_properties[i]->value));
+		}
+		if (bad)
+		{
+			json_object_put(headers);
+			send_entry(r, CODE(ILLEGAL_MESSAGE_PROPERTY_KEY), "the user property " RMQ_HEADER " is reserved", sp->message_id);
+			continue;
+		}
+		/* what has no column of its own: x-rocketmq (docs/rocketmq.md) */
+		rmq = json_object_new_object();
+		json_object_object_add(rmq, "id", json_object_new_string(sp->message_id));
+		json_object_object_add(rmq, "type", json_object_new_string(type_name(sp->message_type)));
+		keys = json_object_new_array();
+		for (i = 0; i < sp->n_keys; i++)
+			json_object_array_add(keys, json_object_new_string(sp->keys[i]));
+		json_object_object_add(rmq, "keys", keys);
+		if (sp->born_timestamp)
+			json_object_object_add(rmq, "born", json_object_new_int64(ts_ms(sp->born_timestamp)));
+		if (sp->born_host[0])
+			json_object_object_add(rmq, "born_host", json_object_new_string(sp->born_host));
+		if (sp->delivery_timestamp)
+			json_object_object_add(rmq, "deliver_at", json_object_new_int64(ts_ms(sp->delivery_timestamp)));
+		json_object_object_add(headers, RMQ_HEADER, rmq);
+
+		req_param(r, 0, m->topic->name);
+		req_param_bin(r, 1, m->body.data, m->body.len);
+		req_param(r, 2, json_object_to_json_string_ext(headers, JSON_C_TO_STRING_PLAIN));
+		json_object_put(headers);
+		if (sp->delivery_timestamp)
+		{
+			snprintf(num, sizeof(num), "%lld", (long long) ts_ms(sp->delivery_timestamp));
+			req_param(r, 3, num);
+		}
+		else
+			req_param(r, 3, NULL);
+		req_param(r, 4, sp->n_keys > 0 ? sp->keys[0] : NULL);
+		req_param(r, 5, sp->tag[0] ? sp->tag : NULL);
+		req_param(r, 6, sp->message_group[0] ? sp->message_group : NULL);
+		if (m->topic->resource_namespace[0] && !s->namespace_[0])
+			snprintf(r->db, sizeof(r->db), "%s", m->topic->resource_namespace);
+		/*
+		 * deliver_at in the past is due at once; queue_ext's deliver_at
+		 * takes any finite time
+		 */
+		if (sp->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION)
+		{
+			/*
+			 * a half message of --producer-group, routed by the default
+			 * exchange to the stream at its commit (EndTransaction)
+			 */
+			req_param(r, 3, rmq_producer_group);
+			req_run(r,
+					"SELECT mq.publish_half('', $1, $2::bytea, $4, headers => $3::jsonb,"
+					" key => $5, tag => $6, message_group => $7)",
+					7, send_done);
+		}
+		else
+			req_run(r,
+					"SELECT mq.send($1, $2::bytea, headers => $3::jsonb,"
+					" deliver_at => to_timestamp($4::bigint / 1000.0),"
+					" key => $5, tag => $6, message_group => $7)",
+					7, send_done);
+		return;
+	}
+	if (s)
+	{
+		bool		all_ok = true;
+
+		for (size_t i = 0; i < r->idx; i++)
+			if (r->send_status[i].code != CODE(OK))
+				all_ok = false;
+		{
+			PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+			PB(SendResultEntry) **ep = calloc(r->idx + 1, sizeof(void *));
+
+			for (size_t i = 0; i < r->idx; i++)
+				ep[i] = &r->send_entries[i];
+			/* the first entry's status, as RocketMQ's proxy answers */
+			if (all_ok || r->idx == 0)
+			{
+				st.code = r->idx == 0 ? CODE(BAD_REQUEST) : CODE(OK);
+				st.message = r->idx == 0 ? "no messages" : "OK";
+			}
+			else
+				for (size_t i = 0; i < r->idx; i++)
+					if (r->send_status[i].code != CODE(OK))
+					{
+						st = r->send_status[i];
+						break;
+					}
+			r->send_res.status = &st;
+			r->send_res.n_entries = r->idx;
+			r->send_res.entries = ep;
+			stream_send_message(s, &r->send_res.base);
+			stream_finish(s, 0, NULL);
+			s->rpc = RPC_DONE;
+			free(ep);
+		}
+	}
+	for (size_t i = 0; i < r->idx; i++)
+	{
+		free(r->send_status[i].message);
+		free(r->send_entries[i].message_id);
+		if (r->send_entries[i].transaction_id != protobuf_c_empty_string)
+			free(r->send_entries[i].transaction_id);
+	}
+	req_free(r);
+}
+
+static void
+send_message(Stream *s, PB(SendMessageRequest) * q)
+{
+	Req		   *r = req_new(s, RPC_SEND, NULL, &q->base);
+	size_t		i;
+
+	PBFN(send_message_response__init) (&r->send_res);
+	r->send_entries = calloc(q->n_messages + 1, sizeof(PB(SendResultEntry)));
+	r->send_status = calloc(q->n_messages + 1, sizeof(PB(Status)));
+	for (i = 0; i < q->n_messages; i++)
+	{
+		PBFN(send_result_entry__init) (&r->send_entries[i]);
+		PBFN(status__init) (&r->send_status[i]);
+	}
+	send_next(r);
+}
+
+/* ---------------------------------------------------------------------
+ * ReceiveMessage
+ * --------------------------------------------------------------------- */
+
+static int64_t
+dur_ms(const PB(Duration) * d)
+{
+	return d ? d->seconds * 1000 + d->nanos / 1000000 : 0;
+}
+
+static void
+set_ts(PB(Timestamp) * t, int64_t ms)
+{
+	PBFN(timestamp__init) (t);
+	t->seconds = ms / 1000;
+	t->nanos = (int32_t) (ms % 1000) * 1000000;
+}
+
+/* a bytea's text form (\x...) decoded; returns the length */
+static size_t
+unhex(const char *text, uint8_t *out)
+{
+	size_t		n = 0;
+
+	if (text[0] != '\\' || text[1] != 'x')
+		return 0;
+	for (text += 2; text[0] && text[1]; text += 2)
+	{
+		int			hi = (text[0] <= '9') ? text[0] - '0' : (text[0] | 0x20) - 'a' + 10;
+		int			lo = (text[1] <= '9') ? text[1] - '0' : (text[1] | 0x20) - 'a' + 10;
+
+		out[n++] = (uint8_t) (hi << 4 | lo);
+	}
+	return n;
+}
+
+static void
+md5_hex(const uint8_t *data, size_t len, char *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	unsigned int i;
+
+	EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL);
+	for (i = 0; i < mdlen; i++)
+		sprintf(out + 2 * i, "%02X", md[i]);
+	out[2 * mdlen] = '\0';
+}
+
+enum
+{
+	C_ID, C_BODY, C_HEADERS, C_PUBLISHED, C_COUNT, C_PARTITION, C_OFFSET, C_KEY, C_TAG,
+	C_GROUP, C_RECEIPT
+};
+
+/*
+ * One row of mq.consume (or mq.message, in the C_ column order) as a
+ * Message of topic ns/topic_name, given to emit.  invisible_ms 0: none.
+ */
+static void
+message_of_row(PGresult *res, int row, const char *ns, const char *topic_name,
+			   int64_t invisible_ms, void (*emit) (PB(Message) * m, void *arg), void *arg)
+{
+	PB(Message) m = APACHE__ROCKETMQ__V2__MESSAGE__INIT;
+	PB(SystemProperties) sp = APACHE__ROCKETMQ__V2__SYSTEM_PROPERTIES__INIT;
+	PB(Resource) topic = APACHE__ROCKETMQ__V2__RESOURCE__INIT;
+	PB(Digest) digest = APACHE__ROCKETMQ__V2__DIGEST__INIT;
+	PB(Timestamp) born,
+				store,
+				deliver;
+	PB(Duration) invisible = APACHE__ROCKETMQ__V2__DURATION__INIT;
+	PB(Message__UserPropertiesEntry) *props = NULL;
+	PB(Message__UserPropertiesEntry) **propp = NULL;
+	char	  **keys = NULL;
+	const char *btext = PQgetvalue(res, row, C_BODY);
+	uint8_t    *body = malloc(strlen(btext) / 2 + 1);
+	size_t		blen = unhex(btext, body);
+	char		md5[64];
+	char		idbuf[32];
+	char		store_host[300];
+	json_object *headers = json_tokener_parse(PQgetvalue(res, row, C_HEADERS));
+	json_object *rmq = NULL;
+	json_object *v;
+	int64_t		published = atoll(PQgetvalue(res, row, C_PUBLISHED));
+	size_t		n = 0;
+
+	if (headers && json_object_is_type(headers, json_type_object) &&
+		json_object_object_get_ex(headers, RMQ_HEADER, &rmq) &&
+		!json_object_is_type(rmq, json_type_object))
+		rmq = NULL;
+	/* user properties: the headers but x-rocketmq; non-strings as JSON */
+	if (headers && json_object_is_type(headers, json_type_object))
+	{
+		size_t		cap = json_object_object_length(headers);
+
+		props = calloc(cap + 1, sizeof(*props));
+		propp = calloc(cap + 1, sizeof(void *));
+		{
+		json_object_object_foreach(headers, hk, hv)
+		{
+			if (strcmp(hk, RMQ_HEADER) == 0)
+				continue;
+			PBFN(message__user_properties_entry__init) (&props[n]);
+			props[n].key = hk;
+			props[n].value = (char *) (json_object_is_type(hv, json_type_string) ?
+									   json_object_get_string(hv) :
+									   json_object_to_json_string_ext(hv, JSON_C_TO_STRING_PLAIN));
+			propp[n] = &props[n];
+			n++;
+		}
+		}
+	}
+	m.n_user_properties = n;
+	m.user_properties = propp;
+
+	topic.resource_namespace = (char *) ns;
+	topic.name = (char *) topic_name;
+	m.topic = &topic;
+	m.body.data = body;
+	m.body.len = blen;
+
+	if (!PQgetisnull(res, row, C_TAG))
+		sp.tag = PQgetvalue(res, row, C_TAG);
+	if (rmq && json_object_object_get_ex(rmq, "keys", &v) && json_object_is_type(v, json_type_array))
+	{
+		size_t		k = json_object_array_length(v);
+
+		keys = calloc(k + 1, sizeof(char *));
+		for (size_t i = 0; i < k; i++)
+			keys[i] = (char *) json_object_get_string(json_object_array_get_idx(v, i));
+		sp.n_keys = k;
+		sp.keys = keys;
+	}
+	else if (!PQgetisnull(res, row, C_KEY))
+	{
+		keys = calloc(2, sizeof(char *));
+		keys[0] = PQgetvalue(res, row, C_KEY);
+		sp.n_keys = 1;
+		sp.keys = keys;
+	}
+	if (rmq && json_object_object_get_ex(rmq, "id", &v))
+		sp.message_id = (char *) json_object_get_string(v);
+	else
+	{
+		/* published by SQL or AMQP: queue_ext's id */
+		snprintf(idbuf, sizeof(idbuf), "%s", PQgetvalue(res, row, C_ID));
+		sp.message_id = idbuf;
+	}
+	md5_hex(body, blen, md5);
+	digest.type = APACHE__ROCKETMQ__V2__DIGEST_TYPE__MD5;
+	digest.checksum = md5;
+	sp.body_digest = &digest;
+	sp.body_encoding = APACHE__ROCKETMQ__V2__ENCODING__IDENTITY;
+	if (!PQgetisnull(res, row, C_GROUP))
+		sp.message_group = PQgetvalue(res, row, C_GROUP);
+	sp.message_type = type_of(rmq && json_object_object_get_ex(rmq, "type", &v) ?
+							  json_object_get_string(v) :
+							  sp.message_group[0] ? "FIFO" : "NORMAL");
+	set_ts(&born, rmq && json_object_object_get_ex(rmq, "born", &v) ?
+		   json_object_get_int64(v) : published);
+	sp.born_timestamp = &born;
+	if (rmq && json_object_object_get_ex(rmq, "born_host", &v))
+		sp.born_host = (char *) json_object_get_string(v);
+	set_ts(&store, published);
+	sp.store_timestamp = &store;
+	snprintf(store_host, sizeof(store_host), "%s:%d", rmq_advertise_host, rmq_advertise_port);
+	sp.store_host = store_host;
+	if (rmq && json_object_object_get_ex(rmq, "deliver_at", &v))
+	{
+		set_ts(&deliver, json_object_get_int64(v));
+		sp.delivery_timestamp = &deliver;
+	}
+	sp.receipt_handle = PQgetvalue(res, row, C_RECEIPT);
+	sp.queue_id = PQgetisnull(res, row, C_PARTITION) ? 0 : atoi(PQgetvalue(res, row, C_PARTITION));
+	sp.queue_offset = PQgetisnull(res, row, C_OFFSET) ? 0 : atoll(PQgetvalue(res, row, C_OFFSET));
+	invisible.seconds = invisible_ms / 1000;
+	invisible.nanos = (int32_t) (invisible_ms % 1000) * 1000000;
+	sp.invisible_duration = invisible_ms > 0 ? &invisible : NULL;
+	sp.delivery_attempt = atoi(PQgetvalue(res, row, C_COUNT));
+	m.system_properties = &sp;
+
+	emit(&m, arg);
+
+	free(keys);
+	free(props);
+	free(propp);
+	free(body);
+	if (headers)
+		json_object_put(headers);
+}
+
+static void
+receive_emit(PB(Message) * m, void *arg)
+{
+	PB(ReceiveMessageResponse) out = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__INIT;
+
+	out.content_case = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__CONTENT_MESSAGE;
+	out.message = m;
+	stream_send_message(arg, &out.base);
+}
+
+/* Send one row of mq.consume as a Message */
+static void
+receive_row(Req *r, PGresult *res, int row)
+{
+	PB(ReceiveMessageRequest) * q = (PB(ReceiveMessageRequest) *) r->msg;
+
+	message_of_row(res, row, q->group ? q->group->resource_namespace : "",
+				   q->message_queue->topic->name, r->invisible_ms, receive_emit, r->s);
+}
+
+static void
+receive_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	Stream	   *s = r->s;
+	int			i;
+
+	if (s == NULL)
+	{
+		/*
+		 * The client went away during the long poll: what mq.consume
+		 * leased comes back when the lease runs out
+		 */
+		req_free(r);
+		return;
+	}
+	if (!res_good(res))
+	{
+		PB(ReceiveMessageResponse) out = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__INIT;
+		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+
+		st.code = code_of(res, CODE(TOPIC_NOT_FOUND));
+		st.message = (char *) res_message(res);
+		out.content_case = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__CONTENT_STATUS;
+		out.status = &st;
+		stream_send_message(s, &out.base);
+	}
+	else
+	{
+		PB(ReceiveMessageResponse) out = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__INIT;
+		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+		PB(ReceiveMessageResponse) when = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__INIT;
+		PB(Timestamp) now;
+		struct timeval tv;
+
+		for (i = 0; i < PQntuples(res); i++)
+			receive_row(r, res, i);
+		if (PQntuples(res) > 0)
+		{
+			gettimeofday(&tv, NULL);
+			set_ts(&now, (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000);
+			when.content_case = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__CONTENT_DELIVERY_TIMESTAMP;
+			when.delivery_timestamp = &now;
+			stream_send_message(s, &when.base);
+		}
+		st.code = PQntuples(res) > 0 ? CODE(OK) : CODE(MESSAGE_NOT_FOUND);
+		st.message = PQntuples(res) > 0 ? "OK" : "no new message";
+		out.content_case = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__CONTENT_STATUS;
+		out.status = &st;
+		stream_send_message(s, &out.base);
+	}
+	stream_finish(s, 0, NULL);
+	s->rpc = RPC_DONE;
+	req_free(r);
+}
+
+static void
+receive_status(Stream *s, int code, const char *message)
+{
+	PB(ReceiveMessageResponse) out = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__INIT;
+	PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+
+	st.code = code;
+	st.message = (char *) message;
+	out.content_case = APACHE__ROCKETMQ__V2__RECEIVE_MESSAGE_RESPONSE__CONTENT_STATUS;
+	out.status = &st;
+	stream_send_message(s, &out.base);
+	stream_finish(s, 0, NULL);
+	s->rpc = RPC_DONE;
+}
+
+static void
+receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
+{
+	Req		   *r;
+	char		num[64];
+	int64_t		invisible = dur_ms(q->invisible_duration);
+	int64_t		wait = dur_ms(q->long_polling_timeout);
+	int			batch = q->batch_size;
+	const char *filter_type = NULL;
+
+	if (q->group == NULL || q->group->name[0] == '\0')
+	{
+		receive_status(s, CODE(ILLEGAL_CONSUMER_GROUP), "no consumer group given");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	if (q->message_queue == NULL || q->message_queue->topic == NULL ||
+		q->message_queue->topic->name[0] == '\0')
+	{
+		receive_status(s, CODE(ILLEGAL_TOPIC), "no topic given");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	if (q->invisible_duration == NULL && q->auto_renew)
+	{
+		/*
+		 * A PushConsumer asks the server to keep renewing its deliveries
+		 * (auto_renew) and sends no duration; the gateway does not renew
+		 * (docs/rocketmq.md): a fixed lease instead
+		 */
+		invisible = AUTO_RENEW_LEASE_MS;
+	}
+	else if (q->invisible_duration == NULL || invisible <= 0)
+	{
+		receive_status(s, CODE(ILLEGAL_INVISIBLE_TIME), "the invisible duration must be positive");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	if (wait < 0 || wait > 3600 * 1000)
+	{
+		receive_status(s, CODE(ILLEGAL_POLLING_TIME), "the long polling timeout must be 0 to 1 hour");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	if (q->filter_expression && q->filter_expression->expression[0] != '\0' &&
+		!(q->filter_expression->type == APACHE__ROCKETMQ__V2__FILTER_TYPE__TAG &&
+		  strcmp(q->filter_expression->expression, "*") == 0))
+	{
+		if (q->filter_expression->type == APACHE__ROCKETMQ__V2__FILTER_TYPE__TAG)
+			filter_type = "tag";
+		else if (q->filter_expression->type == APACHE__ROCKETMQ__V2__FILTER_TYPE__SQL)
+			filter_type = "sql92";
+		else
+		{
+			receive_status(s, CODE(ILLEGAL_FILTER_EXPRESSION), "unknown filter type");
+			protobuf_c_message_free_unpacked(&q->base, NULL);
+			return;
+		}
+	}
+	if (batch < 1)
+		batch = 1;
+	if (batch > 10000)
+		batch = 10000;
+	r = req_new(s, RPC_RECEIVE, q->group->resource_namespace, &q->base);
+	r->invisible_ms = invisible;
+	req_param(r, 0, q->message_queue->topic->name);
+	snprintf(num, sizeof(num), "%d", batch);
+	req_param(r, 1, num);
+	snprintf(num, sizeof(num), "%lld milliseconds", (long long) wait);
+	req_param(r, 2, num);
+	snprintf(num, sizeof(num), "%lld milliseconds", (long long) invisible);
+	req_param(r, 3, num);
+	req_param(r, 4, q->group->name);
+	/*
+	 * detached leases (session_bound => false): the pooled session is not
+	 * the client, only the invisible duration ends a delivery
+	 */
+	if (filter_type == NULL)
+		req_run(r,
+				"SELECT msg_id, body, headers,"
+				" (extract(epoch FROM published_at) * 1000)::bigint, delivery_count,"
+				" partition, \"offset\", key, tag, message_group, receipt"
+				" FROM mq.consume($1, max_messages => $2::int, wait => $3::interval,"
+				" lease => $4::interval, group_name => $5, session_bound => false)",
+				5, receive_done);
+	else
+	{
+		/*
+		 * The subscription's own filter, on top of the group's: what it
+		 * rejects is settled for the group in the same statement (RocketMQ:
+		 * a group's subscription decides what the group gets), never
+		 * returned.  Over the user properties and the tag, as the group's.
+		 */
+		req_param(r, 5, filter_type);
+		req_param(r, 6, q->filter_expression->expression);
+		req_run(r,
+				/* the expression is checked first, with or without messages */
+				"WITH c AS (SELECT * FROM mq.consume($1, max_messages =>"
+				"  (SELECT CASE WHEN mq.filter_match($6, $7, '{}'::jsonb) THEN $2::int ELSE $2::int END),"
+				"  wait => $3::interval, lease => $4::interval, group_name => $5,"
+				"  session_bound => false)),"
+				" m AS (SELECT c.*, coalesce(mq.filter_match($6, $7, c.headers - '" RMQ_HEADER "', c.tag),"
+				"  false) AS pass FROM c),"
+				" skipped AS (SELECT mq.ack($1, group_name => $5, receipts => array_agg(receipt)) AS n"
+				"  FROM m WHERE NOT pass HAVING count(*) > 0)"
+				" SELECT msg_id, body, headers,"
+				" (extract(epoch FROM published_at) * 1000)::bigint, delivery_count,"
+				" partition, \"offset\", key, tag, message_group, receipt"
+				" FROM m, (SELECT count(*) FROM skipped) s WHERE pass",
+				7, receive_done);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * AckMessage
+ * --------------------------------------------------------------------- */
+
+static void ack_next(Req *r);
+
+static void
+ack_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	PB(AckMessageRequest) * q = (PB(AckMessageRequest) *) r->msg;
+	PB(AckMessageEntry) * e = q->entries[r->idx];
+	PB(Status) * st = &r->ack_status[r->idx];
+	const char *state = res_state(res);
+
+	if (res_good(res))
+	{
+		st->code = CODE(OK);
+		st->message = strdup("OK");
+	}
+	else
+	{
+		/* a receipt whose lease ran out, settled or malformed: 40013 */
+		st->code = (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0) ?
+			CODE(INVALID_RECEIPT_HANDLE) : code_of(res, CODE(TOPIC_NOT_FOUND));
+		st->message = strdup(res_message(res));
+	}
+	r->ack_entries[r->idx].message_id = e->message_id;
+	r->ack_entries[r->idx].receipt_handle = e->receipt_handle;
+	r->ack_entries[r->idx].status = st;
+	r->idx++;
+	ack_next(r);
+}
+
+static void
+ack_next(Req *r)
+{
+	PB(AckMessageRequest) * q = (PB(AckMessageRequest) *) r->msg;
+	Stream	   *s = r->s;
+
+	if (s && r->idx < q->n_entries)
+	{
+		req_param(r, 0, q->topic->name);
+		req_param(r, 1, q->group->name);
+		req_param(r, 2, q->entries[r->idx]->receipt_handle);
+		req_run(r, "SELECT mq.ack($1, group_name => $2, receipts => ARRAY[$3])", 3, ack_done);
+		return;
+	}
+	if (s)
+	{
+		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+		PB(AckMessageResultEntry) **ep = calloc(r->idx + 1, sizeof(void *));
+
+		st.code = CODE(OK);
+		st.message = "OK";
+		for (size_t i = 0; i < r->idx; i++)
+		{
+			ep[i] = &r->ack_entries[i];
+			if (r->ack_status[i].code != CODE(OK) && st.code == CODE(OK))
+				st = r->ack_status[i];
+		}
+		r->ack_res.status = &st;
+		r->ack_res.n_entries = r->idx;
+		r->ack_res.entries = ep;
+		stream_send_message(s, &r->ack_res.base);
+		stream_finish(s, 0, NULL);
+		s->rpc = RPC_DONE;
+		free(ep);
+	}
+	for (size_t i = 0; i < r->idx; i++)
+		free(r->ack_status[i].message);
+	req_free(r);
+}
+
+static void
+ack_message(Stream *s, PB(AckMessageRequest) * q)
+{
+	Req		   *r;
+
+	if (q->group == NULL || q->group->name[0] == '\0' || q->topic == NULL ||
+		q->topic->name[0] == '\0' || q->n_entries == 0)
+	{
+		answer_status(s, CODE(BAD_REQUEST), "AckMessage needs a group, a topic and entries");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	r = req_new(s, RPC_ACK, q->group->resource_namespace, &q->base);
+	PBFN(ack_message_response__init) (&r->ack_res);
+	r->ack_entries = calloc(q->n_entries, sizeof(PB(AckMessageResultEntry)));
+	r->ack_status = calloc(q->n_entries, sizeof(PB(Status)));
+	for (size_t i = 0; i < q->n_entries; i++)
+	{
+		PBFN(ack_message_result_entry__init) (&r->ack_entries[i]);
+		PBFN(status__init) (&r->ack_status[i]);
+	}
+	ack_next(r);
+}
+
+/* ---------------------------------------------------------------------
+ * ChangeInvisibleDuration
+ * --------------------------------------------------------------------- */
+
+static void
+change_invisible_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	PB(ChangeInvisibleDurationRequest) * q = (PB(ChangeInvisibleDurationRequest) *) r->msg;
+	Stream	   *s = r->s;
+
+	if (s)
+	{
+		PB(ChangeInvisibleDurationResponse) out = APACHE__ROCKETMQ__V2__CHANGE_INVISIBLE_DURATION_RESPONSE__INIT;
+		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+		const char *state = res_state(res);
+
+		if (res_good(res))
+		{
+			st.code = CODE(OK);
+			st.message = "OK";
+			/* extend_lease keeps the receipt: the same handle stays valid */
+			out.receipt_handle = q->receipt_handle;
+		}
+		else
+		{
+			st.code = (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0) ?
+				CODE(INVALID_RECEIPT_HANDLE) : code_of(res, CODE(TOPIC_NOT_FOUND));
+			st.message = (char *) res_message(res);
+		}
+		out.status = &st;
+		stream_send_message(s, &out.base);
+		stream_finish(s, 0, NULL);
+		s->rpc = RPC_DONE;
+	}
+	req_free(r);
+}
+
+static void
+change_invisible(Stream *s, PB(ChangeInvisibleDurationRequest) * q)
+{
+	Req		   *r;
+	char		num[64];
+	int64_t		ms = dur_ms(q->invisible_duration);
+
+	if (q->group == NULL || q->group->name[0] == '\0' || q->topic == NULL ||
+		q->topic->name[0] == '\0' || q->receipt_handle[0] == '\0')
+	{
+		answer_status(s, CODE(BAD_REQUEST), "ChangeInvisibleDuration needs a group, a topic and a receipt handle");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	if (ms < 0)
+	{
+		answer_status(s, CODE(ILLEGAL_INVISIBLE_TIME), "the invisible duration must not be negative");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	r = req_new(s, RPC_CHANGE_INVISIBLE, q->group->resource_namespace, &q->base);
+	req_param(r, 0, q->topic->name);
+	req_param(r, 1, q->group->name);
+	req_param(r, 2, q->receipt_handle);
+	if (ms > 0)
+	{
+		snprintf(num, sizeof(num), "%lld milliseconds", (long long) ms);
+		req_param(r, 3, num);
+		req_run(r, "SELECT mq.extend_lease($1, lease => $4::interval, group_name => $2, receipts => ARRAY[$3])",
+				4, change_invisible_done);
+	}
+	else
+		/* visible again now: a retry without delay */
+		req_run(r, "SELECT mq.nack($1, requeue => true, delay => '0', group_name => $2, receipts => ARRAY[$3])",
+				3, change_invisible_done);
+}
+
+/* ---------------------------------------------------------------------
+ * ForwardMessageToDeadLetterQueue
+ * --------------------------------------------------------------------- */
+
+static void
+forward_dlq_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	const char *state = res_state(res);
+
+	if (res_good(res))
+		answer_status(r->s, CODE(OK), "OK");
+	else
+		answer_status(r->s, (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0) ?
+					  CODE(INVALID_RECEIPT_HANDLE) : code_of(res, CODE(TOPIC_NOT_FOUND)),
+					  res_message(res));
+	req_free(r);
+}
+
+/* the group's dead-letter queue %DLQ%<group>: mq.nack without requeue */
+static void
+forward_dlq(Stream *s, PB(ForwardMessageToDeadLetterQueueRequest) * q)
+{
+	Req		   *r;
+
+	if (q->group == NULL || q->group->name[0] == '\0' || q->topic == NULL ||
+		q->topic->name[0] == '\0' || q->receipt_handle[0] == '\0')
+	{
+		answer_status(s, CODE(BAD_REQUEST), "ForwardMessageToDeadLetterQueue needs a group, a topic and a receipt handle");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	r = req_new(s, RPC_FORWARD_DLQ, q->group->resource_namespace, &q->base);
+	req_param(r, 0, q->topic->name);
+	req_param(r, 1, q->group->name);
+	req_param(r, 2, q->receipt_handle);
+	req_run(r, "SELECT mq.nack($1, requeue => false, group_name => $2, receipts => ARRAY[$3])",
+			3, forward_dlq_done);
+}
+
+/* ---------------------------------------------------------------------
+ * EndTransaction
+ * --------------------------------------------------------------------- */
+
+static void
+end_transaction_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	const char *state = res_state(res);
+
+	if (res_good(res))
+		answer_status(r->s, CODE(OK), "OK");
+	else
+		/* an unknown half, or one decided already */
+		answer_status(r->s, (strcmp(state, "42704") == 0 || strcmp(state, "55000") == 0) ?
+					  CODE(INVALID_TRANSACTION_ID) : code_of(res, CODE(TOPIC_NOT_FOUND)),
+					  res_message(res));
+	req_free(r);
+}
+
+/* mq.end_half of the half message the transaction id names */
+static void
+end_transaction(Stream *s, PB(EndTransactionRequest) * q)
+{
+	Req		   *r;
+	const char *action;
+	const char *t = q->transaction_id;
+
+	if (t[0] == '\0' || strspn(t, "0123456789") != strlen(t) || strlen(t) > 18)
+	{
+		answer_status(s, CODE(INVALID_TRANSACTION_ID), "not a transaction id of mq-rocketmq");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	if (q->resolution == APACHE__ROCKETMQ__V2__TRANSACTION_RESOLUTION__COMMIT)
+		action = "commit";
+	else if (q->resolution == APACHE__ROCKETMQ__V2__TRANSACTION_RESOLUTION__ROLLBACK)
+		action = "rollback";
+	else
+	{
+		/* unknown: nothing decided, the half stays pending */
+		answer_status(s, CODE(OK), "OK");
+		protobuf_c_message_free_unpacked(&q->base, NULL);
+		return;
+	}
+	r = req_new(s, RPC_END_TRANSACTION, q->topic ? q->topic->resource_namespace : "", &q->base);
+	req_param(r, 0, t);
+	req_param(r, 1, action);
+	req_run(r, "SELECT mq.end_half($1::bigint, $2)", 2, end_transaction_done);
+}
+
+/* ---------------------------------------------------------------------
+ * Transaction check-back: RecoverOrphanedTransactionCommand on the
+ * Telemetry stream of a producer of the half message's topic
+ * --------------------------------------------------------------------- */
+
+static Stream *producers;
+static struct event *check_timer;
+
+/* A producer's Settings: its stream may be asked about its topics' halves */
+static void
+producer_register(Stream *s, PB(Settings) * in)
+{
+	size_t		i,
+				len;
+
+	snprintf(s->db, sizeof(s->db), "%s", s->namespace_);
+	strcpy(s->topics, ",");
+	if (in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING && in->publishing)
+		for (i = 0; i < in->publishing->n_topics; i++)
+		{
+			PB(Resource) * t = in->publishing->topics[i];
+
+			if (!s->db[0] && t->resource_namespace[0])
+				snprintf(s->db, sizeof(s->db), "%s", t->resource_namespace);
+			len = strlen(s->topics);
+			snprintf(s->topics + len, sizeof(s->topics) - len, "%s,", t->name);
+		}
+	if (!s->producer)
+	{
+		s->producer = true;
+		s->next_producer = producers;
+		producers = s;
+	}
+}
+
+static void
+producer_unregister(Stream *s)
+{
+	Stream	  **p;
+
+	for (p = &producers; *p; p = &(*p)->next_producer)
+		if (*p == s)
+		{
+			*p = s->next_producer;
+			break;
+		}
+	s->producer = false;
+}
+
+/* a producer of this database that publishes to topic, if one is connected */
+static Stream *
+producer_of(const char *db, const char *topic)
+{
+	Stream	   *p;
+	char		key[300];
+
+	snprintf(key, sizeof(key), ",%s,", topic);
+	for (p = producers; p; p = p->next_producer)
+		if (!p->closed && !p->finished && strcmp(p->db, db) == 0 && strstr(p->topics, key))
+			return p;
+	return NULL;
+}
+
+typedef struct CheckReq
+{
+	char		db[128];
+	char		interval[32];
+	const char *params[2];
+} CheckReq;
+
+typedef struct RecoverArg
+{
+	Stream	   *s;
+	const char *transaction_id;
+} RecoverArg;
+
+static void
+recover_emit(PB(Message) * m, void *arg)
+{
+	RecoverArg *ra = arg;
+	PB(TelemetryCommand) out = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__INIT;
+	PB(RecoverOrphanedTransactionCommand) cmd = APACHE__ROCKETMQ__V2__RECOVER_ORPHANED_TRANSACTION_COMMAND__INIT;
+
+	cmd.message = m;
+	cmd.transaction_id = (char *) ra->transaction_id;
+	out.command_case = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__COMMAND_RECOVER_ORPHANED_TRANSACTION_COMMAND;
+	out.recover_orphaned_transaction_command = &cmd;
+	stream_send_message(ra->s, &out.base);
+}
+
+#define C_ROUTING_KEY (C_RECEIPT + 1)
+
+static void
+check_done(void *arg, PGresult *res)
+{
+	CheckReq   *c = arg;
+	int			i;
+
+	if (!res_good(res))
+	{
+		if (rmq_verbose)
+			logmsg("transaction check-back in database \"%s\": %s", c->db, res_message(res));
+		free(c);
+		return;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		const char *topic = PQgetvalue(res, i, C_ROUTING_KEY);
+		RecoverArg	ra;
+
+		ra.s = producer_of(c->db, topic);
+		if (ra.s == NULL)
+			continue;
+		ra.transaction_id = PQgetvalue(res, i, C_ID);
+		message_of_row(res, i, ra.s->db, topic, 0, recover_emit, &ra);
+	}
+	free(c);
+}
+
+/* Every --transaction-check seconds: each database with producers */
+static void
+check_tick(evutil_socket_t fd, short what, void *arg)
+{
+	Stream	   *p,
+			   *q;
+
+	for (p = producers; p; p = p->next_producer)
+	{
+		CheckReq   *c;
+
+		/* once per database: the first producer's role asks */
+		for (q = producers; q != p; q = q->next_producer)
+			if (strcmp(q->db, p->db) == 0)
+				break;
+		if (q != p || p->closed || p->finished)
+			continue;
+		c = calloc(1, sizeof(CheckReq));
+		snprintf(c->db, sizeof(c->db), "%s", p->db);
+		snprintf(c->interval, sizeof(c->interval), "%d seconds", rmq_tx_check);
+		c->params[0] = rmq_producer_group;
+		c->params[1] = c->interval;
+		/*
+		 * halves of the default exchange (a topic is its routing key)
+		 * pending longer than --transaction-check, in the C_ columns
+		 */
+		if (!pg_run(p->db, p->role,
+					"SELECT m.msg_id, m.body, m.headers,"
+					" (extract(epoch FROM m.published_at) * 1000)::bigint, 0, NULL::int, NULL::bigint,"
+					" m.key, m.tag, m.message_group, NULL::text, h.routing_key"
+					" FROM mq.half_messages h, mq.message(h.half_id) m"
+					" WHERE h.producer_group = $1 AND h.state = 'pending' AND h.exchange = ''"
+					" AND h.created_at < now() - $2::interval ORDER BY h.half_id LIMIT 100",
+					2, c->params, NULL, NULL, check_done, c))
+			free(c);
+	}
+}
+
+/* The gateway starts: the check-back timer */
+void
+rpc_start(void)
+{
+	struct timeval tv = {rmq_tx_check, 0};
+
+	if (rmq_tx_check <= 0)
+		return;
+	check_timer = event_new(rmq_base, -1, EV_PERSIST, check_tick, NULL);
+	event_add(check_timer, &tv);
+}
+
+/* ---------------------------------------------------------------------
+ * Telemetry
+ * --------------------------------------------------------------------- */
+
+/* Answer a client's Settings with the server's */
+static void
+telemetry_settings(Stream *s, PB(Settings) * in)
+{
+	PB(TelemetryCommand) out = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__INIT;
+	PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+	PB(Settings) set = APACHE__ROCKETMQ__V2__SETTINGS__INIT;
+	PB(RetryPolicy) retry = APACHE__ROCKETMQ__V2__RETRY_POLICY__INIT;
+	PB(ExponentialBackoff) exp = APACHE__ROCKETMQ__V2__EXPONENTIAL_BACKOFF__INIT;
+	PB(Duration) initial = APACHE__ROCKETMQ__V2__DURATION__INIT;
+	PB(Duration) max = APACHE__ROCKETMQ__V2__DURATION__INIT;
+	PB(Duration) poll = APACHE__ROCKETMQ__V2__DURATION__INIT;
+	PB(Publishing) pub = APACHE__ROCKETMQ__V2__PUBLISHING__INIT;
+	PB(Subscription) sub = APACHE__ROCKETMQ__V2__SUBSCRIPTION__INIT;
+
+	st.code = CODE(OK);
+	st.message = "OK";
+	set.client_type = in->client_type;
+	set.access_point = in->access_point;
+	set.request_timeout = in->request_timeout;
+	/* exponential backoff (the client's start-up waits for one) */
+	initial.nanos = 10 * 1000000;
+	max.seconds = 1;
+	exp.initial = &initial;
+	exp.max = &max;
+	exp.multiplier = 2;
+	retry.strategy_case = APACHE__ROCKETMQ__V2__RETRY_POLICY__STRATEGY_EXPONENTIAL_BACKOFF;
+	retry.exponential_backoff = &exp;
+	if (in->client_type == APACHE__ROCKETMQ__V2__CLIENT_TYPE__PRODUCER ||
+		in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING)
+	{
+		/* the producer's own attempts, as it asked */
+		retry.max_attempts = in->backoff_policy && in->backoff_policy->max_attempts > 0 ?
+			in->backoff_policy->max_attempts : 3;
+		set.pub_sub_case = APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING;
+		pub.max_body_size = rmq_max_body;
+		/* queue_ext's streams are not typed: any type goes to any topic */
+		pub.validate_message_type = 0;
+		if (in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING && in->publishing)
+		{
+			pub.n_topics = in->publishing->n_topics;
+			pub.topics = in->publishing->topics;
+		}
+		producer_register(s, in);
+		set.publishing = &pub;
+	}
+	else
+	{
+		/* a group's 16 retries, RocketMQ's default: 17 deliveries */
+		retry.max_attempts = 17;
+		initial.nanos = 0;
+		initial.seconds = 10;
+		max.seconds = 7200;
+		set.pub_sub_case = APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_SUBSCRIPTION;
+		if (in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_SUBSCRIPTION && in->subscription)
+		{
+			sub.group = in->subscription->group;
+			sub.n_subscriptions = in->subscription->n_subscriptions;
+			sub.subscriptions = in->subscription->subscriptions;
+		}
+		sub.fifo = 0;
+		sub.receive_batch_size = 32;
+		poll.seconds = 30;
+		sub.long_polling_timeout = &poll;
+		set.subscription = &sub;
+	}
+	set.backoff_policy = &retry;
+	out.status = &st;
+	out.command_case = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__COMMAND_SETTINGS;
+	out.settings = &set;
+	stream_send_message(s, &out.base);
+}
+
+/* ---------------------------------------------------------------------
+ * Dispatch
+ * --------------------------------------------------------------------- */
+
+/* The request's headers are in: which RPC, and may its client call it? */
+void
+rpc_begin(Stream *s)
+{
+	const char *method;
+	size_t		i;
+	int			code;
+	char		why[256];
+
+	s->rpc = RPC_NONE;
+	if (strncmp(s->path, SERVICE_PREFIX, strlen(SERVICE_PREFIX)) != 0)
+	{
+		stream_finish(s, 12, "unknown service");
+		s->rpc = RPC_DONE;
+		return;
+	}
+	method = s->path + strlen(SERVICE_PREFIX);
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (strcmp(methods[i].method, method) == 0)
+			s->rpc = methods[i].rpc;
+	if (s->rpc == RPC_NONE)
+	{
+		/* not a method of MessagingService: gRPC's UNIMPLEMENTED */
+		stream_finish(s, 12, "unknown method");
+		s->rpc = RPC_DONE;
+		return;
+	}
+	s->role = auth_role(s->authorization, s->date_time, &code, why, sizeof(why));
+	if (s->role == NULL)
+	{
+		if (rmq_verbose)
+			logmsg("%s refused: %s", s->path, why);
+		if (s->rpc == RPC_TELEMETRY)
+		{
+			PB(TelemetryCommand) out = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__INIT;
+			PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
+
+			st.code = code;
+			st.message = why;
+			out.status = &st;
+			stream_send_message(s, &out.base);
+			stream_finish(s, 0, why);
+			s->rpc = RPC_DONE;
+		}
+		else if (s->rpc == RPC_RECEIVE)
+			receive_status(s, code, why);
+		else
+			answer_status(s, code, why);
+		return;
+	}
+	if (s->rpc == RPC_NOT_IMPLEMENTED)
+	{
+		char		msg[200];
+
+		snprintf(msg, sizeof(msg), "%s is not implemented by mq-rocketmq (docs/rocketmq.md)", method);
+		if (strcmp(method, "PullMessage") == 0)
+			receive_status(s, CODE(NOT_IMPLEMENTED), msg);
+		else
+			answer_status(s, CODE(NOT_IMPLEMENTED), msg);
+	}
+}
+
+/* One request message of the stream */
+void
+rpc_message(Stream *s, const uint8_t *data, size_t len)
+{
+	ProtobufCMessage *m = NULL;
+	const ProtobufCMessageDescriptor *d = NULL;
+
+	switch (s->rpc)
+	{
+		case RPC_QUERY_ROUTE:
+			d = &apache__rocketmq__v2__query_route_request__descriptor;
+			break;
+		case RPC_QUERY_ASSIGNMENT:
+			d = &apache__rocketmq__v2__query_assignment_request__descriptor;
+			break;
+		case RPC_FORWARD_DLQ:
+			d = &apache__rocketmq__v2__forward_message_to_dead_letter_queue_request__descriptor;
+			break;
+		case RPC_END_TRANSACTION:
+			d = &apache__rocketmq__v2__end_transaction_request__descriptor;
+			break;
+		case RPC_SEND:
+			d = &apache__rocketmq__v2__send_message_request__descriptor;
+			break;
+		case RPC_RECEIVE:
+			d = &apache__rocketmq__v2__receive_message_request__descriptor;
+			break;
+		case RPC_ACK:
+			d = &apache__rocketmq__v2__ack_message_request__descriptor;
+			break;
+		case RPC_CHANGE_INVISIBLE:
+			d = &apache__rocketmq__v2__change_invisible_duration_request__descriptor;
+			break;
+		case RPC_TELEMETRY:
+			d = &apache__rocketmq__v2__telemetry_command__descriptor;
+			break;
+		case RPC_HEARTBEAT:
+		case RPC_NOTIFY_TERMINATION:
+			answer_status(s, CODE(OK), "OK");
+			return;
+		default:
+			/* answered already, or a second message of a unary RPC */
+			return;
+	}
+	m = protobuf_c_message_unpack(d, NULL, len, data);
+	if (m == NULL)
+	{
+		if (s->rpc == RPC_RECEIVE)
+			receive_status(s, CODE(BAD_REQUEST), "malformed request message");
+		else if (s->rpc == RPC_TELEMETRY)
+			stream_finish(s, 3, "malformed TelemetryCommand");
+		else
+			answer_status(s, CODE(BAD_REQUEST), "malformed request message");
+		s->rpc = RPC_DONE;
+		return;
+	}
+	switch (s->rpc)
+	{
+		case RPC_QUERY_ROUTE:
+			s->rpc = RPC_DONE;
+			query_route(s, ((PB(QueryRouteRequest) *) m)->topic, m, RPC_QUERY_ROUTE);
+			break;
+		case RPC_QUERY_ASSIGNMENT:
+			s->rpc = RPC_DONE;
+			query_route(s, ((PB(QueryAssignmentRequest) *) m)->topic, m, RPC_QUERY_ASSIGNMENT);
+			break;
+		case RPC_FORWARD_DLQ:
+			s->rpc = RPC_DONE;
+			forward_dlq(s, (PB(ForwardMessageToDeadLetterQueueRequest) *) m);
+			break;
+		case RPC_END_TRANSACTION:
+			s->rpc = RPC_DONE;
+			end_transaction(s, (PB(EndTransactionRequest) *) m);
+			break;
+		case RPC_SEND:
+			s->rpc = RPC_DONE;
+			send_message(s, (PB(SendMessageRequest) *) m);
+			break;
+		case RPC_RECEIVE:
+			s->rpc = RPC_DONE;
+			receive_message(s, (PB(ReceiveMessageRequest) *) m);
+			break;
+		case RPC_ACK:
+			s->rpc = RPC_DONE;
+			ack_message(s, (PB(AckMessageRequest) *) m);
+			break;
+		case RPC_CHANGE_INVISIBLE:
+			s->rpc = RPC_DONE;
+			change_invisible(s, (PB(ChangeInvisibleDurationRequest) *) m);
+			break;
+		case RPC_TELEMETRY:
+			{
+				PB(TelemetryCommand) * t = (PB(TelemetryCommand) *) m;
+
+				if (t->command_case == APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__COMMAND_SETTINGS)
+					telemetry_settings(s, t->settings);
+				protobuf_c_message_free_unpacked(m, NULL);
+			}
+			break;
+	}
+}
+
+/* The client half-closed the stream */
+void
+rpc_end_of_input(Stream *s)
+{
+	if (s->rpc == RPC_TELEMETRY)
+		stream_finish(s, 0, NULL);
+	else if (s->rpc != RPC_DONE)
+		/* a unary RPC without its request message */
+		stream_finish(s, 13, "no request message");
+	s->rpc = RPC_DONE;
+}
+
+/* The stream is gone: its pending work finishes for no one */
+void
+rpc_stream_gone(Stream *s)
+{
+	if (s->producer)
+		producer_unregister(s);
+	if (s->req)
+	{
+		((Req *) s->req)->s = NULL;
+		s->req = NULL;
+	}
+}

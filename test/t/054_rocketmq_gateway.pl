@@ -1,0 +1,349 @@
+# qe: slow (started early in the parallel TAP phase: test/run_all.sh)
+# mq-rocketmq, the RocketMQ 5 gRPC gateway (rocketmq/, docs/rocketmq.md),
+# against a test node, with the official RocketMQ 5 Node.js client
+# (rocketmq-client-nodejs, pinned by test/rocketmq_clients/node/
+# package-lock.json, installed by npm ci into a scratch copy) run unchanged:
+#  - start-up refusals: a credentials file others may read, an unsigned
+#    development role on a non-loopback address;
+#  - the gateway logs in as a role that has no privileges of its own and
+#    acts as the role each access key maps to (SET ROLE): a wrong secret,
+#    an unknown key and no signature are UNAUTHORIZED, a role without
+#    privileges on the stream cannot send (FORBIDDEN) or see its route;
+#  - gateway_checks.js: a producer sends normal, FIFO and delay messages
+#    with keys, tag and user properties; a SimpleConsumer receives each
+#    once, every property round-trips, acks; a message made visible again
+#    by changeInvisibleDuration comes back with delivery attempt 2; an
+#    acked receipt is INVALID_RECEIPT_HANDLE; a missing topic is
+#    TOPIC_NOT_FOUND; ForwardMessageToDeadLetterQueue puts a message into
+#    %DLQ%<group>, once; an RPC not implemented answers NOT_IMPLEMENTED and an
+#    unknown method gRPC's UNIMPLEMENTED (neither hangs);
+#  - push_check.js: a PushConsumer consumes each message once and a
+#    message its listener fails once comes back with delivery attempt 2;
+#  - filter_check.js: SimpleConsumers subscribing with a tag expression and
+#    a SQL92 selector get exactly what their expression matches; a bad
+#    selector is ILLEGAL_FILTER_EXPRESSION;
+#  - tx_check.js: a transactional message committed reaches the group, one
+#    rolled back never does; a rollback after the commit and an unknown
+#    transaction id are INVALID_TRANSACTION_ID; orphaned halves are
+#    resolved by the producer's checker, asked through Telemetry;
+#  - a connection that never speaks, or sends bad frames, is closed;
+#  - a namespace is a database (the x-mq-namespace header), "" --dbname's;
+#  - after a PostgreSQL restart under it, the gateway routes and sends again.
+# No timing assertion: each client call has a generous timeout so that a
+# hang fails instead of blocking the suite.  mq-rocketmq missing is a
+# failure, not a skip.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use File::Copy ();
+use File::Path qw(make_path rmtree);
+use IO::Socket::INET;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use QueueExtTest;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+sub which
+{
+	my ($prog) = @_;
+	for my $d (split /:/, $ENV{PATH} // '')
+	{
+		return "$d/$prog" if $d ne '' && -x "$d/$prog";
+	}
+	return undef;
+}
+plan skip_all => 'node or npm is not installed (test/lib/cluster.sh installs them)'
+  unless which('node') && which('npm');
+
+# Run a command to its end (at most $timeout seconds): (exit code, stdout,
+# stderr); $env: more environment
+sub run_cmd
+{
+	my ($cmd, $timeout, $env) = @_;
+	my ($out, $err) = ('', '');
+	local %ENV = (%ENV, %{ $env // {} });
+	my $h = IPC::Run::start($cmd, '<', \undef, '>', \$out, '2>', \$err,
+		IPC::Run::timeout($timeout));
+	my $rc = eval { $h->finish; $h->result(0) };
+	if (!defined $rc)
+	{
+		$h->kill_kill;
+		$rc = -1;
+		$err .= "\n(killed after ${timeout}s: $@)";
+	}
+	return ($rc, $out, $err);
+}
+
+my $node = qe_node('rocketmq');
+my $gateway = $node->config_data('--bindir') . '/mq-rocketmq';
+ok(-x $gateway, "mq-rocketmq is installed next to pg_config's bindir ($gateway)");
+BAIL_OUT("mq-rocketmq is not installed") unless -x $gateway;
+
+# the gateway's login role has no privileges of its own (NOINHERIT): it
+# acts as the roles the access keys map to
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION queue_ext;
+	CREATE ROLE rmq_gw LOGIN NOINHERIT;
+	CREATE ROLE rmq_app NOLOGIN;
+	CREATE ROLE rmq_nobody NOLOGIN;
+	GRANT rmq_app, rmq_nobody TO rmq_gw;
+	SELECT mq.queue_declare('rmq_topic', type => 'stream', arguments => '{"partitions": 4}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_group', start => 'earliest',
+							retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_push', retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_tag', retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_tx', retry_delays => '{1 second}');
+	-- the producer group of transactional messages (--producer-group): its
+	-- SQL check function leaves every undecided half to its producer
+	CREATE FUNCTION rmq_unknown(bigint, jsonb, bytea) RETURNS text
+		LANGUAGE sql AS $$ SELECT 'unknown' $$;
+	SELECT mq.producer_group_declare('rocketmq', 'rmq_unknown(bigint,jsonb,bytea)');
+	SELECT mq.group_declare('rmq_topic', 'rmq_sql', retry_delays => '{1 second}');
+	SELECT mq.grant('publish', 'queue', 'rmq_topic', 'rmq_app');
+	SELECT mq.grant('consume', 'queue', 'rmq_topic', 'rmq_app');
+});
+
+# a second database: namespace "rmq_ns", with a topic of its own
+$node->safe_psql('postgres', 'CREATE DATABASE rmq_ns');
+$node->safe_psql('rmq_ns', q{
+	CREATE EXTENSION queue_ext;
+	SELECT mq.queue_declare('ns_topic', type => 'stream', arguments => '{"partitions": 2}');
+	SELECT mq.grant('publish', 'queue', 'ns_topic', 'rmq_app');
+	SELECT mq.grant('consume', 'queue', 'ns_topic', 'rmq_app');
+});
+
+my ($rc, $out, $err);
+($rc, $out, $err) = run_cmd([ $gateway, '--help' ], 30);
+is($rc, 0, '--help exits 0');
+like($out, qr/--listen=HOST:PORT.*--credentials=FILE.*--insecure-loopback-role/s, '--help shows the flags');
+
+my $creds = $node->basedir . '/rocketmq.credentials';
+PostgreSQL::Test::Utils::append_to_file($creds,
+	"# access_key secret_key role\nAK_APP app-secret rmq_app\nAK_NOBODY nobody-secret rmq_nobody\n");
+chmod 0644, $creds;
+($rc, $out, $err) = run_cmd([ $gateway, '--credentials', $creds ], 30);
+isnt($rc, 0, 'a credentials file others may read is refused');
+like($err, qr/group or world access/, 'and says why');
+chmod 0600, $creds;
+($rc, $out, $err) = run_cmd([ $gateway, '--listen', '0.0.0.0:1', '--insecure-loopback-role', 'rmq_app' ], 30);
+isnt($rc, 0, '--insecure-loopback-role on a non-loopback address is refused');
+like($err, qr/needs a loopback --listen address/, 'and says why');
+
+my $port = PostgreSQL::Test::Cluster::get_free_port();
+my $log = $node->basedir . '/mq-rocketmq.log';
+my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres user=rmq_gw';
+my $gw = IPC::Run::start([ $gateway, '--listen', "127.0.0.1:$port", '--dbname', $conninfo,
+		'--credentials', $creds, '--transaction-check', '2', '--verbose' ],
+	'<', \undef, '>>', $log, '2>>', $log);
+# a test that dies leaves no gateway behind
+END { $gw->kill_kill if $gw && $gw->pumpable; }
+
+sub wait_for_port
+{
+	for (1 .. 300)
+	{
+		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+		if ($s) { close $s; return 1; }
+		usleep(100_000);
+	}
+	return 0;
+}
+ok(wait_for_port(), "mq-rocketmq listens on 127.0.0.1:$port");
+
+# Read from $sock until the gateway closes it (true) or 120 s pass (false)
+sub closed_by_gateway
+{
+	my ($sock) = @_;
+	my $buf;
+	my $rin = '';
+	vec($rin, fileno($sock), 1) = 1;
+	my $until = time() + 120;
+	while (time() < $until)
+	{
+		my $rout = $rin;
+		next unless select($rout, undef, undef, 1) > 0;
+		my $n = sysread($sock, $buf, 4096);
+		return 1 if !defined $n || $n == 0;
+	}
+	return 0;
+}
+# a client that never sends the HTTP/2 preface, and one that sends garbage,
+# are disconnected (no hang, no crash: the clients below still run)
+my $silent = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+ok(closed_by_gateway($silent), 'a connection that never speaks is closed by the gateway');
+my $garbage = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+syswrite($garbage, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" . ("\xff\x00\x13garbage" x 500));
+ok(closed_by_gateway($garbage), 'a connection sending bad HTTP/2 frames is closed');
+
+# the client from npm, pinned, in a scratch copy (as test 037 does for amqplib)
+my $clients = "$FindBin::RealBin/../rocketmq_clients";
+my $scratch = "$PostgreSQL::Test::Utils::tmp_check/rocketmq_clients";
+rmtree($scratch);
+make_path($scratch);
+my $node_dir = "$scratch/node";
+make_path($node_dir);
+for my $f (glob("$clients/node/*.js"), "$clients/node/package.json", "$clients/node/package-lock.json")
+{
+	File::Copy::copy($f, $node_dir) or die "copy $f: $!";
+}
+# a tree whose client is installed already (npm ci in test/rocketmq_clients/node) lends it
+symlink("$clients/node/node_modules", "$node_dir/node_modules")
+  if -d "$clients/node/node_modules";
+if (!-d "$node_dir/node_modules")
+{
+	my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
+	($rc, $out, $err) = run_cmd([ 'npm', 'ci', '--prefix', $node_dir, '--no-progress' ], 300,
+		{ npm_config_cache => "$scratch/npm-cache", npm_config_update_notifier => 'false',
+		  npm_config_fund => 'false', npm_config_audit => 'false',
+		  NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // (-r $system_cas ? $system_cas : '') });
+	is($rc, 0, 'npm ci installs rocketmq-client-nodejs into a scratch copy of test/rocketmq_clients/node')
+	  or BAIL_OUT("npm ci failed: $out$err");
+}
+
+my %env = (RMQ_ENDPOINT => "127.0.0.1:$port", RMQ_TOPIC => 'rmq_topic', RMQ_GROUP => 'rmq_group');
+
+# Signatures and privileges: "<rpc> <status code>" lines
+my @auth = (
+	[ 'AK_APP', 'app-secret', qr/^queryRoute 20000\nsendMessage 20000 20000$/, 'the right secret' ],
+	[ 'AK_APP', 'wrong', qr/^queryRoute 40100\nsendMessage 40100 $/, 'a wrong secret: UNAUTHORIZED' ],
+	[ 'AK_UNKNOWN', 'x', qr/^queryRoute 40100\nsendMessage 40100 $/, 'an unknown access key: UNAUTHORIZED' ],
+	[ '', '', qr/^queryRoute 40100\nsendMessage 40100 $/, 'no signature: UNAUTHORIZED' ],
+	[ 'AK_NOBODY', 'nobody-secret', qr/^queryRoute 40402\nsendMessage 40300 40300$/,
+	  'a role without privileges on the stream: no route (TOPIC_NOT_FOUND), no send (FORBIDDEN)' ],
+);
+for my $a (@auth)
+{
+	my ($ak, $sk, $expect, $what) = @$a;
+	($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+		{ %env, RMQ_ACCESS_KEY => $ak, RMQ_SECRET_KEY => $sk });
+	like($out, $expect, "signed requests: $what") or diag("$out$err");
+}
+
+# A namespace is a database: ns_topic exists in rmq_ns only
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+	{ %env, RMQ_TOPIC => 'ns_topic', RMQ_NAMESPACE => 'rmq_ns', RMQ_ACCESS_KEY => 'AK_APP',
+	  RMQ_SECRET_KEY => 'app-secret' });
+like($out, qr/^queryRoute 20000\nsendMessage 20000 20000$/, 'namespace rmq_ns is database rmq_ns')
+  or diag("$out$err");
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+	{ %env, RMQ_TOPIC => 'ns_topic', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+like($out, qr/^queryRoute 40402\nsendMessage 40402 40402$/, 'the default namespace is --dbname\'s database')
+  or diag("$out$err");
+is($node->safe_psql('rmq_ns', q{SELECT (SELECT count(*) FROM mq.read('ns_topic', 0)) +
+	(SELECT count(*) FROM mq.read('ns_topic', 1))}),
+	'1', 'the message sent in namespace rmq_ns is in that database');
+
+# The client, unchanged, as AK_APP
+my @expected = qw(producer_start send_normal send_fifo1 send_fifo2 send_delay send_again
+  topic_not_found consumer_start change_invisible_duration
+  not_duplicated_normal not_duplicated_fifo1 not_duplicated_fifo2 not_duplicated_delay
+  not_duplicated_again received_all round_trip_normal round_trip_fifo1 round_trip_fifo2
+  round_trip_delay round_trip_again fifo_order redelivered_after_invisible_time
+  ack_stale_receipt received_dlq_message forward_to_dlq forward_to_dlq_again not_implemented_status
+  unknown_method_unimplemented
+  query_route_topic_not_found);
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/gateway_checks.js" ], 600,
+	{ %env, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+my %result;
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@expected)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "gateway_checks: $name") or diag($r ? $r->[1] : 'not run');
+}
+like($out, qr/^checks: DONE$/m, 'gateway_checks.js ran to its end');
+is($rc, 0, 'gateway_checks.js exits 0') or diag("$out$err");
+
+# The PushConsumer (QueryAssignment, auto-renew receives without a
+# duration, a failed message retried by the client's ChangeInvisibleDuration)
+my @push = qw(push_consumer_start push_all_consumed push_once_each push_retried_after_failure);
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/push_check.js" ], 600,
+	{ %env, RMQ_PUSH_GROUP => 'rmq_push', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@push)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "push_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'push_check.js exits 0') or diag("$out$err");
+
+# Subscription filters (tag, SQL92) of groups without a filter of their own
+my @filter = qw(tag_filter sql92_filter bad_selector_refused);
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/filter_check.js" ], 600,
+	{ %env, RMQ_TAG_GROUP => 'rmq_tag', RMQ_SQL_GROUP => 'rmq_sql',
+	  RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@filter)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "filter_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
+
+# Transactional messages: commit, rollback, EndTransaction's refusals
+my @tx = qw(transaction_send transaction_rollback transaction_commit transaction_round_trip
+  transaction_committed_only transaction_check_back transaction_rollback_after_commit_refused transaction_unknown_id_refused);
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/tx_check.js" ], 600,
+	{ %env, RMQ_TX_GROUP => 'rmq_tx', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@tx)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "tx_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'tx_check.js exits 0') or diag("$out$err");
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(state || ' ' || decided_by, ',' ORDER BY state) FROM mq.half_messages
+	 WHERE producer_group = 'rocketmq'}),
+	'committed producer,committed producer,rolled_back producer,rolled_back producer',
+	'the half messages were decided by their producer, the orphans after a check-back');
+
+# what the client sent is in the stream, with its x-rocketmq header
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(0, 3) p,
+		   mq.read('rmq_topic', p, max_messages => 100) r
+	 WHERE r.headers ? 'x-rocketmq' AND r.headers->'x-rocketmq'->>'id' <> ''}),
+	'17', 'the 17 messages sent through the gateway (the committed half messages too) are in the stream, each with its RocketMQ id');
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(concat_ws(' ', headers->>'x-dlq-reason', headers->>'x-dlq-origin-group',
+							   headers->'x-rocketmq'->'keys'->>0), ',')
+	  FROM mq.browse('%DLQ%rmq_group', 10)}),
+	'nack rmq_group dead', 'ForwardMessageToDeadLetterQueue put the message into %DLQ%rmq_group');
+
+# PostgreSQL restarts under the gateway: its pooled sessions are gone, the
+# next requests connect again
+$node->restart;
+($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+	{ %env, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+like($out, qr/^queryRoute 20000\nsendMessage 20000 20000$/,
+	'after a PostgreSQL restart the gateway routes and sends again') or diag("$out$err");
+
+$gw->signal('TERM');
+$gw->finish;
+is($gw->result(0), 0, 'mq-rocketmq stops on SIGTERM with status 0');
+my $gwlog = PostgreSQL::Test::Utils::slurp_file($log);
+unlike($gwlog, qr/out of memory|HTTP\/2 error/, 'no internal error in the gateway log');
+$node->stop;
+done_testing();
