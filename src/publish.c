@@ -73,12 +73,23 @@ typedef struct Dest
 	int		   *lane;
 } Dest;
 
+/* q's entry in dests, or NULL */
+static Dest *
+dest_find(Dest *dests, int ndests, MqQueue *q)
+{
+	for (int i = 0; i < ndests; i++)
+		if (dests[i].q == q)
+			return &dests[i];
+	return NULL;
+}
+
 static Dest *
 dest_for(Dest **dests, int *ndests, MqQueue *q)
 {
-	for (int i = 0; i < *ndests; i++)
-		if ((*dests)[i].q == q)
-			return &(*dests)[i];
+	Dest	   *d = dest_find(*dests, *ndests, q);
+
+	if (d)
+		return d;
 	*dests = *ndests == 0 ? palloc(sizeof(Dest) * 8) :
 		((*ndests % 8) == 0 ? repalloc(*dests, sizeof(Dest) * (*ndests + 8)) : *dests);
 	(*dests)[*ndests].q = q;
@@ -476,9 +487,17 @@ add_destinations(PublishCall *pc, int i, MqRouteSet *set)
 
 		if (q == NULL || skip_queue(o, q))
 			continue;
-		/* a queue deleted meanwhile is routed past (RabbitMQ) */
-		if (mq_queue_deleted(q))
+		/*
+		 * A queue deleted meanwhile is routed past (RabbitMQ); checked when
+		 * the call first routes to q
+		 */
+		if (dest_find(pc->dests, pc->ndests, q) == NULL && mq_queue_deleted(q))
 		{
+			if (o->to_queue)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("queue \"%s\" does not exist", q->name),
+						 errdetail("It was deleted by a concurrent transaction.")));
 			deleted = true;
 			continue;
 		}

@@ -23,6 +23,8 @@
 typedef struct MqPublishOpts
 {
 	bool		mandatory;
+	bool		to_queue;		/* mq.send: the routing key names a queue that
+								 * must exist (42704 if it went meanwhile) */
 	bool		check_privileges;	/* false for internal republishing */
 	TimestampTz deliver_at;		/* 0: now */
 	int			priority;		/* -1: none */

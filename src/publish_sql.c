@@ -96,6 +96,8 @@ parse_props(FunctionCallInfo fcinfo, const PropArgs *a, MqPublishOpts *o)
 	mq_publish_opts_init(o);
 	/* mandatory was checked not to be NULL (MQ_CHECK_ARGS) */
 	o->mandatory = a->mandatory < 0 ? true : PG_GETARG_BOOL(a->mandatory);
+	/* mq.send and mq.send_batch (always mandatory) name their queue */
+	o->to_queue = a->mandatory < 0;
 	if (has_arg(fcinfo, a->delay))
 	{
 		int64		us = mq_interval_us(PG_GETARG_INTERVAL_P(a->delay), "delay", 0);
