@@ -226,6 +226,14 @@ struct Consumer
 	bool		in_turn;		/* waiting for its queue's turn to poll */
 	Consumer   *turn_next;
 	Consumer   *next;
+	/*
+	 * Set by the operations engine that makes the consumer, for the layers
+	 * below to report to the ones above: a poll's result
+	 * (consumer_session.c's cons_polled), and the channel's basic.consume
+	 * done once consume-ok is sent (operations.c's consume_done)
+	 */
+	pg_result_cb on_polled;
+	void		(*on_consume_done) (Chan *ch);
 };
 
 enum ChanState
@@ -384,6 +392,7 @@ extern Chan *chan_open(Conn *c, uint16_t id);
 /* operations.c */
 extern void run_op(Chan *ch, Op *op);
 extern void chan_pump(Chan *ch);
+extern void consume_done(Chan *ch);
 
 /* consumer_session.c */
 extern void cons_send_cancel_ok(Consumer *cons);
@@ -407,14 +416,13 @@ extern void conn_reason(Conn *c, bool warn, const char *fmt,...)
 extern void op_free(Op *op);
 extern void pub_free(PubMsg *m);
 extern Op *op_new(Chan *ch, enum OpKind kind, uint16_t cls, uint16_t meth);
-extern bool cons_consume_ok(Consumer *cons);
-extern void consume_done(Chan *ch);
 extern void unacked_restore(Chan *ch, Unacked *list);
 extern void settle_done_entries(Chan *ch, Unacked *e);
 extern bool ack_tag_known(Chan *ch, uint64_t tag);
 extern Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 
 /* consumer.c */
+extern bool cons_consume_ok(Consumer *cons);
 extern void turn_pass(Qreg *q);
 extern void turn_start(Consumer *newcons);
 extern void cons_poll(Consumer *cons);

@@ -805,6 +805,8 @@ consume_checked(void *arg, PGresult *res)
 	 */
 	cons->ok_pending = true;
 	cons->ok_nowait = op->nowait;
+	cons->on_polled = cons_polled;
+	cons->on_consume_done = consume_done;
 	cons->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, true,
 						  cons_connected, cons);
 	cons->pg->on_lost = cons_lost;
