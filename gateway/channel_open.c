@@ -33,6 +33,15 @@ static void connect_done(Chan *ch);
 static Chan *waiters,
 		   *waiters_tail;
 
+/* the operations engine's handlers of what happens to the sessions */
+static const ChanSessionEvents *events;
+
+void
+chan_session_events(const ChanSessionEvents *e)
+{
+	events = e;
+}
+
 /*
  * The channel's session connected, or not: a session that cannot be had
  * (the server refuses it, too many clients, no answer within 10 s) fails
@@ -58,23 +67,10 @@ chan_connected(void *arg, bool ok, const char *error)
 		why[n] = '\0';
 		snprintf(text, sizeof(text), "INTERNAL_ERROR - no PostgreSQL session: %s", why);
 		logmsg("%s: channel %d: %s", ch->conn->peer, ch->id, text);
-		chan_error(ch, AMQP_INTERNAL_ERROR, text, ch->ops ? ch->ops->cls : AMQP_CHANNEL,
-				   ch->ops ? ch->ops->meth : 10);
+		events->connect_failed(ch, text);
 		return;
 	}
 	chan_setup(ch);
-}
-
-/*
- * The channel's session was lost: the connection cannot go on without it.
- */
-void
-chan_lost(void *arg)
-{
-	Chan	   *ch = arg;
-
-	conn_error(ch->conn, AMQP_CONNECTION_FORCED,
-			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
 }
 
 /*
@@ -88,13 +84,11 @@ getpg_setup_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, NULL);
+		events->setup_failed(ch, res);
 		return;
 	}
 	ch->getpg_ready = true;
-	/* the get waiting for it */
-	if (ch->op_running && ch->ops && ch->ops->kind == OP_GET)
-		run_op(ch, ch->ops);
+	events->get_ready(ch);
 }
 
 /* The basic.get session connected: set it up as the channel's own. */
@@ -176,7 +170,7 @@ wait_wake(Chan *w)
 {
 	wait_remove(w);
 	if (w->state == CH_OPEN && !w->conn->dead && chan_session(w))
-		chan_pump(w);
+		events->ready(w);
 }
 
 /*
@@ -222,7 +216,7 @@ chan_session(Chan *ch)
 	if (ch->pg)
 	{
 		ch->pg->arg = ch;
-		ch->pg->on_lost = chan_lost;
+		ch->pg->on_lost = events->lost;
 		ch->pg_ready = true;
 		return true;
 	}
@@ -241,7 +235,7 @@ chan_session(Chan *ch)
 	ch->pg_counted = true;
 	ch->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, false,
 						chan_connected, ch);
-	ch->pg->on_lost = chan_lost;
+	ch->pg->on_lost = events->lost;
 	return false;
 }
 
@@ -415,11 +409,11 @@ chan_setup_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, NULL);
+		events->setup_failed(ch, res);
 		return;
 	}
 	ch->pg_ready = true;
-	chan_pump(ch);
+	events->ready(ch);
 }
 
 /* Set up the basic.get session with the channel's functions. */

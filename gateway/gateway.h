@@ -381,7 +381,25 @@ extern void chan_error_queued(Chan *ch, int code, const char *text, int cls, int
 extern void publish_complete(Chan *ch);
 
 /* channel_open.c */
-extern void chan_lost(void *arg);
+
+/*
+ * What channel_open.c reports of a channel's sessions to the operations
+ * engine above it, which registers them (operations_start) before the
+ * first connection: the channel's session is ready (its operations may
+ * run), its basic.get session is set up (the get waiting for it runs), a
+ * session could not be had (text says why) or not set up (res), a session
+ * was lost (its on_lost: arg is the channel)
+ */
+typedef struct ChanSessionEvents
+{
+	void		(*ready) (Chan *ch);
+	void		(*get_ready) (Chan *ch);
+	void		(*connect_failed) (Chan *ch, const char *text);
+	void		(*setup_failed) (Chan *ch, PGresult *res);
+	void		(*lost) (void *arg);
+} ChanSessionEvents;
+
+extern void chan_session_events(const ChanSessionEvents *events);
 extern bool chan_session(Chan *ch);
 extern void chan_session_pool(Chan *ch);
 extern void chan_session_idle(Chan *ch);
@@ -393,6 +411,7 @@ extern Chan *chan_open(Conn *c, uint16_t id);
 extern void run_op(Chan *ch, Op *op);
 extern void chan_pump(Chan *ch);
 extern void consume_done(Chan *ch);
+extern void operations_start(void);
 
 /* consumer_session.c */
 extern void cons_send_cancel_ok(Consumer *cons);
@@ -401,6 +420,7 @@ extern void cons_connected(void *arg, bool ok, const char *error);
 extern void cons_lost(void *arg);
 
 /* teardown.c */
+extern void chan_lost(void *arg);
 extern void chan_sql_error(Chan *ch, PGresult *res, Op *op);
 extern void chan_release(Chan *ch);
 extern void chan_free(Chan *ch);
