@@ -46,8 +46,9 @@ chan_session_events(const ChanSessionEvents *e)
  * The channel's session connected, or not: a session that cannot be had
  * (the server refuses it, too many clients, no answer within 10 s) fails
  * the channel, not the connection: channel.close 541 INTERNAL_ERROR with
- * the server's error, for the operation that needed it.  Otherwise its
- * functions are set up before any operation runs.
+ * the server's error, for the operation that needed it (the operations
+ * engine's connect_failed closes it).  Otherwise its functions are set up
+ * before any operation runs.
  */
 static void
 chan_connected(void *arg, bool ok, const char *error)
@@ -196,10 +197,11 @@ connect_done(Chan *ch)
 
 /*
  * Whether the channel's session is there and set up; if not, it is taken
- * from the pool (then it is), or starts connecting (chan_setup_done pumps
- * the channel's operations once it is set up), or, when SESS_CONNECTS of
- * its connection are connecting already, the channel waits for a session
- * (chan_session_pool, connect_done).
+ * from the pool (then it is), or starts connecting (once it is set up,
+ * chan_setup_done tells the operations engine, which runs the channel's
+ * operations), or, when SESS_CONNECTS of its connection are connecting
+ * already, the channel waits for a session (chan_session_pool,
+ * connect_done).
  */
 bool
 chan_session(Chan *ch)

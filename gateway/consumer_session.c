@@ -156,7 +156,7 @@ cons_polled_rows(Consumer *cons, PGresult *res)
  * poll does not wait: consume-ok goes out with its result (cons_polled), so
  * that what the queue holds follows consume-ok at once, and a publish after
  * consume-ok finds the next poll waiting.  The channel's basic.consume is
- * done once consume-ok is sent (consume_done), not before.
+ * done once consume-ok is sent (on_consume_done), not before.
  */
 static void
 cons_session_ready(Consumer *cons)

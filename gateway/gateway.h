@@ -16,19 +16,23 @@
  * receipt.  PgSess: an asynchronous libpq connection driven by libevent.
  *
  * The files, from the top down: each calls only files below it, though a
- * callback may be named below the file that defines it (the poll's
- * cons_polled, the get session's getpg_connected and chan_lost, on_accept):
+ * callback may be named below the file that defines it (on_accept).  A file
+ * reports events to one above it only through callbacks that one registers:
+ * a statement's pg_result_cb, channel_open.c's ChanSessionEvents (from
+ * operations.c), a Consumer's on_polled and on_consume_done (set by
+ * operations.c):
  *
  * main.c				start-up: settings, listening socket, signals, the loop
  * connection.c			a client connection: frames in, the connection class
  * methods.c			an open channel's methods, queued as its operations
  * content.c			a publish's content header and body
- * channel_open.c		a channel's sessions opened and set up
  * operations.c			a channel's operations run in order, and their replies
  * consumer_session.c	a consumer's own session: set up, its polls' deliveries
  * teardown.c			exceptions; channels and connections closed and freed
+ * channel_open.c		a channel's sessions opened and set up
  * channel.c			a channel's lists: operations, unacked deliveries
- * consumer.c			consumers: credit, turns on a queue, polls, removal
+ * consumer.c			consumers: credit, turns on a queue, polls, consume-ok,
+ *						removal
  * registry.c			the connections, the queues the gateway keeps state of
  * control.c			a connection's control session (handshake, cleanups)
  * logins.c			the bounds on logins in progress, and the logins waiting

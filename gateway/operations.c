@@ -72,8 +72,9 @@ op_finish(Chan *ch)
 }
 
 /*
- * A basic.consume is done (its consume-ok sent, consumer_session.c): the
- * channel's next method runs, unless the channel went meanwhile.
+ * A basic.consume is done (its consume-ok sent: the consumer's
+ * on_consume_done, from consumer_session.c or consumer.c): the channel's
+ * next method runs, unless the channel went meanwhile.
  */
 void
 consume_done(Chan *ch)
