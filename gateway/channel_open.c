@@ -33,12 +33,22 @@ static void connect_done(Chan *ch);
 static Chan *waiters,
 		   *waiters_tail;
 
+/* the operations engine's handlers of what happens to the sessions */
+static const ChanSessionEvents *events;
+
+void
+chan_session_events(const ChanSessionEvents *e)
+{
+	events = e;
+}
+
 /*
  * The channel's session connected, or not: a session that cannot be had
  * (the server refuses it, too many clients, no answer within 10 s) fails
  * the channel, not the connection: channel.close 541 INTERNAL_ERROR with
- * the server's error, for the operation that needed it.  Otherwise its
- * functions are set up before any operation runs.
+ * the server's error, for the operation that needed it (the operations
+ * engine's connect_failed closes it).  Otherwise its functions are set up
+ * before any operation runs.
  */
 static void
 chan_connected(void *arg, bool ok, const char *error)
@@ -58,23 +68,10 @@ chan_connected(void *arg, bool ok, const char *error)
 		why[n] = '\0';
 		snprintf(text, sizeof(text), "INTERNAL_ERROR - no PostgreSQL session: %s", why);
 		logmsg("%s: channel %d: %s", ch->conn->peer, ch->id, text);
-		chan_error(ch, AMQP_INTERNAL_ERROR, text, ch->ops ? ch->ops->cls : AMQP_CHANNEL,
-				   ch->ops ? ch->ops->meth : 10);
+		events->connect_failed(ch, text);
 		return;
 	}
 	chan_setup(ch);
-}
-
-/*
- * The channel's session was lost: the connection cannot go on without it.
- */
-void
-chan_lost(void *arg)
-{
-	Chan	   *ch = arg;
-
-	conn_error(ch->conn, AMQP_CONNECTION_FORCED,
-			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
 }
 
 /*
@@ -88,13 +85,11 @@ getpg_setup_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, NULL);
+		events->setup_failed(ch, res);
 		return;
 	}
 	ch->getpg_ready = true;
-	/* the get waiting for it */
-	if (ch->op_running && ch->ops && ch->ops->kind == OP_GET)
-		run_op(ch, ch->ops);
+	events->get_ready(ch);
 }
 
 /* The basic.get session connected: set it up as the channel's own. */
@@ -176,7 +171,7 @@ wait_wake(Chan *w)
 {
 	wait_remove(w);
 	if (w->state == CH_OPEN && !w->conn->dead && chan_session(w))
-		chan_pump(w);
+		events->ready(w);
 }
 
 /*
@@ -202,10 +197,11 @@ connect_done(Chan *ch)
 
 /*
  * Whether the channel's session is there and set up; if not, it is taken
- * from the pool (then it is), or starts connecting (chan_setup_done pumps
- * the channel's operations once it is set up), or, when SESS_CONNECTS of
- * its connection are connecting already, the channel waits for a session
- * (chan_session_pool, connect_done).
+ * from the pool (then it is), or starts connecting (once it is set up,
+ * chan_setup_done tells the operations engine, which runs the channel's
+ * operations), or, when SESS_CONNECTS of its connection are connecting
+ * already, the channel waits for a session (chan_session_pool,
+ * connect_done).
  */
 bool
 chan_session(Chan *ch)
@@ -222,7 +218,7 @@ chan_session(Chan *ch)
 	if (ch->pg)
 	{
 		ch->pg->arg = ch;
-		ch->pg->on_lost = chan_lost;
+		ch->pg->on_lost = events->lost;
 		ch->pg_ready = true;
 		return true;
 	}
@@ -241,7 +237,7 @@ chan_session(Chan *ch)
 	ch->pg_counted = true;
 	ch->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, false,
 						chan_connected, ch);
-	ch->pg->on_lost = chan_lost;
+	ch->pg->on_lost = events->lost;
 	return false;
 }
 
@@ -415,11 +411,11 @@ chan_setup_done(void *arg, PGresult *res)
 
 	if (!res_ok(res))
 	{
-		chan_sql_error(ch, res, NULL);
+		events->setup_failed(ch, res);
 		return;
 	}
 	ch->pg_ready = true;
-	chan_pump(ch);
+	events->ready(ch);
 }
 
 /* Set up the basic.get session with the channel's functions. */

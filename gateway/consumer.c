@@ -2,8 +2,8 @@
  *
  * consumer.c
  *	  A channel's consumers: their credit (prefetch), the turns consumers of
- *	  one queue take to poll, the long poll started, and a consumer
- *	  cancelled, removed or resumed.
+ *	  one queue take to poll, the long poll started, its consume-ok, and a
+ *	  consumer cancelled, removed or resumed.
  *
  * It decides when a consumer polls; the poll's session and its rows are
  * consumer_session.c's.
@@ -242,15 +242,16 @@ cons_poll(Consumer *cons)
 	pg_send(cons->pg,
 			"SELECT " DELIVERY_COLUMNS " FROM mq.consume($1, $2::int, wait => $3::interval, "
 			"lease => $4::interval, auto_ack => $5::boolean, group_name => $6)",
-			6, NULL, vals, NULL, NULL, 1, cons_polled, cons);
+			6, NULL, vals, NULL, NULL, 1, cons->on_polled, cons);
 }
 
 /*
  * End cons's running long poll now, without an error: the connection's
  * control session runs mq._consume_wake on the poll's backend, as the
- * same role, and the poll returns what it has to cons_polled (which
- * delivers it, or drops it when the session was closed meanwhile: its
- * end returns those rows).  Cancelling the statement instead would log
+ * same role, and the poll returns what it has to its on_polled handler
+ * (consumer_session.c's cons_polled, which delivers it, or drops it when
+ * the session was closed meanwhile: its end returns those rows).
+ * Cancelling the statement instead would log
  * "ERROR: canceling statement due to user request" in the server's log,
  * and closing its session "FATAL: connection to client lost".  A poll
  * the wake does not reach ends within --poll-wait anyway.
@@ -313,6 +314,24 @@ cons_free(Consumer *cons)
 	free(cons);
 }
 
+/* the consume-ok cons waits for, if it does: sent (true) */
+bool
+cons_consume_ok(Consumer *cons)
+{
+	Chan	   *ch = cons->ch;
+
+	if (!cons->ok_pending)
+		return false;
+	cons->ok_pending = false;
+	if (!cons->ok_nowait)
+	{
+		method_begin(ch->id, AMQP_BASIC, 21);
+		buf_shortstr(&out, cons->tag);
+		frame_send(ch->conn);
+	}
+	return true;
+}
+
 /*
  * A consumer stops: out of the registry (an auto-delete queue goes with its
  * last consumer), the broker's basic.cancel if notify (its queue was
@@ -324,6 +343,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 {
 	Chan	   *ch = cons->ch;
 	Conn	   *c = ch->conn;
+	void		(*done) (Chan *ch) = cons->on_consume_done;
 	bool		finish_consume = false;
 
 	/*
@@ -396,7 +416,7 @@ cons_remove(Consumer *cons, bool notify, bool force)
 	}
 	cons_free(cons);
 	if (finish_consume)
-		consume_done(ch);
+		done(ch);
 }
 
 /* cancel the consumers of a queue being deleted, everywhere */

@@ -45,11 +45,12 @@ cons_polled(void *arg, PGresult *res)
 {
 	Consumer   *cons = arg;
 	Chan	   *ch = cons->ch;
+	void		(*done) (Chan *ch) = cons->on_consume_done;
 	bool		sent = res != NULL && cons_consume_ok(cons);
 
 	cons_polled_rows(cons, res);
 	if (sent)
-		consume_done(ch);
+		done(ch);
 }
 
 /*
@@ -150,35 +151,18 @@ cons_polled_rows(Consumer *cons, PGresult *res)
 	"pg_catalog.pg_advisory_lock(" GROUP_LOCK ", pg_catalog.hashtext($2))"
 
 
-/* the consume-ok cons waits for, if it does: sent (true) */
-bool
-cons_consume_ok(Consumer *cons)
-{
-	Chan	   *ch = cons->ch;
-
-	if (!cons->ok_pending)
-		return false;
-	cons->ok_pending = false;
-	if (!cons->ok_nowait)
-	{
-		method_begin(ch->id, AMQP_BASIC, 21);
-		buf_shortstr(&out, cons->tag);
-		frame_send(ch->conn);
-	}
-	return true;
-}
-
 /*
  * cons's session is ready (connected, a stream's group set up).  Its first
  * poll does not wait: consume-ok goes out with its result (cons_polled), so
  * that what the queue holds follows consume-ok at once, and a publish after
  * consume-ok finds the next poll waiting.  The channel's basic.consume is
- * done once consume-ok is sent (consume_done), not before.
+ * done once consume-ok is sent (on_consume_done), not before.
  */
 static void
 cons_session_ready(Consumer *cons)
 {
 	Chan	   *ch = cons->ch;
+	void		(*done) (Chan *ch) = cons->on_consume_done;
 	bool		sent;
 
 	cons->ready = true;
@@ -196,7 +180,7 @@ cons_session_ready(Consumer *cons)
 	else
 		cons_poll(cons);
 	if (sent)
-		consume_done(ch);
+		done(ch);
 }
 
 /* The stream's left-over mq-amqp.* groups are swept: the consumer may poll. */

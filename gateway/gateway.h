@@ -16,19 +16,23 @@
  * receipt.  PgSess: an asynchronous libpq connection driven by libevent.
  *
  * The files, from the top down: each calls only files below it, though a
- * callback may be named below the file that defines it (the poll's
- * cons_polled, the get session's getpg_connected and chan_lost, on_accept):
+ * callback may be named below the file that defines it (on_accept).  A file
+ * reports events to one above it only through callbacks that one registers:
+ * a statement's pg_result_cb, channel_open.c's ChanSessionEvents (from
+ * operations.c), a Consumer's on_polled and on_consume_done (set by
+ * operations.c):
  *
  * main.c				start-up: settings, listening socket, signals, the loop
  * connection.c			a client connection: frames in, the connection class
  * methods.c			an open channel's methods, queued as its operations
  * content.c			a publish's content header and body
- * channel_open.c		a channel's sessions opened and set up
  * operations.c			a channel's operations run in order, and their replies
  * consumer_session.c	a consumer's own session: set up, its polls' deliveries
  * teardown.c			exceptions; channels and connections closed and freed
+ * channel_open.c		a channel's sessions opened and set up
  * channel.c			a channel's lists: operations, unacked deliveries
- * consumer.c			consumers: credit, turns on a queue, polls, removal
+ * consumer.c			consumers: credit, turns on a queue, polls, consume-ok,
+ *						removal
  * registry.c			the connections, the queues the gateway keeps state of
  * control.c			a connection's control session (handshake, cleanups)
  * logins.c			the bounds on logins in progress, and the logins waiting
@@ -226,6 +230,14 @@ struct Consumer
 	bool		in_turn;		/* waiting for its queue's turn to poll */
 	Consumer   *turn_next;
 	Consumer   *next;
+	/*
+	 * Set by the operations engine that makes the consumer, for the layers
+	 * below to report to the ones above: a poll's result
+	 * (consumer_session.c's cons_polled), and the channel's basic.consume
+	 * done once consume-ok is sent (operations.c's consume_done)
+	 */
+	pg_result_cb on_polled;
+	void		(*on_consume_done) (Chan *ch);
 };
 
 enum ChanState
@@ -373,7 +385,25 @@ extern void chan_error_queued(Chan *ch, int code, const char *text, int cls, int
 extern void publish_complete(Chan *ch);
 
 /* channel_open.c */
-extern void chan_lost(void *arg);
+
+/*
+ * What channel_open.c reports of a channel's sessions to the operations
+ * engine above it, which registers them (operations_start) before the
+ * first connection: the channel's session is ready (its operations may
+ * run), its basic.get session is set up (the get waiting for it runs), a
+ * session could not be had (text says why) or not set up (res), a session
+ * was lost (its on_lost: arg is the channel)
+ */
+typedef struct ChanSessionEvents
+{
+	void		(*ready) (Chan *ch);
+	void		(*get_ready) (Chan *ch);
+	void		(*connect_failed) (Chan *ch, const char *text);
+	void		(*setup_failed) (Chan *ch, PGresult *res);
+	void		(*lost) (void *arg);
+} ChanSessionEvents;
+
+extern void chan_session_events(const ChanSessionEvents *events);
 extern bool chan_session(Chan *ch);
 extern void chan_session_pool(Chan *ch);
 extern void chan_session_idle(Chan *ch);
@@ -384,6 +414,8 @@ extern Chan *chan_open(Conn *c, uint16_t id);
 /* operations.c */
 extern void run_op(Chan *ch, Op *op);
 extern void chan_pump(Chan *ch);
+extern void consume_done(Chan *ch);
+extern void operations_start(void);
 
 /* consumer_session.c */
 extern void cons_send_cancel_ok(Consumer *cons);
@@ -392,6 +424,7 @@ extern void cons_connected(void *arg, bool ok, const char *error);
 extern void cons_lost(void *arg);
 
 /* teardown.c */
+extern void chan_lost(void *arg);
 extern void chan_sql_error(Chan *ch, PGresult *res, Op *op);
 extern void chan_release(Chan *ch);
 extern void chan_free(Chan *ch);
@@ -407,14 +440,13 @@ extern void conn_reason(Conn *c, bool warn, const char *fmt,...)
 extern void op_free(Op *op);
 extern void pub_free(PubMsg *m);
 extern Op *op_new(Chan *ch, enum OpKind kind, uint16_t cls, uint16_t meth);
-extern bool cons_consume_ok(Consumer *cons);
-extern void consume_done(Chan *ch);
 extern void unacked_restore(Chan *ch, Unacked *list);
 extern void settle_done_entries(Chan *ch, Unacked *e);
 extern bool ack_tag_known(Chan *ch, uint64_t tag);
 extern Unacked *take_entries(Chan *ch, uint64_t tag, bool multiple);
 
 /* consumer.c */
+extern bool cons_consume_ok(Consumer *cons);
 extern void turn_pass(Qreg *q);
 extern void turn_start(Consumer *newcons);
 extern void cons_poll(Consumer *cons);

@@ -314,6 +314,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	evconnlistener_set_error_cb(listener, on_accept_error);
+	operations_start();
 	sigint = evsignal_new(gw_base, SIGINT, on_signal, NULL);
 	sigterm = evsignal_new(gw_base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);

@@ -72,8 +72,9 @@ op_finish(Chan *ch)
 }
 
 /*
- * A basic.consume is done (its consume-ok sent, consumer_session.c): the
- * channel's next method runs, unless the channel went meanwhile.
+ * A basic.consume is done (its consume-ok sent: the consumer's
+ * on_consume_done, from consumer_session.c or consumer.c): the channel's
+ * next method runs, unless the channel went meanwhile.
  */
 void
 consume_done(Chan *ch)
@@ -805,6 +806,8 @@ consume_checked(void *arg, PGresult *res)
 	 */
 	cons->ok_pending = true;
 	cons->ok_nowait = op->nowait;
+	cons->on_polled = cons_polled;
+	cons->on_consume_done = consume_done;
 	cons->pg = pg_connect(c->pguser, c->password, c->db[0] ? c->db : NULL, true,
 						  cons_connected, cons);
 	cons->pg->on_lost = cons_lost;
@@ -1572,4 +1575,49 @@ chan_pump(Chan *ch)
 	}
 	/* nothing more to run: a session that holds nothing is shared meanwhile */
 	chan_session_idle(ch);
+}
+
+/*
+ * The basic.get session of a tx-mode channel is set up: the get waiting
+ * for it runs.
+ */
+static void
+get_session_ready(Chan *ch)
+{
+	if (ch->op_running && ch->ops && ch->ops->kind == OP_GET)
+		run_op(ch, ch->ops);
+}
+
+/*
+ * The channel's session cannot be had: channel.close 541 INTERNAL_ERROR
+ * (text) for the operation that needed it.
+ */
+static void
+session_connect_failed(Chan *ch, const char *text)
+{
+	chan_error(ch, AMQP_INTERNAL_ERROR, text, ch->ops ? ch->ops->cls : AMQP_CHANNEL,
+			   ch->ops ? ch->ops->meth : 10);
+}
+
+/* The channel's session (or its get session) could not be set up. */
+static void
+session_setup_failed(Chan *ch, PGresult *res)
+{
+	chan_sql_error(ch, res, NULL);
+}
+
+/* what channel_open.c reports of the channels' sessions */
+static const ChanSessionEvents session_events = {
+	.ready = chan_pump,
+	.get_ready = get_session_ready,
+	.connect_failed = session_connect_failed,
+	.setup_failed = session_setup_failed,
+	.lost = chan_lost,
+};
+
+/* The gateway starts: the engine hears of the channels' sessions. */
+void
+operations_start(void)
+{
+	chan_session_events(&session_events);
 }

@@ -2,8 +2,8 @@
  *
  * teardown.c
  *	  How things end: a channel exception and a connection exception (their
- *	  close frames), a statement's failure turned into one of them, a
- *	  channel's sessions and consumers released and the channel freed, a
+ *	  close frames), a statement's failure or a lost session turned into
+ *	  one of them, a channel's sessions and consumers released and the channel freed, a
  *	  client's connection.close finished, a connection destroyed.
  *
  * It ends channels and connections; it decides no error of its own:
@@ -43,6 +43,18 @@ chan_sql_error(Chan *ch, PGresult *res, Op *op)
 		conn_error(ch->conn, code, text, op ? op->cls : 0, op ? op->meth : 0);
 	else
 		chan_error(ch, code, text, op ? op->cls : 0, op ? op->meth : 0);
+}
+
+/*
+ * The channel's session was lost: the connection cannot go on without it.
+ */
+void
+chan_lost(void *arg)
+{
+	Chan	   *ch = arg;
+
+	conn_error(ch->conn, AMQP_CONNECTION_FORCED,
+			   "CONNECTION_FORCED - PostgreSQL session lost", 0, 0);
 }
 
 /* give back everything of the channel: its sessions end (queue_ext returns

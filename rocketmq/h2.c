@@ -7,7 +7,8 @@
  * Each client connection is an nghttp2 server session fed from and writing
  * to a libevent bufferevent.  A request stream is one RPC: its :path names
  * the method, its DATA carries gRPC messages (a 1-byte compressed flag and
- * a 4-byte big-endian length before each), which go to rpc.c one by one.
+ * a 4-byte big-endian length before each), which go one by one to the
+ * layer above (rpc.c) through the StreamHandlers it registered.
  * A response is the headers (:status 200, content-type application/grpc),
  * the messages rpc.c sends, and trailers with grpc-status; a response that
  * is still open (server streaming, Telemetry) defers its DATA until rpc.c
@@ -41,6 +42,15 @@ struct Conn
 	bool		free_scheduled;
 	bool		greeted;		/* the client's connection preface arrived */
 };
+
+/* the layer above's handlers of stream events (rpc.c registers them) */
+static const StreamHandlers *handlers;
+
+void
+h2_set_handlers(const StreamHandlers *h)
+{
+	handlers = h;
+}
 
 /* room for n more bytes */
 static void
@@ -290,7 +300,7 @@ on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
 	return 0;
 }
 
-/* Hand the complete messages of s->in to rpc.c. */
+/* Hand the complete messages of s->in to the layer above. */
 static void
 stream_take_messages(Stream *s)
 {
@@ -315,7 +325,7 @@ stream_take_messages(Stream *s)
 		}
 		if (s->in.len - at - 5 < n)
 			break;
-		rpc_message(s, p + 5, n);
+		handlers->message(s, p + 5, n);
 		at += 5 + n;
 	}
 	if (at > 0 && at <= s->in.len)
@@ -354,7 +364,7 @@ on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 	if (s == NULL)
 		return 0;
 	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
-		rpc_begin(s);
+		handlers->begin(s);
 	if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && !s->in_ended)
 	{
 		s->in_ended = true;
@@ -363,7 +373,7 @@ on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 			if (s->in.len > 0)
 				stream_finish(s, 13, "truncated request message");
 			else
-				rpc_end_of_input(s);
+				handlers->end_of_input(s);
 		}
 	}
 	return 0;
@@ -386,10 +396,10 @@ on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user
 			*p = s->next;
 			break;
 		}
-	rpc_stream_gone(s);
+	handlers->gone(s);
 	buf_free(&s->in);
 	buf_free(&s->out);
-	/* rpc_stream_gone detached any pending work from it */
+	/* the gone handler detached any pending work from it */
 	free(s);
 	return 0;
 }
@@ -404,7 +414,7 @@ conn_free(Conn *c)
 	{
 		next = s->next;
 		s->closed = true;
-		rpc_stream_gone(s);
+		handlers->gone(s);
 		buf_free(&s->in);
 		buf_free(&s->out);
 		free(s);

@@ -3,22 +3,13 @@
  * main.c
  *	  mq-rocketmq, a gateway that serves RocketMQ 5's gRPC protocol
  *	  (apache.rocketmq.v2.MessagingService) in front of queue_ext:
- *	  start-up (settings, credentials, the listening socket, signals), the
- *	  event loop and the check of RocketMQ's request signatures.
+ *	  start-up (options into config.c's settings, credentials, the listening
+ *	  socket, signals) and the event loop.
  *
  * docs/rocketmq.md describes the mapping: a topic is a stream, its message
  * queues the stream's partitions, a namespace a database, a consumer group
  * a stream's consumer group, a receipt handle queue_ext's receipt.
- *
- * Logins: a RocketMQ client signs each request's x-mq-date-time with its
- * secret key (MQv2-HMAC-SHA1).  PostgreSQL's password hashes cannot check
- * that, so the gateway holds a credentials file (--credentials, mode 0600
- * or stricter) mapping each access key to its secret key and a PostgreSQL
- * role: it checks the signature and the date's freshness, then runs the
- * request's SQL as that role (SET ROLE from its own login role, which must
- * be a member of it), so that queue_ext's privileges apply.  Unsigned
- * requests are refused, unless --insecure-loopback-role names a role for
- * them (development only: the gateway must then listen on loopback).
+ * auth.c checks the requests' signatures.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,225 +18,17 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <event2/listener.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #define RMQ_VERSION "0.2"
-
-struct event_base *rmq_base;
-PQconninfoOption *rmq_conninfo;
-const char *rmq_default_db;
-const char *rmq_advertise_host;
-int			rmq_advertise_port;
-int			rmq_max_sessions = 100;
-int			rmq_max_body = 4 * 1024 * 1024;
-const char *rmq_producer_group = "rocketmq";
-int			rmq_tx_check = 30;
-bool		rmq_verbose;
-
-static const char *insecure_role;
-static int	max_clock_skew = 900;
-
-typedef struct Credential
-{
-	char	   *access_key;
-	char	   *secret_key;
-	char	   *role;
-} Credential;
-
-static Credential *credentials;
-static int	n_credentials;
-
-void
-logmsg(const char *fmt,...)
-{
-	va_list		ap;
-	char		when[32];
-	time_t		now = time(NULL);
-	struct tm	tm;
-
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	fprintf(stderr, "%s mq-rocketmq: ", when);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void die(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die(const char *fmt,...)
-{
-	va_list		ap;
-
-	fprintf(stderr, "mq-rocketmq: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-/*
- * Read the credentials file: one "access_key secret_key role" a line, '#'
- * comments.  It holds secrets: refused unless only its owner may read it.
- */
-static void
-read_credentials(const char *path)
-{
-	FILE	   *f = fopen(path, "r");
-	struct stat st;
-	char		line[1024];
-	int			lineno = 0;
-
-	if (f == NULL)
-		die("cannot open credentials file \"%s\": %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-		die("credentials file \"%s\" is not a regular file", path);
-	if (st.st_mode & (S_IRWXG | S_IRWXO))
-		die("credentials file \"%s\" has group or world access (mode %04o); chmod 600 it",
-			path, (unsigned) (st.st_mode & 07777));
-	while (fgets(line, sizeof(line), f))
-	{
-		char	   *ak,
-				   *sk,
-				   *role,
-				   *extra,
-				   *save = NULL;
-
-		lineno++;
-		if (strchr(line, '#'))
-			*strchr(line, '#') = '\0';
-		ak = strtok_r(line, " \t\r\n", &save);
-		if (ak == NULL)
-			continue;
-		sk = strtok_r(NULL, " \t\r\n", &save);
-		role = strtok_r(NULL, " \t\r\n", &save);
-		extra = strtok_r(NULL, " \t\r\n", &save);
-		if (sk == NULL || role == NULL || extra != NULL)
-			die("credentials file \"%s\", line %d: expected \"access_key secret_key role\"",
-				path, lineno);
-		credentials = realloc(credentials, (n_credentials + 1) * sizeof(Credential));
-		credentials[n_credentials].access_key = strdup(ak);
-		credentials[n_credentials].secret_key = strdup(sk);
-		credentials[n_credentials].role = strdup(role);
-		n_credentials++;
-	}
-	fclose(f);
-}
-
-/* x-mq-date-time (yyyyMMddTHHmmssZ, UTC) as a time; -1 if malformed */
-static time_t
-parse_date_time(const char *s)
-{
-	struct tm	tm;
-	const char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(s, "%Y%m%dT%H%M%SZ", &tm);
-	if (end == NULL || *end != '\0')
-		return -1;
-	return timegm(&tm);
-}
-
-/* the value of "name=" in a comma-separated authorization header, copied */
-static bool
-auth_field(const char *header, const char *name, char *out, size_t outlen)
-{
-	const char *p = header;
-	size_t		nl = strlen(name);
-
-	while ((p = strstr(p, name)) != NULL)
-	{
-		if ((p == header || p[-1] == ' ' || p[-1] == ',') && p[nl] == '=')
-		{
-			const char *v = p + nl + 1;
-			size_t		n = strcspn(v, ", ");
-
-			if (n >= outlen)
-				return false;
-			memcpy(out, v, n);
-			out[n] = '\0';
-			return true;
-		}
-		p += nl;
-	}
-	return false;
-}
-
-const char *
-auth_role(const char *authorization, const char *date_time, int *code,
-		  char *why, size_t whylen)
-{
-	char		ak[256],
-				sig[128],
-				expect[2 * EVP_MAX_MD_SIZE + 1];
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int maclen = 0;
-	int			i;
-	Credential *cred = NULL;
-	time_t		when;
-
-	*code = CODE(UNAUTHORIZED);
-	if (authorization[0] == '\0')
-	{
-		if (insecure_role)
-			return insecure_role;
-		snprintf(why, whylen, "this gateway needs signed requests (an access key and secret key)");
-		return NULL;
-	}
-	if (strncmp(authorization, "MQv2-HMAC-SHA1 ", 15) != 0 ||
-		!auth_field(authorization + 15, "Credential", ak, sizeof(ak)) ||
-		!auth_field(authorization + 15, "Signature", sig, sizeof(sig)))
-	{
-		snprintf(why, whylen, "malformed authorization header (expected MQv2-HMAC-SHA1)");
-		return NULL;
-	}
-	for (i = 0; i < n_credentials; i++)
-		if (strcmp(credentials[i].access_key, ak) == 0)
-			cred = &credentials[i];
-	if (cred == NULL)
-	{
-		snprintf(why, whylen, "unknown access key");
-		return NULL;
-	}
-	when = parse_date_time(date_time);
-	if (when < 0 || when < time(NULL) - max_clock_skew || when > time(NULL) + max_clock_skew)
-	{
-		snprintf(why, whylen, "x-mq-date-time is missing or more than %d s away from the gateway's clock",
-				 max_clock_skew);
-		return NULL;
-	}
-	HMAC(EVP_sha1(), cred->secret_key, (int) strlen(cred->secret_key),
-		 (const unsigned char *) date_time, strlen(date_time), mac, &maclen);
-	for (i = 0; i < (int) maclen; i++)
-		sprintf(expect + 2 * i, "%02X", mac[i]);
-	for (i = 0; sig[i]; i++)
-		if (sig[i] >= 'a' && sig[i] <= 'f')
-			sig[i] -= 'a' - 'A';
-	if (strlen(sig) != 2 * maclen || CRYPTO_memcmp(sig, expect, 2 * maclen) != 0)
-	{
-		snprintf(why, whylen, "signature does not match");
-		return NULL;
-	}
-	return cred->role;
-}
 
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -389,10 +172,10 @@ main(int argc, char **argv)
 				cred_path = optarg;
 				break;
 			case 'i':
-				insecure_role = optarg;
+				rmq_insecure_role = optarg;
 				break;
 			case 'k':
-				max_clock_skew = atoi(optarg);
+				rmq_max_clock_skew = atoi(optarg);
 				break;
 			case 's':
 				rmq_max_sessions = atoi(optarg);
@@ -422,7 +205,7 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die("unexpected argument \"%s\" (try --help)", argv[optind]);
-	if (rmq_max_sessions < 1 || rmq_max_body < 1 || max_clock_skew < 1)
+	if (rmq_max_sessions < 1 || rmq_max_body < 1 || rmq_max_clock_skew < 1)
 		die("--max-sessions, --max-body-size and --max-clock-skew must be positive");
 	if (rmq_tx_check < 0)
 		die("--transaction-check must not be negative");
@@ -432,8 +215,8 @@ main(int argc, char **argv)
 				  &rmq_advertise_port);
 	rmq_advertise_host = adv_host;
 	if (cred_path)
-		read_credentials(cred_path);
-	if (insecure_role)
+		auth_read_credentials(cred_path);
+	if (rmq_insecure_role)
 	{
 		struct in_addr a4;
 		struct in6_addr a6;
@@ -443,9 +226,9 @@ main(int argc, char **argv)
 			die("--insecure-loopback-role needs a loopback --listen address (127.x.x.x or ::1), not \"%s\"",
 				host);
 		logmsg("WARNING: unsigned requests act as role \"%s\" (--insecure-loopback-role: development only)",
-			   insecure_role);
+			   rmq_insecure_role);
 	}
-	if (!cred_path && !insecure_role)
+	if (!cred_path && !rmq_insecure_role)
 		logmsg("WARNING: neither --credentials nor --insecure-loopback-role: every request will be refused");
 
 	rmq_conninfo = PQconninfoParse(conninfo, &err);

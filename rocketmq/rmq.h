@@ -3,11 +3,15 @@
  * rmq.h
  *	  mq-rocketmq, the RocketMQ 5 gRPC gateway of queue_ext (docs/rocketmq.md).
  *
- * The files, from the top down:
- *	main.c		start-up: settings, credentials, the listening socket, the loop
- *	h2.c		HTTP/2 (libnghttp2) connections and gRPC framing of their streams
+ * The files, from the top down, each calling only files below it:
+ *	main.c		start-up: options, the listening socket, signals, the loop
  *	rpc.c		MessagingService's RPCs onto queue_ext's SQL API
+ *	h2.c		HTTP/2 (libnghttp2) connections and gRPC framing of their streams;
+ *				a stream's events go up to rpc.c through the StreamHandlers
+ *				that rpc.c registers
  *	pg.c		asynchronous libpq sessions, pooled per (database, role)
+ *	auth.c		the credentials file, request signatures and their roles
+ *	config.c	the settings and the log
  *
  * Protocol messages are rocketmq.proto's, compiled by protoc-c.
  *
@@ -42,7 +46,7 @@ typedef struct Buf
 extern void buf_add(Buf *b, const void *p, size_t n);
 extern void buf_free(Buf *b);
 
-/* main.c: settings and helpers */
+/* config.c: the settings (set by main.c) and the log */
 extern struct event_base *rmq_base;
 extern PQconninfoOption *rmq_conninfo;
 extern const char *rmq_default_db;
@@ -53,7 +57,13 @@ extern int	rmq_max_body;
 extern const char *rmq_producer_group;
 extern int	rmq_tx_check;
 extern bool rmq_verbose;
+extern const char *rmq_insecure_role;
+extern int	rmq_max_clock_skew;
 extern void logmsg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+extern void die(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* auth.c: the credentials file (exits on a bad one) */
+extern void auth_read_credentials(const char *path);
 
 /*
  * Who a request acts as: the PostgreSQL role its access key maps to, or
@@ -99,11 +109,23 @@ extern void stream_finish(Stream *s, int grpc_status, const char *msg);
 extern void conn_flush(Conn *c);
 extern void h2_accept(evutil_socket_t fd, const char *peer);
 
-/* rpc.c */
-extern void rpc_begin(Stream *s);
-extern void rpc_message(Stream *s, const uint8_t *data, size_t len);
-extern void rpc_end_of_input(Stream *s);
-extern void rpc_stream_gone(Stream *s);
+/*
+ * What h2.c reports of a stream to the layer above (rpc.c), which registers
+ * them with h2_set_handlers before the first connection: its headers are in
+ * (begin), a whole gRPC message arrived (message), the client half-closed
+ * (end_of_input), the stream is gone and must not be used again (gone)
+ */
+typedef struct StreamHandlers
+{
+	void		(*begin) (Stream *s);
+	void		(*message) (Stream *s, const uint8_t *data, size_t len);
+	void		(*end_of_input) (Stream *s);
+	void		(*gone) (Stream *s);
+} StreamHandlers;
+
+extern void h2_set_handlers(const StreamHandlers *handlers);
+
+/* rpc.c: the check-back timer started, and the handlers of h2.c's streams */
 extern void rpc_start(void);
 
 /* pg.c: one statement on a pooled session of (database, role) */

@@ -1451,18 +1451,6 @@ check_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* The gateway starts: the check-back timer */
-void
-rpc_start(void)
-{
-	struct timeval tv = {rmq_tx_check, 0};
-
-	if (rmq_tx_check <= 0)
-		return;
-	check_timer = event_new(rmq_base, -1, EV_PERSIST, check_tick, NULL);
-	event_add(check_timer, &tv);
-}
-
 /* ---------------------------------------------------------------------
  * Telemetry
  * --------------------------------------------------------------------- */
@@ -1545,7 +1533,7 @@ telemetry_settings(Stream *s, PB(Settings) * in)
  * --------------------------------------------------------------------- */
 
 /* The request's headers are in: which RPC, and may its client call it? */
-void
+static void
 rpc_begin(Stream *s)
 {
 	const char *method;
@@ -1607,7 +1595,7 @@ rpc_begin(Stream *s)
 }
 
 /* One request message of the stream */
-void
+static void
 rpc_message(Stream *s, const uint8_t *data, size_t len)
 {
 	ProtobufCMessage *m = NULL;
@@ -1709,7 +1697,7 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 }
 
 /* The client half-closed the stream */
-void
+static void
 rpc_end_of_input(Stream *s)
 {
 	if (s->rpc == RPC_TELEMETRY)
@@ -1721,7 +1709,7 @@ rpc_end_of_input(Stream *s)
 }
 
 /* The stream is gone: its pending work finishes for no one */
-void
+static void
 rpc_stream_gone(Stream *s)
 {
 	if (s->producer)
@@ -1731,4 +1719,25 @@ rpc_stream_gone(Stream *s)
 		((Req *) s->req)->s = NULL;
 		s->req = NULL;
 	}
+}
+
+/* h2.c's streams are RPCs: what it reports of them comes here */
+static const StreamHandlers rpc_handlers = {
+	.begin = rpc_begin,
+	.message = rpc_message,
+	.end_of_input = rpc_end_of_input,
+	.gone = rpc_stream_gone,
+};
+
+/* The gateway starts: the handlers of h2.c's streams, the check-back timer */
+void
+rpc_start(void)
+{
+	struct timeval tv = {rmq_tx_check, 0};
+
+	h2_set_handlers(&rpc_handlers);
+	if (rmq_tx_check <= 0)
+		return;
+	check_timer = event_new(rmq_base, -1, EV_PERSIST, check_tick, NULL);
+	event_add(check_timer, &tv);
 }
