@@ -31,29 +31,54 @@ bool		gw_verbose = false;	/* gw_log_level >= GW_LOG_DEBUG */
 GwConfig	cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
 	4 * 1024 * 1024, 64 * 1024 * 1024, false, NULL, 64, 8, 10};
 
-/* a line of the log on stderr, its time in UTC */
-static void logv(const char *fmt, va_list ap) __attribute__((format(gnu_printf, 1, 0)));
+/*
+ * a line of the log on stderr, its time in UTC, then its level word in
+ * brackets as RabbitMQ writes it ([warning], [info], [debug])
+ */
+static void logv(const char *level, const char *fmt, va_list ap) __attribute__((format(gnu_printf, 2, 0)));
 
 static void
-logv(const char *fmt, va_list ap)
+logv(const char *level, const char *fmt, va_list ap)
 {
 	time_t		now = time(NULL);
 	char		ts[32];
+	char		text[2048];
+	size_t		n;
 
 	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", gmtime(&now));
-	fprintf(stderr, "%s UTC mq-amqp: ", ts);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	/* one line: libpq's messages end with a newline, some have several */
+	n = strlen(text);
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+		text[--n] = '\0';
+	for (char *p = text; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	fprintf(stderr, "%s UTC mq-amqp: [%s] %s\n", ts, level, text);
 }
 
-/* a line of the log whatever the level: something went wrong */
+/* a line of the log whatever the level: something went wrong (warning) */
 void
 logmsg(const char *fmt,...)
 {
 	va_list		ap;
 
 	va_start(ap, fmt);
-	logv(fmt, ap);
+	logv("warning", fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * a line of the log at info level, whatever the level: the gateway's start
+ * and stop, the settings it runs with
+ */
+void
+lognote(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	logv("info", fmt, ap);
 	va_end(ap);
 }
 
@@ -66,7 +91,20 @@ loginfo(const char *fmt,...)
 	if (gw_log_level < GW_LOG_INFO)
 		return;
 	va_start(ap, fmt);
-	logv(fmt, ap);
+	logv("info", fmt, ap);
+	va_end(ap);
+}
+
+/* a line of the log at debug level (--verbose) */
+void
+logdebug(const char *fmt,...)
+{
+	va_list		ap;
+
+	if (gw_log_level < GW_LOG_DEBUG)
+		return;
+	va_start(ap, fmt);
+	logv("debug", fmt, ap);
 	va_end(ap);
 }
 

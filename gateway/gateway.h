@@ -519,6 +519,8 @@ extern int	gw_log_level;
 extern bool gw_verbose;
 extern void logmsg(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
 extern void loginfo(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
+extern void lognote(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
+extern void logdebug(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2)));
 extern void usage(FILE *f);
 extern bool set_option(const char *key, const char *val);
 extern void read_config(const char *path);

@@ -87,7 +87,7 @@ on_drain_over(evutil_socket_t fd, short what, void *arg)
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	logmsg("received signal %d, shutting down", (int) sig);
+	lognote("received signal %d, shutting down", (int) sig);
 	event_base_loopexit(gw_base, NULL);
 }
 
@@ -115,7 +115,7 @@ guest_role_checked(void)
 			ok = false;
 		}
 		else
-			logmsg("guest (password guest, loopback clients only) logs in as role \"%s\"",
+			lognote("guest (password guest, loopback clients only) logs in as role \"%s\"",
 				   cfg.guest_role);
 	}
 	else
@@ -259,7 +259,7 @@ main(int argc, char **argv)
 
 	if (cfg.allow_passwordless)
 	{
-		logmsg("WARNING: --allow-passwordless-logins is set: a login is accepted whenever "
+		logmsg("--allow-passwordless-logins is set: a login is accepted whenever "
 			   "PostgreSQL lets its role in, also without checking the password (trust): "
 			   "ANY password, or none, logs in, even as a superuser.  For development only; "
 			   "never expose this gateway.");
@@ -319,7 +319,7 @@ main(int argc, char **argv)
 	sigterm = evsignal_new(gw_base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);
 	event_add(sigterm, NULL);
-	logmsg("listening on %s", cfg.listen);
+	lognote("listening on %s", cfg.listen);
 	event_base_dispatch(gw_base);
 
 	{

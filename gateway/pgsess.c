@@ -56,8 +56,9 @@ pg_notice(void *arg, const PGresult *res)
 	if (severity && strcmp(severity, "WARNING") == 0)
 		logmsg("server warning: %s%s%s", message ? message : "",
 			   hint ? " HINT: " : "", hint ? hint : "");
-	else if (gw_verbose)
-		fprintf(stderr, "mq-amqp: server notice: %s", PQresultErrorMessage(res));
+	else
+		logdebug("server notice: %s%s%s", message ? message : "",
+				 hint ? " HINT: " : "", hint ? hint : "");
 }
 
 /*

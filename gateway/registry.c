@@ -146,7 +146,7 @@ qreg_expired(evutil_socket_t fd, short what, void *arg)
 		return;					/* re-armed when the last one goes */
 	ctl_oneshot(q->expire_user, q->expire_password, q->db[0] ? q->db : NULL,
 				"SELECT mq.queue_delete($1)", q->name);
-	logmsg("queue \"%s\" unused for its x-expires (%lld ms): deleted", q->name,
+	lognote("queue \"%s\" unused for its x-expires (%lld ms): deleted", q->name,
 		   (long long) q->expires);
 	qreg_expires_off(q);
 	q->known = false;

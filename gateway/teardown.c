@@ -134,8 +134,7 @@ chan_error(Chan *ch, int code, const char *text, int cls, int meth)
 {
 	if (ch->state != CH_OPEN)
 		return;
-	if (gw_verbose)
-		logmsg("%s: channel %d: %s", ch->conn->peer, ch->id, text);
+	logdebug("%s: channel %d: %s", ch->conn->peer, ch->id, text);
 	if (ch->client_closing)
 	{
 		/* the client closes it anyway: its close-ok */

@@ -8,6 +8,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -156,7 +157,20 @@ cli_hint(const char *sqlstate, const char *msg)
 	char	   *b = NULL;
 
 	buf[0] = '\0';
-	if (strcmp(sqlstate, "0A000") == 0 && ends_with(msg, "needs a consumer group"))
+	if (strcmp(sqlstate, "0A000") == 0 && strncmp(msg, "mq.browse does not read streams", 31) == 0)
+	{
+		a = quoted_name(msg, 0);
+		snprintf(buf, sizeof(buf),
+				 "Read the stream with \"mqctl read %s --partition P --offset O\".", a);
+	}
+	else if (strncmp(msg, "dead-letter queue \"", 19) == 0 && strstr(msg, "\" is kept: it holds "))
+	{
+		a = quoted_name(msg, 0);
+		snprintf(buf, sizeof(buf),
+				 "Move them back with \"mqctl dlq redrive '%s'\", or delete the queue with "
+				 "\"mqctl delete queue '%s'\".", a, a);
+	}
+	else if (strcmp(sqlstate, "0A000") == 0 && ends_with(msg, "needs a consumer group"))
 	{
 		a = quoted_name(msg, 0);
 		snprintf(buf, sizeof(buf),
@@ -186,6 +200,82 @@ cli_hint(const char *sqlstate, const char *msg)
 	free(a);
 	free(b);
 	return buf[0] ? xstrdup(buf) : NULL;
+}
+
+/*
+ * The server's message with the SQL argument names mqctl has flags for
+ * (from_time, to_offset, target_queue...) written as those flags, outside
+ * double-quoted names (malloc'd)
+ */
+static const char *const sql_flags[][2] = {
+	{"from_offset", "--offset"}, {"from_time", "--from-time"},
+	{"to_offset", "--to-offset"}, {"to_time", "--to-time"},
+	{"target_queue", "--to"}, {NULL, NULL}
+};
+
+static char *
+cli_message(const char *msg)
+{
+	size_t		cap = strlen(msg) * 2 + 1;
+	char	   *out = xmalloc(cap);
+	size_t		n = 0;
+	bool		quoted = false;
+
+	for (const char *p = msg; *p;)
+	{
+		bool		word_start = p == msg || !(isalnum((unsigned char) p[-1]) || p[-1] == '_');
+		int			i = 0;
+
+		if (*p == '"')
+			quoted = !quoted;
+		if (!quoted && word_start)
+		{
+			for (i = 0; sql_flags[i][0]; i++)
+			{
+				size_t		len = strlen(sql_flags[i][0]);
+
+				if (strncmp(p, sql_flags[i][0], len) == 0 &&
+					!(isalnum((unsigned char) p[len]) || p[len] == '_'))
+				{
+					n += sprintf(out + n, "%s", sql_flags[i][1]);
+					p += len;
+					break;
+				}
+			}
+		}
+		if (quoted || !word_start || sql_flags[i][0] == NULL)
+			out[n++] = *p++;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/*
+ * Notices and warnings as psql shows them, with mqctl's hint where
+ * cli_hint has one
+ */
+static void
+notice_receiver(void *arg, const PGresult *res)
+{
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY);
+	const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+	const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	char	   *mine = NULL;
+
+	(void) arg;
+	if (severity && primary && sqlstate)
+		mine = cli_hint(sqlstate, primary);
+	if (mine == NULL)
+	{
+		fputs(PQresultErrorMessage(res), stderr);
+		return;
+	}
+	fprintf(stderr, "%s:  %s\n", severity, primary);
+	if (detail)
+		fprintf(stderr, "DETAIL:  %s\n", detail);
+	fprintf(stderr, "HINT:  %s\n", mine);
+	free(mine);
 }
 
 /*
@@ -234,7 +324,12 @@ die_result(PGresult *res)
 		exit(EXIT_SERVER);
 	}
 	if (primary)
-		fprintf(stderr, "%s: error: %s\n", progname, primary);
+	{
+		char	   *msg = cli_message(primary);
+
+		fprintf(stderr, "%s: error: %s\n", progname, msg);
+		free(msg);
+	}
 	else
 		fprintf(stderr, "%s: error: %s", progname,
 				PQresultErrorMessage(res)[0] ? PQresultErrorMessage(res) :
@@ -259,14 +354,6 @@ die_conn(void)
 	fprintf(stderr, "%s: error: %s", progname, PQerrorMessage(conn));
 	mq_disconnect();
 	exit(EXIT_SERVER);
-}
-
-/* Notices and warnings as psql shows them */
-static void
-notice_processor(void *arg, const char *message)
-{
-	(void) arg;
-	fputs(message, stderr);
 }
 
 PGconn *
@@ -309,7 +396,7 @@ mq_connect(void)
 		}
 	}
 	free(password);
-	PQsetNoticeProcessor(conn, notice_processor, NULL);
+	PQsetNoticeReceiver(conn, notice_receiver, NULL);
 	return conn;
 }
 
@@ -447,13 +534,39 @@ want_help(int argc, char **argv)
 
 /*
  * rabbitmqadmin's names of arguments: "name=jobs" given where mqctl takes a
- * name is someone used to rabbitmqadmin, not a queue to create
+ * name is someone used to rabbitmqadmin, not a queue to create.  advice:
+ * what mqctl takes instead (%1$s the value; NULL: the value as a plain
+ * argument).
  */
-static const char *const rabbitmqadmin_keys[] = {
-	"name", "queue", "exchange", "source", "destination", "destination_type",
-	"routing_key", "type", "queue_type", "durable", "auto_delete", "internal",
-	"arguments", "payload", "payload_encoding", "properties", "count",
-	"ackmode", "requeue", "vhost", "user", "password", NULL
+static const struct
+{
+	const char *key;
+	const char *advice;
+}			rabbitmqadmin_keys[] =
+{
+	{"name", NULL},
+	{"queue", NULL},
+	{"exchange", NULL},
+	{"payload", NULL},
+	{"source", "the exchange \"%1$s\" is the second argument, after the queue"},
+	{"destination", "the queue \"%1$s\" is the first argument, before the exchange"},
+	{"destination_type", "mqctl binds queues to exchanges: leave it out"},
+	{"routing_key", "the key \"%1$s\" is a plain argument, after the exchange"},
+	{"type", "--type %1$s for a queue; for an exchange the type follows its name"},
+	{"queue_type", "--type %1$s"},
+	{"durable", NULL},
+	{"auto_delete", "queue_ext has no auto-delete: a queue stays until deleted"},
+	{"internal", "queue_ext has no internal exchanges: leave it out"},
+	{"arguments", "--arg KEY=VALUE, once per argument"},
+	{"properties", "--header=KEY=VALUE, --content-type=TYPE and the other property options"},
+	{"payload_encoding", "a body is given as it is: leave it out"},
+	{"count", "--count=%1$s"},
+	{"ackmode", "--ack, --no-ack or --requeue"},
+	{"requeue", "--requeue"},
+	{"vhost", "-d DBNAME: a database is what a vhost is"},
+	{"user", "-U %1$s"},
+	{"password", "the password is asked for, or taken from PGPASSWORD or ~/.pgpass"},
+	{NULL, NULL}
 };
 
 /*
@@ -465,30 +578,44 @@ check_name(const char *cmd, const char *help, const char *arg)
 {
 	const char *usage = strstr(help, "Usage:\n");
 	const char *end;
-
 	const char *eq = strchr(arg, '=');
 
 	if (eq == NULL)
 		return;
-	for (int i = 0; rabbitmqadmin_keys[i]; i++)
+	for (int i = 0; rabbitmqadmin_keys[i].key; i++)
 	{
-		size_t		len = strlen(rabbitmqadmin_keys[i]);
+		const char *key = rabbitmqadmin_keys[i].key;
+		const char *advice = rabbitmqadmin_keys[i].advice;
+		const char *value = eq + 1;
+		size_t		len = strlen(key);
+		char		here[512];
 
-		if ((size_t) (eq - arg) == len && strncmp(arg, rabbitmqadmin_keys[i], len) == 0)
+		if ((size_t) (eq - arg) != len || strncmp(arg, key, len) != 0)
+			continue;
+		if (strcmp(key, "durable") == 0)
+			advice = (strcmp(value, "false") == 0 || strcmp(value, "0") == 0 ||
+					  strcmp(value, "no") == 0) ? "--no-durable" : "--durable, the default";
+		if (advice)
+			snprintf(here, sizeof(here), advice, value);
+		else
+			snprintf(here, sizeof(here), "\"%s\", not \"%s\"", value, arg);
+		fprintf(stderr, "%s: error: \"%s\" is rabbitmqadmin's KEY=VALUE syntax, not a name\n",
+				progname, arg);
+		fprintf(stderr, "HINT:  mqctl takes names as plain arguments and properties as --options"
+				" (here %s):\n", here);
+		if (usage)
 		{
-			fprintf(stderr, "%s: error: \"%s\" is rabbitmqadmin's KEY=VALUE syntax, not a name\n",
-					progname, arg);
-			fprintf(stderr, "HINT:  mqctl takes names as plain arguments and properties as --options"
-					" (here \"%s\", not \"%s\"):\n", eq + 1, arg);
-			if (usage)
-			{
-				usage += strlen("Usage:\n");
-				end = strstr(usage, "\n\n");
-				fprintf(stderr, "%.*s\n", (int) (end ? end - usage : (long) strlen(usage)), usage);
-			}
-			fprintf(stderr, "Try \"%s %s --help\" for more information.\n", progname, cmd);
-			exit(EXIT_USAGE);
+			usage += strlen("Usage:\n");
+			end = strstr(usage, "\n\n");
+			if (end == NULL)
+				end = usage + strlen(usage);
+			/* the usage lines, without the help's last newline */
+			while (end > usage && end[-1] == '\n')
+				end--;
+			fprintf(stderr, "%.*s\n", (int) (end - usage), usage);
 		}
+		fprintf(stderr, "Try \"%s %s --help\" for more information.\n", progname, cmd);
+		exit(EXIT_USAGE);
 	}
 }
 

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -673,16 +674,100 @@ enum
 	" \"partition\", \"offset\", key, tag, message_group, priority, properties," \
 	" reconsume_times, receipt"
 
+/*
+ * SIGINT or SIGTERM during consume: a call waiting for messages is woken
+ * by consume_exec; a second signal cancels it (it took nothing)
+ */
 static void
 on_signal(int signo)
 {
 	char		errbuf[256];
 
 	(void) signo;
-	interrupted = 1;
-	/* a call waiting for messages is cancelled: it took nothing */
-	if (waiting && cancel_handle)
+	if (interrupted++ > 0 && waiting && cancel_handle)
 		(void) PQcancel(cancel_handle, errbuf, sizeof(errbuf));
+}
+
+/*
+ * End the long poll of pg's session quietly: mq._consume_wake(its pid) from
+ * a second connection with the same parameters, so that mq.consume returns
+ * what it has without an error (nothing in the server's log, as the
+ * gateway's basic.cancel).  PQcancel only when the wake cannot be sent.
+ */
+static void
+wake_consumer(PGconn *pg)
+{
+	PQconninfoOption *opts = PQconninfo(pg);
+	const char *keywords[64];
+	const char *values[64];
+	int			n = 0;
+	PGconn	   *w;
+	bool		woken = false;
+	char		errbuf[256];
+
+	for (PQconninfoOption *o = opts; o && o->keyword && n < 63; o++)
+		if (o->val && o->val[0])
+			keywords[n] = o->keyword, values[n++] = o->val;
+	keywords[n] = NULL, values[n] = NULL;
+	w = PQconnectdbParams(keywords, values, 0);
+	if (PQstatus(w) == CONNECTION_OK)
+	{
+		char		pid[16];
+		const char *p[1] = {pid};
+		PGresult   *res;
+
+		snprintf(pid, sizeof(pid), "%d", PQbackendPID(pg));
+		res = PQexecParams(w, "SELECT mq._consume_wake($1::int)", 1, NULL, p, NULL, NULL, 0);
+		woken = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+			strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+		PQclear(res);
+	}
+	PQfinish(w);
+	PQconninfoFree(opts);
+	if (!woken && cancel_handle)
+		(void) PQcancel(cancel_handle, errbuf, sizeof(errbuf));
+}
+
+/*
+ * Run a call of mq.consume that may wait (its last result; NULL if the
+ * connection broke), waking it at Ctrl-C
+ */
+static PGresult *
+consume_exec(PGconn *pg, const char *sql, int n, const char *const *p)
+{
+	PGresult   *res;
+	PGresult   *last = NULL;
+	bool		woken = false;
+
+	if (!PQsendQueryParams(pg, sql, n, NULL, p, NULL, NULL, 0))
+		return NULL;
+	for (;;)
+	{
+		while (PQisBusy(pg))
+		{
+			struct pollfd pfd;
+
+			if (interrupted && !woken)
+			{
+				wake_consumer(pg);
+				woken = true;
+			}
+			pfd.fd = PQsocket(pg);
+			pfd.events = POLLIN;
+			pfd.revents = 0;
+			/* a signal between the test above and poll: seen 0.2 s later */
+			if (poll(&pfd, 1, 200) < 0 && errno != EINTR)
+				break;
+			if (!PQconsumeInput(pg))
+				break;
+		}
+		res = PQgetResult(pg);
+		if (res == NULL)
+			break;
+		PQclear(last);
+		last = res;
+	}
+	return last;
 }
 
 static char *
@@ -885,9 +970,22 @@ cmd_consume(int argc, char **argv)
 		if (interrupted)
 			ok = false, PQclear(PQexec(pg, "ROLLBACK"));
 		else
-			ok = xact_query(pg, "SELECT " CONSUME_COLUMNS " FROM mq.consume($1, $2::int,"
-							" wait => $3::interval, lease => $4::interval, group_name => $5,"
-							" consumer => $6)", 6, p, &res);
+		{
+			res = consume_exec(pg, "SELECT " CONSUME_COLUMNS " FROM mq.consume($1, $2::int,"
+							   " wait => $3::interval, lease => $4::interval, group_name => $5,"
+							   " consumer => $6)", 6, p);
+			ok = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK;
+			if (res == NULL)
+				die_conn();
+			if (!ok && !interrupted)
+				die_result(res);
+			if (!ok)
+			{
+				/* cancelled by a second Ctrl-C: nothing of it is kept */
+				PQclear(res);
+				PQclear(PQexec(pg, "ROLLBACK"));
+			}
+		}
 		waiting = 0;
 		if (!ok)
 			break;

@@ -4,8 +4,10 @@
 -- and the two ways out; every infinite timestamp argument is 22008; a
 -- stream's retention too large says so; RabbitMQ's x-queue-type and
 -- x-max-age are honoured in mq.queue_declare when type and retention are
--- left out (22023 when both are given and disagree); mq.trace of an id
--- that never existed is 42704, as mq.cancel; mq.browse has body_text.
+-- left out, as is x-max-length-bytes on a stream when max_bytes is (22023
+-- when both are given and disagree); mq.trace of an id that never existed
+-- is 42704, as mq.cancel; mq.browse has body_text ('' for an empty body)
+-- and refuses streams, pointing at mq.read.
 -- Names start with "bh_".  Errors are shown through bh_err(), which
 -- replaces message ids (they depend on the tests before) by N.
 -- (trace and cancel of id 1: no message has it, ids start at 2^26.)
@@ -114,6 +116,18 @@ SELECT bh_err($$SELECT mq.queue_declare('bh_x', 'stream', arguments => '{"x-max-
 SELECT bh_err($$SELECT mq.queue_declare('bh_x', 'stream', arguments => '{"x-max-age": "7d"}')$$);
 SELECT bh_err($$SELECT mq.queue_declare('bh_x', 'stream', arguments => '{"x-max-age": 7}')$$);
 SELECT bh_err($$SELECT mq.queue_declare('bh_x', arguments => '{"x-max-age": "7D"}')$$);
+-- x-max-length-bytes on a stream: its max_bytes (as the gateway and the
+-- definitions import take it)
+SET client_min_messages = error;
+SELECT mq.queue_declare('bh_stream4', arguments => '{"x-queue-type": "stream", "x-max-length-bytes": 1000000}');
+SELECT mq.queue_declare('bh_stream5', 'stream', arguments => '{"x-max-length-bytes": 5000, "max_bytes": 5000, "x-max-age": "7D"}');
+RESET client_min_messages;
+SELECT queue, arguments FROM mq.queues WHERE queue IN ('bh_stream4', 'bh_stream5') ORDER BY queue;
+SELECT bh_err($$SELECT mq.queue_declare('bh_x', 'stream', arguments => '{"x-max-length-bytes": 5000, "max_bytes": 6000}')$$);
+SELECT bh_err($$SELECT mq.queue_declare('bh_x', 'stream', arguments => '{"x-max-length-bytes": "5000"}')$$);
+SELECT bh_err($$SELECT mq.queue_declare('bh_x', 'stream', arguments => '{"x-max-length-bytes": 0}')$$);
+-- what a stream takes, in the hint
+SELECT bh_err($$SELECT mq.queue_declare('bh_x', 'stream', arguments => '{"x-max-length": 10}')$$);
 SELECT count(*) AS not_created FROM mq.queues WHERE queue = 'bh_x';
 
 -- trace of an id that never existed: 42704, as cancel
@@ -124,14 +138,18 @@ SELECT bh_err('SELECT mq.cancel(1)');
 SELECT mq.send('bh_q', 'plain'::text) IS NOT NULL AS sent,
 	   mq.send('bh_q', '{"a": 1}'::jsonb) IS NOT NULL AS sent,
 	   mq.send('bh_q', '\xff00fe'::bytea) IS NOT NULL AS sent,
-	   mq.send('bh_q', convert_to('grüße', 'UTF8')) IS NOT NULL AS sent;
-SELECT body, body_text, body_text IS NULL AS binary FROM mq.browse('bh_q') ORDER BY msg_id;
+	   mq.send('bh_q', convert_to('grüße', 'UTF8')) IS NOT NULL AS sent,
+	   mq.send('bh_q', ''::text) IS NOT NULL AS sent;
+SELECT body, body_text, body_text IS NULL AS binary, body_text = '' AS empty
+  FROM mq.browse('bh_q') ORDER BY msg_id;
+-- a stream: browse does not read it, mq.read does
+SELECT bh_err('SELECT * FROM mq.browse(''bh_s'')');
 -- the columns of browse: those of before, then body_text
 SELECT array_to_string(proargnames, ', ') FROM pg_proc WHERE oid = 'mq.browse'::regproc;
 
 -- clean up (and the group's dead-letter queue, if it has one)
 SELECT mq.queue_delete(q) >= 0 AS deleted FROM unnest(ARRAY['bh_q', 'bh_s', 'bh_s2', 'bh_quorum',
-	'bh_classic', 'bh_stream', 'bh_stream2', 'bh_stream3']) q;
+	'bh_classic', 'bh_stream', 'bh_stream2', 'bh_stream3', 'bh_stream4', 'bh_stream5']) q;
 SELECT count(mq.queue_delete(queue)) >= 0 AS deleted FROM mq.queues WHERE queue = '%DLQ%bh_g';
 SELECT count(*) AS left_over FROM mq.queues WHERE queue LIKE '%bh\_%';
 DROP FUNCTION bh_err(text);

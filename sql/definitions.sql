@@ -55,6 +55,8 @@ SELECT * FROM mq.definitions_import($${
                  "x-stream-max-segment-size-bytes": 500000}},
   {"name": "df_badage", "vhost": "/", "durable": true, "auto_delete": false,
    "arguments": {"x-queue-type": "stream", "x-max-age": "7 days"}},
+  {"name": "df_bigage", "vhost": "/", "durable": true, "auto_delete": false,
+   "arguments": {"x-queue-type": "stream", "x-max-age": "1000000Y"}},
   {"name": "df_temp", "vhost": "/", "durable": false, "auto_delete": true, "arguments": {}},
   {"name": "df_bad", "vhost": "/", "durable": true, "auto_delete": false,
    "arguments": {"x-max-length": "many"}},

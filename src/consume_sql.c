@@ -587,7 +587,11 @@ mq_browse(PG_FUNCTION_ARGS)
 	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
 	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	if (q->type == MQ_QUEUE_STREAM)
-		mq_stream_refuse(q, "mq.browse");
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("mq.browse does not read streams: \"%s\" is a stream queue",
+						q->name),
+				 errhint("Read the stream with mq.read(queue, partition, from_offset); it moves no group's offset.")));
 	InitMaterializedSRF(fcinfo, 0);
 	ids = palloc(sizeof(int64) * n);
 	counts = palloc(sizeof(int32) * n);

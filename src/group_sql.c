@@ -308,7 +308,9 @@ mq_seek(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition %d is out of range for stream \"%s\"",
 							partition, q->name),
-					 errdetail("The stream has %d partitions, numbered from 0.", q->nlanes)));
+					 errdetail_plural("The stream has %d partition, numbered from 0.",
+									   "The stream has %d partitions, numbered from 0.",
+									   q->nlanes, q->nlanes)));
 	}
 
 	values[0] = Int32GetDatum(q->id);

@@ -391,6 +391,11 @@ run_check(Oid fn, Oid owner, int64 half_id, MqMessage *m, char **error)
 	{
 		if (mq_check_timeout > 0)
 			disable_timeout(STATEMENT_TIMEOUT, false);
+		/* our time limit: name the setting that sets it */
+		if (mq_run_guarded_sqlerrcode == ERRCODE_QUERY_CANCELED && mq_check_timeout > 0 &&
+			strcmp(*error, _("canceling statement due to statement timeout")) == 0)
+			*error = psprintf("the check function ran longer than mq.check_timeout (%d ms) "
+							  "and was canceled", mq_check_timeout);
 		return NULL;
 	}
 	return cc.outcome;

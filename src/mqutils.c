@@ -44,6 +44,9 @@ mq_require_preload(const char *feature)
 				 errhint("Add queue_ext to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
+/* the SQLSTATE of the error the last failed mq_run_guarded swallowed */
+int			mq_run_guarded_sqlerrcode = 0;
+
 /*
  * Run fn(arg) in a subtransaction: an error in it is rolled back and the
  * caller goes on; its message is logged (prefixed with what), or handed
@@ -77,6 +80,7 @@ mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg, char **error
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+		mq_run_guarded_sqlerrcode = edata->sqlerrcode;
 		if (error)
 			*error = pstrdup(edata->message ? edata->message : "error");
 		else

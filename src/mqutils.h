@@ -48,6 +48,9 @@ extern void mq_require_preload(const char *feature);
 extern bool mq_run_guarded(const char *what, void (*fn) (void *arg), void *arg,
 						   char **error);
 
+/* The SQLSTATE of the error the last failed mq_run_guarded swallowed */
+extern int	mq_run_guarded_sqlerrcode;
+
 /*
  * Oid of the relation called name in schema nspname (MQ_SCHEMA or
  * MQ_STORAGE_SCHEMA), or InvalidOid.  For the tables other transactions

@@ -106,7 +106,9 @@ mq_publish_partition(MqQueue *q, const MqPublishOpts *o, const char *key)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition %d is out of range for stream \"%s\"", o->partition, q->name),
-					 errdetail("The stream has %d partition(s), numbered from 0.", q->nlanes)));
+					 errdetail_plural("The stream has %d partition, numbered from 0.",
+									   "The stream has %d partitions, numbered from 0.",
+									   q->nlanes, q->nlanes)));
 		return o->partition;
 	}
 	if (q->nlanes == 1)

@@ -82,7 +82,9 @@ mq_read(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("partition %d is out of range for stream \"%s\"", partition, q->name),
-				 errdetail("The stream has %d partition(s), numbered from 0.", q->nlanes)));
+				 errdetail_plural("The stream has %d partition, numbered from 0.",
+									   "The stream has %d partitions, numbered from 0.",
+									   q->nlanes, q->nlanes)));
 
 	InitMaterializedSRF(fcinfo, 0);
 	entries = palloc(sizeof(MqStreamEntry) * max_messages);

@@ -166,10 +166,10 @@ BEGIN
 				-- a stream's arguments in queue_ext's words
 				p := '{}';
 				FOR k, v IN SELECT * FROM jsonb_each(args) LOOP
-					IF k = 'x-max-age' THEN
-						p := p || jsonb_build_object('retention', mq._rabbit_age(v #>> '{}'));
-					ELSIF k = 'x-max-length-bytes' THEN
-						p := p || jsonb_build_object('max_bytes', v);
+					IF k IN ('x-max-age', 'x-max-length-bytes') THEN
+						-- mq.queue_declare takes RabbitMQ's names (its errors
+						-- then quote what the file says)
+						p := p || jsonb_build_object(k, v);
 					ELSE
 						notes := notes || format('argument %s is not supported: dropped', k);
 					END IF;

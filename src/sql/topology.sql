@@ -49,8 +49,9 @@ $$;
 
 -- Validate the arguments of a stream queue (partitions, retention,
 -- max_bytes, durability); classic-queue arguments are refused.  RabbitMQ's
--- x-max-age becomes the retention (mq._rabbit_age) unless a retention is
--- given, which it must then equal.
+-- x-max-age becomes the retention (mq._rabbit_age) and x-max-length-bytes
+-- the max_bytes unless the native argument is given, which it must then
+-- equal.
 CREATE OR REPLACE FUNCTION mq._stream_args_check(queue text, arguments jsonb)
 RETURNS jsonb LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp AS $$
@@ -59,7 +60,9 @@ DECLARE
 	v jsonb;
 	age text;
 	known constant text[] := ARRAY['partitions', 'retention', 'max_bytes', 'durability',
-		'x-queue-type', 'x-max-age'];
+		'x-queue-type', 'x-max-age', 'x-max-length-bytes'];
+	takes constant text := 'Stream queues take partitions, retention (or RabbitMQ''s x-max-age), '
+		'max_bytes (or x-max-length-bytes), durability and x-queue-type.';
 BEGIN
 	IF arguments ? 'x-max-age' THEN
 		IF jsonb_typeof(arguments->'x-max-age') <> 'string' THEN
@@ -88,15 +91,33 @@ BEGIN
 		END IF;
 		arguments := arguments - 'x-max-age';
 	END IF;
+	IF arguments ? 'x-max-length-bytes' THEN
+		v := arguments->'x-max-length-bytes';
+		IF jsonb_typeof(v) <> 'number' OR v::text ~ '[.eE]' OR v::numeric < 1
+		   OR v::numeric > 9223372036854775807 THEN
+			RAISE EXCEPTION 'invalid value % for argument "x-max-length-bytes" of stream queue "%"', v, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = 'The value must be a positive integer (bytes).';
+		END IF;
+		IF NOT arguments ? 'max_bytes' THEN
+			arguments := arguments || jsonb_build_object('max_bytes', v);
+		ELSIF arguments->'max_bytes' <> v THEN
+			RAISE EXCEPTION 'arguments "max_bytes" % and "x-max-length-bytes" % of stream queue "%" disagree',
+				arguments->'max_bytes', v, queue
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Give one of them.';
+		END IF;
+		arguments := arguments - 'x-max-length-bytes';
+	END IF;
 	FOR k, v IN SELECT * FROM jsonb_each(arguments) LOOP
 		IF k LIKE 'x-%' AND k <> 'x-queue-type' THEN
 			RAISE EXCEPTION 'argument "%" is not supported by stream queue "%"', k, queue
 				USING ERRCODE = 'invalid_parameter_value',
-					  HINT = 'Stream queues take partitions, retention, max_bytes and durability.';
+					  HINT = takes;
 		ELSIF NOT k = ANY (known) THEN
 			RAISE EXCEPTION 'unknown argument "%" for stream queue "%"', k, queue
 				USING ERRCODE = 'invalid_parameter_value',
-					  HINT = 'Stream queues take partitions, retention, max_bytes and durability.';
+					  HINT = takes;
 		END IF;
 		IF k = 'partitions' THEN
 			-- a partition is a lane, and a queue has at most 256 lanes

@@ -165,6 +165,9 @@ $node->poll_query_until('postgres', q{SELECT state <> 'pending' FROM mq.half_mes
 is($node->safe_psql('postgres', q{SELECT state || ':' || decided_by || ':' || checks || ':' || last_outcome
 	FROM mq.half_messages WHERE producer_group = 'pg_slow'}),
 	'rolled_back:exhausted:2:unknown', 'timed-out checks count as unknown');
+is($node->safe_psql('postgres', q{SELECT last_error FROM mq.half_messages WHERE producer_group = 'pg_slow'}),
+	'the check function ran longer than mq.check_timeout (500 ms) and was canceled',
+	'last_error of a timed-out check names mq.check_timeout');
 is($node->safe_psql('postgres', q{SELECT pid FROM pg_stat_activity
 	WHERE backend_type = 'queue_ext worker' AND datname = 'postgres'}), $wpid, 'same worker still running');
 ok($node->log_contains(qr/check of half message \d+ failed/, $logpos), 'the failed check is logged');

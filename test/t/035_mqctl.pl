@@ -425,7 +425,7 @@ is(sql(q{SELECT ready FROM mq.queues WHERE queue = 'bulk'}), '10050', 'stdin bat
 # ---- consume --follow until SIGINT -----------------------------------------
 sql(q{SELECT mq.queue_declare('fol')});
 my ($fout, $ferr) = ('', '');
-# (each call waits up to 300 s: one that was waited out, not cancelled, would
+# (each call waits up to 300 s: one that was waited out, not woken, would
 # outlast the 120 s this test gives the exit)
 my $h = IPC::Run::start([ $mqctl, 'consume', 'fol', '--follow', '--wait', '300' ],
 	'<', \undef, '>', \$fout, '2>', \$ferr, IPC::Run::timeout(600));
@@ -449,7 +449,7 @@ my $ended = eval {
 	1;
 };
 alarm 0;
-ok($ended, 'the waiting call was cancelled, not waited out (300 s)') or $h->kill_kill;
+ok($ended, 'the waiting call was woken (mq._consume_wake), not waited out (300 s)') or $h->kill_kill;
 is($?, 0, 'consume --follow ended by SIGINT: exit 0');
 note sprintf('figure: --follow ended %.2f s after SIGINT', Time::HiRes::time() - $t0);
 is($ferr, '', 'nothing on stderr');

@@ -218,7 +218,7 @@ like($out, qr/^declared\n/, 'quorum queue declared through the gateway') or diag
 like($out, qr/^closed 406 PRECONDITION_FAILED - quorum commit unavailable: no synchronous standby is configured\. HINT: .*ALTER SYSTEM SET mq\.quorum_unavailable = 'wait'; SELECT pg_reload_conf\(\);$/m,
 	'its publish closes the channel: 406, the reply text with the hint') or diag($out);
 like(PostgreSQL::Test::Utils::slurp_file($log),
-	qr/mq-amqp: server warning: publishes and acks on queue "lone_qq" will fail: no synchronous standby is configured HINT: .*ALTER SYSTEM SET mq\.quorum_unavailable = 'wait'; SELECT pg_reload_conf\(\);/,
+	qr/mq-amqp: \[warning\] server warning: publishes and acks on queue "lone_qq" will fail: no synchronous standby is configured HINT: .*ALTER SYSTEM SET mq\.quorum_unavailable = 'wait'; SELECT pg_reload_conf\(\);/,
 	'the declare\'s warning is in the gateway\'s log, with its hint');
 
 # 5. the gateway is alive and logged no crash

@@ -112,7 +112,7 @@ my ($g2, $log2) = start_gateway('passwordless', "127.0.0.1:$p2", '--allow-passwo
 ok($g2, 'a gateway with --allow-passwordless-logins listens');
 is(login($p2, 'postgres', 'anything'), 'ok',
 	'--allow-passwordless-logins: postgres with any password logs in (trust)');
-like(PostgreSQL::Test::Utils::slurp_file($log2), qr/WARNING: --allow-passwordless-logins is set/,
+like(PostgreSQL::Test::Utils::slurp_file($log2), qr/mq-amqp: \[warning\] --allow-passwordless-logins is set/,
 	'with a loud warning at start-up');
 my $conf = $node->basedir . '/passwordless.conf';
 PostgreSQL::Test::Utils::append_to_file($conf, "allow_passwordless_logins = on\n");

@@ -124,6 +124,20 @@ for my $case (
 		  . sql(q{SELECT count(*) FROM mq.exchanges WHERE exchange LIKE '%=%'}),
 		'00', "no queue or exchange named KEY=VALUE was created: @{$case->[0]}");
 }
+# the hint points at the option or the position a key stands for
+for my $case (
+	[ [qw(declare queue jobs durable=false)], qr/\(here --no-durable\)/ ],
+	[ [qw(declare queue type=quorum)], qr/\(here --type quorum for a queue/ ],
+	[ [qw(bind source=amq.topic destination=jobs)], qr/\(here the exchange "amq\.topic" is the second argument, after the queue\)/ ],
+	[ [qw(bind destination=jobs source=amq.topic)], qr/\(here the queue "jobs" is the first argument, before the exchange\)/ ],
+	[ [qw(delete queue name=jobs)], qr/\(here "jobs", not "name=jobs"\)/ ],)
+{
+	($rc, $out, $err) = mq($case->[0]);
+	like($err, $case->[1], "the hint names what to write instead: @{$case->[0]}");
+	unlike($err, qr/\n\n/, "no blank line in the hint: @{$case->[0]}");
+}
+($rc, $out, $err) = mq([qw(purge queue=jobs)]);
+like($err, qr/  mqctl purge QUEUE\nTry "mqctl purge --help"/, 'purge: the usage line, then Try, no blank line');
 ($rc, $out, $err) = mq([qw(send plain name=value)]);
 is($rc . $err, '0', 'a body that reads as KEY=VALUE is a body');
 
@@ -161,6 +175,49 @@ sql(q{SELECT mq.send('plain', 'no origin')});
 is($rc, 1, 'redrive of a message with no origin: exit 1');
 like($err, qr/has no origin to redrive it to\n(DETAIL:  .*\n)?HINT:  Pass --to TARGET, the queue to move it to\./,
 	'the hint names --to, not target_queue =>');
+
+# a stream has no mq.browse: mqctl dlq show says to read it
+($rc, $out, $err) = mq([qw(dlq show ev)]);
+is($rc, 1, 'dlq show of a stream: exit 1');
+like($err, qr/^mqctl: error: mq\.browse does not read streams: "ev" is a stream queue\nHINT:  Read the stream with "mqctl read ev --partition P --offset O"\.\n\z/,
+	'dlq show of a stream: read it with mqctl read, no --group advice');
+# group_delete's notice of a kept dead-letter queue, in mqctl's commands
+sql(q{SELECT mq.group_declare('ev', 'dg', start => 'earliest', max_retries => 0)});
+sql(q{SELECT mq.nack('ev', array_agg(msg_id), requeue => false, group_name => 'dg')
+	FROM mq.consume('ev', 1, group_name => 'dg')});
+($rc, $out, $err) = mq([qw(delete group ev dg)]);
+is($rc, 0, 'delete group with a dead letter: exit 0') or diag($err);
+like($err, qr/NOTICE:  dead-letter queue "%DLQ%dg" of consumer group "dg" is kept: it holds 1 message\(s\)\nHINT:  Move them back with "mqctl dlq redrive '%DLQ%dg'", or delete the queue with "mqctl delete queue '%DLQ%dg'"\.\n/,
+	'the kept dead-letter queue: the notice\'s hint in mqctl\'s commands');
+unlike($err, qr/mq\.redrive|mq\.queue_delete/, '... not in SQL');
+# server messages naming SQL arguments: mqctl's flags
+($rc, $out, $err) = mq([qw(read ev --from-time infinity)]);
+like($err, qr/^mqctl: error: --from-time must be a finite timestamp\n/, 'from_time is --from-time');
+($rc, $out, $err) = mq([qw(seek ev billing --to-time -infinity)]);
+like($err, qr/^mqctl: error: --to-time must be a finite timestamp\n/, 'to_time is --to-time');
+($rc, $out, $err) = mq([qw(dlq redrive plain --to plain)]);
+like($err, qr/^mqctl: error: --to is the source queue "plain"\n/, 'target_queue is --to');
+($rc, $out, $err) = mq([qw(read ev --partition 5)]);
+like($err, qr/\nDETAIL:  The stream has 2 partitions, numbered from 0\.\n/, 'partitions, plural');
+
+# ---- consume --follow ends at Ctrl-C without an error in the server's log --------------
+sql(q{SELECT mq.queue_declare('tail')});
+my $logpos = -s $node->logfile;
+my ($fout, $ferr) = ('', '');
+my $fh = IPC::Run::start([ $mqctl, 'consume', 'tail', '--follow', '--wait', '60' ], '<', \'',
+	'>', \$fout, '2>', \$ferr, IPC::Run::timeout(300));
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE query LIKE '%FROM mq.consume($1,%' AND state = 'active' AND pid <> pg_backend_pid()}),
+	'consume --follow waits in mq.consume');
+$fh->signal('INT');
+$fh->finish;
+is($? >> 8, 0, 'consume --follow stopped by SIGINT: exit 0') or diag($ferr);
+is($ferr, '', '... quietly');
+my $log = slurp_file($node->logfile, $logpos);
+unlike($log, qr/ERROR|FATAL/, 'no ERROR or FATAL in the server\'s log: the wait was woken, not cancelled');
+sql(q{SELECT mq.send('tail', 'after')});
+($rc, $out) = mq([qw(consume tail)]);
+is($out, "after\n", 'the queue works after it');
 
 # ---- a database without the extension ------------------------------------------------
 sql('CREATE DATABASE noext');

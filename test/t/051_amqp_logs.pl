@@ -142,6 +142,19 @@ like($l, qr/127\.0\.0\.1:$sport: closing AMQP connection \(.*\): the gateway is 
 like($l, qr/127\.0\.0\.1:\d+: closing AMQP connection \(127\.0\.0\.1:\d+ -> 127\.0\.0\.1:$port, before login\): client closed TCP connection before sending anything/,
 	'a port check (connect, close): closed before sending anything');
 unlike($l, qr/Segmentation|Aborted|AddressSanitizer|out of memory/, 'no crash in its log');
+# each line has its level word, as RabbitMQ's [info] and [warning]
+like($l, qr/UTC mq-amqp: \[info\] 127\.0\.0\.1:\d+: accepting AMQP connection/, 'an accept is [info]');
+like($l, qr/UTC mq-amqp: \[info\] 127\.0\.0\.1:\d+: user 'amqp_logs' authenticated/, 'a login is [info]');
+like($l, qr/UTC mq-amqp: \[warning\] 127\.0\.0\.1:\d+: login of "amqp_logs" refused/, 'a refused login is [warning]');
+like($l, qr/UTC mq-amqp: \[info\] 127\.0\.0\.1:\d+: closing AMQP connection .*connection\.close 200/,
+	'a clean close is [info]');
+like($l, qr/UTC mq-amqp: \[warning\] 127\.0\.0\.1:$kport: closing AMQP connection .*client unexpectedly closed TCP connection/,
+	'a dropped socket is [warning]');
+like($l, qr/UTC mq-amqp: \[info\] 127\.0\.0\.1:$sport: closing AMQP connection .*the gateway is shutting down/,
+	'a close at shutdown is [info]');
+like($l, qr/UTC mq-amqp: \[info\] listening on /, 'the start is [info]');
+my @nolevel = grep { !/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC mq-amqp: \[(?:info|warning|debug)\] / } split /\n/, $l;
+is(scalar(@nolevel), 0, 'every line of the log has a level word') or diag(join("\n", @nolevel));
 
 # every session the gateway had has ended; PostgreSQL logged no error
 ok($node->poll_query_until('postgres',
