@@ -44,6 +44,12 @@ def worker(name, ready, stop):
 # one worker that takes a task and dies without acking it
 conn = connect()
 ch = conn.channel()
+# Publisher confirms: basic_publish returns once the broker has the
+# message, so the other connection's basic.get below finds it.  Without
+# them nothing orders this connection's publish before another
+# connection's get (mq-amqp: the publish's commit may still be running
+# when the get's statement starts; RabbitMQ does not promise it either).
+ch.confirm_delivery()
 ch.queue_declare(Q, durable=True)
 ch.basic_publish('', Q, b'doomed task',
                  properties=pika.BasicProperties(delivery_mode=2))
