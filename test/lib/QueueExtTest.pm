@@ -20,11 +20,16 @@
 #	  qe_amqp_checks([$python, $script, $port], \@expected);  # ok/not ok lines
 #	  my $mqctl = qe_mqctl_env($node);     # PG* variables set to node
 #	  my ($rc, $out, $err) = qe_mqctl_run($mqctl, ['list', 'queues']);
+#	  my ($rc, $out, $err) = qe_run(['node', 'x.js'], 120, { VAR => 1 });
+#	  plan skip_all => qe_node_missing() if qe_node_missing();
+#	  my ($dir, $why, $ran) = qe_npm_ci("$FindBin::RealBin/../x/node", $scratch);
 package QueueExtTest;
 
 use strict;
 use warnings;
 use Exporter 'import';
+use File::Copy ();
+use File::Path ();
 use IO::Socket::IP;
 use IPC::Run ();
 use PostgreSQL::Test::Cluster;
@@ -35,7 +40,8 @@ use Time::HiRes ();
 
 our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_groups_out_of_order qe_reap
   qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing
-  qe_hba_first qe_gateway qe_listening qe_gateway_stop qe_amqp_checks qe_mqctl_env qe_mqctl_run);
+  qe_hba_first qe_gateway qe_listening qe_gateway_stop qe_amqp_checks qe_mqctl_env qe_mqctl_run
+  qe_which qe_run qe_node_missing qe_npm_ci);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -290,6 +296,81 @@ sub qe_mqctl_run
 	IPC::Run::run([ $mqctl, @$args ], '<', \$in, '>', \$out, '2>', \$err,
 		IPC::Run::timeout(120));
 	return ($? >> 8, $out, $err);
+}
+
+# ---- clients run as commands; npm packages (tests 037, 054, 055) ---------
+
+# The path of prog in $PATH, or undef
+sub qe_which
+{
+	my ($prog) = @_;
+	for my $d (split /:/, $ENV{PATH} // '')
+	{
+		return "$d/$prog" if $d ne '' && -x "$d/$prog";
+	}
+	return undef;
+}
+
+# Run a command to its end (at most $timeout seconds): (exit code, stdout,
+# stderr); $env: more environment
+sub qe_run
+{
+	my ($cmd, $timeout, $env) = @_;
+	my ($out, $err) = ('', '');
+	local %ENV = (%ENV, %{ $env // {} });
+	my $h = IPC::Run::start($cmd, '<', \undef, '>', \$out, '2>', \$err,
+		IPC::Run::timeout($timeout));
+	my $rc = eval { $h->finish; $h->result(0) };
+	if (!defined $rc)
+	{
+		$h->kill_kill;
+		$rc = -1;
+		$err .= "\n(killed after ${timeout}s: $@)";
+	}
+	return ($rc, $out, $err);
+}
+
+# Why a test of a Node.js client cannot run here (a reason to skip), or undef
+sub qe_node_missing
+{
+	return undef if qe_which('node') && qe_which('npm');
+	return 'node or npm is not installed (test/lib/cluster.sh installs them)';
+}
+
+# The npm packages pinned by the package-lock.json of $src (a directory of
+# test/ holding a client's scripts) in a scratch copy, $scratch/node
+# ($scratch is made afresh): the files of $src are copied; the node_modules
+# of a tree where npm ci ran already is lent by a symlink, else npm ci
+# installs it.  Returns (the scratch copy, undef, whether npm ci ran), or
+# (undef, what npm ci said, 1) when it failed.  qe_node_missing says first
+# whether node and npm are there.
+sub qe_npm_ci
+{
+	my ($src, $scratch) = @_;
+	my $dir = "$scratch/node";
+	my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
+
+	File::Path::rmtree($scratch);
+	File::Path::make_path($dir);
+	opendir(my $dh, $src) or die "opendir $src: $!";
+	for my $f (sort readdir $dh)
+	{
+		next unless -f "$src/$f";
+		File::Copy::copy("$src/$f", $dir) or die "copy $src/$f: $!";
+	}
+	closedir($dh);
+	if (-d "$src/node_modules")
+	{
+		symlink("$src/node_modules", "$dir/node_modules")
+		  or die "symlink $src/node_modules: $!";
+		return ($dir, undef, 0);
+	}
+	my ($rc, $out, $err) = qe_run([ 'npm', 'ci', '--prefix', $dir, '--no-progress' ], 300,
+		{ npm_config_cache => "$scratch/npm-cache", npm_config_update_notifier => 'false',
+		  npm_config_fund => 'false', npm_config_audit => 'false',
+		  NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // (-r $system_cas ? $system_cas : '') });
+	return ($dir, undef, 1) if $rc == 0;
+	return (undef, "npm ci in $dir failed ($rc):\n$out$err", 1);
 }
 
 # ---- pgbouncer (tests 026, 032) -------------------------------------------

@@ -21,10 +21,8 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
-use File::Path qw(make_path rmtree);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::RecursiveCopy;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
@@ -70,25 +68,6 @@ my %gateway_may_refuse = (
 # Running a client
 # ---------------------------------------------------------------------------
 
-# Run a command to its end (at most $timeout seconds): (exit code, stdout,
-# stderr); $env: more environment
-sub run_client
-{
-	my ($cmd, $timeout, $env) = @_;
-	my ($out, $err) = ('', '');
-	local %ENV = (%ENV, %{ $env // {} });
-	my $h = IPC::Run::start($cmd, '<', \undef, '>', \$out, '2>', \$err,
-		IPC::Run::timeout($timeout));
-	my $rc = eval { $h->finish; $h->result(0) };
-	if (!defined $rc)
-	{
-		$h->kill_kill;
-		$rc = -1;
-		$err .= "\n(killed after ${timeout}s: $@)";
-	}
-	return ($rc, $out, $err);
-}
-
 # Run every client against the broker at $url; returns { script => [lines] }
 # and, for the checks, { check => line }.  $label names the broker in the
 # test names; $todo: the known differences (TODO tests)
@@ -99,13 +78,13 @@ sub run_all_clients
 	for my $s (@scripts, @pika_only)
 	{
 		local $TODO = $todo->{"python/$s"};
-		my ($rc, $out, $err) = run_client([ $python, "$clients/python/$s.py", $url ], 120);
+		my ($rc, $out, $err) = qe_run([ $python, "$clients/python/$s.py", $url ], 120);
 		is($rc, 0, "$label: pika $s.py exits 0")
 		  or diag("$s.py:\n$out$err");
 		like($out, qr/^$s: OK$/m, "$label: pika $s.py says OK");
 		$transcript{"python/$s"} = [ split /\n/, $out ];
 	}
-	my ($rc, $out, $err) = run_client([ $python, "$clients/python/pika_checks.py", $url ], 900);
+	my ($rc, $out, $err) = qe_run([ $python, "$clients/python/pika_checks.py", $url ], 900);
 	note("$label pika_checks.py:\n$out");
 	diag("pika_checks.py stderr:\n$err") if $err ne '';
 	my %checks = map { /^(?:not )?ok (\S+?)(?::| #|$)/ ? ($1 => $_) : () } split /\n/, $out;
@@ -115,7 +94,7 @@ sub run_all_clients
 		{
 			local $TODO = $todo->{"node/$s"};
 			my ($nrc, $nout, $nerr) =
-			  run_client([ 'node', "$node_dir/$s.js", $url ], 120);
+			  qe_run([ 'node', "$node_dir/$s.js", $url ], 120);
 			is($nrc, 0, "$label: amqplib $s.js exits 0") or diag("$s.js:\n$nout$nerr");
 			like($nout, qr/^$s: OK$/m, "$label: amqplib $s.js says OK");
 			$transcript{"node/$s"} = [ split /\n/, $nout ];
@@ -136,39 +115,22 @@ $rmq->ctl('set_permissions', '-p', 'qe_vhost', 'guest', '.*', '.*', '.*');
 
 # amqplib from npm, pinned by test/amqp_clients/node/package-lock.json, in a
 # scratch copy (as test 034 does for examples/node)
-sub which
-{
-	my ($prog) = @_;
-	for my $d (split /:/, $ENV{PATH} // '')
-	{
-		return "$d/$prog" if $d ne '' && -x "$d/$prog";
-	}
-	return undef;
-}
 my $node_dir;
-my $scratch = "$PostgreSQL::Test::Utils::tmp_check/amqp_clients";
 SKIP:
 {
-	skip 'node or npm is not installed (test/lib/cluster.sh installs them)', 1
-	  unless which('node') && which('npm');
-	rmtree($scratch);
-	make_path($scratch);
-	$node_dir = "$scratch/node";
-	PostgreSQL::Test::RecursiveCopy::copypath("$clients/node", $node_dir);
-	if (!-d "$node_dir/node_modules")
+	skip qe_node_missing(), 1 if qe_node_missing();
+	my ($dir, $npm_err, $npm_ran) =
+	  qe_npm_ci("$clients/node", "$PostgreSQL::Test::Utils::tmp_check/amqp_clients");
+	if ($npm_ran)
 	{
-		my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
-		my ($nrc, $nout, $nerr) = run_client([ 'npm', 'ci', '--prefix', $node_dir, '--no-progress' ], 240,
-			{ npm_config_cache => "$scratch/npm-cache", npm_config_update_notifier => 'false',
-			  npm_config_fund => 'false', npm_config_audit => 'false',
-			  NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // (-r $system_cas ? $system_cas : '') });
-		is($nrc, 0, 'npm ci installs amqplib into a scratch copy of test/amqp_clients/node')
-		  or do { diag("$nout$nerr"); undef $node_dir; };
+		ok(defined $dir, 'npm ci installs amqplib into a scratch copy of test/amqp_clients/node')
+		  or diag($npm_err);
 	}
 	else
 	{
 		pass('test/amqp_clients/node has node_modules already');
 	}
+	$node_dir = $dir;
 }
 
 my $rurl = "amqp://guest:guest\@127.0.0.1:" . $rmq->port . "/%2F";

@@ -36,8 +36,6 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
-use File::Copy ();
-use File::Path qw(make_path rmtree);
 use IO::Socket::INET;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
@@ -46,36 +44,7 @@ use QueueExtTest;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-sub which
-{
-	my ($prog) = @_;
-	for my $d (split /:/, $ENV{PATH} // '')
-	{
-		return "$d/$prog" if $d ne '' && -x "$d/$prog";
-	}
-	return undef;
-}
-plan skip_all => 'node or npm is not installed (test/lib/cluster.sh installs them)'
-  unless which('node') && which('npm');
-
-# Run a command to its end (at most $timeout seconds): (exit code, stdout,
-# stderr); $env: more environment
-sub run_cmd
-{
-	my ($cmd, $timeout, $env) = @_;
-	my ($out, $err) = ('', '');
-	local %ENV = (%ENV, %{ $env // {} });
-	my $h = IPC::Run::start($cmd, '<', \undef, '>', \$out, '2>', \$err,
-		IPC::Run::timeout($timeout));
-	my $rc = eval { $h->finish; $h->result(0) };
-	if (!defined $rc)
-	{
-		$h->kill_kill;
-		$rc = -1;
-		$err .= "\n(killed after ${timeout}s: $@)";
-	}
-	return ($rc, $out, $err);
-}
+plan skip_all => qe_node_missing() if qe_node_missing();
 
 my $node = qe_node('rocketmq');
 my $gateway = $node->config_data('--bindir') . '/mq-rocketmq';
@@ -116,7 +85,7 @@ $node->safe_psql('rmq_ns', q{
 });
 
 my ($rc, $out, $err);
-($rc, $out, $err) = run_cmd([ $gateway, '--help' ], 30);
+($rc, $out, $err) = qe_run([ $gateway, '--help' ], 30);
 is($rc, 0, '--help exits 0');
 like($out, qr/--listen=HOST:PORT.*--credentials=FILE.*--insecure-loopback-role/s, '--help shows the flags');
 
@@ -124,11 +93,11 @@ my $creds = $node->basedir . '/rocketmq.credentials';
 PostgreSQL::Test::Utils::append_to_file($creds,
 	"# access_key secret_key role\nAK_APP app-secret rmq_app\nAK_NOBODY nobody-secret rmq_nobody\n");
 chmod 0644, $creds;
-($rc, $out, $err) = run_cmd([ $gateway, '--credentials', $creds ], 30);
+($rc, $out, $err) = qe_run([ $gateway, '--credentials', $creds ], 30);
 isnt($rc, 0, 'a credentials file others may read is refused');
 like($err, qr/group or world access/, 'and says why');
 chmod 0600, $creds;
-($rc, $out, $err) = run_cmd([ $gateway, '--listen', '0.0.0.0:1', '--insecure-loopback-role', 'rmq_app' ], 30);
+($rc, $out, $err) = qe_run([ $gateway, '--listen', '0.0.0.0:1', '--insecure-loopback-role', 'rmq_app' ], 30);
 isnt($rc, 0, '--insecure-loopback-role on a non-loopback address is refused');
 like($err, qr/needs a loopback --listen address/, 'and says why');
 
@@ -180,27 +149,14 @@ ok(closed_by_gateway($garbage), 'a connection sending bad HTTP/2 frames is close
 
 # the client from npm, pinned, in a scratch copy (as test 037 does for amqplib)
 my $clients = "$FindBin::RealBin/../rocketmq_clients";
-my $scratch = "$PostgreSQL::Test::Utils::tmp_check/rocketmq_clients";
-rmtree($scratch);
-make_path($scratch);
-my $node_dir = "$scratch/node";
-make_path($node_dir);
-for my $f (glob("$clients/node/*.js"), "$clients/node/package.json", "$clients/node/package-lock.json")
+# (a tree whose client is installed already, by npm ci in
+# test/rocketmq_clients/node, lends it)
+my ($node_dir, $npm_err, $npm_ran) =
+  qe_npm_ci("$clients/node", "$PostgreSQL::Test::Utils::tmp_check/rocketmq_clients");
+if ($npm_ran)
 {
-	File::Copy::copy($f, $node_dir) or die "copy $f: $!";
-}
-# a tree whose client is installed already (npm ci in test/rocketmq_clients/node) lends it
-symlink("$clients/node/node_modules", "$node_dir/node_modules")
-  if -d "$clients/node/node_modules";
-if (!-d "$node_dir/node_modules")
-{
-	my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
-	($rc, $out, $err) = run_cmd([ 'npm', 'ci', '--prefix', $node_dir, '--no-progress' ], 300,
-		{ npm_config_cache => "$scratch/npm-cache", npm_config_update_notifier => 'false',
-		  npm_config_fund => 'false', npm_config_audit => 'false',
-		  NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // (-r $system_cas ? $system_cas : '') });
-	is($rc, 0, 'npm ci installs rocketmq-client-nodejs into a scratch copy of test/rocketmq_clients/node')
-	  or BAIL_OUT("npm ci failed: $out$err");
+	ok(defined $node_dir, 'npm ci installs rocketmq-client-nodejs into a scratch copy of test/rocketmq_clients/node')
+	  or BAIL_OUT($npm_err);
 }
 
 my %env = (RMQ_ENDPOINT => "127.0.0.1:$port", RMQ_TOPIC => 'rmq_topic', RMQ_GROUP => 'rmq_group');
@@ -217,18 +173,18 @@ my @auth = (
 for my $a (@auth)
 {
 	my ($ak, $sk, $expect, $what) = @$a;
-	($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+	($rc, $out, $err) = qe_run([ 'node', "$node_dir/auth_check.js" ], 120,
 		{ %env, RMQ_ACCESS_KEY => $ak, RMQ_SECRET_KEY => $sk });
 	like($out, $expect, "signed requests: $what") or diag("$out$err");
 }
 
 # A namespace is a database: ns_topic exists in rmq_ns only
-($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/auth_check.js" ], 120,
 	{ %env, RMQ_TOPIC => 'ns_topic', RMQ_NAMESPACE => 'rmq_ns', RMQ_ACCESS_KEY => 'AK_APP',
 	  RMQ_SECRET_KEY => 'app-secret' });
 like($out, qr/^queryRoute 20000\nsendMessage 20000 20000$/, 'namespace rmq_ns is database rmq_ns')
   or diag("$out$err");
-($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/auth_check.js" ], 120,
 	{ %env, RMQ_TOPIC => 'ns_topic', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
 like($out, qr/^queryRoute 40402\nsendMessage 40402 40402$/, 'the default namespace is --dbname\'s database')
   or diag("$out$err");
@@ -245,7 +201,7 @@ my @expected = qw(producer_start send_normal send_fifo1 send_fifo2 send_delay se
   ack_stale_receipt received_dlq_message forward_to_dlq forward_to_dlq_again not_implemented_status
   unknown_method_unimplemented
   query_route_topic_not_found);
-($rc, $out, $err) = run_cmd([ 'node', "$node_dir/gateway_checks.js" ], 600,
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/gateway_checks.js" ], 600,
 	{ %env, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
 my %result;
 for my $line (split /\n/, $out)
@@ -264,7 +220,7 @@ is($rc, 0, 'gateway_checks.js exits 0') or diag("$out$err");
 # The PushConsumer (QueryAssignment, auto-renew receives without a
 # duration, a failed message retried by the client's ChangeInvisibleDuration)
 my @push = qw(push_consumer_start push_all_consumed push_once_each push_retried_after_failure);
-($rc, $out, $err) = run_cmd([ 'node', "$node_dir/push_check.js" ], 600,
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/push_check.js" ], 600,
 	{ %env, RMQ_PUSH_GROUP => 'rmq_push', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
 %result = ();
 for my $line (split /\n/, $out)
@@ -281,7 +237,7 @@ is($rc, 0, 'push_check.js exits 0') or diag("$out$err");
 
 # Subscription filters (tag, SQL92) of groups without a filter of their own
 my @filter = qw(tag_filter sql92_filter bad_selector_refused);
-($rc, $out, $err) = run_cmd([ 'node', "$node_dir/filter_check.js" ], 600,
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/filter_check.js" ], 600,
 	{ %env, RMQ_TAG_GROUP => 'rmq_tag', RMQ_SQL_GROUP => 'rmq_sql',
 	  RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
 %result = ();
@@ -300,7 +256,7 @@ is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
 # Transactional messages: commit, rollback, EndTransaction's refusals
 my @tx = qw(transaction_send transaction_rollback transaction_commit transaction_round_trip
   transaction_committed_only transaction_check_back transaction_rollback_after_commit_refused transaction_unknown_id_refused);
-($rc, $out, $err) = run_cmd([ 'node', "$node_dir/tx_check.js" ], 600,
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/tx_check.js" ], 600,
 	{ %env, RMQ_TX_GROUP => 'rmq_tx', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
 %result = ();
 for my $line (split /\n/, $out)
@@ -335,7 +291,7 @@ is($node->safe_psql('postgres', q{
 # PostgreSQL restarts under the gateway: its pooled sessions are gone, the
 # next requests connect again
 $node->restart;
-($rc, $out, $err) = run_cmd([ 'node', "$node_dir/auth_check.js" ], 120,
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/auth_check.js" ], 120,
 	{ %env, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
 like($out, qr/^queryRoute 20000\nsendMessage 20000 20000$/,
 	'after a PostgreSQL restart the gateway routes and sends again') or diag("$out$err");

@@ -13,63 +13,23 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
-use File::Path qw(make_path rmtree);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
-use PostgreSQL::Test::RecursiveCopy;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
 
-sub which
-{
-	my ($prog) = @_;
-	for my $d (split /:/, $ENV{PATH} // '')
-	{
-		return "$d/$prog" if $d ne '' && -x "$d/$prog";
-	}
-	return undef;
-}
-
-plan skip_all => 'node or npm is not installed (test/lib/cluster.sh installs them)'
-  unless which('node') && which('npm');
-
-# Run a command to its end (at most $timeout seconds): (exit code, stdout,
-# stderr); $env: more environment
-sub run_client
-{
-	my ($cmd, $timeout, $env) = @_;
-	my ($out, $err) = ('', '');
-	local %ENV = (%ENV, %{ $env // {} });
-	my $h = IPC::Run::start($cmd, '<', \undef, '>', \$out, '2>', \$err,
-		IPC::Run::timeout($timeout));
-	my $rc = eval { $h->finish; $h->result(0) };
-	if (!defined $rc)
-	{
-		$h->kill_kill;
-		$rc = -1;
-		$err .= "\n(killed after ${timeout}s: $@)";
-	}
-	return ($rc, $out, $err);
-}
+plan skip_all => qe_node_missing() if qe_node_missing();
 
 # pgmq-js into a scratch copy of test/pgmq_clients/node
-my $scratch = "$PostgreSQL::Test::Utils::tmp_check/pgmq_clients";
-rmtree($scratch);
-make_path($scratch);
-my $node_dir = "$scratch/node";
-PostgreSQL::Test::RecursiveCopy::copypath("$FindBin::RealBin/../pgmq_clients/node", $node_dir);
-if (!-d "$node_dir/node_modules")
+my ($node_dir, $npm_err, $npm_ran) =
+  qe_npm_ci("$FindBin::RealBin/../pgmq_clients/node", "$PostgreSQL::Test::Utils::tmp_check/pgmq_clients");
+if ($npm_ran)
 {
-	my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
-	my ($nrc, $nout, $nerr) = run_client([ 'npm', 'ci', '--prefix', $node_dir, '--no-progress' ], 240,
-		{ npm_config_cache => "$scratch/npm-cache", npm_config_update_notifier => 'false',
-		  npm_config_fund => 'false', npm_config_audit => 'false',
-		  NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // (-r $system_cas ? $system_cas : '') });
-	is($nrc, 0, 'npm ci installs pgmq-js into a scratch copy of test/pgmq_clients/node')
-	  or BAIL_OUT("npm ci failed:\n$nout$nerr");
+	ok(defined $node_dir, 'npm ci installs pgmq-js into a scratch copy of test/pgmq_clients/node')
+	  or BAIL_OUT($npm_err);
 }
-my ($vrc, $version) = run_client([ 'node', '-p', "require('$node_dir/node_modules/pgmq-js/package.json').version" ], 60);
+my ($vrc, $version) = qe_run([ 'node', '-p', "require('$node_dir/node_modules/pgmq-js/package.json').version" ], 60);
 chomp $version;
 is($version, '1.3.1', 'pgmq-js is 1.3.1');
 
@@ -105,7 +65,7 @@ my @expected = (
 
 my $user = `id -un`;
 chomp $user;
-my ($rc, $out, $err) = run_client([ 'node', "$node_dir/pgmq_js.js", $node->host, $node->port, 'pgmq_js', $user ], 120);
+my ($rc, $out, $err) = qe_run([ 'node', "$node_dir/pgmq_js.js", $node->host, $node->port, 'pgmq_js', $user ], 120);
 is($rc, 0, 'pgmq_js.js exits 0') or diag("$out$err");
 my @got = split /\n/, $out;
 for my $i (0 .. $#expected)

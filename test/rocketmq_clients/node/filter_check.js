@@ -12,21 +12,7 @@
 const { Producer, SimpleConsumer, FilterExpression } = require('rocketmq-client-nodejs');
 const { FilterType } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 
-const endpoints = process.env.RMQ_ENDPOINT;
-const topic = process.env.RMQ_TOPIC;
-const credentials = process.env.RMQ_ACCESS_KEY
-  ? { accessKey: process.env.RMQ_ACCESS_KEY, accessSecret: process.env.RMQ_SECRET_KEY }
-  : undefined;
-const quiet = process.env.RMQ_DEBUG ? console : { info() {}, warn() {}, debug() {}, error() {} };
-
-let failures = 0;
-function check(name, ok, why) {
-  if (ok) console.log(`ok ${name}`);
-  else {
-    failures++;
-    console.log(`not ok ${name}: ${why}`);
-  }
-}
+const { endpoints, topic, credentials, quiet, check, finish } = require('./common');
 
 // receive until `want` messages of this run arrived, then a few empty polls more
 async function drain(consumer, run, want) {
@@ -79,8 +65,7 @@ async function main() {
   await byTag.shutdown();
   await bySql.shutdown();
   await producer.shutdown();
-  console.log('checks: DONE');
-  process.exit(failures ? 1 : 0);
+  finish();
 }
 
 main().catch(e => {

@@ -9,22 +9,9 @@
 
 const { Producer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
 
-const endpoints = process.env.RMQ_ENDPOINT;
-const topic = process.env.RMQ_TOPIC;
-const group = process.env.RMQ_PUSH_GROUP;
-const credentials = process.env.RMQ_ACCESS_KEY
-  ? { accessKey: process.env.RMQ_ACCESS_KEY, accessSecret: process.env.RMQ_SECRET_KEY }
-  : undefined;
-const quiet = process.env.RMQ_DEBUG ? console : { info() {}, warn() {}, debug() {}, error() {} };
+const { endpoints, topic, credentials, quiet, check, finish } = require('./common');
 
-let failures = 0;
-function check(name, ok, why) {
-  if (ok) console.log(`ok ${name}`);
-  else {
-    failures++;
-    console.log(`not ok ${name}: ${why}`);
-  }
-}
+const group = process.env.RMQ_PUSH_GROUP;
 
 async function main() {
   const run = `${process.pid}-${Date.now()}`;
@@ -69,8 +56,7 @@ async function main() {
     JSON.stringify(seen.get('fails-once')));
   await consumer.shutdown();
   await producer.shutdown();
-  console.log('checks: DONE');
-  process.exit(failures ? 1 : 0);
+  finish();
 }
 
 main().catch(e => {

@@ -11,21 +11,7 @@
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 
-const endpoints = process.env.RMQ_ENDPOINT;
-const topic = process.env.RMQ_TOPIC;
-const credentials = process.env.RMQ_ACCESS_KEY
-  ? { accessKey: process.env.RMQ_ACCESS_KEY, accessSecret: process.env.RMQ_SECRET_KEY }
-  : undefined;
-const quiet = process.env.RMQ_DEBUG ? console : { info() {}, warn() {}, debug() {}, error() {} };
-
-let failures = 0;
-function check(name, ok, why) {
-  if (ok) console.log(`ok ${name}`);
-  else {
-    failures++;
-    console.log(`not ok ${name}: ${why}`);
-  }
-}
+const { endpoints, topic, credentials, quiet, check, finish } = require('./common');
 
 async function main() {
   const run = `${process.pid}-${Date.now()}`;
@@ -97,8 +83,7 @@ async function main() {
   }
   await consumer.shutdown();
   await producer.shutdown();
-  console.log('checks: DONE');
-  process.exit(failures ? 1 : 0);
+  finish();
 }
 
 main().catch(e => {
