@@ -320,7 +320,13 @@ sub qe_run
 	local %ENV = (%ENV, %{ $env // {} });
 	my $h = IPC::Run::start($cmd, '<', \undef, '>', \$out, '2>', \$err,
 		IPC::Run::timeout($timeout));
-	my $rc = eval { $h->finish; $h->result(0) };
+	# the exit status; a process a signal ended is 128 + the signal, never 0
+	my $rc = eval
+	{
+		$h->finish;
+		my $st = $h->full_result(0);
+		($st & 127) ? 128 + ($st & 127) : $st >> 8;
+	};
 	if (!defined $rc)
 	{
 		$h->kill_kill;

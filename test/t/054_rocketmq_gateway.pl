@@ -234,6 +234,7 @@ for my $name (@push)
 	ok($r && $r->[0], "push_check: $name") or diag($r ? $r->[1] : 'not run');
 }
 is($rc, 0, 'push_check.js exits 0') or diag("$out$err");
+like($out, qr/^checks: DONE$/m, 'push_check.js ran to its end');
 
 # Subscription filters (tag, SQL92) of groups without a filter of their own
 my @filter = qw(tag_filter sql92_filter bad_selector_refused);
@@ -252,6 +253,7 @@ for my $name (@filter)
 	ok($r && $r->[0], "filter_check: $name") or diag($r ? $r->[1] : 'not run');
 }
 is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
+like($out, qr/^checks: DONE$/m, 'filter_check.js ran to its end');
 
 # Transactional messages: commit, rollback, EndTransaction's refusals
 my @tx = qw(transaction_send transaction_rollback transaction_commit transaction_round_trip
@@ -270,6 +272,7 @@ for my $name (@tx)
 	ok($r && $r->[0], "tx_check: $name") or diag($r ? $r->[1] : 'not run');
 }
 is($rc, 0, 'tx_check.js exits 0') or diag("$out$err");
+like($out, qr/^checks: DONE$/m, 'tx_check.js ran to its end');
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(state || ' ' || decided_by, ',' ORDER BY state) FROM mq.half_messages
 	 WHERE producer_group = 'rocketmq'}),
