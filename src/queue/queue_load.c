@@ -575,6 +575,23 @@ queue_row_exists(int32 queue_id)
 }
 
 /*
+ * Was q, which has no shared state, deleted by a transaction committed
+ * since our catalog was read?  Its lane tables and its catalog row are
+ * gone (on a standby, never: recovery replays the delete).  The caller
+ * holds q's lock, so no delete of it is under way.
+ */
+static bool
+queue_rows_gone(MqQueue *q)
+{
+	int			low,
+				high;
+
+	return !RecoveryInProgress() &&
+		!mqq_lane_gens(q->id, 0, &low, &high) &&
+		!queue_row_exists(q->id);
+}
+
+/*
  * The queue's object lock (its tag: mq_queue_lock_tag below), the
  * first lock of a queue in the lock order of queue_int.h: taken in
  * AccessShareLock before anything of the queue's state or tables, held to
@@ -657,8 +674,6 @@ mq_queue_inspect_begin(MqQueue *q, bool *held)
 {
 	Oid			classid = mq_internal_relid("cat_queue");
 	LOCKTAG		tag;
-	int			low,
-				high;
 
 	Assert(q->group == NULL);
 	mq_queue_lock_tag(q, &tag);
@@ -666,10 +681,7 @@ mq_queue_inspect_begin(MqQueue *q, bool *held)
 	if (!ConditionalLockDatabaseObject(classid, q->id, 0, AccessShareLock))
 		return false;
 	AcceptInvalidationMessages();
-	if (mqq_queue_shared(mqq_key(q), false) == NULL &&
-		!RecoveryInProgress() &&
-		!mqq_lane_gens(q->id, 0, &low, &high) &&
-		!queue_row_exists(q->id))
+	if (mqq_queue_shared(mqq_key(q), false) == NULL && queue_rows_gone(q))
 	{
 		UnlockDatabaseObject(classid, q->id, 0, AccessShareLock);
 		return false;
@@ -750,15 +762,10 @@ mq_queue_delete_lock(MqQueue *q)
 bool
 mq_queue_deleted(MqQueue *q)
 {
-	int			low,
-				high;
-
 	if (q->group != NULL || RecoveryInProgress())
 		return false;
 	(void) mqq_queue_object_lock(q);
-	if (mqq_queue_shared(mqq_key(q), false) != NULL)
-		return false;
-	return !mqq_lane_gens(q->id, 0, &low, &high) && !queue_row_exists(q->id);
+	return mqq_queue_shared(mqq_key(q), false) == NULL && queue_rows_gone(q);
 }
 
 /* Shared state of q, loaded; returns with qs->lock held in mode */
@@ -768,8 +775,6 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 	MqQueueShared *qs;
 	MqQueueShared *stream = NULL;
 	MqQueueKey	key = mqq_key(q);
-	int			low,
-				high;
 	bool		recheck;
 
 	/*
@@ -812,11 +817,7 @@ mqq_queue_lock(MqQueue *q, LWLockMode mode)
 	 * queue hash per call, not two.)
 	 */
 	qs = (q->group == NULL && !recheck) ? mqq_queue_shared(key, false) : NULL;
-	if (q->group == NULL &&
-		qs == NULL &&
-		!RecoveryInProgress() &&
-		!mqq_lane_gens(q->id, 0, &low, &high) &&
-		!queue_row_exists(q->id))
+	if (q->group == NULL && qs == NULL && queue_rows_gone(q))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("queue \"%s\" does not exist", q->name),
