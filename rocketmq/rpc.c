@@ -164,6 +164,21 @@ code_of(const PGresult *res, int not_found)
 	return CODE(INTERNAL_SERVER_ERROR);
 }
 
+/*
+ * The status of a settle by receipt that failed: a receipt whose lease ran
+ * out, that was settled, or that is malformed is INVALID_RECEIPT_HANDLE
+ * (40013); anything else as code_of says
+ */
+static int
+receipt_code(const PGresult *res)
+{
+	const char *state = res_state(res);
+
+	if (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0)
+		return CODE(INVALID_RECEIPT_HANDLE);
+	return code_of(res, CODE(TOPIC_NOT_FOUND));
+}
+
 static bool
 res_good(const PGresult *res)
 {
@@ -1043,7 +1058,6 @@ ack_done(void *arg, PGresult *res)
 	PB(AckMessageRequest) * q = (PB(AckMessageRequest) *) r->msg;
 	PB(AckMessageEntry) * e = q->entries[r->idx];
 	PB(Status) * st = &r->ack_status[r->idx];
-	const char *state = res_state(res);
 
 	if (res_good(res))
 	{
@@ -1052,9 +1066,7 @@ ack_done(void *arg, PGresult *res)
 	}
 	else
 	{
-		/* a receipt whose lease ran out, settled or malformed: 40013 */
-		st->code = (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0) ?
-			CODE(INVALID_RECEIPT_HANDLE) : code_of(res, CODE(TOPIC_NOT_FOUND));
+		st->code = receipt_code(res);
 		st->message = strdup(res_message(res));
 	}
 	r->ack_entries[r->idx].message_id = e->message_id;
@@ -1143,7 +1155,6 @@ change_invisible_done(void *arg, PGresult *res)
 	{
 		PB(ChangeInvisibleDurationResponse) out = APACHE__ROCKETMQ__V2__CHANGE_INVISIBLE_DURATION_RESPONSE__INIT;
 		PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
-		const char *state = res_state(res);
 
 		if (res_good(res))
 		{
@@ -1154,8 +1165,7 @@ change_invisible_done(void *arg, PGresult *res)
 		}
 		else
 		{
-			st.code = (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0) ?
-				CODE(INVALID_RECEIPT_HANDLE) : code_of(res, CODE(TOPIC_NOT_FOUND));
+			st.code = receipt_code(res);
 			st.message = (char *) res_message(res);
 		}
 		out.status = &st;
@@ -1211,14 +1221,11 @@ static void
 forward_dlq_done(void *arg, PGresult *res)
 {
 	Req		   *r = arg;
-	const char *state = res_state(res);
 
 	if (res_good(res))
 		answer_status(r->s, CODE(OK), "OK");
 	else
-		answer_status(r->s, (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0) ?
-					  CODE(INVALID_RECEIPT_HANDLE) : code_of(res, CODE(TOPIC_NOT_FOUND)),
-					  res_message(res));
+		answer_status(r->s, receipt_code(res), res_message(res));
 	req_free(r);
 }
 
