@@ -274,7 +274,7 @@ DECLARE
     qtable TEXT := pgmq.format_table_name(queue_name, 'q');
     qe TEXT := 'pgmq.' || qtable;
     seq REGCLASS;
-    id BIGINT;
+    id BIGINT; qe_id BIGINT; first_id BIGINT; dedup TEXT;  -- (one line: pgmq's line numbers below)
 BEGIN
     IF delay IS NULL THEN
         -- pgmq's vt column is NOT NULL
@@ -283,15 +283,27 @@ BEGIN
     END IF;
     seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
     id := nextval(seq);
+    -- queue_ext_pgmq's exact dedup (docs/pgmq.md, "Extensions")
+    dedup := CASE WHEN jsonb_typeof(headers) = 'object' THEN headers->>'x-pgmq-dedup-id' END;
     IF msg IS NULL THEN
-        PERFORM mq.send(qe, ''::bytea, headers => headers,
-                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => pgmq._key(qe, seq, id),
-                        content_type => 'application/x-pgmq-null');
+        qe_id := mq.send(qe, ''::bytea, headers => headers,
+                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                         key => pgmq._key(qe, seq, id), dedup_id => dedup,
+                         content_type => 'application/x-pgmq-null');
     ELSE
-        PERFORM mq.send(qe, msg, headers => headers,
-                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => pgmq._key(qe, seq, id));
+        qe_id := mq.send(qe, msg, headers => headers,
+                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                         key => pgmq._key(qe, seq, id), dedup_id => dedup);
+    END IF;
+    IF dedup IS NOT NULL THEN
+        -- a dedup id sent before within mq.dedup_window: queue_ext stored
+        -- nothing and gave the first message, whose msg_id is returned
+        -- (the id taken from the sequence is left unused)
+        SELECT pgmq._msg_id(m.key) INTO first_id FROM mq.message(qe_id) m;
+        IF first_id IS DISTINCT FROM id AND first_id IS NOT NULL THEN
+            RETURN NEXT first_id;
+            RETURN;
+        END IF;
     END IF;
     IF pgmq._notify_wanted() THEN
         PERFORM pgmq._notify_insert(qtable);
@@ -367,10 +379,12 @@ BEGIN
     END IF;
     IF delay IS NULL OR array_position(bodies, NULL) IS NOT NULL
        OR (array_position(hdrs, NULL) IS NOT NULL
-           AND EXISTS (SELECT 1 FROM unnest(hdrs) AS x WHERE x IS NOT NULL)) THEN
+           AND EXISTS (SELECT 1 FROM unnest(hdrs) AS x WHERE x IS NOT NULL))
+       OR EXISTS (SELECT 1 FROM unnest(hdrs) AS x
+                   WHERE jsonb_typeof(x) = 'object' AND x ? 'x-pgmq-dedup-id') THEN
         -- a NULL message (stored with its own content type), headers for
-        -- some messages only, or pgmq's error for a NULL delay: one
-        -- message at a time
+        -- some messages only, a dedup id, or pgmq's error for a NULL
+        -- delay: one message at a time
         FOR r IN SELECT m, h FROM unnest(bodies, hdrs) AS u(m, h) LOOP
             RETURN QUERY SELECT * FROM pgmq.send(queue_name, r.m, r.h, delay);
         END LOOP;
