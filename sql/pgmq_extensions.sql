@@ -35,8 +35,15 @@ SELECT count(*) FROM pgmq.send('ext', '{"n": 12}', '{"x-pgmq-dedup-id": "r"}'::j
 ROLLBACK;
 SELECT * FROM pgmq.send('ext', '{"n": 13}', '{"x-pgmq-dedup-id": "r"}'::jsonb);
 SELECT msg_id, message FROM pgmq.read('ext', 30, 10) ORDER BY msg_id;
--- dedup ids are per queue
+-- send_topic goes through send: each bound queue deduplicates
+SELECT pgmq.bind_topic('t.#', 'ext2');
+SELECT pgmq.send_topic('t.x', '{"n": 0}', '{"x-pgmq-dedup-id": "t1"}'::jsonb, 0);
+SELECT pgmq.send_topic('t.x', '{"n": 0}', '{"x-pgmq-dedup-id": "t1"}'::jsonb, 0);
+SELECT queue_length FROM pgmq.metrics('ext2');
+SELECT pgmq.unbind_topic('t.#', 'ext2');
+-- dedup ids are per queue ("a" was sent to ext)
 SELECT * FROM pgmq.send('ext2', '{"n": 1}', '{"x-pgmq-dedup-id": "a"}'::jsonb);
+SELECT queue_length FROM pgmq.metrics('ext2');
 
 -- Notifications of sends: pgmq._notify_wanted() is a constant the plans of
 -- the sends fold; it says whether pgmq.notify_insert_throttle has rows
@@ -64,6 +71,11 @@ SELECT pgmq._notify_wanted();
 SELECT * FROM pgmq.send('ext', '{"n": 14}');
 SELECT count(*) FROM pgmq.list_notify_insert_throttles();
 
+-- a queue made again is another queue for its dedup ids
+SELECT pgmq.drop_queue('ext');
+SELECT pgmq.create('ext');
+SELECT * FROM pgmq.send('ext', '{"n": 1}', '{"x-pgmq-dedup-id": "a"}'::jsonb);
+SELECT queue_length FROM pgmq.metrics('ext');
 SELECT pgmq.drop_queue('ext');
 DROP EXTENSION queue_ext_pgmq CASCADE;
 DROP SCHEMA pgmq;

@@ -283,8 +283,11 @@ BEGIN
     END IF;
     seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
     id := nextval(seq);
-    -- queue_ext_pgmq's exact dedup (docs/pgmq.md, "Extensions")
-    dedup := CASE WHEN jsonb_typeof(headers) = 'object' THEN headers->>'x-pgmq-dedup-id' END;
+    -- queue_ext_pgmq's exact dedup (docs/pgmq.md, "Extensions"): queue_ext's
+    -- dedup ids are the database's, so the queue and its sequence (a queue
+    -- made again is another) are part of it
+    dedup := CASE WHEN jsonb_typeof(headers) = 'object'
+                  THEN qe || ':' || seq::oid::text || ':' || (headers->>'x-pgmq-dedup-id') END;
     IF msg IS NULL THEN
         qe_id := mq.send(qe, ''::bytea, headers => headers,
                          deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
