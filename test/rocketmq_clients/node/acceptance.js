@@ -201,12 +201,18 @@ async function redelivery() {
   const r1 = await p.send({ topic, body: Buffer.from('r1'), properties: new Map([['run', run], ['name', 'r1']]) });
   const r2 = await p.send({ topic, body: Buffer.from('r2'), properties: new Map([['run', run], ['name', 'r2']]) });
   const r3 = await p.send({ topic, body: Buffer.from('r3'), properties: new Map([['run', run], ['name', 'r3']]) });
-  // first deliveries, 2 s invisible, never acked
+  // first deliveries, 4 s invisible, never acked (a second delivery of r1
+  // while the others are still awaited is its redelivery)
   const first = new Map();
+  let again = null;
   for (let i = 0; i < 30 && first.size < 3; i++)
-    for (const v of await c.receive(16, 2000)) {
+    for (const v of await c.receive(16, 4000)) {
       if (v.properties.get('run') !== run) { await c.ack(v); continue; }
-      first.set(v.messageId, { v, at: Date.now() });
+      if (!first.has(v.messageId)) first.set(v.messageId, { v, at: Date.now() });
+      else {
+        if (v.messageId === r1.messageId && again === null) again = v;
+        await c.ack(v);
+      }
     }
   check('redelivery_first', first.has(r1.messageId) && first.has(r2.messageId) && first.has(r3.messageId),
     `got ${first.size} of 3`);
@@ -216,8 +222,9 @@ async function redelivery() {
   let r3early = null;
   let r3again = null;
   if (ext3) {
-    await c.changeInvisibleDuration(ext3.v, 8000);
+    // taken before the call: the server's extension starts after it
     ext3At = Date.now();
+    await c.changeInvisibleDuration(ext3.v, 8000);
   }
   const seeR3 = v => {
     if (v.messageId !== r3.messageId) return false;
@@ -229,12 +236,11 @@ async function redelivery() {
   const ext = first.get(r2.messageId);
   let extendedAt = 0;
   if (ext) {
-    await c.changeInvisibleDuration(ext.v, 20000);
     extendedAt = Date.now();
+    await c.changeInvisibleDuration(ext.v, 20000);
     check('extend_invisible_duration', typeof ext.v.receiptHandle === 'string' && ext.v.receiptHandle.length > 0, 'no receipt');
   }
   // r1 comes back (attempt 2, same id and body, a new receipt); r2 does not before 20 s
-  let again = null;
   let r2early = null;
   for (let i = 0; i < 30 && again === null; i++)
     for (const v of await c.receive(16, 60000)) {
@@ -323,7 +329,7 @@ async function fifo() {
   let heldA1 = false;
   let a1Again = null;
   for (let i = 0; i < 120 && done.size < total; i++) {
-    const views = await c.receive(1, 3000);
+    const views = await c.receive(1, 6000);
     for (const v of views) {
       if (v.properties.get('run') !== run) { await c.ack(v); continue; }
       const name = v.properties.get('name');
@@ -336,7 +342,7 @@ async function fifo() {
       for (let k = 1; k < seq; k++)
         if (!done.has(`${g}${k}`)) violations.push(`${name} before ${g}${k} was acked`);
       if (name === 'A1' && !heldA1) {
-        // the head of group A: not acked, its invisible time (3 s) runs out
+        // the head of group A: not acked, its invisible time (6 s) runs out
         heldA1 = true;
         inFlight.set(g, name);
         continue;
