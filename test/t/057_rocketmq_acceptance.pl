@@ -15,7 +15,8 @@
 #    redelivery after the invisible time, none during its extension; FIFO
 #    order with a message group blocked while its head is in flight; delay;
 #    transactions committed, rolled back and resolved by check-back; two
-#    groups on one topic; two consumers sharing a group; 1,000 messages
+#    groups on one topic; two consumers sharing a group (SimpleConsumers,
+#    and PushConsumers); 1,000 messages
 #    exactly once; the errors a user meets.
 # Topics and groups are declared in SQL first, as docs/rocketmq.md says (the
 # gateway creates neither, as a RocketMQ 5 proxy does not create topics).
@@ -51,7 +52,7 @@ my %groups = (
 	acc_delay => [ 'acc_delay_g' ],
 	acc_tx => [ 'acc_tx_g' ],
 	acc_two => [ qw(acc_two_g1 acc_two_g2) ],
-	acc_shared => [ 'acc_shared_g' ],
+	acc_shared => [ qw(acc_shared_g acc_push_g) ],
 	acc_bulk => [ 'acc_bulk_g' ],
 	TopicTestForNormal => [ 'nodejs-unittest-group' ],
 	TopicTestForFifo => [ 'nodejs-unittest-group:ordered' ],
@@ -197,7 +198,7 @@ my @checks = qw(send_receipt_plain send_receipt_tagged send_receipt_fifo send_re
   delay_delivered delay_past_timestamp delay_not_before_its_time delay_timestamp_round_trip long_poll_woken_by_send
   transaction_sends transaction_only_committed_delivered transaction_round_trip transaction_check_back
   transaction_check_back_commit_id
-  two_groups_acc_two_g1 two_groups_acc_two_g2 shared_group_all shared_group_once
+  two_groups_acc_two_g1 two_groups_acc_two_g2 shared_group_all shared_group_once push_shared_all push_shared_once
   thousand_sent thousand_exactly_once thousand_first_attempts
   error_topic_not_found error_group_not_found error_subscribe_missing_topic error_bad_selector
   error_ack_bad_receipt error_change_invisible_bad_receipt error_tx_rollback_after_commit);

@@ -20,7 +20,7 @@
 
 const os = require('node:os');
 const crypto = require('node:crypto');
-const { Producer, SimpleConsumer, FilterExpression } = require('rocketmq-client-nodejs');
+const { Producer, SimpleConsumer, PushConsumer, ConsumeResult, FilterExpression } = require('rocketmq-client-nodejs');
 const { TransactionResolution, FilterType } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 const { endpoints, credentials, quiet, check, finish } = require('./common');
 
@@ -484,6 +484,49 @@ async function sharedGroup() {
   await c2.shutdown();
 }
 
+// -- two PushConsumers sharing a group: each message consumed once ----------
+async function pushShared() {
+  const topic = 'acc_shared';
+  const n = 300;
+  const seen = new Map();		// message id => consumer
+  const dup = [];
+  let done;
+  const allDone = new Promise(resolve => { done = resolve; });
+  const make = who => new PushConsumer({
+    ...base, consumerGroup: 'acc_push_g', subscriptions: new Map([[topic, '*']]),
+    messageListener: {
+      consume(v) {
+        if (v.properties.get('run') !== run || v.properties.get('kind') !== 'push') return ConsumeResult.SUCCESS;
+        if (seen.has(v.messageId) || v.deliveryAttempt !== 1)
+          dup.push(`${v.properties.get('name')} by ${seen.get(v.messageId)} and ${who}, attempt ${v.deliveryAttempt}`);
+        seen.set(v.messageId, who);
+        if (seen.size === n) done();
+        return ConsumeResult.SUCCESS;
+      },
+    },
+  });
+  const c1 = make('c1');
+  const c2 = make('c2');
+  await withTimeout(c1.startup(), 60000, 'push consumer start-up');
+  await withTimeout(c2.startup(), 60000, 'push consumer start-up');
+  const p = await producer([topic]);
+  const ids = new Set();
+  for (let i = 0; i < n; i++)
+    ids.add((await p.send({ topic, body: Buffer.from(`p${i}`),
+      properties: new Map([['run', run], ['name', `p${i}`], ['kind', 'push']]) })).messageId);
+  let timer;
+  const finished = await Promise.race([allDone.then(() => true),
+    new Promise(resolve => { timer = setTimeout(() => resolve(false), 240000); })]);
+  clearTimeout(timer);
+  // a little longer: nothing may come twice
+  await sleep(3000);
+  check('push_shared_all', finished && [...seen.keys()].every(id => ids.has(id)), `consumed ${seen.size} of ${n}`);
+  check('push_shared_once', dup.length === 0, dup.slice(0, 5).join('; '));
+  await c1.shutdown();
+  await c2.shutdown();
+  await p.shutdown();
+}
+
 // -- 1,000 messages exactly once ------------------------------------------------
 async function thousand() {
   const topic = 'acc_bulk';
@@ -597,7 +640,7 @@ async function errors() {
   await c.shutdown();
 }
 
-const scenarios = { roundTrip, filters, redelivery, fifo, delay, longPoll, transactions, twoGroups, sharedGroup, thousand, errors };
+const scenarios = { roundTrip, filters, redelivery, fifo, delay, longPoll, transactions, twoGroups, sharedGroup, pushShared, thousand, errors };
 
 async function main() {
   for (const [name, fn] of Object.entries(scenarios)) {
