@@ -48,7 +48,7 @@ my %groups = (
 	acc_props => [ 'acc_props_g' ],
 	acc_filter => [ qw(acc_filter_tag acc_filter_all acc_filter_sql acc_filter_sqltag) ],
 	acc_retry => [ 'acc_retry_g' ],
-	acc_fifo => [ 'acc_fifo_g:ordered' ],
+	acc_fifo => [ qw(acc_fifo_g:ordered acc_fifo_push:ordered) ],
 	acc_delay => [ 'acc_delay_g' ],
 	acc_tx => [ 'acc_tx_g' ],
 	acc_two => [ qw(acc_two_g1 acc_two_g2) ],
@@ -194,7 +194,7 @@ my @checks = qw(send_receipt_plain send_receipt_tagged send_receipt_fifo send_re
   filter_acc_filter_tag filter_acc_filter_all filter_acc_filter_sql filter_acc_filter_sqltag
   redelivery_first extend_invisible_duration redelivered_after_invisible_time stale_receipt_refused
   extension_keeps_invisible ack_after_extension redelivered_after_extension acked_not_redelivered
-  fifo_all_consumed fifo_group_blocked_and_ordered fifo_head_redelivered
+  fifo_all_consumed fifo_group_blocked_and_ordered fifo_head_redelivered fifo_push_order
   delay_delivered delay_past_timestamp delay_not_before_its_time delay_timestamp_round_trip long_poll_woken_by_send
   transaction_sends transaction_only_committed_delivered transaction_round_trip transaction_check_back
   transaction_check_back_commit_id

@@ -361,6 +361,44 @@ async function fifo() {
   await c.shutdown();
 }
 
+// -- FIFO with a PushConsumer: a failed head holds its group back ------------
+async function fifoPush() {
+  const topic = 'acc_fifo';
+  const order = [];
+  let failedOnce = false;
+  let done;
+  const allDone = new Promise(resolve => { done = resolve; });
+  const c = new PushConsumer({
+    ...base, consumerGroup: 'acc_fifo_push', subscriptions: new Map([[topic, '*']]),
+    messageListener: {
+      consume(v) {
+        if (v.properties.get('run') !== run || v.properties.get('kind') !== 'push') return ConsumeResult.SUCCESS;
+        const name = v.properties.get('name');
+        order.push(`${name}#${v.deliveryAttempt}`);
+        if (name === 'P1' && !failedOnce) {
+          failedOnce = true;
+          return ConsumeResult.FAILURE;
+        }
+        if (name === 'P3') done();
+        return ConsumeResult.SUCCESS;
+      },
+    },
+  });
+  await withTimeout(c.startup(), 60000, 'push consumer start-up');
+  const p = await producer([topic]);
+  for (const name of ['P1', 'P2', 'P3'])
+    await p.send({ topic, messageGroup: `${run}-push`, body: Buffer.from(name),
+      properties: new Map([['run', run], ['name', name], ['kind', 'push']]) });
+  let timer;
+  const finished = await Promise.race([allDone.then(() => true),
+    new Promise(resolve => { timer = setTimeout(() => resolve(false), 240000); })]);
+  clearTimeout(timer);
+  await sleep(2000);
+  check('fifo_push_order', finished && order.join(' ') === 'P1#1 P1#2 P2#1 P3#1', `order ${order.join(' ')}`);
+  await c.shutdown();
+  await p.shutdown();
+}
+
 // -- delay -------------------------------------------------------------------
 async function delay() {
   const topic = 'acc_delay';
@@ -640,7 +678,7 @@ async function errors() {
   await c.shutdown();
 }
 
-const scenarios = { roundTrip, filters, redelivery, fifo, delay, longPoll, transactions, twoGroups, sharedGroup, pushShared, thousand, errors };
+const scenarios = { roundTrip, filters, redelivery, fifo, fifoPush, delay, longPoll, transactions, twoGroups, sharedGroup, pushShared, thousand, errors };
 
 async function main() {
   for (const [name, fn] of Object.entries(scenarios)) {
