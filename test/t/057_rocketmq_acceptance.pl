@@ -31,6 +31,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
+use Time::HiRes ();
 
 plan skip_all => qe_node_missing() if qe_node_missing();
 
@@ -106,11 +107,12 @@ my %signed = (
 	ROCKETMQ_NODEJS_CLIENT_SECRET => 'app-secret',);
 
 # Run an example until its output matches $until or $secs pass (the
-# consumers run for ever, some producers never shut down), then end it:
-# (whether it matched, stdout, stderr)
+# consumers run for ever, some producers never shut down), then, after
+# &$settled returned true (tried every 0.2 s, at most 60 s) when given, end
+# it: (whether it matched, stdout, stderr)
 sub example
 {
-	my ($file, $env, $until, $secs) = @_;
+	my ($file, $env, $until, $secs, $settled) = @_;
 	my ($out, $err) = ('', '');
 	local %ENV = (%ENV, %$env);
 	my $t = IPC::Run::timer($secs);
@@ -118,6 +120,15 @@ sub example
 		'<', \undef, '>', \$out, '2>', \$err, $t);
 	$h->pump while $h->pumpable && !$t->is_expired && $out !~ $until;
 	my $matched = $out =~ $until;
+	if ($matched && $settled)
+	{
+		for (1 .. 300)
+		{
+			last if $settled->();
+			$h->pump_nb if $h->pumpable;
+			Time::HiRes::usleep(200_000);
+		}
+	}
 	if ($h->pumpable) { $h->kill_kill; }
 	else { $h->finish; }
 	return ($matched, $out, $err);
@@ -153,7 +164,13 @@ is(count_in('TopicTestForTransaction', 'true'), '1', 'the committed transactiona
 is($node->safe_psql('postgres', q{SELECT string_agg(state || ' ' || decided_by, ',') FROM mq.half_messages}),
 	'committed producer', 'its half message was committed by the producer');
 
-($m, $out, $err) = example('SimpleConsumer.ts', \%signed, qr/got \d+ messages.*body=/s, 120);
+# it prints the message, then acks it: it is ended once the group's
+# committed offset has passed it
+my $acked = sub {
+	$node->safe_psql('postgres', q{SELECT coalesce(sum(lag), -1) = 0 FROM mq.consumer_groups
+		WHERE queue = 'TopicTestForNormal' AND group_name = 'nodejs-unittest-group'}) eq 't';
+};
+($m, $out, $err) = example('SimpleConsumer.ts', \%signed, qr/got \d+ messages.*body=/s, 120, $acked);
 ok($m && $out =~ /got 1 messages/ && $out =~ /body='\{"hello":"rocketmq-client-nodejs world/,
 	'example SimpleConsumer receives the normal example\'s message') or diag("$out$err");
 ($m, $out, $err) = example('SimpleConsumer.ts', \%signed, qr/got \d+ messages/, 120);
