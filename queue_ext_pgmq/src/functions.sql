@@ -166,13 +166,13 @@ RETURNS timestamptz LANGUAGE SQL IMMUTABLE AS $$
 $$;
 
 -- The rows pgmq keeps in pgmq.q_<name>: ready messages (what a read would
--- take, in its order, up to 10000), leased ones, delayed ones
+-- take, in its order, all of them), leased ones (up to 10000), delayed ones
 CREATE OR REPLACE FUNCTION pgmq._queue_rows(qe text)
 RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
   SELECT pgmq._msg_id(b.key), b.delivery_count, b.published_at,
          pgmq._last_read(b.delivery_count, b.published_at), b.published_at,
          pgmq._message(b.body, b.properties), b.headers
-    FROM mq.browse(qe, 10000) b
+    FROM mq._browse_all(qe) b
   UNION ALL
   SELECT pgmq._msg_id(m.key), f.delivery_count, m.published_at,
          pgmq._last_read(f.delivery_count, m.published_at), f.lease_until,
@@ -506,7 +506,7 @@ RETURNS TABLE (id BIGINT, qe_id BIGINT, grp TEXT, visible BOOLEAN)
 LANGUAGE SQL STABLE AS $$
   SELECT pgmq._msg_id(b.key), b.msg_id,
          coalesce(b.headers->>'x-pgmq-group', '_default_fifo_group'), true
-    FROM mq.browse(qe, 10000) b
+    FROM mq._browse_all(qe) b
   UNION ALL
   SELECT pgmq._msg_id(m.key), m.msg_id,
          coalesce(m.headers->>'x-pgmq-group', '_default_fifo_group'), false
