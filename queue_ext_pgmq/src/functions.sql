@@ -184,6 +184,23 @@ RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
     FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
 $$;
 
+-- The newest and oldest enqueued_at of queue qe's messages, for
+-- pgmq.metrics, as the extension's owner: pgmq's pg_monitor reads them
+-- without the right to read a message (metrics checks the caller's
+-- privilege on pgmq.q_<name>.enqueued_at first).  The ready messages
+-- looked at are the first 10000 (so that metrics stays cheap); those
+-- being read and the delayed ones all.
+CREATE OR REPLACE FUNCTION pgmq._queue_ages(qe TEXT, OUT newest timestamptz, OUT oldest timestamptz)
+LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT max(t), min(t) FROM (
+    SELECT b.published_at FROM mq.browse(qe, 10000) b
+    UNION ALL
+    SELECT m.published_at FROM mq.in_flight(qe, 10000) f, LATERAL mq.message(f.msg_id) m
+    UNION ALL
+    SELECT m.published_at FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
+  ) AS x(t)
+$$;
+
 ------------------------------------------------------------
 -- Sending
 ------------------------------------------------------------
@@ -1090,6 +1107,12 @@ DECLARE
     qe TEXT := 'pgmq.' || qtable;
     result_row pgmq.metrics_result;
 BEGIN
+    -- as pgmq's: who may read the queue's enqueued_at (pg_monitor may)
+    IF to_regclass(format('pgmq.%I', qtable)) IS NOT NULL
+       AND NOT has_column_privilege(format('pgmq.%I', qtable), 'enqueued_at', 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied for view %', qtable
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     SELECT metrics.queue_name, q.total, NULL, NULL, NULL, now(), q.ready,
            CASE WHEN m.is_partitioned THEN 0 END
       INTO result_row
@@ -1099,10 +1122,10 @@ BEGIN
         RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
             USING ERRCODE = 'undefined_table';
     END IF;
-    SELECT EXTRACT(epoch FROM (now() - max(r.enqueued_at)))::int,
-           EXTRACT(epoch FROM (now() - min(r.enqueued_at)))::int
+    SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
+           EXTRACT(epoch FROM (now() - a.oldest))::int
       INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
-      FROM pgmq._queue_rows(qe) r;
+      FROM pgmq._queue_ages(qe) a;
     EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pgmq.%I',
                    qtable || '_msg_id_seq')
        INTO result_row.total_messages;
@@ -1202,6 +1225,18 @@ BEGIN
         EXECUTE format('CREATE TRIGGER pgmq_q_write INSTEAD OF UPDATE OR DELETE ON pgmq.%I
                           FOR EACH ROW EXECUTE FUNCTION pgmq._q_write()', qtable);
     END IF;
+    PERFORM pgmq._grant_monitor(qtable);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq 1.13's grants to pg_monitor on a queue: enough for pgmq.metrics
+-- (the columns vt and enqueued_at of pgmq.q_<name>, its msg_id sequence),
+-- never a message
+CREATE OR REPLACE FUNCTION pgmq._grant_monitor(qtable TEXT)
+RETURNS void AS $$
+BEGIN
+    EXECUTE format('GRANT SELECT (vt, enqueued_at) ON pgmq.%I TO pg_monitor', qtable);
+    EXECUTE format('GRANT SELECT ON SEQUENCE pgmq.%I TO pg_monitor', qtable || '_msg_id_seq');
 END;
 $$ LANGUAGE plpgsql;
 
@@ -1378,6 +1413,9 @@ BEGIN
     PERFORM pgmq.validate_queue_name(queue_name);
     PERFORM pgmq.acquire_queue_lock(queue_name);
     PERFORM pgmq._ensure_pg_partman_installed();
+    IF premake < 1 THEN
+        RAISE EXCEPTION 'premake must be at least 1, got %', premake;
+    END IF;
     PERFORM pgmq._create_partitioned(queue_name, partition_interval, retention_interval, premake);
 END;
 $$ LANGUAGE plpgsql;
