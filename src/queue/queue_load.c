@@ -211,7 +211,12 @@ mqq_passed_ahead(MqQueueShared *qs, int lane)
 
 	ls->ahead_low = PG_UINT64_MAX;
 	if (qs->nahead == 0)
+	{
+		/* none left in any lane: no lane need look for one */
+		for (int l = 0; l < qs->nlanes; l++)
+			qs->lanes[l].ahead_low = PG_UINT64_MAX;
 		return;
+	}
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);

@@ -907,13 +907,25 @@ mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_un
 	mqq_lane_rels_init(&lr);
 
 	/*
-	 * The messages not tracked yet are found in one read of the lanes,
-	 * before anything is changed (they may be anywhere in the backlog)
+	 * The messages not tracked yet (those read before mostly are) are found
+	 * in one read of the lanes, before anything is changed: they may be
+	 * anywhere in the backlog.  Pending entries whose publisher committed
+	 * since are looked at first, as a take would.
 	 */
-	resolve_pending(q, qs, &lr);
 	for (int i = 0; i < n; i++)
 		if (mqq_tracked_find_from(qs, msg_ids[i], &cursor) == NULL)
 			missing[nmissing++] = msg_ids[i];
+	if (nmissing > 0)
+	{
+		int			still = 0;
+
+		resolve_pending(q, qs, &lr);
+		cursor = NULL;
+		for (int i = 0; i < nmissing; i++)
+			if (mqq_tracked_find_from(qs, missing[i], &cursor) == NULL)
+				missing[still++] = missing[i];
+		nmissing = still;
+	}
 	if (nmissing > 0)
 	{
 		qsort(missing, nmissing, sizeof(int64), int64_cmp);
