@@ -56,6 +56,9 @@ GRANT SELECT ON pgmq.meta TO regress_pgmq_other;
 SET ROLE regress_pgmq_other;
 SELECT pg_temp.err($$SELECT * FROM pgmq.metrics('g_new')$$);
 RESET ROLE;
+-- (pg_monitor reads the ages as the extension's owner; nobody else may)
+SELECT has_function_privilege('regress_pgmq_other', 'pgmq._monitor_ages(text)', 'EXECUTE') AS other,
+       has_function_privilege('pg_monitor', 'pgmq._monitor_ages(text)', 'EXECUTE') AS pg_monitor;
 
 -- a queue created now gets the same grants
 SELECT pgmq.create('g_later');

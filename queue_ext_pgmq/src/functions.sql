@@ -185,13 +185,10 @@ RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
 $$;
 
 -- The newest and oldest enqueued_at of queue qe's messages, for
--- pgmq.metrics, as the extension's owner: pgmq's pg_monitor reads them
--- without the right to read a message (metrics checks the caller's
--- privilege on pgmq.q_<name>.enqueued_at first).  The ready messages
--- looked at are the first 10000 (so that metrics stays cheap); those
--- being read and the delayed ones all.
+-- pgmq.metrics.  The ready messages looked at are the first 10000 (so that
+-- metrics stays cheap); those being read and the delayed ones all.
 CREATE OR REPLACE FUNCTION pgmq._queue_ages(qe TEXT, OUT newest timestamptz, OUT oldest timestamptz)
-LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE SQL STABLE AS $$
   SELECT max(t), min(t) FROM (
     SELECT b.published_at FROM mq.browse(qe, 10000) b
     UNION ALL
@@ -200,6 +197,15 @@ LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT m.published_at FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
   ) AS x(t)
 $$;
+
+-- The same as the extension's owner, for pg_monitor (pgmq 1.13: metrics
+-- without the right to read a message)
+CREATE OR REPLACE FUNCTION pgmq._monitor_ages(qe TEXT, OUT newest timestamptz, OUT oldest timestamptz)
+LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT a.newest, a.oldest FROM pgmq._queue_ages(qe) a
+$$;
+REVOKE ALL ON FUNCTION pgmq._monitor_ages(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgmq._monitor_ages(text) TO pg_monitor;
 
 ------------------------------------------------------------
 -- Sending
@@ -1122,10 +1128,18 @@ BEGIN
         RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
             USING ERRCODE = 'undefined_table';
     END IF;
-    SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
-           EXTRACT(epoch FROM (now() - a.oldest))::int
-      INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
-      FROM pgmq._queue_ages(qe) a;
+    -- (pg_monitor reads them as the extension's owner)
+    IF pg_has_role('pg_monitor', 'MEMBER') THEN
+        SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
+               EXTRACT(epoch FROM (now() - a.oldest))::int
+          INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+          FROM pgmq._monitor_ages(qe) a;
+    ELSE
+        SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
+               EXTRACT(epoch FROM (now() - a.oldest))::int
+          INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+          FROM pgmq._queue_ages(qe) a;
+    END IF;
     EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pgmq.%I',
                    qtable || '_msg_id_seq')
        INTO result_row.total_messages;
