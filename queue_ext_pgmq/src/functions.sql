@@ -529,7 +529,7 @@ RETURNS TABLE (id BIGINT, qe_id BIGINT, grp TEXT, visible BOOLEAN)
 LANGUAGE SQL STABLE AS $$
   SELECT pgmq._msg_id(b.key), b.msg_id,
          coalesce(b.headers->>'x-pgmq-group', '_default_fifo_group'), true
-    FROM mq._browse_all(qe) b
+    FROM mq.browse(qe, 10000) b
   UNION ALL
   SELECT pgmq._msg_id(m.key), m.msg_id,
          coalesce(m.headers->>'x-pgmq-group', '_default_fifo_group'), false
