@@ -169,13 +169,13 @@ RETURNS timestamptz LANGUAGE SQL IMMUTABLE AS $$
 $$;
 
 -- The rows pgmq keeps in pgmq.q_<name>: ready messages (what a read would
--- take, in its order, up to 10000), leased ones, delayed ones
+-- take, in its order, all of them), leased ones (up to 10000), delayed ones
 CREATE OR REPLACE FUNCTION pgmq._queue_rows(qe text)
 RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
   SELECT pgmq._msg_id(b.key), b.delivery_count, b.published_at,
          pgmq._last_read(b.delivery_count, b.published_at), b.published_at,
          pgmq._message(b.body, b.properties), b.headers
-    FROM mq.browse(qe, 10000) b
+    FROM mq._browse_all(qe) b
   UNION ALL
   SELECT pgmq._msg_id(m.key), f.delivery_count, m.published_at,
          pgmq._last_read(f.delivery_count, m.published_at), f.lease_until,
@@ -186,6 +186,29 @@ RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
          pgmq._message(m.body, m.properties), m.headers
     FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
 $$;
+
+-- The newest and oldest enqueued_at of queue qe's messages, for
+-- pgmq.metrics.  The ready messages looked at are the first 10000 (so that
+-- metrics stays cheap); those being read and the delayed ones all.
+CREATE OR REPLACE FUNCTION pgmq._queue_ages(qe TEXT, OUT newest timestamptz, OUT oldest timestamptz)
+LANGUAGE SQL STABLE AS $$
+  SELECT max(t), min(t) FROM (
+    SELECT b.published_at FROM mq.browse(qe, 10000) b
+    UNION ALL
+    SELECT m.published_at FROM mq.in_flight(qe, 10000) f, LATERAL mq.message(f.msg_id) m
+    UNION ALL
+    SELECT m.published_at FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
+  ) AS x(t)
+$$;
+
+-- The same as the extension's owner, for pg_monitor (pgmq 1.13: metrics
+-- without the right to read a message)
+CREATE OR REPLACE FUNCTION pgmq._monitor_ages(qe TEXT, OUT newest timestamptz, OUT oldest timestamptz)
+LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT a.newest, a.oldest FROM pgmq._queue_ages(qe) a
+$$;
+REVOKE ALL ON FUNCTION pgmq._monitor_ages(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgmq._monitor_ages(text) TO pg_monitor;
 
 ------------------------------------------------------------
 -- Sending
@@ -1165,6 +1188,12 @@ DECLARE
     qe TEXT := 'pgmq.' || qtable;
     result_row pgmq.metrics_result;
 BEGIN
+    -- as pgmq's: who may read the queue's enqueued_at (pg_monitor may)
+    IF to_regclass(format('pgmq.%I', qtable)) IS NOT NULL
+       AND NOT has_column_privilege(format('pgmq.%I', qtable), 'enqueued_at', 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied for view %', qtable
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     SELECT metrics.queue_name, q.total, NULL, NULL, NULL, now(), q.ready,
            CASE WHEN m.is_partitioned THEN 0 END
       INTO result_row
@@ -1174,10 +1203,18 @@ BEGIN
         RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
             USING ERRCODE = 'undefined_table';
     END IF;
-    SELECT EXTRACT(epoch FROM (now() - max(r.enqueued_at)))::int,
-           EXTRACT(epoch FROM (now() - min(r.enqueued_at)))::int
-      INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
-      FROM pgmq._queue_rows(qe) r;
+    -- (pg_monitor reads them as the extension's owner)
+    IF pg_has_role('pg_monitor', 'MEMBER') THEN
+        SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
+               EXTRACT(epoch FROM (now() - a.oldest))::int
+          INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+          FROM pgmq._monitor_ages(qe) a;
+    ELSE
+        SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
+               EXTRACT(epoch FROM (now() - a.oldest))::int
+          INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+          FROM pgmq._queue_ages(qe) a;
+    END IF;
     EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pgmq.%I',
                    qtable || '_msg_id_seq')
        INTO result_row.total_messages;
@@ -1277,6 +1314,18 @@ BEGIN
         EXECUTE format('CREATE TRIGGER pgmq_q_write INSTEAD OF UPDATE OR DELETE ON pgmq.%I
                           FOR EACH ROW EXECUTE FUNCTION pgmq._q_write()', qtable);
     END IF;
+    PERFORM pgmq._grant_monitor(qtable);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq 1.13's grants to pg_monitor on a queue: enough for pgmq.metrics
+-- (the columns vt and enqueued_at of pgmq.q_<name>, its msg_id sequence),
+-- never a message
+CREATE OR REPLACE FUNCTION pgmq._grant_monitor(qtable TEXT)
+RETURNS void AS $$
+BEGIN
+    EXECUTE format('GRANT SELECT (vt, enqueued_at) ON pgmq.%I TO pg_monitor', qtable);
+    EXECUTE format('GRANT SELECT ON SEQUENCE pgmq.%I TO pg_monitor', qtable || '_msg_id_seq');
 END;
 $$ LANGUAGE plpgsql;
 
@@ -1453,6 +1502,9 @@ BEGIN
     PERFORM pgmq.validate_queue_name(queue_name);
     PERFORM pgmq.acquire_queue_lock(queue_name);
     PERFORM pgmq._ensure_pg_partman_installed();
+    IF premake < 1 THEN
+        RAISE EXCEPTION 'premake must be at least 1, got %', premake;
+    END IF;
     PERFORM pgmq._create_partitioned(queue_name, partition_interval, retention_interval, premake);
 END;
 $$ LANGUAGE plpgsql;
