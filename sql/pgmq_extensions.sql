@@ -71,6 +71,82 @@ SELECT pgmq._notify_wanted();
 SELECT * FROM pgmq.send('ext', '{"n": 14}');
 SELECT count(*) FROM pgmq.list_notify_insert_throttles();
 
+-- Dead-lettering after N reads (pgmq.set_max_reads): a read that would
+-- return a message for the (max_reads + 1)-th time moves it, in the read's
+-- transaction, to the dead-letter queue (or the archive) and returns the rest
+SELECT pgmq.create('mr');
+SELECT pgmq.create('mr_dlq');
+-- bad inputs: errors, nothing stored
+SELECT pgmq.set_max_reads('nope', 2);
+SELECT pgmq.set_max_reads('mr', 0, 'mr_dlq');
+SELECT pgmq.set_max_reads('mr', 2, 'nope');
+SELECT pgmq.set_max_reads('mr', 2, 'MR');
+SELECT * FROM pgmq.list_max_reads();
+SELECT pgmq.set_max_reads('mr', 2, 'mr_dlq');
+SELECT * FROM pgmq.list_max_reads();
+-- one read: read twice, the third read moves it (message, headers, and
+-- where it came from; not the first queue's dedup id)
+SELECT * FROM pgmq.send('mr', '{"n": 1}', '{"k": "v", "x-pgmq-dedup-id": "d1"}'::jsonb);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT queue_length FROM pgmq.metrics('mr');
+SELECT msg_id, message, headers FROM pgmq.pop('mr_dlq', 10);
+-- a read of many: those past the limit move, the others are returned
+SELECT * FROM pgmq.send_batch('mr', ARRAY['{"n": 2}', '{"n": 3}', NULL]::jsonb[]);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 10) ORDER BY msg_id;
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 10) ORDER BY msg_id;
+SELECT * FROM pgmq.send('mr', '{"n": 5}');
+SELECT msg_id, read_ct, message FROM pgmq.read('mr', 0, 10) ORDER BY msg_id;
+SELECT message, headers->'x-pgmq-original-msg-id' AS original, headers->'x-pgmq-read-ct' AS read_ct
+  FROM pgmq.pop('mr_dlq', 10) ORDER BY msg_id;
+-- the conditional read, read_with_poll and the FIFO reads too (5 was read
+-- once above)
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 10, '{"n": 5}');
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 10, '{"n": 5}');
+SELECT * FROM pgmq.send('mr', '{"n": 6}');
+SELECT msg_id, read_ct FROM pgmq.read_with_poll('mr', 0, 10, 1);
+SELECT msg_id, read_ct FROM pgmq.read_grouped('mr', 0, 10);
+SELECT msg_id, read_ct FROM pgmq.read_grouped('mr', 0, 10);
+SELECT queue_length FROM pgmq.metrics('mr');
+SELECT headers->'x-pgmq-original-msg-id' AS original FROM pgmq.pop('mr_dlq', 10) ORDER BY msg_id;
+-- several reads in one transaction, rolled back: nothing moved (but the
+-- reads counted, as queue_ext's deliveries)
+SELECT pgmq.set_max_reads('mr', 1, 'mr_dlq');
+SELECT * FROM pgmq.send_batch('mr', ARRAY['{"n": 7}', '{"n": 8}']::jsonb[]);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 10) ORDER BY msg_id;
+BEGIN;
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT msg_id FROM pgmq.q_mr ORDER BY msg_id;
+ROLLBACK;
+SELECT msg_id, read_ct FROM pgmq.q_mr ORDER BY msg_id;
+SELECT queue_length FROM pgmq.metrics('mr_dlq');
+-- and committed: both moved
+BEGIN;
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+COMMIT;
+SELECT queue_length FROM pgmq.metrics('mr');
+SELECT message, headers->'x-pgmq-original-msg-id' AS original FROM pgmq.pop('mr_dlq', 10) ORDER BY msg_id;
+-- to the archive (no dead-letter queue): read_ct counts the read that moved it
+SELECT pgmq.set_max_reads('mr', 1);
+SELECT * FROM pgmq.list_max_reads();
+SELECT * FROM pgmq.send('mr', '{"n": 9}', '{"h": 1}'::jsonb);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT msg_id, read_ct FROM pgmq.read('mr', 0, 1);
+SELECT msg_id, read_ct, message, headers FROM pgmq.a_mr ORDER BY msg_id;
+SELECT queue_length FROM pgmq.metrics('mr');
+-- a dead-letter queue in use cannot be dropped; a dropped queue takes its setting
+SELECT pgmq.set_max_reads('mr', 3, 'mr_dlq');
+SELECT pgmq.drop_queue('mr_dlq');
+SELECT pgmq.set_max_reads('mr', NULL);
+SELECT count(*) FROM pgmq.list_max_reads();
+SELECT pgmq.set_max_reads('mr', 3, 'mr_dlq');
+SELECT pgmq.drop_queue('mr');
+SELECT count(*) FROM pgmq.list_max_reads();
+SELECT pgmq.drop_queue('mr_dlq');
+
 -- a queue made again is another queue for its dedup ids
 SELECT pgmq.drop_queue('ext');
 SELECT pgmq.create('ext');

@@ -55,6 +55,21 @@ CREATE UNLOGGED TABLE pgmq.notify_insert_throttle (
     last_notified_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT to_timestamp(0)
 );
 
+-- queue_ext_pgmq's dead-lettering after N reads (pgmq.set_max_reads, not
+-- pgmq's): a message of queue_name read more than max_reads times is moved
+-- by the read that would return it once more to dead_letter_queue (NULL:
+-- archived in a_<queue_name>).  A queue used as a dead-letter queue cannot
+-- be dropped while this names it.
+CREATE TABLE pgmq.max_reads (
+    queue_name VARCHAR UNIQUE NOT NULL
+        CONSTRAINT max_reads_meta_queue_name_fk
+            REFERENCES pgmq.meta (queue_name) ON DELETE CASCADE,
+    max_reads INTEGER NOT NULL CONSTRAINT max_reads_positive CHECK (max_reads >= 1),
+    dead_letter_queue VARCHAR
+        CONSTRAINT max_reads_dead_letter_queue_fk
+            REFERENCES pgmq.meta (queue_name)
+);
+
 -- pg_monitor (pgmq 1.13): what pgmq.metrics and list_queues need, and no
 -- message: the list of queues here, and per queue (pgmq._create_queue)
 -- the columns vt and enqueued_at of pgmq.q_<name> and its msg_id sequence

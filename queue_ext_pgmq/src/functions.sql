@@ -474,9 +474,109 @@ $$ LANGUAGE sql;
 -- Reading
 ------------------------------------------------------------
 
+------------------------------------------------------------
+-- Dead-lettering after N reads (queue_ext_pgmq's, not pgmq's:
+-- pgmq.set_max_reads, table pgmq.max_reads)
+------------------------------------------------------------
+
+-- The setting of queue qe (no row: none).  As the extension's owner: a
+-- reader needs no privilege on the table.
+CREATE OR REPLACE FUNCTION pgmq._max_reads(qe TEXT)
+RETURNS TABLE (max_reads INTEGER, dead_letter_queue TEXT)
+LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT m.max_reads, m.dead_letter_queue FROM pgmq.max_reads m
+   WHERE 'pgmq.' || lower('q_' || m.queue_name) = qe
+$$;
+
+-- Whether a read returns message id (queue_ext id qe_id) of queue
+-- queue_name that it has just read for the read_ct-th time: false when
+-- that is past the queue's max_reads, and then the message has been moved,
+-- in the read's transaction, to the dead-letter queue (its message and
+-- headers, with x-pgmq-dead-letter-queue, x-pgmq-original-msg-id and
+-- x-pgmq-read-ct; without x-pgmq-dedup-id, which is the first queue's) or
+-- archived.  The reads call it only for a message read before (read_ct
+-- above 1), so that a queue without the setting pays nothing for it on a
+-- first read.  As the caller: the move needs the caller's rights.
+CREATE OR REPLACE FUNCTION pgmq._read_keeps(queue_name TEXT, qe TEXT, id BIGINT, qe_id BIGINT,
+                                            read_ct INTEGER, message JSONB, headers JSONB)
+RETURNS boolean AS $$
+DECLARE
+    s record;
+BEGIN
+    SELECT * INTO s FROM pgmq._max_reads(qe);
+    IF NOT FOUND OR read_ct <= s.max_reads THEN
+        RETURN true;
+    END IF;
+    IF s.dead_letter_queue IS NULL THEN
+        PERFORM pgmq.archive(queue_name, id);
+    ELSE
+        PERFORM pgmq.send(s.dead_letter_queue, message,
+                          coalesce(headers, '{}'::jsonb) - 'x-pgmq-dedup-id'
+                          || jsonb_build_object('x-pgmq-dead-letter-queue', queue_name,
+                                                'x-pgmq-original-msg-id', id,
+                                                'x-pgmq-read-ct', read_ct));
+        PERFORM mq.ack(qe, ARRAY[qe_id]);
+    END IF;
+    RETURN false;
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq.set_max_reads(queue_name, max_reads, dead_letter_queue): from now
+-- on a read that would return a message of queue_name for the
+-- (max_reads + 1)-th time moves it to dead_letter_queue instead (a pgmq
+-- queue; NULL: archives it) and returns the others.  max_reads NULL takes
+-- the setting away.
+CREATE OR REPLACE FUNCTION pgmq.set_max_reads(queue_name TEXT, max_reads INTEGER,
+                                              dead_letter_queue TEXT DEFAULT NULL)
+RETURNS void AS $$
+DECLARE
+    v_queue TEXT;
+    v_dlq TEXT;
+BEGIN
+    SELECT m.queue_name INTO v_queue FROM pgmq.meta m
+     WHERE lower(m.queue_name) = lower(set_max_reads.queue_name);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'queue "%" does not exist', set_max_reads.queue_name
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    IF set_max_reads.max_reads IS NULL THEN
+        DELETE FROM pgmq.max_reads m WHERE m.queue_name = v_queue;
+        RETURN;
+    END IF;
+    IF set_max_reads.max_reads < 1 THEN
+        RAISE EXCEPTION 'max_reads must be at least 1, got %', set_max_reads.max_reads
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF set_max_reads.dead_letter_queue IS NOT NULL THEN
+        SELECT m.queue_name INTO v_dlq FROM pgmq.meta m
+         WHERE lower(m.queue_name) = lower(set_max_reads.dead_letter_queue);
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'dead-letter queue "%" does not exist', set_max_reads.dead_letter_queue
+                USING ERRCODE = 'undefined_object';
+        END IF;
+        IF v_dlq = v_queue THEN
+            RAISE EXCEPTION 'queue "%" cannot be its own dead-letter queue', v_queue
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    INSERT INTO pgmq.max_reads (queue_name, max_reads, dead_letter_queue)
+    VALUES (v_queue, set_max_reads.max_reads, v_dlq)
+    ON CONFLICT ON CONSTRAINT max_reads_queue_name_key
+    DO UPDATE SET max_reads = EXCLUDED.max_reads, dead_letter_queue = EXCLUDED.dead_letter_queue;
+END;
+$$ LANGUAGE plpgsql;
+
+-- Every queue's setting
+CREATE OR REPLACE FUNCTION pgmq.list_max_reads()
+RETURNS TABLE (queue_name VARCHAR, max_reads INTEGER, dead_letter_queue VARCHAR)
+LANGUAGE SQL STABLE AS $$
+  SELECT m.queue_name, m.max_reads, m.dead_letter_queue FROM pgmq.max_reads m ORDER BY m.queue_name
+$$;
+
 -- Messages whose body contains conditional, taken by id from the first
 -- 10000 ready ones (queue_ext filters nothing on its own for a consume)
-CREATE OR REPLACE FUNCTION pgmq._read_conditional(qe TEXT, vt INTEGER, qty INTEGER, conditional JSONB)
+CREATE OR REPLACE FUNCTION pgmq._read_conditional(queue_name TEXT, qe TEXT, vt INTEGER, qty INTEGER,
+                                                  conditional JSONB)
 RETURNS SETOF pgmq.message_record AS $$
 DECLARE
     ids BIGINT[];
@@ -494,6 +594,9 @@ BEGIN
                pgmq._message(m.body, m.properties), m.headers
           FROM mq.lease_ids(qe, ids, pgmq._lease(vt), deliver => true) l,
                LATERAL mq.message(l.msg_id) m
+         WHERE l.delivery_count <= 1
+            OR pgmq._read_keeps(queue_name, qe, pgmq._msg_id(m.key), l.msg_id, l.delivery_count,
+                                pgmq._message(m.body, m.properties), m.headers)
          ORDER BY l.msg_id;
 END;
 $$ LANGUAGE plpgsql;
@@ -513,14 +616,17 @@ BEGIN
         RETURN;
     END IF;
     IF conditional IS NOT NULL AND conditional <> '{}'::jsonb THEN
-        RETURN QUERY SELECT * FROM pgmq._read_conditional(qe, vt, least(coalesce(qty, 10000), 10000), conditional);
+        RETURN QUERY SELECT * FROM pgmq._read_conditional(queue_name, qe, vt, least(coalesce(qty, 10000), 10000), conditional);
         RETURN;
     END IF;
     RETURN QUERY
         SELECT pgmq._msg_id(c.key), c.delivery_count, c.published_at, clock_timestamp(), until,
                pgmq._message(c.body, c.properties), c.headers
           FROM mq.consume(qe, least(coalesce(qty, 10000), 10000), lease => pgmq._lease(vt),
-                          session_bound => false) c;
+                          session_bound => false) c
+         WHERE c.delivery_count <= 1
+            OR pgmq._read_keeps(queue_name, qe, pgmq._msg_id(c.key), c.msg_id, c.delivery_count,
+                                pgmq._message(c.body, c.properties), c.headers);
 END;
 $$ LANGUAGE plpgsql;
 
@@ -550,7 +656,7 @@ BEGIN
             RETURN;
         END IF;
         IF conditional IS NOT NULL AND conditional <> '{}'::jsonb THEN
-            RETURN QUERY SELECT * FROM pgmq._read_conditional(qe, vt, least(coalesce(qty, 10000), 10000), conditional);
+            RETURN QUERY SELECT * FROM pgmq._read_conditional(queue_name, qe, vt, least(coalesce(qty, 10000), 10000), conditional);
             IF FOUND THEN
                 RETURN;
             END IF;
@@ -566,7 +672,10 @@ BEGIN
                        clock_timestamp() + make_interval(secs => vt),
                        pgmq._message(c.body, c.properties), c.headers
                   FROM mq.consume(qe, least(coalesce(qty, 10000), 10000), wait => wait,
-                                  lease => pgmq._lease(vt), session_bound => false) c;
+                                  lease => pgmq._lease(vt), session_bound => false) c
+                 WHERE c.delivery_count <= 1
+                    OR pgmq._read_keeps(queue_name, qe, pgmq._msg_id(c.key), c.msg_id, c.delivery_count,
+                                        pgmq._message(c.body, c.properties), c.headers);
             IF FOUND THEN
                 RETURN;
             END IF;
@@ -694,6 +803,9 @@ BEGIN
           FROM unnest(ids) WITH ORDINALITY AS u(id, o)
           JOIN mq.lease_ids(qe, ids, pgmq._lease(vt), deliver => true) l ON l.msg_id = u.id,
                LATERAL mq.message(l.msg_id) m
+         WHERE l.delivery_count <= 1
+            OR pgmq._read_keeps(queue_name, qe, pgmq._msg_id(m.key), l.msg_id, l.delivery_count,
+                                pgmq._message(m.body, m.properties), m.headers)
          ORDER BY u.o;
 END;
 $$ LANGUAGE plpgsql;
@@ -1634,6 +1746,7 @@ DECLARE
     qseq TEXT := qtable || '_msg_id_seq';
     atable TEXT := pgmq.format_table_name(queue_name, 'a');
     partitioned BOOLEAN;
+    user_queue TEXT;
 BEGIN
     PERFORM pgmq.acquire_queue_lock(queue_name);
     SELECT m.is_partitioned INTO partitioned FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
@@ -1642,6 +1755,14 @@ BEGIN
        AND to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
         RAISE NOTICE 'pgmq queue `%` does not exist', queue_name;
         RETURN FALSE;
+    END IF;
+    -- (queue_ext_pgmq's pgmq.set_max_reads: a dead-letter queue in use stays)
+    SELECT m.queue_name INTO user_queue FROM pgmq.max_reads m
+     WHERE lower(m.dead_letter_queue) = lower(drop_queue.queue_name) ORDER BY 1 LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'queue "%" is the dead-letter queue of queue "%"', queue_name, user_queue
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = format('Call pgmq.set_max_reads(%L, NULL) first.', user_queue);
     END IF;
     IF pgmq._extension_exists('queue_ext_pgmq') THEN
         IF pgmq._belongs_to_pgmq(qtable) THEN

@@ -10,6 +10,17 @@ CREATE UNLOGGED TABLE pgmq.notify_insert_throttle (
     last_notified_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT to_timestamp(0)
 );
 
+-- queue_ext_pgmq's dead-lettering after N reads (as in base.sql)
+CREATE TABLE pgmq.max_reads (
+    queue_name VARCHAR UNIQUE NOT NULL
+        CONSTRAINT max_reads_meta_queue_name_fk
+            REFERENCES pgmq.meta (queue_name) ON DELETE CASCADE,
+    max_reads INTEGER NOT NULL CONSTRAINT max_reads_positive CHECK (max_reads >= 1),
+    dead_letter_queue VARCHAR
+        CONSTRAINT max_reads_dead_letter_queue_fk
+            REFERENCES pgmq.meta (queue_name)
+);
+
 -- message_record gains last_read_at before vt (pgmq's shape): the type is
 -- made again, and with it every function that returns it and the views
 -- pgmq.q_<name> (made again by updates/0.1--0.2.post.sql)
