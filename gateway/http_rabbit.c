@@ -1,0 +1,7 @@
+#include "gateway.h"
+
+void
+http_rabbit(HttpReq *r)
+{
+	http_not_found(r);
+}
