@@ -560,7 +560,7 @@ struct HttpReq
 	bool		superuser;		/* the session's role is one */
 	char	   *sql;			/* the statement waiting for the session */
 	int			nparams;
-	char	   *params[8];
+	char	   *params[16];
 	http_result_cb then;
 	/* a handler's own state between its statements */
 	json_object *acc;

@@ -192,7 +192,14 @@ http_sql_error(HttpReq *r, PGresult *res)
 		strcmp(st, "42883") == 0 || strcmp(st, "3D000") == 0)
 		http_not_found(r);
 	else if (strcmp(st, "42501") == 0 || strcmp(st, "42939") == 0)
-		http_error(r, 401, "not_authorized", msg);
+	{
+		/* RabbitMQ's words (and spelling) for a refused operation */
+		loginfo("http: %s %s by \"%s\" refused: %s",
+				r->method == EVHTTP_REQ_GET ? "GET" : r->method == EVHTTP_REQ_PUT ? "PUT" :
+				r->method == EVHTTP_REQ_POST ? "POST" : "DELETE",
+				evhttp_request_get_uri(r->ev), r->user, msg);
+		http_error(r, 401, "not_authorised", "Access refused.");
+	}
 	else if (strncmp(st, "22", 2) == 0 || strcmp(st, "55000") == 0 || strcmp(st, "42809") == 0 ||
 			 strcmp(st, "0A000") == 0 || strcmp(st, "P0002") == 0 || strcmp(st, "53400") == 0 ||
 			 strcmp(st, "54000") == 0 || strcmp(st, "2202E") == 0 || strcmp(st, "23505") == 0 ||
@@ -473,6 +480,11 @@ http_sql(HttpReq *r, const char *sql, int n, const char *const *params, http_res
 {
 	int			i;
 
+	if (n > (int) lengthof(r->params))
+	{
+		http_error(r, 500, "internal_server_error", "too many parameters");
+		return;
+	}
 	free(r->sql);
 	for (i = 0; i < r->nparams; i++)
 		free(r->params[i]);
