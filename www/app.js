@@ -50,7 +50,12 @@
 					return data;
 				err = new Error((data && (data.reason || data.error)) || (res.status + ' ' + res.statusText));
 				err.status = res.status;
-				if (res.status === 401 && !auth) {
+				/*
+				 * RabbitMQ's API answers 401 both to a login it refuses and
+				 * to a missing privilege: only the first ends the session
+				 */
+				err.denied = res.status === 401 && !!(data && data.reason && data.reason !== 'Login failed');
+				if (res.status === 401 && !auth && !err.denied) {
 					sessionStorage.removeItem(KEY);
 					showLogin('Your session has ended: log in again.');
 				}
@@ -59,11 +64,16 @@
 		});
 	};
 
-	/* the same, but an absent endpoint (404/405/501) gives null */
+	/*
+	 * the same, but an endpoint the server has not (404/405/501) gives
+	 * null, and one the login may not read { denied: reason }
+	 */
 	QE.apiOptional = function (path) {
 		return QE.api('GET', path).catch(function (e) {
 			if (e.status === 404 || e.status === 405 || e.status === 501)
 				return null;
+			if (e.denied)
+				return { denied: e.message };
 			throw e;
 		});
 	};
@@ -148,7 +158,7 @@
 			document.getElementById('updated').textContent =
 				'Updated ' + new Date().toLocaleTimeString('en-GB');
 		}).catch(function (e) {
-			if (e.status !== 401)
+			if (e.status !== 401 || e.denied)
 				QE.say(e.message, true);
 		});
 	}

@@ -70,8 +70,15 @@
 		return h('div');
 	}
 
-	function unavailable(what) {
+	function unavailable(what, data) {
+		if (data && data.denied)
+			return h('p', { class: 'note', text: what + ' is not shown to this login: ' + data.denied });
 		return h('p', { class: 'note', text: what + ' is not available from this server.' });
+	}
+
+	/* data from apiOptional that is no list: null or { denied } */
+	function missing(data) {
+		return data === null || !Array.isArray(data);
 	}
 
 	function confirmThen(question, fn) {
@@ -136,8 +143,8 @@
 							['Node', ov.node],
 							['Cluster', ov.cluster_name]
 						]));
-						if (!rp) {
-							QE.fill(repl, unavailable('Replication state'));
+						if (!rp || rp.denied) {
+							QE.fill(repl, unavailable('Replication state', rp));
 							return;
 						}
 						QE.fill(repl,
@@ -229,7 +236,6 @@
 				QE.field('Name', { name: 'name', required: true }),
 				QE.field('Type', { tag: 'select', name: 'type', options: [['classic', 'classic'], ['quorum', 'quorum'], ['stream', 'stream']] }),
 				QE.field('Durable', { type: 'checkbox', name: 'durable', checked: true }),
-				QE.field('Auto-delete', { type: 'checkbox', name: 'auto_delete' }),
 				QE.field('Arguments (JSON)', { name: 'arguments', placeholder: '{"x-max-length": 1000}', size: 28 })
 			], 'Add queue', function (v, form) {
 				var a = parseArgs(v.arguments, 'Arguments');
@@ -237,7 +243,7 @@
 				if (v.type !== 'classic')
 					a['x-queue-type'] = v.type;
 				return QE.api('PUT', 'queues/' + enc(v.vhost) + '/' + enc(v.name),
-							  { durable: v.durable, auto_delete: v.auto_delete, arguments: a })
+							  { durable: v.durable, auto_delete: false, arguments: a })
 					.then(function () {
 						QE.say('Queue ' + v.name + ' added.');
 						form.elements.name.value = '';
@@ -258,14 +264,14 @@
 									QE.apiOptional('queue-ext/groups' + vp)])
 					.then(function (r) {
 						queues.set(r[0]);
-						if (r[1] === null) {
-							QE.fill(streamsSlot, unavailable('The list of streams'));
+						if (missing(r[1])) {
+							QE.fill(streamsSlot, unavailable('The list of streams', r[1]));
 							return;
 						}
 						if (!streamsSlot.contains(streams.el))
 							QE.fill(streamsSlot, streams.el);
 						streams.set(r[1].map(function (s) {
-							var gs = (r[2] || []).filter(function (g) {
+							var gs = (missing(r[2]) ? [] : r[2]).filter(function (g) {
 								return g.vhost === s.vhost && g.stream === s.name;
 							});
 
@@ -469,7 +475,7 @@
 			update: function () {
 				return Promise.all([QE.apiOptional('queue-ext/streams/' + enc(vhost)),
 									QE.apiOptional('queue-ext/groups/' + enc(vhost))]).then(function (r) {
-					var s = (r[0] || []).filter(function (x) { return x.name === name; })[0];
+					var s = (missing(r[0]) ? [] : r[0]).filter(function (x) { return x.name === name; })[0];
 
 					if (!s) {
 						QE.fill(info, h('p', { class: 'error', role: 'alert', text: 'Stream ' + name + ' in virtual host ' + vhost + ' does not exist.' }));
@@ -480,7 +486,7 @@
 						['Messages', QE.fmtNum(s.messages)], ['Arguments', QE.fmtArgs(s.arguments) || '(none)']
 					]));
 					parts.set(s.partitions_detail || []);
-					groups.set((r[1] || []).filter(function (g) { return g.stream === name; }));
+					groups.set((missing(r[1]) ? [] : r[1]).filter(function (g) { return g.stream === name; }));
 				});
 			}
 		};
@@ -518,12 +524,10 @@
 				QE.field('Name', { name: 'name', required: true }),
 				QE.field('Type', { tag: 'select', name: 'type', options: [['direct', 'direct'], ['fanout', 'fanout'], ['topic', 'topic'], ['headers', 'headers']] }),
 				QE.field('Durable', { type: 'checkbox', name: 'durable', checked: true }),
-				QE.field('Auto-delete', { type: 'checkbox', name: 'auto_delete' }),
-				QE.field('Internal', { type: 'checkbox', name: 'internal' }),
-				QE.field('Arguments (JSON)', { name: 'arguments', size: 20 })
+				QE.field('Arguments (JSON)', { name: 'arguments', placeholder: '{"alternate-exchange": "ae"}', size: 24 })
 			], 'Add exchange', function (v, form) {
 				return QE.api('PUT', 'exchanges/' + enc(v.vhost) + '/' + enc(v.name), {
-					type: v.type, durable: v.durable, auto_delete: v.auto_delete, internal: v.internal,
+					type: v.type, durable: v.durable, auto_delete: false, internal: false,
 					arguments: parseArgs(v.arguments, 'Arguments')
 				}).then(function () {
 					QE.say('Exchange ' + v.name + ' added.');
@@ -565,12 +569,11 @@
 			section('Bindings', [
 				bindings.el,
 				name === 'amq.default' ? null : QE.form('Add a binding from ' + shown, [
-					QE.field('To', { tag: 'select', name: 'dtype', options: [['q', 'queue'], ['e', 'exchange']] }),
-					QE.field('Destination', { name: 'destination', required: true, size: 18 }),
+					QE.field('To queue', { name: 'destination', required: true, size: 18 }),
 					QE.field('Routing key', { name: 'routing_key', size: 18 }),
 					QE.field('Arguments (JSON)', { name: 'arguments', size: 16 })
 				], 'Bind', function (v) {
-					return QE.api('POST', 'bindings/' + enc(vhost) + '/e/' + enc(name) + '/' + v.dtype + '/' + enc(v.destination),
+					return QE.api('POST', 'bindings/' + enc(vhost) + '/e/' + enc(name) + '/q/' + enc(v.destination),
 								  { routing_key: v.routing_key, arguments: parseArgs(v.arguments, 'Arguments') })
 						.then(function () { QE.say('Binding added.'); return QE.refresh(); });
 				})
@@ -647,6 +650,7 @@
 				{ key: 'ordered', label: 'Ordered', get: function (g) { return QE.fmtBool(g.ordered); } },
 				{ key: 'consumers', label: 'Consumers', num: true },
 				{ key: 'lag', label: 'Lag', num: true },
+				{ key: 'in_flight', label: 'In flight', num: true },
 				{ key: 'partitions', label: 'Lag per partition', get: lagPerPartition },
 				{ key: 'dead_letter_queue', label: 'Dead-letter queue', show: function (g) {
 					return g.dead_letter_queue ? link(queueHref(g.vhost, g.dead_letter_queue), g.dead_letter_queue) : '';
@@ -665,8 +669,8 @@
 		return {
 			update: function () {
 				return QE.apiOptional('queue-ext/groups' + QE.vhostPath()).then(function (rows) {
-					if (rows === null)
-						return QE.fill(body, unavailable('The list of consumer groups'));
+					if (missing(rows))
+						return QE.fill(body, unavailable('The list of consumer groups', rows));
 					if (!body.contains(table.el))
 						QE.fill(body, table.el);
 					table.set(rows);
@@ -687,7 +691,10 @@
 			columns: [
 				{ key: 'partition', label: 'Partition', num: true },
 				{ key: 'committed_offset', label: 'Committed offset', num: true },
-				{ key: 'lag', label: 'Lag', num: true, show: function (p) { return [QE.fmtNum(p.lag), bar(p.lag || 0, max)]; } }
+				{ key: 'end_offset', label: 'End offset', num: true },
+				{ key: 'lag', label: 'Lag', num: true, show: function (p) { return [QE.fmtNum(p.lag), bar(p.lag || 0, max)]; } },
+				{ key: 'in_flight', label: 'In flight', num: true },
+				{ key: 'consumer', label: 'Consumer' }
 			]
 		});
 		var partSel = QE.field('Partition', { tag: 'select', name: 'partition', options: [['', 'all']] });
@@ -725,7 +732,7 @@
 		return {
 			update: function () {
 				return QE.apiOptional('queue-ext/groups/' + enc(vhost)).then(function (rows) {
-					var g = (rows || []).filter(function (x) { return x.name === name; })[0];
+					var g = (missing(rows) ? [] : rows).filter(function (x) { return x.name === name; })[0];
 					var sel = partSel.querySelector('select');
 
 					if (!g) {
@@ -791,7 +798,7 @@
 			]
 		});
 		var delayedTable = QE.table({
-			caption: 'Delayed messages',
+			caption: 'Delayed messages', hideCaption: true,
 			sort: ['deliver_at', 'ascending'],
 			empty: 'No delayed message.',
 			filter: true,
@@ -804,13 +811,14 @@
 			]
 		});
 		var halfTable = QE.table({
-			caption: 'Half (transactional) messages',
+			caption: 'Half (transactional) messages', hideCaption: true,
 			sort: ['age_seconds', 'descending'],
 			empty: 'No half message.',
 			columns: [
 				{ key: 'id', label: 'Id' },
 				{ key: 'vhost', label: 'Virtual host' },
 				{ key: 'topic', label: 'Topic' },
+				{ key: 'state', label: 'State' },
 				{ key: 'age_seconds', label: 'Age (s)', num: true },
 				{ key: 'checks', label: 'Checks', num: true },
 				{ key: 'last_error', label: 'Last error' }
@@ -820,14 +828,12 @@
 			caption: 'Trace',
 			empty: 'No event.',
 			columns: [
+				{ key: 'message_id', label: 'Message id' },
 				{ key: 'at', label: 'At' },
 				{ key: 'event', label: 'Event' },
+				{ key: 'queue', label: 'Queue' },
 				{ key: 'detail', label: 'Detail', get: function (e) {
-					var rest = Object.assign({}, e);
-
-					delete rest.at;
-					delete rest.event;
-					return QE.fmtArgs(rest.detail && typeof rest.detail === 'object' ? rest.detail : rest);
+					return e.detail && typeof e.detail === 'object' ? QE.fmtArgs(e.detail) : (e.detail || '');
 				} }
 			]
 		});
@@ -858,8 +864,8 @@
 									QE.apiOptional('queue-ext/half' + vp)]).then(function (r) {
 					var key;
 
-					if (r[0] === null) {
-						QE.fill(dl, unavailable('The list of dead-letter queues'));
+					if (missing(r[0])) {
+						QE.fill(dl, unavailable('The list of dead-letter queues', r[0]));
 					} else {
 						if (!dl.contains(dlTable.el))
 							QE.fill(dl, dlTable.el);
@@ -869,19 +875,20 @@
 						if (key !== shownForms) {
 							shownForms = key;
 							QE.fill(forms, r[0].length ? r[0].map(function (d) {
-								return redriveForm(d.vhost, d.queue, 'Redrive ' + d.queue + (vp ? '' : ' (' + d.vhost + ')'));
+								return redriveForm(d.vhost, d.queue, 'Redrive ' + d.queue +
+												   (d.vhost === '/' ? '' : ' (virtual host ' + d.vhost + ')'));
 							}) : h('p', { class: 'note', text: 'Nothing to redrive.' }));
 						}
 					}
-					if (r[1] === null)
-						QE.fill(delayed, unavailable('The list of delayed messages'));
+					if (missing(r[1]))
+						QE.fill(delayed, unavailable('The list of delayed messages', r[1]));
 					else {
 						if (!delayed.contains(delayedTable.el))
 							QE.fill(delayed, delayedTable.el);
 						delayedTable.set(r[1]);
 					}
-					if (r[2] === null)
-						QE.fill(half, unavailable('The list of half messages'));
+					if (missing(r[2]))
+						QE.fill(half, unavailable('The list of half messages', r[2]));
 					else {
 						if (!half.contains(halfTable.el))
 							QE.fill(half, halfTable.el);

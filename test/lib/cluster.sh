@@ -110,6 +110,12 @@ QE_PACKAGES+=(
 )
 command -v node >/dev/null 2>&1 || QE_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || QE_PACKAGES+=(npm)
+# the management web UI (www/, docs/management.md) in a real browser: Debian's
+# Chromium, headless, driven by puppeteer-core from npm (TAP test 060,
+# test/mgmt_ui/)
+QE_PACKAGES+=(
+	chromium
+)
 # mqctl, the command-line tool (mqctl/, docs/mqctl.md): libpq, json-c and
 # ncurses (top) to build it, a pseudo-terminal for its progress bar and
 # screen tests (TAP test 035)
