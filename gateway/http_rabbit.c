@@ -1212,13 +1212,18 @@ overview_done(HttpReq *r, PGresult *res)
 	http_reply_json(r, 200, o);
 }
 
+/*
+ * The totals from one scan of mq.metrics (its gauges are mq.queues's
+ * counts): 1,000 queues cost one pass over their shared state, not one per
+ * total
+ */
 static const char overview_sql[] =
 "SELECT json_build_object("
-"  'queues', (SELECT count(*) FROM mq.queues), "
-"  'messages', (SELECT coalesce(sum(ready + unacked), 0) FROM mq.queues), "
-"  'ready', (SELECT coalesce(sum(ready), 0) FROM mq.queues), "
-"  'unacked', (SELECT coalesce(sum(unacked), 0) FROM mq.queues), "
-"  'consumers', (SELECT coalesce(sum(consumers), 0) FROM mq.queues), "
+"  'queues', count(*) FILTER (WHERE name = 'queue_ext_ready'), "
+"  'messages', coalesce(sum(value) FILTER (WHERE name IN ('queue_ext_ready', 'queue_ext_unacked')), 0), "
+"  'ready', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_ready'), 0), "
+"  'unacked', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_unacked'), 0), "
+"  'consumers', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_consumers'), 0), "
 "  'exchanges', (SELECT count(*) FROM mq.exchanges), "
 "  'database', current_database(), "
 "  'replication', (SELECT json_build_object('required_sync_standbys', required_sync_standbys, "
