@@ -41,13 +41,15 @@ static const char streams_sql[] =
  * streams it sees); the catalog's filter and order only for a superuser
  */
 #define GROUPS_SQL(catalog_cols, catalog_join) \
+"WITH dl AS MATERIALIZED (SELECT d.queue FROM mq.bindings d "	\
+"     WHERE d.exchange = '' AND d.queue LIKE '\\%DLQ\\%%') "	\
 "SELECT coalesce(json_agg(g ORDER BY g->>'stream', g->>'name'), '[]') FROM ("	\
 "SELECT json_build_object('vhost', $1::text, 'name', cg.group_name, 'stream', cg.queue, "	\
 "  'mode', min(cg.mode), " catalog_cols ", "	\
 "  'consumers', max(cg.consumers), 'lag', sum(cg.lag), 'in_flight', sum(cg.in_flight), "	\
 "  'dead_lettered', sum(cg.dead_lettered), "	\
-"  'dead_letter_queue', (SELECT d.queue FROM mq.queues d "	\
-"     WHERE d.queue = '%DLQ%' || cg.group_name), "	\
+"  'dead_letter_queue', (SELECT dl.queue FROM dl "	\
+"     WHERE dl.queue = '%DLQ%' || cg.group_name), "	\
 "  'partitions', json_agg(json_build_object('partition', cg.partition, "	\
 "     'consumer', cg.consumer, 'committed_offset', cg.committed_offset, "	\
 "     'end_offset', cg.end_offset, 'lag', cg.lag, 'in_flight', cg.in_flight, "	\
@@ -71,18 +73,17 @@ GROUPS_SQL("'filter', NULL::text, 'filter_type', NULL::text, 'ordered', NULL::bo
  * exchange that a queue's x-dead-letter-exchange names
  */
 static const char dead_letters_sql[] =
-"WITH dlx AS (SELECT q.queue AS src, q.arguments->>'x-dead-letter-exchange' AS x "
-"             FROM mq.queues q WHERE q.arguments ? 'x-dead-letter-exchange'), "
-"t AS (SELECT b.queue, array_agg(DISTINCT dlx.src) AS srcs FROM dlx "
-"      JOIN mq.bindings b ON b.exchange = dlx.x GROUP BY b.queue "
-"      UNION ALL "
-"      SELECT q.queue, ARRAY['group:' || substr(q.queue, 6)] FROM mq.queues q "
-"      WHERE q.queue LIKE '\\%DLQ\\%%') "
+"WITH q AS MATERIALIZED (SELECT queue, ready, unacked, arguments FROM mq.queues), "
+"dlx AS (SELECT q.queue AS src, q.arguments->>'x-dead-letter-exchange' AS x "
+"        FROM q WHERE q.arguments ? 'x-dead-letter-exchange'), "
+"t AS (SELECT b.queue, dlx.src FROM dlx JOIN mq.bindings b ON b.exchange = dlx.x "
+"      UNION "
+"      SELECT q.queue, 'group:' || substr(q.queue, 6) FROM q WHERE q.queue LIKE '\\%DLQ\\%%') "
 "SELECT coalesce(json_agg(json_build_object('vhost', $1::text, 'queue', q.queue, "
-"  'messages', q.ready + q.unacked, 'messages_ready', q.ready, 'source', "
-"  (SELECT array_agg(DISTINCT s) FROM t t2, unnest(t2.srcs) s WHERE t2.queue = q.queue)) "
+"  'messages', q.ready + q.unacked, 'messages_ready', q.ready, 'source', t.srcs) "
 "  ORDER BY q.queue), '[]') "
-"FROM mq.queues q WHERE q.queue IN (SELECT queue FROM t)";
+"FROM q JOIN (SELECT queue, array_agg(src ORDER BY src) AS srcs FROM t GROUP BY queue) t "
+"ON t.queue = q.queue";
 
 static const char delayed_sql[] =
 "SELECT coalesce(json_agg(json_build_object('vhost', $1::text, 'queue_or_exchange', q.name, "

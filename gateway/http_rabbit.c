@@ -473,6 +473,20 @@ enum
 	G_ID, G_EXCHANGE, G_RK, G_BODY, G_HEADERS, G_REDELIVERED, G_PRIORITY, G_PROPS
 };
 
+/* a get refused: RabbitMQ's 401 naming the queue */
+static bool
+get_refused(HttpReq *r, PGresult *res)
+{
+	char		text[700];
+
+	if (res == NULL || res_ok(res) || strcmp(res_state(res), "42501") != 0)
+		return false;
+	snprintf(text, sizeof(text), "ACCESS_REFUSED - access to queue '%s' in vhost '%s' "
+			 "refused for user '%s'", r->seg[2], http_vhost_name(r), r->user);
+	http_error(r, 401, "not_authorised", text);
+	return true;
+}
+
 /* the settle of the gets is done: their messages as RabbitMQ's get shows them */
 static void
 get_settled(HttpReq *r, PGresult *res)
@@ -481,7 +495,7 @@ get_settled(HttpReq *r, PGresult *res)
 	int			ready;
 	size_t		n;
 
-	if (!http_sql_ok(r, res))
+	if (get_refused(r, res) || !http_sql_ok(r, res))
 		return;
 	r->acc = NULL;
 	ready = atoi(PQgetvalue(res, 0, 0));
@@ -507,7 +521,7 @@ get_consumed(HttpReq *r, PGresult *res)
 	const char *sql;
 	int			nrows;
 
-	if (!http_sql_ok(r, res))
+	if (get_refused(r, res) || !http_sql_ok(r, res))
 		return;
 	msgs = json_object_new_array();
 	nrows = PQntuples(res);
@@ -761,6 +775,16 @@ published(HttpReq *r, PGresult *res)
 {
 	json_object *o;
 
+	if (res && !res_ok(res) && strcmp(res_state(res), "42501") == 0)
+	{
+		char		text[700];
+
+		/* RabbitMQ answers a refused publish so (400, the channel's 403) */
+		snprintf(text, sizeof(text), "403 ACCESS_REFUSED - access to exchange '%s' in vhost "
+				 "'%s' refused for user '%s'", r->seg[2], http_vhost_name(r), r->user);
+		http_bad_request(r, text);
+		return;
+	}
 	if (res && !res_ok(res) && strcmp(res_state(res), "P0002") == 0)
 	{
 		o = json_object_new_object();
@@ -1188,13 +1212,18 @@ overview_done(HttpReq *r, PGresult *res)
 	http_reply_json(r, 200, o);
 }
 
+/*
+ * The totals from one scan of mq.metrics (its gauges are mq.queues's
+ * counts): 1,000 queues cost one pass over their shared state, not one per
+ * total
+ */
 static const char overview_sql[] =
 "SELECT json_build_object("
-"  'queues', (SELECT count(*) FROM mq.queues), "
-"  'messages', (SELECT coalesce(sum(ready + unacked), 0) FROM mq.queues), "
-"  'ready', (SELECT coalesce(sum(ready), 0) FROM mq.queues), "
-"  'unacked', (SELECT coalesce(sum(unacked), 0) FROM mq.queues), "
-"  'consumers', (SELECT coalesce(sum(consumers), 0) FROM mq.queues), "
+"  'queues', count(*) FILTER (WHERE name = 'queue_ext_ready'), "
+"  'messages', coalesce(sum(value) FILTER (WHERE name IN ('queue_ext_ready', 'queue_ext_unacked')), 0), "
+"  'ready', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_ready'), 0), "
+"  'unacked', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_unacked'), 0), "
+"  'consumers', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_consumers'), 0), "
 "  'exchanges', (SELECT count(*) FROM mq.exchanges), "
 "  'database', current_database(), "
 "  'replication', (SELECT json_build_object('required_sync_standbys', required_sync_standbys, "

@@ -78,9 +78,12 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	"postgresql-$PG_MAJOR-partman"
 )
-# RabbitMQ definitions import/export against a real RabbitMQ (TAP test 036)
+# RabbitMQ definitions import/export against a real RabbitMQ (TAP test 036);
+# its management plugin and rabbitmqadmin, and curl, against mq-amqp's
+# management API (TAP test 059, docs/management.md)
 QE_PACKAGES+=(
 	rabbitmq-server
+	curl
 )
 # real AMQP 0-9-1 clients against RabbitMQ and the gateway mq-amqp (TAP test
 # 037, test/amqp_clients/, bench/amqp_bench.py): pika, Celery (over py-amqp);
