@@ -682,7 +682,9 @@
 	function groupPage(main, vhost, name) {
 		var info = slot(), redrive = slot(), group = null;
 		var bar = function (lag, max) {
-			return h('span', { class: 'bar', style: 'width:' + (max ? Math.max(2, Math.round(80 * lag / max)) : 0) + 'px', 'aria-hidden': 'true' });
+			if (!lag || !max)
+				return null;
+			return h('span', { class: 'bar', style: 'width:' + Math.max(2, Math.round(80 * lag / max)) + 'px', 'aria-hidden': 'true' });
 		};
 		var max = 0;
 		var parts = QE.table({

@@ -198,6 +198,8 @@ async function main() {
 			await page.waitForSelector('form.login input[autocomplete=username]');
 			const focused = await page.evaluate(() => document.activeElement.getAttribute('autocomplete'));
 			assert(focused === 'username', 'the username field does not have the focus: ' + focused);
+			const nav = await page.$eval('#top', (e) => getComputedStyle(e).display);
+			assert(nav === 'none', 'the navigation shows before login (display ' + nav + ')');
 			assert((await unlabelled(page)).length === 0, 'unlabelled: ' + (await unlabelled(page)).join(' '));
 			await shot(page, '01-login');
 		});
