@@ -103,6 +103,18 @@ async function waitRow(page, caption, pred, what) {
 	}
 }
 
+// click the link to href in the main area; found and clicked in one step
+// in the page, as a refresh may redraw the table it is in at any moment
+async function clickLink(page, href) {
+	await page.waitForFunction((x) => {
+		const a = Array.from(document.querySelectorAll('main a')).find((l) => l.getAttribute('href') === x);
+		if (!a)
+			return false;
+		a.click();
+		return true;
+	}, { timeout: 20000, polling: 100 }, href);
+}
+
 // go to a page by its hash and wait for its h1
 async function open(page, hash, h1) {
 	await page.evaluate((h) => { location.hash = h; }, hash);
@@ -307,7 +319,7 @@ async function main() {
 
 		// ---- one queue: publish, get, bind, consumers, purge ---------------------
 		await check('queue_publish', async () => {
-			await page.click('main a[href="#/queues/%2F/' + queue + '"]');
+			await clickLink(page, '#/queues/%2F/' + queue);
 			await waitText(page, 'Queue ' + queue);
 			await submitForm(page, 'Publish to ' + queue, { Payload: payload });
 			await statusSays(page, 'Message published.');
@@ -366,7 +378,7 @@ async function main() {
 			await shot(page, '07-exchanges');
 		});
 		await check('exchange_page', async () => {
-			await page.click('main a[href="#/exchanges/%2F/amq.direct"]');
+			await clickLink(page, '#/exchanges/%2F/amq.direct');
 			await waitText(page, 'Exchange amq.direct');
 			await waitRow(page, 'Bindings from this exchange', (r) => r[0] === queue && r[2] === 'ui-key', queue + ' ui-key');
 			await submitForm(page, 'Publish to amq.direct', { 'Routing key': 'ui-key', Payload: 'via amq.direct' });
@@ -400,7 +412,7 @@ async function main() {
 		await check('group_seek', async () => {
 			if (!stream)
 				return;
-			await page.click('main a[href="#/groups/%2F/' + encodeURIComponent(group) + '"]');
+			await clickLink(page, '#/groups/%2F/' + encodeURIComponent(group));
 			await waitText(page, 'Consumer group ' + group);
 			const before = await waitRow(page, 'Partitions', (r) => r[0] === '0', 'partition 0');
 			const lag = Number(before[3].replace(/,/g, ''));
