@@ -322,10 +322,26 @@ http_rate(const char *vhost, const char *obj, const char *field, double value)
 	double		now,
 				rate = 0.0;
 
+	static double last_prune = 0;
+
 	gettimeofday(&tv, NULL);
 	now = tv.tv_sec + tv.tv_usec / 1e6;
 	if (rate_samples == NULL)
 		rate_samples = json_object_new_object();
+	/* samples not asked for in 10 minutes (deleted queues) go */
+	if (now - last_prune > 600)
+	{
+		json_object *keep = json_object_new_object();
+
+		json_object_object_foreach(rate_samples, k, v)
+		{
+			if (now - json_object_get_double(json_object_array_get_idx(v, 0)) < 600)
+				json_object_object_add(keep, k, json_object_get(v));
+		}
+		json_object_put(rate_samples);
+		rate_samples = keep;
+		last_prune = now;
+	}
 	snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", vhost, obj, field);
 	s = json_get(rate_samples, key);
 	if (s)
