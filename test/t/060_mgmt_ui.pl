@@ -11,8 +11,9 @@
 # first), opens every page, declares a queue, publishes and gets a message,
 # binds, purges, seeks the group, redrives the dead letter, sees an amqplib
 # client on the connections page, checks keyboard focus and labels, and
-# saves a 1366x768 screenshot of each page into a directory it prints
-# (QE_UI_SHOTS_KEEP: copied there as well).  Here, after the browser, SQL
+# saves a 1366x768 screenshot of each page into a directory it prints,
+# tmp_check/log/060_mgmt_ui_screenshots (QE_UI_SHOTS_KEEP: copied there as
+# well).  Here, after the browser, SQL
 # checks that what the UI did happened (the queue, the binding, the seek,
 # the redrive).
 
@@ -82,7 +83,9 @@ my ($gw, $amqp_port, $log) = qe_gateway($node,
 ok(qe_listening($amqp_port, handle => $gw), 'mq-amqp listens for AMQP');
 ok(qe_listening($http_port, handle => $gw), 'and for HTTP');
 
-my $shots = $node->basedir . '/screenshots';
+# beside the logs: the node's directory is removed when the test passes
+my $shots = "$PostgreSQL::Test::Utils::log_path/060_mgmt_ui_screenshots";
+File::Path::rmtree($shots);
 my @expected = qw(login_form login_refused login overview keyboard_focus
   declare_queue queues_filter_sort queues_page queue_publish queue_get
   queue_bind queue_consumers queue_purge exchanges_page exchange_page
