@@ -203,6 +203,9 @@ QE.say = function (text, isError) {
 	var box = document.getElementById('status');
 	var p = QE.h('p', { class: isError ? 'error' : null, text: text });
 
+	/* the newest two only: a pile of them would cover the tables */
+	while (box.children.length >= 2)
+		box.removeChild(box.firstChild);
 	box.appendChild(p);
 	setTimeout(function () {
 		if (p.parentNode)
