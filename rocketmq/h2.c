@@ -401,6 +401,25 @@ on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 	return 0;
 }
 
+/*
+ * A response ended (trailers, END_STREAM) before its request did: the rest
+ * of the request is not wanted, so the stream is reset with NO_ERROR, as
+ * RFC 9113 8.1 allows, rather than stay open for a client that may never
+ * end it
+ */
+static int
+on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
+{
+	Stream	   *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	s = stream_find(user, frame->hd.stream_id);
+	if (s != NULL && !s->in_ended)
+		nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
+	return 0;
+}
+
 static int
 on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
 {
@@ -536,6 +555,7 @@ h2_accept(evutil_socket_t fd, const char *peer)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
 	nghttp2_session_server_new(&c->h2, cbs, c);
 	nghttp2_session_callbacks_del(cbs);
 	nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
