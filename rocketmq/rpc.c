@@ -166,7 +166,7 @@ code_of(const PGresult *res, int not_found)
 
 /*
  * The status of a settle by receipt that failed: a receipt whose lease ran
- * out, that was settled, that is malformed or of another queue is
+ * out, that was settled, that is malformed or of another queue or group is
  * INVALID_RECEIPT_HANDLE
  * (40013); anything else as code_of says
  */
