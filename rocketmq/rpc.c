@@ -169,7 +169,8 @@ code_of(const PGresult *res, int not_found)
 
 /*
  * The status of a settle by receipt that failed: a receipt whose lease ran
- * out, that was settled, or that is malformed is INVALID_RECEIPT_HANDLE
+ * out, that was settled, that is malformed or of another queue or group is
+ * INVALID_RECEIPT_HANDLE
  * (40013); anything else as code_of says
  */
 static int
@@ -177,7 +178,8 @@ receipt_code(const PGresult *res)
 {
 	const char *state = res_state(res);
 
-	if (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0)
+	if (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0 ||
+		(strcmp(state, "22023") == 0 && strncmp(res_message(res), "receipt", 7) == 0))
 		return CODE(INVALID_RECEIPT_HANDLE);
 	return code_of(res, CODE(TOPIC_NOT_FOUND));
 }

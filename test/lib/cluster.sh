@@ -43,7 +43,7 @@ QE_CORE_PACKAGES=(
 	protobuf-c-compiler
 	libprotobuf-c-dev
 	libssl-dev
-	# make install writes the man pages of mqctl and mq-amqp with help2man
+	# make install writes the man pages of mqctl, mq-amqp and mq-rocketmq with help2man
 	# (from their --help), for man to show
 	help2man
 	man-db
