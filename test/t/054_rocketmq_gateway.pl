@@ -22,6 +22,10 @@
 #  - filter_check.js: SimpleConsumers subscribing with a tag expression and
 #    a SQL92 selector get exactly what their expression matches; a bad
 #    selector is ILLEGAL_FILTER_EXPRESSION;
+#  - batch_check.js: sends and acks arriving together, which the gateway
+#    puts into one statement, each get their own status: 56 sends OK and
+#    received once each beside 8 to a missing topic (TOPIC_NOT_FOUND); of 56
+#    acks at once, only the one acked before is INVALID_RECEIPT_HANDLE;
 #  - tx_check.js: a transactional message committed reaches the group, one
 #    rolled back never does; a rollback after the commit and an unknown
 #    transaction id are INVALID_TRANSACTION_ID; orphaned halves are
@@ -71,6 +75,7 @@ $node->safe_psql('postgres', q{
 		LANGUAGE sql AS $$ SELECT 'unknown' $$;
 	SELECT mq.producer_group_declare('rocketmq', 'rmq_unknown(bigint,jsonb,bytea)');
 	SELECT mq.group_declare('rmq_topic', 'rmq_sql', retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_batch', retry_delays => '{1 second}');
 	SELECT mq.grant('publish', 'queue', 'rmq_topic', 'rmq_app');
 	SELECT mq.grant('consume', 'queue', 'rmq_topic', 'rmq_app');
 });
@@ -254,6 +259,25 @@ for my $name (@filter)
 }
 is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
 like($out, qr/^checks: DONE$/m, 'filter_check.js ran to its end');
+
+# Sends and acks that arrive together (one statement for several of them):
+# each still gets its own status, each message is stored once
+my @batch = qw(batch_sends_ok batch_sends_missing_topic batch_sends_received_once batch_acks);
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/batch_check.js" ], 600,
+	{ %env, RMQ_BATCH_GROUP => 'rmq_batch', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@batch)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "batch_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'batch_check.js exits 0') or diag("$out$err");
+like($out, qr/^checks: DONE$/m, 'batch_check.js ran to its end');
 
 # Transactional messages: commit, rollback, EndTransaction's refusals
 my @tx = qw(transaction_send transaction_rollback transaction_commit transaction_round_trip
