@@ -11,6 +11,9 @@
 //     noop    N Heartbeat calls through the client's own RPC layer (signed
 //             metadata, its gRPC channel): the gateway answers them without
 //             SQL, so this is the client's and the gRPC path's per-call floor
+//     body FILE  write a gRPC-framed SendMessageRequest (one 100-byte message
+//             to RMQ_TOPIC) to FILE, for h2load, a C HTTP/2 client: the
+//             gateway's own rate without the Node client
 //
 // Environment: RMQ_ENDPOINT (host:port), RMQ_TOPIC, RMQ_GROUP, RMQ_TIMEOUT_MS (the
 // client's requestTimeout, 30000: its default 3 s resends a slow send), RMQ_ACCESS_KEY /
@@ -135,9 +138,28 @@ async function noop() {
   await producer.shutdown();
 }
 
-const modes = { send, recv, noop };
+// body FILE: a gRPC-framed SendMessageRequest of one 100-byte message to
+// RMQ_TOPIC, for h2load (rocketmq_bench.py's "h2load" workloads)
+async function body() {
+  const defs = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
+  const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
+  const ts = require('google-protobuf/google/protobuf/timestamp_pb');
+  const sp = new defs.SystemProperties().setMessageId('01B0A2C3D4E5F60000000000000000')
+    .setMessageType(defs.MessageType.NORMAL).setBodyEncoding(defs.Encoding.IDENTITY)
+    .setBornHost('bench').setBornTimestamp(new ts.Timestamp().setSeconds(Math.floor(Date.now() / 1000)))
+    .setQueueId(0);
+  const msg = new defs.Message().setTopic(new defs.Resource().setName(topic)).setSystemProperties(sp)
+    .setBody(crypto.randomBytes(100));
+  const bytes = new pb.SendMessageRequest().setMessagesList([msg]).serializeBinary();
+  const frame = Buffer.alloc(5 + bytes.length);
+  frame.writeUInt32BE(bytes.length, 1);
+  Buffer.from(bytes).copy(frame, 5);
+  require('fs').writeFileSync(process.argv[3], frame);
+}
+
+const modes = { send, recv, noop, body };
 if (!modes[mode]) {
-  console.error('usage: node rocketmq_bench.js send|recv|noop N [INFLIGHT]');
+  console.error('usage: node rocketmq_bench.js send|recv|noop N [INFLIGHT] | body FILE');
   process.exit(2);
 }
 modes[mode]().then(() => process.exit(0), e => {

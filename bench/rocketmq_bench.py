@@ -18,7 +18,10 @@ underneath), then runs, in an order rotated every repetition:
             unnamed), and the Node client's Heartbeat (no SQL: its floor);
   send x64  N_PAR sends, 64 in flight: the Node client (64 concurrent
             sends), pika (SelectConnection, 64 unconfirmed), the SQL path
-            (64 connections, one statement each);
+            (64 connections, one statement each); h2load (nghttp2-client,
+            a C HTTP/2 client) sending the same framed SendMessageRequest
+            (x1 and x64 streams on one connection): the gateway's own rate
+            without the Node client's per-call cost (--no-h2load: not);
   recv+ack  everything the side sent: the Node client's SimpleConsumer
             (receive 32, the acks of a batch together), pika (a stream
             consumer, x-stream-offset first, prefetch 64, one ack a message).
@@ -226,13 +229,53 @@ class Bench:
         return self.run([sys.executable, os.path.abspath(__file__), '--pika', mode, self.a.amqp,
                          queue, str(n), str(inflight)])
 
+    def h2load(self, topic, n, inflight):
+        """h2load (nghttp2-client, C) sending the same framed SendMessageRequest n times,
+        inflight streams on one connection: the gateway without the Node client"""
+        path = '/tmp/rmq_bench_body.%d.%s' % (os.getpid(), topic)
+        if not os.path.exists(path):
+            subprocess.run(['node', os.path.join(HERE, 'rocketmq_bench.js'), 'body', path], check=True,
+                           env=dict(self.env, RMQ_TOPIC=topic))
+        before = count_stream(self, topic, self.a.partitions)
+        res = self.run([sys.executable, os.path.abspath(__file__), '--h2load', self.a.rmq, path, str(n),
+                        str(inflight)])
+        got = count_stream(self, topic, self.a.partitions) - before
+        if got != n:
+            raise RuntimeError('h2load: %d messages stored of %d sent' % (got, n))
+        return res
+
     def sql(self, topic, n, inflight, how):
         return self.run([self.sqlbin, self.a.sql, topic, str(n), str(inflight), how])
+
+
+def h2load_main(argv):
+    """--h2load HOST:PORT BODYFILE N INFLIGHT: h2load's SendMessages, a JSON line"""
+    import re
+    endpoint, path, n, inflight = argv[0], argv[1], int(argv[2]), int(argv[3])
+    t0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = subprocess.run(['h2load', '-n', str(n), '-c', '1', '-m', str(inflight),
+                        '-H', 'content-type: application/grpc', '-H', 'te: trailers', '-d', path,
+                        'http://%s/apache.rocketmq.v2.MessagingService/SendMessage' % endpoint],
+                       capture_output=True, text=True)
+    t1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = re.search(r'finished in ([\d.]+)(m?s), ([\d.]+) req/s', r.stdout)
+    ok = re.search(r'(\d+) succeeded', r.stdout)
+    mean = re.search(r'time for request:\s+\S+\s+\S+\s+([\d.]+)(m?s|us)', r.stdout)
+    if r.returncode or not m or not ok or int(ok.group(1)) != n:
+        raise RuntimeError('h2load failed: %s %s' % (r.stdout[-800:], r.stderr[-400:]))
+    secs = float(m.group(1)) / (1000 if m.group(2) == 'ms' else 1)
+    lat = float(mean.group(1)) * {'s': 1000, 'ms': 1, 'us': 0.001}[mean.group(2)] if mean else None
+    print(json.dumps({'mode': 'h2load', 'n': n, 'inflight': inflight, 'seconds': secs, 'rate': n / secs,
+                      'p50_ms': lat, 'p99_ms': None,
+                      'client_cpu_us': (t1.ru_utime + t1.ru_stime - t0.ru_utime - t0.ru_stime) / n * 1e6}))
+    return 0
 
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == '--pika':
         return pika_main(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == '--h2load':
+        return h2load_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--rmq', required=True)
     ap.add_argument('--amqp', required=True)
@@ -250,6 +293,8 @@ def main():
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('--partitions', type=int, default=4)
     ap.add_argument('--only', default='', help='comma list of send1,send64,recv')
+    ap.add_argument('--no-h2load', dest='h2load', action='store_false',
+                    help='without the h2load workloads (nghttp2-client)')
     a = ap.parse_args()
     b = Bench(a)
     only = set(a.only.split(',')) if a.only else {'send1', 'send64', 'recv'}
@@ -307,6 +352,8 @@ def main():
                      ('send1 sql-prepared', lambda: b.sql(t_sql, a.n_seq, 1, 'prepared')),
                      ('send1 sql-unnamed', lambda: b.sql(t_sql, a.n_seq, 1, 'unnamed')),
                      ('send1 node-noop', lambda: b.node('noop', t_rmq, a.n_seq, 1))]
+            if a.h2load:
+                jobs += [('send1 h2load', lambda: b.h2load(t_rmq, a.n_seq, 1))]
             if a.base:
                 jobs += [('send1 rocketmq-base', lambda: b.node('send', t_base, a.n_seq, 1, endpoint=a.base))]
         if 'send64' in only:
@@ -314,6 +361,8 @@ def main():
                      ('send64 amqp', lambda: b.pika('send', t_amqp, a.n_par, 64)),
                      ('send64 sql-prepared', lambda: b.sql(t_sql, a.n_par, 64, 'prepared')),
                      ('send64 node-noop', lambda: b.node('noop', t_rmq, a.n_par, 64))]
+            if a.h2load:
+                jobs += [('send64 h2load', lambda: b.h2load(t_rmq, a.n_par, 64))]
             if a.base:
                 jobs += [('send64 rocketmq-base', lambda: b.node('send', t_base, a.n_par, 64, endpoint=a.base))]
         k = rep % len(jobs)
@@ -351,10 +400,11 @@ def main():
             ratios = [r['rate'] / q['rate'] for r, q in zip(res['%s rocketmq' % w], res['%s rocketmq-base' % w])]
             print('%s: rocketmq / rocketmq-base msg/s, per repetition %s, median %.2fx'
                   % (w, ' '.join('%.2f' % x for x in ratios), statistics.median(ratios)))
-        if '%s rocketmq' % w in res and '%s amqp' % w in res:
-            ratios = [r['rate'] / q['rate'] for r, q in zip(res['%s rocketmq' % w], res['%s amqp' % w])]
-            print('%s: rocketmq / amqp msg/s, per repetition %s, median %.2fx (goal >= 0.8x)'
-                  % (w, ' '.join('%.2f' % x for x in ratios), statistics.median(ratios)))
+        for who in ('rocketmq', 'h2load', 'node-noop'):
+            if '%s %s' % (w, who) in res and '%s amqp' % w in res:
+                ratios = [r['rate'] / q['rate'] for r, q in zip(res['%s %s' % (w, who)], res['%s amqp' % w])]
+                print('%s: %s / amqp msg/s, per repetition %s, median %.2fx (goal >= 0.8x)'
+                      % (w, who, ' '.join('%.2f' % x for x in ratios), statistics.median(ratios)))
     for w in ('send1', 'send64'):
         if '%s rocketmq' % w in res and '%s sql-prepared' % w in res:
             g, s = res['%s rocketmq' % w], res['%s sql-prepared' % w]
@@ -374,6 +424,9 @@ def main():
         print('%s: failed in %d of %d repetitions' % (key, n, a.reps))
     print('# load at end %s' % (os.getloadavg(),))
     os.unlink(b.sqlbin)
+    for f in os.listdir('/tmp'):
+        if f.startswith('rmq_bench_body.%d.' % os.getpid()):
+            os.unlink(os.path.join('/tmp', f))
     return 0
 
 
