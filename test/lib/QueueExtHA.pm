@@ -256,13 +256,24 @@ sub node_state
 	return $rc == 0 ? $out : undef;
 }
 
+# Deadlines of the waits below only bound a failing test: a passing one
+# returns as soon as the state is reached.  On a loaded machine (CI beside
+# other jobs, four HA clusters at once) failovers and load generators run
+# several times slower than on an idle one, so every deadline is multiplied
+# by QE_HA_TIMEOUT_SCALE (default 3).
+sub deadline
+{
+	my ($secs) = @_;
+	return time + $secs * ($ENV{QE_HA_TIMEOUT_SCALE} // 3);
+}
+
 # Wait (timeout s, default 90) until a node other than old is primary AND
 # accepts a write; returns (node, seconds from start_time or now) or dies.
 sub wait_for_primary
 {
 	my ($self, %opt) = @_;
 	my $t0 = $opt{since} // time;
-	my $deadline = time + ($opt{timeout} // 90);
+	my $deadline = deadline($opt{timeout} // 90);
 	while (time < $deadline)
 	{
 		my $p = $self->primary;
@@ -285,7 +296,7 @@ sub wait_for_state
 	my ($self, $n, $state, %opt) = @_;
 	$state //= 'secondary';
 	my $t0 = time;
-	my $deadline = $t0 + ($opt{timeout} // 120);
+	my $deadline = deadline($opt{timeout} // 120);
 	while (time < $deadline)
 	{
 		my $s = $self->node_state($n) // '';
@@ -301,7 +312,7 @@ sub wait_for_state
 sub wait_for_healthy
 {
 	my ($self, %opt) = @_;
-	my $deadline = time + ($opt{timeout} // 120);
+	my $deadline = deadline($opt{timeout} // 120);
 	while (time < $deadline)
 	{
 		my ($rc, $out) = $self->psql(0, q{
@@ -412,7 +423,7 @@ sub loadgen_confirms
 sub loadgen_wait_confirms
 {
 	my ($self, $load, $n, $timeout) = @_;
-	my $deadline = time + ($timeout // 60);
+	my $deadline = deadline($timeout // 60);
 	while (time < $deadline)
 	{
 		return 1 if $self->loadgen_confirms($load) >= $n;

@@ -72,7 +72,7 @@ $new = $ha->primary;
 my $lsn = $ha->safe_psql($new, 'SELECT pg_current_wal_lsn()');
 for my $n (grep { $_ != $new } 1 .. 3)
 {
-	my $deadline = time + 60;
+	my $deadline = QueueExtHA::deadline(60);
 	my $ok = 0;
 	while (time < $deadline)
 	{

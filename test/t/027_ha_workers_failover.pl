@@ -54,11 +54,11 @@ $lin .= q{CREATE TEMP TABLE held AS SELECT msg_id, convert_from(body, 'UTF8') AS
 SELECT mq.ack('lq', ARRAY(SELECT min(msg_id) FROM held));
 SELECT 'held ' || string_agg(body, ',' ORDER BY msg_id) FROM held;
 };
-my $deadline = time + 30;
+my $deadline = QueueExtHA::deadline(30);
 $lease->pump_nb while $lout !~ /held \S+\n/ && time < $deadline && sleep 0.05;
 like($lout, qr/^1\nheld l1,l2,l3,l4$/m, 'old primary: l1..l4 delivered, l1 acked, the session stays');
 
-# delayed messages due from 2.5 s to 21.5 s from now, and two 40 s from now
+# delayed messages due from 2.5 s to 21.5 s from now, and two 60 s from now
 # (the failover takes 6 to 15 s here, longer on a loaded machine: some are
 # due during the outage, some after it), and half messages whose first
 # check (15 s after they are published) comes after the kill; the
@@ -73,7 +73,7 @@ SELECT count(mq.send('dq', 'd' || g, headers => jsonb_build_object('due', t::tex
        LATERAL (SELECT date_trunc('milliseconds', clock_timestamp() + interval '1.5 seconds' + g * interval '1 second') AS t) d;
 SELECT count(mq.send('dq', 'd' || g, headers => jsonb_build_object('due', t::text), deliver_at => t))
   FROM generate_series(21, 22) g,
-       LATERAL (SELECT date_trunc('milliseconds', clock_timestamp() + interval '40 seconds') AS t) d;
+       LATERAL (SELECT date_trunc('milliseconds', clock_timestamp() + interval '60 seconds') AS t) d;
 SELECT count(mq.publish_half('', 'hq', b, 'pg7')) FROM unnest(ARRAY['c1', 'c2', 'c3', 'r1', 'r2']) b;
 });
 is($ha->safe_psql($old, q{SELECT count(*) FROM check_calls}), '0', 'no half message checked before the kill');
@@ -103,7 +103,7 @@ is($ha->safe_psql($new, q{SELECT string_agg(convert_from(body, 'UTF8') || ':' ||
 ############################################################################
 my %got;
 my ($early, $late_max, $outage_due, $outage_late_max) = (0, 0, 0, 0);
-$deadline = time + 60;
+$deadline = QueueExtHA::deadline(60);
 while (keys %got < $ndelayed && time < $deadline)
 {
 	my ($rc, $out) = $ha->psql($new, q{
@@ -133,7 +133,15 @@ is(scalar(keys %got), $ndelayed, "node$new delivered all $ndelayed delayed messa
 is(scalar(grep { $_ > 1 } values %got), 0, 'each of them once');
 is($early, 0, 'none before its due time');
 cmp_ok($outage_due, '>=', 1, "$outage_due of them were due during the outage");
-cmp_ok($ndelayed - $outage_due, '>=', 1, ($ndelayed - $outage_due) . ' of them were due after the promotion');
+SKIP:
+{
+	# the last two are due 60 s after the publishes: a failover slower than
+	# that (a heavily loaded machine) leaves none due after the promotion,
+	# and this run then only checked the outage case
+	skip sprintf('promoted %.0f s after the publishes: none was due after it', $t_promoted - $t_pub), 1
+	  if $t_promoted - $t_pub >= 60;
+	cmp_ok($ndelayed - $outage_due, '>=', 1, ($ndelayed - $outage_due) . ' of them were due after the promotion');
+}
 $ha->figure('delayed_due_during_outage', $outage_due);
 $ha->figure('delayed_outage_last_delivery_seconds_after_kill', sprintf('%.2f', $outage_late_max));
 $ha->figure('delayed_max_lateness_ms_after_promotion', sprintf('%.0f', $late_max * 1000));
@@ -142,7 +150,7 @@ $ha->figure('delayed_max_lateness_ms_after_promotion', sprintf('%.0f', $late_max
 # half messages: checked back by the new primary
 ############################################################################
 my $newport = $ha->port($new);
-$deadline = time + 60;
+$deadline = QueueExtHA::deadline(60);
 my $decided = '';
 while (time < $deadline)
 {

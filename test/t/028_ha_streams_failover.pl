@@ -87,7 +87,7 @@ sub consumer
 	die "fork: $!" unless defined $pid;
 	return $pid if $pid;
 	my $who = "group_name => '$group'" . ($consumer ? ", consumer => '$consumer'" : '');
-	my $deadline = time + 100;
+	my $deadline = QueueExtHA::deadline(100);
 	my ($dbh, $errors) = (undef, 0);
 	while (time < $deadline)
 	{
@@ -133,7 +133,7 @@ $kids{ consumer('b2', 'gb', 'b2', 0.03) } = 'b2';
 
 # kill once the consumers are into partition 0 (a consume takes from the
 # highest partition first), none done
-my $deadline = time + 90;
+my $deadline = QueueExtHA::deadline(90);
 my $progress = '';
 while (time < $deadline)
 {
