@@ -345,7 +345,8 @@ sub qe_node_missing
 
 # The npm packages pinned by the package-lock.json of $src (a directory of
 # test/ holding a client's scripts) in a scratch copy, $scratch/node
-# ($scratch is made afresh): the files of $src are copied; the node_modules
+# ($scratch is made afresh): the files of $src are copied, with its
+# subdirectories but node_modules; the node_modules
 # of a tree where npm ci ran already is lent by a symlink, else npm ci
 # installs it.  Returns (the scratch copy, undef, whether npm ci ran), or
 # (undef, what npm ci said, 1) when it failed.  qe_node_missing says first
@@ -357,14 +358,7 @@ sub qe_npm_ci
 	my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
 
 	File::Path::rmtree($scratch);
-	File::Path::make_path($dir);
-	opendir(my $dh, $src) or die "opendir $src: $!";
-	for my $f (sort readdir $dh)
-	{
-		next unless -f "$src/$f";
-		File::Copy::copy("$src/$f", $dir) or die "copy $src/$f: $!";
-	}
-	closedir($dh);
+	_qe_copy_tree($src, $dir);
 	if (-d "$src/node_modules")
 	{
 		symlink("$src/node_modules", "$dir/node_modules")
@@ -377,6 +371,29 @@ sub qe_npm_ci
 		  NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // (-r $system_cas ? $system_cas : '') });
 	return ($dir, undef, 1) if $rc == 0;
 	return (undef, "npm ci in $dir failed ($rc):\n$out$err", 1);
+}
+
+# Copy the files of directory $src into $dst (made if missing), and its
+# subdirectories but node_modules, recursively
+sub _qe_copy_tree
+{
+	my ($src, $dst) = @_;
+
+	File::Path::make_path($dst);
+	opendir(my $dh, $src) or die "opendir $src: $!";
+	for my $f (sort readdir $dh)
+	{
+		next if $f eq '.' || $f eq '..' || $f eq 'node_modules';
+		if (-d "$src/$f")
+		{
+			_qe_copy_tree("$src/$f", "$dst/$f");
+		}
+		elsif (-f "$src/$f")
+		{
+			File::Copy::copy("$src/$f", $dst) or die "copy $src/$f: $!";
+		}
+	}
+	closedir($dh);
 }
 
 # ---- pgbouncer (tests 026, 032) -------------------------------------------
@@ -427,8 +444,8 @@ sub qe_rabbitmq_missing
 # stopped when the test ends.
 sub qe_rabbitmq
 {
-	my ($name) = @_;
-	return QueueExtTest::RabbitMQ->new($name);
+	my ($name, %opt) = @_;
+	return QueueExtTest::RabbitMQ->new($name, %opt);
 }
 
 package QueueExtTest::RabbitMQ;
@@ -446,7 +463,7 @@ my @nodes;
 
 sub new
 {
-	my ($class, $name) = @_;
+	my ($class, $name, %opt) = @_;
 	my $dir = PostgreSQL::Test::Utils::tempdir('rabbit');
 	my ($amqp_port, $dist_port, $epmd_port) =
 	  map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
@@ -472,10 +489,18 @@ sub new
 		},
 	}, $class;
 	make_path("$dir/mnesia", "$dir/log");
-	PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins", "[].\n");
+	# management => 1: the management plugin on a free port (->mgmt_port),
+	# its statistics every 500 ms (test 059)
+	$self->{mgmt_port} = PostgreSQL::Test::Cluster::get_free_port() if $opt{management};
+	PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins",
+		$opt{management} ? "[rabbitmq_management].\n" : "[].\n");
 	# guest may log in from 127.0.0.1 (loopback_users = none)
 	PostgreSQL::Test::Utils::append_to_file("$dir/rabbitmq.conf",
-		"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n");
+		"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n"
+		  . ($opt{management}
+			? "management.tcp.port = $self->{mgmt_port}\nmanagement.tcp.ip = 127.0.0.1\n"
+			  . "collect_statistics_interval = 500\n"
+			: ''));
 	PostgreSQL::Test::Utils::append_to_file("$dir/advanced.config", "[].\n");
 
 	$self->_run('rabbitmq-server', '-detached');
@@ -499,6 +524,7 @@ sub new
 }
 
 sub port { return $_[0]->{port}; }
+sub mgmt_port { return $_[0]->{mgmt_port}; }
 sub dir { return $_[0]->{dir}; }
 
 # run one of RabbitMQ's programs with the node's environment; its stdout
