@@ -1927,7 +1927,11 @@ ack_kick(AckQueue *q)
 			PB(AckMessageRequest) * m = (PB(AckMessageRequest) *) r->msg;
 
 			for (size_t j = 0; j < m->n_entries; j++)
+			{
+				/* as ack_next: a settled delivery is not renewed any more */
+				renew_forget(m->entries[j]->receipt_handle);
 				array_add_str(&b->receipts, m->entries[j]->receipt_handle);
+			}
 		}
 		b->values[0] = q->topic;
 		b->values[1] = q->group;
