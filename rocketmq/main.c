@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -51,6 +52,16 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	}
 	snprintf(peer, sizeof(peer), "%s:%d", host, port);
 	evutil_make_socket_nonblocking(fd);
+	/*
+	 * an answer's frames (headers, data, trailers) go out at once: without
+	 * it Nagle's algorithm held the last small write back until the
+	 * client's delayed ack (as mq-amqp, bench/README.md RocketMQ)
+	 */
+	{
+		int			one = 1;
+
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	h2_accept(fd, peer);
 }
 

@@ -92,6 +92,11 @@ QE_PACKAGES+=(
 	python3-pika
 	python3-celery
 )
+# h2load, a C HTTP/2 client: bench/rocketmq_bench.sh sends the RocketMQ
+# gateway's SendMessage with it, without the Node client's per-call cost
+QE_PACKAGES+=(
+	nghttp2-client
+)
 # the RabbitMQ team's Go client amqp091-go and its integration tests, built
 # offline from Debian's sources and run against RabbitMQ and mq-amqp (TAP
 # test 052): the Go toolchain and the client's source package
