@@ -233,7 +233,46 @@ conn_error(Conn *c, int code, const char *text, int cls, int meth)
 	evtimer_add(c->close_timer, &tv);
 }
 
-/* a client's connection.close: close-ok once its channels are done */
+/*
+ * c's exclusive queues go (their deletion queued on its control session),
+ * and the consumers of them; false if it had none.
+ */
+static bool
+conn_drop_exclusive(Conn *c)
+{
+	Qreg	   *q,
+			   *next;
+	bool		any = false;
+
+	for (q = qregs; q; q = next)
+	{
+		next = q->next;
+		if (q->owner == c)
+		{
+			ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
+			cancel_queue_consumers(q->db, q->name);
+			q->owner = NULL;
+			q->auto_delete = false;
+			q->known = false;
+			qreg_maybe_drop(q);
+			any = true;
+		}
+	}
+	return any;
+}
+
+/* the deletions of c's exclusive queues are over: on with the close */
+static void
+exclusive_dropped(Conn *c, int chan)
+{
+	conn_close_finish(c);
+}
+
+/*
+ * A client's connection.close: close-ok once its channels are done and its
+ * exclusive queues deleted, so that a client that declares the queue again
+ * after the close-ok (another connection) never finds it (RESOURCE_LOCKED).
+ */
 void
 conn_close_finish(Conn *c)
 {
@@ -246,6 +285,14 @@ conn_close_finish(Conn *c)
 			return;
 	if (c->finishing)
 		return;					/* done already */
+	if (!c->exclusive_dropped)
+	{
+		c->exclusive_dropped = true;
+		/* the barrier's done runs whatever the deletions' results */
+		if (conn_drop_exclusive(c) &&
+			ctl_job_then(c, "SELECT 1", exclusive_dropped, 0))
+			return;
+	}
 	send_simple(c, 0, AMQP_CONNECTION, 51);
 	c->finishing = true;
 	c->linger = true;
@@ -346,8 +393,6 @@ conn_destroy(Conn *c)
 {
 	struct timeval zero = {0, 0};
 	Conn	  **pp;
-	Qreg	   *q,
-			   *next;
 	int			i;
 
 	if (c->dead)
@@ -359,20 +404,7 @@ conn_destroy(Conn *c)
 		for (i = 1; i <= c->channel_max; i++)
 			if (c->chans[i])
 				chan_free(c->chans[i]);
-	/* its exclusive queues go, and auto-delete queues it consumed last */
-	for (q = qregs; q; q = next)
-	{
-		next = q->next;
-		if (q->owner == c)
-		{
-			ctl_job(c, "SELECT mq.queue_delete($1)", q->name, NULL);
-			cancel_queue_consumers(q->db, q->name);
-			q->owner = NULL;
-			q->auto_delete = false;
-			q->known = false;
-			qreg_maybe_drop(q);
-		}
-	}
+	conn_drop_exclusive(c);
 	if (c->ctl)
 	{
 		ctl_orphan(c->ctl);

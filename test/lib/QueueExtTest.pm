@@ -345,7 +345,8 @@ sub qe_node_missing
 
 # The npm packages pinned by the package-lock.json of $src (a directory of
 # test/ holding a client's scripts) in a scratch copy, $scratch/node
-# ($scratch is made afresh): the files of $src are copied; the node_modules
+# ($scratch is made afresh): the files of $src are copied, with its
+# subdirectories but node_modules; the node_modules
 # of a tree where npm ci ran already is lent by a symlink, else npm ci
 # installs it.  Returns (the scratch copy, undef, whether npm ci ran), or
 # (undef, what npm ci said, 1) when it failed.  qe_node_missing says first
@@ -357,14 +358,7 @@ sub qe_npm_ci
 	my $system_cas = '/etc/ssl/certs/ca-certificates.crt';
 
 	File::Path::rmtree($scratch);
-	File::Path::make_path($dir);
-	opendir(my $dh, $src) or die "opendir $src: $!";
-	for my $f (sort readdir $dh)
-	{
-		next unless -f "$src/$f";
-		File::Copy::copy("$src/$f", $dir) or die "copy $src/$f: $!";
-	}
-	closedir($dh);
+	_qe_copy_tree($src, $dir);
 	if (-d "$src/node_modules")
 	{
 		symlink("$src/node_modules", "$dir/node_modules")
@@ -377,6 +371,29 @@ sub qe_npm_ci
 		  NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // (-r $system_cas ? $system_cas : '') });
 	return ($dir, undef, 1) if $rc == 0;
 	return (undef, "npm ci in $dir failed ($rc):\n$out$err", 1);
+}
+
+# Copy the files of directory $src into $dst (made if missing), and its
+# subdirectories but node_modules, recursively
+sub _qe_copy_tree
+{
+	my ($src, $dst) = @_;
+
+	File::Path::make_path($dst);
+	opendir(my $dh, $src) or die "opendir $src: $!";
+	for my $f (sort readdir $dh)
+	{
+		next if $f eq '.' || $f eq '..' || $f eq 'node_modules';
+		if (-d "$src/$f")
+		{
+			_qe_copy_tree("$src/$f", "$dst/$f");
+		}
+		elsif (-f "$src/$f")
+		{
+			File::Copy::copy("$src/$f", $dst) or die "copy $src/$f: $!";
+		}
+	}
+	closedir($dh);
 }
 
 # ---- pgbouncer (tests 026, 032) -------------------------------------------

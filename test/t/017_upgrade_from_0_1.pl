@@ -123,7 +123,7 @@ SELECT mq.grant('consume', 'queue', 'cq', 'upg_reader');
 SELECT mq.send('cq', 'c' || g) FROM generate_series(1, 5) g;
 SELECT mq.publish('ex', 'a.b', 'r1');
 -- delayed: one due soon, one in an hour
-CREATE TABLE due AS SELECT now() + interval '25 seconds' AS at;
+CREATE TABLE due AS SELECT now() + interval '45 seconds' AS at;
 SELECT mq.send('cq', 'd-soon', deliver_at => (SELECT at FROM due));
 SELECT mq.send('cq', 'd-late', delay => interval '1 hour');
 -- quorum: q1 delivered once (rolled back), q2 never
@@ -176,6 +176,7 @@ sub schema_dump_blocks
 
 my %node;
 my %topology;
+my %soon_pending;    # d-soon was not yet due when the update was checked
 for my $name ('clean', 'crash')
 {
 	my $node = PostgreSQL::Test::Cluster->new("upg_$name", install_path => $old_inst);
@@ -269,8 +270,22 @@ for my $name ('clean', 'crash')
 				 WHERE g.object_kind = 'q' AND q.name = 'cq' AND g.grantee = 'upg_reader'::regrole::oid}),
 		'1', "$name: the grant on cq is kept");
 	my $ready = $name eq 'crash' ? 7 : 6;
-	is($psql->(q{SELECT format('%s/%s/%s', ready, unacked, delayed) FROM mq.queues WHERE queue = 'cq'}),
-		"$ready/0/2", "$name: cq: the unacked messages are ready again, the delayed ones still delayed");
+	# d-soon is due 45 s after it was sent; on a loaded machine the update
+	# can take longer than that, and then d-soon may be ready or delayed
+	my ($counts, $pending) = split /\|/, $psql->(q{
+		SELECT format('%s/%s/%s', ready, unacked, delayed),
+		       clock_timestamp() < (SELECT at - interval '1 second' FROM due)
+		  FROM mq.queues WHERE queue = 'cq'});
+	$soon_pending{$name} = $pending eq 't';
+	if ($soon_pending{$name})
+	{
+		is($counts, "$ready/0/2", "$name: cq: the unacked messages are ready again, the delayed ones still delayed");
+	}
+	else
+	{
+		like($counts, qr{^(\Q$ready/0/2\E|\Q@{[$ready + 1]}/0/1\E)$},
+			"$name: cq: the unacked messages are ready again, d-late still delayed (d-soon is due by now)");
+	}
 
 	# Everything cq holds, each message once; what may have been delivered
 	# before the restart (c1, c2: after a restart, all below the queue's
@@ -305,8 +320,12 @@ for my $name ('clean', 'crash')
 	}
 	is($psql->(q{SELECT string_agg(body || ':' || due, ',') FROM got WHERE body = 'd-soon'}),
 		'd-soon:true', "$name: d-soon delivered once, when due and not before");
-	cmp_ok($waited, '>', 0, "$name: d-soon was still delayed after the update")
-	  or diag('the update came after d-soon was due: early delivery was not checked');
+	SKIP:
+	{
+		skip "$name: the update took longer than d-soon's delay: its early delivery was not checked", 1
+		  unless $soon_pending{$name};
+		cmp_ok($waited, '>', 0, "$name: d-soon was still delayed after the update");
+	}
 	is($psql->(q{SELECT format('%s/%s/%s', ready, unacked, delayed) FROM mq.queues WHERE queue = 'cq'}),
 		'0/0/1', "$name: d-late still delayed");
 

@@ -114,8 +114,11 @@ qe_amqp_checks([ $python, $checks, $port, 'amqp_app', 'amqp-secret', 'amqp_vhost
 # connection.open-ok); a channel costs one
 my $idle_client = q{
 import sys, pika
+# heartbeats off: a blocking connection answers them only while the client
+# calls into it, and on a loaded machine this script waits longer than the
+# gateway's heartbeat timeout between its steps
 p = pika.ConnectionParameters('127.0.0.1', int(sys.argv[1]), '/',
-    pika.PlainCredentials('amqp_app', 'amqp-secret'))
+    pika.PlainCredentials('amqp_app', 'amqp-secret'), heartbeat=0)
 conns = [pika.BlockingConnection(p) for _ in range(200)]
 print('opened %d' % len(conns), flush=True)
 sys.stdin.readline()
