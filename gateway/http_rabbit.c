@@ -291,6 +291,23 @@ consumer_details(HttpReq *r, const char *queue)
 	return a;
 }
 
+/*
+ * A path that names one object: list's first element (list is let go), or
+ * NULL after answering 404 when the list is empty.
+ */
+static json_object *
+only_one(HttpReq *r, json_object *list)
+{
+	json_object *x = NULL;
+
+	if (json_object_array_length(list) > 0)
+		x = json_object_get(json_object_array_get_idx(list, 0));
+	json_object_put(list);
+	if (x == NULL)
+		http_not_found(r);
+	return x;
+}
+
 static void
 queues_listed(HttpReq *r, PGresult *res)
 {
@@ -304,16 +321,10 @@ queues_listed(HttpReq *r, PGresult *res)
 		queue_fixup(r, json_object_array_get_idx(list, i));
 	if (r->nseg >= 3)
 	{
-		json_object *q;
+		json_object *q = only_one(r, list);
 
-		if (n == 0)
-		{
-			json_object_put(list);
-			http_not_found(r);
+		if (q == NULL)
 			return;
-		}
-		q = json_object_get(json_object_array_get_idx(list, 0));
-		json_object_put(list);
 		json_object_object_add(q, "consumer_details", consumer_details(r, r->seg[2]));
 		http_reply_json(r, 200, q);
 		return;
@@ -694,16 +705,10 @@ exchanges_listed(HttpReq *r, PGresult *res)
 	}
 	if (r->nseg >= 3)
 	{
-		json_object *x;
+		json_object *x = only_one(r, list);
 
-		if (n == 0)
-		{
-			json_object_put(list);
-			http_not_found(r);
+		if (x == NULL)
 			return;
-		}
-		x = json_object_get(json_object_array_get_idx(list, 0));
-		json_object_put(list);
 		json_object_object_add(x, "incoming", json_object_new_array());
 		json_object_object_add(x, "outgoing", json_object_new_array());
 		http_reply_json(r, 200, x);
@@ -902,17 +907,10 @@ bindings_listed(HttpReq *r, PGresult *res)
 	/* one binding by its properties key */
 	if (r->nseg == 7)
 	{
-		json_object *b;
+		json_object *b = only_one(r, list);
 
-		if (n == 0)
-		{
-			json_object_put(list);
-			http_not_found(r);
-			return;
-		}
-		b = json_object_get(json_object_array_get_idx(list, 0));
-		json_object_put(list);
-		http_reply_json(r, 200, b);
+		if (b != NULL)
+			http_reply_json(r, 200, b);
 		return;
 	}
 	reply_list(r, list);
