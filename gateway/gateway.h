@@ -570,7 +570,12 @@ struct HttpReq
 	HttpReq    *next;
 };
 
-extern bool http_start(void);
+/*
+ * The paths' handlers, given by main.c: http_server.c parses, authenticates
+ * and replies, and does not know them (they use it, it does not use them).
+ */
+typedef void (*http_handler) (HttpReq *r);
+extern bool http_start(http_handler rabbit_paths, http_handler qext_paths);
 extern void http_stop(void);
 extern void http_sql(HttpReq *r, const char *sql, int n, const char *const *params,
 					 http_result_cb then);

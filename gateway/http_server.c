@@ -45,6 +45,8 @@
 
 static struct evhttp *http;
 static char www_dir[1024];
+static http_handler rabbit_paths;	/* main.c's: RabbitMQ's paths */
+static http_handler qext_paths;	/* and queue_ext's own */
 
 /* the requests in progress (for shutdown) */
 static HttpReq *requests;
@@ -699,9 +701,9 @@ api_request(HttpReq *r, const char *path)
 		free(text);
 	}
 	if (r->nseg >= 1 && strcmp(r->seg[0], "queue-ext") == 0)
-		http_qext(r);
+		qext_paths(r);
 	else
-		http_rabbit(r);
+		rabbit_paths(r);
 }
 
 /* the Content-Type of a file by its extension */
@@ -831,11 +833,14 @@ on_request(struct evhttp_request *ev, void *arg)
  * if it cannot listen.
  */
 bool
-http_start(void)
+http_start(http_handler rabbit, http_handler qext)
 {
 	char		host[300];
 	char	   *colon;
 	int			port;
+
+	rabbit_paths = rabbit;
+	qext_paths = qext;
 
 	if (strcmp(cfg.http_listen, "off") == 0 || cfg.http_listen[0] == '\0')
 		return true;

@@ -323,7 +323,7 @@ main(int argc, char **argv)
 	}
 	evconnlistener_set_error_cb(listener, on_accept_error);
 	operations_start();
-	if (!http_start())
+	if (!http_start(http_rabbit, http_qext))
 		return 1;
 	sigint = evsignal_new(gw_base, SIGINT, on_signal, NULL);
 	sigterm = evsignal_new(gw_base, SIGTERM, on_signal, NULL);
