@@ -23,6 +23,7 @@
 #include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "queue/queue_int.h"
@@ -94,6 +95,62 @@ entry_ready_bytes(MqQueue *q, MqEntry *e)
 }
 
 /*
+ * The stream positions this transaction's appends gave messages kept in
+ * the message log (an inline message's row holds its own), for
+ * mq.message and mq.message_position: at most MQ_STREAM_NOTES, the
+ * newest searched first.  They live in TopTransactionContext, tagged with
+ * the local transaction id, so a new transaction finds none.
+ */
+#define MQ_STREAM_NOTES 4096
+
+typedef struct StreamNote
+{
+	int64		msg_id;
+	MqStreamPos pos;
+} StreamNote;
+
+StaticAssertDecl(MQ_ENTRY_STREAM_ATT_OFFSET == MQ_ENTRY_ATT_OFFSET,
+				 "msglog.c reads an inline message's offset by this number");
+
+static StreamNote *stream_notes = NULL;
+static int	stream_nnotes = 0;
+static LocalTransactionId stream_notes_lxid = InvalidLocalTransactionId;
+
+static void
+stream_note(MqQueue *q, int lane, const MqEntry *e)
+{
+	if (q->type != MQ_QUEUE_STREAM || e->msg_id <= 0 || e->offset < 0)
+		return;
+	if (stream_notes_lxid != MyProc->lxid || stream_notes == NULL)
+	{
+		stream_notes = MemoryContextAlloc(TopTransactionContext,
+										  sizeof(StreamNote) * MQ_STREAM_NOTES);
+		stream_nnotes = 0;
+		stream_notes_lxid = MyProc->lxid;
+	}
+	if (stream_nnotes >= MQ_STREAM_NOTES)
+		return;
+	stream_notes[stream_nnotes].msg_id = e->msg_id;
+	stream_notes[stream_nnotes].pos.queue_id = q->id;
+	stream_notes[stream_nnotes].pos.partition = lane;
+	stream_notes[stream_nnotes].pos.offset = e->offset;
+	stream_nnotes++;
+}
+
+int
+mq_stream_noted(int64 msg_id, MqStreamPos *out, int max)
+{
+	int			n = 0;
+
+	if (stream_notes == NULL || stream_notes_lxid != MyProc->lxid)
+		return 0;
+	for (int i = stream_nnotes - 1; i >= 0 && n < max; i--)
+		if (stream_notes[i].msg_id == msg_id)
+			out[n++] = stream_notes[i].pos;
+	return n;
+}
+
+/*
  * Append n entries to a lane of q in this transaction (they count at
  * commit), with payload: the messages they carry (inline, queue.h), or
  * NULL.  False, having done nothing, when payload is given and the lane's
@@ -136,6 +193,9 @@ queue_append(MqQueue *q, int lane, MqEntry *entries, int n,
 			entries[i].offset = first + i;
 		mqq_entry_append(rel, lane, gen, entries, n, payload, payload_null, segno, qpos);
 		mqq_stream_offsets_end(qs, lane);
+		if (payload == NULL)
+			for (int i = 0; i < n; i++)
+				stream_note(q, lane, &entries[i]);
 	}
 	else
 		mqq_entry_append(rel, lane, gen, entries, n, NULL, NULL, 0, qpos);
@@ -210,6 +270,8 @@ link_reserve(MqQueueLink *link, MqEntry *entry, const Datum *payload,
 	Assert(payload == NULL || link->inline_segno != 0);
 	mqq_entry_values(entry, RelationGetDescr(link->rel), payload, payload_null, values, isnull);
 	mqlog_linked_reserve(row, link->rel, values, isnull, GetCurrentCommandId(true), true);
+	if (payload == NULL)
+		stream_note(link->q, link->lane, entry);
 }
 
 void
