@@ -475,9 +475,10 @@ send_done(void *arg, PGresult *res)
 	if (res_good(res))
 	{
 		send_entry(r, CODE(OK), "OK", m->system_properties->message_id);
-		/* the queue offset the append gave it (none for a half or delay) */
-		if (PQntuples(res) == 1 && PQnfields(res) > 1 && !PQgetisnull(res, 0, 1))
-			r->send_entries[r->idx - 1].offset = atoll(PQgetvalue(res, 0, 1));
+		/* the queue offset the append gave it (no row: a delay message) */
+		if (m->system_properties->message_type != APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION &&
+			PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+			r->send_entries[r->idx - 1].offset = atoll(PQgetvalue(res, 0, 0));
 		/* a half message: its id is the transaction id EndTransaction names */
 		if (m->system_properties->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION &&
 			PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
@@ -586,10 +587,9 @@ send_next(Req *r)
 		}
 		else
 			req_run(r,
-					"SELECT s.id, (SELECT p.\"offset\" FROM mq.message_position(s.id) p LIMIT 1)"
-					" FROM mq.send($1, $2::bytea, headers => $3::jsonb,"
-					" deliver_at => to_timestamp($4::bigint / 1000.0),"
-					" key => $5, tag => $6, message_group => $7) AS s(id)",
+					"SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+					" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
+					" key => $5, tag => $6, message_group => $7))",
 					7, send_done);
 		return;
 	}

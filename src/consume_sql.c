@@ -730,6 +730,10 @@ may_read_message(MqMessage *m)
 static int
 message_positions(MqMessage *m, MqStreamPos *pos, int max)
 {
+	int			n = mq_stream_noted(m->msg_id, pos, max);
+
+	if (n > 0)
+		return n;
 	if (m->stream_queue_id != 0)
 	{
 		pos[0].queue_id = m->stream_queue_id;
@@ -737,7 +741,7 @@ message_positions(MqMessage *m, MqStreamPos *pos, int max)
 		pos[0].offset = m->stream_offset;
 		return 1;
 	}
-	return mq_stream_noted(m->msg_id, pos, max);
+	return 0;
 }
 
 /*
@@ -811,14 +815,13 @@ mq_message_position(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	InitMaterializedSRF(fcinfo, 0);
 	m.msg_id = PG_GETARG_INT64(0);
-	if (m.msg_id >= MQ_INLINE_MSGID_MIN)
+	n = mq_stream_noted(m.msg_id, pos, lengthof(pos));
+	if (n == 0 && m.msg_id >= MQ_INLINE_MSGID_MIN)
 	{
 		if (!mq_log_fetch(m.msg_id, &m))
 			return (Datum) 0;
 		n = message_positions(&m, pos, lengthof(pos));
 	}
-	else
-		n = mq_stream_noted(m.msg_id, pos, lengthof(pos));
 	for (int i = n - 1; i >= 0; i--)
 	{
 		MqQueue    *q = mq_queue_by_id(pos[i].queue_id);

@@ -331,9 +331,9 @@ extern bool mq_queue_append_inline(MqQueue *q, int lane, MqEntry *entries, int n
 /*
  * Where an append put a stream message: partition and offset in stream
  * queue_id.  mq_stream_noted finds, newest first (at most max), those this
- * transaction's appends gave msg_id when it is kept in the message log (a
- * message routed to several streams has one each); a message kept inline
- * has them in its own row (msglog.h's MqMessage).
+ * transaction's appends gave msg_id (a message routed to several streams
+ * has one each; the first 4096 appends of a transaction are noted); a
+ * message kept inline also has them in its own row (msglog.h's MqMessage).
  */
 typedef struct MqStreamPos
 {

@@ -95,10 +95,10 @@ entry_ready_bytes(MqQueue *q, MqEntry *e)
 }
 
 /*
- * The stream positions this transaction's appends gave messages kept in
- * the message log (an inline message's row holds its own), for
- * mq.message and mq.message_position: at most MQ_STREAM_NOTES, the
- * newest searched first.  They live in TopTransactionContext, tagged with
+ * The stream positions this transaction's appends gave messages, for
+ * mq.message_position and mq.message (without reading the row back; an
+ * inline message's row holds its own, for later transactions): at most
+ * MQ_STREAM_NOTES, the newest searched first.  They live in TopTransactionContext, tagged with
  * the local transaction id, so a new transaction finds none.
  */
 #define MQ_STREAM_NOTES 4096
@@ -193,9 +193,8 @@ queue_append(MqQueue *q, int lane, MqEntry *entries, int n,
 			entries[i].offset = first + i;
 		mqq_entry_append(rel, lane, gen, entries, n, payload, payload_null, segno, qpos);
 		mqq_stream_offsets_end(qs, lane);
-		if (payload == NULL)
-			for (int i = 0; i < n; i++)
-				stream_note(q, lane, &entries[i]);
+		for (int i = 0; i < n; i++)
+			stream_note(q, lane, &entries[i]);
 	}
 	else
 		mqq_entry_append(rel, lane, gen, entries, n, NULL, NULL, 0, qpos);
@@ -314,6 +313,7 @@ mq_queue_inline_reserve(MqQueueLink *link, MqEntry *entry, const Datum *payload,
 	link_reserve(link, entry, payload, payload_null, row);
 	entry->msg_id = mq_msgid_make(link->inline_segno, &row->tid);
 	mqq_entry_set_msg_id(row->tup, entry->msg_id);
+	stream_note(link->q, link->lane, entry);
 	return entry->msg_id;
 }
 
