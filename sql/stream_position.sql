@@ -16,7 +16,7 @@ SELECT "offset", convert_from(body, 'UTF8') AS body FROM mq.read('sp', 0);
 
 -- a keyed message is kept in the log: known in its transaction only
 BEGIN;
-SELECT mq.send('sp', 'keyed', key => 'k1', "partition" => 0) AS id_k \gset
+SELECT mq.send('sp', 'keyed', key => 'sp_k1', "partition" => 0) AS id_k \gset
 SELECT :id_k < 1::bigint << 52 AS in_log;
 SELECT * FROM mq.message_position(:id_k);
 SELECT convert_from(body, 'UTF8') AS body, "partition", "offset" FROM mq.message(:id_k);
@@ -30,7 +30,7 @@ SELECT p."partition", p."offset"
   FROM mq.send_batch('sp', ARRAY['b1', 'b2', 'b3'], "partition" => 1) AS s(id),
 	   mq.message_position(s.id) p ORDER BY 2;
 SELECT p."partition", p."offset"
-  FROM mq.send('sp', 'c', key => 'k2', "partition" => 1) AS s(id), mq.message_position(s.id) p;
+  FROM mq.send('sp', 'c', key => 'sp_k2', "partition" => 1) AS s(id), mq.message_position(s.id) p;
 COMMIT;
 SELECT "offset", convert_from(body, 'UTF8') AS body FROM mq.read('sp', 1);
 

@@ -835,8 +835,7 @@ mq_message_position(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied for queue \"%s\"", q->name),
-					 errdetail("The position of message " INT64_FORMAT " needs publish or consume on the queue.",
-							   m.msg_id)));
+					 errdetail("Where a message is in a stream is shown to roles with publish or consume on the stream.")));
 		v[0] = CStringGetTextDatum(q->name);
 		v[1] = Int32GetDatum(pos[i].partition);
 		v[2] = Int64GetDatum(pos[i].offset);
