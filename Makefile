@@ -189,6 +189,24 @@ rocketmq-install: rocketmq-all
 rocketmq-clean rocketmq-uninstall: rocketmq-%:
 	$(MAKE) -C $(srcdir)/rocketmq PG_CONFIG='$(PG_CONFIG)' $*
 
+# www/, the management web UI (plain HTML, CSS and JavaScript, no build
+# step; docs/management.md): installed into $(pg_config --sharedir)/queue_ext/www,
+# the directory mq-amqp's HTTP server serves at / unless --http-www says
+# another
+MQ_WWW = www/index.html www/app.css www/ui.js www/pages.js www/app.js
+ifneq ($(sort $(MQ_WWW)),$(sort $(patsubst $(srcdir)/%,%,$(wildcard $(srcdir)/www/*))))
+$(error MQ_WWW in the Makefile does not list exactly the files of www/)
+endif
+install: www-install
+uninstall: www-uninstall
+.PHONY: www-install www-uninstall
+www-install:
+	$(MKDIR_P) '$(DESTDIR)$(datadir)/queue_ext/www'
+	$(INSTALL_DATA) $(addprefix $(srcdir)/,$(MQ_WWW)) '$(DESTDIR)$(datadir)/queue_ext/www/'
+www-uninstall:
+	rm -f $(addprefix '$(DESTDIR)$(datadir)/queue_ext/www/',$(notdir $(MQ_WWW)))
+	-rmdir '$(DESTDIR)$(datadir)/queue_ext/www' '$(DESTDIR)$(datadir)/queue_ext' 2>/dev/null
+
 # man pages of mqctl and mq-amqp: made by help2man (Debian's help2man) from
 # each program's --help and --version, with the examples and "see also" of
 # man/*.h2m; installed into PostgreSQL's man directory (pg_config --mandir)

@@ -1,16 +1,26 @@
 #!/usr/bin/env python3
-"""pgmq 1.5.1 itself vs queue_ext_pgmq (docs/pgmq.md), through the same pgmq SQL calls.
+"""pgmq itself vs queue_ext_pgmq (docs/pgmq.md), through the same pgmq SQL calls.
 
-pgmq's SQL is loadable without building: give its pgmq-extension/sql/pgmq.sql of
-release 1.5.1 (not part of this repository), for instance
-    git clone https://github.com/pgmq/pgmq /tmp/pgmq
-    git -C /tmp/pgmq show v1.5.1:pgmq-extension/sql/pgmq.sql > /tmp/pgmq-1.5.1.sql
-    PGMQ_SQL=/tmp/pgmq-1.5.1.sql python3 bench/pgmq_compat.py
+pgmq's SQL is loadable without building (pgmq-extension/sql/pgmq.sql is plain SQL).
+Give a checkout of pgmq (not part of this repository; the bench never fetches it):
+its top directory or its pgmq-extension/ directory, for instance pgmq 1.12.0
+(upstream main at 02cffd757eaa, the newest tree that can be fetched here):
+    git clone https://github.com/pgmq/pgmq /tmp/pgmq     # or any copy of pgmq-extension/
+    PGMQ_DIR=/tmp/pgmq python3 bench/pgmq_compat.py
+or one SQL file, PGMQ_SQL=/tmp/pgmq-1.5.1.sql (git show v1.5.1:pgmq-extension/sql/pgmq.sql).
+The label in the tables is PGMQ_LABEL, else "pgmq <default_version of pgmq.control>"
+(a checkout between releases carries the previous release's number there).
 It is loaded into database pgmq_orig; queue_ext_pgmq goes into pgmq_qe (both on the
 bench server, benchlib.py: BENCH_HOST, BENCH_PORT, BENCH_USER; both databases are
 dropped and created again).
 
 Workloads (those of the messaging-core harness, broker_vs_skiplocked.py, in pgmq's calls):
+  0. send into an empty queue, 2 producer clients, PGMQ_SENDS messages in all:
+     a) one pgmq.send per transaction (bound by the commit); b) 100 pgmq.send
+     statements per transaction (bound by the calls); c) one pgmq.send_batch of 100
+     per transaction; d) a) again with notify_insert enabled on
+     another queue (so that queue_ext_pgmq's look at pgmq.notify_insert_throttle finds
+     a row that is not the sent queue's).
   1. consume+ack on a backlog of PGMQ_BACKLOG messages (filled with send_batch of 100),
      2 consumer clients: a) batches: read 100, delete those 100 in one transaction;
      b) one message per transaction: read 1, delete it (pgmq's usual loop).
@@ -19,20 +29,47 @@ Workloads (those of the messaging-core harness, broker_vs_skiplocked.py, in pgmq
      another session holding a REPEATABLE READ snapshot open the whole time.
 Medians of PGMQ_REPS repetitions; the order of the systems alternates.
 
-Environment: PGMQ_SQL (required), PGMQ_BACKLOG (100000), PGMQ_REPS (3), PGMQ_SECONDS (30).
+Environment: PGMQ_DIR or PGMQ_SQL (one is required), PGMQ_LABEL, PGMQ_BACKLOG (100000),
+PGMQ_SENDS (20000), PGMQ_REPS (3), PGMQ_SECONDS (30), PGMQ_TESTS (send,consume,held:
+the workloads to run, 0, 1 and 2 above).
 """
 import os
+import re
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import psql, psql1, pgbench, median, ratio, table, log, Pipe  # noqa: E402
 
-PGMQ_SQL = os.environ.get("PGMQ_SQL")
+
+
+def pgmq_source():
+    """pgmq's SQL file and its label, from PGMQ_DIR or PGMQ_SQL."""
+    sql = os.environ.get("PGMQ_SQL")
+    d = os.environ.get("PGMQ_DIR")
+    control = None
+    if d:
+        if os.path.isdir(os.path.join(d, "pgmq-extension")):
+            d = os.path.join(d, "pgmq-extension")
+        sql = os.path.join(d, "sql", "pgmq.sql")
+        control = os.path.join(d, "pgmq.control")
+    if not sql or not os.path.exists(sql):
+        sys.exit("PGMQ_DIR must name a checkout of pgmq (or PGMQ_SQL its pgmq-extension/sql/pgmq.sql);"
+                 " see the header")
+    label = os.environ.get("PGMQ_LABEL")
+    if not label and control and os.path.exists(control):
+        m = re.search(r"^default_version\s*=\s*'([^']+)'", open(control).read(), re.M)
+        label = "pgmq " + m.group(1) if m else None
+    return sql, label or "pgmq"
+
+
+PGMQ_SQL, PGMQ_LABEL = pgmq_source()
 BACKLOG = int(os.environ.get("PGMQ_BACKLOG", "100000"))
+SENDS = int(os.environ.get("PGMQ_SENDS", "20000"))
 REPS = int(os.environ.get("PGMQ_REPS", "3"))
 SECONDS = int(os.environ.get("PGMQ_SECONDS", "30"))
-SYSTEMS = (("pgmq_orig", "pgmq 1.5.1"), ("pgmq_qe", "queue_ext_pgmq"))
+TESTS = os.environ.get("PGMQ_TESTS", "send,consume,held").split(",")
+SYSTEMS = (("pgmq_orig", PGMQ_LABEL), ("pgmq_qe", "queue_ext_pgmq"))
 
 
 def run_parallel_list(jobs):
@@ -57,8 +94,6 @@ def run_parallel_list(jobs):
 
 
 def setup():
-    if not PGMQ_SQL or not os.path.exists(PGMQ_SQL):
-        sys.exit("PGMQ_SQL must name pgmq 1.5.1's pgmq-extension/sql/pgmq.sql (see the header)")
     for db, _ in SYSTEMS:
         psql("DROP DATABASE IF EXISTS %s" % db, db="postgres")
         psql("CREATE DATABASE %s" % db, db="postgres")
@@ -99,6 +134,50 @@ def dead_tuples(db, q):
                      "WHERE schemaname = 'pgmq' AND relname = 'q_%s'" % q, db=db) or 0)
 
 
+def test0():
+    res = {}
+    body = ("jsonb_build_object('n', 1, 'pad', md5(random()::text) || md5(random()::text) "
+            "|| md5(random()::text))")
+    batch = ("ARRAY(SELECT jsonb_build_object('n', g, 'pad', md5(g::text) || md5((g + 1)::text) "
+             "|| md5((g + 2)::text)) FROM generate_series(1, 100) g)")
+    for db, _ in SYSTEMS:
+        psql("SELECT pgmq.create('snd_other'); SELECT pgmq.enable_notify_insert('snd_other')", db=db)
+    for rep in range(REPS):
+        order = SYSTEMS if rep % 2 == 0 else SYSTEMS[::-1]
+        for db, _ in order:
+            for kind in ("one", "stmts", "batch", "one_notify_other"):
+                q = "snd_%s" % kind
+                new_queue(db, q)
+                if kind == "batch":
+                    r = pgbench("SELECT count(*) FROM pgmq.send_batch('%s', %s);\n" % (q, batch),
+                                clients=2, threads=2, transactions=max(1, SENDS // 100 // 2), db=db)
+                    msgs = r["tx"] * 100
+                elif kind == "stmts":
+                    r = pgbench("BEGIN;\n" + "SELECT pgmq.send('%s', %s);\n" % (q, body) * 100 + "COMMIT;\n",
+                                clients=2, threads=2, transactions=max(1, SENDS // 100 // 2), db=db)
+                    msgs = r["tx"] * 100
+                else:
+                    r = pgbench("SELECT pgmq.send('%s', %s);\n" % (q, body),
+                                clients=2, threads=2, transactions=max(1, SENDS // 2), db=db)
+                    msgs = r["tx"]
+                rate = msgs / r["elapsed"]
+                left = queue_length(db, q)
+                if left != msgs:
+                    raise RuntimeError("%s %s: %d sent, %d in the queue" % (db, q, msgs, left))
+                res.setdefault((db, kind), []).append(rate)
+                log("  t0 rep %d %-9s %-16s %8.0f msg/s" % (rep, db, kind, rate))
+    rows = []
+    for kind, label in (("one", "send, 1 per txn"), ("stmts", "send, 100 statements per txn"),
+                        ("batch", "send_batch of 100 per txn"),
+                        ("one_notify_other", "send, 1 per txn, notify on another queue")):
+        a = median(res[("pgmq_orig", kind)])
+        b = median(res[("pgmq_qe", kind)])
+        per = ", ".join("%.2f" % ratio(y, x) for x, y in zip(res[("pgmq_orig", kind)], res[("pgmq_qe", kind)]))
+        rows.append([label, "%.0f" % a, "%.0f" % b, "%.2fx" % ratio(b, a), per])
+    return ("0. send into an empty queue, 2 producers, %d messages, msg/s, median of %d\n" % (SENDS, REPS)
+            + table(["workload", PGMQ_LABEL, "queue_ext_pgmq", "ratio", "per repetition"], rows))
+
+
 def test1():
     res = {}
     for rep in range(REPS):
@@ -124,9 +203,10 @@ def test1():
     for kind, label in (("batch", "read 100 + delete 100 per txn"), ("one", "read 1 + delete 1 per txn")):
         a = median(res[("pgmq_orig", kind)])
         b = median(res[("pgmq_qe", kind)])
-        rows.append([label, "%.0f" % a, "%.0f" % b, "%.2fx" % ratio(b, a)])
+        per = ", ".join("%.2f" % ratio(y, x) for x, y in zip(res[("pgmq_orig", kind)], res[("pgmq_qe", kind)]))
+        rows.append([label, "%.0f" % a, "%.0f" % b, "%.2fx" % ratio(b, a), per])
     return ("1. consume+ack on a backlog of %d (1/10 of it for one per txn), 2 consumers, msg/s, median of %d\n"
-            % (BACKLOG, REPS) + table(["workload", "pgmq 1.5.1", "queue_ext_pgmq", "ratio"], rows))
+            % (BACKLOG, REPS) + table(["workload", PGMQ_LABEL, "queue_ext_pgmq", "ratio", "per repetition"], rows))
 
 
 def mixed(db, q, hold):
@@ -181,10 +261,14 @@ def test2():
 
 
 def main():
-    log("== pgmq 1.5.1 vs queue_ext_pgmq: backlog %d reps %d seconds %d; load %s" % (
-        BACKLOG, REPS, SECONDS, open("/proc/loadavg").read().split()[:3]))
+    log("== %s (%s) vs queue_ext_pgmq: sends %d backlog %d reps %d seconds %d tests %s; load %s" % (
+        PGMQ_LABEL, PGMQ_SQL, SENDS, BACKLOG, REPS, SECONDS, ",".join(TESTS),
+        open("/proc/loadavg").read().split()[:3]))
     setup()
-    out = [test1(), test2()]
+    out = []
+    for name, f in (("send", test0), ("consume", test1), ("held", test2)):
+        if name in TESTS:
+            out.append(f())
     log("")
     for o in out:
         log(o)

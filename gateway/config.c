@@ -29,7 +29,7 @@ bool		gw_verbose = false;	/* gw_log_level >= GW_LOG_DEBUG */
 
 /* the settings, their defaults */
 GwConfig	cfg = {"127.0.0.1:5672", NULL, 60, 131072, 2047, "1 day", 10, 500, 128 * 1024 * 1024,
-	4 * 1024 * 1024, 64 * 1024 * 1024, false, NULL, 64, 8, 10};
+	4 * 1024 * 1024, 64 * 1024 * 1024, false, NULL, 64, 8, 10, "127.0.0.1:15672", NULL};
 
 /*
  * a line of the log on stderr, its time in UTC, then its level word in
@@ -153,6 +153,10 @@ usage(FILE *f)
 			"                        the same, per client address (default 8)\n"
 			"  --handshake-timeout SECONDS\n"
 			"                        close a client not open within that (default 10)\n"
+			"  --http-listen HOST:PORT\n"
+			"                        the management HTTP API and web UI (default\n"
+			"                        127.0.0.1:15672; off: none), docs/management.md\n"
+			"  --http-www DIR        the web UI's files (default the installed ones)\n"
 			"  --log-level LEVEL     warning, info (default: also each connection\n"
 			"                        accepted, logged in and closed, and why) or debug\n"
 			"  --quiet               --log-level warning\n"
@@ -162,7 +166,7 @@ usage(FILE *f)
 			"Settings in the file: listen, dbname, heartbeat, frame_max, channel_max,\n"
 			"lease, poll_wait, batch_max, max_message, guest_role,\n"
 			"allow_passwordless_logins, max_logins, max_logins_per_address,\n"
-			"handshake_timeout, log_level, verbose.  docs/amqp.md has more.\n");
+			"handshake_timeout, http_listen, http_www, log_level, verbose.  docs/amqp.md has more.\n");
 }
 
 /* on/off, true/false, 1/0, yes/no; anything else stops the gateway */
@@ -198,6 +202,17 @@ set_option(const char *key, const char *val)
 	{
 		free(cfg.dbname);
 		cfg.dbname = strdup(val);
+		return true;
+	}
+	if (strcmp(key, "http_listen") == 0 || strcmp(key, "http-listen") == 0)
+	{
+		snprintf(cfg.http_listen, sizeof(cfg.http_listen), "%s", val);
+		return true;
+	}
+	if (strcmp(key, "http_www") == 0 || strcmp(key, "http-www") == 0)
+	{
+		free(cfg.http_www);
+		cfg.http_www = strdup(val);
 		return true;
 	}
 	if (strcmp(key, "lease") == 0)

@@ -44,6 +44,15 @@
  * pgsess.c				asynchronous libpq sessions on libevent
  * codec.c				the wire format (amqp.h): fields, field tables as JSON
  *
+ * Beside them, the management HTTP API (docs/management.md), on the same
+ * event loop: it reads the registry (connections, channels, consumers) and
+ * uses pgsess.c and sql.c; nothing of the AMQP side calls it but main.c:
+ *
+ * http_server.c		evhttp: requests, basic auth onto roles, sessions, errors,
+ *						the static files of the web UI
+ * http_rabbit.c		RabbitMQ's paths (/api/queues, /api/exchanges, ...)
+ * http_qext.c			queue_ext's own paths (/api/queue-ext/...)
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef MQ_GATEWAY_H
@@ -55,6 +64,8 @@
 #include <event2/event.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <libpq-fe.h>
 
 #include "amqp.h"
@@ -82,6 +93,8 @@ typedef struct GwConfig
 	int			max_logins;		/* handshakes past start-ok at once */
 	int			max_logins_per_addr;	/* the same, per client address */
 	int			handshake_timeout;	/* seconds from accept to open-ok */
+	char		http_listen[300];	/* the management API's HOST:PORT, "off" */
+	char	   *http_www;		/* its static files; NULL: the installed ones */
 } GwConfig;
 
 typedef void (*pg_result_cb) (void *arg, PGresult *res);
@@ -525,6 +538,59 @@ extern void logdebug(const char *fmt,...) __attribute__((format(gnu_printf, 1, 2
 extern void usage(FILE *f);
 extern bool set_option(const char *key, const char *val);
 extern void read_config(const char *path);
+
+/* http_server.c, http_rabbit.c, http_qext.c: the management API */
+typedef struct HttpReq HttpReq;
+typedef void (*http_result_cb) (HttpReq *r, PGresult *res);
+
+struct HttpReq
+{
+	struct evhttp_request *ev;
+	int			method;			/* EVHTTP_REQ_GET, ... */
+	char		user[256];		/* the basic-auth login */
+	char		pguser[256];	/* the role its session logs in as */
+	char	   *password;		/* NULL: none (the guest mapping) */
+	bool		loopback;		/* from 127.0.0.0/8 or ::1 */
+	char		vhost[256];		/* decoded; the session's database */
+	char	   *seg[12];		/* the path's segments after /api, decoded */
+	int			nseg;
+	json_object *body;			/* the request's JSON body, NULL: none */
+	struct evkeyvalq *query;	/* the query string's parameters */
+	PgSess	   *pg;
+	bool		pg_ready;
+	bool		superuser;		/* the session's role is one */
+	char	   *sql;			/* the statement waiting for the session */
+	int			nparams;
+	char	   *params[16];
+	http_result_cb then;
+	/* a handler's own state between its statements */
+	json_object *acc;
+	char		scratch[512];
+	int			step;
+	HttpReq    *next;
+};
+
+extern bool http_start(void);
+extern void http_stop(void);
+extern void http_sql(HttpReq *r, const char *sql, int n, const char *const *params,
+					 http_result_cb then);
+extern void http_reply_json(HttpReq *r, int code, json_object *o);
+extern void http_reply_text(HttpReq *r, int code, const char *ctype, const char *body);
+extern void http_reply_empty(HttpReq *r, int code);
+extern void http_error(HttpReq *r, int code, const char *error, const char *reason);
+extern void http_not_found(HttpReq *r);
+extern void http_bad_request(HttpReq *r, const char *reason);
+extern void http_method_not_allowed(HttpReq *r, const char *allow);
+extern void http_sql_error(HttpReq *r, PGresult *res);
+extern bool http_sql_ok(HttpReq *r, PGresult *res);
+extern const char *http_qarg(HttpReq *r, const char *key);
+extern int	http_jbool(json_object *o, const char *key, int dflt);
+extern long long http_jint(json_object *o, const char *key, long long dflt, bool *bad);
+extern const char *http_vhost_name(HttpReq *r);
+extern json_object *http_parse_result(HttpReq *r, PGresult *res);
+extern double http_rate(const char *vhost, const char *obj, const char *field, double value);
+extern void http_rabbit(HttpReq *r);
+extern void http_qext(HttpReq *r);
 
 /* pgsess.c */
 extern PgSess *pg_connect(const char *user, const char *password, const char *dbname,

@@ -158,6 +158,8 @@ main(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"log-level", required_argument, NULL, 'o'},
+		{"http-listen", required_argument, NULL, 'w'},
+		{"http-www", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
@@ -233,6 +235,12 @@ main(int argc, char **argv)
 				break;
 			case 'o':
 				set_option("log_level", optarg);
+				break;
+			case 'w':
+				set_option("http_listen", optarg);
+				break;
+			case 'D':
+				set_option("http_www", optarg);
 				break;
 			case 'h':
 				usage(stdout);
@@ -315,6 +323,8 @@ main(int argc, char **argv)
 	}
 	evconnlistener_set_error_cb(listener, on_accept_error);
 	operations_start();
+	if (!http_start())
+		return 1;
 	sigint = evsignal_new(gw_base, SIGINT, on_signal, NULL);
 	sigterm = evsignal_new(gw_base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);
@@ -334,6 +344,7 @@ main(int argc, char **argv)
 		struct event *t;
 
 		evconnlistener_disable(listener);
+		http_stop();
 		for (c = conns; c; c = c->next)
 			conn_reason(c, false, "the gateway is shutting down");
 		while (conns)

@@ -25,6 +25,7 @@ int			rmq_max_sessions = 100;
 int			rmq_max_body = 4 * 1024 * 1024;
 const char *rmq_producer_group = "rocketmq";
 int			rmq_tx_check = 30;
+int			rmq_push_invisible = 60;
 bool		rmq_verbose;
 const char *rmq_insecure_role;
 int			rmq_max_clock_skew = 900;

@@ -89,6 +89,8 @@ usage(FILE *f)
 			"                            (default rocketmq; declare it: docs/rocketmq.md)\n"
 			"  --transaction-check=SECONDS  ask a producer about a half message pending that\n"
 			"                            long, and again every SECONDS (default 30; 0: never)\n"
+			"  --push-invisible-time=SECONDS  lease of a PushConsumer's deliveries, renewed\n"
+			"                            while its client lives (default 60)\n"
 			"  --verbose                 log connections and errors\n"
 			"  --help                    show this help, then exit\n"
 			"  --version                 show the version, then exit\n\n"
@@ -133,6 +135,7 @@ main(int argc, char **argv)
 		{"max-body-size", required_argument, NULL, 'b'},
 		{"producer-group", required_argument, NULL, 'p'},
 		{"transaction-check", required_argument, NULL, 't'},
+		{"push-invisible-time", required_argument, NULL, 'r'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -189,6 +192,9 @@ main(int argc, char **argv)
 			case 't':
 				rmq_tx_check = atoi(optarg);
 				break;
+			case 'r':
+				rmq_push_invisible = atoi(optarg);
+				break;
 			case 'v':
 				rmq_verbose = true;
 				break;
@@ -209,6 +215,8 @@ main(int argc, char **argv)
 		die("--max-sessions, --max-body-size and --max-clock-skew must be positive");
 	if (rmq_tx_check < 0)
 		die("--transaction-check must not be negative");
+	if (rmq_push_invisible < 3 || rmq_push_invisible > 12 * 3600)
+		die("--push-invisible-time must be 3 to 43200 seconds");
 
 	split_address(listen_addr, host, sizeof(host), &port);
 	split_address(advertise ? advertise : listen_addr, adv_host, sizeof(adv_host),

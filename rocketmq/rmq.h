@@ -56,6 +56,7 @@ extern int	rmq_max_sessions;
 extern int	rmq_max_body;
 extern const char *rmq_producer_group;
 extern int	rmq_tx_check;
+extern int	rmq_push_invisible;
 extern bool rmq_verbose;
 extern const char *rmq_insecure_role;
 extern int	rmq_max_clock_skew;

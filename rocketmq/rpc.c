@@ -22,7 +22,11 @@
  *	QueryAssignment	message queue 0 of the stream (a receive takes from all)
  *	ForwardMessageToDeadLetterQueue  mq.nack without requeue: %DLQ%<group>
  *	Heartbeat, NotifyClientTermination  OK
- *	Telemetry		answers each Settings with the server's settings
+ *	Telemetry		answers each Settings with the server's settings (a
+ *					consumer's: its group's retry policy and FIFO flag, from
+ *					mq.group_options); carries transaction check-backs
+ *	a PushConsumer's deliveries (auto_renew) have their leases renewed
+ *					until settled (mq.extend_lease)
  *	any other of MessagingService's RPCs: Status NOT_IMPLEMENTED; a method
  *	the service does not have: grpc-status UNIMPLEMENTED.
  *
@@ -84,8 +88,6 @@ static const struct
 #define SERVICE_PREFIX "/apache.rocketmq.v2.MessagingService/"
 #define MAX_PARAMS 10
 #define RMQ_HEADER "x-rocketmq"
-/* the lease of a PushConsumer's deliveries (auto_renew, no duration given) */
-#define AUTO_RENEW_LEASE_MS (5 * 60 * 1000)
 
 /* An RPC waiting for PostgreSQL */
 typedef struct Req
@@ -109,6 +111,7 @@ typedef struct Req
 	PB(AckMessageResultEntry) * ack_entries;
 	PB(Status) * ack_status;
 	int64_t		invisible_ms;
+	bool		auto_renew;		/* ReceiveMessage: the gateway renews the leases */
 	PB(Resource) * topic;		/* QueryRoute, QueryAssignment: in msg */
 } Req;
 
@@ -704,6 +707,298 @@ md5_hex(const uint8_t *data, size_t len, char *out)
 	out[2 * mdlen] = '\0';
 }
 
+/* ---------------------------------------------------------------------
+ * PushConsumer: the gateway renews the leases of its deliveries
+ *
+ * A PushConsumer's ReceiveMessage asks the server to keep its deliveries
+ * invisible while the client works on them (auto_renew, no invisible
+ * duration), as a Proxy does: each delivery gets --push-invisible-time as
+ * its lease and is remembered here; a timer extends (mq.extend_lease) the
+ * leases that end within a third of it, until the client settles the
+ * delivery (AckMessage, ChangeInvisibleDuration,
+ * ForwardMessageToDeadLetterQueue by its receipt), terminates
+ * (NotifyClientTermination), or is not heard from for CLIENT_IDLE_MS, or
+ * RENEW_MAX_MS have passed; then the lease runs its course.
+ * --------------------------------------------------------------------- */
+
+#define RENEW_BUCKETS 4096
+#define RENEW_MAX 100000		/* deliveries remembered at most */
+#define RENEW_MAX_MS ((int64_t) 3 * 3600 * 1000)	/* a Proxy's renewMaxTime */
+#define CLIENT_IDLE_MS 120000	/* a Proxy's client idle time */
+
+typedef struct RenewClient
+{
+	char		id[256];		/* x-mq-client-id */
+	int64_t		seen_ms;		/* its last request */
+	int			n;				/* its deliveries remembered */
+	struct RenewClient *next;
+} RenewClient;
+
+typedef struct Renewal
+{
+	char	   *db;
+	char	   *role;
+	char	   *topic;
+	char	   *group;
+	char		receipt[64];
+	RenewClient *client;		/* NULL once forgotten */
+	int64_t		lease_ms;		/* the lease each renewal gives */
+	int64_t		lease_end_ms;
+	int64_t		since_ms;		/* delivered then */
+	bool		busy;			/* in the renewal queue */
+	char		lease_text[32]; /* the statement's parameters */
+	const char *params[4];
+	struct Renewal *next;		/* hash chain */
+} Renewal;
+
+static Renewal *renewals[RENEW_BUCKETS];
+static int	nrenewals;
+static RenewClient *renew_clients;
+static struct event *renew_timer;
+static Renewal **renew_queue;	/* due this tick, renewed one at a time */
+static int	renew_nqueue;
+static int	renew_iqueue;
+static bool renew_running;		/* a renewal statement is out */
+
+static int64_t
+now_ms(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static unsigned
+renew_hash(const char *receipt)
+{
+	unsigned	h = 2166136261u;
+
+	for (; *receipt; receipt++)
+		h = (h ^ (unsigned char) *receipt) * 16777619u;
+	return h % RENEW_BUCKETS;
+}
+
+static void
+renewal_free(Renewal *w)
+{
+	free(w->db);
+	free(w->role);
+	free(w->topic);
+	free(w->group);
+	free(w);
+}
+
+/* Stop renewing w (unlinked from the hash already) */
+static void
+renewal_drop(Renewal *w)
+{
+	RenewClient **c;
+
+	if (w->client)
+	{
+		if (--w->client->n == 0)
+			for (c = &renew_clients; *c; c = &(*c)->next)
+				if (*c == w->client)
+				{
+					*c = w->client->next;
+					free(w->client);
+					break;
+				}
+		w->client = NULL;
+	}
+	nrenewals--;
+	/* one in the queue is freed when the queue reaches it */
+	if (!w->busy)
+		renewal_free(w);
+}
+
+/* The client settled (or gave up) the delivery of receipt: no more renewal */
+static void
+renew_forget(const char *receipt)
+{
+	Renewal   **p;
+
+	if (nrenewals == 0 || receipt == NULL)
+		return;
+	for (p = &renewals[renew_hash(receipt)]; *p; p = &(*p)->next)
+		if (strcmp((*p)->receipt, receipt) == 0)
+		{
+			Renewal    *w = *p;
+
+			*p = w->next;
+			renewal_drop(w);
+			return;
+		}
+}
+
+/* Every delivery of a client (NULL: of idle clients, and older than RENEW_MAX_MS) */
+static void
+renew_forget_client(const char *client_id)
+{
+	int64_t		now = now_ms();
+
+	if (nrenewals == 0)
+		return;
+	for (int b = 0; b < RENEW_BUCKETS; b++)
+	{
+		Renewal   **p = &renewals[b];
+
+		while (*p)
+		{
+			Renewal    *w = *p;
+
+			if (client_id ? strcmp(w->client->id, client_id) == 0 :
+				(now - w->client->seen_ms > CLIENT_IDLE_MS || now - w->since_ms > RENEW_MAX_MS))
+			{
+				*p = w->next;
+				renewal_drop(w);
+			}
+			else
+				p = &w->next;
+		}
+	}
+}
+
+/* A request of client_id: it lives */
+static void
+renew_seen(const char *client_id)
+{
+	RenewClient *c;
+
+	if (client_id[0] == '\0')
+		return;
+	for (c = renew_clients; c; c = c->next)
+		if (strcmp(c->id, client_id) == 0)
+		{
+			c->seen_ms = now_ms();
+			return;
+		}
+}
+
+/* Renew the lease of a delivery to s's client, of lease_ms, from now on */
+static void
+renew_add(Stream *s, const Req *r, const char *topic, const char *group, const char *receipt,
+		  int64_t lease_ms)
+{
+	Renewal    *w;
+	RenewClient *c;
+	unsigned	h;
+
+	if (nrenewals >= RENEW_MAX || s->client_id[0] == '\0' || strlen(receipt) >= sizeof(w->receipt))
+	{
+		if (rmq_verbose)
+			logmsg("not renewing a delivery to client \"%s\" (%d remembered)", s->client_id, nrenewals);
+		return;
+	}
+	for (c = renew_clients; c; c = c->next)
+		if (strcmp(c->id, s->client_id) == 0)
+			break;
+	if (c == NULL)
+	{
+		c = calloc(1, sizeof(RenewClient));
+		snprintf(c->id, sizeof(c->id), "%s", s->client_id);
+		c->next = renew_clients;
+		renew_clients = c;
+	}
+	c->seen_ms = now_ms();
+	c->n++;
+	w = calloc(1, sizeof(Renewal));
+	w->db = strdup(r->db);
+	w->role = strdup(r->role);
+	w->topic = strdup(topic);
+	w->group = strdup(group);
+	snprintf(w->receipt, sizeof(w->receipt), "%s", receipt);
+	w->client = c;
+	w->lease_ms = lease_ms;
+	w->since_ms = c->seen_ms;
+	w->lease_end_ms = c->seen_ms + lease_ms;
+	h = renew_hash(receipt);
+	w->next = renewals[h];
+	renewals[h] = w;
+	nrenewals++;
+}
+
+static void renew_next(void);
+
+static void
+renew_done(void *arg, PGresult *res)
+{
+	Renewal    *w = arg;
+
+	w->busy = false;
+	renew_running = false;
+	if (w->client == NULL)
+		renewal_free(w);		/* forgotten meanwhile */
+	else if (res_good(res))
+		w->lease_end_ms = now_ms() + w->lease_ms;
+	else
+	{
+		/* settled elsewhere, lease ran out, or the server went: let it be */
+		if (rmq_verbose)
+			logmsg("renewing the lease of %s: %s", w->receipt, res_message(res));
+		renew_forget(w->receipt);
+	}
+	renew_next();
+}
+
+/* Renew the next delivery of the queue, one statement at a time */
+static void
+renew_next(void)
+{
+	while (renew_iqueue < renew_nqueue)
+	{
+		Renewal    *w = renew_queue[renew_iqueue++];
+
+		if (w->client == NULL)
+		{
+			w->busy = false;
+			renewal_free(w);
+			continue;
+		}
+		snprintf(w->lease_text, sizeof(w->lease_text), "%lld milliseconds", (long long) w->lease_ms);
+		w->params[0] = w->topic;
+		w->params[1] = w->lease_text;
+		w->params[2] = w->group;
+		w->params[3] = w->receipt;
+		if (pg_run(w->db, w->role,
+				   "SELECT mq.extend_lease($1, lease => $2::interval, group_name => $3, receipts => ARRAY[$4])",
+				   4, w->params, NULL, NULL, renew_done, w))
+		{
+			renew_running = true;
+			return;
+		}
+		/* no session now (--max-sessions): the next tick tries again */
+		w->busy = false;
+	}
+	renew_nqueue = renew_iqueue = 0;
+}
+
+/* Every tick: the leases that end soon are renewed */
+static void
+renew_tick(evutil_socket_t fd, short what, void *arg)
+{
+	int64_t		now = now_ms();
+	int			n = 0;
+
+	if (renew_running || renew_iqueue < renew_nqueue)
+		return;					/* the last tick's are still going */
+	renew_forget_client(NULL);
+	if (nrenewals == 0)
+		return;
+	renew_queue = realloc(renew_queue, sizeof(Renewal *) * nrenewals);
+	for (int b = 0; b < RENEW_BUCKETS; b++)
+		for (Renewal *w = renewals[b]; w; w = w->next)
+			if (!w->busy && w->lease_end_ms - now < w->lease_ms / 3 && n < nrenewals)
+			{
+				w->busy = true;
+				renew_queue[n++] = w;
+			}
+	renew_nqueue = n;
+	renew_iqueue = 0;
+	renew_next();
+}
+
 enum
 {
 	C_ID, C_BODY, C_HEADERS, C_PUBLISHED, C_COUNT, C_PARTITION, C_OFFSET, C_KEY, C_TAG,
@@ -902,7 +1197,16 @@ receive_done(void *arg, PGresult *res)
 		struct timeval tv;
 
 		for (i = 0; i < PQntuples(res); i++)
+		{
 			receive_row(r, res, i);
+			if (r->auto_renew)
+			{
+				PB(ReceiveMessageRequest) * q = (PB(ReceiveMessageRequest) *) r->msg;
+
+				renew_add(s, r, q->message_queue->topic->name, q->group->name,
+						  PQgetvalue(res, i, C_RECEIPT), r->invisible_ms);
+			}
+		}
 		if (PQntuples(res) > 0)
 		{
 			gettimeofday(&tv, NULL);
@@ -946,6 +1250,7 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	int64_t		wait = dur_ms(q->long_polling_timeout);
 	int			batch = q->batch_size;
 	const char *filter_type = NULL;
+	bool		auto_renew = false;
 
 	if (q->group == NULL || q->group->name[0] == '\0')
 	{
@@ -964,10 +1269,11 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	{
 		/*
 		 * A PushConsumer asks the server to keep renewing its deliveries
-		 * (auto_renew) and sends no duration; the gateway does not renew
-		 * (docs/rocketmq.md): a fixed lease instead
+		 * (auto_renew) and sends no duration: --push-invisible-time, renewed
+		 * while the client works on them (renew_add)
 		 */
-		invisible = AUTO_RENEW_LEASE_MS;
+		invisible = (int64_t) rmq_push_invisible * 1000;
+		auto_renew = true;
 	}
 	else if (q->invisible_duration == NULL || invisible <= 0)
 	{
@@ -1002,6 +1308,7 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 		batch = 10000;
 	r = req_new(s, RPC_RECEIVE, q->group->resource_namespace, &q->base);
 	r->invisible_ms = invisible;
+	r->auto_renew = auto_renew;
 	req_param(r, 0, q->message_queue->topic->name);
 	snprintf(num, sizeof(num), "%d", batch);
 	req_param(r, 1, num);
@@ -1092,6 +1399,7 @@ ack_next(Req *r)
 		req_param(r, 0, q->topic->name);
 		req_param(r, 1, q->group->name);
 		req_param(r, 2, q->entries[r->idx]->receipt_handle);
+		renew_forget(q->entries[r->idx]->receipt_handle);
 		req_run(r, "SELECT mq.ack($1, group_name => $2, receipts => ARRAY[$3])", 3, ack_done);
 		return;
 	}
@@ -1201,6 +1509,8 @@ change_invisible(Stream *s, PB(ChangeInvisibleDurationRequest) * q)
 		protobuf_c_message_free_unpacked(&q->base, NULL);
 		return;
 	}
+	/* the client decides its delivery's lease now: no more renewal */
+	renew_forget(q->receipt_handle);
 	r = req_new(s, RPC_CHANGE_INVISIBLE, q->group->resource_namespace, &q->base);
 	req_param(r, 0, q->topic->name);
 	req_param(r, 1, q->group->name);
@@ -1247,6 +1557,7 @@ forward_dlq(Stream *s, PB(ForwardMessageToDeadLetterQueueRequest) * q)
 		protobuf_c_message_free_unpacked(&q->base, NULL);
 		return;
 	}
+	renew_forget(q->receipt_handle);
 	r = req_new(s, RPC_FORWARD_DLQ, q->group->resource_namespace, &q->base);
 	req_param(r, 0, q->topic->name);
 	req_param(r, 1, q->group->name);
@@ -1373,8 +1684,72 @@ typedef struct CheckReq
 {
 	char		db[128];
 	char		interval[32];
-	const char *params[2];
+	char	   *asked;			/* "{id,...}": halves asked about lately */
+	const char *params[3];
 } CheckReq;
+
+/*
+ * The halves asked about lately: not asked again while their producer's
+ * answer may be on its way (ASKED_WINDOW_MS), so that a checker that takes
+ * a while does not get the same question twice and answer it twice (the
+ * second EndTransaction of a decided half: INVALID_TRANSACTION_ID)
+ */
+typedef struct Asked
+{
+	char		db[128];
+	int64_t		half_id;
+	int64_t		at_ms;
+} Asked;
+
+#define ASKED_MAX 10000
+#define ASKED_WINDOW_MS ((int64_t) (rmq_tx_check * 2 > 30 ? rmq_tx_check * 2 : 30) * 1000)
+
+static Asked *asked;
+static int	nasked;
+
+/* forget what was asked before the window */
+static void
+asked_expire(void)
+{
+	int64_t		now = now_ms();
+	int			j = 0;
+
+	for (int i = 0; i < nasked; i++)
+		if (now - asked[i].at_ms < ASKED_WINDOW_MS)
+			asked[j++] = asked[i];
+	nasked = j;
+}
+
+static void
+asked_add(const char *db, int64_t half_id)
+{
+	if (asked == NULL)
+		asked = calloc(ASKED_MAX, sizeof(Asked));
+	if (nasked >= ASKED_MAX)
+		return;
+	snprintf(asked[nasked].db, sizeof(asked[nasked].db), "%s", db);
+	asked[nasked].half_id = half_id;
+	asked[nasked].at_ms = now_ms();
+	nasked++;
+}
+
+/* "{id,...}" of the halves of db asked about lately (malloc'd) */
+static char *
+asked_array(const char *db)
+{
+	Buf			b = {0};
+	char		num[32];
+
+	buf_add(&b, "{", 1);
+	for (int i = 0; i < nasked; i++)
+		if (strcmp(asked[i].db, db) == 0)
+		{
+			snprintf(num, sizeof(num), "%s%lld", b.len > 1 ? "," : "", (long long) asked[i].half_id);
+			buf_add(&b, num, strlen(num));
+		}
+	buf_add(&b, "}", 2);
+	return b.data;
+}
 
 typedef struct RecoverArg
 {
@@ -1408,6 +1783,7 @@ check_done(void *arg, PGresult *res)
 	{
 		if (rmq_verbose)
 			logmsg("transaction check-back in database \"%s\": %s", c->db, res_message(res));
+		free(c->asked);
 		free(c);
 		return;
 	}
@@ -1421,7 +1797,9 @@ check_done(void *arg, PGresult *res)
 			continue;
 		ra.transaction_id = PQgetvalue(res, i, C_ID);
 		message_of_row(res, i, ra.s->db, topic, 0, recover_emit, &ra);
+		asked_add(c->db, atoll(ra.transaction_id));
 	}
+	free(c->asked);
 	free(c);
 }
 
@@ -1432,6 +1810,7 @@ check_tick(evutil_socket_t fd, short what, void *arg)
 	Stream	   *p,
 			   *q;
 
+	asked_expire();
 	for (p = producers; p; p = p->next_producer)
 	{
 		CheckReq   *c;
@@ -1445,8 +1824,10 @@ check_tick(evutil_socket_t fd, short what, void *arg)
 		c = calloc(1, sizeof(CheckReq));
 		snprintf(c->db, sizeof(c->db), "%s", p->db);
 		snprintf(c->interval, sizeof(c->interval), "%d seconds", rmq_tx_check);
+		c->asked = asked_array(p->db);
 		c->params[0] = rmq_producer_group;
 		c->params[1] = c->interval;
+		c->params[2] = c->asked;
 		/*
 		 * halves of the default exchange (a topic is its routing key)
 		 * pending longer than --transaction-check, in the C_ columns
@@ -1457,9 +1838,13 @@ check_tick(evutil_socket_t fd, short what, void *arg)
 					" m.key, m.tag, m.message_group, NULL::text, h.routing_key"
 					" FROM mq.half_messages h, mq.message(h.half_id) m"
 					" WHERE h.producer_group = $1 AND h.state = 'pending' AND h.exchange = ''"
-					" AND h.created_at < now() - $2::interval ORDER BY h.half_id LIMIT 100",
-					2, c->params, NULL, NULL, check_done, c))
+					" AND h.created_at < now() - $2::interval AND h.half_id <> ALL ($3::bigint[])"
+					" ORDER BY h.half_id LIMIT 100",
+					3, c->params, NULL, NULL, check_done, c))
+		{
+			free(c->asked);
 			free(c);
+		}
 	}
 }
 
@@ -1467,38 +1852,80 @@ check_tick(evutil_socket_t fd, short what, void *arg)
  * Telemetry
  * --------------------------------------------------------------------- */
 
-/* Answer a client's Settings with the server's */
+/*
+ * RocketMQ's 16 retry levels, queue_ext's default retry_delays (ms)
+ * (design.md: 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h)
+ */
+static const int64_t default_retry_ms[] = {
+	10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000, 420000, 480000,
+	540000, 600000, 1200000, 1800000, 3600000, 7200000
+};
+
+#define MAX_RETRY_DELAYS 64
+/* a Proxy's defaults (ProxyConfig): receive batch size, longest long poll */
+#define RECEIVE_BATCH_SIZE 32
+#define LONG_POLLING_TIMEOUT_MS 20000
+
+/* A consumer group's options, as mq.group_options shows them */
+typedef struct GroupPolicy
+{
+	bool		ordered;
+	int			max_retries;
+	int			ndelays;
+	int64_t		delays_ms[MAX_RETRY_DELAYS];
+} GroupPolicy;
+
 static void
-telemetry_settings(Stream *s, PB(Settings) * in)
+set_dur(PB(Duration) * d, int64_t ms)
+{
+	PBFN(duration__init) (d);
+	d->seconds = ms / 1000;
+	d->nanos = (int32_t) (ms % 1000) * 1000000;
+}
+
+/*
+ * The Settings that answer a client's: a producer's at once; a consumer's
+ * with its group's retry policy and FIFO flag (gp; NULL: RocketMQ's
+ * defaults, 16 retries on the 16 levels, not FIFO)
+ */
+static void
+settings_send(Stream *s, PB(Settings) * in, const GroupPolicy *gp)
 {
 	PB(TelemetryCommand) out = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__INIT;
 	PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
 	PB(Settings) set = APACHE__ROCKETMQ__V2__SETTINGS__INIT;
 	PB(RetryPolicy) retry = APACHE__ROCKETMQ__V2__RETRY_POLICY__INIT;
 	PB(ExponentialBackoff) exp = APACHE__ROCKETMQ__V2__EXPONENTIAL_BACKOFF__INIT;
+	PB(CustomizedBackoff) custom = APACHE__ROCKETMQ__V2__CUSTOMIZED_BACKOFF__INIT;
 	PB(Duration) initial = APACHE__ROCKETMQ__V2__DURATION__INIT;
 	PB(Duration) max = APACHE__ROCKETMQ__V2__DURATION__INIT;
 	PB(Duration) poll = APACHE__ROCKETMQ__V2__DURATION__INIT;
+	PB(Duration) next[MAX_RETRY_DELAYS];
+	PB(Duration) *nextp[MAX_RETRY_DELAYS];
 	PB(Publishing) pub = APACHE__ROCKETMQ__V2__PUBLISHING__INIT;
 	PB(Subscription) sub = APACHE__ROCKETMQ__V2__SUBSCRIPTION__INIT;
 
+	if (s == NULL || s->closed || s->finished)
+		return;
 	st.code = CODE(OK);
 	st.message = "OK";
 	set.client_type = in->client_type;
 	set.access_point = in->access_point;
 	set.request_timeout = in->request_timeout;
-	/* exponential backoff (the client's start-up waits for one) */
-	initial.nanos = 10 * 1000000;
-	max.seconds = 1;
 	exp.initial = &initial;
 	exp.max = &max;
-	exp.multiplier = 2;
-	retry.strategy_case = APACHE__ROCKETMQ__V2__RETRY_POLICY__STRATEGY_EXPONENTIAL_BACKOFF;
-	retry.exponential_backoff = &exp;
 	if (in->client_type == APACHE__ROCKETMQ__V2__CLIENT_TYPE__PRODUCER ||
 		in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING)
 	{
-		/* the producer's own attempts, as it asked */
+		/*
+		 * a Proxy's: exponential from 10 ms to 1 s, times 2, the
+		 * producer's own attempts (the client's start-up waits for one)
+		 */
+		set_dur(&initial, 10);
+		set_dur(&max, 1000);
+		exp.multiplier = 2;
+		retry.strategy_case = APACHE__ROCKETMQ__V2__RETRY_POLICY__STRATEGY_EXPONENTIAL_BACKOFF;
+		retry.exponential_backoff = &exp;
 		retry.max_attempts = in->backoff_policy && in->backoff_policy->max_attempts > 0 ?
 			in->backoff_policy->max_attempts : 3;
 		set.pub_sub_case = APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING;
@@ -1510,16 +1937,62 @@ telemetry_settings(Stream *s, PB(Settings) * in)
 			pub.n_topics = in->publishing->n_topics;
 			pub.topics = in->publishing->topics;
 		}
-		producer_register(s, in);
 		set.publishing = &pub;
 	}
 	else
 	{
-		/* a group's 16 retries, RocketMQ's default: 17 deliveries */
-		retry.max_attempts = 17;
-		initial.nanos = 0;
-		initial.seconds = 10;
-		max.seconds = 7200;
+		GroupPolicy def;
+		double		m = 1;
+		bool		geometric = true;
+		int			k;
+
+		if (gp == NULL)
+		{
+			def.ordered = false;
+			def.max_retries = 16;
+			def.ndelays = (int) (sizeof(default_retry_ms) / sizeof(default_retry_ms[0]));
+			memcpy(def.delays_ms, default_retry_ms, sizeof(default_retry_ms));
+			gp = &def;
+		}
+		/* a group retries max_retries times: that many deliveries and one */
+		retry.max_attempts = gp->max_retries + 1;
+
+		/*
+		 * The group's delays as a Proxy reports a group's retry policy: an
+		 * exponential backoff when they are one (d, d*m, d*m^2, ... up to the
+		 * last, which repeats, as queue_ext's last delay does), else the
+		 * customized list
+		 */
+		if (gp->ndelays > 1 && gp->delays_ms[0] > 0)
+			m = (double) gp->delays_ms[1] / gp->delays_ms[0];
+		for (k = 1; k < gp->ndelays && geometric; k++)
+		{
+			double		want = gp->delays_ms[k - 1] * m;
+
+			if (gp->delays_ms[k - 1] <= 0 || m < 1 ||
+				(int64_t) (want + 0.5) != gp->delays_ms[k])
+				geometric = false;
+		}
+		if (geometric && gp->ndelays > 0)
+		{
+			set_dur(&initial, gp->delays_ms[0]);
+			set_dur(&max, gp->delays_ms[gp->ndelays - 1]);
+			exp.multiplier = (float) m;
+			retry.strategy_case = APACHE__ROCKETMQ__V2__RETRY_POLICY__STRATEGY_EXPONENTIAL_BACKOFF;
+			retry.exponential_backoff = &exp;
+		}
+		else
+		{
+			for (k = 0; k < gp->ndelays; k++)
+			{
+				set_dur(&next[k], gp->delays_ms[k]);
+				nextp[k] = &next[k];
+			}
+			custom.n_next = gp->ndelays;
+			custom.next = nextp;
+			retry.strategy_case = APACHE__ROCKETMQ__V2__RETRY_POLICY__STRATEGY_CUSTOMIZED_BACKOFF;
+			retry.customized_backoff = &custom;
+		}
 		set.pub_sub_case = APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_SUBSCRIPTION;
 		if (in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_SUBSCRIPTION && in->subscription)
 		{
@@ -1527,9 +2000,9 @@ telemetry_settings(Stream *s, PB(Settings) * in)
 			sub.n_subscriptions = in->subscription->n_subscriptions;
 			sub.subscriptions = in->subscription->subscriptions;
 		}
-		sub.fifo = 0;
-		sub.receive_batch_size = 32;
-		poll.seconds = 30;
+		sub.fifo = gp->ordered;
+		sub.receive_batch_size = RECEIVE_BATCH_SIZE;
+		set_dur(&poll, LONG_POLLING_TIMEOUT_MS);
 		sub.long_polling_timeout = &poll;
 		set.subscription = &sub;
 	}
@@ -1538,6 +2011,182 @@ telemetry_settings(Stream *s, PB(Settings) * in)
 	out.command_case = APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__COMMAND_SETTINGS;
 	out.settings = &set;
 	stream_send_message(s, &out.base);
+}
+
+/* the group's options are in: the consumer's Settings */
+static void
+settings_done(void *arg, PGresult *res)
+{
+	Req		   *r = arg;
+	PB(TelemetryCommand) * t = (PB(TelemetryCommand) *) r->msg;
+	GroupPolicy gp;
+	bool		found = false;
+
+	if (res_good(res) && PQntuples(res) > 0)
+	{
+		const char *p = PQgetvalue(res, 0, 2);
+
+		gp.ordered = PQgetvalue(res, 0, 0)[0] == 't';
+		gp.max_retries = atoi(PQgetvalue(res, 0, 1));
+		gp.ndelays = 0;
+		/* "{1000,2000}" (ms); NULL: the 16 levels */
+		if (PQgetisnull(res, 0, 2))
+		{
+			gp.ndelays = (int) (sizeof(default_retry_ms) / sizeof(default_retry_ms[0]));
+			memcpy(gp.delays_ms, default_retry_ms, sizeof(default_retry_ms));
+		}
+		else
+			while (*p && gp.ndelays < MAX_RETRY_DELAYS)
+			{
+				char	   *end;
+
+				if (*p == '{' || *p == ',' || *p == '}')
+				{
+					p++;
+					continue;
+				}
+				gp.delays_ms[gp.ndelays++] = strtoll(p, &end, 10);
+				if (end == p)
+					break;
+				p = end;
+			}
+		found = true;
+	}
+	else if (!res_good(res) && rmq_verbose)
+		logmsg("the Settings of a consumer: its group's options: %s", res_message(res));
+	if (r->s)
+		settings_send(r->s, t->settings, found ? &gp : NULL);
+	req_free(r);
+}
+
+/*
+ * The subscriptions consumers' Settings announced, per database, topic and
+ * group: the latest one's filter.  RocketMQ requires the consumers of a
+ * group to agree; a Proxy filters each receive by its own request's
+ * expression (as the gateway does), so a disagreement loses messages to
+ * the consumers that would have matched them.  The gateway says so in its
+ * log when a consumer announces an expression that differs from the last
+ * one announced for its group and topic.
+ */
+typedef struct Announced
+{
+	char	   *key;			/* "db\ttopic\tgroup" */
+	int			type;
+	char	   *expression;
+	struct Announced *next;
+} Announced;
+
+#define ANNOUNCED_MAX 10000
+
+static Announced *announced;
+static int	nannounced;
+
+static void
+subscription_announced(Stream *s, const char *db, PB(Subscription) * sub)
+{
+	for (size_t i = 0; i < sub->n_subscriptions; i++)
+	{
+		PB(SubscriptionEntry) * e = sub->subscriptions[i];
+		const char *expr = e->expression && e->expression->expression[0] ?
+			e->expression->expression : "*";
+		int			type = e->expression ? e->expression->type : APACHE__ROCKETMQ__V2__FILTER_TYPE__TAG;
+		size_t		len;
+		char	   *key;
+		Announced  *a;
+
+		if (e->topic == NULL)
+			continue;
+		len = strlen(db) + strlen(e->topic->name) + strlen(sub->group->name) + 3;
+		key = malloc(len);
+		snprintf(key, len, "%s\t%s\t%s", db, e->topic->name, sub->group->name);
+		for (a = announced; a; a = a->next)
+			if (strcmp(a->key, key) == 0)
+				break;
+		if (a == NULL)
+		{
+			if (nannounced >= ANNOUNCED_MAX)
+			{
+				free(key);
+				continue;
+			}
+			a = calloc(1, sizeof(Announced));
+			a->key = key;
+			a->next = announced;
+			announced = a;
+			nannounced++;
+		}
+		else
+		{
+			free(key);
+			if (a->type != type || strcmp(a->expression, expr) != 0)
+				logmsg("consumer group \"%s\" of topic \"%s\": client \"%s\" subscribes with %s "
+					   "\"%s\", another consumer of the group with %s \"%s\": RocketMQ requires "
+					   "them to agree; each receive applies its own consumer's (docs/rocketmq.md)",
+					   sub->group->name, e->topic->name, s->client_id,
+					   type == APACHE__ROCKETMQ__V2__FILTER_TYPE__SQL ? "SQL92" : "TAG", expr,
+					   a->type == APACHE__ROCKETMQ__V2__FILTER_TYPE__SQL ? "SQL92" : "TAG",
+					   a->expression);
+			free(a->expression);
+		}
+		a->type = type;
+		a->expression = strdup(expr);
+	}
+}
+
+/*
+ * Answer a client's Settings with the server's: a consumer's after reading
+ * its group's options (mq.group_options, as the key's role: a group of a
+ * stream it may not see is not there) on the first subscribed topic that
+ * has the group; RocketMQ's defaults when none has
+ */
+static void
+telemetry_settings(Stream *s, PB(TelemetryCommand) * t)
+{
+	PB(Settings) * in = t->settings;
+	PB(Subscription) * sub = in->subscription;
+	json_object *topics;
+	Req		   *r;
+
+	if (in->client_type == APACHE__ROCKETMQ__V2__CLIENT_TYPE__PRODUCER ||
+		in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING)
+	{
+		producer_register(s, in);
+		settings_send(s, in, NULL);
+		protobuf_c_message_free_unpacked(&t->base, NULL);
+		return;
+	}
+	if (in->pub_sub_case != APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_SUBSCRIPTION || sub == NULL ||
+		sub->group == NULL || sub->group->name[0] == '\0' || sub->n_subscriptions == 0)
+	{
+		settings_send(s, in, NULL);
+		protobuf_c_message_free_unpacked(&t->base, NULL);
+		return;
+	}
+	/* a newer Settings replaces one still waiting: that one answers no one */
+	if (s->req)
+		((Req *) s->req)->s = NULL;
+	r = req_new(s, RPC_TELEMETRY, sub->group->resource_namespace, &t->base);
+	subscription_announced(s, r->db, sub);
+	topics = json_object_new_array();
+	for (size_t i = 0; i < sub->n_subscriptions; i++)
+		if (sub->subscriptions[i]->topic)
+			json_object_array_add(topics, json_object_new_string(sub->subscriptions[i]->topic->name));
+	req_param(r, 0, sub->group->name);
+	req_param(r, 1, json_object_to_json_string_ext(topics, JSON_C_TO_STRING_PLAIN));
+	json_object_put(topics);
+	if (!pg_run(r->db, r->role,
+			"SELECT o.ordered, o.max_retries,"
+			" (SELECT array_agg((extract(epoch FROM d) * 1000)::bigint ORDER BY n)"
+			"  FROM unnest(o.retry_delays) WITH ORDINALITY u(d, n))"
+			" FROM jsonb_array_elements_text($2::jsonb) WITH ORDINALITY t(topic, n)"
+			" JOIN mq.group_options o ON o.queue = t.topic AND o.group_name = $1"
+			" ORDER BY t.n LIMIT 1",
+				2, r->params, r->lengths, r->formats, settings_done, r))
+	{
+		/* no session to ask on (--max-sessions): RocketMQ's defaults */
+		settings_send(s, in, NULL);
+		req_free(r);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -1594,6 +2243,7 @@ rpc_begin(Stream *s)
 			answer_status(s, code, why);
 		return;
 	}
+	renew_seen(s->client_id);
 	if (s->rpc == RPC_NOT_IMPLEMENTED)
 	{
 		char		msg[200];
@@ -1642,8 +2292,13 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 		case RPC_TELEMETRY:
 			d = &apache__rocketmq__v2__telemetry_command__descriptor;
 			break;
-		case RPC_HEARTBEAT:
 		case RPC_NOTIFY_TERMINATION:
+			/* its deliveries are not renewed any more */
+			if (s->client_id[0])
+				renew_forget_client(s->client_id);
+			answer_status(s, CODE(OK), "OK");
+			return;
+		case RPC_HEARTBEAT:
 			answer_status(s, CODE(OK), "OK");
 			return;
 		default:
@@ -1700,9 +2355,11 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 			{
 				PB(TelemetryCommand) * t = (PB(TelemetryCommand) *) m;
 
-				if (t->command_case == APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__COMMAND_SETTINGS)
-					telemetry_settings(s, t->settings);
-				protobuf_c_message_free_unpacked(m, NULL);
+				if (t->command_case == APACHE__ROCKETMQ__V2__TELEMETRY_COMMAND__COMMAND_SETTINGS &&
+					t->settings)
+					telemetry_settings(s, t);
+				else
+					protobuf_c_message_free_unpacked(m, NULL);
 			}
 			break;
 	}
@@ -1746,8 +2403,13 @@ void
 rpc_start(void)
 {
 	struct timeval tv = {rmq_tx_check, 0};
+	struct timeval rtv = {rmq_push_invisible >= 24 ? rmq_push_invisible / 12 : 0,
+	rmq_push_invisible >= 24 ? 0 : 500000};
 
 	h2_set_handlers(&rpc_handlers);
+	/* renewals: a few checks per third of the lease */
+	renew_timer = event_new(rmq_base, -1, EV_PERSIST, renew_tick, NULL);
+	event_add(renew_timer, &rtv);
 	if (rmq_tx_check <= 0)
 		return;
 	check_timer = event_new(rmq_base, -1, EV_PERSIST, check_tick, NULL);

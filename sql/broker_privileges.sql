@@ -116,7 +116,7 @@ SELECT mq.exchange_delete('bpv_alice_x');
 RESET ROLE;
 
 -- who sees what (issue 35, item 8): mq.queues, mq.metrics,
--- mq.consumer_groups, mq.stream_partitions, mq.bindings and the functions behind them
+-- mq.consumer_groups, mq.group_options, mq.stream_partitions, mq.bindings and the functions behind them
 -- show a role the queues it holds some privilege on (configure, publish or
 -- consume; the owner and superusers: all), and every queue to members of
 -- pg_monitor (pg_read_all_stats)
@@ -145,6 +145,8 @@ LANGUAGE sql AS $$
 	UNION ALL
 	SELECT '_consumer_groups', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq._consumer_groups()
 	UNION ALL
+	SELECT 'group_options', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq.group_options
+	UNION ALL
 	SELECT 'stream_partitions', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq.stream_partitions
 	UNION ALL
 	SELECT '_stream_partitions', string_agg(DISTINCT queue, ',' ORDER BY queue) FILTER (WHERE queue LIKE 'bpv%'), count(*) FROM mq._stream_partitions()
@@ -159,6 +161,9 @@ RESET ROLE;
 SET ROLE regress_mq_carol;
 SELECT source, queues FROM bpv_sees();
 SELECT "partition", committed_offset FROM mq.consumer_groups ORDER BY 1;
+-- the options its group was declared with (mq-rocketmq's Settings)
+SELECT queue, group_name, mode, start, filter, filter_type, ordered, max_retries, retry_delays
+  FROM mq.group_options;
 RESET ROLE;
 -- alice holds consume and publish on bpv_q (granted above)
 SET ROLE regress_mq_alice;

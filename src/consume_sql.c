@@ -44,6 +44,7 @@
 PG_FUNCTION_INFO_V1(mq_consume);
 PG_FUNCTION_INFO_V1(mq_consume_wake);
 PG_FUNCTION_INFO_V1(mq_browse);
+PG_FUNCTION_INFO_V1(mq_browse_all);
 PG_FUNCTION_INFO_V1(mq_message);
 PG_FUNCTION_INFO_V1(mq_message_position);
 PG_FUNCTION_INFO_V1(mq_messages_by_key);
@@ -573,20 +574,15 @@ mq_consume_wake(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
-/* mq.browse(queue, max_messages): ready messages, not taken */
-Datum
-mq_browse(PG_FUNCTION_ARGS)
+/* Rows of up to n ready messages of q, not taken (mq.browse's) */
+static void
+browse_rows(FunctionCallInfo fcinfo, MqQueue *q, int n)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MqQueue    *q;
-	int			n;
 	int64	   *ids;
 	int32	   *counts;
 	int			got;
 
-	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages");
-	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
-	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
 	if (q->type == MQ_QUEUE_STREAM)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -604,6 +600,42 @@ mq_browse(PG_FUNCTION_ARGS)
 		if (mq_log_fetch(ids[i], &m))
 			put_browse_row(rsinfo, q->name, &m, counts[i]);
 	}
+}
+
+/* mq.browse(queue, max_messages): ready messages, not taken */
+Datum
+mq_browse(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+	int			n;
+
+	MQ_CHECK_ARGS(fcinfo, "queue", "max_messages");
+	n = mq_count_arg(fcinfo, 1, "max_messages", MQ_MAX_BATCH);
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	browse_rows(fcinfo, q, n);
+	return (Datum) 0;
+}
+
+/*
+ * mq._browse_all(queue): mq.browse of every ready message, however many
+ * (queue_ext_pgmq's view pgmq.q_<name>, which pgmq users count).  It
+ * reads the whole backlog holding the queue's lock shared, which delays
+ * consumers meanwhile: not for the public API, where mq.queues counts.
+ */
+Datum
+mq_browse_all(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+	MqQueueCounts c;
+
+	MQ_CHECK_ARGS(fcinfo, "queue");
+	q = queue_arg(fcinfo, 0, MQ_PRIV_CONSUME);
+	if (q->type == MQ_QUEUE_STREAM)
+		browse_rows(fcinfo, q, 1);	/* its error */
+	mq_queue_counts(q, &c, NULL);
+	/* (ready ones published since are left to the next look) */
+	browse_rows(fcinfo, q,
+				(int) Min(Max(c.total, 1), (int64) (MaxAllocSize / sizeof(int64))));
 	return (Datum) 0;
 }
 

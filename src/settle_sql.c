@@ -384,8 +384,8 @@ int64_cmp(const void *a, const void *b)
  * id (queue_ext_pgmq's pgmq.delete).  One row (key, msg_id) per message
  * acked, in the order of keys; a key given twice counts once.  A key
  * without a message, or whose message is delayed or settled, gives no
- * row; a ready one deeper in the backlog than mq.lease_ids looks raises
- * as there.  Needs consume on the queue; not for streams.
+ * row.  A ready message is found however deep in the backlog it is (as
+ * mq.lease_ids finds it).  Needs consume on the queue; not for streams.
  */
 Datum
 mq_ack_keys(PG_FUNCTION_ARGS)

@@ -55,11 +55,11 @@ CREATE UNLOGGED TABLE pgmq.notify_insert_throttle (
     last_notified_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT to_timestamp(0)
 );
 
+-- pg_monitor (pgmq 1.13): what pgmq.metrics and list_queues need, and no
+-- message: the list of queues here, and per queue (pgmq._create_queue)
+-- the columns vt and enqueued_at of pgmq.q_<name> and its msg_id sequence
 GRANT USAGE ON SCHEMA pgmq TO pg_monitor;
-GRANT SELECT ON ALL TABLES IN SCHEMA pgmq TO pg_monitor;
-GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq TO pg_monitor;
-ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq GRANT SELECT ON TABLES TO pg_monitor;
-ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq GRANT SELECT ON SEQUENCES TO pg_monitor;
+GRANT SELECT ON pgmq.meta TO pg_monitor;
 
 CREATE TYPE pgmq.message_record AS (
     msg_id BIGINT,

@@ -69,9 +69,12 @@ $$;
 
 -- The business key of pgmq message id of queue_ext queue qe, whose msg_id
 -- sequence is seq: what send stores and delete, archive and set_vt look for
+-- (text || text only, each part cast to text: textcat is immutable, so the
+-- planner inlines this; text || oid is textanycat, stable, which kept it a
+-- function call of its own, a third of a send's time)
 CREATE OR REPLACE FUNCTION pgmq._key(qe TEXT, seq OID, id BIGINT)
 RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
-  SELECT id::text || ':' || qe || ':' || seq
+  SELECT id::text || ':' || qe || ':' || seq::text
 $$;
 
 -- pgmq's error for a queue that does not exist (as its missing table gives)
@@ -166,13 +169,13 @@ RETURNS timestamptz LANGUAGE SQL IMMUTABLE AS $$
 $$;
 
 -- The rows pgmq keeps in pgmq.q_<name>: ready messages (what a read would
--- take, in its order, up to 10000), leased ones, delayed ones
+-- take, in its order, all of them), leased ones (up to 10000), delayed ones
 CREATE OR REPLACE FUNCTION pgmq._queue_rows(qe text)
 RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
   SELECT pgmq._msg_id(b.key), b.delivery_count, b.published_at,
          pgmq._last_read(b.delivery_count, b.published_at), b.published_at,
          pgmq._message(b.body, b.properties), b.headers
-    FROM mq.browse(qe, 10000) b
+    FROM mq._browse_all(qe) b
   UNION ALL
   SELECT pgmq._msg_id(m.key), f.delivery_count, m.published_at,
          pgmq._last_read(f.delivery_count, m.published_at), f.lease_until,
@@ -184,20 +187,94 @@ RETURNS SETOF pgmq.message_record LANGUAGE SQL STABLE AS $$
     FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
 $$;
 
+-- The newest and oldest enqueued_at of queue qe's messages, for
+-- pgmq.metrics.  The ready messages looked at are the first 10000 (so that
+-- metrics stays cheap); those being read and the delayed ones all.
+CREATE OR REPLACE FUNCTION pgmq._queue_ages(qe TEXT, OUT newest timestamptz, OUT oldest timestamptz)
+LANGUAGE SQL STABLE AS $$
+  SELECT max(t), min(t) FROM (
+    SELECT b.published_at FROM mq.browse(qe, 10000) b
+    UNION ALL
+    SELECT m.published_at FROM mq.in_flight(qe, 10000) f, LATERAL mq.message(f.msg_id) m
+    UNION ALL
+    SELECT m.published_at FROM pgmq._delayed(qe) d, LATERAL mq.message(d.msg_id) m
+  ) AS x(t)
+$$;
+
+-- The same as the extension's owner, for pg_monitor (pgmq 1.13: metrics
+-- without the right to read a message)
+CREATE OR REPLACE FUNCTION pgmq._monitor_ages(qe TEXT, OUT newest timestamptz, OUT oldest timestamptz)
+LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT a.newest, a.oldest FROM pgmq._queue_ages(qe) a
+$$;
+REVOKE ALL ON FUNCTION pgmq._monitor_ages(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgmq._monitor_ages(text) TO pg_monitor;
+
 ------------------------------------------------------------
 -- Sending
 ------------------------------------------------------------
 
+-- Whether some queue may have enable_notify_insert: a constant, that the
+-- planner folds into the plans of the sends, so that a send to a database
+-- where no queue has it pays nothing for the notifications (the look at
+-- pgmq.notify_insert_throttle through a SECURITY DEFINER function cost a
+-- tenth of a send).  pgmq._notify_wanted_set() writes it again whenever
+-- the table gains its first row or loses its last (the trigger below);
+-- a change of the function invalidates the plans that folded it, in every
+-- session, when its transaction commits, as the table's rows become
+-- visible.  true only says "look": pgmq._notify_insert looks at the table.
+CREATE OR REPLACE FUNCTION pgmq._notify_wanted()
+RETURNS boolean LANGUAGE SQL IMMUTABLE AS $$
+  SELECT false
+$$;
+
+-- pgmq._notify_wanted() made to say whether pgmq.notify_insert_throttle
+-- has rows.  Under an advisory lock, so that two transactions never write
+-- the function at once, and the look at the table is after the lock: in
+-- READ COMMITTED it sees what the transaction that held the lock committed.
+-- A snapshot taken earlier (REPEATABLE READ, SERIALIZABLE) may miss such
+-- rows: there it only ever writes true, which is always safe.  As the
+-- extension's owner (who owns the function).
+CREATE OR REPLACE FUNCTION pgmq._notify_wanted_set()
+RETURNS void SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    wanted boolean;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('pgmq._notify_wanted'));
+    wanted := EXISTS (SELECT 1 FROM pgmq.notify_insert_throttle);
+    IF NOT wanted AND current_setting('transaction_isolation') <> 'read committed' THEN
+        RETURN;
+    END IF;
+    IF wanted IS DISTINCT FROM pgmq._notify_wanted() THEN
+        EXECUTE format('CREATE OR REPLACE FUNCTION pgmq._notify_wanted() RETURNS boolean '
+                       'LANGUAGE SQL IMMUTABLE AS %L', 'SELECT ' || wanted::text);
+    END IF;
+END;
+$$ LANGUAGE plpgsql;
+REVOKE ALL ON FUNCTION pgmq._notify_wanted_set() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION pgmq._notify_wanted_trigger()
+RETURNS trigger SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM pgmq._notify_wanted_set();
+    RETURN NULL;
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE TRIGGER notify_wanted
+    AFTER INSERT OR DELETE OR TRUNCATE ON pgmq.notify_insert_throttle
+    FOR EACH STATEMENT EXECUTE FUNCTION pgmq._notify_wanted_trigger();
+
+SELECT pgmq._notify_wanted_set();
+
 -- pgmq's notification of a send, when enable_notify_insert asked for it:
 -- 'pgmq.q_<name>.INSERT', at most one per throttle_interval_ms (pgmq's
--- trigger on its table; here the send gives it, once per call).  As the
--- extension's owner: a sender needs no privilege on the throttle table.
+-- trigger on its table; here the send gives it, once per call, and only
+-- when pgmq._notify_wanted()).  As the extension's owner: a sender needs
+-- no privilege on the throttle table.
 CREATE OR REPLACE FUNCTION pgmq._notify_insert(qtable TEXT)
 RETURNS void SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pgmq.notify_insert_throttle) THEN
-        RETURN;
-    END IF;
     UPDATE pgmq.notify_insert_throttle t
        SET last_notified_at = clock_timestamp()
      WHERE lower('q_' || t.queue_name) = qtable
@@ -220,7 +297,7 @@ DECLARE
     qtable TEXT := pgmq.format_table_name(queue_name, 'q');
     qe TEXT := 'pgmq.' || qtable;
     seq REGCLASS;
-    id BIGINT;
+    id BIGINT; qe_id BIGINT; first_id BIGINT; dedup TEXT;  -- (one line: pgmq's line numbers below)
 BEGIN
     IF delay IS NULL THEN
         -- pgmq's vt column is NOT NULL
@@ -229,17 +306,34 @@ BEGIN
     END IF;
     seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
     id := nextval(seq);
+    -- queue_ext_pgmq's exact dedup (docs/pgmq.md, "Extensions"): queue_ext's
+    -- dedup ids are the database's, so the queue and its sequence (a queue
+    -- made again is another) are part of it
+    dedup := CASE WHEN jsonb_typeof(headers) = 'object'
+                  THEN qe || ':' || seq::oid::text || ':' || (headers->>'x-pgmq-dedup-id') END;
     IF msg IS NULL THEN
-        PERFORM mq.send(qe, ''::bytea, headers => headers,
-                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => pgmq._key(qe, seq, id),
-                        content_type => 'application/x-pgmq-null');
+        qe_id := mq.send(qe, ''::bytea, headers => headers,
+                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                         key => pgmq._key(qe, seq, id), dedup_id => dedup,
+                         content_type => 'application/x-pgmq-null');
     ELSE
-        PERFORM mq.send(qe, msg, headers => headers,
-                        deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
-                        key => pgmq._key(qe, seq, id));
+        qe_id := mq.send(qe, msg, headers => headers,
+                         deliver_at => CASE WHEN delay > clock_timestamp() THEN delay END,
+                         key => pgmq._key(qe, seq, id), dedup_id => dedup);
     END IF;
-    PERFORM pgmq._notify_insert(qtable);
+    IF dedup IS NOT NULL THEN
+        -- a dedup id sent before within mq.dedup_window: queue_ext stored
+        -- nothing and gave the first message, whose msg_id is returned
+        -- (the id taken from the sequence is left unused)
+        SELECT pgmq._msg_id(m.key) INTO first_id FROM mq.message(qe_id) m;
+        IF first_id IS DISTINCT FROM id AND first_id IS NOT NULL THEN
+            RETURN NEXT first_id;
+            RETURN;
+        END IF;
+    END IF;
+    IF pgmq._notify_wanted() THEN
+        PERFORM pgmq._notify_insert(qtable);
+    END IF;
     RETURN NEXT id;
 END;
 $$ LANGUAGE plpgsql;
@@ -311,10 +405,12 @@ BEGIN
     END IF;
     IF delay IS NULL OR array_position(bodies, NULL) IS NOT NULL
        OR (array_position(hdrs, NULL) IS NOT NULL
-           AND EXISTS (SELECT 1 FROM unnest(hdrs) AS x WHERE x IS NOT NULL)) THEN
+           AND EXISTS (SELECT 1 FROM unnest(hdrs) AS x WHERE x IS NOT NULL))
+       OR EXISTS (SELECT 1 FROM unnest(hdrs) AS x
+                   WHERE jsonb_typeof(x) = 'object' AND x ? 'x-pgmq-dedup-id') THEN
         -- a NULL message (stored with its own content type), headers for
-        -- some messages only, or pgmq's error for a NULL delay: one
-        -- message at a time
+        -- some messages only, a dedup id, or pgmq's error for a NULL
+        -- delay: one message at a time
         FOR r IN SELECT m, h FROM unnest(bodies, hdrs) AS u(m, h) LOOP
             RETURN QUERY SELECT * FROM pgmq.send(queue_name, r.m, r.h, delay);
         END LOOP;
@@ -329,7 +425,9 @@ BEGIN
                           delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
                           keys => ARRAY(SELECT pgmq._key(qe, seq, i)
                                           FROM unnest(ids) WITH ORDINALITY AS u(i, o) ORDER BY o));
-    PERFORM pgmq._notify_insert(qtable);
+    IF pgmq._notify_wanted() THEN
+        PERFORM pgmq._notify_insert(qtable);
+    END IF;
     RETURN QUERY SELECT unnest(ids);
 END;
 $$ LANGUAGE plpgsql;
@@ -1090,6 +1188,12 @@ DECLARE
     qe TEXT := 'pgmq.' || qtable;
     result_row pgmq.metrics_result;
 BEGIN
+    -- as pgmq's: who may read the queue's enqueued_at (pg_monitor may)
+    IF to_regclass(format('pgmq.%I', qtable)) IS NOT NULL
+       AND NOT has_column_privilege(format('pgmq.%I', qtable), 'enqueued_at', 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied for view %', qtable
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
     SELECT metrics.queue_name, q.total, NULL, NULL, NULL, now(), q.ready,
            CASE WHEN m.is_partitioned THEN 0 END
       INTO result_row
@@ -1099,10 +1203,18 @@ BEGIN
         RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
             USING ERRCODE = 'undefined_table';
     END IF;
-    SELECT EXTRACT(epoch FROM (now() - max(r.enqueued_at)))::int,
-           EXTRACT(epoch FROM (now() - min(r.enqueued_at)))::int
-      INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
-      FROM pgmq._queue_rows(qe) r;
+    -- (pg_monitor reads them as the extension's owner)
+    IF pg_has_role('pg_monitor', 'MEMBER') THEN
+        SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
+               EXTRACT(epoch FROM (now() - a.oldest))::int
+          INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+          FROM pgmq._monitor_ages(qe) a;
+    ELSE
+        SELECT EXTRACT(epoch FROM (now() - a.newest))::int,
+               EXTRACT(epoch FROM (now() - a.oldest))::int
+          INTO result_row.newest_msg_age_sec, result_row.oldest_msg_age_sec
+          FROM pgmq._queue_ages(qe) a;
+    END IF;
     EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM pgmq.%I',
                    qtable || '_msg_id_seq')
        INTO result_row.total_messages;
@@ -1202,6 +1314,18 @@ BEGIN
         EXECUTE format('CREATE TRIGGER pgmq_q_write INSTEAD OF UPDATE OR DELETE ON pgmq.%I
                           FOR EACH ROW EXECUTE FUNCTION pgmq._q_write()', qtable);
     END IF;
+    PERFORM pgmq._grant_monitor(qtable);
+END;
+$$ LANGUAGE plpgsql;
+
+-- pgmq 1.13's grants to pg_monitor on a queue: enough for pgmq.metrics
+-- (the columns vt and enqueued_at of pgmq.q_<name>, its msg_id sequence),
+-- never a message
+CREATE OR REPLACE FUNCTION pgmq._grant_monitor(qtable TEXT)
+RETURNS void AS $$
+BEGIN
+    EXECUTE format('GRANT SELECT (vt, enqueued_at) ON pgmq.%I TO pg_monitor', qtable);
+    EXECUTE format('GRANT SELECT ON SEQUENCE pgmq.%I TO pg_monitor', qtable || '_msg_id_seq');
 END;
 $$ LANGUAGE plpgsql;
 
@@ -1378,6 +1502,9 @@ BEGIN
     PERFORM pgmq.validate_queue_name(queue_name);
     PERFORM pgmq.acquire_queue_lock(queue_name);
     PERFORM pgmq._ensure_pg_partman_installed();
+    IF premake < 1 THEN
+        RAISE EXCEPTION 'premake must be at least 1, got %', premake;
+    END IF;
     PERFORM pgmq._create_partitioned(queue_name, partition_interval, retention_interval, premake);
 END;
 $$ LANGUAGE plpgsql;

@@ -435,18 +435,19 @@ extern bool mq_queue_woken(void);
 /*
  * Lease messages of q by id, whatever state they are in and whoever holds
  * them (pgmq's visibility timeout, which belongs to nobody): a ready
- * message (tracked, or still ahead of the scan position, which advances to
- * it), a leased one (any session's; the holder loses it) or one whose
- * lease ran out.  Each is then leased to this session until lease_until,
+ * message (tracked, or anywhere ahead of the scan position: it is then
+ * tracked where it is, and the scan passes over it when it gets there), a
+ * leased one (any session's; the holder loses it) or one whose lease ran
+ * out.  Each is then leased to this session until lease_until,
  * detached (its session's end does not return it), or with lease_until 0
  * made ready at once.  deliver: only ready messages are taken, as a
  * delivery (the delivery count grows), for a consumer that chose them by
  * id.  A message that is being settled, settled, not yet committed or
  * delayed in a timer is not found.  out[] gets one entry per message
- * found; returns how many.  A message more than MQ_LEASE_SCAN_MAX entries
- * ahead of the scan position raises 53400.
+ * found; returns how many.  The messages not tracked yet are found by one
+ * read of the backlog ahead of the scan positions (as deep as they are),
+ * before anything changes; 53400 if mq.max_in_flight cannot track them.
  */
-#define MQ_LEASE_SCAN_MAX 10000
 
 typedef struct MqLeased
 {

@@ -154,10 +154,13 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c, MqStreamPartition *parts)
 		uint64		qpos = qs->lanes[lane].scan_pos;
 		MqlogRowState st;
 		TupleTableSlot *slot;
+		MqAheadCursor ahead;
 
+		/* (those tracked ahead of the scan were looked at above) */
+		mqq_ahead_cursor_init(&ahead, qs, lane);
 		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
-			if (st == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
+			if (st == MQLOG_ROW_COMMITTED && mqq_ahead_at(&ahead, qpos) == NULL)
 			{
 				bool		isnull;
 				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
@@ -168,6 +171,7 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c, MqStreamPartition *parts)
 			}
 			qpos = mqq_qpos_next(qpos);
 		}
+		mqq_ahead_cursor_end(&ahead);
 	}
 	mqq_lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
@@ -248,8 +252,10 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 			{
 				MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
+				/* (those tracked ahead of the scan wait for it, below) */
 				if ((pass == 0 ? t->state == MQ_T_READY && t->returned != 0 :
-					 t->state == MQ_T_LEASED) && peek_ready(q, t, now))
+					 t->state == MQ_T_LEASED) && !mqq_is_ahead(qs, t) &&
+					peek_ready(q, t, now))
 					ts[nts++] = t;
 			}
 			if (nts > 1)
@@ -272,6 +278,7 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 		uint64		qpos;
 		MqlogRowState st;
 		dlist_iter	it;
+		MqAheadCursor ahead;
 
 		dlist_foreach(it, &qs->tracked)
 		{
@@ -280,6 +287,9 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 			if (got >= n)
 				break;
 			if (mq_qpos_lane(t->qpos) != lane)
+				continue;
+			/* taken by id ahead of the scan: in its place, below */
+			if (mqq_is_ahead(qs, t))
 				continue;
 			if (t->state == MQ_T_PENDING)
 			{
@@ -308,9 +318,23 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 			}
 		}
 		qpos = qs->lanes[lane].scan_pos;
+		mqq_ahead_cursor_init(&ahead, qs, lane);
 		while (got < n && mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
 		{
-			if (st == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
+			MqTracked  *a = st == MQLOG_ROW_COMMITTED ? mqq_ahead_at(&ahead, qpos) : NULL;
+
+			if (a != NULL)
+			{
+				/* tracked ahead of the scan: as it is now, in its place */
+				if (peek_ready(q, a, now) && mqq_gate_pass(&gate, a))
+				{
+					delivery_counts[got] = a->delivery_count;
+					msg_ids[got++] = a->msg_id;
+				}
+				else if (a->state == MQ_T_READY)
+					mqq_gate_note_ready(&gate, a);
+			}
+			else if (st == MQLOG_ROW_COMMITTED)
 			{
 				MqTracked	probe;
 
@@ -327,6 +351,7 @@ mq_queue_peek(MqQueue *q, int n, int64 *msg_ids, int32 *delivery_counts)
 			}
 			qpos = mqq_qpos_next(qpos);
 		}
+		mqq_ahead_cursor_end(&ahead);
 	}
 	mqq_gate_end(&gate);
 	mqq_lane_rels_close(&lr);

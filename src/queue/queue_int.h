@@ -13,7 +13,12 @@
  *	  the queue's tracked list (LEASED, READY for redelivery, ACKING by an
  *	  open transaction, or PENDING: its publisher had not finished when we
  *	  scanned it);
- *	- entries at or after scan_pos have not been looked at.
+ *	- entries at or after scan_pos have not been looked at, but for a few
+ *	  tracked ahead of the scan (nahead of them): entries settled before a
+ *	  restart (the replay), and entries taken by id before the scan reached
+ *	  them (mq_queue_lease_ids, pgmq's delete or set_vt of a message deep
+ *	  in a backlog).  The scan passes over each as it is when it gets
+ *	  there, and nothing takes a ready one before that: it keeps its place.
  * Publishers commit out of order, so an entry is never skipped because a
  * later one is already visible: it stays PENDING until its transaction
  * ends, and the floor cannot pass it.  Aborted entries are simply dropped.
@@ -332,6 +337,10 @@ mqq_key_equal(MqQueueKey a, MqQueueKey b)
 typedef struct MqLaneState
 {
 	uint64		scan_pos;		/* next entry to examine */
+	uint64		ahead_low;		/* at or below the position of every entry
+								 * tracked ahead of the scan in this lane
+								 * (PG_UINT64_MAX: none), so that the scan
+								 * looks for one only where there is one */
 	uint64		mark;			/* MARK record written: entries below it may
 								 * have been delivered (see MQ_MARK_AHEAD) */
 	int			low_gen;		/* oldest generation still present */
@@ -419,7 +428,8 @@ typedef struct MqQueueShared
 	int32		ntracked;
 	int32		nwaiting;
 	int32		settled_since_floor;
-	int32		nreplayed;		/* settled entries from replay not yet scanned */
+	int32		nahead;			/* tracked entries at or after their lane's
+								 * scan position (see the invariants above) */
 	bool		returns_first;	/* quorum: returned messages go first */
 	uint32		return_seq;		/* last MqTracked.returned handed out */
 	TimestampTz last_delivery;
@@ -718,7 +728,33 @@ extern MqlogReadCache *mqq_lane_rel_cache(LaneRels *lr, Relation rel);
 extern MqlogReadResult mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs,
 										  uint64 *qpos, MqlogRowState *state,
 										  TupleTableSlot **slot);
-extern bool mqq_replayed_settled(MqQueueShared *qs, uint64 qpos);
+extern MqTracked *mqq_tracked_ahead(MqQueueShared *qs, uint64 qpos);
+extern bool mqq_settled_ahead(MqQueueShared *qs, uint64 qpos);
+extern void mqq_track_ahead(MqQueueShared *qs, MqTracked *t);
+extern void mqq_passed_ahead(MqQueueShared *qs, int lane);
+
+/*
+ * The entries tracked ahead of a lane's scan position, in position order,
+ * for a read of the lane from there (positions asked for in ascending
+ * order): mqq_ahead_at gives the one at qpos, or NULL.
+ */
+typedef struct MqAheadCursor
+{
+	MqTracked **ts;
+	int			n;
+	int			i;
+} MqAheadCursor;
+
+extern void mqq_ahead_cursor_init(MqAheadCursor *c, MqQueueShared *qs, int lane);
+extern MqTracked *mqq_ahead_at(MqAheadCursor *c, uint64 qpos);
+extern void mqq_ahead_cursor_end(MqAheadCursor *c);
+
+/* Is tracked entry t ahead of its lane's scan position? */
+static inline bool
+mqq_is_ahead(MqQueueShared *qs, MqTracked *t)
+{
+	return t->qpos >= qs->lanes[mq_qpos_lane(t->qpos)].scan_pos;
+}
 extern void mqq_queue_load(MqQueue *q, MqQueueShared *qs);
 extern MqQueueShared *mqq_queue_lock(MqQueue *q, LWLockMode mode);
 

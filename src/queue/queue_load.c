@@ -153,33 +153,135 @@ mqq_lane_read_next(LaneRels *lr, MqQueue *q, MqQueueShared *qs, uint64 *qpos,
 
 /* ---------- replay after a restart ---------- */
 
-/* The tracked entry at qpos if it is SETTLED (from the replay), else NULL */
-static MqTracked *
-tracked_find_settled(MqQueueShared *qs, uint64 qpos)
+/*
+ * The entry tracked ahead of the scan at qpos, a position at or after its
+ * lane's scan position (queue_int.h), else NULL: one settled before a
+ * restart (SETTLED, msg_id 0: settlement records do not name the message)
+ * or one taken by id (mqq_track_ahead).
+ */
+MqTracked *
+mqq_tracked_ahead(MqQueueShared *qs, uint64 qpos)
 {
 	dlist_iter	it;
 
+	if (qs->nahead == 0 || qpos < qs->lanes[mq_qpos_lane(qpos)].ahead_low)
+		return NULL;
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
-		if (t->qpos == qpos && t->state == MQ_T_SETTLED)
+		if (t->qpos == qpos)
 			return t;
 	}
 	return NULL;
 }
 
+/* Is the entry at qpos (at or after the scan position) settled already? */
+bool
+mqq_settled_ahead(MqQueueShared *qs, uint64 qpos)
+{
+	MqTracked  *t = mqq_tracked_ahead(qs, qpos);
+
+	return t != NULL && t->state == MQ_T_SETTLED;
+}
+
+/*
+ * t, just tracked at a position the scan has not reached, is ahead of it
+ * (a load tracks what was settled before the lane's scan position is
+ * known: it is then at the floor, below every such entry)
+ */
+void
+mqq_track_ahead(MqQueueShared *qs, MqTracked *t)
+{
+	MqLaneState *ls = &qs->lanes[mq_qpos_lane(t->qpos)];
+
+	qs->nahead++;
+	ls->ahead_low = Min(ls->ahead_low, t->qpos);
+}
+
+/*
+ * The scan of lane has just passed an entry tracked ahead of it (nahead
+ * already counts it out): find where the next one is
+ */
+void
+mqq_passed_ahead(MqQueueShared *qs, int lane)
+{
+	MqLaneState *ls = &qs->lanes[lane];
+	dlist_iter	it;
+
+	ls->ahead_low = PG_UINT64_MAX;
+	if (qs->nahead == 0)
+	{
+		/* none left in any lane: no lane need look for one */
+		for (int l = 0; l < qs->nlanes; l++)
+			qs->lanes[l].ahead_low = PG_UINT64_MAX;
+		return;
+	}
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (mq_qpos_lane(t->qpos) == lane && t->qpos >= ls->scan_pos)
+			ls->ahead_low = Min(ls->ahead_low, t->qpos);
+	}
+}
+
+static int
+tracked_qpos_cmp(const void *a, const void *b)
+{
+	uint64		pa = (*(MqTracked *const *) a)->qpos;
+	uint64		pb = (*(MqTracked *const *) b)->qpos;
+
+	return (pa > pb) - (pa < pb);
+}
+
+void
+mqq_ahead_cursor_init(MqAheadCursor *c, MqQueueShared *qs, int lane)
+{
+	dlist_iter	it;
+
+	c->ts = NULL;
+	c->n = c->i = 0;
+	if (qs->nahead == 0 || qs->lanes[lane].ahead_low == PG_UINT64_MAX)
+		return;
+	c->ts = palloc(sizeof(MqTracked *) * qs->ntracked);
+	dlist_foreach(it, &qs->tracked)
+	{
+		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
+
+		if (mq_qpos_lane(t->qpos) == lane && mqq_is_ahead(qs, t))
+			c->ts[c->n++] = t;
+	}
+	if (c->n > 1)
+		qsort(c->ts, c->n, sizeof(MqTracked *), tracked_qpos_cmp);
+}
+
+MqTracked *
+mqq_ahead_at(MqAheadCursor *c, uint64 qpos)
+{
+	while (c->i < c->n && c->ts[c->i]->qpos < qpos)
+		c->i++;
+	return c->i < c->n && c->ts[c->i]->qpos == qpos ? c->ts[c->i] : NULL;
+}
+
+void
+mqq_ahead_cursor_end(MqAheadCursor *c)
+{
+	if (c->ts != NULL)
+		pfree(c->ts);
+	c->ts = NULL;
+}
+
 /*
  * Track the entry at qpos as settled before the restart; false if it
- * already was.  Settlement records do not name the message: such entries
- * have msg_id 0 (no message has it) and are found by position.
+ * already was.
  */
 static bool
 track_settled(MqQueueShared *qs, uint64 qpos)
 {
 	MqTracked  *t;
 
-	if (tracked_find_settled(qs, qpos) != NULL)
+	if (mqq_tracked_ahead(qs, qpos) != NULL)
 		return false;
 	t = mqq_track_new(qs, qpos);
 	if (t == NULL)
@@ -188,14 +290,8 @@ track_settled(MqQueueShared *qs, uint64 qpos)
 				 errmsg("out of tracked message slots while loading queue state"),
 				 errhint("Increase mq.max_in_flight and restart the server.")));
 	t->state = MQ_T_SETTLED;
+	mqq_track_ahead(qs, t);
 	return true;
-}
-
-/* Was the entry at qpos settled before a restart (tracked by the replay)? */
-bool
-mqq_replayed_settled(MqQueueShared *qs, uint64 qpos)
-{
-	return qs->nreplayed > 0 && tracked_find_settled(qs, qpos) != NULL;
 }
 
 /* Deliveries recorded before a restart, per entry position */
@@ -221,8 +317,13 @@ replay_delivered(MqQueueShared *qs, MqLaneState *ls, uint64 qpos,
 {
 	MqTracked  *t;
 
-	if (mqq_replayed_settled(qs, qpos))
-		qs->nreplayed--;
+	if (mqq_settled_ahead(qs, qpos))
+	{
+		qs->nahead--;
+		ls->scan_pos = mqq_qpos_next(qpos);
+		mqq_passed_ahead(qs, mq_qpos_lane(qpos));
+		return true;
+	}
 	else if (st != MQLOG_ROW_ABORTED)
 	{
 		t = mqq_track_new(qs, qpos);
@@ -330,8 +431,8 @@ replay_record(MqQueueShared *qs, HTAB *delivered, TupleTableSlot *s,
 		if (!isnull)
 			d->retry_at = Max(d->retry_at, DatumGetTimestampTz(at));
 	}
-	else if (mq_settle_kind_settles(kind) && track_settled(qs, pos))
-		qs->nreplayed++;
+	else if (mq_settle_kind_settles(kind))
+		track_settled(qs, pos);
 }
 
 /*
@@ -364,7 +465,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->backlog_bytes = 0;
 	qs->unacked = 0;
 	qs->settled_since_floor = 0;
-	qs->nreplayed = 0;
+	qs->nahead = 0;
 	qs->last_delivery = 0;
 	qs->returns_first = q->type == MQ_QUEUE_QUORUM;
 	qs->nretry_delays = 0;
@@ -415,6 +516,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 		 */
 		ls->scan_offset = -1;
 		ls->dead_lettered = 0;
+		ls->ahead_low = PG_UINT64_MAX;
 		if (q->type == MQ_QUEUE_STREAM && q->group == NULL)
 		{
 			ls->scan_pos = mq_qpos_gen_start(lane, ls->low_gen);
@@ -509,7 +611,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 				if (!redeliver || qpos >= mark)
 					break;
 			}
-			if (state == MQLOG_ROW_COMMITTED && !mqq_replayed_settled(qs, qpos))
+			if (state == MQLOG_ROW_COMMITTED && !mqq_settled_ahead(qs, qpos))
 			{
 				qs->backlog++;
 				qs->backlog_bytes += mqq_entry_body_size(slot);

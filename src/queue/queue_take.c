@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "executor/tuptable.h"
+#include "lib/qunique.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
@@ -193,15 +194,26 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	}
 
 	/*
-	 * After a restart, entries settled above the floor are tracked as
-	 * SETTLED by the replay: the scan must pass over them, not deliver them
-	 * again.
+	 * An entry tracked ahead of the scan: settled above the floor before a
+	 * restart (SETTLED by the replay), or taken by id before the scan got
+	 * here (mq_queue_lease_ids).  The scan passes over it as it is now,
+	 * never tracking it twice: a settled one is not delivered again, a
+	 * ready one is the caller's as a new entry would be.  Head expiry
+	 * stops at one that has not expired, as at any other.
 	 */
-	if (mqq_replayed_settled(qs, qpos))
+	t = mqq_tracked_ahead(qs, qpos);
+	if (t != NULL)
 	{
-		qs->nreplayed--;
+		if (expire_before != 0 && t->state != MQ_T_SETTLED &&
+			!mqq_entry_expired(q, t, expire_before))
+		{
+			*end = true;
+			return NULL;
+		}
+		qs->nahead--;
 		ls->scan_pos = mqq_qpos_next(qpos);
-		return NULL;
+		mqq_passed_ahead(qs, lane);
+		return t->state == MQ_T_SETTLED ? NULL : t;
 	}
 	if (expire_before != 0)
 	{
@@ -471,7 +483,7 @@ take_returns(MqQueue *q, MqQueueShared *qs, int n, TimestampTz now,
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
 		if (t->state == MQ_T_READY && t->returned != 0 &&
-			take_now(q, t, now, mode, wake))
+			!mqq_is_ahead(qs, t) && take_now(q, t, now, mode, wake))
 			ret[nret++] = t;
 	}
 	if (nret > 1)
@@ -637,6 +649,9 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 				break;
 			if (mq_qpos_lane(t->qpos) != lane)
 				continue;
+			/* taken by id ahead of the scan: it keeps its place */
+			if (mqq_is_ahead(qs, t))
+				continue;
 			if (t->state == MQ_T_PENDING)
 			{
 				MqlogRowState st;
@@ -752,71 +767,119 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	return got;
 }
 
-/*
- * Find msg_id in q, tracked or else among the entries ahead of the scan
- * positions (highest lane first), which the scan then passes over as it
- * would for a take: they stay tracked, ready, in their place.  NULL when
- * it is in no lane (settled, delayed in a timer, or its publisher has not
- * committed); *scanned counts the entries scanned, and at
- * MQ_LEASE_SCAN_MAX the search raises 53400 rather than tracking more.
- */
-static MqTracked *
-lease_find(MqQueue *q, MqQueueShared *qs, LaneRels *lr, int64 msg_id,
-		   int *scanned, dlist_node **cursor)
+/* qsort/bsearch order of int64s */
+static int
+int64_cmp(const void *a, const void *b)
 {
-	MqTracked  *t = mqq_tracked_find_from(qs, msg_id, cursor);
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * Entries tracked PENDING whose publisher has committed since get their
+ * ids, as a take gives them when it meets them (aborted ones are settled)
+ */
+static void
+resolve_pending(MqQueue *q, MqQueueShared *qs, LaneRels *lr)
+{
 	dlist_iter	it;
 
-	/*
-	 * Pending entries carry no id: those whose publisher has committed
-	 * since are read again, as a take does (aborted ones are settled).
-	 */
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *p = dlist_container(MqTracked, node, it.cur);
 		MqlogRowState st;
 		TupleTableSlot *slot;
 
-		if (t != NULL)
-			break;
 		if (p->state != MQ_T_PENDING)
 			continue;
 		if (!mqq_tracked_row(lr, q, p, &st, &slot) || st == MQLOG_ROW_ABORTED)
 			p->state = MQ_T_SETTLED;
 		else if (st == MQLOG_ROW_COMMITTED)
-		{
 			mqq_tracked_fill(p, slot);
-			if (p->msg_id == msg_id)
-				t = p;
-		}
 	}
+}
 
-	for (int lane = qs->nlanes - 1; t == NULL && lane >= 0; lane--)
+/*
+ * Track the messages of want[] (sorted, distinct ids, none of them
+ * tracked) that are in q's lanes ahead of the scan positions, however deep:
+ * one read of each lane from its scan position (highest lane first) that
+ * stops once all are found, and tracks nothing else.  Each one found is
+ * tracked ahead of the scan (queue_int.h), ready, in its place: the scan
+ * passes over it when it gets there, and no take gives it before.  A
+ * message not in a lane (settled, delayed in a timer, or its publisher
+ * has not committed) is not found; all of them may be, as the whole
+ * backlog is read.  Either every message found is tracked or, when the
+ * tracking pool cannot hold them, none is and 53400 is raised.
+ */
+static void
+track_ids_ahead(MqQueue *q, MqQueueShared *qs, LaneRels *lr, const int64 *want,
+				int nwant)
+{
+	uint64	   *pos = palloc(sizeof(uint64) * nwant);
+	bool	   *found = palloc0(sizeof(bool) * nwant);
+	MqTracked **made = palloc(sizeof(MqTracked *) * nwant);
+	int			nfound = 0;
+
+	for (int lane = qs->nlanes - 1; lane >= 0 && nfound < nwant; lane--)
 	{
-		for (;;)
-		{
-			bool		end;
-			MqTracked  *s;
+		uint64		qpos = qs->lanes[lane].scan_pos;
+		MqlogRowState st;
+		TupleTableSlot *slot;
+		MqAheadCursor ahead;
 
-			if (*scanned >= MQ_LEASE_SCAN_MAX)
-				ereport(ERROR,
-						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-						 errmsg("message " INT64_FORMAT " is not among the next %d entries of queue \"%s\"",
-								msg_id, MQ_LEASE_SCAN_MAX, q->name),
-						 errdetail("A message is leased by id only once it is tracked or near the head of its queue."),
-						 errhint("Consume the messages ahead of it first.")));
-			s = scan_next(q, qs, lane, lr, 0, NULL, NULL, &end);
-			if (end)
-				break;
-			(*scanned)++;
-			if (s != NULL && s->state == MQ_T_READY && s->msg_id == msg_id)
+		mqq_ahead_cursor_init(&ahead, qs, lane);
+		while (nfound < nwant &&
+			   mqq_lane_read_next(lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED && mqq_ahead_at(&ahead, qpos) == NULL)
 			{
-				t = s;
-				break;
+				bool		isnull;
+				int64		id = DatumGetInt64(slot_getattr(slot, MQ_ENTRY_ATT_MSG_ID, &isnull));
+				const int64 *hit = bsearch(&id, want, nwant, sizeof(int64), int64_cmp);
+
+				if (hit != NULL && !found[hit - want])
+				{
+					found[hit - want] = true;
+					pos[nfound++] = qpos;
+				}
 			}
+			qpos = mqq_qpos_next(qpos);
+			CHECK_FOR_INTERRUPTS();
+		}
+		mqq_ahead_cursor_end(&ahead);
+	}
+
+	/* every slot first: a call that cannot track them all tracks none */
+	for (int i = 0; i < nfound; i++)
+	{
+		made[i] = mqq_track_new(qs, pos[i]);
+		if (made[i] == NULL)
+		{
+			while (--i >= 0)
+				mqq_tracked_free(qs, made[i]);
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("cannot take %d messages of queue \"%s\" by id: queue_ext tracks at most mq.max_in_flight = %d messages",
+							nfound, q->name, mq_max_in_flight),
+					 errhint("Take fewer at a time, settle messages in flight, or raise mq.max_in_flight.")));
 		}
 	}
-	return t;
+	for (int i = 0; i < nfound; i++)
+	{
+		MqlogRowState st;
+		TupleTableSlot *slot;
+
+		/* committed a moment ago, under the same lock: committed now */
+		if (!mqq_tracked_row(lr, q, made[i], &st, &slot) || st != MQLOG_ROW_COMMITTED)
+			elog(ERROR, "entry of queue \"%s\" changed under the queue lock", q->name);
+		mqq_tracked_fill(made[i], slot);
+		mqq_track_ahead(qs, made[i]);
+	}
+	pfree(pos);
+	pfree(found);
+	pfree(made);
 }
 
 int
@@ -828,8 +891,9 @@ mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_un
 	MqDelivery *dl = palloc(sizeof(MqDelivery) * Max(n, 1));
 	int			ndl = 0;
 	int			got = 0;
-	int			scanned = 0;
 	dlist_node *cursor = NULL;	/* ids mostly come in the list's order */
+	int64	   *missing = palloc(sizeof(int64) * Max(n, 1));
+	int			nmissing = 0;
 	bool		wake = false;
 	LaneRels	lr;
 	MqSettleBatch records;
@@ -841,6 +905,34 @@ mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_un
 	frozen.frozen = true;
 	wake |= expire_leases(qs, now, &frozen);
 	mqq_lane_rels_init(&lr);
+
+	/*
+	 * The messages not tracked yet (those read before mostly are) are found
+	 * in one read of the lanes, before anything is changed: they may be
+	 * anywhere in the backlog.  Pending entries whose publisher committed
+	 * since are looked at first, as a take would.
+	 */
+	for (int i = 0; i < n; i++)
+		if (mqq_tracked_find_from(qs, msg_ids[i], &cursor) == NULL)
+			missing[nmissing++] = msg_ids[i];
+	if (nmissing > 0)
+	{
+		int			still = 0;
+
+		resolve_pending(q, qs, &lr);
+		cursor = NULL;
+		for (int i = 0; i < nmissing; i++)
+			if (mqq_tracked_find_from(qs, missing[i], &cursor) == NULL)
+				missing[still++] = missing[i];
+		nmissing = still;
+	}
+	if (nmissing > 0)
+	{
+		qsort(missing, nmissing, sizeof(int64), int64_cmp);
+		nmissing = qunique(missing, nmissing, sizeof(int64), int64_cmp);
+		track_ids_ahead(q, qs, &lr, missing, nmissing);
+	}
+	cursor = NULL;
 	for (int i = 0; i < n; i++)
 	{
 		MqTracked  *t;
@@ -850,7 +942,7 @@ mq_queue_lease_ids(MqQueue *q, const int64 *msg_ids, int n, TimestampTz lease_un
 		for (int j = 0; j < i; j++)
 			if (msg_ids[j] == msg_ids[i])
 				goto next;
-		t = lease_find(q, qs, &lr, msg_ids[i], &scanned, &cursor);
+		t = mqq_tracked_find_from(qs, msg_ids[i], &cursor);
 		if (t == NULL || (t->state != MQ_T_READY && t->state != MQ_T_LEASED))
 			continue;
 		o->msg_id = t->msg_id;
@@ -919,5 +1011,6 @@ next:	;
 	if (frozen.n > 0)
 		mq_settle_batch_flush(&frozen);
 	pfree(dl);
+	pfree(missing);
 	return got;
 }

@@ -29,6 +29,15 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	message_group text, priority int, properties jsonb, body_text text)
 AS 'MODULE_PATHNAME', 'mq_browse' LANGUAGE C;
 
+-- browse of every ready message, however many (queue_ext_pgmq's view
+-- pgmq.q_<name>); it holds the queue's lock while it reads the backlog
+CREATE OR REPLACE FUNCTION mq._browse_all(queue text)
+RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
+	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
+	delivery_count int, "partition" int, "offset" bigint, key text, tag text,
+	message_group text, priority int, properties jsonb, body_text text)
+AS 'MODULE_PATHNAME', 'mq_browse_all' LANGUAGE C;
+
 -- Stateless read of a stream partition by offset or time (src/stream_sql.c)
 CREATE OR REPLACE FUNCTION mq.read(queue text, "partition" int, from_offset bigint DEFAULT NULL,
 	max_messages int DEFAULT 100, from_time timestamptz DEFAULT NULL)

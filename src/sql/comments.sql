@@ -84,6 +84,7 @@ BEGIN
 	('v', 'bindings', 'The bindings of the queues the role may see, the default exchange''s included; see docs/api.md#inspection'),
 	('v', 'stream_partitions', 'One row per partition of each stream: offsets, bytes, first and last publish times; see docs/api.md#inspection'),
 	('v', 'consumer_groups', 'The consumer groups of streams per partition: committed offset, lag, in flight, dead letters; see docs/api.md#inspection'),
+	('v', 'group_options', 'The consumer groups of the streams the role may see, with the options they were declared with; see docs/api.md#inspection'),
 	('v', 'half_messages', 'Half (transactional) messages and their state; see docs/api.md#inspection'),
 	('v', 'segments', 'The segments of the message log; see docs/api.md#inspection'),
 	('v', 'metrics', 'Prometheus samples (name, labels, value) of every queue and consumer group the role may see; see docs/api.md#inspection and docs/metrics.md'),

@@ -226,6 +226,18 @@ AS 'MODULE_PATHNAME', 'mq_consumer_groups' LANGUAGE C;
 CREATE OR REPLACE VIEW mq.consumer_groups AS SELECT * FROM mq._consumer_groups();
 GRANT SELECT ON mq.consumer_groups TO PUBLIC;
 
+-- The consumer groups' declared options (mq.group_declare), one row per
+-- group of the streams the caller sees (mq._queue_visible, as mq.bindings):
+-- what a client of a gateway is told of its group (mq-rocketmq's Settings:
+-- retry policy, FIFO).  retry_delays NULL: RocketMQ's 16 levels.
+CREATE OR REPLACE VIEW mq.group_options AS
+	SELECT q.name AS queue, g.name AS group_name, g.mode, g.start, g.filter,
+		   g.filter_type, g.ordered, g.max_retries, g.retry_delays
+	  FROM mq.cat_group g
+	  JOIN mq.cat_queue q ON q.id = g.queue_id
+	 WHERE mq._queue_visible(q.name);
+GRANT SELECT ON mq.group_options TO PUBLIC;
+
 ------------------------------------------------------------------------
 -- Redrive (issue 12; new with ordered groups, src/redrive_sql.c): move the
 -- ready messages of a dead-letter queue back to the queue they came from

@@ -444,8 +444,8 @@ sub qe_rabbitmq_missing
 # stopped when the test ends.
 sub qe_rabbitmq
 {
-	my ($name) = @_;
-	return QueueExtTest::RabbitMQ->new($name);
+	my ($name, %opt) = @_;
+	return QueueExtTest::RabbitMQ->new($name, %opt);
 }
 
 package QueueExtTest::RabbitMQ;
@@ -463,7 +463,7 @@ my @nodes;
 
 sub new
 {
-	my ($class, $name) = @_;
+	my ($class, $name, %opt) = @_;
 	my $dir = PostgreSQL::Test::Utils::tempdir('rabbit');
 	my ($amqp_port, $dist_port, $epmd_port) =
 	  map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
@@ -489,10 +489,18 @@ sub new
 		},
 	}, $class;
 	make_path("$dir/mnesia", "$dir/log");
-	PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins", "[].\n");
+	# management => 1: the management plugin on a free port (->mgmt_port),
+	# its statistics every 500 ms (test 059)
+	$self->{mgmt_port} = PostgreSQL::Test::Cluster::get_free_port() if $opt{management};
+	PostgreSQL::Test::Utils::append_to_file("$dir/enabled_plugins",
+		$opt{management} ? "[rabbitmq_management].\n" : "[].\n");
 	# guest may log in from 127.0.0.1 (loopback_users = none)
 	PostgreSQL::Test::Utils::append_to_file("$dir/rabbitmq.conf",
-		"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n");
+		"listeners.tcp.default = 127.0.0.1:$amqp_port\nloopback_users = none\n"
+		  . ($opt{management}
+			? "management.tcp.port = $self->{mgmt_port}\nmanagement.tcp.ip = 127.0.0.1\n"
+			  . "collect_statistics_interval = 500\n"
+			: ''));
 	PostgreSQL::Test::Utils::append_to_file("$dir/advanced.config", "[].\n");
 
 	$self->_run('rabbitmq-server', '-detached');
@@ -516,6 +524,7 @@ sub new
 }
 
 sub port { return $_[0]->{port}; }
+sub mgmt_port { return $_[0]->{mgmt_port}; }
 sub dir { return $_[0]->{dir}; }
 
 # run one of RabbitMQ's programs with the node's environment; its stdout

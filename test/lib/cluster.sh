@@ -78,9 +78,12 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	"postgresql-$PG_MAJOR-partman"
 )
-# RabbitMQ definitions import/export against a real RabbitMQ (TAP test 036)
+# RabbitMQ definitions import/export against a real RabbitMQ (TAP test 036);
+# its management plugin and rabbitmqadmin, and curl, against mq-amqp's
+# management API (TAP test 059, docs/management.md)
 QE_PACKAGES+=(
 	rabbitmq-server
+	curl
 )
 # real AMQP 0-9-1 clients against RabbitMQ and the gateway mq-amqp (TAP test
 # 037, test/amqp_clients/, bench/amqp_bench.py): pika, Celery (over py-amqp);
@@ -110,6 +113,12 @@ QE_PACKAGES+=(
 )
 command -v node >/dev/null 2>&1 || QE_PACKAGES+=(nodejs)
 command -v npm >/dev/null 2>&1 || QE_PACKAGES+=(npm)
+# the management web UI (www/, docs/management.md) in a real browser: Debian's
+# Chromium, headless, driven by puppeteer-core from npm (TAP test 060,
+# test/mgmt_ui/)
+QE_PACKAGES+=(
+	chromium
+)
 # mqctl, the command-line tool (mqctl/, docs/mqctl.md): libpq, json-c and
 # ncurses (top) to build it, a pseudo-terminal for its progress bar and
 # screen tests (TAP test 035)

@@ -73,6 +73,15 @@ $node->safe_psql('postgres', q{
 	SELECT mq.group_declare('rmq_topic', 'rmq_sql', retry_delays => '{1 second}');
 	SELECT mq.grant('publish', 'queue', 'rmq_topic', 'rmq_app');
 	SELECT mq.grant('consume', 'queue', 'rmq_topic', 'rmq_app');
+	-- push_policy_check.js: groups' retry policies and FIFO in the Settings
+	SELECT mq.queue_declare('rmq_policy', type => 'stream', arguments => '{"partitions": 2}');
+	SELECT mq.group_declare('rmq_policy', 'rmq_retry', max_retries => 2,
+							retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_policy', 'rmq_fifo', ordered => true, max_retries => 2,
+							retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_policy', 'rmq_mixed', retry_delays => '{1 second}');
+	SELECT mq.grant('publish', 'queue', 'rmq_policy', 'rmq_app');
+	SELECT mq.grant('consume', 'queue', 'rmq_policy', 'rmq_app');
 });
 
 # a second database: namespace "rmq_ns", with a topic of its own
@@ -105,7 +114,8 @@ my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $log = $node->basedir . '/mq-rocketmq.log';
 my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres user=rmq_gw';
 my $gw = IPC::Run::start([ $gateway, '--listen', "127.0.0.1:$port", '--dbname', $conninfo,
-		'--credentials', $creds, '--transaction-check', '2', '--verbose' ],
+		'--credentials', $creds, '--transaction-check', '2', '--push-invisible-time', '10',
+		'--verbose' ],
 	'<', \undef, '>>', $log, '2>>', $log);
 # a test that dies leaves no gateway behind
 END { $gw->kill_kill if $gw && $gw->pumpable; }
@@ -236,6 +246,38 @@ for my $name (@push)
 is($rc, 0, 'push_check.js exits 0') or diag("$out$err");
 like($out, qr/^checks: DONE$/m, 'push_check.js ran to its end');
 
+# A group's retry policy and FIFO flag in the Settings, max attempts, lease
+# renewal, FIFO PushConsumer (on its own topic: the counts below are rmq_topic's)
+my @policy = qw(settings_retry_group settings_fifo_group settings_backoff push_policy_all_consumed
+  retried_up_to_max_attempts lease_renewed_for_slow_listener fifo_retried_in_place
+  fifo_order_after_dead_letter);
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/push_policy_check.js" ], 600,
+	{ %env, RMQ_TOPIC => 'rmq_policy', RMQ_RETRY_GROUP => 'rmq_retry', RMQ_FIFO_GROUP => 'rmq_fifo',
+	  RMQ_SLOW_MS => 25000, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@policy)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "push_policy_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'push_policy_check.js exits 0') or diag("$out$err");
+like($out, qr/^checks: DONE$/m, 'push_policy_check.js ran to its end');
+# the message failed max_retries + 1 times is in the group's DLQ, dead-lettered
+# by the group; the FIFO consumer's forwarded its own
+ok($node->poll_query_until('postgres', q{
+	SELECT string_agg(convert_from(body, 'UTF8') || ' ' || (headers->>'x-dlq-reason'), ',')
+	  FROM mq.browse('%DLQ%rmq_retry', 10)}, 'fails-always max_retries'),
+	'the message failed 3 times (max_retries 2) is in %DLQ%rmq_retry');
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(convert_from(body, 'UTF8') || ' ' || (headers->>'x-dlq-reason'), ',')
+	  FROM mq.browse('%DLQ%rmq_fifo', 10)}),
+	'f1 nack', 'the FIFO consumer forwarded its failed message to %DLQ%rmq_fifo');
+
 # Subscription filters (tag, SQL92) of groups without a filter of their own
 my @filter = qw(tag_filter sql92_filter bad_selector_refused);
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/filter_check.js" ], 600,
@@ -255,9 +297,33 @@ for my $name (@filter)
 is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
 like($out, qr/^checks: DONE$/m, 'filter_check.js ran to its end');
 
+# Consumers of one group that subscribe with different expressions: each
+# receive applies its own (as a Proxy's pop), the gateway logs the disagreement
+my @mixed = qw(mixed_subscriptions_own_expression mixed_subscriptions_rejected_settled_for_group);
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/subscription_check.js" ], 600,
+	{ %env, RMQ_TOPIC => 'rmq_policy', RMQ_MIXED_GROUP => 'rmq_mixed',
+	  RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@mixed)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "subscription_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'subscription_check.js exits 0') or diag("$out$err");
+like($out, qr/^checks: DONE$/m, 'subscription_check.js ran to its end');
+like(PostgreSQL::Test::Utils::slurp_file($log),
+	qr/consumer group "rmq_mixed" of topic "rmq_policy": client "[^"]+" subscribes with TAG "TagB", another consumer of the group with TAG "TagA"/,
+	'the gateway logs that the consumers of a group disagree');
+
 # Transactional messages: commit, rollback, EndTransaction's refusals
 my @tx = qw(transaction_send transaction_rollback transaction_commit transaction_round_trip
-  transaction_committed_only transaction_check_back transaction_rollback_after_commit_refused transaction_unknown_id_refused);
+  transaction_committed_only transaction_check_back transaction_slow_checker_asked_once
+  transaction_check_back_answers_taken transaction_rollback_after_commit_refused transaction_unknown_id_refused);
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/tx_check.js" ], 600,
 	{ %env, RMQ_TX_GROUP => 'rmq_tx', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
 %result = ();
@@ -276,7 +342,7 @@ like($out, qr/^checks: DONE$/m, 'tx_check.js ran to its end');
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(state || ' ' || decided_by, ',' ORDER BY state) FROM mq.half_messages
 	 WHERE producer_group = 'rocketmq'}),
-	'committed producer,committed producer,rolled_back producer,rolled_back producer',
+	'committed producer,committed producer,committed producer,rolled_back producer,rolled_back producer',
 	'the half messages were decided by their producer, the orphans after a check-back');
 
 # what the client sent is in the stream, with its x-rocketmq header
@@ -284,7 +350,7 @@ is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM generate_series(0, 3) p,
 		   mq.read('rmq_topic', p, max_messages => 100) r
 	 WHERE r.headers ? 'x-rocketmq' AND r.headers->'x-rocketmq'->>'id' <> ''}),
-	'17', 'the 17 messages sent through the gateway (the committed half messages too) are in the stream, each with its RocketMQ id');
+	'18', 'the 18 messages sent through the gateway (the committed half messages too) are in the stream, each with its RocketMQ id');
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(concat_ws(' ', headers->>'x-dlq-reason', headers->>'x-dlq-origin-group',
 							   headers->'x-rocketmq'->'keys'->>0), ',')

@@ -36,3 +36,39 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- pg_monitor as pgmq 1.13 grants it: no longer every table and sequence of
+-- schema pgmq (messages in the archives, the views), only pgmq.meta and,
+-- per queue, what pgmq.metrics needs (pgmq._grant_monitor)
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT DISTINCT d.defaclrole::regrole AS role_name
+               FROM pg_default_acl d
+               JOIN pg_namespace n ON n.oid = d.defaclnamespace
+               CROSS JOIN LATERAL aclexplode(d.defaclacl) a
+              WHERE n.nspname = 'pgmq' AND d.defaclobjtype IN ('r', 'S')
+                AND a.grantee = 'pg_monitor'::regrole LOOP
+        EXECUTE format('ALTER DEFAULT PRIVILEGES FOR ROLE %s IN SCHEMA pgmq REVOKE SELECT ON TABLES FROM pg_monitor',
+                       r.role_name);
+        EXECUTE format('ALTER DEFAULT PRIVILEGES FOR ROLE %s IN SCHEMA pgmq REVOKE SELECT ON SEQUENCES FROM pg_monitor',
+                       r.role_name);
+    END LOOP;
+    FOR r IN SELECT DISTINCT c.oid::regclass AS rel, c.relkind = 'S' AS is_seq
+               FROM pg_class c
+               CROSS JOIN LATERAL aclexplode(c.relacl) a
+              WHERE c.relnamespace = 'pgmq'::regnamespace
+                AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND c.relname <> 'meta'
+                AND a.grantee = 'pg_monitor'::regrole AND a.privilege_type = 'SELECT' LOOP
+        EXECUTE format('REVOKE SELECT ON %s %s FROM pg_monitor',
+                       CASE WHEN r.is_seq THEN 'SEQUENCE' ELSE 'TABLE' END, r.rel);
+    END LOOP;
+    FOR r IN SELECT m.queue_name FROM pgmq.meta m LOOP
+        IF to_regclass(format('pgmq.%I', pgmq.format_table_name(r.queue_name, 'q'))) IS NOT NULL
+           AND to_regclass(format('pgmq.%I', pgmq.format_table_name(r.queue_name, 'q') || '_msg_id_seq')) IS NOT NULL THEN
+            PERFORM pgmq._grant_monitor(pgmq.format_table_name(r.queue_name, 'q'));
+        END IF;
+    END LOOP;
+END
+$$;

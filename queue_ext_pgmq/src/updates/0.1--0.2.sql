@@ -9,7 +9,6 @@ CREATE UNLOGGED TABLE pgmq.notify_insert_throttle (
     throttle_interval_ms INTEGER NOT NULL DEFAULT 0,
     last_notified_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT to_timestamp(0)
 );
-GRANT SELECT ON pgmq.notify_insert_throttle TO pg_monitor;
 
 -- message_record gains last_read_at before vt (pgmq's shape): the type is
 -- made again, and with it every function that returns it and the views

@@ -3,7 +3,10 @@
 // (RMQ_TX_GROUP), one rolled back never does; rolling back a committed
 // transaction, or ending an unknown one, is INVALID_TRANSACTION_ID; an
 // orphaned half is resolved by the producer's checker, which the gateway
-// asks through Telemetry (RecoverOrphanedTransactionCommand).  RMQ_ENDPOINT, RMQ_TOPIC,
+// asks through Telemetry (RecoverOrphanedTransactionCommand); a checker that
+// takes longer than the gateway's check interval (--transaction-check 2) is
+// asked once, and its answer is taken (no INVALID_TRANSACTION_ID for a
+// second answer).  RMQ_ENDPOINT, RMQ_TOPIC,
 // RMQ_ACCESS_KEY / RMQ_SECRET_KEY.  Prints "ok NAME" / "not ok NAME: why"
 // lines, "checks: DONE" last.  Run by test/t/054_rocketmq_gateway.pl.
 'use strict';
@@ -22,11 +25,17 @@ async function main() {
   // the check-back of an orphaned half (no EndTransaction): the gateway asks
   // through Telemetry, this checker answers by the message's name
   const checked = [];
-  const producer = new Producer({ ...common, topics: [topic],
+  // the client's errors (a failed EndTransaction of a check-back among them)
+  const errors = [];
+  const logger = { ...quiet, error(...args) { errors.push(args.join(' ')); quiet.error(...args); } };
+  const producer = new Producer({ ...common, logger, topics: [topic],
     checker: { async check(view) {
       const name = view.properties.get('name');
       checked.push(`${name}:${view.body.toString()}`);
-      return name === 'orphan-commit' ? TransactionResolution.COMMIT : TransactionResolution.ROLLBACK;
+      // a slow checker: three check intervals of the gateway
+      if (name === 'orphan-slow') await new Promise(r => setTimeout(r, 7000));
+      return name.startsWith('orphan-commit') || name === 'orphan-slow'
+        ? TransactionResolution.COMMIT : TransactionResolution.ROLLBACK;
     } } });
   await producer.startup();
 
@@ -43,10 +52,11 @@ async function main() {
   // orphans: sent, never ended by the client
   await producer.send({ topic, body: Buffer.from('orphan-commit'), properties: props('orphan-commit') }, producer.beginTransaction());
   await producer.send({ topic, body: Buffer.from('orphan-rollback'), properties: props('orphan-rollback') }, producer.beginTransaction());
+  await producer.send({ topic, body: Buffer.from('orphan-slow'), properties: props('orphan-slow') }, producer.beginTransaction());
 
   const got = [];
   let empty = 0;
-  for (let round = 0; round < 100 && (got.length < 2 || empty < 2); round++) {
+  for (let round = 0; round < 100 && (got.length < 3 || empty < 2); round++) {
     const views = await consumer.receive(16, 30000);
     if (views.length === 0) empty++;
     for (const v of views) {
@@ -60,13 +70,19 @@ async function main() {
       await consumer.ack(v);
     }
   }
-  check('transaction_committed_only', got.sort().join(' ') === 'commit-me orphan-commit', `got ${got.join(' ')}`);
+  check('transaction_committed_only', got.sort().join(' ') === 'commit-me orphan-commit orphan-slow', `got ${got.join(' ')}`);
   // the rollback's check-back may still be on its way: wait for it (bounded by the loop above's time)
   for (let i = 0; i < 300 && !checked.some(c => c.startsWith('orphan-rollback')); i++)
     await new Promise(r => setTimeout(r, 100));
   check('transaction_check_back', checked.includes('orphan-commit:orphan-commit') &&
     checked.includes('orphan-rollback:orphan-rollback') && !checked.some(c => c.startsWith('commit-me')),
     `checked ${checked.join(' ')}`);
+  // the slow checker was asked once (the gateway remembers what it asked),
+  // and no answer of a check-back failed
+  check('transaction_slow_checker_asked_once', checked.filter(c => c.startsWith('orphan-slow')).length === 1,
+    `checked ${checked.join(' ')}`);
+  check('transaction_check_back_answers_taken', !errors.some(e => /checking the transaction/.test(e)),
+    errors.join('; '));
   // committing again is harmless (queue_ext's end_half is idempotent); a
   // rollback of a committed transaction is refused
   try {

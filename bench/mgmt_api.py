@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""The management HTTP API of mq-amqp (docs/management.md): answer times, and
+publish/consume with the web UI polling it or not, side by side.
+
+    mgmt_api.py --api http://127.0.0.1:15672 --user app --password secret \
+                [--setup] [--queues 1000] [--streams 10] [--groups-per-stream 10] \
+                [--reps 30] [--amqp amqp://app:secret@127.0.0.1:5672/%2F] \
+                [--messages 4000] [--rounds 3] [--poll-interval 1.0]
+
+--setup first declares, as the API's user, --queues classic queues (bench.q0001, ...)
+and --streams streams of 4 partitions with --groups-per-stream consumer groups each
+(1,000 queues and 100 groups by default), through psql on the bench server
+(BENCH_HOST, BENCH_PORT, BENCH_DB as benchlib.py; BENCH_USER: the API's user).
+
+1. Each API path the web UI and rabbitmqadmin use, --reps times after one
+   warm-up call: median and p90 answer time in ms over keep-alive-less
+   requests (one TCP connection per call, as curl and rabbitmqadmin make),
+   and whether the median is under 100 ms (the issue's bound; reported,
+   not asserted).
+2. With --amqp: amqp_bench.py's publish/consume run (pika, confirms, acks,
+   one connection) --rounds times alternating "UI idle" and "UI polled"
+   (a thread GETs the overview, queues, and groups pages every
+   --poll-interval seconds, as the UI's pages do), medians side by side.
+"""
+import argparse
+import base64
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+PATHS = [
+    '/api/overview',
+    '/api/whoami',
+    '/api/vhosts',
+    '/api/queues',
+    '/api/queues/%2F',
+    '/api/queues/%2F?columns=name,messages',
+    '/api/queues/%2F/bench.q0500',
+    '/api/exchanges/%2F',
+    '/api/bindings/%2F',
+    '/api/connections',
+    '/api/channels',
+    '/api/queue-ext/streams/%2F',
+    '/api/queue-ext/groups/%2F',
+    '/api/queue-ext/dead-letters/%2F',
+    '/api/queue-ext/half/%2F',
+    '/api/queue-ext/replication',
+    '/',
+]
+
+UI_POLL = ['/api/overview', '/api/queues/%2F', '/api/queue-ext/groups/%2F']
+
+
+def get(api, path, auth):
+    req = urllib.request.Request(api + path, headers={'Authorization': auth,
+                                                      'Connection': 'close'})
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            body = r.read()
+            status = r.status
+    except urllib.error.HTTPError as e:
+        body = e.read()
+        status = e.code
+    return time.perf_counter() - t0, status, len(body)
+
+
+def setup(a):
+    import benchlib
+    benchlib.USER = a.user
+    benchlib.CONN[benchlib.CONN.index('-U') + 1] = a.user
+    os.environ['PGPASSWORD'] = a.password
+    benchlib.log('# setup: %d queues, %d streams x %d groups' % (a.queues, a.streams, a.groups_per_stream))
+    benchlib.psql("SELECT count(mq.queue_declare(format('bench.q%%s', lpad(i::text, 4, '0')))) "
+                  "FROM generate_series(1, %d) i" % a.queues)
+    benchlib.psql("SELECT count(mq.queue_declare(format('bench.s%%s', i), type => 'stream', "
+                  "arguments => '{\"partitions\": 4}')) FROM generate_series(1, %d) i" % a.streams)
+    benchlib.psql("SELECT count(mq.group_declare(format('bench.s%%s', s), format('bench.g%%s_%%s', s, g))) "
+                  "FROM generate_series(1, %d) s, generate_series(1, %d) g "
+                  "WHERE NOT EXISTS (SELECT FROM mq.consumer_groups c WHERE c.queue = format('bench.s%%s', s) "
+                  "AND c.group_name = format('bench.g%%s_%%s', s, g))"
+                  % (a.streams, a.groups_per_stream))
+    benchlib.psql("SELECT count(mq.send(format('bench.q%%s', lpad((1 + i %% %d)::text, 4, '0')), 'm'::text)) "
+                  "FROM generate_series(1, 5000) i" % a.queues)
+    benchlib.psql("SELECT count(mq.publish('', format('bench.s%%s', 1 + i %% %d), 'm'::text)) "
+                  "FROM generate_series(1, 2000) i" % a.streams)
+
+
+EXPECT = [0]
+
+
+def exact_consumer(url, stop_at_empty, out):
+    """amqp_bench's consumer, but until EXPECT messages came (its 0.5 s of
+    quiet ends a run early on a loaded machine)"""
+    import pika
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.basic_qos(prefetch_count=100)
+    count = [0]
+    last = [time.perf_counter()]
+
+    def on_msg(c, m, p, b):
+        c.basic_ack(m.delivery_tag)
+        count[0] += 1
+        last[0] = time.perf_counter()
+
+    ch.basic_consume('bench.amqp', on_msg)
+    start = time.perf_counter()
+    while count[0] < EXPECT[0] and time.perf_counter() - start < 300:
+        conn.process_data_events(time_limit=0.05)
+    conn.close()
+    out.put(('con', count[0], start, last[0]))
+
+
+def poller(api, auth, interval, stop, counts):
+    while not stop.is_set():
+        for p in UI_POLL:
+            dt, st, n = get(api, p, auth)
+            counts.append(dt)
+        stop.wait(interval)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--api', default='http://127.0.0.1:15672')
+    ap.add_argument('--user', required=True)
+    ap.add_argument('--password', required=True)
+    ap.add_argument('--setup', action='store_true')
+    ap.add_argument('--queues', type=int, default=1000)
+    ap.add_argument('--streams', type=int, default=10)
+    ap.add_argument('--groups-per-stream', type=int, default=10)
+    ap.add_argument('--reps', type=int, default=30)
+    ap.add_argument('--amqp')
+    ap.add_argument('--messages', type=int, default=4000)
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--poll-interval', type=float, default=1.0)
+    a = ap.parse_args()
+    auth = 'Basic ' + base64.b64encode(('%s:%s' % (a.user, a.password)).encode()).decode()
+    if a.setup:
+        setup(a)
+    print('# mgmt_api: %s, %d repetitions per path; load %s' % (a.api, a.reps, os.getloadavg()),
+          flush=True)
+    dt, st, n = get(a.api, '/api/overview', auth)
+    if st != 200:
+        sys.exit('GET /api/overview: %d' % st)
+    print()
+    if a.reps > 0:
+        print('| path | status | bytes | median ms | p90 ms | median < 100 ms |')
+        print('|---|---|---|---|---|---|')
+    for p in PATHS if a.reps > 0 else []:
+        get(a.api, p, auth)
+        ts = []
+        for _ in range(a.reps):
+            dt, st, n = get(a.api, p, auth)
+            ts.append(dt * 1000)
+        ts.sort()
+        med = statistics.median(ts)
+        print('| `%s` | %d | %d | %.1f | %.1f | %s |' % (p, st, n, med, ts[int(len(ts) * 0.9) - 1],
+                                                       'yes' if med < 100 else 'NO'), flush=True)
+    print('# load %s' % (os.getloadavg(),))
+    if not a.amqp:
+        return
+    import amqp_bench
+    amqp_bench.consumer = exact_consumer
+    EXPECT[0] = a.messages
+    res = {'idle': [], 'polled': []}
+    polls = []
+    for rnd in range(a.rounds):
+        for mode in (('idle', 'polled') if rnd % 2 == 0 else ('polled', 'idle')):
+            stop = threading.Event()
+            th = None
+            if mode == 'polled':
+                th = threading.Thread(target=poller, args=(a.api, auth, a.poll_interval, stop, polls))
+                th.start()
+            r = amqp_bench.one_run(a.amqp, 1, a.messages, 100)
+            stop.set()
+            if th:
+                th.join()
+            res[mode].append(r)
+            print('# round %d, UI %s: publish %.0f msg/s (p99 %.2f ms), consume %.0f msg/s'
+                  % (rnd + 1, mode, r['pub'], r['p99'], r['con']), flush=True)
+    print()
+    print('| UI | publish msg/s (confirms) | confirm p50 ms | confirm p99 ms | consume msg/s (acks) |')
+    print('|---|---|---|---|---|')
+    for mode in ('idle', 'polled'):
+        m = {k: statistics.median(r[k] for r in res[mode]) for k in ('pub', 'p50', 'p99', 'con')}
+        print('| %s | %.0f | %.2f | %.2f | %.0f |' % (mode, m['pub'], m['p50'], m['p99'], m['con']))
+    if polls:
+        print('# UI poll requests during the polled runs: %d, median %.1f ms'
+              % (len(polls), statistics.median(polls) * 1000))
+    print('# load %s' % (os.getloadavg(),))
+
+
+if __name__ == '__main__':
+    main()

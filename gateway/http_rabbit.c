@@ -1,0 +1,1739 @@
+/*-------------------------------------------------------------------------
+ *
+ * http_rabbit.c
+ *	  RabbitMQ's management paths (docs/management.md): overview, whoami,
+ *	  vhosts, queues, exchanges, bindings, definitions, connections,
+ *	  channels, health checks, with RabbitMQ's field names and status codes.
+ *
+ * Each path is one or a few statements of queue_ext's SQL API, run as the
+ * login's role (http_sql), whose JSON is shaped here: what RabbitMQ has
+ * and queue_ext has not is RabbitMQ's error shape, never a crash.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gateway.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/http.h>
+
+#define RABBIT_API_VERSION "3.10.8"
+
+/* the node's name, as RabbitMQ's rabbit@host */
+static const char *
+node_name(void)
+{
+	static char name[300];
+
+	if (name[0] == '\0')
+	{
+		char		host[256] = "localhost";
+
+		gethostname(host, sizeof(host) - 1);
+		snprintf(name, sizeof(name), "mq-amqp@%s", host);
+	}
+	return name;
+}
+
+/* {"rate": r} */
+static json_object *
+rate_obj(double r)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "rate", json_object_new_double(r));
+	return o;
+}
+
+/* a number of o's key (0 if none or null) */
+static double
+jnum(json_object *o, const char *key)
+{
+	json_object *v = json_get(o, key);
+
+	return v ? json_object_get_double(v) : 0.0;
+}
+
+/* the segment that names an exchange: amq.default is the default one */
+static const char *
+exchange_seg(const char *s)
+{
+	return strcmp(s, "amq.default") == 0 ? "" : s;
+}
+
+/*
+ * ?columns=a,b.c: keep only those fields of each object (a dotted name
+ * keeps that field of an inner object); ?sort=f&sort_reverse=true
+ */
+static json_object *
+shape_list(HttpReq *r, json_object *list)
+{
+	const char *cols = http_qarg(r, "columns");
+
+	if (cols && *cols && json_object_is_type(list, json_type_array))
+	{
+		json_object *out = json_object_new_array();
+		size_t		n = json_object_array_length(list);
+
+		for (size_t i = 0; i < n; i++)
+		{
+			json_object *o = json_object_array_get_idx(list, i);
+			json_object *k = json_object_new_object();
+			char	   *c = strdup(cols),
+					   *save = NULL,
+					   *tok;
+
+			for (tok = strtok_r(c, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			{
+				char	   *dot = strchr(tok, '.');
+
+				if (dot)
+				{
+					json_object *inner,
+							   *v,
+							   *dst;
+
+					*dot = '\0';
+					inner = json_get(o, tok);
+					v = json_get(inner, dot + 1);
+					if (v == NULL)
+						continue;
+					dst = json_get(k, tok);
+					if (dst == NULL)
+					{
+						dst = json_object_new_object();
+						json_object_object_add(k, tok, dst);
+					}
+					json_object_object_add(dst, dot + 1, json_object_get(v));
+				}
+				else if (json_get(o, tok))
+					json_object_object_add(k, tok, json_object_get(json_get(o, tok)));
+			}
+			free(c);
+			json_object_array_add(out, k);
+		}
+		json_object_put(list);
+		list = out;
+	}
+	return list;
+}
+
+static const char *sort_key;
+static bool sort_rev;
+
+static int
+cmp_sort(const void *a, const void *b)
+{
+	json_object *x = json_get(*(json_object *const *) a, sort_key);
+	json_object *y = json_get(*(json_object *const *) b, sort_key);
+	int			c;
+
+	if (x == NULL || y == NULL)
+		c = (x != NULL) - (y != NULL);
+	else if (json_object_is_type(x, json_type_string) && json_object_is_type(y, json_type_string))
+		c = strcmp(json_object_get_string(x), json_object_get_string(y));
+	else
+	{
+		double		dx = json_object_get_double(x),
+					dy = json_object_get_double(y);
+
+		c = dx < dy ? -1 : dx > dy;
+	}
+	return sort_rev ? -c : c;
+}
+
+/* the reply of a listing: sorted, columns picked, 200 */
+static void
+reply_list(HttpReq *r, json_object *list)
+{
+	const char *sort = http_qarg(r, "sort");
+
+	if (sort && *sort && json_object_is_type(list, json_type_array))
+	{
+		const char *rev = http_qarg(r, "sort_reverse");
+
+		sort_key = sort;
+		sort_rev = rev && strcmp(rev, "true") == 0;
+		json_object_array_sort(list, cmp_sort);
+	}
+	http_reply_json(r, 200, shape_list(r, list));
+}
+
+/* ---------------------------------------------------------------- queues */
+
+/*
+ * A queue's row as RabbitMQ's queue object: each visible queue with its
+ * counts and its counters since the server started (mq.metrics), which
+ * become message_stats with rates (http_rate).
+ */
+static const char queues_sql[] =
+"WITH m AS (SELECT labels->>'queue' AS q, "
+"  sum(value) FILTER (WHERE name = 'queue_ext_published_total') AS publish, "
+"  sum(value) FILTER (WHERE name = 'queue_ext_delivered_total') AS deliver, "
+"  sum(value) FILTER (WHERE name = 'queue_ext_redelivered_total') AS redeliver, "
+"  sum(value) FILTER (WHERE name = 'queue_ext_acked_total') AS ack "
+"  FROM mq.metrics WHERE NOT labels ? 'group' AND NOT labels ? 'consumer' "
+"  AND ($1::text IS NULL OR labels->>'queue' = $1) GROUP BY 1) "
+"SELECT coalesce(json_agg(json_build_object("
+"  'name', q.queue, 'type', q.type, 'durable', q.durable, 'arguments', q.arguments, "
+"  'messages', q.ready + q.unacked, 'messages_ready', q.ready, "
+"  'messages_unacknowledged', q.unacked, 'messages_delayed', q.delayed, "
+"  'consumers', q.consumers, 'message_bytes_ready', q.ready_bytes, "
+"  'idle_since', to_char(q.last_delivery AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS+00:00'), "
+"  'partitions', q.partitions, 'first_offset', q.first_offset, 'last_offset', q.last_offset, "
+"  'publish', coalesce(m.publish, 0), 'deliver', coalesce(m.deliver, 0), "
+"  'redeliver', coalesce(m.redeliver, 0), 'ack', coalesce(m.ack, 0)) "
+"  ORDER BY q.queue), '[]') "
+"FROM mq.queues q LEFT JOIN m ON m.q = q.queue WHERE $1::text IS NULL OR q.queue = $1";
+
+/* one queue's object completed: vhost, node, rates, message_stats */
+static void
+queue_fixup(HttpReq *r, json_object *q)
+{
+	static const char *const stats[] = {"publish", "deliver", "redeliver", "ack"};
+	static const char *const gauges[] = {"messages", "messages_ready", "messages_unacknowledged"};
+	const char *name = json_object_get_string(json_get(q, "name"));
+	const char *vh = http_vhost_name(r);
+	json_object *ms = json_object_new_object();
+	Qreg	   *reg = qreg_find(r->vhost, name, false);
+	char		field[64];
+
+	json_object_object_add(q, "vhost", json_object_new_string(vh));
+	json_object_object_add(q, "node", json_object_new_string(node_name()));
+	json_object_object_add(q, "state", json_object_new_string("running"));
+	json_object_object_add(q, "auto_delete",
+						   json_object_new_boolean(reg && reg->known && reg->auto_delete));
+	json_object_object_add(q, "exclusive", json_object_new_boolean(reg && reg->owner != NULL));
+	json_object_object_add(q, "policy", NULL);
+	json_object_object_add(q, "exclusive_consumer_tag", NULL);
+	json_object_object_add(q, "effective_policy_definition", json_object_new_object());
+	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+	{
+		snprintf(field, sizeof(field), "%s_details", gauges[i]);
+		json_object_object_add(q, field,
+							   rate_obj(http_rate(vh, name, gauges[i], jnum(q, gauges[i]))));
+	}
+	for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++)
+	{
+		double		v = jnum(q, stats[i]);
+
+		json_object_object_add(ms, stats[i], json_object_new_int64((int64_t) v));
+		snprintf(field, sizeof(field), "%s_details", stats[i]);
+		json_object_object_add(ms, field, rate_obj(http_rate(vh, name, stats[i], v)));
+		json_object_object_del(q, stats[i]);
+	}
+	/* deliver_get: deliveries and gets, which queue_ext counts as one */
+	json_object_object_add(ms, "deliver_get", json_object_get(json_get(ms, "deliver")));
+	json_object_object_add(ms, "deliver_get_details",
+						   json_object_get(json_get(ms, "deliver_details")));
+	json_object_object_add(q, "message_stats", ms);
+	if (json_get(q, "partitions") == NULL)
+	{
+		json_object_object_del(q, "partitions");
+		json_object_object_del(q, "first_offset");
+		json_object_object_del(q, "last_offset");
+	}
+}
+
+/* the gateway's consumers of a queue, as consumer_details */
+static json_object *
+consumer_details(HttpReq *r, const char *queue)
+{
+	json_object *a = json_object_new_array();
+	Conn	   *c;
+
+	for (c = conns; c; c = c->next)
+	{
+		if (c->dead || c->chans == NULL || strcmp(c->db, r->vhost) != 0)
+			continue;
+		if (!r->superuser && strcmp(c->user, r->user) != 0)
+			continue;
+		for (int i = 1; i <= c->channel_max; i++)
+		{
+			Chan	   *ch = c->chans[i];
+
+			if (ch == NULL)
+				continue;
+			for (Consumer *k = ch->consumers; k; k = k->next)
+			{
+				json_object *o,
+						   *cd,
+						   *qo;
+				char		name[300];
+
+				if (strcmp(k->queue, queue) != 0 || k->cancelled)
+					continue;
+				o = json_object_new_object();
+				cd = json_object_new_object();
+				qo = json_object_new_object();
+				snprintf(name, sizeof(name), "%s -> %s (%d)", c->peer, c->local, ch->id);
+				json_object_object_add(cd, "name", json_object_new_string(name));
+				json_object_object_add(cd, "number", json_object_new_int(ch->id));
+				json_object_object_add(cd, "user", json_object_new_string(c->user));
+				json_object_object_add(cd, "connection_name", json_object_new_string(name));
+				json_object_object_add(o, "channel_details", cd);
+				json_object_object_add(qo, "name", json_object_new_string(queue));
+				json_object_object_add(qo, "vhost", json_object_new_string(http_vhost_name(r)));
+				json_object_object_add(o, "queue", qo);
+				json_object_object_add(o, "consumer_tag", json_object_new_string(k->tag));
+				json_object_object_add(o, "ack_required", json_object_new_boolean(!k->no_ack));
+				json_object_object_add(o, "exclusive", json_object_new_boolean(k->exclusive));
+				json_object_object_add(o, "prefetch_count", json_object_new_int(k->prefetch));
+				json_object_object_add(o, "active", json_object_new_boolean(true));
+				json_object_array_add(a, o);
+			}
+		}
+	}
+	return a;
+}
+
+static void
+queues_listed(HttpReq *r, PGresult *res)
+{
+	json_object *list;
+	size_t		n;
+
+	if (!http_sql_ok(r, res) || (list = http_parse_result(r, res)) == NULL)
+		return;
+	n = json_object_array_length(list);
+	for (size_t i = 0; i < n; i++)
+		queue_fixup(r, json_object_array_get_idx(list, i));
+	if (r->nseg >= 3)
+	{
+		json_object *q;
+
+		if (n == 0)
+		{
+			json_object_put(list);
+			http_not_found(r);
+			return;
+		}
+		q = json_object_get(json_object_array_get_idx(list, 0));
+		json_object_put(list);
+		json_object_object_add(q, "consumer_details", consumer_details(r, r->seg[2]));
+		http_reply_json(r, 200, q);
+		return;
+	}
+	reply_list(r, list);
+}
+
+static void
+simple_done(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	http_reply_empty(r, 204);
+}
+
+/* PUT: 201 if made, 204 if it existed with the same settings */
+static void
+declared(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	http_reply_empty(r, strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? 204 : 201);
+}
+
+static void
+queue_deleted(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	cancel_queue_consumers(r->vhost, r->seg[2]);
+	http_reply_empty(r, 204);
+}
+
+/* a JSON boolean field that must be one; false (and the reply) if not */
+static bool
+body_bool(HttpReq *r, const char *key, int dflt, int *out)
+{
+	char		why[300];
+
+	*out = http_jbool(r->body, key, dflt);
+	if (*out >= 0)
+		return true;
+	snprintf(why, sizeof(why), "%s must be true or false", key);
+	http_bad_request(r, why);
+	return false;
+}
+
+static void
+queue_put(HttpReq *r)
+{
+	int			durable,
+				auto_delete;
+	json_object *args = json_get(r->body, "arguments");
+	const char *type = "classic";
+	char		err[300];
+	char	   *qargs;
+	const char *vals[4];
+
+	if (r->body && !json_object_is_type(r->body, json_type_object))
+	{
+		http_bad_request(r, "not_json");
+		return;
+	}
+	if (!body_bool(r, "durable", 1, &durable) || !body_bool(r, "auto_delete", 0, &auto_delete))
+		return;
+	if (auto_delete)
+	{
+		http_bad_request(r, "auto_delete queues are declared over AMQP only in queue_ext "
+						 "(they go with their declaring connection's last consumer)");
+		return;
+	}
+	if (args && json_object_is_type(args, json_type_null))
+		args = NULL;
+	if (args && !json_object_is_type(args, json_type_object))
+	{
+		http_bad_request(r, "arguments must be an object");
+		return;
+	}
+	qargs = queue_arguments(args, &type, err, sizeof(err));
+	if (qargs == NULL)
+	{
+		http_bad_request(r, err);
+		return;
+	}
+	vals[0] = r->seg[2];
+	vals[1] = type;
+	vals[2] = durable || strcmp(type, "classic") != 0 ? "true" : "false";
+	vals[3] = qargs;
+	http_sql(r, "SELECT EXISTS (SELECT FROM mq.queues s WHERE s.queue = $1), "
+			 "mq.queue_declare($1, type => $2, durable => $3::boolean, arguments => $4::jsonb)",
+			 4, vals, declared);
+	free(qargs);
+}
+
+/* ---------------------------------------------------------------- get */
+
+static int
+hexval(char c)
+{
+	return isdigit((unsigned char) c) ? c - '0' : (tolower((unsigned char) c) - 'a' + 10);
+}
+
+/* is s (len bytes) valid UTF-8 */
+static bool
+utf8_valid(const unsigned char *s, size_t len)
+{
+	size_t		i = 0;
+
+	while (i < len)
+	{
+		unsigned char c = s[i];
+		int			n;
+
+		if (c < 0x80)
+			n = 0;
+		else if ((c & 0xe0) == 0xc0 && c >= 0xc2)
+			n = 1;
+		else if ((c & 0xf0) == 0xe0)
+			n = 2;
+		else if ((c & 0xf8) == 0xf0 && c <= 0xf4)
+			n = 3;
+		else
+			return false;
+		for (int k = 1; k <= n; k++)
+			if (i + k >= len || (s[i + k] & 0xc0) != 0x80)
+				return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+static char *
+base64_encode(const unsigned char *s, size_t len)
+{
+	static const char tbl[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char	   *out = malloc(len / 3 * 4 + 8);
+	size_t		o = 0;
+
+	for (size_t i = 0; i < len; i += 3)
+	{
+		uint32_t	v = s[i] << 16 | (i + 1 < len ? s[i + 1] << 8 : 0) |
+			(i + 2 < len ? s[i + 2] : 0);
+
+		out[o++] = tbl[(v >> 18) & 63];
+		out[o++] = tbl[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < len ? tbl[v & 63] : '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* columns of the get's consume */
+enum
+{
+	G_ID, G_EXCHANGE, G_RK, G_BODY, G_HEADERS, G_REDELIVERED, G_PRIORITY, G_PROPS
+};
+
+/* a get refused: RabbitMQ's 401 naming the queue */
+static bool
+get_refused(HttpReq *r, PGresult *res)
+{
+	char		text[700];
+
+	if (res == NULL || res_ok(res) || strcmp(res_state(res), "42501") != 0)
+		return false;
+	snprintf(text, sizeof(text), "ACCESS_REFUSED - access to queue '%s' in vhost '%s' "
+			 "refused for user '%s'", r->seg[2], http_vhost_name(r), r->user);
+	http_error(r, 401, "not_authorised", text);
+	return true;
+}
+
+/* the settle of the gets is done: their messages as RabbitMQ's get shows them */
+static void
+get_settled(HttpReq *r, PGresult *res)
+{
+	json_object *msgs = r->acc;
+	int			ready;
+	size_t		n;
+
+	if (get_refused(r, res) || !http_sql_ok(r, res))
+		return;
+	r->acc = NULL;
+	ready = atoi(PQgetvalue(res, 0, 0));
+	n = json_object_array_length(msgs);
+	for (size_t i = 0; i < n; i++)
+		json_object_object_add(json_object_array_get_idx(msgs, i), "message_count",
+							   json_object_new_int((int) (ready + n - 1 - i)));
+	http_reply_json(r, 200, msgs);
+}
+
+/* the gets' messages: shaped into r->acc, then settled by the ackmode */
+static void
+get_consumed(HttpReq *r, PGresult *res)
+{
+	json_object *msgs;
+	const char *ackmode = json_str(r->body, "ackmode");
+	const char *encoding = json_str(r->body, "encoding");
+	bool		bad = false;
+	long long	truncate = http_jint(r->body, "truncate", -1, &bad);
+	char		ids[8192];
+	size_t		il = 0;
+	const char *vals[3];
+	const char *sql;
+	int			nrows;
+
+	if (get_refused(r, res) || !http_sql_ok(r, res))
+		return;
+	msgs = json_object_new_array();
+	nrows = PQntuples(res);
+	ids[il++] = '{';
+	for (int i = 0; i < nrows; i++)
+	{
+		json_object *m = json_object_new_object();
+		json_object *props = NULL;
+		const char *hex = PQgetvalue(res, i, G_BODY);
+		size_t		hl = strlen(hex) >= 2 ? strlen(hex) - 2 : 0;
+		size_t		blen = hl / 2;
+		unsigned char *body = malloc(blen + 1);
+		size_t		shown;
+
+		for (size_t k = 0; k < blen; k++)
+			body[k] = (unsigned char) (hexval(hex[2 + 2 * k]) << 4 | hexval(hex[3 + 2 * k]));
+		body[blen] = '\0';
+		json_object_object_add(m, "payload_bytes", json_object_new_int64((int64_t) blen));
+		json_object_object_add(m, "redelivered",
+							   json_object_new_boolean(PQgetvalue(res, i, G_REDELIVERED)[0] == 't'));
+		json_object_object_add(m, "exchange", json_object_new_string(PQgetvalue(res, i, G_EXCHANGE)));
+		json_object_object_add(m, "routing_key", json_object_new_string(PQgetvalue(res, i, G_RK)));
+		if (!PQgetisnull(res, i, G_PROPS))
+			props = json_tokener_parse(PQgetvalue(res, i, G_PROPS));
+		if (props && json_object_is_type(props, json_type_object))
+		{
+			json_object_object_del(props, "annotations");
+			json_object_object_del(props, "durability");
+		}
+		else
+		{
+			if (props)
+				json_object_put(props);
+			props = json_object_new_object();
+		}
+		if (!PQgetisnull(res, i, G_HEADERS))
+		{
+			json_object *h = json_tokener_parse(PQgetvalue(res, i, G_HEADERS));
+
+			if (h)
+			{
+				json_object_object_del(h, AMQP_PROPS_KEY);
+				if (json_object_object_length(h) > 0)
+					json_object_object_add(props, "headers", h);
+				else
+					json_object_put(h);
+			}
+		}
+		if (!PQgetisnull(res, i, G_PRIORITY))
+			json_object_object_add(props, "priority",
+								   json_object_new_int(atoi(PQgetvalue(res, i, G_PRIORITY))));
+		/* RabbitMQ (Erlang) writes no properties as [] */
+		if (json_object_object_length(props) == 0)
+		{
+			json_object_put(props);
+			props = json_object_new_array();
+		}
+		json_object_object_add(m, "properties", props);
+		shown = truncate >= 0 && (size_t) truncate < blen ? (size_t) truncate : blen;
+		if ((encoding == NULL || strcmp(encoding, "auto") == 0) && utf8_valid(body, shown) &&
+			memchr(body, '\0', shown) == NULL)
+		{
+			json_object_object_add(m, "payload",
+								   json_object_new_string_len((const char *) body, (int) shown));
+			json_object_object_add(m, "payload_encoding", json_object_new_string("string"));
+		}
+		else
+		{
+			char	   *b64 = base64_encode(body, shown);
+
+			json_object_object_add(m, "payload", json_object_new_string(b64));
+			json_object_object_add(m, "payload_encoding", json_object_new_string("base64"));
+			free(b64);
+		}
+		free(body);
+		json_object_array_add(msgs, m);
+		il += snprintf(ids + il, sizeof(ids) - il, "%s%s", i ? "," : "",
+					   PQgetvalue(res, i, G_ID));
+		if (il > sizeof(ids) - 64)
+			break;
+	}
+	ids[il++] = '}';
+	ids[il] = '\0';
+	r->acc = msgs;
+	vals[0] = r->seg[2];
+	vals[1] = ids;
+	if (strcmp(ackmode, "ack_requeue_false") == 0)
+		sql = "SELECT (SELECT q.ready FROM mq.queues q WHERE q.queue = $1), "
+			"CASE WHEN cardinality($2::bigint[]) > 0 THEN mq.ack($1, msg_ids => $2::bigint[]) END";
+	else if (strcmp(ackmode, "reject_requeue_false") == 0)
+		sql = "SELECT (SELECT q.ready FROM mq.queues q WHERE q.queue = $1), "
+			"CASE WHEN cardinality($2::bigint[]) > 0 THEN "
+			"mq.nack($1, msg_ids => $2::bigint[], requeue => false) END";
+	else
+		sql = "SELECT (SELECT q.ready FROM mq.queues q WHERE q.queue = $1), "
+			"CASE WHEN cardinality($2::bigint[]) > 0 THEN "
+			"mq.nack($1, msg_ids => $2::bigint[], requeue => true) END";
+	http_sql(r, sql, 2, vals, get_settled);
+}
+
+static void
+queue_get(HttpReq *r)
+{
+	const char *ackmode = json_str(r->body, "ackmode");
+	const char *encoding = json_str(r->body, "encoding");
+	bool		bad = false;
+	long long	count = http_jint(r->body, "count", 1, &bad);
+	char		cnt[32];
+	const char *vals[2];
+
+	if (r->body == NULL || !json_object_is_type(r->body, json_type_object))
+	{
+		http_bad_request(r, "not_json");
+		return;
+	}
+	http_jint(r->body, "truncate", -1, &bad);
+	if (bad || count < 1 || count > 1000)
+	{
+		http_bad_request(r, "count must be an integer from 1 to 1000, truncate an integer");
+		return;
+	}
+	if (ackmode == NULL || (strcmp(ackmode, "ack_requeue_true") != 0 &&
+							strcmp(ackmode, "ack_requeue_false") != 0 &&
+							strcmp(ackmode, "reject_requeue_true") != 0 &&
+							strcmp(ackmode, "reject_requeue_false") != 0))
+	{
+		http_bad_request(r, "ackmode must be ack_requeue_true, ack_requeue_false, "
+						 "reject_requeue_true or reject_requeue_false");
+		return;
+	}
+	if (encoding && strcmp(encoding, "auto") != 0 && strcmp(encoding, "base64") != 0)
+	{
+		http_bad_request(r, "encoding must be auto or base64");
+		return;
+	}
+	snprintf(cnt, sizeof(cnt), "%lld", count);
+	vals[0] = r->seg[2];
+	vals[1] = cnt;
+	http_sql(r, "SELECT msg_id, exchange, routing_key, body, headers::text, redelivered, "
+			 "priority, properties::text FROM mq.consume($1, $2::int, lease => '5 minutes')",
+			 2, vals, get_consumed);
+}
+
+/* ---------------------------------------------------------------- exchanges */
+
+static const char exchanges_sql[] =
+"SELECT coalesce(json_agg(json_build_object("
+"  'name', x.exchange, 'type', x.type, 'durable', x.durable, 'auto_delete', false, "
+"  'internal', false, 'arguments', x.arguments || CASE WHEN x.alternate_exchange IS NULL "
+"  THEN '{}'::jsonb ELSE jsonb_build_object('alternate-exchange', x.alternate_exchange) END) "
+"  ORDER BY x.exchange), '[]') "
+"FROM mq.exchanges x WHERE $1::text IS NULL OR x.exchange = $1";
+
+static void
+exchanges_listed(HttpReq *r, PGresult *res)
+{
+	json_object *list;
+	size_t		n;
+
+	if (!http_sql_ok(r, res) || (list = http_parse_result(r, res)) == NULL)
+		return;
+	n = json_object_array_length(list);
+	for (size_t i = 0; i < n; i++)
+	{
+		json_object *x = json_object_array_get_idx(list, i);
+
+		json_object_object_add(x, "vhost", json_object_new_string(http_vhost_name(r)));
+		json_object_object_add(x, "user_who_performed_action",
+							   json_object_new_string("queue_ext"));
+	}
+	if (r->nseg >= 3)
+	{
+		json_object *x;
+
+		if (n == 0)
+		{
+			json_object_put(list);
+			http_not_found(r);
+			return;
+		}
+		x = json_object_get(json_object_array_get_idx(list, 0));
+		json_object_put(list);
+		json_object_object_add(x, "incoming", json_object_new_array());
+		json_object_object_add(x, "outgoing", json_object_new_array());
+		http_reply_json(r, 200, x);
+		return;
+	}
+	reply_list(r, list);
+}
+
+static void
+exchange_put(HttpReq *r)
+{
+	const char *type = json_str(r->body, "type");
+	int			durable,
+				auto_delete,
+				internal;
+	json_object *args = json_get(r->body, "arguments");
+	const char *ae = NULL;
+	const char *vals[4];
+
+	if (r->body == NULL || !json_object_is_type(r->body, json_type_object))
+	{
+		http_bad_request(r, "not_json");
+		return;
+	}
+	if (!body_bool(r, "durable", 1, &durable) || !body_bool(r, "auto_delete", 0, &auto_delete) ||
+		!body_bool(r, "internal", 0, &internal))
+		return;
+	if (type == NULL)
+	{
+		http_bad_request(r, "[{key_missing,type}]");
+		return;
+	}
+	if (auto_delete || internal)
+	{
+		http_bad_request(r, "queue_ext has no auto-delete or internal exchanges");
+		return;
+	}
+	if (args && !json_object_is_type(args, json_type_null))
+	{
+		if (!json_object_is_type(args, json_type_object))
+		{
+			http_bad_request(r, "arguments must be an object");
+			return;
+		}
+		ae = json_str(args, "alternate-exchange");
+	}
+	vals[0] = exchange_seg(r->seg[2]);
+	vals[1] = type;
+	vals[2] = durable ? "true" : "false";
+	vals[3] = ae;
+	http_sql(r, "SELECT EXISTS (SELECT FROM mq.exchanges x WHERE x.exchange = $1), "
+			 "mq.exchange_declare($1, type => $2, durable => $3::boolean, "
+			 "alternate_exchange => $4)", 4, vals, declared);
+}
+
+static void
+exchange_deleted(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	if (strcmp(PQgetvalue(res, 0, 0), "0") == 0)
+		http_not_found(r);
+	else
+		http_reply_empty(r, 204);
+}
+
+static void
+published(HttpReq *r, PGresult *res)
+{
+	json_object *o;
+
+	if (res && !res_ok(res) && strcmp(res_state(res), "42501") == 0)
+	{
+		char		text[700];
+
+		/* RabbitMQ answers a refused publish so (400, the channel's 403) */
+		snprintf(text, sizeof(text), "403 ACCESS_REFUSED - access to exchange '%s' in vhost "
+				 "'%s' refused for user '%s'", r->seg[2], http_vhost_name(r), r->user);
+		http_bad_request(r, text);
+		return;
+	}
+	if (res && !res_ok(res) && strcmp(res_state(res), "P0002") == 0)
+	{
+		o = json_object_new_object();
+		json_object_object_add(o, "routed", json_object_new_boolean(false));
+		http_reply_json(r, 200, o);
+		return;
+	}
+	if (!http_sql_ok(r, res))
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "routed", json_object_new_boolean(true));
+	http_reply_json(r, 200, o);
+}
+
+static void
+exchange_publish(HttpReq *r)
+{
+	const char *rk = json_str(r->body, "routing_key");
+	const char *payload = json_str(r->body, "payload");
+	const char *enc = json_str(r->body, "payload_encoding");
+	json_object *props = json_get(r->body, "properties");
+	json_object *headers = json_get(props, "headers");
+	const char *vals[10];
+	char		prio[32] = "",
+				expi[64] = "";
+	bool		bad = false;
+	long long	p;
+
+	if (r->body == NULL || !json_object_is_type(r->body, json_type_object))
+	{
+		http_bad_request(r, "not_json");
+		return;
+	}
+	if (rk == NULL || payload == NULL)
+	{
+		http_bad_request(r, rk == NULL ? "[{key_missing,routing_key}]" : "[{key_missing,payload}]");
+		return;
+	}
+	if (enc && strcmp(enc, "string") != 0 && strcmp(enc, "base64") != 0)
+	{
+		http_bad_request(r, "payload_encoding must be string or base64");
+		return;
+	}
+	if (props && !json_object_is_type(props, json_type_object) &&
+		!(json_object_is_type(props, json_type_array) && json_object_array_length(props) == 0))
+	{
+		http_bad_request(r, "properties must be an object");
+		return;
+	}
+	if (headers && !json_object_is_type(headers, json_type_object))
+	{
+		http_bad_request(r, "properties.headers must be an object");
+		return;
+	}
+	p = http_jint(props, "priority", -1, &bad);
+	if (p >= 0)
+		snprintf(prio, sizeof(prio), "%lld", p);
+	if (json_get(props, "expiration"))
+	{
+		long long	e = http_jint(props, "expiration", -1, &bad);
+
+		if (e < 0)
+			bad = true;
+		snprintf(expi, sizeof(expi), "%lld milliseconds", e);
+	}
+	if (bad)
+	{
+		http_bad_request(r, "properties.priority and properties.expiration must be integers");
+		return;
+	}
+	vals[0] = exchange_seg(r->seg[2]);
+	vals[1] = rk;
+	vals[2] = payload;
+	vals[3] = enc && strcmp(enc, "base64") == 0 ? "base64" : "string";
+	vals[4] = headers && json_object_object_length(headers) > 0 ?
+		json_object_to_json_string_ext(headers, JSON_C_TO_STRING_PLAIN) : NULL;
+	vals[5] = prio[0] ? prio : NULL;
+	vals[6] = expi[0] ? expi : NULL;
+	vals[7] = json_str(props, "content_type");
+	vals[8] = json_str(props, "correlation_id");
+	vals[9] = json_str(props, "reply_to");
+	http_sql(r, "SELECT mq.publish($1, $2, CASE $4 WHEN 'base64' THEN decode($3, 'base64') "
+			 "ELSE convert_to($3, 'UTF8') END, headers => $5::jsonb, mandatory => true, "
+			 "priority => $6::int, expiration => $7::interval, content_type => $8, "
+			 "correlation_id => $9, reply_to => $10)", 10, vals, published);
+}
+
+/* ---------------------------------------------------------------- bindings */
+
+/* RabbitMQ's properties_key: the key ("~" if empty), with a hash of arguments */
+#define PROPS_KEY_SQL \
+	"CASE WHEN b.arguments = '{}'::jsonb THEN CASE WHEN b.binding_key = '' THEN '~' " \
+	"ELSE b.binding_key END ELSE b.binding_key || '~' || left(md5(b.arguments::text), 8) END"
+
+static const char bindings_sql[] =
+"SELECT coalesce(json_agg(json_build_object("
+"  'source', b.exchange, 'destination', b.queue, 'destination_type', 'queue', "
+"  'routing_key', b.binding_key, 'arguments', b.arguments, 'properties_key', " PROPS_KEY_SQL ") "
+"  ORDER BY b.exchange <> '', b.exchange, b.queue, b.binding_key), '[]') "
+"FROM mq.bindings b WHERE ($1::text IS NULL OR b.queue = $1) "
+"AND ($2::text IS NULL OR b.exchange = $2) AND ($3::text IS NULL OR " PROPS_KEY_SQL " = $3)";
+
+static void
+bindings_listed(HttpReq *r, PGresult *res)
+{
+	json_object *list;
+	size_t		n;
+
+	if (!http_sql_ok(r, res) || (list = http_parse_result(r, res)) == NULL)
+		return;
+	n = json_object_array_length(list);
+	for (size_t i = 0; i < n; i++)
+		json_object_object_add(json_object_array_get_idx(list, i), "vhost",
+							   json_object_new_string(http_vhost_name(r)));
+	/* one binding by its properties key */
+	if (r->nseg == 7)
+	{
+		json_object *b;
+
+		if (n == 0)
+		{
+			json_object_put(list);
+			http_not_found(r);
+			return;
+		}
+		b = json_object_get(json_object_array_get_idx(list, 0));
+		json_object_put(list);
+		http_reply_json(r, 200, b);
+		return;
+	}
+	reply_list(r, list);
+}
+
+static void
+bound(HttpReq *r, PGresult *res)
+{
+	char		loc[700];
+
+	if (!http_sql_ok(r, res))
+		return;
+	snprintf(loc, sizeof(loc), "%s", PQgetvalue(res, 0, 0));
+	{
+		char	   *enc = evhttp_uriencode(loc, -1, 0);
+
+		evhttp_add_header(evhttp_request_get_output_headers(r->ev), "Location", enc ? enc : loc);
+		free(enc);
+	}
+	http_reply_empty(r, 201);
+}
+
+static void
+unbound(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	if (strcmp(PQgetvalue(res, 0, 0), "0") == 0)
+		http_not_found(r);
+	else
+		http_reply_empty(r, 204);
+}
+
+/* /api/bindings/{vhost}/e/{src}/q/{dst}[/{props}] */
+static void
+binding_path(HttpReq *r)
+{
+	const char *vals[3];
+
+	if (strcmp(r->seg[2], "e") != 0 || (strcmp(r->seg[4], "q") != 0 && strcmp(r->seg[4], "e") != 0))
+	{
+		http_not_found(r);
+		return;
+	}
+	if (strcmp(r->seg[4], "e") == 0)
+	{
+		if (r->method == EVHTTP_REQ_GET)
+			http_sql(r, "SELECT '[]'", 0, NULL, bindings_listed);
+		else
+			http_bad_request(r, "queue_ext has no exchange-to-exchange bindings");
+		return;
+	}
+	vals[0] = r->seg[5];
+	vals[1] = exchange_seg(r->seg[3]);
+	vals[2] = r->nseg == 7 ? r->seg[6] : NULL;
+	if (r->method == EVHTTP_REQ_GET)
+	{
+		http_sql(r, bindings_sql, 3, vals, bindings_listed);
+		return;
+	}
+	if (r->nseg == 6 && r->method == EVHTTP_REQ_POST)
+	{
+		json_object *args = json_get(r->body, "arguments");
+		const char *rk = json_str(r->body, "routing_key");
+		const char *bvals[4];
+
+		if (r->body && !json_object_is_type(r->body, json_type_object))
+		{
+			http_bad_request(r, "not_json");
+			return;
+		}
+		if (args && !json_object_is_type(args, json_type_object) &&
+			!json_object_is_type(args, json_type_null))
+		{
+			http_bad_request(r, "arguments must be an object");
+			return;
+		}
+		bvals[0] = r->seg[5];
+		bvals[1] = exchange_seg(r->seg[3]);
+		bvals[2] = rk ? rk : "";
+		bvals[3] = args && json_object_is_type(args, json_type_object) ?
+			json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN) : "{}";
+		http_sql(r, "WITH b AS (SELECT $3::text AS binding_key, $4::jsonb AS arguments) "
+				 "SELECT " PROPS_KEY_SQL " FROM b, LATERAL (SELECT mq.bind($1, $2, $3, $4::jsonb)) x",
+				 4, bvals, bound);
+		return;
+	}
+	if (r->nseg == 7 && r->method == EVHTTP_REQ_DELETE)
+	{
+		http_sql(r, "SELECT count(mq.unbind(b.queue, b.exchange, b.binding_key, b.arguments)) "
+				 "FROM mq.bindings b WHERE b.queue = $1 AND b.exchange = $2 AND "
+				 PROPS_KEY_SQL " = $3", 3, vals, unbound);
+		return;
+	}
+	http_method_not_allowed(r, r->nseg == 7 ? "HEAD, GET, DELETE, OPTIONS" :
+							"HEAD, GET, POST, OPTIONS");
+}
+
+/* /api/queues/{vhost}/{name}/bindings: the queue must exist */
+static void
+queue_bindings_checked(HttpReq *r, PGresult *res)
+{
+	const char *vals[3] = {r->seg[2], NULL, NULL};
+
+	if (!http_sql_ok(r, res))
+		return;
+	if (strcmp(PQgetvalue(res, 0, 0), "0") == 0)
+	{
+		http_not_found(r);
+		return;
+	}
+	http_sql(r, bindings_sql, 3, vals, bindings_listed);
+}
+
+/* ---------------------------------------------------------------- definitions */
+
+static void
+defs_exported(HttpReq *r, PGresult *res)
+{
+	json_object *d;
+
+	if (!http_sql_ok(r, res) || (d = http_parse_result(r, res)) == NULL)
+		return;
+	if (json_object_is_type(d, json_type_object))
+	{
+		json_object_object_add(d, "rabbit_version", json_object_new_string(RABBIT_API_VERSION));
+		json_object_object_add(d, "rabbitmq_version", json_object_new_string(RABBIT_API_VERSION));
+		json_object_object_add(d, "product_name", json_object_new_string("queue_ext"));
+		json_object_object_add(d, "product_version", json_object_new_string(GW_VERSION));
+		/* /api/definitions/{vhost}: that vhost's objects without the vhost key */
+		if (r->nseg >= 2)
+		{
+			static const char *const kinds[] = {"queues", "exchanges", "bindings"};
+
+			for (size_t k = 0; k < 3; k++)
+			{
+				json_object *a = json_get(d, kinds[k]);
+
+				for (size_t i = 0; a && i < json_object_array_length(a); i++)
+					json_object_object_del(json_object_array_get_idx(a, i), "vhost");
+			}
+			json_object_object_del(d, "vhosts");
+			json_object_object_del(d, "users");
+			json_object_object_del(d, "permissions");
+		}
+	}
+	http_reply_json(r, 200, d);
+}
+
+static void
+defs_imported(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	if (PQgetisnull(res, 0, 0))
+		http_reply_empty(r, 204);
+	else
+		http_bad_request(r, PQgetvalue(res, 0, 0));
+}
+
+static void
+definitions(HttpReq *r)
+{
+	if (r->method == EVHTTP_REQ_GET || r->method == EVHTTP_REQ_HEAD)
+	{
+		http_sql(r, "SELECT mq.definitions_export()", 0, NULL, defs_exported);
+		return;
+	}
+	if (r->method == EVHTTP_REQ_POST)
+	{
+		const char *vals[2];
+		json_object *b = r->body;
+
+		if (b == NULL || !json_object_is_type(b, json_type_object))
+		{
+			http_bad_request(r, "not_json");
+			return;
+		}
+		/* rabbitmqadmin import posts {"file": ..., ...}? no: the definitions */
+		vals[0] = json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN);
+		vals[1] = http_vhost_name(r);
+		http_sql(r, "SELECT string_agg(format('%s %s: %s', kind, name, detail), '; ') "
+				 "FILTER (WHERE action = 'failed') FROM mq.definitions_import($1::jsonb, $2)",
+				 2, vals, defs_imported);
+		return;
+	}
+	http_method_not_allowed(r, "HEAD, GET, POST, OPTIONS");
+}
+
+/* ---------------------------------------------------------------- overview */
+
+static void
+overview_done(HttpReq *r, PGresult *res)
+{
+	json_object *o,
+			   *t;
+	int			nconn = 0,
+				nchan = 0,
+				ncons = 0;
+	static const char *const stats[] = {"publish", "deliver", "redeliver", "ack"};
+	static const char *const types[] = {"direct", "fanout", "headers", "topic"};
+	json_object *ms,
+			   *qt,
+			   *ot,
+			   *et,
+			   *ls;
+	char		field[64];
+	const char *port;
+
+	if (!http_sql_ok(r, res) || (t = http_parse_result(r, res)) == NULL)
+		return;
+	for (Conn *c = conns; c; c = c->next)
+	{
+		if (c->dead || !c->opened)
+			continue;
+		if (!r->superuser && strcmp(c->user, r->user) != 0)
+			continue;
+		nconn++;
+		if (c->chans)
+			for (int i = 1; i <= c->channel_max; i++)
+				if (c->chans[i])
+				{
+					nchan++;
+					for (Consumer *k = c->chans[i]->consumers; k; k = k->next)
+						ncons++;
+				}
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "management_version", json_object_new_string(RABBIT_API_VERSION));
+	json_object_object_add(o, "rates_mode", json_object_new_string("basic"));
+	et = json_object_new_array();
+	for (size_t i = 0; i < 4; i++)
+	{
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(types[i]));
+		json_object_object_add(e, "description", json_object_new_string(""));
+		json_object_object_add(e, "enabled", json_object_new_boolean(true));
+		json_object_array_add(et, e);
+	}
+	json_object_object_add(o, "exchange_types", et);
+	json_object_object_add(o, "product_version", json_object_new_string(GW_VERSION));
+	json_object_object_add(o, "product_name", json_object_new_string("queue_ext"));
+	json_object_object_add(o, "rabbitmq_version", json_object_new_string(RABBIT_API_VERSION));
+	json_object_object_add(o, "cluster_name", json_object_new_string(node_name()));
+	json_object_object_add(o, "node", json_object_new_string(node_name()));
+	json_object_object_add(o, "disable_stats", json_object_new_boolean(false));
+	ms = json_object_new_object();
+	for (size_t i = 0; i < 4; i++)
+	{
+		double		v = jnum(t, stats[i]);
+
+		json_object_object_add(ms, stats[i], json_object_new_int64((int64_t) v));
+		snprintf(field, sizeof(field), "%s_details", stats[i]);
+		json_object_object_add(ms, field, rate_obj(http_rate(http_vhost_name(r), "", stats[i], v)));
+	}
+	json_object_object_add(ms, "deliver_get", json_object_get(json_get(ms, "deliver")));
+	json_object_object_add(ms, "deliver_get_details",
+						   json_object_get(json_get(ms, "deliver_details")));
+	json_object_object_add(o, "message_stats", ms);
+	qt = json_object_new_object();
+	json_object_object_add(qt, "messages", json_object_new_int64((int64_t) jnum(t, "messages")));
+	json_object_object_add(qt, "messages_ready", json_object_new_int64((int64_t) jnum(t, "ready")));
+	json_object_object_add(qt, "messages_unacknowledged",
+						   json_object_new_int64((int64_t) jnum(t, "unacked")));
+	json_object_object_add(qt, "messages_details",
+						   rate_obj(http_rate(http_vhost_name(r), "", "messages", jnum(t, "messages"))));
+	json_object_object_add(o, "queue_totals", qt);
+	ot = json_object_new_object();
+	json_object_object_add(ot, "channels", json_object_new_int(nchan));
+	json_object_object_add(ot, "connections", json_object_new_int(nconn));
+	json_object_object_add(ot, "consumers", json_object_new_int((int) jnum(t, "consumers") > ncons ?
+																 (int) jnum(t, "consumers") : ncons));
+	json_object_object_add(ot, "exchanges", json_object_new_int((int) jnum(t, "exchanges")));
+	json_object_object_add(ot, "queues", json_object_new_int((int) jnum(t, "queues")));
+	json_object_object_add(o, "object_totals", ot);
+	ls = json_object_new_array();
+	{
+		json_object *l = json_object_new_object();
+
+		port = strrchr(cfg.listen, ':');
+		json_object_object_add(l, "node", json_object_new_string(node_name()));
+		json_object_object_add(l, "protocol", json_object_new_string("amqp"));
+		json_object_object_add(l, "port", json_object_new_int(port ? atoi(port + 1) : 5672));
+		json_object_array_add(ls, l);
+		l = json_object_new_object();
+		port = strrchr(cfg.http_listen, ':');
+		json_object_object_add(l, "node", json_object_new_string(node_name()));
+		json_object_object_add(l, "protocol", json_object_new_string("http"));
+		json_object_object_add(l, "port", json_object_new_int(port ? atoi(port + 1) : 15672));
+		json_object_array_add(ls, l);
+	}
+	json_object_object_add(o, "listeners", ls);
+	json_object_object_add(o, "database", json_object_get(json_get(t, "database")));
+	json_object_object_add(o, "replication", json_object_get(json_get(t, "replication")));
+	json_object_put(t);
+	http_reply_json(r, 200, o);
+}
+
+/*
+ * The totals from one scan of mq.metrics (its gauges are mq.queues's
+ * counts): 1,000 queues cost one pass over their shared state, not one per
+ * total
+ */
+static const char overview_sql[] =
+"SELECT json_build_object("
+"  'queues', count(*) FILTER (WHERE name = 'queue_ext_ready'), "
+"  'messages', coalesce(sum(value) FILTER (WHERE name IN ('queue_ext_ready', 'queue_ext_unacked')), 0), "
+"  'ready', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_ready'), 0), "
+"  'unacked', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_unacked'), 0), "
+"  'consumers', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_consumers'), 0), "
+"  'exchanges', (SELECT count(*) FROM mq.exchanges), "
+"  'database', current_database(), "
+"  'replication', (SELECT json_build_object('required_sync_standbys', required_sync_standbys, "
+"     'connected_sync_standbys', connected_sync_standbys, 'quorum_met', quorum_met) "
+"     FROM mq.replication LIMIT 1), "
+"  'publish', sum(value) FILTER (WHERE name = 'queue_ext_published_total'), "
+"  'deliver', sum(value) FILTER (WHERE name = 'queue_ext_delivered_total'), "
+"  'redeliver', sum(value) FILTER (WHERE name = 'queue_ext_redelivered_total'), "
+"  'ack', sum(value) FILTER (WHERE name = 'queue_ext_acked_total')) "
+"FROM mq.metrics WHERE NOT labels ? 'group' AND NOT labels ? 'consumer'";
+
+/* ---------------------------------------------------------------- whoami, vhosts */
+
+static void
+whoami_done(HttpReq *r, PGresult *res)
+{
+	json_object *o,
+			   *tags;
+
+	if (!http_sql_ok(r, res))
+		return;
+	o = json_object_new_object();
+	tags = json_object_new_array();
+	json_object_object_add(o, "name", json_object_new_string(r->user));
+	if (PQgetvalue(res, 0, 0)[0] == 't')
+		json_object_array_add(tags, json_object_new_string("administrator"));
+	if (PQgetvalue(res, 0, 1)[0] == 't')
+		json_object_array_add(tags, json_object_new_string("monitoring"));
+	json_object_array_add(tags, json_object_new_string("management"));
+	json_object_object_add(o, "tags", tags);
+	http_reply_json(r, 200, o);
+}
+
+static void
+vhosts_done(HttpReq *r, PGresult *res)
+{
+	json_object *v,
+			   *cs;
+
+	if (!http_sql_ok(r, res))
+		return;
+	v = json_object_new_object();
+	cs = json_object_new_object();
+	json_object_object_add(v, "name", json_object_new_string(http_vhost_name(r)));
+	json_object_object_add(v, "description", json_object_new_string(PQgetvalue(res, 0, 0)));
+	json_object_object_add(v, "tags", json_object_new_array());
+	json_object_object_add(v, "tracing", json_object_new_boolean(false));
+	json_object_object_add(cs, node_name(), json_object_new_string("running"));
+	json_object_object_add(v, "cluster_state", cs);
+	json_object_object_add(v, "messages", json_object_new_int64(atoll(PQgetvalue(res, 0, 1))));
+	json_object_object_add(v, "messages_ready", json_object_new_int64(atoll(PQgetvalue(res, 0, 2))));
+	json_object_object_add(v, "messages_unacknowledged",
+						   json_object_new_int64(atoll(PQgetvalue(res, 0, 3))));
+	if (r->nseg >= 2)
+		http_reply_json(r, 200, v);
+	else
+	{
+		json_object *a = json_object_new_array();
+
+		json_object_array_add(a, v);
+		reply_list(r, a);
+	}
+}
+
+/* ---------------------------------------------------------------- connections */
+
+static json_object *
+conn_json(Conn *c)
+{
+	json_object *o = json_object_new_object();
+	char		name[300];
+	int			nchan = 0;
+	const char *pc = strrchr(c->peer, ':'),
+			   *lc = strrchr(c->local, ':');
+
+	if (c->chans)
+		for (int i = 1; i <= c->channel_max; i++)
+			if (c->chans[i])
+				nchan++;
+	snprintf(name, sizeof(name), "%s -> %s", c->peer, c->local);
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "node", json_object_new_string(node_name()));
+	json_object_object_add(o, "user", json_object_new_string(c->user));
+	json_object_object_add(o, "vhost", json_object_new_string(c->vhost[0] ? c->vhost : "/"));
+	json_object_object_add(o, "state", json_object_new_string(c->paused ? "flow" : "running"));
+	json_object_object_add(o, "protocol", json_object_new_string("AMQP 0-9-1"));
+	json_object_object_add(o, "type", json_object_new_string("network"));
+	json_object_object_add(o, "auth_mechanism", json_object_new_string("PLAIN"));
+	json_object_object_add(o, "ssl", json_object_new_boolean(false));
+	json_object_object_add(o, "channels", json_object_new_int(nchan));
+	json_object_object_add(o, "channel_max", json_object_new_int(c->channel_max));
+	json_object_object_add(o, "frame_max", json_object_new_int64(c->frame_max));
+	json_object_object_add(o, "timeout", json_object_new_int(c->heartbeat));
+	json_object_object_add(o, "peer_host", json_object_new_string_len(c->peer, pc ? (int) (pc - c->peer) : (int) strlen(c->peer)));
+	json_object_object_add(o, "peer_port", json_object_new_int(pc ? atoi(pc + 1) : 0));
+	json_object_object_add(o, "host", json_object_new_string_len(c->local, lc ? (int) (lc - c->local) : (int) strlen(c->local)));
+	json_object_object_add(o, "port", json_object_new_int(lc ? atoi(lc + 1) : 0));
+	json_object_object_add(o, "database", json_object_new_string(c->db));
+	return o;
+}
+
+/* may the request's login see connection c */
+static bool
+conn_visible(HttpReq *r, Conn *c, bool all)
+{
+	return !c->dead && c->opened && (all || strcmp(c->user, r->user) == 0);
+}
+
+static void
+connections_done(HttpReq *r, PGresult *res)
+{
+	bool		all;
+	json_object *a;
+
+	if (!http_sql_ok(r, res))
+		return;
+	all = PQgetvalue(res, 0, 0)[0] == 't';
+	a = json_object_new_array();
+	if (strcmp(r->seg[0], "channels") == 0)
+	{
+		for (Conn *c = conns; c; c = c->next)
+		{
+			char		name[300];
+
+			if (!conn_visible(r, c, all) || c->chans == NULL)
+				continue;
+			for (int i = 1; i <= c->channel_max; i++)
+			{
+				Chan	   *ch = c->chans[i];
+				json_object *o,
+						   *cd;
+				int			ncons = 0;
+
+				if (ch == NULL)
+					continue;
+				for (Consumer *k = ch->consumers; k; k = k->next)
+					ncons++;
+				o = json_object_new_object();
+				cd = json_object_new_object();
+				snprintf(name, sizeof(name), "%s -> %s (%d)", c->peer, c->local, ch->id);
+				json_object_object_add(o, "name", json_object_new_string(name));
+				json_object_object_add(o, "number", json_object_new_int(ch->id));
+				json_object_object_add(o, "node", json_object_new_string(node_name()));
+				json_object_object_add(o, "user", json_object_new_string(c->user));
+				json_object_object_add(o, "vhost", json_object_new_string(c->vhost[0] ? c->vhost : "/"));
+				json_object_object_add(o, "state", json_object_new_string(ch->state == CH_OPEN ? "running" : "closing"));
+				json_object_object_add(o, "consumer_count", json_object_new_int(ncons));
+				json_object_object_add(o, "messages_unacknowledged", json_object_new_int(ch->n_unacked));
+				json_object_object_add(o, "prefetch_count", json_object_new_int(ch->prefetch_consumer));
+				json_object_object_add(o, "global_prefetch_count", json_object_new_int(ch->prefetch_global));
+				json_object_object_add(o, "confirm", json_object_new_boolean(ch->confirm));
+				json_object_object_add(o, "transactional", json_object_new_boolean(ch->tx));
+				snprintf(name, sizeof(name), "%s -> %s", c->peer, c->local);
+				json_object_object_add(cd, "name", json_object_new_string(name));
+				json_object_object_add(cd, "peer_host", json_object_new_string(c->addr));
+				json_object_object_add(o, "connection_details", cd);
+				json_object_array_add(a, o);
+			}
+		}
+		reply_list(r, a);
+		return;
+	}
+	if (strcmp(r->seg[0], "consumers") == 0)
+	{
+		for (Conn *c = conns; c; c = c->next)
+		{
+			if (!conn_visible(r, c, all) || c->chans == NULL)
+				continue;
+			for (int i = 1; i <= c->channel_max; i++)
+			{
+				Chan	   *ch = c->chans[i];
+
+				if (ch == NULL)
+					continue;
+				for (Consumer *k = ch->consumers; k; k = k->next)
+				{
+					json_object *o = json_object_new_object(),
+							   *q = json_object_new_object(),
+							   *cd = json_object_new_object();
+					char		name[300];
+
+					snprintf(name, sizeof(name), "%s -> %s (%d)", c->peer, c->local, ch->id);
+					json_object_object_add(cd, "name", json_object_new_string(name));
+					json_object_object_add(cd, "number", json_object_new_int(ch->id));
+					json_object_object_add(cd, "user", json_object_new_string(c->user));
+					json_object_object_add(q, "name", json_object_new_string(k->queue));
+					json_object_object_add(q, "vhost", json_object_new_string(c->vhost[0] ? c->vhost : "/"));
+					json_object_object_add(o, "consumer_tag", json_object_new_string(k->tag));
+					json_object_object_add(o, "queue", q);
+					json_object_object_add(o, "channel_details", cd);
+					json_object_object_add(o, "ack_required", json_object_new_boolean(!k->no_ack));
+					json_object_object_add(o, "exclusive", json_object_new_boolean(k->exclusive));
+					json_object_object_add(o, "prefetch_count", json_object_new_int(k->prefetch));
+					json_object_array_add(a, o);
+				}
+			}
+		}
+		reply_list(r, a);
+		return;
+	}
+	/* connections, or one of them */
+	for (Conn *c = conns; c; c = c->next)
+	{
+		char		name[300];
+
+		if (!conn_visible(r, c, all))
+			continue;
+		snprintf(name, sizeof(name), "%s -> %s", c->peer, c->local);
+		if (r->nseg >= 2 && strcmp(name, r->seg[1]) != 0)
+			continue;
+		if (r->nseg >= 2 && r->method == EVHTTP_REQ_DELETE)
+		{
+			const char *reason = evhttp_find_header(evhttp_request_get_input_headers(r->ev),
+													"X-Reason");
+			char		text[600];
+
+			json_object_put(a);
+			snprintf(text, sizeof(text), "CONNECTION_FORCED - %s",
+					 reason ? reason : "Closed via management plugin");
+			conn_reason(c, false, "closed through the management API by '%s'", r->user);
+			conn_error(c, AMQP_CONNECTION_FORCED, text, 0, 0);
+			http_reply_empty(r, 204);
+			return;
+		}
+		json_object_array_add(a, conn_json(c));
+	}
+	if (r->nseg >= 2)
+	{
+		json_object *one = json_object_array_length(a) ?
+			json_object_get(json_object_array_get_idx(a, 0)) : NULL;
+
+		json_object_put(a);
+		if (one)
+			http_reply_json(r, 200, one);
+		else
+			http_not_found(r);
+		return;
+	}
+	reply_list(r, a);
+}
+
+/* ---------------------------------------------------------------- health */
+
+static void
+status_ok(HttpReq *r, PGresult *res)
+{
+	json_object *o;
+
+	if (!http_sql_ok(r, res))
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "status", json_object_new_string("ok"));
+	http_reply_json(r, 200, o);
+}
+
+static void
+alive_step(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	r->step++;
+	if (r->step == 1)
+		http_sql(r, "SELECT mq.send('aliveness-test', 'test_message'::text)", 0, NULL, alive_step);
+	else if (r->step == 2)
+		http_sql(r, "SELECT count(*) FROM mq.consume('aliveness-test', 10, auto_ack => true)",
+				 0, NULL, alive_step);
+	else
+		status_ok(r, res);
+}
+
+static void
+nodes_done(HttpReq *r, PGresult *res)
+{
+	json_object *a,
+			   *n;
+
+	if (!http_sql_ok(r, res))
+		return;
+	a = json_object_new_array();
+	n = json_object_new_object();
+	json_object_object_add(n, "name", json_object_new_string(node_name()));
+	json_object_object_add(n, "type", json_object_new_string("disc"));
+	json_object_object_add(n, "running", json_object_new_boolean(true));
+	json_object_object_add(n, "mem_used", json_object_new_int(0));
+	json_object_object_add(n, "mem_alarm", json_object_new_boolean(false));
+	json_object_object_add(n, "disk_free_alarm", json_object_new_boolean(false));
+	json_object_array_add(a, n);
+	if (r->nseg >= 2)
+	{
+		if (strcmp(r->seg[1], node_name()) != 0)
+		{
+			json_object_put(a);
+			http_not_found(r);
+			return;
+		}
+		n = json_object_get(n);
+		json_object_put(a);
+		http_reply_json(r, 200, n);
+		return;
+	}
+	reply_list(r, a);
+}
+
+/* ---------------------------------------------------------------- routing */
+
+/* the vhost of segment i: "/" is the default database ("") */
+static void
+set_vhost(HttpReq *r, int i)
+{
+	snprintf(r->vhost, sizeof(r->vhost), "%s", strcmp(r->seg[i], "/") == 0 ? "" : r->seg[i]);
+}
+
+static bool
+is_get(HttpReq *r)
+{
+	return r->method == EVHTTP_REQ_GET || r->method == EVHTTP_REQ_HEAD;
+}
+
+/* Route a request under /api/ to RabbitMQ's paths. */
+void
+http_rabbit(HttpReq *r)
+{
+	const char *s0 = r->nseg ? r->seg[0] : "";
+	const char *vals[3] = {NULL, NULL, NULL};
+
+	if (r->nseg >= 2 && strcmp(s0, "nodes") != 0 && strcmp(s0, "connections") != 0 &&
+		strcmp(s0, "health") != 0)
+		set_vhost(r, 1);
+
+	if (strcmp(s0, "overview") == 0 && r->nseg == 1)
+	{
+		if (!is_get(r))
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else
+			http_sql(r, overview_sql, 0, NULL, overview_done);
+	}
+	else if (strcmp(s0, "whoami") == 0 && r->nseg == 1)
+	{
+		if (!is_get(r))
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else
+			http_sql(r, "SELECT r.rolsuper, pg_has_role('pg_monitor', 'MEMBER') "
+					 "FROM pg_roles r WHERE r.rolname = current_user", 0, NULL, whoami_done);
+	}
+	else if (strcmp(s0, "vhosts") == 0 && r->nseg <= 2)
+	{
+		if (!is_get(r))
+			http_bad_request(r, "a vhost is a database: CREATE DATABASE and "
+							 "CREATE EXTENSION queue_ext make one (docs/amqp.md)");
+		else
+			http_sql(r, "SELECT current_database(), coalesce(sum(ready + unacked), 0), "
+					 "coalesce(sum(ready), 0), coalesce(sum(unacked), 0) FROM mq.queues",
+					 0, NULL, vhosts_done);
+	}
+	else if (strcmp(s0, "nodes") == 0 && r->nseg <= 2)
+	{
+		if (!is_get(r))
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else
+			http_sql(r, "SELECT 1", 0, NULL, nodes_done);
+	}
+	else if (strcmp(s0, "queues") == 0 && r->nseg <= 4)
+	{
+		if (r->nseg <= 2 && is_get(r))
+			http_sql(r, queues_sql, 1, vals, queues_listed);
+		else if (r->nseg <= 2)
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else if (r->nseg == 3)
+		{
+			vals[0] = r->seg[2];
+			if (is_get(r))
+				http_sql(r, queues_sql, 1, vals, queues_listed);
+			else if (r->method == EVHTTP_REQ_PUT)
+				queue_put(r);
+			else if (r->method == EVHTTP_REQ_DELETE)
+			{
+				const char *ie = http_qarg(r, "if-empty"),
+						   *iu = http_qarg(r, "if-unused");
+
+				vals[1] = ie && strcmp(ie, "true") == 0 ? "true" : "false";
+				vals[2] = iu && strcmp(iu, "true") == 0 ? "true" : "false";
+				http_sql(r, "SELECT mq.queue_delete($1, if_empty => $2::boolean, "
+						 "if_unused => $3::boolean)", 3, vals, queue_deleted);
+			}
+			else
+				http_method_not_allowed(r, "HEAD, GET, PUT, DELETE, OPTIONS");
+		}
+		else if (strcmp(r->seg[3], "get") == 0)
+		{
+			if (r->method != EVHTTP_REQ_POST)
+				http_method_not_allowed(r, "POST, OPTIONS");
+			else
+				queue_get(r);
+		}
+		else if (strcmp(r->seg[3], "contents") == 0)
+		{
+			vals[0] = r->seg[2];
+			if (r->method != EVHTTP_REQ_DELETE)
+				http_method_not_allowed(r, "DELETE, OPTIONS");
+			else
+				http_sql(r, "SELECT mq.queue_purge($1)", 1, vals, simple_done);
+		}
+		else if (strcmp(r->seg[3], "bindings") == 0)
+		{
+			vals[0] = r->seg[2];
+			if (!is_get(r))
+				http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+			else
+				http_sql(r, "SELECT count(*) FROM mq.queues WHERE queue = $1", 1, vals,
+						 queue_bindings_checked);
+		}
+		else
+			http_not_found(r);
+	}
+	else if (strcmp(s0, "exchanges") == 0 && r->nseg <= 5)
+	{
+		if (r->nseg <= 2)
+		{
+			if (is_get(r))
+				http_sql(r, exchanges_sql, 1, vals, exchanges_listed);
+			else
+				http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		}
+		else if (r->nseg == 3)
+		{
+			vals[0] = exchange_seg(r->seg[2]);
+			if (is_get(r))
+				http_sql(r, exchanges_sql, 1, vals, exchanges_listed);
+			else if (r->method == EVHTTP_REQ_PUT)
+				exchange_put(r);
+			else if (r->method == EVHTTP_REQ_DELETE)
+			{
+				const char *iu = http_qarg(r, "if-unused");
+
+				vals[1] = iu && strcmp(iu, "true") == 0 ? "true" : "false";
+				http_sql(r, "SELECT count(mq.exchange_delete($1, if_unused => $2::boolean)) "
+						 "FROM mq.exchanges WHERE exchange = $1", 2, vals, exchange_deleted);
+			}
+			else
+				http_method_not_allowed(r, "HEAD, GET, PUT, DELETE, OPTIONS");
+		}
+		else if (r->nseg == 4 && strcmp(r->seg[3], "publish") == 0)
+		{
+			if (r->method != EVHTTP_REQ_POST)
+				http_method_not_allowed(r, "POST, OPTIONS");
+			else
+				exchange_publish(r);
+		}
+		else if (r->nseg == 5 && strcmp(r->seg[3], "bindings") == 0 &&
+				 (strcmp(r->seg[4], "source") == 0 || strcmp(r->seg[4], "destination") == 0))
+		{
+			if (!is_get(r))
+				http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+			else if (strcmp(r->seg[4], "destination") == 0)
+				http_sql(r, "SELECT '[]'", 0, NULL, bindings_listed);
+			else
+			{
+				vals[1] = exchange_seg(r->seg[2]);
+				http_sql(r, bindings_sql, 3, vals, bindings_listed);
+			}
+		}
+		else
+			http_not_found(r);
+	}
+	else if (strcmp(s0, "bindings") == 0 && r->nseg <= 7)
+	{
+		if (r->nseg <= 2)
+		{
+			if (is_get(r))
+				http_sql(r, bindings_sql, 3, vals, bindings_listed);
+			else
+				http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		}
+		else if (r->nseg >= 6)
+			binding_path(r);
+		else
+			http_not_found(r);
+	}
+	else if (strcmp(s0, "definitions") == 0 && r->nseg <= 2)
+		definitions(r);
+	else if ((strcmp(s0, "connections") == 0 && r->nseg <= 2) ||
+			 ((strcmp(s0, "channels") == 0 || strcmp(s0, "consumers") == 0) && r->nseg <= 2))
+	{
+		if (r->nseg == 2 && strcmp(s0, "connections") != 0)
+			set_vhost(r, 1);
+		if (!is_get(r) && !(r->method == EVHTTP_REQ_DELETE && r->nseg == 2 &&
+							strcmp(s0, "connections") == 0))
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else
+			http_sql(r, "SELECT r.rolsuper OR pg_has_role('pg_monitor', 'MEMBER') "
+					 "FROM pg_roles r WHERE r.rolname = current_user", 0, NULL, connections_done);
+	}
+	else if (strcmp(s0, "health") == 0 && r->nseg == 3 && strcmp(r->seg[1], "checks") == 0 &&
+			 (strcmp(r->seg[2], "alarms") == 0 || strcmp(r->seg[2], "local-alarms") == 0 ||
+			  strcmp(r->seg[2], "virtual-hosts") == 0 ||
+			  strcmp(r->seg[2], "node-is-quorum-critical") == 0))
+	{
+		if (!is_get(r))
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else
+			http_sql(r, "SELECT 1", 0, NULL, status_ok);
+	}
+	else if (strcmp(s0, "aliveness-test") == 0 && r->nseg == 2)
+	{
+		if (!is_get(r))
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else
+			http_sql(r, "SELECT mq.queue_declare('aliveness-test', durable => false)",
+					 0, NULL, alive_step);
+	}
+	else
+		http_not_found(r);
+}
