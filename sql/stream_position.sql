@@ -43,6 +43,15 @@ SELECT p."offset" AS next_offset
   FROM mq.send('sp', 'after', "partition" => 0) AS s(id), mq.message_position(s.id) p;
 SELECT "offset", convert_from(body, 'UTF8') AS body FROM mq.read('sp', 0);
 
+-- a savepoint rolled back takes its sends' positions along
+BEGIN;
+SAVEPOINT s1;
+SELECT mq.send('sp', 'undone', key => 'sp_k3', "partition" => 1) AS id_u \gset
+SELECT count(*) AS in_savepoint FROM mq.message_position(:id_u);
+ROLLBACK TO SAVEPOINT s1;
+SELECT count(*) AS after_rollback_to FROM mq.message_position(:id_u);
+COMMIT;
+
 -- routed to two streams: one position each (in its transaction);
 -- mq.message shows none then
 SELECT mq.queue_declare('sp2', type => 'stream');

@@ -18,6 +18,7 @@
 
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -98,14 +99,16 @@ entry_ready_bytes(MqQueue *q, MqEntry *e)
  * The stream positions this transaction's appends gave messages, for
  * mq.message_position and mq.message (without reading the row back; an
  * inline message's row holds its own, for later transactions): at most
- * MQ_STREAM_NOTES, the newest searched first.  They live in TopTransactionContext, tagged with
- * the local transaction id, so a new transaction finds none.
+ * MQ_STREAM_NOTES, the newest searched first.  They live in
+ * TopTransactionContext, tagged with the local transaction id, so a new
+ * transaction finds none.
  */
 #define MQ_STREAM_NOTES 4096
 
 typedef struct StreamNote
 {
 	int64		msg_id;
+	SubTransactionId subid;		/* the appending subtransaction */
 	MqStreamPos pos;
 } StreamNote;
 
@@ -115,6 +118,23 @@ StaticAssertDecl(MQ_ENTRY_STREAM_ATT_OFFSET == MQ_ENTRY_ATT_OFFSET,
 static StreamNote *stream_notes = NULL;
 static int	stream_nnotes = 0;
 static LocalTransactionId stream_notes_lxid = InvalidLocalTransactionId;
+static bool stream_notes_cb = false;
+
+/*
+ * A subtransaction that rolls back takes its appends' notes along: those
+ * made since it began are the last ones, of its id or its children's
+ * (higher) ids
+ */
+static void
+stream_notes_subxact(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	if (event != SUBXACT_EVENT_ABORT_SUB || stream_notes == NULL ||
+		stream_notes_lxid != MyProc->lxid)
+		return;
+	while (stream_nnotes > 0 && stream_notes[stream_nnotes - 1].subid >= mySubid)
+		stream_nnotes--;
+}
 
 static void
 stream_note(MqQueue *q, int lane, const MqEntry *e)
@@ -123,6 +143,11 @@ stream_note(MqQueue *q, int lane, const MqEntry *e)
 		return;
 	if (stream_notes_lxid != MyProc->lxid || stream_notes == NULL)
 	{
+		if (!stream_notes_cb)
+		{
+			RegisterSubXactCallback(stream_notes_subxact, NULL);
+			stream_notes_cb = true;
+		}
 		stream_notes = MemoryContextAlloc(TopTransactionContext,
 										  sizeof(StreamNote) * MQ_STREAM_NOTES);
 		stream_nnotes = 0;
@@ -131,6 +156,7 @@ stream_note(MqQueue *q, int lane, const MqEntry *e)
 	if (stream_nnotes >= MQ_STREAM_NOTES)
 		return;
 	stream_notes[stream_nnotes].msg_id = e->msg_id;
+	stream_notes[stream_nnotes].subid = GetCurrentSubTransactionId();
 	stream_notes[stream_nnotes].pos.queue_id = q->id;
 	stream_notes[stream_nnotes].pos.partition = lane;
 	stream_notes[stream_nnotes].pos.offset = e->offset;
