@@ -117,6 +117,7 @@ StaticAssertDecl(MQ_ENTRY_STREAM_ATT_OFFSET == MQ_ENTRY_ATT_OFFSET,
 
 static StreamNote *stream_notes = NULL;
 static int	stream_nnotes = 0;
+static int	stream_notes_size = 0;
 static LocalTransactionId stream_notes_lxid = InvalidLocalTransactionId;
 static bool stream_notes_cb = false;
 
@@ -148,13 +149,19 @@ stream_note(MqQueue *q, int lane, const MqEntry *e)
 			RegisterSubXactCallback(stream_notes_subxact, NULL);
 			stream_notes_cb = true;
 		}
+		stream_notes_size = 8;
 		stream_notes = MemoryContextAlloc(TopTransactionContext,
-										  sizeof(StreamNote) * MQ_STREAM_NOTES);
+										  sizeof(StreamNote) * stream_notes_size);
 		stream_nnotes = 0;
 		stream_notes_lxid = MyProc->lxid;
 	}
 	if (stream_nnotes >= MQ_STREAM_NOTES)
 		return;
+	if (stream_nnotes == stream_notes_size)
+	{
+		stream_notes_size = Min(stream_notes_size * 2, MQ_STREAM_NOTES);
+		stream_notes = repalloc(stream_notes, sizeof(StreamNote) * stream_notes_size);
+	}
 	stream_notes[stream_nnotes].msg_id = e->msg_id;
 	stream_notes[stream_nnotes].subid = GetCurrentSubTransactionId();
 	stream_notes[stream_nnotes].pos.queue_id = q->id;
