@@ -87,7 +87,7 @@ SET ROLE regress_sp_none;
 SELECT * FROM mq.message_position(:id_b);
 RESET ROLE;
 
-SELECT mq.queue_delete('sp');
+SELECT mq.queue_delete('sp') > 0 AS deleted;
 SELECT mq.queue_delete('sp2');
 SELECT mq.queue_delete('sp_classic');
 SELECT mq.exchange_delete('sp_fan');
