@@ -207,7 +207,7 @@ www-uninstall:
 	rm -f $(addprefix '$(DESTDIR)$(datadir)/queue_ext/www/',$(notdir $(MQ_WWW)))
 	-rmdir '$(DESTDIR)$(datadir)/queue_ext/www' '$(DESTDIR)$(datadir)/queue_ext' 2>/dev/null
 
-# man pages of mqctl and mq-amqp: made by help2man (Debian's help2man) from
+# man pages of mqctl, mq-amqp and mq-rocketmq: made by help2man (Debian's help2man) from
 # each program's --help and --version, with the examples and "see also" of
 # man/*.h2m; installed into PostgreSQL's man directory (pg_config --mandir)
 # and linked from MQ_MAN_LINK_DIR, which man searches whatever PATH is
@@ -215,13 +215,13 @@ www-uninstall:
 # no pages.
 HELP2MAN ?= help2man
 MQ_MAN_LINK_DIR ?= /usr/local/share/man/man1
-MQ_MAN_PAGES = mqctl/mqctl.1 gateway/mq-amqp.1
+MQ_MAN_PAGES = mqctl/mqctl.1 gateway/mq-amqp.1 rocketmq/mq-rocketmq.1
 all: man-all
 install: man-install
 clean: man-clean
 uninstall: man-uninstall
 .PHONY: man-all man-install man-clean man-uninstall
-man-all: mqctl-all gateway-all
+man-all: mqctl-all gateway-all rocketmq-all
 	@if command -v '$(HELP2MAN)' >/dev/null 2>&1; then \
 		set -e; \
 		$(HELP2MAN) --no-info --include=$(srcdir)/man/mqctl.h2m \
@@ -230,8 +230,11 @@ man-all: mqctl-all gateway-all
 		$(HELP2MAN) --no-info --include=$(srcdir)/man/mq-amqp.h2m \
 			--name='AMQP 0-9-1 gateway of queue_ext, the message broker in PostgreSQL' \
 			--output=$(srcdir)/gateway/mq-amqp.1 $(srcdir)/gateway/mq-amqp; \
+		$(HELP2MAN) --no-info --include=$(srcdir)/man/mq-rocketmq.h2m \
+			--name='RocketMQ 5 gRPC gateway of queue_ext, the message broker in PostgreSQL' \
+			--output=$(srcdir)/rocketmq/mq-rocketmq.1 $(srcdir)/rocketmq/mq-rocketmq; \
 	else \
-		echo 'warning: help2man not found (apt-get install help2man): no man pages for mqctl and mq-amqp' >&2; \
+		echo 'warning: help2man not found (apt-get install help2man): no man pages for mqctl, mq-amqp and mq-rocketmq' >&2; \
 	fi
 man-install: man-all
 	@for page in $(MQ_MAN_PAGES); do \

@@ -31,6 +31,16 @@
 /* a request message larger than this ends the stream (RESOURCE_EXHAUSTED) */
 #define MAX_REQUEST_MESSAGE (64 * 1024 * 1024)
 
+/*
+ * Bytes of HTTP/2 output waiting for a client to read them beyond which the
+ * gateway stops making more (nghttp2 keeps the frames not yet made) and
+ * stops reading the client's requests, until the client has read half of
+ * it: a client that reads nothing costs this much, not what it asks for.
+ * Flow control alone does not bound it: a client may open its windows wide,
+ * and HEADERS, trailers and control frames are not flow controlled.
+ */
+#define OUTPUT_HIGH (1024 * 1024)
+
 struct Conn
 {
 	struct bufferevent *bev;
@@ -41,6 +51,7 @@ struct Conn
 	bool		dead;
 	bool		free_scheduled;
 	bool		greeted;		/* the client's connection preface arrived */
+	bool		throttled;		/* OUTPUT_HIGH reached: not reading */
 };
 
 /* the layer above's handlers of stream events (rpc.c registers them) */
@@ -114,14 +125,16 @@ conn_schedule_free(Conn *c)
 	event_base_once(rmq_base, -1, EV_TIMEOUT, conn_free_cb, c, &zero);
 }
 
-/* nghttp2 has output: write it to the socket's buffer */
+/* nghttp2 has output: write it to the socket's buffer, up to OUTPUT_HIGH */
 void
 conn_flush(Conn *c)
 {
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
 	if (c->dead || c->flushing)
 		return;
 	c->flushing = true;
-	for (;;)
+	while (evbuffer_get_length(out) < OUTPUT_HIGH)
 	{
 		const uint8_t *data;
 		ssize_t		n = nghttp2_session_mem_send(c->h2, &data);
@@ -137,6 +150,15 @@ conn_flush(Conn *c)
 		bufferevent_write(c->bev, data, n);
 	}
 	c->flushing = false;
+	if (!c->dead && !c->throttled && evbuffer_get_length(out) >= OUTPUT_HIGH)
+	{
+		/* the client does not read: neither do we (on_write resumes) */
+		c->throttled = true;
+		bufferevent_disable(c->bev, EV_READ);
+		if (rmq_verbose)
+			logmsg("%s: %d bytes of output unread: not reading the client's requests",
+				   c->peer, OUTPUT_HIGH);
+	}
 	if (c->dead ||
 		(!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&
 		 evbuffer_get_length(bufferevent_get_output(c->bev)) == 0))
@@ -379,6 +401,25 @@ on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 	return 0;
 }
 
+/*
+ * A response ended (trailers, END_STREAM) before its request did: the rest
+ * of the request is not wanted, so the stream is reset with NO_ERROR, as
+ * RFC 9113 8.1 allows, rather than stay open for a client that may never
+ * end it
+ */
+static int
+on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
+{
+	Stream	   *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	s = stream_find(user, frame->hd.stream_id);
+	if (s != NULL && !s->in_ended)
+		nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
+	return 0;
+}
+
 static int
 on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
 {
@@ -465,12 +506,24 @@ on_read(struct bufferevent *bev, void *arg)
 	conn_flush(c);
 }
 
+/* the output drained to OUTPUT_HIGH / 2 (the write low watermark) */
 static void
 on_write(struct bufferevent *bev, void *arg)
 {
 	Conn	   *c = arg;
 
-	if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2))
+	if (c->dead)
+		return;
+	conn_flush(c);
+	if (c->dead)
+		return;
+	if (c->throttled && evbuffer_get_length(bufferevent_get_output(bev)) < OUTPUT_HIGH)
+	{
+		c->throttled = false;
+		bufferevent_enable(bev, EV_READ);
+	}
+	if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&
+		evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		conn_schedule_free(c);
 }
 
@@ -502,10 +555,12 @@ h2_accept(evutil_socket_t fd, const char *peer)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
 	nghttp2_session_server_new(&c->h2, cbs, c);
 	nghttp2_session_callbacks_del(cbs);
 	nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, OUTPUT_HIGH / 2, 0);
 	{
 		/* a client that says nothing is dropped (BEV_EVENT_TIMEOUT) */
 		struct timeval tv = {HANDSHAKE_TIMEOUT, 0};

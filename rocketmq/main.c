@@ -24,6 +24,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <event2/listener.h>
@@ -50,13 +52,44 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	}
 	snprintf(peer, sizeof(peer), "%s:%d", host, port);
 	evutil_make_socket_nonblocking(fd);
+	/*
+	 * an answer's frames (headers, data, trailers) go out at once: without
+	 * it Nagle's algorithm held the last small write back until the
+	 * client's delayed ack (as mq-amqp, bench/README.md RocketMQ)
+	 */
+	{
+		int			one = 1;
+
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	h2_accept(fd, peer);
 }
 
+/* accepting resumes after its pause (on_accept_error) */
+static struct event *accept_resume;
+
+static void
+on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+/*
+ * accept failed (most often: out of file descriptors): accepting pauses for
+ * a second rather than spin on the readable listening socket; the clients
+ * connected are served meanwhile
+ */
 static void
 on_accept_error(struct evconnlistener *l, void *arg)
 {
-	logmsg("accept failed: %s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	struct timeval tv = {1, 0};
+
+	logmsg("accept failed: %s; not accepting for a second",
+		   evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	evconnlistener_disable(l);
+	if (accept_resume == NULL)
+		accept_resume = evtimer_new(rmq_base, on_accept_resume, l);
+	evtimer_add(accept_resume, &tv);
 }
 
 static void
@@ -261,6 +294,19 @@ main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	{
+		/* a socket per client and per session: as many descriptors as allowed */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+		{
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rmq_verbose)
+			logmsg("file descriptors: at most %llu (RLIMIT_NOFILE)",
+				   (unsigned long long) rl.rlim_cur);
+	}
 	rmq_base = event_base_new();
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -285,6 +331,8 @@ main(int argc, char **argv)
 		   rmq_default_db, rmq_advertise_host, rmq_advertise_port);
 	event_base_dispatch(rmq_base);
 	evconnlistener_free(listener);
+	if (accept_resume)
+		event_free(accept_resume);
 	event_free(sigint);
 	event_free(sigterm);
 	event_base_free(rmq_base);

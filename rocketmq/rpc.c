@@ -4,20 +4,23 @@
  *	  MessagingService's RPCs onto queue_ext's SQL API.
  *
  * Each RPC runs one statement at a time on a pooled session of its
- * namespace's database as its role (pg.c); errors travel in the
- * response's Status, as RocketMQ's do, never as a hang:
+ * namespace's database as its role (pg.c), except that SendMessages and
+ * AckMessages that arrive while others of their kind run are grouped into
+ * one statement, one transaction (send_kick, ack_kick); errors travel in
+ * the response's Status, as RocketMQ's do, never as a hang:
  *
  *	QueryRoute		the stream's partitions (mq.queues), each a message queue
  *					served by this gateway; TOPIC_NOT_FOUND otherwise
- *	SendMessage		mq.send: keys (the first one is queue_ext's key), tag,
- *					message_group, deliver_at; the rest in the x-rocketmq header;
- *					the result carries the offset mq.message_position reports;
+ *	SendMessage		mq.send (a batch's over unnest of arrays): keys (the
+ *					first one is queue_ext's key), tag, message_group,
+ *					deliver_at; the rest in the x-rocketmq header; the result
+ *					carries the offset mq.message_position reports;
  *					a TRANSACTION message is mq.publish_half of --producer-group
  *	EndTransaction	mq.end_half
  *	ReceiveMessage	mq.consume of the group: invisible duration = lease,
  *					long polling = wait, receipt handle = receipt; the
  *					subscription's filter on top of the group's
- *	AckMessage		mq.ack by receipt
+ *	AckMessage		mq.ack by receipts (a batch's together)
  *	ChangeInvisibleDuration  mq.extend_lease by receipt (0: mq.nack)
  *	QueryAssignment	message queue 0 of the stream (a receive takes from all)
  *	ForwardMessageToDeadLetterQueue  mq.nack without requeue: %DLQ%<group>
@@ -113,6 +116,9 @@ typedef struct Req
 	int64_t		invisible_ms;
 	bool		auto_renew;		/* ReceiveMessage: the gateway renews the leases */
 	PB(Resource) * topic;		/* QueryRoute, QueryAssignment: in msg */
+	/* SendMessage in a batch (send_enqueue): its messages' x-rocketmq headers */
+	char	  **headers;
+	struct Req *next_batch;
 } Req;
 
 /* ---------------------------------------------------------------------
@@ -170,7 +176,8 @@ code_of(const PGresult *res, int not_found)
 
 /*
  * The status of a settle by receipt that failed: a receipt whose lease ran
- * out, that was settled, or that is malformed is INVALID_RECEIPT_HANDLE
+ * out, that was settled, that is malformed or of another queue or group is
+ * INVALID_RECEIPT_HANDLE
  * (40013); anything else as code_of says
  */
 static int
@@ -178,7 +185,8 @@ receipt_code(const PGresult *res)
 {
 	const char *state = res_state(res);
 
-	if (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0)
+	if (strcmp(state, "55000") == 0 || strcmp(state, "22P02") == 0 ||
+		(strcmp(state, "22023") == 0 && strncmp(res_message(res), "receipt", 7) == 0))
 		return CODE(INVALID_RECEIPT_HANDLE);
 	return code_of(res, CODE(TOPIC_NOT_FOUND));
 }
@@ -240,6 +248,10 @@ req_free(Req *r)
 		r->s->req = NULL;
 	for (i = 0; i < MAX_PARAMS; i++)
 		free(r->owned[i]);
+	if (r->headers && r->msg)
+		for (i = 0; i < (int) ((PB(SendMessageRequest) *) r->msg)->n_messages; i++)
+			free(r->headers[i]);
+	free(r->headers);
 	if (r->msg)
 		protobuf_c_message_free_unpacked(r->msg, NULL);
 	free(r->send_entries);
@@ -453,6 +465,55 @@ ts_ms(const PB(Timestamp) * t)
 	return t ? t->seconds * 1000 + t->nanos / 1000000 : 0;
 }
 
+/*
+ * The headers of message m as JSON text (malloc'd): its user properties and
+ * what has no column of its own, x-rocketmq (docs/rocketmq.md); NULL when a
+ * user property is the reserved x-rocketmq
+ */
+static char *
+send_headers(const PB(Message) * m)
+{
+	PB(SystemProperties) * sp = m->system_properties;
+	json_object *headers;
+	json_object *rmq;
+	json_object *keys;
+	size_t		i;
+	bool		bad = false;
+	char	   *text;
+
+	headers = json_object_new_object();
+	for (i = 0; i < m->n_user_properties; i++)
+	{
+		if (strcmp(m->user_properties[i]->key, RMQ_HEADER) == 0)
+			bad = true;
+		json_object_object_add(headers, m->user_properties[i]->key,
+							   json_object_new_string(m->user_properties[i]->value));
+	}
+	if (bad)
+	{
+		json_object_put(headers);
+		return NULL;
+	}
+	/* what has no column of its own: x-rocketmq (docs/rocketmq.md) */
+	rmq = json_object_new_object();
+	json_object_object_add(rmq, "id", json_object_new_string(sp->message_id));
+	json_object_object_add(rmq, "type", json_object_new_string(type_name(sp->message_type)));
+	keys = json_object_new_array();
+	for (i = 0; i < sp->n_keys; i++)
+		json_object_array_add(keys, json_object_new_string(sp->keys[i]));
+	json_object_object_add(rmq, "keys", keys);
+	if (sp->born_timestamp)
+		json_object_object_add(rmq, "born", json_object_new_int64(ts_ms(sp->born_timestamp)));
+	if (sp->born_host[0])
+		json_object_object_add(rmq, "born_host", json_object_new_string(sp->born_host));
+	if (sp->delivery_timestamp)
+		json_object_object_add(rmq, "deliver_at", json_object_new_int64(ts_ms(sp->delivery_timestamp)));
+	json_object_object_add(headers, RMQ_HEADER, rmq);
+	text = strdup(json_object_to_json_string_ext(headers, JSON_C_TO_STRING_PLAIN));
+	json_object_put(headers);
+	return text;
+}
+
 static void send_next(Req *r);
 
 static void
@@ -504,12 +565,8 @@ send_next(Req *r)
 	{
 		PB(Message) * m = q->messages[r->idx];
 		PB(SystemProperties) * sp = m->system_properties;
-		json_object *headers;
-		json_object *rmq;
-		json_object *keys;
-		size_t		i;
+		char	   *headers;
 		char		num[32];
-		bool		bad = false;
 
 		if (m->topic == NULL || m->topic->name[0] == '\0' || sp == NULL)
 		{
@@ -526,40 +583,16 @@ send_next(Req *r)
 			send_entry(r, CODE(UNSUPPORTED), "gzip-encoded bodies are not supported", sp->message_id);
 			continue;
 		}
-		headers = json_object_new_object();
-		for (i = 0; i < m->n_user_properties; i++)
+		headers = send_headers(m);
+		if (headers == NULL)
 		{
-			if (strcmp(m->user_properties[i]->key, RMQ_HEADER) == 0)
-				bad = true;
-			json_object_object_add(headers, m->user_properties[i]->key,
-								   json_object_new_string(m->user_properties[i]->value));
-		}
-		if (bad)
-		{
-			json_object_put(headers);
 			send_entry(r, CODE(ILLEGAL_MESSAGE_PROPERTY_KEY), "the user property " RMQ_HEADER " is reserved", sp->message_id);
 			continue;
 		}
-		/* what has no column of its own: x-rocketmq (docs/rocketmq.md) */
-		rmq = json_object_new_object();
-		json_object_object_add(rmq, "id", json_object_new_string(sp->message_id));
-		json_object_object_add(rmq, "type", json_object_new_string(type_name(sp->message_type)));
-		keys = json_object_new_array();
-		for (i = 0; i < sp->n_keys; i++)
-			json_object_array_add(keys, json_object_new_string(sp->keys[i]));
-		json_object_object_add(rmq, "keys", keys);
-		if (sp->born_timestamp)
-			json_object_object_add(rmq, "born", json_object_new_int64(ts_ms(sp->born_timestamp)));
-		if (sp->born_host[0])
-			json_object_object_add(rmq, "born_host", json_object_new_string(sp->born_host));
-		if (sp->delivery_timestamp)
-			json_object_object_add(rmq, "deliver_at", json_object_new_int64(ts_ms(sp->delivery_timestamp)));
-		json_object_object_add(headers, RMQ_HEADER, rmq);
-
 		req_param(r, 0, m->topic->name);
 		req_param_bin(r, 1, m->body.data, m->body.len);
-		req_param(r, 2, json_object_to_json_string_ext(headers, JSON_C_TO_STRING_PLAIN));
-		json_object_put(headers);
+		req_param(r, 2, headers);
+		free(headers);
 		if (sp->delivery_timestamp)
 		{
 			snprintf(num, sizeof(num), "%lld", (long long) ts_ms(sp->delivery_timestamp));
@@ -641,6 +674,328 @@ send_next(Req *r)
 	req_free(r);
 }
 
+/*
+ * Sends in batches.  Every SendMessage of normal, FIFO or delay messages
+ * waits in the queue of its (database, role); at most SEND_IN_FLIGHT
+ * statements of a queue run at once, and each takes what waits, up to
+ * SEND_BATCH_MAX messages, into one statement, one transaction: a commit
+ * (a WAL flush) for the batch instead of one per message, as mq-amqp does
+ * with a channel's publishes.  An answer leaves only after its batch
+ * committed.  A batch that fails stored nothing: each of its requests then
+ * runs message by message (send_next), so that each message gets its own
+ * status.  A request alone in its queue runs at once, so that a client
+ * sending one message at a time waits for nothing more.  The messages of a
+ * request keep their order; requests in flight together have none between
+ * them (their statements run on two sessions), as before batches.
+ */
+#define SEND_BATCH_MAX 256
+#define SEND_IN_FLIGHT 2
+
+typedef struct SendQueue
+{
+	char		db[128];
+	char		role[128];
+	Req		   *head;			/* waiting, linked by next_batch */
+	Req		   *tail;
+	int			running;		/* statements running */
+	struct SendQueue *next;
+} SendQueue;
+
+typedef struct SendBatch
+{
+	SendQueue  *q;
+	Req		   *reqs;
+	int			n;				/* messages */
+	Buf			arrays[7];
+	const char *values[7];
+	int			lengths[7];
+	int			formats[7];
+	char		deliver_at[32];	/* a batch of one: its parameter */
+} SendBatch;
+
+static SendQueue *send_queues;
+
+static void send_kick(SendQueue *q);
+
+static void
+buf_u32(Buf *b, uint32_t v)
+{
+	uint8_t		x[4] = {v >> 24, v >> 16, v >> 8, v};
+
+	buf_add(b, x, 4);
+}
+
+/* the header of a binary one-dimensional array of n elements of type elem */
+static void
+array_start(Buf *b, uint32_t elem, int n)
+{
+	buf_u32(b, 1);				/* ndim */
+	buf_u32(b, 1);				/* may have nulls */
+	buf_u32(b, elem);
+	buf_u32(b, n);
+	buf_u32(b, 1);				/* lower bound */
+}
+
+/* one element (NULL: a null one) */
+static void
+array_add(Buf *b, const void *p, size_t len)
+{
+	if (p == NULL)
+		buf_u32(b, (uint32_t) -1);
+	else
+	{
+		buf_u32(b, (uint32_t) len);
+		if (len)
+			buf_add(b, p, len);
+	}
+}
+
+static void
+array_add_str(Buf *b, const char *s)
+{
+	array_add(b, s, s ? strlen(s) : 0);
+}
+
+/*
+ * Can r's messages go into a batch?  All of them normal, FIFO or delay
+ * messages that send_next would send, in one namespace; their headers are
+ * made here (r->headers).  Otherwise send_next sends them one by one and
+ * answers what it refuses.
+ */
+static bool
+send_batchable(Req *r)
+{
+	PB(SendMessageRequest) * q = (PB(SendMessageRequest) *) r->msg;
+	const char *ns = NULL;
+	size_t		i;
+
+	if (q->n_messages == 0 || q->n_messages > SEND_BATCH_MAX)
+		return false;
+	for (i = 0; i < q->n_messages; i++)
+	{
+		PB(Message) * m = q->messages[i];
+		PB(SystemProperties) * sp = m->system_properties;
+
+		if (m->topic == NULL || m->topic->name[0] == '\0' || sp == NULL ||
+			m->body.len > (size_t) rmq_max_body ||
+			sp->body_encoding == APACHE__ROCKETMQ__V2__ENCODING__GZIP ||
+			sp->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION ||
+			(ns && strcmp(ns, m->topic->resource_namespace) != 0))
+			return false;
+		ns = m->topic->resource_namespace;
+	}
+	r->headers = calloc(q->n_messages, sizeof(char *));
+	for (i = 0; i < q->n_messages; i++)
+		if ((r->headers[i] = send_headers(q->messages[i])) == NULL)
+			return false;
+	if (ns[0] && !r->s->namespace_[0])
+		snprintf(r->db, sizeof(r->db), "%s", ns);
+	return true;
+}
+
+static void
+send_enqueue(Req *r)
+{
+	SendQueue  *q;
+
+	for (q = send_queues; q; q = q->next)
+		if (strcmp(q->db, r->db) == 0 && strcmp(q->role, r->role) == 0)
+			break;
+	if (q == NULL)
+	{
+		q = calloc(1, sizeof(SendQueue));
+		snprintf(q->db, sizeof(q->db), "%s", r->db);
+		snprintf(q->role, sizeof(q->role), "%s", r->role);
+		q->next = send_queues;
+		send_queues = q;
+	}
+	if (q->tail)
+		q->tail->next_batch = r;
+	else
+		q->head = r;
+	q->tail = r;
+	send_kick(q);
+}
+
+static void
+send_batch_free(SendBatch *b)
+{
+	for (int i = 0; i < 7; i++)
+		buf_free(&b->arrays[i]);
+	free(b);
+}
+
+/* A batch's statement is done: answer its requests, run what waits */
+static void
+send_batch_done(void *arg, PGresult *res)
+{
+	SendBatch  *b = arg;
+	SendQueue  *q = b->q;
+	bool		ok = res_good(res);
+	Req		   *r,
+			   *nx;
+	int			row = 0;
+
+	q->running--;
+	for (r = b->reqs; r; r = nx)
+	{
+		PB(SendMessageRequest) * m = (PB(SendMessageRequest) *) r->msg;
+
+		nx = r->next_batch;
+		r->next_batch = NULL;
+		if (ok)
+			while (r->idx < m->n_messages)
+			{
+				send_entry(r, CODE(OK), "OK", m->messages[r->idx]->system_properties->message_id);
+				/* a row per message, in order: its offset (NULL: a delay message) */
+				if (row < PQntuples(res) && !PQgetisnull(res, row, 0))
+					r->send_entries[r->idx - 1].offset = atoll(PQgetvalue(res, row, 0));
+				row++;
+			}
+		else if (res == NULL || b->n == 1)
+		{
+			/*
+			 * the session was lost (whether it committed is not known), or
+			 * the one message of the batch failed: as send_done answers
+			 */
+			while (r->idx < m->n_messages)
+				send_entry(r, code_of(res, CODE(TOPIC_NOT_FOUND)), res_message(res),
+						   m->messages[r->idx]->system_properties->message_id);
+		}
+		/* all answered; or, the batch rolled back, each message on its own */
+		send_next(r);
+	}
+	send_batch_free(b);
+	send_kick(q);
+	if (q->head == NULL && q->running == 0)
+	{
+		/* nothing waits or runs: the queue goes */
+		SendQueue **p;
+
+		for (p = &send_queues; *p != q; p = &(*p)->next)
+			;
+		*p = q->next;
+		free(q);
+	}
+}
+
+/* Start q's waiting sends as a batch, if a statement of q may start */
+static void
+send_kick(SendQueue *q)
+{
+	static const uint32_t elem[7] = {25, 17, 25, 25, 25, 25, 25};	/* text, bytea */
+
+	while (q->head && q->running < SEND_IN_FLIGHT)
+	{
+		SendBatch  *b = calloc(1, sizeof(SendBatch));
+		Req		  **tail = &b->reqs;
+		Req		   *r;
+		int			i;
+		const char *sql;
+
+		b->q = q;
+		while ((r = q->head) != NULL)
+		{
+			int			n = ((PB(SendMessageRequest) *) r->msg)->n_messages;
+
+			if (b->n > 0 && b->n + n > SEND_BATCH_MAX)
+				break;
+			q->head = r->next_batch;
+			if (q->head == NULL)
+				q->tail = NULL;
+			r->next_batch = NULL;
+			if (r->s == NULL)
+			{
+				/* the client went away before its turn: nothing was sent */
+				req_free(r);
+				continue;
+			}
+			*tail = r;
+			tail = &r->next_batch;
+			b->n += n;
+		}
+		if (b->n == 0)
+		{
+			send_batch_free(b);
+			continue;
+		}
+		if (b->n == 1)
+		{
+			/* one message: mq.send as send_next runs it, no arrays */
+			PB(Message) * m = ((PB(SendMessageRequest) *) b->reqs->msg)->messages[0];
+			PB(SystemProperties) * sp = m->system_properties;
+
+			snprintf(b->deliver_at, sizeof(b->deliver_at), "%lld",
+					 (long long) ts_ms(sp->delivery_timestamp));
+			b->values[0] = m->topic->name;
+			b->values[1] = m->body.data ? (const char *) m->body.data : "";
+			b->lengths[1] = (int) m->body.len;
+			b->formats[1] = 1;
+			b->values[2] = b->reqs->headers[0];
+			b->values[3] = sp->delivery_timestamp ? b->deliver_at : NULL;
+			b->values[4] = sp->n_keys > 0 ? sp->keys[0] : NULL;
+			b->values[5] = sp->tag[0] ? sp->tag : NULL;
+			b->values[6] = sp->message_group[0] ? sp->message_group : NULL;
+			sql = "SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+				" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
+				" key => $5, tag => $6, message_group => $7))";
+		}
+		else
+		{
+			for (i = 0; i < 7; i++)
+				array_start(&b->arrays[i], elem[i], b->n);
+			for (r = b->reqs; r; r = r->next_batch)
+			{
+				PB(SendMessageRequest) * sq = (PB(SendMessageRequest) *) r->msg;
+
+				for (size_t j = 0; j < sq->n_messages; j++)
+				{
+					PB(Message) * m = sq->messages[j];
+					PB(SystemProperties) * sp = m->system_properties;
+					char		num[32];
+
+					array_add_str(&b->arrays[0], m->topic->name);
+					array_add(&b->arrays[1], m->body.data ? (void *) m->body.data : "", m->body.len);
+					array_add_str(&b->arrays[2], r->headers[j]);
+					snprintf(num, sizeof(num), "%lld", (long long) ts_ms(sp->delivery_timestamp));
+					array_add_str(&b->arrays[3], sp->delivery_timestamp ? num : NULL);
+					array_add_str(&b->arrays[4], sp->n_keys > 0 ? sp->keys[0] : NULL);
+					array_add_str(&b->arrays[5], sp->tag[0] ? sp->tag : NULL);
+					array_add_str(&b->arrays[6], sp->message_group[0] ? sp->message_group : NULL);
+				}
+			}
+			for (i = 0; i < 7; i++)
+			{
+				b->values[i] = b->arrays[i].data;
+				b->lengths[i] = (int) b->arrays[i].len;
+				b->formats[i] = 1;
+			}
+			sql = "SELECT (SELECT p.\"offset\" FROM mq.message_position(mq.send(u.t, u.b,"
+				" headers => u.h::jsonb, deliver_at => to_timestamp(u.d::bigint / 1000.0),"
+				" key => u.k, tag => u.g, message_group => u.mg)) p)"
+				" FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[],"
+				" $6::text[], $7::text[]) AS u(t, b, h, d, k, g, mg)";
+		}
+		if (!pg_run(q->db, q->role, sql,
+					7, b->values, b->lengths, b->formats, send_batch_done, b))
+		{
+			Req		   *nx;
+
+			for (r = b->reqs; r; r = nx)
+			{
+				nx = r->next_batch;
+				if (r->s)
+					answer_status(r->s, CODE(TOO_MANY_REQUESTS),
+								  "the gateway has --max-sessions PostgreSQL sessions busy");
+				req_free(r);
+			}
+			send_batch_free(b);
+			continue;
+		}
+		q->running++;
+	}
+}
+
 static void
 send_message(Stream *s, PB(SendMessageRequest) * q)
 {
@@ -655,7 +1010,10 @@ send_message(Stream *s, PB(SendMessageRequest) * q)
 		PBFN(send_result_entry__init) (&r->send_entries[i]);
 		PBFN(status__init) (&r->send_status[i]);
 	}
-	send_next(r);
+	if (send_batchable(r))
+		send_enqueue(r);
+	else
+		send_next(r);
 }
 
 /* ---------------------------------------------------------------------
@@ -1429,6 +1787,193 @@ ack_next(Req *r)
 	req_free(r);
 }
 
+/*
+ * Acks in batches, as sends are (send_kick): the AckMessages of a (database,
+ * role, topic, group) that wait while SEND_IN_FLIGHT of its statements run
+ * go into one mq.ack of all their receipts, one transaction.  mq.ack undoes
+ * the whole call when one receipt is refused (55000, 22P02, ...): then each
+ * request of the batch settles entry by entry (ack_next), so that each
+ * receipt gets its own status.
+ */
+typedef struct AckQueue
+{
+	char		db[128];
+	char		role[128];
+	char	   *topic;
+	char	   *group;
+	Req		   *head;			/* waiting, linked by next_batch */
+	Req		   *tail;
+	int			running;
+	struct AckQueue *next;
+} AckQueue;
+
+typedef struct AckBatch
+{
+	AckQueue   *q;
+	Req		   *reqs;
+	int			n;				/* receipts */
+	Buf			receipts;
+	const char *values[3];
+	int			lengths[3];
+	int			formats[3];
+} AckBatch;
+
+static AckQueue *ack_queues;
+
+static void ack_kick(AckQueue *q);
+
+static void
+ack_enqueue(Req *r)
+{
+	PB(AckMessageRequest) * m = (PB(AckMessageRequest) *) r->msg;
+	AckQueue   *q;
+
+	for (q = ack_queues; q; q = q->next)
+		if (strcmp(q->db, r->db) == 0 && strcmp(q->role, r->role) == 0 &&
+			strcmp(q->topic, m->topic->name) == 0 && strcmp(q->group, m->group->name) == 0)
+			break;
+	if (q == NULL)
+	{
+		q = calloc(1, sizeof(AckQueue));
+		snprintf(q->db, sizeof(q->db), "%s", r->db);
+		snprintf(q->role, sizeof(q->role), "%s", r->role);
+		q->topic = strdup(m->topic->name);
+		q->group = strdup(m->group->name);
+		q->next = ack_queues;
+		ack_queues = q;
+	}
+	if (q->tail)
+		q->tail->next_batch = r;
+	else
+		q->head = r;
+	q->tail = r;
+	ack_kick(q);
+}
+
+/* An ack batch's statement is done: answer its requests, run what waits */
+static void
+ack_batch_done(void *arg, PGresult *res)
+{
+	AckBatch   *b = arg;
+	AckQueue   *q = b->q;
+	Req		   *r,
+			   *nx;
+
+	q->running--;
+	for (r = b->reqs; r; r = nx)
+	{
+		PB(AckMessageRequest) * m = (PB(AckMessageRequest) *) r->msg;
+
+		nx = r->next_batch;
+		r->next_batch = NULL;
+		if (res_good(res) || res == NULL)
+		{
+			/* all settled; or the session was lost, nobody knows */
+			for (; r->idx < m->n_entries; r->idx++)
+			{
+				PB(Status) * st = &r->ack_status[r->idx];
+
+				st->code = res ? CODE(OK) : receipt_code(NULL);
+				st->message = strdup(res ? "OK" : res_message(NULL));
+				r->ack_entries[r->idx].message_id = m->entries[r->idx]->message_id;
+				r->ack_entries[r->idx].receipt_handle = m->entries[r->idx]->receipt_handle;
+				r->ack_entries[r->idx].status = st;
+			}
+		}
+		/* answered; or, the batch undone, receipt by receipt */
+		ack_next(r);
+	}
+	buf_free(&b->receipts);
+	free(b);
+	ack_kick(q);
+	if (q->head == NULL && q->running == 0)
+	{
+		AckQueue  **p;
+
+		for (p = &ack_queues; *p != q; p = &(*p)->next)
+			;
+		*p = q->next;
+		free(q->topic);
+		free(q->group);
+		free(q);
+	}
+}
+
+/* Start q's waiting acks as one statement, if one of q may start */
+static void
+ack_kick(AckQueue *q)
+{
+	while (q->head && q->running < SEND_IN_FLIGHT)
+	{
+		AckBatch   *b = calloc(1, sizeof(AckBatch));
+		Req		  **tail = &b->reqs;
+		Req		   *r;
+
+		b->q = q;
+		while ((r = q->head) != NULL)
+		{
+			int			n = ((PB(AckMessageRequest) *) r->msg)->n_entries;
+
+			if (b->n > 0 && b->n + n > SEND_BATCH_MAX)
+				break;
+			q->head = r->next_batch;
+			if (q->head == NULL)
+				q->tail = NULL;
+			r->next_batch = NULL;
+			if (r->s == NULL)
+			{
+				/* the client went away before its turn: nothing was settled */
+				req_free(r);
+				continue;
+			}
+			*tail = r;
+			tail = &r->next_batch;
+			b->n += n;
+		}
+		if (b->n == 0)
+		{
+			free(b);
+			continue;
+		}
+		array_start(&b->receipts, 25, b->n);
+		for (r = b->reqs; r; r = r->next_batch)
+		{
+			PB(AckMessageRequest) * m = (PB(AckMessageRequest) *) r->msg;
+
+			for (size_t j = 0; j < m->n_entries; j++)
+			{
+				/* as ack_next: a settled delivery is not renewed any more */
+				renew_forget(m->entries[j]->receipt_handle);
+				array_add_str(&b->receipts, m->entries[j]->receipt_handle);
+			}
+		}
+		b->values[0] = q->topic;
+		b->values[1] = q->group;
+		b->values[2] = b->receipts.data;
+		b->lengths[2] = (int) b->receipts.len;
+		b->formats[2] = 1;
+		if (!pg_run(q->db, q->role,
+					"SELECT mq.ack($1, group_name => $2, receipts => $3::text[])",
+					3, b->values, b->lengths, b->formats, ack_batch_done, b))
+		{
+			Req		   *nx;
+
+			for (r = b->reqs; r; r = nx)
+			{
+				nx = r->next_batch;
+				if (r->s)
+					answer_status(r->s, CODE(TOO_MANY_REQUESTS),
+								  "the gateway has --max-sessions PostgreSQL sessions busy");
+				req_free(r);
+			}
+			buf_free(&b->receipts);
+			free(b);
+			continue;
+		}
+		q->running++;
+	}
+}
+
 static void
 ack_message(Stream *s, PB(AckMessageRequest) * q)
 {
@@ -1450,7 +1995,10 @@ ack_message(Stream *s, PB(AckMessageRequest) * q)
 		PBFN(ack_message_result_entry__init) (&r->ack_entries[i]);
 		PBFN(status__init) (&r->ack_status[i]);
 	}
-	ack_next(r);
+	if (q->n_entries <= SEND_BATCH_MAX)
+		ack_enqueue(r);
+	else
+		ack_next(r);
 }
 
 /* ---------------------------------------------------------------------

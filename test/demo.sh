@@ -244,6 +244,9 @@ AMQP 0-9-1 clients (pika, amqplib, ...) through the gateway (docs/amqp.md):
   then amqp://guest:guest@localhost:5672/ (pika's defaults, RabbitMQ's tutorials: from this
   machine only, as role mq_guest); any other user needs a password PostgreSQL checks
   (ALTER ROLE ... PASSWORD, and a scram-sha-256 line in pg_hba.conf): trust is refused.
+  The same mq-amqp serves the management web UI and RabbitMQ's HTTP API (rabbitmqadmin, curl)
+  at http://127.0.0.1:15672/ (guest/guest from this machine; docs/management.md).
+RocketMQ 5 clients through mq-rocketmq (docs/rocketmq.md: its credentials file and flags).
 Stop it:   sudo bash test/demo.sh --stop
            (or: runuser -u postgres -- $PG_BINDIR/pg_ctl -D $DATA stop)
 Start it again / update after a rebuild:  sudo bash test/demo.sh

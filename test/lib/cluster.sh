@@ -43,7 +43,7 @@ QE_CORE_PACKAGES=(
 	protobuf-c-compiler
 	libprotobuf-c-dev
 	libssl-dev
-	# make install writes the man pages of mqctl and mq-amqp with help2man
+	# make install writes the man pages of mqctl, mq-amqp and mq-rocketmq with help2man
 	# (from their --help), for man to show
 	help2man
 	man-db
@@ -91,6 +91,11 @@ QE_PACKAGES+=(
 QE_PACKAGES+=(
 	python3-pika
 	python3-celery
+)
+# h2load, a C HTTP/2 client: bench/rocketmq_bench.sh sends the RocketMQ
+# gateway's SendMessage with it, without the Node client's per-call cost
+QE_PACKAGES+=(
+	nghttp2-client
 )
 # the RabbitMQ team's Go client amqp091-go and its integration tests, built
 # offline from Debian's sources and run against RabbitMQ and mq-amqp (TAP

@@ -22,6 +22,10 @@
 #  - filter_check.js: SimpleConsumers subscribing with a tag expression and
 #    a SQL92 selector get exactly what their expression matches; a bad
 #    selector is ILLEGAL_FILTER_EXPRESSION;
+#  - batch_check.js: sends and acks arriving together, which the gateway
+#    puts into one statement, each get their own status: 56 sends OK and
+#    received once each beside 8 to a missing topic (TOPIC_NOT_FOUND); of 56
+#    acks at once, only the one acked before is INVALID_RECEIPT_HANDLE;
 #  - tx_check.js: a transactional message committed reaches the group, one
 #    rolled back never does; a rollback after the commit and an unknown
 #    transaction id are INVALID_TRANSACTION_ID; orphaned halves are
@@ -71,6 +75,7 @@ $node->safe_psql('postgres', q{
 		LANGUAGE sql AS $$ SELECT 'unknown' $$;
 	SELECT mq.producer_group_declare('rocketmq', 'rmq_unknown(bigint,jsonb,bytea)');
 	SELECT mq.group_declare('rmq_topic', 'rmq_sql', retry_delays => '{1 second}');
+	SELECT mq.group_declare('rmq_topic', 'rmq_batch', retry_delays => '{1 second}');
 	SELECT mq.grant('publish', 'queue', 'rmq_topic', 'rmq_app');
 	SELECT mq.grant('consume', 'queue', 'rmq_topic', 'rmq_app');
 	-- push_policy_check.js: groups' retry policies and FIFO in the Settings
@@ -297,6 +302,25 @@ for my $name (@filter)
 is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
 like($out, qr/^checks: DONE$/m, 'filter_check.js ran to its end');
 
+# Sends and acks that arrive together (one statement for several of them):
+# each still gets its own status, each message is stored once
+my @batch = qw(batch_sends_ok batch_sends_missing_topic batch_sends_received_once batch_acks);
+($rc, $out, $err) = qe_run([ 'node', "$node_dir/batch_check.js" ], 600,
+	{ %env, RMQ_BATCH_GROUP => 'rmq_batch', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
+%result = ();
+for my $line (split /\n/, $out)
+{
+	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+}
+for my $name (@batch)
+{
+	my $r = $result{$name};
+	ok($r && $r->[0], "batch_check: $name") or diag($r ? $r->[1] : 'not run');
+}
+is($rc, 0, 'batch_check.js exits 0') or diag("$out$err");
+like($out, qr/^checks: DONE$/m, 'batch_check.js ran to its end');
+
 # Consumers of one group that subscribe with different expressions: each
 # receive applies its own (as a Proxy's pop), the gateway logs the disagreement
 my @mixed = qw(mixed_subscriptions_own_expression mixed_subscriptions_rejected_settled_for_group);
@@ -349,8 +373,9 @@ is($node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM generate_series(0, 3) p,
 		   mq.read('rmq_topic', p, max_messages => 100) r
-	 WHERE r.headers ? 'x-rocketmq' AND r.headers->'x-rocketmq'->>'id' <> ''}),
-	'18', 'the 18 messages sent through the gateway (the committed half messages too) are in the stream, each with its RocketMQ id');
+	 WHERE r.headers ? 'x-rocketmq' AND r.headers->'x-rocketmq'->>'id' <> ''
+	   AND r.tag IS DISTINCT FROM 'TagBatch'}),
+	'18', 'the 18 messages sent through the gateway (the committed half messages too; batch_check.js\'s TagBatch ones aside) are in the stream, each with its RocketMQ id');
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(concat_ws(' ', headers->>'x-dlq-reason', headers->>'x-dlq-origin-group',
 							   headers->'x-rocketmq'->'keys'->>0), ',')
