@@ -81,6 +81,10 @@ while IFS='|' read -r label stmt setup; do
 done <<LIST
 mq.send to a 4-partition stream|SELECT mq.send('b3_stream', gen_random_bytes(100));
 mq.send to a stream, all 17 arguments given|SELECT mq.send('b3_stream', gen_random_bytes(100), $ALL_ARGS);
+mq.send with a key (kept in the message log)|SELECT mq.send('b3_stream', gen_random_bytes(100), key => 'k');
+mq-rocketmq's send: mq.message_position(mq.send(...))|SELECT "offset" FROM mq.message_position(mq.send('b3_stream', gen_random_bytes(100)));
+the same with a key|SELECT "offset" FROM mq.message_position(mq.send('b3_stream', gen_random_bytes(100), key => 'k'));
+mq.message_position of no message|SELECT "offset" FROM mq.message_position(0);
 mq.send to a classic queue|SELECT mq.send('b3_classic', gen_random_bytes(100));
 mq.send's overloads doing nothing (plpgsql; the call's floor)|SELECT mq.b3_send_shape('b3_stream', gen_random_bytes(100));
 heap INSERT (the floor of bench/streams.py)|INSERT INTO b3_heap (routing_key, body) VALUES ('b3', gen_random_bytes(100));

@@ -13,7 +13,8 @@
  *					served by this gateway; TOPIC_NOT_FOUND otherwise
  *	SendMessage		mq.send (a batch's over unnest of arrays): keys (the
  *					first one is queue_ext's key), tag, message_group,
- *					deliver_at; the rest in the x-rocketmq header;
+ *					deliver_at; the rest in the x-rocketmq header; the result
+ *					carries the offset mq.message_position reports;
  *					a TRANSACTION message is mq.publish_half of --producer-group
  *	EndTransaction	mq.end_half
  *	ReceiveMessage	mq.consume of the group: invisible duration = lease,
@@ -538,6 +539,10 @@ send_done(void *arg, PGresult *res)
 	if (res_good(res))
 	{
 		send_entry(r, CODE(OK), "OK", m->system_properties->message_id);
+		/* the queue offset the append gave it (no row: a delay message) */
+		if (m->system_properties->message_type != APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION &&
+			PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+			r->send_entries[r->idx - 1].offset = atoll(PQgetvalue(res, 0, 0));
 		/* a half message: its id is the transaction id EndTransaction names */
 		if (m->system_properties->message_type == APACHE__ROCKETMQ__V2__MESSAGE_TYPE__TRANSACTION &&
 			PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
@@ -618,9 +623,9 @@ send_next(Req *r)
 		}
 		else
 			req_run(r,
-					"SELECT mq.send($1, $2::bytea, headers => $3::jsonb,"
-					" deliver_at => to_timestamp($4::bigint / 1000.0),"
-					" key => $5, tag => $6, message_group => $7)",
+					"SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+					" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
+					" key => $5, tag => $6, message_group => $7))",
 					7, send_done);
 		return;
 	}
@@ -829,6 +834,7 @@ send_batch_done(void *arg, PGresult *res)
 	bool		ok = res_good(res);
 	Req		   *r,
 			   *nx;
+	int			row = 0;
 
 	q->running--;
 	for (r = b->reqs; r; r = nx)
@@ -839,7 +845,13 @@ send_batch_done(void *arg, PGresult *res)
 		r->next_batch = NULL;
 		if (ok)
 			while (r->idx < m->n_messages)
+			{
 				send_entry(r, CODE(OK), "OK", m->messages[r->idx]->system_properties->message_id);
+				/* a row per message, in order: its offset (NULL: a delay message) */
+				if (row < PQntuples(res) && !PQgetisnull(res, row, 0))
+					r->send_entries[r->idx - 1].offset = atoll(PQgetvalue(res, row, 0));
+				row++;
+			}
 		else if (res == NULL || b->n == 1)
 		{
 			/*
@@ -924,9 +936,9 @@ send_kick(SendQueue *q)
 			b->values[4] = sp->n_keys > 0 ? sp->keys[0] : NULL;
 			b->values[5] = sp->tag[0] ? sp->tag : NULL;
 			b->values[6] = sp->message_group[0] ? sp->message_group : NULL;
-			sql = "SELECT mq.send($1, $2::bytea, headers => $3::jsonb,"
-				" deliver_at => to_timestamp($4::bigint / 1000.0),"
-				" key => $5, tag => $6, message_group => $7)";
+			sql = "SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+				" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
+				" key => $5, tag => $6, message_group => $7))";
 		}
 		else
 		{
@@ -958,9 +970,9 @@ send_kick(SendQueue *q)
 				b->lengths[i] = (int) b->arrays[i].len;
 				b->formats[i] = 1;
 			}
-			sql = "SELECT mq.send(u.t, u.b, headers => u.h::jsonb,"
-				" deliver_at => to_timestamp(u.d::bigint / 1000.0),"
-				" key => u.k, tag => u.g, message_group => u.mg)"
+			sql = "SELECT (SELECT p.\"offset\" FROM mq.message_position(mq.send(u.t, u.b,"
+				" headers => u.h::jsonb, deliver_at => to_timestamp(u.d::bigint / 1000.0),"
+				" key => u.k, tag => u.g, message_group => u.mg)) p)"
 				" FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[],"
 				" $6::text[], $7::text[]) AS u(t, b, h, d, k, g, mg)";
 		}

@@ -46,6 +46,7 @@ PG_FUNCTION_INFO_V1(mq_consume_wake);
 PG_FUNCTION_INFO_V1(mq_browse);
 PG_FUNCTION_INFO_V1(mq_browse_all);
 PG_FUNCTION_INFO_V1(mq_message);
+PG_FUNCTION_INFO_V1(mq_message_position);
 PG_FUNCTION_INFO_V1(mq_messages_by_key);
 PG_FUNCTION_INFO_V1(mq_log_find_keys);
 PG_FUNCTION_INFO_V1(mq_trace);
@@ -754,6 +755,44 @@ may_read_message(MqMessage *m)
 	return ex ? mq_acl_allows(&ex->acl, MQ_PRIV_CONSUME) : superuser();
 }
 
+/*
+ * The stream positions of message m: its own row's when it is kept inline,
+ * else those this transaction's appends gave it (queue.h); n of them.
+ */
+static int
+message_positions(MqMessage *m, MqStreamPos *pos, int max)
+{
+	int			n = mq_stream_noted(m->msg_id, pos, max);
+
+	if (n > 0)
+		return n;
+	if (m->stream_queue_id != 0)
+	{
+		pos[0].queue_id = m->stream_queue_id;
+		pos[0].partition = m->stream_partition;
+		pos[0].offset = m->stream_offset;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A row of mq.message: partition and offset when the message is in one
+ * stream at a known position (NULL otherwise, and for a message routed to
+ * several streams: mq.message_position names each)
+ */
+static void
+message_position_row(ReturnSetInfo *rsinfo, MqMessage *m)
+{
+	MqStreamPos pos[2];
+
+	if (message_positions(m, pos, 2) == 1)
+		mq_put_delivery_row(rsinfo, "", m, false, 0, pos[0].partition, pos[0].offset, -1,
+							NULL);
+	else
+		put_row(rsinfo, "", m, false, 0, NULL);
+}
+
 static void
 message_rows(FunctionCallInfo fcinfo, List *ids)
 {
@@ -772,7 +811,7 @@ message_rows(FunctionCallInfo fcinfo, List *ids)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied to read message " INT64_FORMAT, m.msg_id),
 					 errdetail("Reading a message needs consume on exchange \"%s\".", m.exchange)));
-		put_row(rsinfo, "", &m, false, 0, NULL);
+		message_position_row(rsinfo, &m);
 	}
 }
 
@@ -786,6 +825,54 @@ mq_message(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	*id = PG_GETARG_INT64(0);
 	message_rows(fcinfo, list_make1(id));
+	return (Datum) 0;
+}
+
+/*
+ * mq.message_position(msg_id): the stream, partition and offset of a
+ * stream message, for those who may publish to or consume from that
+ * stream: a message kept inline from any session, one kept in the log
+ * (with a key, delayed, routed to several queues) in the transaction that
+ * sent it (queue.h's MqStreamPos).  No row when none is known.
+ */
+Datum
+mq_message_position(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MqMessage	m;
+	MqStreamPos pos[64];
+	int			n;
+
+	MQ_CHECK_ARGS(fcinfo, "msg_id");
+	mq_catalog_refresh();
+	InitMaterializedSRF(fcinfo, 0);
+	m.msg_id = PG_GETARG_INT64(0);
+	n = mq_stream_noted(m.msg_id, pos, lengthof(pos));
+	if (n == 0 && m.msg_id >= MQ_INLINE_MSGID_MIN)
+	{
+		if (!mq_log_fetch(m.msg_id, &m))
+			return (Datum) 0;
+		n = message_positions(&m, pos, lengthof(pos));
+	}
+	for (int i = n - 1; i >= 0; i--)
+	{
+		MqQueue    *q = mq_queue_by_id(pos[i].queue_id);
+		Datum		v[3];
+		bool		nulls[3] = {false, false, false};
+
+		if (q == NULL)
+			continue;			/* deleted since */
+		if (!mq_acl_allows(&q->acl, MQ_PRIV_PUBLISH) &&
+			!mq_acl_allows(&q->acl, MQ_PRIV_CONSUME))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for queue \"%s\"", q->name),
+					 errdetail("Where a message is in a stream is shown to roles with publish or consume on the stream.")));
+		v[0] = CStringGetTextDatum(q->name);
+		v[1] = Int32GetDatum(pos[i].partition);
+		v[2] = Int64GetDatum(pos[i].offset);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
 	return (Datum) 0;
 }
 

@@ -45,6 +45,7 @@
 #include "owner.h"
 #include "am/mqlog.h"
 #include "msglog.h"
+#include "queue/queue.h"
 
 
 /* Messages read by mq_log_fetch in this backend (mq._session_counters) */
@@ -516,7 +517,7 @@ segment_open(int64 segno)
  * message: false.
  */
 static bool
-message_from_slot(TupleTableSlot *slot, MqMessage *out)
+message_from_slot(Relation rel, TupleTableSlot *slot, MqMessage *out)
 {
 	int			b = slot->tts_tupleDescriptor->natts - MQ_LOG_NATTS;
 	bool		isnull;
@@ -525,6 +526,25 @@ message_from_slot(TupleTableSlot *slot, MqMessage *out)
 	d = slot_getattr(slot, b + MQ_LOG_ATT_PUBLISHED_AT, &isnull);
 	if (isnull)
 		return false;
+	/* an inline message: its stream, partition and offset are its row's */
+	out->stream_queue_id = 0;
+	out->stream_partition = -1;
+	out->stream_offset = -1;
+	if (b >= MQ_ENTRY_STREAM_ATT_OFFSET)
+	{
+		int32		queue_id;
+		int32		lane;
+
+		d = slot_getattr(slot, MQ_ENTRY_STREAM_ATT_OFFSET, &isnull);
+		/* an entry log is named q<queue id>_<lane>_<generation> */
+		if (!isnull &&
+			sscanf(RelationGetRelationName(rel), "q%d_%d_", &queue_id, &lane) == 2)
+		{
+			out->stream_queue_id = queue_id;
+			out->stream_partition = lane;
+			out->stream_offset = DatumGetInt64(d);
+		}
+	}
 	out->published_at = DatumGetTimestampTz(d);
 	out->exchange = slot_text(slot, b + MQ_LOG_ATT_EXCHANGE);
 	out->routing_key = slot_text(slot, b + MQ_LOG_ATT_ROUTING_KEY);
@@ -614,7 +634,7 @@ mq_log_fetch_many(const int64 *ids, int n, MqMessage *out, bool *found)
 		mq_msgid_tid(msg_id, &tid);
 		if (mqlog_fetch_row_cached(rel, &tid, &state, slot, &cache) &&
 			(state == MQLOG_ROW_COMMITTED || state == MQLOG_ROW_OWN) &&
-			message_from_slot(slot, &out[i]))
+			message_from_slot(rel, slot, &out[i]))
 		{
 			out[i].msg_id = msg_id;
 			found[i] = true;

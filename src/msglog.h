@@ -43,6 +43,10 @@ typedef struct MqMessage
 	char	   *message_group;
 	char	   *dedup_id;
 	Jsonb	   *properties;		/* content_type, correlation_id, ... */
+	/* set by mq_log_fetch: a message kept inline (queue.h) in a stream */
+	int32		stream_queue_id;	/* its stream; 0: not an inline message */
+	int32		stream_partition;
+	int64		stream_offset;
 } MqMessage;
 
 /*

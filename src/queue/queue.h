@@ -111,6 +111,8 @@ typedef struct MqEntry
  * generation.
  */
 #define MQ_ENTRY_PAYLOAD_NATTS	10
+/* the offset column of a stream's entry log (its rows' attribute number) */
+#define MQ_ENTRY_STREAM_ATT_OFFSET	6
 
 /*
  * The hash an ordered queue keeps of a message_group (never 0, which is
@@ -325,6 +327,22 @@ extern int64 mq_queue_inline_reserve(MqQueueLink *link, MqEntry *entry,
  */
 extern bool mq_queue_append_inline(MqQueue *q, int lane, MqEntry *entries, int n,
 								   const Datum *payload, const bool *payload_null);
+
+/*
+ * Where an append put a stream message: partition and offset in stream
+ * queue_id.  mq_stream_noted finds, newest first (at most max), those this
+ * transaction's appends gave msg_id (a message routed to several streams
+ * has one each; the first 4096 appends of a transaction are noted); a
+ * message kept inline also has them in its own row (msglog.h's MqMessage).
+ */
+typedef struct MqStreamPos
+{
+	int32		queue_id;
+	int32		partition;
+	int64		offset;
+} MqStreamPos;
+
+extern int	mq_stream_noted(int64 msg_id, MqStreamPos *out, int max);
 
 /* Maintenance: start new lane generations, drop settled ones */
 extern void mq_queue_rotate(MqQueue *q);

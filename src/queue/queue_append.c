@@ -18,11 +18,13 @@
 
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "queue/queue_int.h"
@@ -94,6 +96,94 @@ entry_ready_bytes(MqQueue *q, MqEntry *e)
 }
 
 /*
+ * The stream positions this transaction's appends gave messages, for
+ * mq.message_position and mq.message (without reading the row back; an
+ * inline message's row holds its own, for later transactions): at most
+ * MQ_STREAM_NOTES, the newest searched first.  They live in
+ * TopTransactionContext, tagged with the local transaction id, so a new
+ * transaction finds none.
+ */
+#define MQ_STREAM_NOTES 4096
+
+typedef struct StreamNote
+{
+	int64		msg_id;
+	SubTransactionId subid;		/* the appending subtransaction */
+	MqStreamPos pos;
+} StreamNote;
+
+StaticAssertDecl(MQ_ENTRY_STREAM_ATT_OFFSET == MQ_ENTRY_ATT_OFFSET,
+				 "msglog.c reads an inline message's offset by this number");
+
+static StreamNote *stream_notes = NULL;
+static int	stream_nnotes = 0;
+static int	stream_notes_size = 0;
+static LocalTransactionId stream_notes_lxid = InvalidLocalTransactionId;
+static bool stream_notes_cb = false;
+
+/*
+ * A subtransaction that rolls back takes its appends' notes along: those
+ * made since it began are the last ones, of its id or its children's
+ * (higher) ids
+ */
+static void
+stream_notes_subxact(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	if (event != SUBXACT_EVENT_ABORT_SUB || stream_notes == NULL ||
+		stream_notes_lxid != MyProc->lxid)
+		return;
+	while (stream_nnotes > 0 && stream_notes[stream_nnotes - 1].subid >= mySubid)
+		stream_nnotes--;
+}
+
+static void
+stream_note(MqQueue *q, int lane, const MqEntry *e)
+{
+	if (q->type != MQ_QUEUE_STREAM || e->msg_id <= 0 || e->offset < 0)
+		return;
+	if (stream_notes_lxid != MyProc->lxid || stream_notes == NULL)
+	{
+		if (!stream_notes_cb)
+		{
+			RegisterSubXactCallback(stream_notes_subxact, NULL);
+			stream_notes_cb = true;
+		}
+		stream_notes_size = 8;
+		stream_notes = MemoryContextAlloc(TopTransactionContext,
+										  sizeof(StreamNote) * stream_notes_size);
+		stream_nnotes = 0;
+		stream_notes_lxid = MyProc->lxid;
+	}
+	if (stream_nnotes >= MQ_STREAM_NOTES)
+		return;
+	if (stream_nnotes == stream_notes_size)
+	{
+		stream_notes_size = Min(stream_notes_size * 2, MQ_STREAM_NOTES);
+		stream_notes = repalloc(stream_notes, sizeof(StreamNote) * stream_notes_size);
+	}
+	stream_notes[stream_nnotes].msg_id = e->msg_id;
+	stream_notes[stream_nnotes].subid = GetCurrentSubTransactionId();
+	stream_notes[stream_nnotes].pos.queue_id = q->id;
+	stream_notes[stream_nnotes].pos.partition = lane;
+	stream_notes[stream_nnotes].pos.offset = e->offset;
+	stream_nnotes++;
+}
+
+int
+mq_stream_noted(int64 msg_id, MqStreamPos *out, int max)
+{
+	int			n = 0;
+
+	if (stream_notes == NULL || stream_notes_lxid != MyProc->lxid)
+		return 0;
+	for (int i = stream_nnotes - 1; i >= 0 && n < max; i--)
+		if (stream_notes[i].msg_id == msg_id)
+			out[n++] = stream_notes[i].pos;
+	return n;
+}
+
+/*
  * Append n entries to a lane of q in this transaction (they count at
  * commit), with payload: the messages they carry (inline, queue.h), or
  * NULL.  False, having done nothing, when payload is given and the lane's
@@ -136,6 +226,8 @@ queue_append(MqQueue *q, int lane, MqEntry *entries, int n,
 			entries[i].offset = first + i;
 		mqq_entry_append(rel, lane, gen, entries, n, payload, payload_null, segno, qpos);
 		mqq_stream_offsets_end(qs, lane);
+		for (int i = 0; i < n; i++)
+			stream_note(q, lane, &entries[i]);
 	}
 	else
 		mqq_entry_append(rel, lane, gen, entries, n, NULL, NULL, 0, qpos);
@@ -210,6 +302,8 @@ link_reserve(MqQueueLink *link, MqEntry *entry, const Datum *payload,
 	Assert(payload == NULL || link->inline_segno != 0);
 	mqq_entry_values(entry, RelationGetDescr(link->rel), payload, payload_null, values, isnull);
 	mqlog_linked_reserve(row, link->rel, values, isnull, GetCurrentCommandId(true), true);
+	if (payload == NULL)
+		stream_note(link->q, link->lane, entry);
 }
 
 void
@@ -252,6 +346,7 @@ mq_queue_inline_reserve(MqQueueLink *link, MqEntry *entry, const Datum *payload,
 	link_reserve(link, entry, payload, payload_null, row);
 	entry->msg_id = mq_msgid_make(link->inline_segno, &row->tid);
 	mqq_entry_set_msg_id(row->tup, entry->msg_id);
+	stream_note(link->q, link->lane, entry);
 	return entry->msg_id;
 }
 

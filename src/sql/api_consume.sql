@@ -55,6 +55,13 @@ RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	message_group text, priority int, properties jsonb)
 AS 'MODULE_PATHNAME', 'mq_message' LANGUAGE C ROWS 1;
 
+-- where a stream message is: its stream, partition and offset (a message
+-- kept inline from any session; one kept in the log in the transaction
+-- that sent it), for a role that may publish to or consume from the stream
+CREATE OR REPLACE FUNCTION mq.message_position(msg_id bigint)
+RETURNS TABLE (queue text, "partition" int, "offset" bigint)
+AS 'MODULE_PATHNAME', 'mq_message_position' LANGUAGE C ROWS 1;
+
 CREATE OR REPLACE FUNCTION mq.messages_by_key(key text, max_messages int DEFAULT 10)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,
