@@ -425,8 +425,9 @@ def main():
         if '%s rocketmq' % w in res and '%s sql-prepared' % w in res:
             g, s = res['%s rocketmq' % w], res['%s sql-prepared' % w]
             # the cost of a send on the server side of the client: gateway + server CPU
-            cost = [(r['cpu_gw_us'] + r['cpu_server_us']) / (q['cpu_server_us'])
-                    for r, q in zip(g, s)]
+            # (a server CPU sample of 0: too short a run to see it; no ratio)
+            cost = [(r['cpu_gw_us'] + r['cpu_server_us']) / q['cpu_server_us']
+                    if q['cpu_server_us'] > 0 else float('nan') for r, q in zip(g, s)]
             print('%s: (gateway + server CPU) / server CPU of the SQL path, per message, per repetition '
                   '%s, median %.2fx (goal <= 1.2x)' % (w, ' '.join('%.2f' % x for x in cost),
                                                        statistics.median(cost)))
