@@ -715,6 +715,55 @@ typedef struct SendBatch
 
 static SendQueue *send_queues;
 
+/*
+ * Take waiting requests from the head of a queue (head, tail, linked by
+ * next_batch) into a batch while their items, items(r) each, fit in
+ * SEND_BATCH_MAX (the first always fits); a request whose client went away
+ * before its turn is freed on the way (nothing of it was done).  *reqs gets
+ * the requests taken, linked by next_batch; returns their items.
+ */
+static int
+take_batch(Req **head, Req **tail, int (*items) (Req *r), Req **reqs)
+{
+	Req		  **last = reqs;
+	Req		   *r;
+	int			n = 0;
+
+	*reqs = NULL;
+	while ((r = *head) != NULL)
+	{
+		int			k = items(r);
+
+		if (n > 0 && n + k > SEND_BATCH_MAX)
+			break;
+		*head = r->next_batch;
+		if (*head == NULL)
+			*tail = NULL;
+		r->next_batch = NULL;
+		if (r->s == NULL)
+		{
+			req_free(r);
+			continue;
+		}
+		*last = r;
+		last = &r->next_batch;
+		n += k;
+	}
+	return n;
+}
+
+static int
+send_items(Req *r)
+{
+	return (int) ((PB(SendMessageRequest) *) r->msg)->n_messages;
+}
+
+static int
+ack_items(Req *r)
+{
+	return (int) ((PB(AckMessageRequest) *) r->msg)->n_entries;
+}
+
 static void send_kick(SendQueue *q);
 
 static void
@@ -888,32 +937,12 @@ send_kick(SendQueue *q)
 	while (q->head && q->running < SEND_IN_FLIGHT)
 	{
 		SendBatch  *b = calloc(1, sizeof(SendBatch));
-		Req		  **tail = &b->reqs;
 		Req		   *r;
 		int			i;
 		const char *sql;
 
 		b->q = q;
-		while ((r = q->head) != NULL)
-		{
-			int			n = ((PB(SendMessageRequest) *) r->msg)->n_messages;
-
-			if (b->n > 0 && b->n + n > SEND_BATCH_MAX)
-				break;
-			q->head = r->next_batch;
-			if (q->head == NULL)
-				q->tail = NULL;
-			r->next_batch = NULL;
-			if (r->s == NULL)
-			{
-				/* the client went away before its turn: nothing was sent */
-				req_free(r);
-				continue;
-			}
-			*tail = r;
-			tail = &r->next_batch;
-			b->n += n;
-		}
+		b->n = take_batch(&q->head, &q->tail, send_items, &b->reqs);
 		if (b->n == 0)
 		{
 			send_batch_free(b);
@@ -1906,30 +1935,10 @@ ack_kick(AckQueue *q)
 	while (q->head && q->running < SEND_IN_FLIGHT)
 	{
 		AckBatch   *b = calloc(1, sizeof(AckBatch));
-		Req		  **tail = &b->reqs;
 		Req		   *r;
 
 		b->q = q;
-		while ((r = q->head) != NULL)
-		{
-			int			n = ((PB(AckMessageRequest) *) r->msg)->n_entries;
-
-			if (b->n > 0 && b->n + n > SEND_BATCH_MAX)
-				break;
-			q->head = r->next_batch;
-			if (q->head == NULL)
-				q->tail = NULL;
-			r->next_batch = NULL;
-			if (r->s == NULL)
-			{
-				/* the client went away before its turn: nothing was settled */
-				req_free(r);
-				continue;
-			}
-			*tail = r;
-			tail = &r->next_batch;
-			b->n += n;
-		}
+		b->n = take_batch(&q->head, &q->tail, ack_items, &b->reqs);
 		if (b->n == 0)
 		{
 			free(b);
