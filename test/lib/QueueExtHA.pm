@@ -398,7 +398,9 @@ sub loadgen_start
 		'--consumers' => $opt{consumers} // 4,
 		'--rate' => $opt{rate} // 40,
 		'--batch' => $opt{batch} // 5,
-		'--max-seconds' => $opt{max_seconds} // 120,
+		# the producers' own bound (the tests stop them): as the deadlines,
+		# scaled for a loaded machine, or they stop before a wait is met
+		'--max-seconds' => $opt{max_seconds} // 120 * ($ENV{QE_HA_TIMEOUT_SCALE} // 3),
 		'--drain-idle' => $opt{drain_idle} // 3);
 	push @cmd, '--durability' => $opt{durability} if $opt{durability};
 	push @cmd, '--session-sync' => $opt{session_sync} if $opt{session_sync};
