@@ -183,7 +183,8 @@ sub qe_hba_first
 # stderr appended to log.  Options: gateway (default: mq-amqp in node's
 # bindir), listen (HOST:PORT instead), port (a port instead of a free one),
 # log (default: mq-amqp.log in node's basedir), config (a file given with
-# --config instead of --dbname: it names the database).  Returns the
+# --config instead of --dbname: it names the database).  Without an
+# --http-listen flag the management HTTP server is off.  Returns the
 # IPC::Run handle, the port and the log; qe_listening says when it is up.
 sub qe_gateway
 {
@@ -196,7 +197,11 @@ sub qe_gateway
 	my @db = defined $opt{config}
 	  ? ('--config', $opt{config})
 	  : ('--dbname', 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres');
-	my $h = IPC::Run::start([ $gateway, @db, '--listen', $listen, @{ $opt{flags} // [] } ],
+	# no management HTTP server unless the test asks for one: its default
+	# port (15672) would be taken by the first of the gateways that tests
+	# running at once start, and the others would not start
+	my @http = grep({ /^--http-listen/ } @{ $opt{flags} // [] }) ? () : ('--http-listen', 'off');
+	my $h = IPC::Run::start([ $gateway, @db, '--listen', $listen, @http, @{ $opt{flags} // [] } ],
 		'<', \undef, '>>', $log, '2>>', $log);
 
 	return ($h, $port, $log);

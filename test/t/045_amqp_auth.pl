@@ -191,7 +191,8 @@ SKIP:
 # 4. a superuser as the guest role
 my ($out, $err);
 my $p5 = PostgreSQL::Test::Cluster::get_free_port();
-IPC::Run::run([ $gateway, '--dbname', $conninfo, '--listen', "127.0.0.1:$p5", '--guest-role', 'su_role' ],
+IPC::Run::run([ $gateway, '--dbname', $conninfo, '--listen', "127.0.0.1:$p5", '--guest-role', 'su_role',
+		'--http-listen', 'off' ],
 	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
 is($? >> 8, 2, '--guest-role su_role (a superuser): the gateway does not start');
 like($err, qr/--guest-role "su_role" is a superuser/, 'and says why');
