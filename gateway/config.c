@@ -207,6 +207,7 @@ set_option(const char *key, const char *val)
 	if (strcmp(key, "http_listen") == 0 || strcmp(key, "http-listen") == 0)
 	{
 		snprintf(cfg.http_listen, sizeof(cfg.http_listen), "%s", val);
+		cfg.http_listen_set = true;
 		return true;
 	}
 	if (strcmp(key, "http_www") == 0 || strcmp(key, "http-www") == 0)

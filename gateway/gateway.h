@@ -95,6 +95,7 @@ typedef struct GwConfig
 	int			handshake_timeout;	/* seconds from accept to open-ok */
 	char		http_listen[300];	/* the management API's HOST:PORT, "off" */
 	char	   *http_www;		/* its static files; NULL: the installed ones */
+	bool		http_listen_set;	/* http_listen given, not the default */
 } GwConfig;
 
 typedef void (*pg_result_cb) (void *arg, PGresult *res);

@@ -872,6 +872,19 @@ http_start(http_handler rabbit, http_handler qext)
 	evhttp_set_gencb(http, on_request, NULL);
 	if (evhttp_bind_socket_with_handle(http, host[0] ? host : "0.0.0.0", port) == NULL)
 	{
+		if (!cfg.http_listen_set)
+		{
+			/*
+			 * the default address taken (another gateway on this host): the
+			 * AMQP side still serves; only an address asked for must be had
+			 */
+			logmsg("management API not started: could not listen on %s (the default): %s; "
+				   "--http-listen chooses another address, --http-listen off none",
+				   cfg.http_listen, strerror(errno));
+			evhttp_free(http);
+			http = NULL;
+			return true;
+		}
 		fprintf(stderr, "mq-amqp: could not listen on %s (--http-listen): %s\n",
 				cfg.http_listen, strerror(errno));
 		return false;
