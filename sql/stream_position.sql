@@ -87,6 +87,10 @@ SET ROLE regress_sp_none;
 SELECT * FROM mq.message_position(:id_b);
 RESET ROLE;
 
+-- a message read back has its publish time, not its offset, as published_at
+SELECT count(*) > 0 AND bool_and(published_at > now() - interval '1 day' AND published_at <= now())
+         AS published_at_is_the_publish_time
+  FROM mq.read('sp', 0, 0, 100);
 SELECT mq.queue_delete('sp') > 0 AS deleted;
 SELECT mq.queue_delete('sp2');
 SELECT mq.queue_delete('sp_classic');

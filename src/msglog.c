@@ -534,15 +534,16 @@ message_from_slot(Relation rel, TupleTableSlot *slot, MqMessage *out)
 	{
 		int32		queue_id;
 		int32		lane;
+		Datum		offset;
 
-		d = slot_getattr(slot, MQ_ENTRY_STREAM_ATT_OFFSET, &isnull);
+		offset = slot_getattr(slot, MQ_ENTRY_STREAM_ATT_OFFSET, &isnull);
 		/* an entry log is named q<queue id>_<lane>_<generation> */
 		if (!isnull &&
 			sscanf(RelationGetRelationName(rel), "q%d_%d_", &queue_id, &lane) == 2)
 		{
 			out->stream_queue_id = queue_id;
 			out->stream_partition = lane;
-			out->stream_offset = DatumGetInt64(d);
+			out->stream_offset = DatumGetInt64(offset);
 		}
 	}
 	out->published_at = DatumGetTimestampTz(d);
