@@ -343,10 +343,21 @@ compare('vhost %2f and %2F name the same queue', '200 cq1 / 200 cq1 /', sub {
 compare('the queue object has RabbitMQ\'s fields',
 	'["arguments","auto_delete","consumers","durable","exclusive","messages","messages_ready","messages_unacknowledged","name","node","state","type","vhost"]',
 	sub {
-		my ($s, $b) = http($_[0], 'GET', '/api/queues/%2F/cq1');
-		my $o = dec($b) // {};
-		return [ grep { exists $o->{$_} } qw(arguments auto_delete consumers durable exclusive
-			  messages messages_ready messages_unacknowledged name node state type vhost) ];
+		# RabbitMQ adds the counts at its first statistics emission (every
+		# 5 s, later on a loaded machine): ask until they are there
+		my @want = qw(arguments auto_delete consumers durable exclusive
+		  messages messages_ready messages_unacknowledged name node state type vhost);
+		my $deadline = time + 120;
+		my @have;
+		while (1)
+		{
+			my ($s, $b) = http($_[0], 'GET', '/api/queues/%2F/cq1');
+			my $o = dec($b) // {};
+			@have = grep { exists $o->{$_} } @want;
+			last if @have == @want || time > $deadline;
+			sleep 1;
+		}
+		return \@have;
 	});
 compare('publish routed', '200 {"routed":true}', sub {
 	my ($s, $b) = http($_[0], 'POST', '/api/exchanges/%2F/amq.default/publish',
