@@ -764,8 +764,12 @@ exchange_put(HttpReq *r)
 			 "alternate_exchange => $4)", 4, vals, declared);
 }
 
+/*
+ * A DELETE whose statement counts what it deleted: 204, or 404 when it
+ * deleted nothing (an exchange, a binding)
+ */
 static void
-exchange_deleted(HttpReq *r, PGresult *res)
+deleted_or_404(HttpReq *r, PGresult *res)
 {
 	if (!http_sql_ok(r, res))
 		return;
@@ -933,17 +937,6 @@ bound(HttpReq *r, PGresult *res)
 	http_reply_empty(r, 201);
 }
 
-static void
-unbound(HttpReq *r, PGresult *res)
-{
-	if (!http_sql_ok(r, res))
-		return;
-	if (strcmp(PQgetvalue(res, 0, 0), "0") == 0)
-		http_not_found(r);
-	else
-		http_reply_empty(r, 204);
-}
-
 /* /api/bindings/{vhost}/e/{src}/q/{dst}[/{props}] */
 static void
 binding_path(HttpReq *r)
@@ -1002,7 +995,7 @@ binding_path(HttpReq *r)
 	{
 		http_sql(r, "SELECT count(mq.unbind(b.queue, b.exchange, b.binding_key, b.arguments)) "
 				 "FROM mq.bindings b WHERE b.queue = $1 AND b.exchange = $2 AND "
-				 PROPS_KEY_SQL " = $3", 3, vals, unbound);
+				 PROPS_KEY_SQL " = $3", 3, vals, deleted_or_404);
 		return;
 	}
 	http_method_not_allowed(r, r->nseg == 7 ? "HEAD, GET, DELETE, OPTIONS" :
@@ -1658,7 +1651,7 @@ http_rabbit(HttpReq *r)
 
 				vals[1] = iu && strcmp(iu, "true") == 0 ? "true" : "false";
 				http_sql(r, "SELECT count(mq.exchange_delete($1, if_unused => $2::boolean)) "
-						 "FROM mq.exchanges WHERE exchange = $1", 2, vals, exchange_deleted);
+						 "FROM mq.exchanges WHERE exchange = $1", 2, vals, deleted_or_404);
 			}
 			else
 				http_method_not_allowed(r, "HEAD, GET, PUT, DELETE, OPTIONS");
