@@ -715,6 +715,17 @@ typedef struct SendBatch
 
 static SendQueue *send_queues;
 
+/* r waits at the tail of a queue (head, tail, linked by next_batch) */
+static void
+wait_batch(Req **head, Req **tail, Req *r)
+{
+	if (*tail)
+		(*tail)->next_batch = r;
+	else
+		*head = r;
+	*tail = r;
+}
+
 /*
  * Take waiting requests from the head of a queue (head, tail, linked by
  * next_batch) into a batch while their items, items(r) each, fit in
@@ -858,11 +869,7 @@ send_enqueue(Req *r)
 		q->next = send_queues;
 		send_queues = q;
 	}
-	if (q->tail)
-		q->tail->next_batch = r;
-	else
-		q->head = r;
-	q->tail = r;
+	wait_batch(&q->head, &q->tail, r);
 	send_kick(q);
 }
 
@@ -1871,11 +1878,7 @@ ack_enqueue(Req *r)
 		q->next = ack_queues;
 		ack_queues = q;
 	}
-	if (q->tail)
-		q->tail->next_batch = r;
-	else
-		q->head = r;
-	q->tail = r;
+	wait_batch(&q->head, &q->tail, r);
 	ack_kick(q);
 }
 
