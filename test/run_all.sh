@@ -226,6 +226,27 @@ show_file()
 	echo "----- end of $1 -----"
 }
 
+# After a failed TAP phase: name, in the summary (the end of the output, which
+# is what survives when the output is cut), each script that failed a check
+# or never reached its plan, with its first failed checks.
+tap_failures()
+{
+	local f name bad
+	for f in "$WORK"/tmp_check/log/regress_log_*; do
+		[ -f "$f" ] || continue
+		name=${f##*/regress_log_}
+		bad=$(grep -E '^(\[[^]]*\]\([^)]*\) )?not ok ' "$f" | grep -v '# TODO' |
+			sed -E 's/^\[[^]]*\]\([^)]*\) //' | head -3)
+		if [ -n "$bad" ]; then
+			while IFS= read -r line; do
+				SUMMARY+=("    $name: $line")
+			done <<<"$bad"
+		elif ! grep -qE '^(\[[^]]*\]\([^)]*\) )?1\.\.[0-9]+' "$f"; then
+			SUMMARY+=("    $name: ended before its plan (died, or killed by the phase timeout)")
+		fi
+	done
+}
+
 # ---------------------------------------------------------------------------
 # 1-2: packages, scratch copy, build, install
 # ---------------------------------------------------------------------------
@@ -414,6 +435,7 @@ else
 			[ -f "$f" ] && qe_show_log "$f" 100
 		done
 		record tap FAIL $((SECONDS - t0)) "logs in tmp_check/log"
+		tap_failures
 	fi
 	# figures the HA tests measured (QueueExtHA::figure)
 	show_file "$WORK/tmp_check/ha_results.txt"
