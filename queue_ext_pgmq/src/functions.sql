@@ -142,21 +142,30 @@ RETURNS interval LANGUAGE SQL IMMUTABLE AS $$
 $$;
 
 -- Delayed messages of queue qe (queue_ext's timers, readable by their
--- owner only): id and due time
+-- owner only): id and due time.  (PL/pgSQL, as the other SECURITY DEFINER
+-- helpers that are called often: such an SQL function is never inlined,
+-- and was parsed and planned again at every call.)
 CREATE OR REPLACE FUNCTION pgmq._delayed(qe text)
 RETURNS TABLE (msg_id bigint, due timestamptz)
-LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-  SELECT t.msg_id, t.due FROM mq.timer t JOIN mq.cat_queue c ON c.id = t.queue_id
-   WHERE c.name = qe
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN QUERY
+        SELECT t.msg_id, t.due FROM mq.timer t JOIN mq.cat_queue c ON c.id = t.queue_id
+         WHERE c.name = qe;
+END
 $$;
 REVOKE ALL ON FUNCTION pgmq._delayed(text) FROM PUBLIC;
 
 -- Disarm the timer of delayed message qe_id of queue qe: false if it has
 -- none (mq.cancel refuses a message that is not delayed)
 CREATE OR REPLACE FUNCTION pgmq._cancel(qe text, qe_id bigint)
-RETURNS boolean LANGUAGE SQL AS $$
-  SELECT CASE WHEN EXISTS (SELECT 1 FROM pgmq._delayed(qe) d WHERE d.msg_id = qe_id)
-              THEN mq.cancel(qe_id) > 0 ELSE false END
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pgmq._delayed(qe) d WHERE d.msg_id = qe_id) THEN
+        RETURN mq.cancel(qe_id) > 0;
+    END IF;
+    RETURN false;
+END
 $$;
 
 -- pgmq's last_read_at of a message that is not being read now: queue_ext
@@ -338,30 +347,45 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
+-- The other forms of send (and of send_batch below) are PL/pgSQL, where
+-- pgmq's are SQL: a set-returning SQL function is not inlined, so each call
+-- parsed and planned its one statement again, a fifth of a send; PL/pgSQL
+-- keeps the plan for the session.  (What they return and raise is the same;
+-- only an error's CONTEXT names the PL/pgSQL function.)
 CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp());
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp());
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, headers JSONB)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp());
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp());
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, delay INTEGER)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp() + make_interval(secs => delay));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send(queue_name, msg, NULL, clock_timestamp() + make_interval(secs => delay));
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, delay TIMESTAMP WITH TIME ZONE)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send(queue_name, msg, NULL, delay);
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send(queue_name, msg, NULL, delay);
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB, headers JSONB, delay INTEGER)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp() + make_interval(secs => delay));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send(queue_name, msg, headers, clock_timestamp() + make_interval(secs => delay));
+END;
+$$ LANGUAGE plpgsql;
 
 -- pgmq's checks of send_batch's arguments: messages, and as many headers
 -- as messages (or NULL)
@@ -447,28 +471,38 @@ $$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[])
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp());
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp());
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], headers JSONB[])
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp());
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp());
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay INTEGER)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp() + make_interval(secs => delay));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp() + make_interval(secs => delay));
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay TIMESTAMP WITH TIME ZONE)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, delay);
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, delay);
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], headers JSONB[], delay INTEGER)
 RETURNS SETOF BIGINT AS $$
-    SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp() + make_interval(secs => delay));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, headers, clock_timestamp() + make_interval(secs => delay));
+END;
+$$ LANGUAGE plpgsql;
 
 ------------------------------------------------------------
 -- Reading
@@ -480,12 +514,17 @@ $$ LANGUAGE sql;
 ------------------------------------------------------------
 
 -- The setting of queue qe (no row: none).  As the extension's owner: a
--- reader needs no privilege on the table.
+-- reader needs no privilege on the table.  PL/pgSQL: every read of a
+-- message read before calls it, and a SECURITY DEFINER SQL function was
+-- parsed and planned again each time, a quarter of such a read.
 CREATE OR REPLACE FUNCTION pgmq._max_reads(qe TEXT)
 RETURNS TABLE (max_reads INTEGER, dead_letter_queue TEXT)
-LANGUAGE SQL STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-  SELECT m.max_reads, m.dead_letter_queue FROM pgmq.max_reads m
-   WHERE 'pgmq.' || lower('q_' || m.queue_name) = qe
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN QUERY
+        SELECT m.max_reads, m.dead_letter_queue::text FROM pgmq.max_reads m
+         WHERE 'pgmq.' || lower('q_' || m.queue_name) = qe;
+END
 $$;
 
 -- Whether a read returns message id (queue_ext id qe_id) of queue
@@ -1139,10 +1178,19 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 
--- (plpgsql, not SQL: its plan is kept for the session)
+-- (plpgsql, not SQL: its plan is kept for the session.)  pgmq's usual
+-- loop deletes one message it has read: that is one mq.ack_keys here, and
+-- only a message left over (delayed, or none) goes through the array form.
 CREATE OR REPLACE FUNCTION pgmq.delete(queue_name TEXT, msg_id BIGINT)
 RETURNS BOOLEAN AS $$
+DECLARE
+    qe TEXT := pgmq._queue(queue_name);
+    seq OID := pgmq._seq(qe);
 BEGIN
+    IF msg_id IS NOT NULL AND seq IS NOT NULL
+       AND EXISTS (SELECT 1 FROM mq.ack_keys(qe, ARRAY[pgmq._key(qe, seq, msg_id)])) THEN
+        RETURN true;
+    END IF;
     RETURN EXISTS (SELECT 1 FROM pgmq.delete(queue_name, ARRAY[msg_id]));
 END
 $$ LANGUAGE plpgsql;
@@ -1196,8 +1244,10 @@ $$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.archive(queue_name TEXT, msg_id BIGINT)
 RETURNS BOOLEAN AS $$
-    SELECT EXISTS (SELECT 1 FROM pgmq.archive(queue_name, ARRAY[msg_id]));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM pgmq.archive(queue_name, ARRAY[msg_id]));
+END;
+$$ LANGUAGE plpgsql;
 
 -- set_vt: the messages become visible at vt (or vt seconds from now),
 -- whatever state they are in (ready, read by anyone, delayed); each id once,
@@ -1249,18 +1299,24 @@ $$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.set_vt(queue_name TEXT, msg_ids BIGINT[], vt INTEGER)
 RETURNS SETOF pgmq.message_record AS $$
-    SELECT * FROM pgmq.set_vt(queue_name, msg_ids, clock_timestamp() + make_interval(secs => vt));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.set_vt(queue_name, msg_ids, clock_timestamp() + make_interval(secs => vt));
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.set_vt(queue_name TEXT, msg_id BIGINT, vt TIMESTAMP WITH TIME ZONE)
 RETURNS SETOF pgmq.message_record AS $$
-    SELECT * FROM pgmq.set_vt(queue_name, ARRAY[msg_id], vt);
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.set_vt(queue_name, ARRAY[msg_id], vt);
+END;
+$$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.set_vt(queue_name TEXT, msg_id BIGINT, vt INTEGER)
 RETURNS SETOF pgmq.message_record AS $$
-    SELECT * FROM pgmq.set_vt(queue_name, ARRAY[msg_id], clock_timestamp() + make_interval(secs => vt));
-$$ LANGUAGE sql;
+BEGIN
+    RETURN QUERY SELECT * FROM pgmq.set_vt(queue_name, ARRAY[msg_id], clock_timestamp() + make_interval(secs => vt));
+END;
+$$ LANGUAGE plpgsql;
 
 -- purge: every message of the queue (ready, read, delayed); returns how many
 CREATE OR REPLACE FUNCTION pgmq.purge_queue(queue_name TEXT)
