@@ -349,7 +349,7 @@ $$ LANGUAGE plpgsql;
 
 -- The other forms of send (and of send_batch below) are PL/pgSQL, where
 -- pgmq's are SQL: a set-returning SQL function is not inlined, so each call
--- parsed and planned its one statement again, a fifth of a send; PL/pgSQL
+-- parsed and planned its one statement again, a tenth of a send; PL/pgSQL
 -- keeps the plan for the session.  (What they return and raise is the same;
 -- only an error's CONTEXT names the PL/pgSQL function.)
 CREATE OR REPLACE FUNCTION pgmq.send(queue_name TEXT, msg JSONB)
@@ -516,7 +516,7 @@ $$ LANGUAGE plpgsql;
 -- The setting of queue qe (no row: none).  As the extension's owner: a
 -- reader needs no privilege on the table.  PL/pgSQL: every read of a
 -- message read before calls it, and a SECURITY DEFINER SQL function was
--- parsed and planned again each time, a quarter of such a read.
+-- parsed and planned again each time, some 40 % of such a read.
 CREATE OR REPLACE FUNCTION pgmq._max_reads(qe TEXT)
 RETURNS TABLE (max_reads INTEGER, dead_letter_queue TEXT)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
