@@ -17,10 +17,10 @@
 //	        another page): the data alone, as a user moving between pages
 //	Each page is checked to show what it should (a table row naming the
 //	queue, stream or group) so that a page that failed is not timed as fast.
-//	nav also reports the browser's main-thread time for it (the median of
-//	CDP's TaskDuration: script, style, layout), which a loaded machine
-//	stretches less than the wall clock.  Reported, never asserted
-//	(bench/README.md).
+//	nav also reports the browser's main-thread task time for it (the median
+//	of CDP's TaskDuration: script, style, layout; wall time of those tasks,
+//	so a loaded machine stretches it too, less than the whole wait).
+//	Reported, never asserted (bench/README.md).
 //
 //	Run (puppeteer-core from the pinned lock file, in any scratch directory):
 //	  cp test/mgmt_ui/package*.json /tmp/ui-node/ && (cd /tmp/ui-node && npm ci)
@@ -141,7 +141,7 @@ async function main() {
 		console.log('# mgmt_ui_render: ' + url + ', ' + loads + ' loads a page; Chromium ' +
 			(await browser.version()));
 		console.log('');
-		console.log('| page | load: median ms | load: max ms | nav: median ms | nav: max ms | nav: browser CPU ms | median < 1 s |');
+		console.log('| page | load: median ms | load: max ms | nav: median ms | nav: max ms | nav: main-thread tasks ms | median < 1 s |');
 		console.log('|---|---|---|---|---|---|---|');
 		for (const [name, hash, h1, what] of PAGES) {
 			const tl = [];
