@@ -14,7 +14,7 @@
  *	SendMessage		mq.send (a batch's over unnest of arrays): keys (the
  *					first one is queue_ext's key), tag, message_group,
  *					deliver_at; the rest in the x-rocketmq header; the result
- *					carries the offset mq.message_position reports;
+ *					carries the offset mq.message_offset reports;
  *					a TRANSACTION message is mq.publish_half of --producer-group
  *	EndTransaction	mq.end_half
  *	ReceiveMessage	mq.consume of the group: invisible duration = lease,
@@ -623,7 +623,7 @@ send_next(Req *r)
 		}
 		else
 			req_run(r,
-					"SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+					"SELECT mq.message_offset(mq.send($1, $2::bytea,"
 					" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
 					" key => $5, tag => $6, message_group => $7))",
 					7, send_done);
@@ -972,7 +972,7 @@ send_kick(SendQueue *q)
 			b->values[4] = sp->n_keys > 0 ? sp->keys[0] : NULL;
 			b->values[5] = sp->tag[0] ? sp->tag : NULL;
 			b->values[6] = sp->message_group[0] ? sp->message_group : NULL;
-			sql = "SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+			sql = "SELECT mq.message_offset(mq.send($1, $2::bytea,"
 				" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
 				" key => $5, tag => $6, message_group => $7))";
 		}
@@ -1006,9 +1006,9 @@ send_kick(SendQueue *q)
 				b->lengths[i] = (int) b->arrays[i].len;
 				b->formats[i] = 1;
 			}
-			sql = "SELECT (SELECT p.\"offset\" FROM mq.message_position(mq.send(u.t, u.b,"
+			sql = "SELECT mq.message_offset(mq.send(u.t, u.b,"
 				" headers => u.h::jsonb, deliver_at => to_timestamp(u.d::bigint / 1000.0),"
-				" key => u.k, tag => u.g, message_group => u.mg)) p)"
+				" key => u.k, tag => u.g, message_group => u.mg))"
 				" FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[],"
 				" $6::text[], $7::text[]) AS u(t, b, h, d, k, g, mg)";
 		}
