@@ -34,6 +34,7 @@
 'use strict';
 
 const puppeteer = require('puppeteer-core');
+const { launch } = require('../test/mgmt_ui/browser');
 
 function arg(name, dflt) {
 	const i = process.argv.indexOf('--' + name);
@@ -97,15 +98,7 @@ async function login(page) {
 }
 
 async function main() {
-	const browser = await puppeteer.launch({
-		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-		headless: true,
-		args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-			'--disable-extensions', '--disable-background-networking', '--disable-sync',
-			'--window-size=1366,768'],
-		defaultViewport: { width: 1366, height: 768 },
-		protocolTimeout: 120000
-	});
+	const browser = await launch(puppeteer);
 
 	try {
 		const page = await browser.newPage();

@@ -22,6 +22,7 @@
 const fs = require('fs');
 const path = require('path');
 const puppeteer = require('puppeteer-core');
+const { launch } = require('./browser');
 const amqp = require('amqplib');
 
 const url = process.env.QE_UI_URL;
@@ -177,15 +178,7 @@ async function statusSays(page, what) {
 
 async function main() {
 	fs.mkdirSync(shots, { recursive: true });
-	const browser = await puppeteer.launch({
-		executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-		headless: true,
-		args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-			'--disable-extensions', '--disable-background-networking', '--disable-sync',
-			'--window-size=1366,768'],
-		defaultViewport: { width: 1366, height: 768 },
-		protocolTimeout: 120000
-	});
+	const browser = await launch(puppeteer);
 	let conn = null;
 
 	try {
