@@ -10,8 +10,10 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -29,6 +31,21 @@
 #include "queue/queue.h"
 
 PG_FUNCTION_INFO_V1(mq_log_retire);
+
+/*
+ * The worker made a message of q ready (a delayed one fell due, a lease ran
+ * out): q's channel (mq.queue_notify) is notified, without a payload, when
+ * the worker's transaction commits.  PostgreSQL sends one notification per
+ * channel per transaction, however often this is called in it; one made in
+ * a subtransaction that fails is not sent.  A standby's worker changes no
+ * queue and sends nothing.
+ */
+void
+mq_notify_ready(MqQueue *q)
+{
+	if (q->notify_channel != NULL && !RecoveryInProgress())
+		Async_Notify(q->notify_channel, NULL);
+}
 
 /*
  * One queue's share of a maintenance pass: expired leases back to ready,
@@ -62,6 +79,8 @@ mq_maintain_queue(MqQueue *q)
 	/* all taken dead (expired) */
 	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
 	due = mq_queue_next_due();
+	if (mq_queue_leases_ran_out())
+		mq_notify_ready(q);
 	(void) mq_settle_deliveries(q, dl, got, 0, 0);
 	(void) mq_overflow_drop_head(q, MQ_TRIM_WORKER);
 	mq_queue_rotate(q);

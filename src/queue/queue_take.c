@@ -62,6 +62,9 @@ receipt_nonce(void)
 /* Earliest time a tracked entry becomes deliverable, from the last take */
 static TimestampTz next_due = 0;
 
+/* The last take's answer for mq_queue_leases_ran_out */
+static bool leases_ran_out = false;
+
 int64		mq_stat_tag_skipped = 0;
 
 /*
@@ -352,6 +355,21 @@ mq_queue_next_due(void)
 }
 
 /*
+ * Did leases of the queue run out, making their messages ready, since its
+ * previous expiry take?  Answered by the last take if it was an expiry
+ * take (MQ_TAKE_EXPIRE: the worker's, mq_maintain_queue), else false.
+ * Leases run out in any take (a consumer's, a take by id) and the worker
+ * notifies once for all of them (mq_notify_ready): a consumer may have
+ * taken such a message again meanwhile, so the notification may find
+ * nothing to read, as pgmq's notification of a send may.
+ */
+bool
+mq_queue_leases_ran_out(void)
+{
+	return leases_ran_out;
+}
+
+/*
  * Is the transaction that took detached lease t still open?  Such a lease
  * does not run out before that transaction ends: a visibility timeout
  * (pgmq's read, SQS) shorter than the reading transaction must not hand
@@ -402,6 +420,7 @@ expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 			mq_settle_batch_add_arg(retries, MQ_SETTLE_RETRY_AT, t->qpos, t->until);
 		t->redelivered = true;
 		qs->unacked--;
+		qs->leases_ran_out = true;
 		if (qs->returns_first)
 		{
 			if (ts == NULL)
@@ -603,6 +622,7 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	const MqFilter *skip = NULL;
 
 	next_due = 0;
+	leases_ran_out = false;
 	mq_settle_batch_init(&frozen, q);
 	frozen.frozen = true;
 	if (skipped)
@@ -630,6 +650,11 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	}
 
 	wake |= expire_leases(qs, now, &frozen);
+	if (mode == MQ_TAKE_EXPIRE)
+	{
+		leases_ran_out = qs->leases_ran_out;
+		qs->leases_ran_out = false;
+	}
 	mqq_gate_init(&gate, q, qs,
 				  mode != MQ_TAKE_DROP_HEAD && mode != MQ_TAKE_EXPIRE, now);
 	if (qs->returns_first)
