@@ -70,9 +70,9 @@ SELECT mq.queue_purge('bc_q');
 -- delivery can no longer be acked once it is redelivered
 SELECT mq.send('bc_q', 'lease'::text) IS NOT NULL;
 TRUNCATE bc_got;
-INSERT INTO bc_got SELECT msg_id, convert_from(body, 'UTF8') FROM mq.consume('bc_q', lease => '100 ms');
+INSERT INTO bc_got SELECT msg_id, convert_from(body, 'UTF8') FROM mq.consume('bc_q', lease => '1 s');
 SELECT count(*) FROM mq.consume('bc_q');                      -- leased: nothing ready
-SELECT pg_sleep(0.3);
+SELECT pg_sleep(1.2);
 SELECT msg_id = (SELECT msg_id FROM bc_got) AS same, redelivered, delivery_count
   FROM mq.consume('bc_q', lease => '100 ms');
 SELECT pg_sleep(0.3);

@@ -55,10 +55,10 @@ SELECT mq.ack('oq', ARRAY[pg_temp.id('a2'), pg_temp.id('b1')]);
 SELECT pg_temp.take('oq', 10);
 -- a nack with a delay keeps its group waiting until it is redelivered,
 -- even on a durable queue (no timer: it stays unsettled meanwhile)
-SELECT mq.nack('oq', ARRAY[pg_temp.id('a3')], requeue => true, delay => '300 ms');
+SELECT mq.nack('oq', ARRAY[pg_temp.id('a3')], requeue => true, delay => '2 s');
 SELECT pg_temp.bodies('oq');
 SELECT pg_temp.take('oq', 10);
-SELECT pg_sleep(0.4);
+SELECT pg_sleep(2.1);
 DELETE FROM got WHERE body = 'a3';
 SELECT pg_temp.take('oq', 10);
 -- a message dead-lettered (reject without requeue) lets its group go on

@@ -115,20 +115,20 @@ SELECT * FROM sg_view('gc');
 SELECT mq.ack('sg', ARRAY(SELECT msg_id FROM got WHERE body = 'rb'), group_name => 'gc');
 SELECT * FROM sg_view('gc');
 
--- nack: a retry after the group's delay (100 ms here), reconsume_times counts
+-- nack: a retry after the group's delay (1 s here), reconsume_times counts
 TRUNCATE got;
-SELECT mq.group_declare('sg', 'gr', max_retries => 2, retry_delays => '{100 ms, 300 ms}');
+SELECT mq.group_declare('sg', 'gr', max_retries => 2, retry_delays => '{1 s, 3 s}');
 SELECT mq.send('sg', 'poison', "partition" => 1) IS NOT NULL;
 SELECT * FROM sg_take('gr');
 SELECT mq.nack('sg', ARRAY(SELECT msg_id FROM got), group_name => 'gr');
 SELECT * FROM sg_take('gr');                                  -- not yet: delayed
 SELECT retrying FROM sg_view('gr') WHERE p = 1;
-SELECT pg_sleep(0.15);
+SELECT pg_sleep(1.05);
 SELECT * FROM sg_take('gr');                                  -- rt 1
 SELECT mq.nack('sg', ARRAY(SELECT msg_id FROM got LIMIT 1), group_name => 'gr');
-SELECT pg_sleep(0.15);
-SELECT * FROM sg_take('gr');                                  -- not yet: 300 ms now
-SELECT pg_sleep(0.25);
+SELECT pg_sleep(1.05);
+SELECT * FROM sg_take('gr');                                  -- not yet: 3 s now
+SELECT pg_sleep(2);
 SELECT * FROM sg_take('gr');                                  -- rt 2, the last try
 -- nack with a delay overrides the backoff; over max_retries: to %DLQ%gr
 SELECT mq.nack('sg', ARRAY(SELECT msg_id FROM got LIMIT 1), delay => '0', group_name => 'gr');
@@ -142,8 +142,8 @@ TRUNCATE got;
 SELECT mq.send('sg', 'slow', "partition" => 0) IS NOT NULL;
 SELECT convert_from(body, 'UTF8'), delivery_count FROM mq.consume('sg', group_name => 'gr', lease => '10 ms');
 SELECT pg_sleep(0.05);
-SELECT * FROM sg_take('gr');                                  -- waits for 100 ms
-SELECT pg_sleep(0.1);
+SELECT * FROM sg_take('gr');                                  -- waits for 1 s
+SELECT pg_sleep(1);
 SELECT * FROM sg_take('gr');
 -- nack(requeue => false): to the DLQ at once, reason nack
 SELECT mq.nack('sg', ARRAY(SELECT msg_id FROM got), requeue => false, group_name => 'gr');
