@@ -15,6 +15,8 @@
 # Per repetition, latency = the server's clock_timestamp() when the consumer
 # has the message in hand (its read returned it) minus the time it became
 # due (the send's delay; the read's vt end), both from the server's clock.
+# Each message is made due at a random phase (a sleep of 0-1 s first), and
+# a poller starts at a random phase of its interval.
 # Also counted: the queries a consumer ran while it waited (the LISTENer
 # runs none: it sleeps on its socket).  Prints medians and maxima.
 use strict;
@@ -43,6 +45,9 @@ sub make_due
 {
 	my ($q, $kind) = @_;
 
+	# at a random phase of the worker's passes (a vt is whole seconds, as
+	# mq.maintenance_naptime's default, and would be in step with them)
+	usleep(int(rand(1_000_000)));
 	if ($kind eq 'delay')
 	{
 		my ($due) = $db->selectrow_array(q{SELECT extract(epoch FROM clock_timestamp() + interval '1 s')});
@@ -97,6 +102,10 @@ sub by_poll
 	my ($kind, $interval_ms) = @_;
 	my $due = make_due('bench_poll', $kind);
 	my $queries = 0;
+
+	# a poller that loops on is at any phase of its interval when a message
+	# becomes due
+	usleep(int(rand($interval_ms * 1000)));
 
 	for (;;)
 	{

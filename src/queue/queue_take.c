@@ -65,6 +65,9 @@ static TimestampTz next_due = 0;
 /* The last take's answer for mq_queue_leases_ran_out */
 static bool leases_ran_out = false;
 
+/* The earliest lease end still to come, from the last take (0: none) */
+static TimestampTz next_lease_end = 0;
+
 int64		mq_stat_tag_skipped = 0;
 
 /*
@@ -370,6 +373,17 @@ mq_queue_leases_ran_out(void)
 }
 
 /*
+ * When the first lease of the queue still running ends (0: none), as the
+ * last take saw it: the worker wakes then for a queue with a notification
+ * channel, so that a LISTENer learns of the message soon (mq_maintain_queue)
+ */
+TimestampTz
+mq_queue_next_lease_end(void)
+{
+	return next_lease_end;
+}
+
+/*
  * Is the transaction that took detached lease t still open?  Such a lease
  * does not run out before that transaction ends: a visibility timeout
  * (pgmq's read, SQS) shorter than the reading transaction must not hand
@@ -405,6 +419,9 @@ expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
+		if (t->state == MQ_T_LEASED && t->until > now &&
+			(next_lease_end == 0 || t->until < next_lease_end))
+			next_lease_end = t->until;
 		if (t->state != MQ_T_LEASED || t->until > now)
 			continue;
 		if (lease_taker_open(t))
@@ -623,6 +640,7 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 
 	next_due = 0;
 	leases_ran_out = false;
+	next_lease_end = 0;
 	mq_settle_batch_init(&frozen, q);
 	frozen.frozen = true;
 	if (skipped)
