@@ -406,7 +406,8 @@ lease_taker_open(MqTracked *t)
 /*
  * Leases that ran out return their messages to ready, redelivered (queue
  * lock held), before anything is taken; on a quorum queue they join the
- * returns in the order they were delivered.  True if any did.
+ * returns in the order they were delivered.  True if any did.  Notes the
+ * first lease end still to come (mq_queue_next_lease_end).
  */
 static bool
 expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
@@ -415,6 +416,7 @@ expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 	int			n = 0;
 	dlist_iter	it;
 
+	next_lease_end = 0;
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
@@ -640,7 +642,7 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 
 	next_due = 0;
 	leases_ran_out = false;
-	next_lease_end = 0;
+	next_lease_end = 0;			/* (set again by expire_leases below) */
 	mq_settle_batch_init(&frozen, q);
 	frozen.frozen = true;
 	if (skipped)
