@@ -16,11 +16,22 @@ and --streams streams of 4 partitions with --groups-per-stream consumer groups e
    warm-up call: median and p90 answer time in ms over keep-alive-less
    requests (one TCP connection per call, as curl and rabbitmqadmin make),
    and whether the median is under 100 ms (the issue's bound; reported,
-   not asserted).
+   not asserted).  With --cpu-pids (the postmaster's and mq-amqp's process
+   ids, on this machine): also the CPU time a call costs the server side,
+   user + system of those processes and their children (the backends;
+   /proc), per call: on a loaded machine the answer time is mostly waiting
+   for a core, and this is the figure that says what a call costs.
 2. With --amqp: amqp_bench.py's publish/consume run (pika, confirms, acks,
    one connection) --rounds times alternating "UI idle" and "UI polled"
    (a thread GETs the overview, queues, and groups pages every
    --poll-interval seconds, as the UI's pages do), medians side by side.
+   With --ui-browser: "UI polled" is a real browser instead, Debian's
+   headless Chromium with the UI's queues page open and its refresh every
+   --poll-interval seconds (bench/mgmt_ui_render.js --poll, started before
+   the round and closed after it; NODE_PATH must name the node_modules of
+   test/mgmt_ui/package-lock.json, see that script's header).  Rounds go
+   A B B A A B ..., and the table gives the medians and the ratio
+   polled / idle.
 """
 import argparse
 import base64
@@ -72,6 +83,36 @@ def get(api, path, auth):
     return time.perf_counter() - t0, status, len(body)
 
 
+def proc_cpu(roots):
+    """CPU seconds (user + system) of the processes roots, of their living
+    descendants, and of the children they reaped (cutime, cstime), /proc"""
+    tck = os.sysconf('SC_CLK_TCK')
+    kids = {}
+    own = {}
+    for d in os.listdir('/proc'):
+        if not d.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % d) as f:
+                st = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        pid = int(d)
+        kids.setdefault(int(st[1]), []).append(pid)
+        own[pid] = (int(st[11]) + int(st[12]), int(st[13]) + int(st[14]))
+    total = 0
+    todo = list(roots)
+    seen = set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in own:
+            continue
+        seen.add(pid)
+        total += own[pid][0] + (own[pid][1] if pid in roots else 0)
+        todo.extend(kids.get(pid, []))
+    return total / tck
+
+
 def setup(a):
     import benchlib
     benchlib.USER = a.user
@@ -119,6 +160,20 @@ def exact_consumer(url, stop_at_empty, out):
     out.put(('con', count[0], start, last[0]))
 
 
+def browser_poller(a):
+    """the UI's queues page open in headless Chromium, refreshing every
+    --poll-interval s; returns the process once the page has shown its data"""
+    js = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'mgmt_ui_render.js')
+    p = subprocess.Popen(['node', js, '--url', a.api.rstrip('/') + '/', '--user', a.user,
+                          '--password', a.password, '--poll', '%g' % a.poll_interval],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith('# polling'):
+        p.kill()
+        sys.exit('mgmt_ui_render.js --poll did not start: %r' % line)
+    return p
+
+
 def poller(api, auth, interval, stop, counts):
     while not stop.is_set():
         for p in UI_POLL:
@@ -141,6 +196,9 @@ def main():
     ap.add_argument('--messages', type=int, default=4000)
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--poll-interval', type=float, default=1.0)
+    ap.add_argument('--cpu-pids', help='postmaster,mq-amqp process ids: CPU ms per call too')
+    ap.add_argument('--ui-browser', action='store_true',
+                    help='UI polled by headless Chromium (mgmt_ui_render.js --poll), not a thread')
     a = ap.parse_args()
     auth = 'Basic ' + base64.b64encode(('%s:%s' % (a.user, a.password)).encode()).decode()
     if a.setup:
@@ -151,19 +209,23 @@ def main():
     if st != 200:
         sys.exit('GET /api/overview: %d' % st)
     print()
+    roots = [int(x) for x in a.cpu_pids.split(',')] if a.cpu_pids else None
     if a.reps > 0:
-        print('| path | status | bytes | median ms | p90 ms | median < 100 ms |')
-        print('|---|---|---|---|---|---|')
+        print('| path | status | bytes | median ms | p90 ms | median < 100 ms |%s'
+              % (' server CPU ms/call |' if roots else ''))
+        print('|---|---|---|---|---|---|%s' % ('---|' if roots else ''))
     for p in PATHS if a.reps > 0 else []:
         get(a.api, p, auth)
         ts = []
+        c0 = proc_cpu(roots) if roots else 0
         for _ in range(a.reps):
             dt, st, n = get(a.api, p, auth)
             ts.append(dt * 1000)
+        cpu = ' %.1f |' % ((proc_cpu(roots) - c0) * 1000 / a.reps) if roots else ''
         ts.sort()
         med = statistics.median(ts)
-        print('| `%s` | %d | %d | %.1f | %.1f | %s |' % (p, st, n, med, ts[int(len(ts) * 0.9) - 1],
-                                                       'yes' if med < 100 else 'NO'), flush=True)
+        print('| `%s` | %d | %d | %.1f | %.1f | %s |%s' % (p, st, n, med, ts[int(len(ts) * 0.9) - 1],
+                                                         'yes' if med < 100 else 'NO', cpu), flush=True)
     print('# load %s' % (os.getloadavg(),))
     if not a.amqp:
         return
@@ -176,22 +238,37 @@ def main():
         for mode in (('idle', 'polled') if rnd % 2 == 0 else ('polled', 'idle')):
             stop = threading.Event()
             th = None
-            if mode == 'polled':
+            browser = None
+            if mode == 'polled' and a.ui_browser:
+                browser = browser_poller(a)
+            elif mode == 'polled':
                 th = threading.Thread(target=poller, args=(a.api, auth, a.poll_interval, stop, polls))
                 th.start()
             r = amqp_bench.one_run(a.amqp, 1, a.messages, 100)
             stop.set()
             if th:
                 th.join()
+            if browser:
+                browser.stdin.close()
+                browser.wait(timeout=60)
             res[mode].append(r)
             print('# round %d, UI %s: publish %.0f msg/s (p99 %.2f ms), consume %.0f msg/s'
                   % (rnd + 1, mode, r['pub'], r['p99'], r['con']), flush=True)
     print()
-    print('| UI | publish msg/s (confirms) | confirm p50 ms | confirm p99 ms | consume msg/s (acks) |')
+    print('| UI%s | publish msg/s (confirms) | confirm p50 ms | confirm p99 ms | consume msg/s (acks) |'
+          % (' (polled: headless Chromium, queues page)' if a.ui_browser else ''))
     print('|---|---|---|---|---|')
+    med = {}
     for mode in ('idle', 'polled'):
-        m = {k: statistics.median(r[k] for r in res[mode]) for k in ('pub', 'p50', 'p99', 'con')}
+        m = med[mode] = {k: statistics.median(r[k] for r in res[mode]) for k in ('pub', 'p50', 'p99', 'con')}
         print('| %s | %.0f | %.2f | %.2f | %.0f |' % (mode, m['pub'], m['p50'], m['p99'], m['con']))
+    print('| polled / idle | %.2f | %.2f | %.2f | %.2f |'
+          % tuple(med['polled'][k] / med['idle'][k] if med['idle'][k] else float('nan')
+                  for k in ('pub', 'p50', 'p99', 'con')))
+    for mode in ('idle', 'polled'):
+        print('# %s rounds: publish %s; consume %s' % (
+            mode, ', '.join('%.0f' % r['pub'] for r in res[mode]),
+            ', '.join('%.0f' % r['con'] for r in res[mode])))
     if polls:
         print('# UI poll requests during the polled runs: %d, median %.1f ms'
               % (len(polls), statistics.median(polls) * 1000))

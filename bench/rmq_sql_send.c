@@ -15,6 +15,12 @@
  * an unnamed statement, as the gateway did before it prepared its
  * statements).  Prints one JSON line as rocketmq_bench.js does.
  *
+ * Env: RMQ_SQL_STMT=send (the default: mq.send alone, the floor),
+ * offset (the gateway's statement since mq.message_offset:
+ * SELECT mq.message_offset(mq.send(...))) or position (the one before it:
+ * SELECT "offset" FROM mq.message_position(mq.send(...))), for
+ * bench/rmq_send_cost.sh.
+ *
  * Built by rocketmq_bench.py: cc -O2 -o /tmp/... rmq_sql_send.c -lpq
  */
 #include <poll.h>
@@ -26,10 +32,13 @@
 
 #include <libpq-fe.h>
 
-#define SEND_SQL \
-	"SELECT mq.send($1, $2::bytea, headers => $3::jsonb," \
+#define SEND_ARGS \
+	"$1, $2::bytea, headers => $3::jsonb," \
 	" deliver_at => to_timestamp($4::bigint / 1000.0)," \
-	" key => $5, tag => $6, message_group => $7)"
+	" key => $5, tag => $6, message_group => $7"
+#define SEND_SQL "SELECT mq.send(" SEND_ARGS ")"
+#define OFFSET_SQL "SELECT mq.message_offset(mq.send(" SEND_ARGS "))"
+#define POSITION_SQL "SELECT \"offset\" FROM mq.message_position(mq.send(" SEND_ARGS "))"
 
 static double
 now(void)
@@ -59,6 +68,7 @@ typedef struct
 } Slot;
 
 static const char *topic;
+static const char *send_sql = SEND_SQL;
 static int	prepared;
 static int	seq;
 
@@ -90,7 +100,7 @@ start(Slot *s)
 	values[3] = values[4] = values[5] = values[6] = NULL;
 	s->started = now();
 	if (!(prepared ? PQsendQueryPrepared(s->pg, "send", 7, values, lengths, formats, 0)
-		  : PQsendQueryParams(s->pg, SEND_SQL, 7, NULL, values, lengths, formats, 0)))
+		  : PQsendQueryParams(s->pg, send_sql, 7, NULL, values, lengths, formats, 0)))
 		fail(s->pg, "send");
 	s->busy = 1;
 }
@@ -120,6 +130,10 @@ main(int argc, char **argv)
 	n = atoi(argv[3]);
 	k = atoi(argv[4]);
 	prepared = strcmp(argv[5], "prepared") == 0;
+	if (getenv("RMQ_SQL_STMT") && strcmp(getenv("RMQ_SQL_STMT"), "offset") == 0)
+		send_sql = OFFSET_SQL;
+	else if (getenv("RMQ_SQL_STMT") && strcmp(getenv("RMQ_SQL_STMT"), "position") == 0)
+		send_sql = POSITION_SQL;
 	slots = calloc(k, sizeof(Slot));
 	fds = calloc(k, sizeof(struct pollfd));
 	lat = calloc(n + 1, sizeof(double));
@@ -133,7 +147,7 @@ main(int argc, char **argv)
 			fail(slots[i].pg, "connect");
 		if (prepared)
 		{
-			r = PQprepare(slots[i].pg, "send", SEND_SQL, 0, NULL);
+			r = PQprepare(slots[i].pg, "send", send_sql, 0, NULL);
 			if (PQresultStatus(r) != PGRES_COMMAND_OK)
 				fail(slots[i].pg, "prepare");
 			PQclear(r);

@@ -309,6 +309,7 @@ struct Conn
 	bool		client_closing;	/* connection.close from the client */
 	bool		finishing;		/* the socket goes once its output is written */
 	bool		exclusive_dropped;	/* the close deleted its exclusive queues */
+	bool		exclusive_waiting;	/* ... and waits for the deletions' end */
 	bool		linger;			/* a close handshake is done: the socket is
 								 * read and discarded until the client closes */
 	size_t		pending;		/* bytes of publishes not yet done */

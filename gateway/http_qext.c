@@ -23,18 +23,24 @@
 /* the ISO 8601 text of a timestamptz column c, in UTC */
 #define ISO(c) "to_char((" c ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
+/*
+ * Streams: their partitions from one read of mq.stream_partitions (which
+ * reads the streams' state alone), then each stream's row of mq.queues
+ * from mq._queue_stats(name), which reads that stream's state alone (not
+ * the 1,000 other queues')
+ */
 static const char streams_sql[] =
 "SELECT coalesce(json_agg(json_build_object("
 "  'vhost', $1::text, 'name', q.queue, 'partitions', q.partitions, "
-"  'messages', (SELECT coalesce(sum(p.end_offset - p.first_offset), 0) "
-"               FROM mq.stream_partitions p WHERE p.queue = q.queue), "
-"  'retention', q.retention, 'arguments', q.arguments, "
-"  'partitions_detail', (SELECT coalesce(json_agg(json_build_object("
+"  'messages', s.messages, 'retention', q.retention, 'arguments', q.arguments, "
+"  'partitions_detail', s.detail) ORDER BY q.queue), '[]') "
+"FROM (SELECT p.queue, coalesce(sum(p.end_offset - p.first_offset), 0) AS messages, "
+"      json_agg(json_build_object("
 "     'partition', p.partition, 'first_offset', p.first_offset, 'next_offset', p.end_offset, "
 "     'bytes', p.bytes, 'first_time', " ISO("p.first_time") ", "
-"     'last_time', " ISO("p.last_time") ") ORDER BY p.partition), '[]') "
-"     FROM mq.stream_partitions p WHERE p.queue = q.queue)) ORDER BY q.queue), '[]') "
-"FROM mq.queues q WHERE q.type = 'stream'";
+"     'last_time', " ISO("p.last_time") ") ORDER BY p.partition) AS detail "
+"      FROM mq.stream_partitions p GROUP BY p.queue) s "
+"CROSS JOIN LATERAL mq._queue_stats(s.queue) q WHERE q.type = 'stream'";
 
 /*
  * Groups: from mq.consumer_groups (every role sees the groups of the

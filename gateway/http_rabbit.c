@@ -167,17 +167,12 @@ reply_list(HttpReq *r, json_object *list)
 
 /*
  * A queue's row as RabbitMQ's queue object: each visible queue with its
- * counts and its counters since the server started (mq.metrics), which
- * become message_stats with rates (http_rate).
+ * counts (mq.queues's) and its counters since the server started (the
+ * function behind the view has them too), which become message_stats with
+ * rates (http_rate): one read of the queues' state.  Given a queue's name
+ * ($1), the function reads that queue's state alone, not every queue's.
  */
 static const char queues_sql[] =
-"WITH m AS (SELECT labels->>'queue' AS q, "
-"  sum(value) FILTER (WHERE name = 'queue_ext_published_total') AS publish, "
-"  sum(value) FILTER (WHERE name = 'queue_ext_delivered_total') AS deliver, "
-"  sum(value) FILTER (WHERE name = 'queue_ext_redelivered_total') AS redeliver, "
-"  sum(value) FILTER (WHERE name = 'queue_ext_acked_total') AS ack "
-"  FROM mq.metrics WHERE NOT labels ? 'group' AND NOT labels ? 'consumer' "
-"  AND ($1::text IS NULL OR labels->>'queue' = $1) GROUP BY 1) "
 "SELECT coalesce(json_agg(json_build_object("
 "  'name', q.queue, 'type', q.type, 'durable', q.durable, 'arguments', q.arguments, "
 "  'messages', q.ready + q.unacked, 'messages_ready', q.ready, "
@@ -185,10 +180,10 @@ static const char queues_sql[] =
 "  'consumers', q.consumers, 'message_bytes_ready', q.ready_bytes, "
 "  'idle_since', to_char(q.last_delivery AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS+00:00'), "
 "  'partitions', q.partitions, 'first_offset', q.first_offset, 'last_offset', q.last_offset, "
-"  'publish', coalesce(m.publish, 0), 'deliver', coalesce(m.deliver, 0), "
-"  'redeliver', coalesce(m.redeliver, 0), 'ack', coalesce(m.ack, 0)) "
+"  'publish', q.published, 'deliver', q.delivered, "
+"  'redeliver', q.redelivered, 'ack', q.acked) "
 "  ORDER BY q.queue), '[]') "
-"FROM mq.queues q LEFT JOIN m ON m.q = q.queue WHERE $1::text IS NULL OR q.queue = $1";
+"FROM mq._queue_stats($1::text) q";
 
 /* one queue's object completed: vhost, node, rates, message_stats */
 static void
@@ -413,7 +408,7 @@ queue_put(HttpReq *r)
 	vals[1] = type;
 	vals[2] = durable || strcmp(type, "classic") != 0 ? "true" : "false";
 	vals[3] = qargs;
-	http_sql(r, "SELECT EXISTS (SELECT FROM mq.queues s WHERE s.queue = $1), "
+	http_sql(r, "SELECT EXISTS (SELECT FROM mq._queue_stats($1) s), "
 			 "mq.queue_declare($1, type => $2, durable => $3::boolean, arguments => $4::jsonb)",
 			 4, vals, declared);
 	free(qargs);
@@ -620,14 +615,14 @@ get_consumed(HttpReq *r, PGresult *res)
 	vals[0] = r->seg[2];
 	vals[1] = ids;
 	if (strcmp(ackmode, "ack_requeue_false") == 0)
-		sql = "SELECT (SELECT q.ready FROM mq.queues q WHERE q.queue = $1), "
+		sql = "SELECT (SELECT q.ready FROM mq._queue_stats($1) q), "
 			"CASE WHEN cardinality($2::bigint[]) > 0 THEN mq.ack($1, msg_ids => $2::bigint[]) END";
 	else if (strcmp(ackmode, "reject_requeue_false") == 0)
-		sql = "SELECT (SELECT q.ready FROM mq.queues q WHERE q.queue = $1), "
+		sql = "SELECT (SELECT q.ready FROM mq._queue_stats($1) q), "
 			"CASE WHEN cardinality($2::bigint[]) > 0 THEN "
 			"mq.nack($1, msg_ids => $2::bigint[], requeue => false) END";
 	else
-		sql = "SELECT (SELECT q.ready FROM mq.queues q WHERE q.queue = $1), "
+		sql = "SELECT (SELECT q.ready FROM mq._queue_stats($1) q), "
 			"CASE WHEN cardinality($2::bigint[]) > 0 THEN "
 			"mq.nack($1, msg_ids => $2::bigint[], requeue => true) END";
 	http_sql(r, sql, 2, vals, get_settled);
@@ -1204,27 +1199,29 @@ overview_done(HttpReq *r, PGresult *res)
 }
 
 /*
- * The totals from one scan of mq.metrics (its gauges are mq.queues's
- * counts): 1,000 queues cost one pass over their shared state, not one per
- * total
+ * The totals from one read of the queues' state (mq._queue_stats, behind
+ * mq.queues, which also has each queue's counters; mq.metrics would read
+ * every consumer group's too): 1,000 queues cost one pass over their
+ * shared state, not one per total.  A stream's ready is the offsets it
+ * retains and it has no unacked (NULL), as in mq.metrics.
  */
 static const char overview_sql[] =
 "SELECT json_build_object("
-"  'queues', count(*) FILTER (WHERE name = 'queue_ext_ready'), "
-"  'messages', coalesce(sum(value) FILTER (WHERE name IN ('queue_ext_ready', 'queue_ext_unacked')), 0), "
-"  'ready', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_ready'), 0), "
-"  'unacked', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_unacked'), 0), "
-"  'consumers', coalesce(sum(value) FILTER (WHERE name = 'queue_ext_consumers'), 0), "
+"  'queues', count(*), "
+"  'messages', coalesce(sum(ready + coalesce(unacked, 0)), 0), "
+"  'ready', coalesce(sum(ready), 0), "
+"  'unacked', coalesce(sum(unacked), 0), "
+"  'consumers', coalesce(sum(consumers), 0), "
 "  'exchanges', (SELECT count(*) FROM mq.exchanges), "
 "  'database', current_database(), "
 "  'replication', (SELECT json_build_object('required_sync_standbys', required_sync_standbys, "
 "     'connected_sync_standbys', connected_sync_standbys, 'quorum_met', quorum_met) "
 "     FROM mq.replication LIMIT 1), "
-"  'publish', sum(value) FILTER (WHERE name = 'queue_ext_published_total'), "
-"  'deliver', sum(value) FILTER (WHERE name = 'queue_ext_delivered_total'), "
-"  'redeliver', sum(value) FILTER (WHERE name = 'queue_ext_redelivered_total'), "
-"  'ack', sum(value) FILTER (WHERE name = 'queue_ext_acked_total')) "
-"FROM mq.metrics WHERE NOT labels ? 'group' AND NOT labels ? 'consumer'";
+"  'publish', sum(published), "
+"  'deliver', sum(delivered), "
+"  'redeliver', sum(redelivered), "
+"  'ack', sum(acked)) "
+"FROM mq._queue_stats()";
 
 /* ---------------------------------------------------------------- whoami, vhosts */
 
@@ -1623,7 +1620,7 @@ http_rabbit(HttpReq *r)
 			if (!is_get(r))
 				http_method_not_allowed(r, "HEAD, GET, OPTIONS");
 			else
-				http_sql(r, "SELECT count(*) FROM mq.queues WHERE queue = $1", 1, vals,
+				http_sql(r, "SELECT count(*) FROM mq._queue_stats($1)", 1, vals,
 						 queue_bindings_checked);
 		}
 		else

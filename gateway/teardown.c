@@ -265,6 +265,7 @@ conn_drop_exclusive(Conn *c)
 static void
 exclusive_dropped(Conn *c, int chan)
 {
+	c->exclusive_waiting = false;
 	conn_close_finish(c);
 }
 
@@ -285,12 +286,25 @@ conn_close_finish(Conn *c)
 			return;
 	if (c->finishing)
 		return;					/* done already */
+	/*
+	 * Called again meanwhile (the last channel's end, then the close's own
+	 * call): the close-ok still waits for the deletions.
+	 */
+	if (c->exclusive_waiting)
+		return;
 	if (!c->exclusive_dropped)
 	{
 		c->exclusive_dropped = true;
-		/* the barrier's done runs whatever the deletions' results */
+		/*
+		 * The barrier's done runs whatever the deletions' results (set
+		 * first: a session that fails at once runs it before we return).
+		 */
+		c->exclusive_waiting = true;
 		if (conn_drop_exclusive(c) &&
 			ctl_job_then(c, "SELECT 1", exclusive_dropped, 0))
+			return;
+		c->exclusive_waiting = false;
+		if (c->finishing)
 			return;
 	}
 	send_simple(c, 0, AMQP_CONNECTION, 51);

@@ -16,6 +16,12 @@
  * role is another one, SET ROLE to it first: the login role must be a
  * member of every role the credentials map to (docs/rocketmq.md).
  *
+ * A session prepares each statement text the first time it runs it (up to
+ * PG_STMTS texts, the gateway's fixed statements; any further one runs
+ * unnamed) and runs it prepared from then on: parse and plan once a
+ * session, not once a request (a send's statement costs the backend about
+ * as much to parse and plan as to run; bench/README.md, RocketMQ).
+ *
  *-------------------------------------------------------------------------
  */
 #include "rmq.h"
@@ -24,10 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define PG_STMTS 32
+
 typedef enum
 {
 	S_CONNECTING,
 	S_SETROLE,
+	S_PREPARE,
 	S_IDLE,
 	S_BUSY
 } SessState;
@@ -50,6 +59,9 @@ typedef struct PgSess
 	pg_result_cb cb;
 	void	   *arg;
 	PGresult   *last;
+	/* the statement texts prepared in this session, as "rmq<index>" */
+	char	   *stmts[PG_STMTS];
+	int			n_stmts;
 	struct PgSess *next;		/* in the idle list */
 } PgSess;
 
@@ -117,6 +129,8 @@ pg_free(PgSess *s)
 		PQclear(s->last);
 	if (s->pg)
 		PQfinish(s->pg);
+	for (int i = 0; i < s->n_stmts; i++)
+		free(s->stmts[i]);
 	n_sessions--;
 	free(s);
 }
@@ -136,11 +150,26 @@ pg_lost(PgSess *s)
 		cb(arg, NULL);
 }
 
-/* Send s->sql (or SET ROLE first): the results come to pg_event. */
+/* The index of statement text sql among those s prepared, or -1 */
+static int
+pg_stmt_find(PgSess *s, const char *sql)
+{
+	for (int i = 0; i < s->n_stmts; i++)
+		if (strcmp(s->stmts[i], sql) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Send s->sql (or SET ROLE first, or prepare it first): the results come
+ * to pg_event.
+ */
 static void
 pg_send(PgSess *s)
 {
 	int			ok;
+	int			stmt = -1;
+	char		name[16];
 
 	if (s->state == S_SETROLE)
 	{
@@ -155,6 +184,19 @@ pg_send(PgSess *s)
 		snprintf(sql, sizeof(sql), "SET ROLE %s", ident);
 		PQfreemem(ident);
 		ok = PQsendQuery(s->pg, sql);
+	}
+	else if ((stmt = pg_stmt_find(s, s->sql)) >= 0)
+	{
+		snprintf(name, sizeof(name), "rmq%d", stmt);
+		ok = PQsendQueryPrepared(s->pg, name, s->nparams, s->values,
+								 s->lengths, s->formats, 0);
+	}
+	else if (s->n_stmts < PG_STMTS)
+	{
+		/* its first run in this session: prepare, then pg_done runs it */
+		snprintf(name, sizeof(name), "rmq%d", s->n_stmts);
+		s->state = S_PREPARE;
+		ok = PQsendPrepare(s->pg, name, s->sql, s->nparams, NULL);
 	}
 	else
 		ok = PQsendQueryParams(s->pg, s->sql, s->nparams, NULL, s->values,
@@ -191,6 +233,24 @@ pg_done(PgSess *s)
 		s->state = S_BUSY;
 		pg_send(s);
 		return;
+	}
+	if (s->state == S_PREPARE)
+	{
+		s->state = S_BUSY;
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(res);
+			/* out of memory: its name could not be told from the next's */
+			if ((s->stmts[s->n_stmts] = strdup(s->sql)) == NULL)
+			{
+				pg_lost(s);
+				return;
+			}
+			s->n_stmts++;
+			pg_send(s);
+			return;
+		}
+		/* it does not parse (here): the caller sees why, as from a run */
 	}
 	s->cb = NULL;
 	s->state = S_IDLE;

@@ -14,7 +14,7 @@
  *	SendMessage		mq.send (a batch's over unnest of arrays): keys (the
  *					first one is queue_ext's key), tag, message_group,
  *					deliver_at; the rest in the x-rocketmq header; the result
- *					carries the offset mq.message_position reports;
+ *					carries the offset mq.message_offset reports;
  *					a TRANSACTION message is mq.publish_half of --producer-group
  *	EndTransaction	mq.end_half
  *	ReceiveMessage	mq.consume of the group: invisible duration = lease,
@@ -465,53 +465,104 @@ ts_ms(const PB(Timestamp) * t)
 	return t ? t->seconds * 1000 + t->nanos / 1000000 : 0;
 }
 
+/* s as a JSON string: quoted, '"', '\\' and control characters escaped */
+static void
+json_add_str(Buf *b, const char *s)
+{
+	const char *run = s;
+
+	buf_add(b, "\"", 1);
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+		char		esc[8];
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		buf_add(b, run, s - run);
+		if (c == '"' || c == '\\')
+			snprintf(esc, sizeof(esc), "\\%c", c);
+		else
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		buf_add(b, esc, strlen(esc));
+		run = s + 1;
+	}
+	buf_add(b, run, s - run);
+	buf_add(b, "\"", 1);
+}
+
+static void
+json_add_key(Buf *b, const char *key)
+{
+	json_add_str(b, key);
+	buf_add(b, ":", 1);
+}
+
 /*
  * The headers of message m as JSON text (malloc'd): its user properties and
  * what has no column of its own, x-rocketmq (docs/rocketmq.md); NULL when a
- * user property is the reserved x-rocketmq
+ * user property is the reserved x-rocketmq.  Written out directly: building
+ * json-c objects for it was a fifth of the gateway's own instructions a
+ * send (bench/README.md, RocketMQ).  A key given twice keeps its last value
+ * in jsonb, as json-c kept it.
  */
 static char *
 send_headers(const PB(Message) * m)
 {
 	PB(SystemProperties) * sp = m->system_properties;
-	json_object *headers;
-	json_object *rmq;
-	json_object *keys;
+	Buf			b = {0};
 	size_t		i;
-	bool		bad = false;
-	char	   *text;
+	char		num[48];
 
-	headers = json_object_new_object();
+	buf_add(&b, "{", 1);
 	for (i = 0; i < m->n_user_properties; i++)
 	{
 		if (strcmp(m->user_properties[i]->key, RMQ_HEADER) == 0)
-			bad = true;
-		json_object_object_add(headers, m->user_properties[i]->key,
-							   json_object_new_string(m->user_properties[i]->value));
-	}
-	if (bad)
-	{
-		json_object_put(headers);
-		return NULL;
+		{
+			buf_free(&b);
+			return NULL;
+		}
+		json_add_key(&b, m->user_properties[i]->key);
+		json_add_str(&b, m->user_properties[i]->value);
+		buf_add(&b, ",", 1);
 	}
 	/* what has no column of its own: x-rocketmq (docs/rocketmq.md) */
-	rmq = json_object_new_object();
-	json_object_object_add(rmq, "id", json_object_new_string(sp->message_id));
-	json_object_object_add(rmq, "type", json_object_new_string(type_name(sp->message_type)));
-	keys = json_object_new_array();
+	json_add_key(&b, RMQ_HEADER);
+	buf_add(&b, "{", 1);
+	json_add_key(&b, "id");
+	json_add_str(&b, sp->message_id);
+	buf_add(&b, ",", 1);
+	json_add_key(&b, "type");
+	json_add_str(&b, type_name(sp->message_type));
+	buf_add(&b, ",", 1);
+	json_add_key(&b, "keys");
+	buf_add(&b, "[", 1);
 	for (i = 0; i < sp->n_keys; i++)
-		json_object_array_add(keys, json_object_new_string(sp->keys[i]));
-	json_object_object_add(rmq, "keys", keys);
+	{
+		if (i > 0)
+			buf_add(&b, ",", 1);
+		json_add_str(&b, sp->keys[i]);
+	}
+	buf_add(&b, "]", 1);
 	if (sp->born_timestamp)
-		json_object_object_add(rmq, "born", json_object_new_int64(ts_ms(sp->born_timestamp)));
+	{
+		snprintf(num, sizeof(num), ",\"born\":%lld", (long long) ts_ms(sp->born_timestamp));
+		buf_add(&b, num, strlen(num));
+	}
 	if (sp->born_host[0])
-		json_object_object_add(rmq, "born_host", json_object_new_string(sp->born_host));
+	{
+		buf_add(&b, ",", 1);
+		json_add_key(&b, "born_host");
+		json_add_str(&b, sp->born_host);
+	}
 	if (sp->delivery_timestamp)
-		json_object_object_add(rmq, "deliver_at", json_object_new_int64(ts_ms(sp->delivery_timestamp)));
-	json_object_object_add(headers, RMQ_HEADER, rmq);
-	text = strdup(json_object_to_json_string_ext(headers, JSON_C_TO_STRING_PLAIN));
-	json_object_put(headers);
-	return text;
+	{
+		snprintf(num, sizeof(num), ",\"deliver_at\":%lld",
+				 (long long) ts_ms(sp->delivery_timestamp));
+		buf_add(&b, num, strlen(num));
+	}
+	buf_add(&b, "}}", 3);		/* with the terminating zero */
+	return b.data;
 }
 
 static void send_next(Req *r);
@@ -623,7 +674,7 @@ send_next(Req *r)
 		}
 		else
 			req_run(r,
-					"SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+					"SELECT mq.message_offset(mq.send($1, $2::bytea,"
 					" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
 					" key => $5, tag => $6, message_group => $7))",
 					7, send_done);
@@ -972,7 +1023,7 @@ send_kick(SendQueue *q)
 			b->values[4] = sp->n_keys > 0 ? sp->keys[0] : NULL;
 			b->values[5] = sp->tag[0] ? sp->tag : NULL;
 			b->values[6] = sp->message_group[0] ? sp->message_group : NULL;
-			sql = "SELECT \"offset\" FROM mq.message_position(mq.send($1, $2::bytea,"
+			sql = "SELECT mq.message_offset(mq.send($1, $2::bytea,"
 				" headers => $3::jsonb, deliver_at => to_timestamp($4::bigint / 1000.0),"
 				" key => $5, tag => $6, message_group => $7))";
 		}
@@ -1006,9 +1057,9 @@ send_kick(SendQueue *q)
 				b->lengths[i] = (int) b->arrays[i].len;
 				b->formats[i] = 1;
 			}
-			sql = "SELECT (SELECT p.\"offset\" FROM mq.message_position(mq.send(u.t, u.b,"
+			sql = "SELECT mq.message_offset(mq.send(u.t, u.b,"
 				" headers => u.h::jsonb, deliver_at => to_timestamp(u.d::bigint / 1000.0),"
-				" key => u.k, tag => u.g, message_group => u.mg)) p)"
+				" key => u.k, tag => u.g, message_group => u.mg))"
 				" FROM unnest($1::text[], $2::bytea[], $3::text[], $4::text[], $5::text[],"
 				" $6::text[], $7::text[]) AS u(t, b, h, d, k, g, mg)";
 		}

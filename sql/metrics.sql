@@ -129,6 +129,48 @@ SELECT count(*) AS higher FROM snap s JOIN mq.metrics m USING (name, labels)
 SELECT count(*) AS missing FROM snap s LEFT JOIN mq.metrics m USING (name, labels)
  WHERE m.value IS NULL;
 
+-- the functions behind the views, given a queue's name, give that queue's
+-- rows alone, the same as the views' (gauges of an age aside, which move
+-- between two reads); _queue_stats' counter columns are mq.metrics's
+CREATE TEMP VIEW mt_cols AS
+	SELECT queue, type, durable, ready, unacked, delayed, total, consumers, last_delivery,
+		   arguments, ready_bytes, partitions, first_offset, last_offset, retention
+	  FROM mq.queues WHERE queue LIKE 'mt\_%' OR queue LIKE '%DLQ%mt\_%';
+SELECT (SELECT count(*) FROM mt_cols) AS queues,
+	   (SELECT count(*) FROM (SELECT * FROM mt_cols EXCEPT
+			SELECT s.queue, s.type, s.durable, s.ready, s.unacked, s.delayed, s.total,
+				   s.consumers, s.last_delivery, s.arguments, s.ready_bytes, s.partitions,
+				   s.first_offset, s.last_offset, s.retention
+			  FROM mt_cols c, mq._queue_stats(c.queue) s) d) AS differ;
+DROP VIEW mt_cols;
+SELECT count(*) AS queues, count(*) FILTER (WHERE s.published > 0) AS published,
+	   count(*) FILTER (WHERE (s.published, s.delivered, s.redelivered, s.acked)
+					   IS DISTINCT FROM
+					   (mt('published_total', s.queue)::bigint, mt('delivered_total', s.queue)::bigint,
+						mt('redelivered_total', s.queue)::bigint, mt('acked_total', s.queue)::bigint))
+	   AS counters_differ
+  FROM mq._queue_stats() s WHERE s.queue LIKE 'mt\_%' OR s.queue LIKE '%DLQ%mt\_%';
+SELECT q, (SELECT count(*) FROM mq._metrics(q::text)) AS samples,
+	   (SELECT count(*) FROM (SELECT name, labels, value FROM mq._metrics(q::text)
+							   WHERE name <> 'queue_ext_oldest_ready_age_seconds'
+							  EXCEPT
+							  SELECT name, labels, value FROM mq.metrics WHERE labels->>'queue' = q
+							   AND name <> 'queue_ext_oldest_ready_age_seconds') d) AS not_in_view,
+	   (SELECT count(*) FROM (SELECT name, labels, value FROM mq.metrics WHERE labels->>'queue' = q
+							   AND name <> 'queue_ext_oldest_ready_age_seconds'
+							  EXCEPT
+							  SELECT name, labels, value FROM mq._metrics(q::text)
+							   WHERE name <> 'queue_ext_oldest_ready_age_seconds') d) AS missing
+  FROM unnest(ARRAY['mt_q', 'mt_s']) q;
+SELECT (SELECT count(*) FROM mq._queue_stats('mt_no_such_queue')) AS stats_rows,
+	   (SELECT count(*) FROM mq._metrics('mt_no_such_queue'::text)) AS metrics_rows;
+CREATE ROLE mt_reader;
+SET ROLE mt_reader;
+SELECT (SELECT count(*) FROM mq._queue_stats('mt_q')) AS stats_rows_without_privilege,
+	   (SELECT count(*) FROM mq._metrics('mt_q'::text)) AS metrics_rows_without_privilege;
+RESET ROLE;
+DROP ROLE mt_reader;
+
 -- anyone may read it, like mq.queues: the rows of the queues the role holds
 -- a privilege on (none here: no rows), every queue's for pg_monitor
 CREATE ROLE mt_reader;

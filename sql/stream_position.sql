@@ -87,6 +87,38 @@ SET ROLE regress_sp_none;
 SELECT * FROM mq.message_position(:id_b);
 RESET ROLE;
 
+-- mq.message_offset: the scalar form, one offset or NULL (no FunctionScan:
+-- mq-rocketmq's SendMessage sends and learns the offset with it)
+SELECT mq.message_offset(mq.send('sp', 'scalar', "partition" => 0)) AS scalar_offset;
+SELECT mq.message_offset(:id_b) = (SELECT "offset" FROM mq.message_position(:id_b))
+         AS same_as_message_position;
+BEGIN;
+SELECT mq.send('sp', 'keyed2', key => 'sp_k4', "partition" => 1) AS id_k2 \gset
+SELECT mq.message_offset(:id_k2) = (SELECT "offset" FROM mq.message_position(:id_k2))
+         AS keyed_in_its_transaction;
+-- routed to two streams: two positions, so no one offset
+SELECT mq.publish('sp_fan', '', 'both again', "partition" => 0) AS id_f2 \gset
+SELECT count(*) AS positions, mq.message_offset(:id_f2) IS NULL AS offset_null
+  FROM mq.message_position(:id_f2);
+COMMIT;
+SELECT mq.message_offset(:id_k2) IS NULL AS keyed_later_null;
+SELECT mq.message_offset(mq.send('sp', 'later', delay => '1 hour')) IS NULL AS delayed_null;
+SELECT mq.message_offset(mq.send('sp_classic', 'x')) IS NULL AS classic_null;
+SELECT mq.message_offset(((:id_b >> 26) << 26) | 400) IS NULL AS no_message,
+       mq.message_offset(0) IS NULL AS zero, mq.message_offset(NULL) IS NULL AS null_arg;
+-- a batch as the gateway sends one, over unnest: consecutive offsets
+SELECT u.b, mq.message_offset(mq.send(u.t, u.b::bytea, "partition" => 1)) AS "offset"
+  FROM unnest(ARRAY['sp', 'sp', 'sp'], ARRAY['u1', 'u2', 'u3']) AS u(t, b);
+SELECT "offset", convert_from(body, 'UTF8') AS body FROM mq.read('sp', 1, 0, 100)
+ WHERE convert_from(body, 'UTF8') LIKE 'u_';
+-- privileges as mq.message_position's: publish or consume on the stream
+SET ROLE regress_sp_pub;
+SELECT mq.message_offset(mq.send('sp', 'by pub 2', "partition" => 1)) >= 0 AS pub_sees_offset;
+RESET ROLE;
+SET ROLE regress_sp_none;
+SELECT mq.message_offset(:id_b);
+RESET ROLE;
+
 -- a message read back has its publish time, not its offset, as published_at
 SELECT count(*) > 0 AND bool_and(published_at > now() - interval '1 day' AND published_at <= now())
          AS published_at_is_the_publish_time

@@ -65,23 +65,64 @@ stream_offsets(MqQueue *q, const MqStreamPartition *parts, Datum *first_offsets,
 													   TYPALIGN_DOUBLE));
 }
 
-/* mq._queue_stats(): one row per queue of this database */
+/*
+ * The queues a view function reads (call it after mq_catalog_refresh):
+ * every queue of this database, or only the one its optional first
+ * argument names (NULL: every queue), none when no queue has that name.
+ * The armed timers of those queues, counted in one statement either way
+ * (one scan of mq.timer for all, not one statement per queue), go to
+ * *timer_queues and *timer_counts (mq_timers_count_find); a queue made
+ * after they were counted has none.
+ */
+static List *
+queues_to_read(FunctionCallInfo fcinfo, int32 **timer_queues, int64 **timer_counts,
+			   int *ntimers)
+{
+	MqQueue    *q;
+
+	if (PG_NARGS() == 0 || PG_ARGISNULL(0))
+	{
+		*ntimers = mq_timers_count_all(timer_queues, timer_counts);
+		return mq_queue_list();
+	}
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
+	*ntimers = 0;
+	*timer_queues = palloc(sizeof(int32));
+	*timer_counts = palloc(sizeof(int64));
+	if (q == NULL)
+		return NIL;
+	(*timer_queues)[0] = q->id;
+	(*timer_counts)[0] = mq_timers_count(q->id);
+	*ntimers = 1;
+	return list_make1(q);
+}
+
+/*
+ * mq._queue_stats(queue_name text DEFAULT NULL): one row per queue of this
+ * database, or the row of queue_name alone
+ */
 Datum
 mq_queue_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
+	List	   *queues;
+	int32	   *timer_queues;
+	int64	   *timer_counts;
+	int			ntimers;
 
 	mq_catalog_refresh();
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, mq_queue_list())
+	queues = queues_to_read(fcinfo, &timer_queues, &timer_counts, &ntimers);
+	foreach(lc, queues)
 	{
 		MqQueue    *q = lfirst(lc);
 		MqQueueCounts c;
 		MqStreamPartition *parts = NULL;
-		Datum		values[16];
-		bool		nulls[16];
+		MqQueueCounters ev;
+		Datum		values[20];
+		bool		nulls[20];
 		bool		held;
 
 		/*
@@ -95,12 +136,14 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 			parts = palloc(sizeof(MqStreamPartition) * q->nlanes);
 		mq_queue_counts(q, &c, parts);
 		{
-			int64		timers = mq_timers_count(q->id);
+			int64		timers = mq_timers_count_find(q->id, timer_queues,
+													  timer_counts, ntimers);
 
 			/* total = ready + unacked + delayed (messages not yet due) */
 			c.delayed += timers;
 			c.total += timers;
 		}
+		mq_queue_counters(q, &ev);
 		mq_queue_inspect_end(q, held);
 		values[0] = CStringGetTextDatum(q->name);
 		values[1] = CStringGetTextDatum(q->type == MQ_QUEUE_QUORUM ? "quorum" :
@@ -139,6 +182,15 @@ mq_queue_stats(PG_FUNCTION_ARGS)
 		}
 		else
 			nulls[12] = nulls[13] = nulls[14] = nulls[15] = true;
+
+		/*
+		 * the queue's counters (mq.metrics's queue_ext_*_total), which the
+		 * view does not show: the management API's rates
+		 */
+		values[16] = Int64GetDatum(ev.n[MQ_C_PUBLISHED]);
+		values[17] = Int64GetDatum(ev.n[MQ_C_DELIVERED]);
+		values[18] = Int64GetDatum(ev.n[MQ_C_REDELIVERED]);
+		values[19] = Int64GetDatum(ev.n[MQ_C_ACKED]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -284,10 +336,11 @@ group_samples(ReturnSetInfo *rsinfo, MqQueue *q, MqGroup *g, MqQueue *view,
 }
 
 /*
- * mq._metrics(): the rows of mq.metrics, one per sample (name, labels,
- * value), from bounded state only: each queue's counters and counts
- * (mq.queues'), each consumer group's counters and progress
- * (mq.consumer_groups'), and the armed timers of all queues in one scan.
+ * mq._metrics(queue_name text DEFAULT NULL): the rows of mq.metrics, one per
+ * sample (name, labels, value), from bounded state only: each queue's
+ * counters and counts (mq.queues'), each consumer group's counters and
+ * progress (mq.consumer_groups'), and the armed timers of all queues in
+ * one scan; or those of queue_name alone.
  */
 Datum
 mq_metrics(PG_FUNCTION_ARGS)
@@ -299,14 +352,15 @@ mq_metrics(PG_FUNCTION_ARGS)
 	int32	   *timer_queues;
 	int64	   *timer_counts;
 	int			ntimers;
+	List	   *queues;
 	ListCell   *lc;
 
 	mq_catalog_refresh();
 	InitMaterializedSRF(fcinfo, 0);
-	ntimers = mq_timers_count_all(&timer_queues, &timer_counts);
+	queues = queues_to_read(fcinfo, &timer_queues, &timer_counts, &ntimers);
 	per_queue = AllocSetContextCreate(CurrentMemoryContext, "mq.metrics queue",
 									  ALLOCSET_DEFAULT_SIZES);
-	foreach(lc, mq_queue_list())
+	foreach(lc, queues)
 	{
 		MqQueue    *q = lfirst(lc);
 		MqQueueCounts c;
@@ -322,9 +376,7 @@ mq_metrics(PG_FUNCTION_ARGS)
 			continue;
 		old = MemoryContextSwitchTo(per_queue);
 		mq_queue_counts(q, &c, NULL);
-		for (int i = 0; i < ntimers; i++)
-			if (timer_queues[i] == q->id)
-				c.delayed += timer_counts[i];
+		c.delayed += mq_timers_count_find(q->id, timer_queues, timer_counts, ntimers);
 		labels = labels_make(q->name, NULL, NULL, -1);
 		counters_put(rsinfo, q, labels, true);
 		/* a stream: ready is the offsets it retains, as in mq.queues */

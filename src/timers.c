@@ -305,7 +305,8 @@ mq_cancel(PG_FUNCTION_ARGS)
 /*
  * Armed timers of every queue that has any, in one scan of mq.timer (not
  * one per queue): (*queue_ids)[i] has (*counts)[i], palloc'd in the
- * caller's memory context; returns how many queues
+ * caller's memory context, in ascending queue id (mq_timers_count_find);
+ * returns how many queues
  */
 int
 mq_timers_count_all(int32 **queue_ids, int64 **counts)
@@ -315,7 +316,7 @@ mq_timers_count_all(int32 **queue_ids, int64 **counts)
 	int			n;
 
 	mq_owner_enter(&owner);
-	mq_owner_exec("SELECT queue_id, pg_catalog.count(*) FROM mq.timer GROUP BY queue_id",
+	mq_owner_exec("SELECT queue_id, pg_catalog.count(*) FROM mq.timer GROUP BY queue_id ORDER BY queue_id",
 				  0, NULL, NULL, NULL, true, SPI_OK_SELECT, "count delayed messages");
 	n = (int) SPI_processed;
 	*queue_ids = MemoryContextAlloc(cxt, sizeof(int32) * Max(n, 1));
@@ -331,4 +332,28 @@ mq_timers_count_all(int32 **queue_ids, int64 **counts)
 	}
 	mq_owner_leave(&owner);
 	return n;
+}
+
+/*
+ * The armed timers of queue_id among n counts of mq_timers_count_all; 0 for
+ * a queue that has none, or that did not exist when they were counted
+ */
+int64
+mq_timers_count_find(int32 queue_id, const int32 *queue_ids, const int64 *counts, int n)
+{
+	int			lo = 0;
+	int			hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (queue_ids[mid] == queue_id)
+			return counts[mid];
+		if (queue_ids[mid] < queue_id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return 0;
 }

@@ -37,7 +37,12 @@ extern TimestampTz mq_timers_take_due(MqDueGroup **groups, int *ngroups, int *fi
 /* Number of armed timers of a queue */
 extern int64 mq_timers_count(int32 queue_id);
 
-/* Armed timers of every queue that has any, in one scan (mq.metrics) */
+/*
+ * Armed timers of every queue that has any, in one scan (mq.queues,
+ * mq.metrics), in ascending queue id; and a queue's among them
+ */
 extern int	mq_timers_count_all(int32 **queue_ids, int64 **counts);
+extern int64 mq_timers_count_find(int32 queue_id, const int32 *queue_ids,
+								  const int64 *counts, int n);
 
 #endif							/* MQ_TIMERS_H */

@@ -219,16 +219,34 @@ QE.say = function (text, isError) {
  * A sortable, filterable table.  spec: { caption, columns: [{ key, label,
  * num, get(row) -> value to sort on, show(row) -> node or text }], empty,
  * sort: [key, 'ascending'|'descending'], filter: true (a search box on the
- * row's name), rowKey(row) }.  Returns { el, set(rows) }: set redraws the
- * body and keeps the sort, the filter and the focus of the sort buttons.
+ * row's name), rowKey(row), pageSize (rows drawn at once, default
+ * QE.pageSize) }.  Returns { el, set(rows) }: set redraws the body and
+ * keeps the sort, the filter, the page and the focus of the sort buttons.
+ * More rows than a page (after the filter) are drawn a page at a time with
+ * Previous and Next buttons, as RabbitMQ's UI pages its lists: 1,000 queues
+ * drawn at once took the browser seconds (bench/mgmt_ui_render.js).
  */
+QE.pageSize = 100;
+/* localeCompare's order, without making a collator for each comparison */
+QE.collator = new Intl.Collator();
 QE.table = function (spec) {
-	var state = { sort: spec.sort || null, filter: '', rows: [] };
+	var state = { sort: spec.sort || null, filter: '', rows: [], page: 0 };
+	var pageSize = spec.pageSize || QE.pageSize;
 	var table = QE.h('table');
 	var thead = QE.h('thead');
 	var tbody = QE.h('tbody');
 	var headRow = QE.h('tr');
 	var count = QE.h('span', { class: 'note' });
+	var pageNote = QE.h('span', { class: 'note', 'aria-live': 'polite' });
+	var prev = QE.h('button', {
+		type: 'button', text: 'Previous page',
+		onclick: function () { state.page--; draw(); }
+	});
+	var next = QE.h('button', {
+		type: 'button', text: 'Next page',
+		onclick: function () { state.page++; draw(); }
+	});
+	var pager = QE.h('div', { class: 'toolbar pager' }, prev, pageNote, next);
 	var wrap, filterBox = null;
 
 	/* hideCaption: a heading above says the same; screen readers still get it */
@@ -248,6 +266,7 @@ QE.table = function (spec) {
 						? 'descending' : 'ascending';
 
 					state.sort = [c.key, dir];
+					state.page = 0;
 					draw();
 				}
 			}));
@@ -263,13 +282,14 @@ QE.table = function (spec) {
 			type: 'search', name: 'filter', placeholder: 'text or /regex/',
 			oninput: function (ev) {
 				state.filter = ev.target.value;
+				state.page = 0;
 				draw();
 			}
 		});
 	}
 	wrap = QE.h('div', { class: 'table-wrap' },
 				filterBox ? QE.h('div', { class: 'toolbar' }, filterBox, count) : null,
-				table);
+				table, pager);
 
 	function value(c, row) {
 		return c.get ? c.get(row) : row[c.key];
@@ -294,7 +314,7 @@ QE.table = function (spec) {
 
 	function draw() {
 		var rows = state.rows.filter(matches);
-		var col;
+		var matching, pages, col;
 
 		if (state.sort) {
 			col = spec.columns.filter(function (c) { return c.key === state.sort[0]; })[0];
@@ -305,8 +325,8 @@ QE.table = function (spec) {
 					if (typeof x === 'number' && typeof y === 'number')
 						r = x - y;
 					else
-						r = String(x === undefined || x === null ? '' : x)
-							.localeCompare(String(y === undefined || y === null ? '' : y));
+						r = QE.collator.compare(String(x === undefined || x === null ? '' : x),
+											 String(y === undefined || y === null ? '' : y));
 					return state.sort[1] === 'ascending' ? r : -r;
 				});
 			}
@@ -317,6 +337,18 @@ QE.table = function (spec) {
 			else
 				th.removeAttribute('aria-sort');
 		});
+		/* a page of them: the page kept across redraws, within the rows there are */
+		matching = rows.length;
+		pages = Math.max(1, Math.ceil(matching / pageSize));
+		state.page = Math.min(Math.max(state.page, 0), pages - 1);
+		pager.hidden = pages <= 1;
+		if (pages > 1) {
+			rows = rows.slice(state.page * pageSize, (state.page + 1) * pageSize);
+			pageNote.textContent = 'Rows ' + (state.page * pageSize + 1) + '-' +
+				(state.page * pageSize + rows.length) + ' of ' + matching;
+			prev.disabled = state.page === 0;
+			next.disabled = state.page === pages - 1;
+		}
 		QE.fill(tbody, rows.length ? rows.map(function (r) {
 			return QE.h('tr', null, spec.columns.map(function (c, i) {
 				var shown = c.show ? c.show(r) : value(c, r);
@@ -332,7 +364,7 @@ QE.table = function (spec) {
 			text: state.rows.length ? 'No row matches the filter.' : (spec.empty || 'None.')
 		})));
 		count.textContent = state.filter
-			? rows.length + ' of ' + state.rows.length + ' shown'
+			? matching + ' of ' + state.rows.length + ' shown'
 			: state.rows.length + ' in all';
 	}
 

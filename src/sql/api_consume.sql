@@ -62,6 +62,15 @@ CREATE OR REPLACE FUNCTION mq.message_position(msg_id bigint)
 RETURNS TABLE (queue text, "partition" int, "offset" bigint)
 AS 'MODULE_PATHNAME', 'mq_message_position' LANGUAGE C ROWS 1;
 
+-- the offset of a message in its one stream (NULL when none or several are
+-- known), the scalar form of mq.message_position: a send and its offset in
+-- one statement without a FunctionScan (mq-rocketmq's SendMessage).
+-- PARALLEL RESTRICTED: it reads this transaction's note of its appends,
+-- which a parallel worker does not have.
+CREATE OR REPLACE FUNCTION mq.message_offset(msg_id bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'mq_message_offset' LANGUAGE C STRICT PARALLEL RESTRICTED;
+
 CREATE OR REPLACE FUNCTION mq.messages_by_key(key text, max_messages int DEFAULT 10)
 RETURNS TABLE (msg_id bigint, queue text, exchange text, routing_key text,
 	body bytea, headers jsonb, published_at timestamptz, redelivered boolean,

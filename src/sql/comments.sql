@@ -72,6 +72,7 @@ BEGIN
 	('f', 'browse', 'Show what mq.consume would deliver next from a queue, without taking it; see docs/api.md#inspection'),
 	('f', 'message', 'Show one message by id; see docs/api.md#inspection'),
 	('f', 'message_position', 'Show the stream, partition and offset a stream message was given; see docs/api.md#inspection'),
+	('f', 'message_offset', 'Return the offset a message was given in its one stream (NULL when none or several); see docs/api.md#inspection'),
 	('f', 'messages_by_key', 'Show the messages published with a business key, newest first; see docs/api.md#inspection'),
 	('f', 'trace', 'Show the life of a message as events (published, routed, delivered, acked, dead-lettered, ...); see docs/api.md#inspection'),
 	('f', 'log_retire', 'Drop message log segments nothing refers to (the worker does it too); see docs/api.md#inspection'),

@@ -1,11 +1,18 @@
 ------------------------------------------------------------------------
 -- Inspection (src/stats_sql.c)
 ------------------------------------------------------------------------
-CREATE OR REPLACE FUNCTION mq._queue_stats()
+-- The rows of mq.queues; with queue_name, that queue's row alone (none
+-- when it does not exist or the caller may not see it), read without
+-- reading the state of every other queue.  The last four columns, which
+-- the view does not show, are the queue's counters (mq.metrics's
+-- queue_ext_*_total of the queue): the management API lists queues with
+-- their rates from one read of their state (docs/management.md).
+CREATE OR REPLACE FUNCTION mq._queue_stats(queue_name text DEFAULT NULL)
 RETURNS TABLE (queue text, type text, durable boolean, ready bigint, unacked bigint,
 	delayed bigint, total bigint, consumers int, oldest_ready_age interval,
 	last_delivery timestamptz, arguments jsonb, ready_bytes bigint,
-	partitions int, first_offset bigint[], last_offset bigint[], retention interval)
+	partitions int, first_offset bigint[], last_offset bigint[], retention interval,
+	published bigint, delivered bigint, redelivered bigint, acked bigint)
 AS 'MODULE_PATHNAME', 'mq_queue_stats' LANGUAGE C;
 
 -- ---- issue 12, group worker (stream-group-worker): session counters ----
@@ -105,7 +112,8 @@ GRANT SELECT ON mq.replication TO PUBLIC;
 -- group state since it was made (the first use after a start), and gauges
 -- from bounded state (docs/metrics/queries.yaml maps them for
 -- prometheus-postgres-exporter).
-CREATE OR REPLACE FUNCTION mq._metrics()
+-- With queue_name: the samples of that queue (and its groups') alone.
+CREATE OR REPLACE FUNCTION mq._metrics(queue_name text DEFAULT NULL)
 RETURNS TABLE (name text, labels jsonb, value double precision)
 AS 'MODULE_PATHNAME', 'mq_metrics' LANGUAGE C;
 CREATE OR REPLACE VIEW mq.metrics AS SELECT * FROM mq._metrics();

@@ -43,8 +43,9 @@ my @scripts = qw(hello work_queues pubsub routing topics rpc confirms mandatory)
 my @pika_only = qw(vhosts);
 push @pika_only, 'celery_tasks' if system($python, '-c', 'import celery') == 0;
 note('python3-celery is not installed: celery_tasks.py does not run') unless grep { $_ eq 'celery_tasks' } @pika_only;
-# amqplib only: every field type amqplib sends (those pika cannot too)
-my @node_only = qw(field_types);
+# amqplib only: every field type amqplib sends (those pika cannot too), and
+# a connection.close with its channel open (pika closes channels first)
+my @node_only = qw(field_types exclusive_close);
 
 # Where mq-amqp is known to differ from RabbitMQ, as measured when this
 # test was written (mq-amqp of branch amqp at ddd0bcc): a check's name, or

@@ -179,7 +179,8 @@ ALTER TABLE mq.cat_queue ADD COLUMN notify_channel text;
 
 ------------------------------------------------------------------------
 -- inspection: mq.queues.ready_bytes (the view is made again on the new
--- mq._queue_stats)
+-- mq._queue_stats, which also takes an optional queue name, for the
+-- management API's one-queue reads; mq._metrics, new in 0.2, too)
 ------------------------------------------------------------------------
 DROP VIEW mq.queues;
 DROP FUNCTION mq._queue_stats();
