@@ -147,6 +147,66 @@ SELECT pgmq.drop_queue('mr');
 SELECT count(*) FROM pgmq.list_max_reads();
 SELECT pgmq.drop_queue('mr_dlq');
 
+-- Notifications of messages made readable again (pgmq.enable_notify_visible):
+-- the queue_ext queue gets pgmq's channel (mq.queue_notify), which the
+-- worker notifies (test/t/061_pgmq_notify_visible.pl sees them arrive)
+SELECT pgmq.create('nv');
+SELECT * FROM pgmq.list_notify_visible();
+SELECT pgmq.enable_notify_visible('nv');
+SELECT pgmq.enable_notify_visible('NV');             -- pgmq's names are lower-cased
+SELECT * FROM pgmq.list_notify_visible();
+SELECT mq.queue_notify_channel('pgmq.q_nv');
+SELECT pgmq.enable_notify_visible('nope');
+SELECT pgmq.disable_notify_visible('nope');
+SELECT pgmq.enable_notify_visible(repeat('x', 48));  -- longer than pgmq's names: none such
+SELECT pgmq.disable_notify_visible('nv');
+SELECT pgmq.disable_notify_visible('nv');             -- already off: nothing to do
+SELECT * FROM pgmq.list_notify_visible();
+-- independent of enable_notify_insert, which keeps its own throttle
+SELECT pgmq.enable_notify_visible('nv');
+SELECT count(*) FROM pgmq.list_notify_insert_throttles();
+SELECT pgmq._notify_wanted();
+-- dropped with its queue
+SELECT pgmq.drop_queue('nv');
+SELECT * FROM pgmq.list_notify_visible();
+-- queue_ext's mq.queue_notify: checked as NOTIFY checks a channel; a
+-- failed call changes nothing
+SELECT mq.queue_declare('qn');
+SELECT mq.queue_notify('qn', 'qn_ready');
+SELECT mq.queue_notify_channel('qn');
+SELECT mq.queue_notify('qn', '');
+SELECT mq.queue_notify('qn', repeat('c', 64));
+SELECT mq.queue_notify('qn', repeat('c', 63));
+SELECT length(mq.queue_notify_channel('qn'));
+SELECT mq.queue_notify(NULL, 'x');
+SELECT mq.queue_notify('qn_nope', 'x');
+SELECT mq.queue_notify_channel('qn_nope');
+SELECT mq.queue_declare('qn_stream', 'stream');
+SELECT mq.queue_notify('qn_stream', 'x');
+SELECT mq.queue_notify_channel('qn_stream');
+-- configure on the queue to set it; any privilege to read it
+CREATE ROLE regress_qn_nobody;
+SET ROLE regress_qn_nobody;
+SELECT mq.queue_notify('qn', 'x');
+SELECT mq.queue_notify_channel('qn');
+RESET ROLE;
+SELECT mq.grant('consume', 'queue', 'qn', 'regress_qn_nobody');
+SET ROLE regress_qn_nobody;
+SELECT mq.queue_notify('qn', NULL);
+SELECT length(mq.queue_notify_channel('qn'));
+RESET ROLE;
+SELECT mq.queue_notify('qn', NULL);
+SELECT mq.queue_notify_channel('qn');
+-- rolled back: the channel stays as it was
+BEGIN;
+SELECT mq.queue_notify('qn', 'qn_ready');
+SELECT mq.queue_notify_channel('qn');
+ROLLBACK;
+SELECT mq.queue_notify_channel('qn');
+SELECT mq.queue_delete('qn');
+SELECT mq.queue_delete('qn_stream');
+DROP ROLE regress_qn_nobody;
+
 -- a queue made again is another queue for its dedup ids
 SELECT pgmq.drop_queue('ext');
 SELECT pgmq.create('ext');

@@ -334,8 +334,8 @@ catalog_read(const char *sql)
 
 /* The columns of mq.cat_queue that queue_from_row reads */
 #define QUEUE_COLUMNS "SELECT id, name, type, durable, arguments, lanes, owner, " \
-	"pg_catalog.to_regclass(pg_catalog.format('mq_storage.%I', 'a' OPERATOR(pg_catalog.||) id)) " \
-	"FROM mq.cat_queue"
+	"pg_catalog.to_regclass(pg_catalog.format('mq_storage.%I', 'a' OPERATOR(pg_catalog.||) id)), " \
+	"notify_channel FROM mq.cat_queue"
 
 /*
  * The queue of row tup (QUEUE_COLUMNS), made in the cache's context and
@@ -372,6 +372,7 @@ queue_from_row(HeapTuple tup, TupleDesc desc)
 	q->anchor = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
 	if (isnull)
 		q->anchor = InvalidOid;
+	q->notify_channel = spi_text(tup, desc, 9);
 
 	q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
 	q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);

@@ -98,6 +98,8 @@ typedef struct MqQueue
 	int64		max_bytes;		/* body bytes per partition; -1: unlimited */
 	bool		quorum_durable; /* "durability": "quorum" */
 	Jsonb	   *arguments;
+	char	   *notify_channel; /* mq.queue_notify: NOTIFYed by the worker
+								 * when it makes a message ready; NULL: none */
 	MqAcl		acl;
 	List	   *consumers;		/* of MqConsumerDecl (mq.consumer_declare) */
 

@@ -10,8 +10,10 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -31,12 +33,28 @@
 PG_FUNCTION_INFO_V1(mq_log_retire);
 
 /*
+ * The worker made a message of q ready (a delayed one fell due, a lease ran
+ * out): q's channel (mq.queue_notify) is notified, without a payload, when
+ * the worker's transaction commits.  PostgreSQL sends one notification per
+ * channel per transaction, however often this is called in it; one made in
+ * a subtransaction that fails is not sent.  A standby's worker changes no
+ * queue and sends nothing.
+ */
+void
+mq_notify_ready(MqQueue *q)
+{
+	if (q->notify_channel != NULL && !RecoveryInProgress())
+		Async_Notify(q->notify_channel, NULL);
+}
+
+/*
  * One queue's share of a maintenance pass: expired leases back to ready,
  * expired messages at the head and messages returned over their
  * x-delivery-limit (by a session end or an abort, which cannot publish)
  * dead-lettered, a drop-head queue that returns took over its limit
  * trimmed, lane generations rotated.
- * Returns when the queue's next delayed redelivery is due (0: none).
+ * Returns when the worker should look again: the queue's next delayed
+ * redelivery, or with a notification channel its next lease end (0: none).
  */
 TimestampTz
 mq_maintain_queue(MqQueue *q)
@@ -62,6 +80,24 @@ mq_maintain_queue(MqQueue *q)
 	/* all taken dead (expired) */
 	got = mq_queue_take(q, lengthof(dl), 0, MQ_TAKE_EXPIRE, NULL, 0, dl);
 	due = mq_queue_next_due();
+	if (mq_queue_leases_ran_out())
+		mq_notify_ready(q);
+
+	/*
+	 * A queue with a notification channel has the worker back when its next
+	 * lease ends (else a lease is found ended at the next pass, up to
+	 * mq.maintenance_naptime later), but not sooner than 100 ms from now: a
+	 * busy queue, whose leases end all the time, costs at most ten passes a
+	 * second.
+	 */
+	if (q->notify_channel != NULL && mq_queue_next_lease_end() != 0)
+	{
+		TimestampTz lease_end = Max(mq_queue_next_lease_end(),
+									GetCurrentTimestamp() + 100 * 1000);
+
+		if (due == 0 || lease_end < due)
+			due = lease_end;
+	}
 	(void) mq_settle_deliveries(q, dl, got, 0, 0);
 	(void) mq_overflow_drop_head(q, MQ_TRIM_WORKER);
 	mq_queue_rotate(q);

@@ -15,9 +15,13 @@
 
 #include "catalog.h"
 
+/* The worker made a message of q ready: notify q's channel at commit */
+extern void mq_notify_ready(MqQueue *q);
+
 /*
  * One queue's share of a maintenance pass (inside a transaction); returns
- * when its next delayed redelivery is due (0: none known).
+ * when its next delayed redelivery is due, or for a queue with a
+ * notification channel its next lease end (0: none known).
  */
 extern TimestampTz mq_maintain_queue(MqQueue *q);
 

@@ -16,6 +16,7 @@
 
 #include "mqutils.h"
 #include "filter.h"
+#include "maintenance.h"
 #include "msglog.h"
 #include "publish.h"
 #include "queue/queue.h"
@@ -102,7 +103,10 @@ fire_group(void *arg)
 	if (mq_queue_limited(fg->q) && fg->q->overflow_reject)
 		n = admit_due(fg);
 	if (n > 0)
+	{
 		mq_queue_append(fg->q, fg->lane, fg->entries, n);
+		mq_notify_ready(fg->q);
+	}
 }
 
 /*

@@ -38,6 +38,8 @@ PG_FUNCTION_INFO_V1(mq_exchange_delete);
 PG_FUNCTION_INFO_V1(mq_queue_declare);
 PG_FUNCTION_INFO_V1(mq_queue_delete);
 PG_FUNCTION_INFO_V1(mq_queue_purge);
+PG_FUNCTION_INFO_V1(mq_queue_notify);
+PG_FUNCTION_INFO_V1(mq_queue_notify_channel);
 PG_FUNCTION_INFO_V1(mq_consumer_declare);
 PG_FUNCTION_INFO_V1(mq_consumer_delete);
 PG_FUNCTION_INFO_V1(mq_bind);
@@ -245,6 +247,78 @@ mq_queue_purge(PG_FUNCTION_ARGS)
 				 errmsg("stream queue \"%s\" cannot be purged", q->name),
 				 errhint("A stream keeps its messages for its retention; delete and declare it again to empty it.")));
 	PG_RETURN_INT64(mq_purge(q));
+}
+
+/*
+ * mq.queue_notify(queue, channel): the channel the worker NOTIFYs when a
+ * delayed message of the queue falls due or a lease of it runs out, once
+ * it has made a message ready (mq_notify_ready); NULL: none.  Checked here
+ * as NOTIFY checks a channel, so that the worker never fails on one.
+ * Needs configure on the queue.  Streams have no lease to run out, and
+ * their consumers read by offset: refused.
+ */
+Datum
+mq_queue_notify(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *channel = NULL;
+	MqQueue    *q;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	char		nulls[2] = "  ";
+
+	MQ_CHECK_ARGS(fcinfo, "queue", NULL);
+	name = text_arg(0);
+	if (!PG_ARGISNULL(1))
+	{
+		channel = text_arg(1);
+		if (channel[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("channel name cannot be empty"),
+					 errhint("NULL turns the notification off.")));
+		if (strlen(channel) >= NAMEDATALEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("channel name too long"),
+					 errdetail("Channel names are limited to %d bytes.", NAMEDATALEN - 1)));
+	}
+	mq_catalog_refresh();
+	q = mq_queue_lookup(name, false);
+	mq_check_queue_privilege(q, MQ_PRIV_CONFIGURE);
+	if (q->type == MQ_QUEUE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream queue \"%s\" cannot have a notification channel", q->name),
+				 errdetail("A stream's consumers read by offset; no lease of a stream runs out.")));
+	values[0] = CStringGetTextDatum(q->name);
+	values[1] = channel ? CStringGetTextDatum(channel) : (Datum) 0;
+	if (channel == NULL)
+		nulls[1] = 'n';
+	mq_run_internal("_queue_notify_impl", 2, types, values, nulls);
+	PG_RETURN_VOID();
+}
+
+/*
+ * mq.queue_notify_channel(queue): the channel mq.queue_notify set (NULL:
+ * none), to whoever sees the queue in mq.queues
+ */
+Datum
+mq_queue_notify_channel(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+
+	MQ_CHECK_ARGS(fcinfo, "queue");
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_arg(0), false);
+	if (!mq_queue_visible(q))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to see queue \"%s\"", q->name),
+				 errhint("Any privilege on the queue, or pg_read_all_stats, shows it.")));
+	if (q->notify_channel == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(q->notify_channel));
 }
 
 /*

@@ -1927,3 +1927,51 @@ BEGIN
      WHERE t.queue_name = update_notify_insert.queue_name;
 END;
 $$;
+
+------------------------------------------------------------
+-- Notifications of messages made readable again (queue_ext_pgmq's, not
+-- pgmq's; docs/pgmq.md, "Extensions"): when a delayed message falls due or
+-- a vt runs out, queue_ext's worker notifies pgmq's channel of the queue,
+-- 'pgmq.q_<name>.INSERT', at its commit (mq.queue_notify), so that code
+-- LISTENing for sends wakes up for these too instead of polling.  No
+-- throttle: at most one notification per queue per worker transaction.
+------------------------------------------------------------
+CREATE OR REPLACE FUNCTION pgmq.enable_notify_visible(queue_name TEXT)
+RETURNS void AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pgmq.meta m
+                    WHERE lower(m.queue_name) = lower(enable_notify_visible.queue_name)) THEN
+        RAISE EXCEPTION 'queue "%" does not exist', enable_notify_visible.queue_name
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM mq.queue_notify('pgmq.' || qtable, 'pgmq.' || qtable || '.INSERT');
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.disable_notify_visible(queue_name TEXT)
+RETURNS void AS $$
+DECLARE
+    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pgmq.meta m
+                    WHERE lower(m.queue_name) = lower(disable_notify_visible.queue_name)) THEN
+        RAISE EXCEPTION 'queue "%" does not exist', disable_notify_visible.queue_name
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM mq.queue_notify('pgmq.' || qtable, NULL);
+END;
+$$ LANGUAGE plpgsql;
+
+-- The queues that have it, of those the caller sees in mq.queues
+CREATE OR REPLACE FUNCTION pgmq.list_notify_visible()
+RETURNS TABLE (queue_name VARCHAR, channel TEXT)
+LANGUAGE SQL STABLE AS $$
+    SELECT m.queue_name, c.channel
+      FROM pgmq.meta m
+      JOIN mq.queues q ON q.queue = pgmq._queue(m.queue_name),
+           LATERAL mq.queue_notify_channel(q.queue) AS c(channel)
+     WHERE c.channel IS NOT NULL
+     ORDER BY m.queue_name;
+$$;

@@ -422,6 +422,12 @@ extern int64 mq_stat_tag_skipped;
 /* Earliest due time of a delayed message seen by the last take (0: none) */
 extern TimestampTz mq_queue_next_due(void);
 
+/* Did leases run out since the queue's previous expiry take (the last take)? */
+extern bool mq_queue_leases_ran_out(void);
+
+/* The first lease end still to come seen by the last take (0: none) */
+extern TimestampTz mq_queue_next_lease_end(void);
+
 /* Sleep until something is published to q or the timeout (ms) passes */
 extern void mq_queue_prepare_wait(MqQueue *q);
 extern bool mq_queue_wait(MqQueue *q, long timeout_ms);

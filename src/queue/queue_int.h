@@ -431,6 +431,9 @@ typedef struct MqQueueShared
 	int32		nahead;			/* tracked entries at or after their lane's
 								 * scan position (see the invariants above) */
 	bool		returns_first;	/* quorum: returned messages go first */
+	bool		leases_ran_out; /* a lease ran out and made its message
+								 * ready since the worker's last expiry
+								 * take (mq_queue_leases_ran_out) */
 	uint32		return_seq;		/* last MqTracked.returned handed out */
 	TimestampTz last_delivery;
 	dlist_head	tracked;		/* MqTracked entries of this queue */

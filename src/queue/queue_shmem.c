@@ -333,6 +333,7 @@ mqq_queue_shared(MqQueueKey key, bool create)
 		dlist_init(&qs->tracked);
 		qs->ntracked = 0;
 		qs->nwaiting = 0;
+		qs->leases_ran_out = false;
 		qs->stream = NULL;
 		qs->nretry_delays = 0;
 		memset(&qs->counters, 0, sizeof(qs->counters));

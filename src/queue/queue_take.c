@@ -62,6 +62,12 @@ receipt_nonce(void)
 /* Earliest time a tracked entry becomes deliverable, from the last take */
 static TimestampTz next_due = 0;
 
+/* The last take's answer for mq_queue_leases_ran_out */
+static bool leases_ran_out = false;
+
+/* The earliest lease end still to come, from the last take (0: none) */
+static TimestampTz next_lease_end = 0;
+
 int64		mq_stat_tag_skipped = 0;
 
 /*
@@ -352,6 +358,32 @@ mq_queue_next_due(void)
 }
 
 /*
+ * Did leases of the queue run out, making their messages ready, since its
+ * previous expiry take?  Answered by the last take if it was an expiry
+ * take (MQ_TAKE_EXPIRE: the worker's, mq_maintain_queue), else false.
+ * Leases run out in any take (a consumer's, a take by id) and the worker
+ * notifies once for all of them (mq_notify_ready): a consumer may have
+ * taken such a message again meanwhile, so the notification may find
+ * nothing to read, as pgmq's notification of a send may.
+ */
+bool
+mq_queue_leases_ran_out(void)
+{
+	return leases_ran_out;
+}
+
+/*
+ * When the first lease of the queue still running ends (0: none), as the
+ * last take saw it: the worker wakes then for a queue with a notification
+ * channel, so that a LISTENer learns of the message soon (mq_maintain_queue)
+ */
+TimestampTz
+mq_queue_next_lease_end(void)
+{
+	return next_lease_end;
+}
+
+/*
  * Is the transaction that took detached lease t still open?  Such a lease
  * does not run out before that transaction ends: a visibility timeout
  * (pgmq's read, SQS) shorter than the reading transaction must not hand
@@ -374,7 +406,8 @@ lease_taker_open(MqTracked *t)
 /*
  * Leases that ran out return their messages to ready, redelivered (queue
  * lock held), before anything is taken; on a quorum queue they join the
- * returns in the order they were delivered.  True if any did.
+ * returns in the order they were delivered.  True if any did.  Notes the
+ * first lease end still to come (mq_queue_next_lease_end).
  */
 static bool
 expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
@@ -383,10 +416,14 @@ expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 	int			n = 0;
 	dlist_iter	it;
 
+	next_lease_end = 0;
 	dlist_foreach(it, &qs->tracked)
 	{
 		MqTracked  *t = dlist_container(MqTracked, node, it.cur);
 
+		if (t->state == MQ_T_LEASED && t->until > now &&
+			(next_lease_end == 0 || t->until < next_lease_end))
+			next_lease_end = t->until;
 		if (t->state != MQ_T_LEASED || t->until > now)
 			continue;
 		if (lease_taker_open(t))
@@ -402,6 +439,7 @@ expire_leases(MqQueueShared *qs, TimestampTz now, MqSettleBatch *retries)
 			mq_settle_batch_add_arg(retries, MQ_SETTLE_RETRY_AT, t->qpos, t->until);
 		t->redelivered = true;
 		qs->unacked--;
+		qs->leases_ran_out = true;
 		if (qs->returns_first)
 		{
 			if (ts == NULL)
@@ -603,6 +641,8 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	const MqFilter *skip = NULL;
 
 	next_due = 0;
+	leases_ran_out = false;
+	next_lease_end = 0;			/* (set again by expire_leases below) */
 	mq_settle_batch_init(&frozen, q);
 	frozen.frozen = true;
 	if (skipped)
@@ -630,6 +670,11 @@ take_filtered(MqQueue *q, int n, TimestampTz lease_until, MqTakeMode mode,
 	}
 
 	wake |= expire_leases(qs, now, &frozen);
+	if (mode == MQ_TAKE_EXPIRE)
+	{
+		leases_ran_out = qs->leases_ran_out;
+		qs->leases_ran_out = false;
+	}
 	mqq_gate_init(&gate, q, qs,
 				  mode != MQ_TAKE_DROP_HEAD && mode != MQ_TAKE_EXPIRE, now);
 	if (qs->returns_first)

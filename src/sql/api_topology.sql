@@ -20,6 +20,27 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'mq_queue_delete' LANGUAGE C;
 CREATE OR REPLACE FUNCTION mq.queue_purge(queue text)
 RETURNS bigint AS 'MODULE_PATHNAME', 'mq_queue_purge' LANGUAGE C;
 
+-- The channel the worker notifies when a delayed message falls due or an
+-- expired lease makes a message of the queue ready (NULL: none, issue 40)
+CREATE OR REPLACE FUNCTION mq.queue_notify(queue text, channel text)
+RETURNS void AS 'MODULE_PATHNAME', 'mq_queue_notify' LANGUAGE C;
+
+CREATE OR REPLACE FUNCTION mq.queue_notify_channel(queue text)
+RETURNS text AS 'MODULE_PATHNAME', 'mq_queue_notify_channel' LANGUAGE C STABLE;
+
+CREATE OR REPLACE FUNCTION mq._queue_notify_impl(queue text, channel text)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	UPDATE mq.cat_queue c SET notify_channel = channel WHERE c.name = queue;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue USING ERRCODE = 'undefined_object';
+	END IF;
+	PERFORM mq._topology_changed();
+END
+$$;
+REVOKE ALL ON FUNCTION mq._queue_notify_impl FROM PUBLIC;
+
 -- A named consumer's prefetch (unacked deliveries it may hold; 0/NULL: no
 -- limit), used by mq.consume(consumer => name) when given no prefetch
 CREATE OR REPLACE FUNCTION mq.consumer_declare(queue text, consumer text, prefetch int DEFAULT NULL)

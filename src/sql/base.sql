@@ -53,7 +53,8 @@ CREATE TABLE mq.cat_queue (
 	arguments	jsonb NOT NULL DEFAULT '{}',
 	lanes		oid[] NOT NULL,		-- first entry log of each priority lane (identity)
 	owner		oid NOT NULL,
-	created_at	timestamptz NOT NULL DEFAULT now()
+	created_at	timestamptz NOT NULL DEFAULT now(),
+	notify_channel text			-- mq.queue_notify: NOTIFY when made ready
 );
 
 CREATE TABLE mq.cat_binding (

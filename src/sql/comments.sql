@@ -28,6 +28,8 @@ BEGIN
 	('f', 'queue_declare', 'Declare a queue (classic, quorum or stream) with its arguments and return its name; idempotent; see docs/api.md#topology'),
 	('f', 'queue_delete', 'Delete a queue and return how many messages it held; see docs/api.md#topology'),
 	('f', 'queue_purge', 'Remove the ready messages of a queue and return how many; see docs/api.md#topology'),
+	('f', 'queue_notify', 'Set the channel NOTIFYed when a delayed message or an expired lease makes a message of a queue ready (NULL: none); see docs/api.md#topology'),
+	('f', 'queue_notify_channel', 'The channel set by mq.queue_notify for a queue (NULL: none); see docs/api.md#topology'),
 	('f', 'bind', 'Bind a queue to an exchange with a binding key (headers exchanges: arguments); see docs/api.md#topology'),
 	('f', 'unbind', 'Remove a binding of a queue to an exchange; see docs/api.md#topology'),
 	('f', 'grant', 'Grant configure, publish or consume on a queue or exchange to a role (NULL: PUBLIC); see docs/api.md#topology'),

@@ -52,6 +52,9 @@ BEGIN
 		SELECT 2, c.id, 'queue',
 			   jsonb_build_object('name', c.name, 'type', c.type, 'durable', c.durable,
 				   'arguments', c.arguments, 'owner', c.owner::regrole::text)
+			   || CASE WHEN c.notify_channel IS NOT NULL
+					   THEN jsonb_build_object('notify_channel', c.notify_channel)
+					   ELSE '{}' END
 		  FROM mq.cat_queue c
 		UNION ALL
 		SELECT 3, 0, 'binding',
@@ -275,6 +278,8 @@ BEGIN
 			PERFORM mq._queue_declare_impl(t.args->>'name', t.args->>'type',
 				(t.args->>'durable')::boolean, t.args->'arguments',
 				(t.args->>'owner')::regrole::oid);
+			UPDATE mq.cat_queue c SET notify_channel = t.args->>'notify_channel'
+			 WHERE c.name = t.args->>'name' AND t.args ? 'notify_channel';
 		WHEN 'binding' THEN
 			PERFORM mq._bind_impl(t.args->>'queue', t.args->>'exchange',
 				t.args->>'binding_key', t.args->'arguments', false);

@@ -172,6 +172,12 @@ DROP FUNCTION mq.browse(text, int);
 ALTER TABLE mq.half ADD COLUMN last_error text;
 
 ------------------------------------------------------------------------
+-- notification when a delayed message or an expired lease makes a
+-- message ready (issue 40; mq.queue_notify): the queue's channel
+------------------------------------------------------------------------
+ALTER TABLE mq.cat_queue ADD COLUMN notify_channel text;
+
+------------------------------------------------------------------------
 -- inspection: mq.queues.ready_bytes (the view is made again on the new
 -- mq._queue_stats, which also takes an optional queue name, for the
 -- management API's one-queue reads; mq._metrics, new in 0.2, too)
