@@ -24,6 +24,11 @@ PGMQ_CPU_BEFORE names a functions.sql of queue_ext_pgmq from another commit (git
 gets the installed queue_ext_pgmq with that file run over it (its CREATE OR REPLACE FUNCTIONs),
 to compare a change of the SQL functions with what it replaced in the same run.
 
+PGMQ_CPU_NOTIFY_OTHER=1: in every database queue 'nq' gets enable_notify_insert (throttle 0)
+before the runs, so that send1/send300/batch measure a send to a queue WITHOUT notify while
+another queue has it (issue 40); sendn300 (300 sends to 'nq' itself, each notifying) can then be
+named in PGMQ_CPU_TESTS too.
+
 Environment: PGMQ_DIR or PGMQ_SQL as for pgmq_compat.py, PGMQ_LABEL, PGMQ_CPU_ROUNDS (2),
 PGMQ_CPU_TXNS (6), PGMQ_CPU_TESTS (send1,send300,batch,consume,consume1); BENCH_* (benchlib.py).
 """
@@ -42,6 +47,7 @@ TESTS = os.environ.get("PGMQ_CPU_TESTS", "send1,send300,batch,consume,consume1")
 LABEL = pgmq_compat.PGMQ_LABEL or "pgmq"
 SYSTEMS = (("pgmq_cpu_pg", LABEL), ("pgmq_cpu_qe", "queue_ext_pgmq"))
 BEFORE = os.environ.get("PGMQ_CPU_BEFORE")
+NOTIFY_OTHER = os.environ.get("PGMQ_CPU_NOTIFY_OTHER") == "1"
 if BEFORE:
     SYSTEMS += (("pgmq_cpu_before", "queue_ext_pgmq before"),)
 
@@ -56,6 +62,7 @@ STMTS = {
     "consume": ("SELECT count(*) FROM pgmq.delete('cc', ARRAY(SELECT msg_id FROM pgmq.read('cc', 30, 100)))",
                 10, 100),
     "consume1": ("SELECT pgmq.delete('c1', msg_id) FROM pgmq.read('c1', 30, 1)", 1, 1),
+    "sendn300": ("SELECT pgmq.send('nq', %s)" % BODY, 300, 1),
 }
 
 
@@ -75,7 +82,9 @@ def setup():
         psql(open(BEFORE).read(), db="pgmq_cpu_before")
     need = (ROUNDS * (TXNS + 1) + 2) * 10 * 100
     for db, _ in SYSTEMS:
-        psql("SELECT pgmq.create(q) FROM unnest(ARRAY['ss', 'sb', 'cc', 'c1']) q", db=db)
+        psql("SELECT pgmq.create(q) FROM unnest(ARRAY['ss', 'sb', 'cc', 'c1', 'nq']) q", db=db)
+        if NOTIFY_OTHER:
+            psql("SELECT pgmq.enable_notify_insert('nq', 0)", db=db)
         # the consume backlogs, a send_batch of 100 per transaction
         fill = ("SELECT pgmq.send_batch('%s', %s);\n" % ("cc", BATCH)) * 20
         for _ in range(need // 2000 + 1):
@@ -125,8 +134,10 @@ WALDIR = None
 def main():
     global WALDIR
     WALDIR = os.path.join(psql1("SHOW data_directory", db="postgres"), "pg_wal")
-    log("== CPU and WAL per statement: %s (%s) vs queue_ext_pgmq, rounds %d, txns %d; load %s" % (
-        LABEL, pgmq_compat.PGMQ_SQL, ROUNDS, TXNS, open("/proc/loadavg").read().split()[:3]))
+    log("== CPU and WAL per statement: %s (%s) vs queue_ext_pgmq, rounds %d, txns %d%s; load %s" % (
+        LABEL, pgmq_compat.PGMQ_SQL, ROUNDS, TXNS,
+        ", queue 'nq' has enable_notify_insert" if NOTIFY_OTHER else "",
+        open("/proc/loadavg").read().split()[:3]))
     setup()
     res = {}
     for rnd in range(ROUNDS):

@@ -1,6 +1,6 @@
 -- queue_ext_pgmq's extensions of pgmq's API (docs/pgmq.md, "Extensions"),
--- and what keeps a send cheap: pgmq._notify_wanted() follows whether any
--- queue has enable_notify_insert.  queue_ext is loaded by the runner.
+-- and what keeps a send cheap: pgmq._notify_wanted(qtable) follows which
+-- queues have enable_notify_insert.  queue_ext is loaded by the runner.
 CREATE EXTENSION queue_ext_pgmq;
 SELECT pgmq.create('ext');
 SELECT pgmq.create('ext2');
@@ -45,28 +45,62 @@ SELECT pgmq.unbind_topic('t.#', 'ext2');
 SELECT * FROM pgmq.send('ext2', '{"n": 1}', '{"x-pgmq-dedup-id": "a"}'::jsonb);
 SELECT queue_length FROM pgmq.metrics('ext2');
 
--- Notifications of sends: pgmq._notify_wanted() is a constant the plans of
--- the sends fold; it says whether pgmq.notify_insert_throttle has rows
-SELECT pgmq._notify_wanted();
+-- Notifications of sends: pgmq._notify_wanted(qtable) is inlined into the
+-- plans of the sends; it names the queues of pgmq.notify_insert_throttle
+-- (lower case), so that a send to another queue does not look at it
+SELECT pgmq._notify_wanted('q_ext') AS ext, pgmq._notify_wanted('q_ext2') AS ext2;
 SELECT * FROM pgmq.send('ext2', '{"n": 2}');     -- plans made with false
 SELECT pgmq.enable_notify_insert('ext2', 0);
-SELECT pgmq._notify_wanted();
+SELECT pgmq._notify_wanted('q_ext') AS ext, pgmq._notify_wanted('q_ext2') AS ext2;
 SELECT * FROM pgmq.send('ext2', '{"n": 3}');     -- the same plans, made again
 SELECT queue_name, last_notified_at > to_timestamp(0) AS notified FROM pgmq.list_notify_insert_throttles();
+-- a send to 'ext', which has no notifications, does not call
+-- pgmq._notify_insert (which looks at the table), a send to 'ext2' does
+SET track_functions = 'all';
+BEGIN;
+SELECT * FROM pgmq.send('ext', '{"n": 15}');
+SELECT * FROM pgmq.send_batch('ext', ARRAY['{"n": 16}']::jsonb[]);
+SELECT pg_stat_get_xact_function_calls('pgmq._notify_insert(text)'::regprocedure) AS calls;
+SELECT * FROM pgmq.send('ext2', '{"n": 5}');
+SELECT pg_stat_get_xact_function_calls('pgmq._notify_insert(text)'::regprocedure) AS calls;
+COMMIT;
+RESET track_functions;
+-- a notification's UPDATE of last_notified_at does not write the function
+SELECT xmin AS fn_xmin FROM pg_proc WHERE oid = 'pgmq._notify_wanted(text)'::regprocedure \gset
+SELECT * FROM pgmq.send('ext2', '{"n": 4}');
+SELECT xmin = :'fn_xmin'::xid AS unchanged FROM pg_proc WHERE oid = 'pgmq._notify_wanted(text)'::regprocedure;
 SELECT pgmq.enable_notify_insert('ext', 0);
+SELECT pgmq._notify_wanted('q_ext') AS ext, pgmq._notify_wanted('q_ext2') AS ext2;
 SELECT pgmq.disable_notify_insert('ext2');
-SELECT pgmq._notify_wanted();                    -- 'ext' still has it
+SELECT pgmq._notify_wanted('q_ext') AS ext, pgmq._notify_wanted('q_ext2') AS ext2;
 SELECT pgmq.disable_notify_insert('ext');
-SELECT pgmq._notify_wanted();
+SELECT pgmq._notify_wanted('q_ext') AS ext, pgmq._notify_wanted('q_ext2') AS ext2;
+-- a mixed-case queue name: matched as the send's lower-case table name
+SELECT pgmq.create('Ext_Mixed');
+SELECT pgmq.enable_notify_insert('Ext_Mixed', 0);
+SELECT pgmq._notify_wanted('q_ext_mixed') AS mixed, pgmq._notify_wanted('q_ext') AS ext;
+SELECT pgmq.drop_queue('Ext_Mixed');
+SELECT pgmq._notify_wanted('q_ext_mixed') AS mixed;
+-- in REPEATABLE READ the function only gains queues (its snapshot may miss
+-- rows committed since): the disable leaves 'ext2' named, the next change
+-- in READ COMMITTED removes it
+SELECT pgmq.enable_notify_insert('ext2', 0);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT pgmq.disable_notify_insert('ext2');
+COMMIT;
+SELECT pgmq._notify_wanted('q_ext2') AS ext2;
+SELECT pgmq.enable_notify_insert('ext', 0);
+SELECT pgmq.disable_notify_insert('ext');
+SELECT pgmq._notify_wanted('q_ext') AS ext, pgmq._notify_wanted('q_ext2') AS ext2;
 -- a rolled-back enable leaves it false; drop_queue's cascade sets it back
 BEGIN;
 SELECT pgmq.enable_notify_insert('ext2');
-SELECT pgmq._notify_wanted();
+SELECT pgmq._notify_wanted('q_ext2') AS ext2;
 ROLLBACK;
-SELECT pgmq._notify_wanted();
+SELECT pgmq._notify_wanted('q_ext2') AS ext2;
 SELECT pgmq.enable_notify_insert('ext2');
 SELECT pgmq.drop_queue('ext2');
-SELECT pgmq._notify_wanted();
+SELECT pgmq._notify_wanted('q_ext2') AS ext2;
 -- sends go on without it
 SELECT * FROM pgmq.send('ext', '{"n": 14}');
 SELECT count(*) FROM pgmq.list_notify_insert_throttles();
@@ -165,7 +199,7 @@ SELECT * FROM pgmq.list_notify_visible();
 -- independent of enable_notify_insert, which keeps its own throttle
 SELECT pgmq.enable_notify_visible('nv');
 SELECT count(*) FROM pgmq.list_notify_insert_throttles();
-SELECT pgmq._notify_wanted();
+SELECT pgmq._notify_wanted('q_nv');
 -- dropped with its queue
 SELECT pgmq.drop_queue('nv');
 SELECT * FROM pgmq.list_notify_visible();

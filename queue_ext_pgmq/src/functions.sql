@@ -223,40 +223,68 @@ GRANT EXECUTE ON FUNCTION pgmq._monitor_ages(text) TO pg_monitor;
 -- Sending
 ------------------------------------------------------------
 
--- Whether some queue may have enable_notify_insert: a constant, that the
--- planner folds into the plans of the sends, so that a send to a database
--- where no queue has it pays nothing for the notifications (the look at
--- pgmq.notify_insert_throttle through a SECURITY DEFINER function cost a
--- tenth of a send).  pgmq._notify_wanted_set() writes it again whenever
--- the table gains its first row or loses its last (the trigger below);
--- a change of the function invalidates the plans that folded it, in every
+-- Whether a send to the queue table qtable ('q_<name>', lower case) may
+-- have to notify: an IMMUTABLE SQL function whose body names the queues of
+-- pgmq.notify_insert_throttle as constants, so that the planner inlines it
+-- into the sends' plans as "qtable = ANY('{q_a,q_b}')" (or folds it to
+-- false while no queue has enable_notify_insert).  A send to a queue
+-- without it compares a name with a short array and pays nothing else, in
+-- any database (issue 40: the look at pgmq.notify_insert_throttle through
+-- a SECURITY DEFINER function, in every send once any queue had it, cost
+-- up to two thirds of a send).  pgmq._notify_wanted_set() writes the
+-- function again whenever the set of queues changes (the trigger below;
+-- not on the UPDATE of last_notified_at that every notification makes); a
+-- change of the function invalidates the plans that inlined it, in every
 -- session, when its transaction commits, as the table's rows become
 -- visible.  true only says "look": pgmq._notify_insert looks at the table.
-CREATE OR REPLACE FUNCTION pgmq._notify_wanted()
+-- (0.2 before issue 40 had a form without arguments, true for all queues.)
+DROP FUNCTION IF EXISTS pgmq._notify_wanted();
+CREATE OR REPLACE FUNCTION pgmq._notify_wanted(qtable TEXT)
 RETURNS boolean LANGUAGE SQL IMMUTABLE AS $$
   SELECT false
 $$;
 
--- pgmq._notify_wanted() made to say whether pgmq.notify_insert_throttle
--- has rows.  Under an advisory lock, so that two transactions never write
--- the function at once, and the look at the table is after the lock: in
--- READ COMMITTED it sees what the transaction that held the lock committed.
--- A snapshot taken earlier (REPEATABLE READ, SERIALIZABLE) may miss such
--- rows: there it only ever writes true, which is always safe.  As the
--- extension's owner (who owns the function).
+-- pgmq._notify_wanted(text) made to name the queues of
+-- pgmq.notify_insert_throttle.  Under an advisory lock, so that two
+-- transactions never write the function at once, and the look at the
+-- table is after the lock: in READ COMMITTED it sees what the transaction
+-- that held the lock committed.  A snapshot taken earlier (REPEATABLE
+-- READ, SERIALIZABLE) may miss such rows: there it only ever adds queues
+-- to those the function names, which is always safe (a queue named
+-- without notifications costs its sends a look at the table, until the
+-- next change in READ COMMITTED).  As the extension's owner (who owns
+-- the function).
 CREATE OR REPLACE FUNCTION pgmq._notify_wanted_set()
 RETURNS void SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    wanted boolean;
+    wanted text[];
+    current_body text;
+    current_queues text[];
+    body text;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('pgmq._notify_wanted'));
-    wanted := EXISTS (SELECT 1 FROM pgmq.notify_insert_throttle);
-    IF NOT wanted AND current_setting('transaction_isolation') <> 'read committed' THEN
-        RETURN;
+    SELECT array_agg(DISTINCT lower('q_' || t.queue_name))
+      INTO wanted
+      FROM pgmq.notify_insert_throttle t;
+    -- the function as it is now (the catalog is read with a fresh snapshot)
+    SELECT p.prosrc INTO current_body
+      FROM pg_proc p
+     WHERE p.oid = 'pgmq._notify_wanted(text)'::regprocedure;
+    IF current_setting('transaction_isolation') <> 'read committed'
+       AND current_body ~ '^SELECT \$1 = ANY \(.*::text\[\]\)$' THEN
+        EXECUTE 'SELECT ' || (regexp_match(current_body, '^SELECT \$1 = ANY \((.*)::text\[\]\)$'))[1]
+                || '::text[]' INTO current_queues;
+        SELECT array_agg(DISTINCT x) INTO wanted
+          FROM (SELECT unnest(wanted) UNION SELECT unnest(current_queues)) AS u(x);
     END IF;
-    IF wanted IS DISTINCT FROM pgmq._notify_wanted() THEN
-        EXECUTE format('CREATE OR REPLACE FUNCTION pgmq._notify_wanted() RETURNS boolean '
-                       'LANGUAGE SQL IMMUTABLE AS %L', 'SELECT ' || wanted::text);
+    IF wanted IS NULL THEN
+        body := 'SELECT false';
+    ELSE
+        body := format('SELECT $1 = ANY (%s::text[])', quote_literal(wanted::text));
+    END IF;
+    IF body IS DISTINCT FROM current_body THEN
+        EXECUTE format('CREATE OR REPLACE FUNCTION pgmq._notify_wanted(qtable TEXT) RETURNS boolean '
+                       'LANGUAGE SQL IMMUTABLE AS %L', body);
     END IF;
 END;
 $$ LANGUAGE plpgsql;
@@ -271,7 +299,7 @@ END;
 $$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE TRIGGER notify_wanted
-    AFTER INSERT OR DELETE OR TRUNCATE ON pgmq.notify_insert_throttle
+    AFTER INSERT OR DELETE OR TRUNCATE OR UPDATE OF queue_name ON pgmq.notify_insert_throttle
     FOR EACH STATEMENT EXECUTE FUNCTION pgmq._notify_wanted_trigger();
 
 SELECT pgmq._notify_wanted_set();
@@ -279,8 +307,8 @@ SELECT pgmq._notify_wanted_set();
 -- pgmq's notification of a send, when enable_notify_insert asked for it:
 -- 'pgmq.q_<name>.INSERT', at most one per throttle_interval_ms (pgmq's
 -- trigger on its table; here the send gives it, once per call, and only
--- when pgmq._notify_wanted()).  As the extension's owner: a sender needs
--- no privilege on the throttle table.
+-- when pgmq._notify_wanted(qtable)).  As the extension's owner: a sender
+-- needs no privilege on the throttle table.
 CREATE OR REPLACE FUNCTION pgmq._notify_insert(qtable TEXT)
 RETURNS void SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -340,7 +368,7 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    IF pgmq._notify_wanted() THEN
+    IF pgmq._notify_wanted(qtable) THEN
         PERFORM pgmq._notify_insert(qtable);
     END IF;
     RETURN NEXT id;
@@ -449,7 +477,7 @@ BEGIN
                           delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
                           keys => ARRAY(SELECT pgmq._key(qe, seq, i)
                                           FROM unnest(ids) WITH ORDINALITY AS u(i, o) ORDER BY o));
-    IF pgmq._notify_wanted() THEN
+    IF pgmq._notify_wanted(qtable) THEN
         PERFORM pgmq._notify_insert(qtable);
     END IF;
     RETURN QUERY SELECT unnest(ids);
