@@ -701,7 +701,7 @@ run_queue_declare(Chan *ch, Op *op)
 		 */
 		/* whether it existed: read before the declare, in its snapshot */
 		pg_send(ch->pg,
-				"SELECT EXISTS (SELECT FROM mq.queues s WHERE s.queue = $1), "
+				"SELECT EXISTS (SELECT FROM mq._queue_stats($1::text) s WHERE s.queue = $1), "
 				"mq.queue_declare($1, type => $2, durable => $3::boolean, "
 				"arguments => $4::jsonb)",
 				4, NULL, vals, NULL, NULL, 0, queue_declared_1, ch);

@@ -423,7 +423,8 @@ query_route(Stream *s, PB(Resource) * topic, ProtobufCMessage *m, int rpc)
 	r = req_new(s, rpc, topic->resource_namespace, m);
 	r->topic = topic;
 	req_param(r, 0, topic->name);
-	req_run(r, "SELECT partitions FROM mq.queues WHERE queue = $1 AND type = 'stream'", 1,
+	req_run(r, "SELECT partitions FROM mq._queue_stats($1::text) "
+			"WHERE queue = $1 AND type = 'stream'", 1,
 			query_route_done);
 }
 

@@ -81,7 +81,8 @@ $$;
 CREATE OR REPLACE FUNCTION pgmq._check_queue(queue_name TEXT)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = pgmq._queue(queue_name)) THEN
+    IF NOT EXISTS (SELECT 1 FROM mq._queue_stats(pgmq._queue(queue_name)) q
+                   WHERE q.queue = pgmq._queue(queue_name)) THEN
         RAISE EXCEPTION 'relation "pgmq.%" does not exist', pgmq.format_table_name(queue_name, 'q')
             USING ERRCODE = 'undefined_table';
     END IF;
@@ -1393,7 +1394,7 @@ BEGIN
     SELECT metrics.queue_name, q.total, NULL, NULL, NULL, now(), q.ready,
            CASE WHEN m.is_partitioned THEN 0 END
       INTO result_row
-      FROM mq.queues q LEFT JOIN pgmq.meta m ON m.queue_name = metrics.queue_name
+      FROM mq._queue_stats(qe) q LEFT JOIN pgmq.meta m ON m.queue_name = metrics.queue_name
      WHERE q.queue = qe;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'relation "pgmq.%" does not exist', qtable
@@ -1488,7 +1489,7 @@ DECLARE
     qe TEXT := 'pgmq.' || qtable;
     qseq TEXT := qtable || '_msg_id_seq';
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
+    IF NOT EXISTS (SELECT 1 FROM mq._queue_stats(qe) q WHERE q.queue = qe) THEN
         PERFORM mq.queue_declare(qe, durable => durable);
     END IF;
     IF to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
@@ -1862,7 +1863,7 @@ BEGIN
     EXECUTE format('DROP VIEW IF EXISTS pgmq.%I', qtable);
     EXECUTE format('DROP SEQUENCE IF EXISTS pgmq.%I', qseq);
     EXECUTE format('DROP TABLE IF EXISTS pgmq.%I', atable);
-    IF EXISTS (SELECT 1 FROM mq.queues q WHERE q.queue = qe) THEN
+    IF EXISTS (SELECT 1 FROM mq._queue_stats(qe) q WHERE q.queue = qe) THEN
         PERFORM mq.queue_delete(qe);
     END IF;
     DELETE FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
