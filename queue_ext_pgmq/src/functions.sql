@@ -1965,31 +1965,33 @@ $$;
 -- LISTENing for sends wakes up for these too instead of polling.  No
 -- throttle: at most one notification per queue per worker transaction.
 ------------------------------------------------------------
-CREATE OR REPLACE FUNCTION pgmq.enable_notify_visible(queue_name TEXT)
+-- the queue's channel set (on) or cleared, for enable_ and disable_notify_visible
+CREATE OR REPLACE FUNCTION pgmq._notify_visible(queue_name TEXT, "on" BOOLEAN)
 RETURNS void AS $$
 DECLARE
     qtable TEXT := pgmq.format_table_name(queue_name, 'q');
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pgmq.meta m
-                    WHERE lower(m.queue_name) = lower(enable_notify_visible.queue_name)) THEN
-        RAISE EXCEPTION 'queue "%" does not exist', enable_notify_visible.queue_name
+                    WHERE lower(m.queue_name) = lower(_notify_visible.queue_name)) THEN
+        RAISE EXCEPTION 'queue "%" does not exist', _notify_visible.queue_name
             USING ERRCODE = 'undefined_object';
     END IF;
-    PERFORM mq.queue_notify('pgmq.' || qtable, 'pgmq.' || qtable || '.INSERT');
+    PERFORM mq.queue_notify('pgmq.' || qtable,
+                            CASE WHEN "on" THEN 'pgmq.' || qtable || '.INSERT' END);
+END;
+$$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION pgmq.enable_notify_visible(queue_name TEXT)
+RETURNS void AS $$
+BEGIN
+    PERFORM pgmq._notify_visible(queue_name, true);
 END;
 $$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.disable_notify_visible(queue_name TEXT)
 RETURNS void AS $$
-DECLARE
-    qtable TEXT := pgmq.format_table_name(queue_name, 'q');
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pgmq.meta m
-                    WHERE lower(m.queue_name) = lower(disable_notify_visible.queue_name)) THEN
-        RAISE EXCEPTION 'queue "%" does not exist', disable_notify_visible.queue_name
-            USING ERRCODE = 'undefined_object';
-    END IF;
-    PERFORM mq.queue_notify('pgmq.' || qtable, NULL);
+    PERFORM pgmq._notify_visible(queue_name, false);
 END;
 $$ LANGUAGE plpgsql;
 
