@@ -261,15 +261,33 @@ req_free(Req *r)
 	free(r);
 }
 
+#define BUSY_TEXT "the gateway has --max-sessions PostgreSQL sessions busy"
+
 /* Run sql for r; false: answered already (too many sessions) */
 static bool
 req_run(Req *r, const char *sql, int nparams, pg_result_cb cb)
 {
 	if (pg_run(r->db, r->role, sql, nparams, r->params, r->lengths, r->formats, cb, r))
 		return true;
-	answer_status(r->s, CODE(TOO_MANY_REQUESTS), "the gateway has --max-sessions PostgreSQL sessions busy");
+	answer_status(r->s, CODE(TOO_MANY_REQUESTS), BUSY_TEXT);
 	req_free(r);
 	return false;
+}
+
+/* The requests of a batch no session could run: each answered busy, freed */
+static void
+batch_refuse(Req *reqs)
+{
+	Req		   *r,
+			   *nx;
+
+	for (r = reqs; r; r = nx)
+	{
+		nx = r->next_batch;
+		if (r->s)
+			answer_status(r->s, CODE(TOO_MANY_REQUESTS), BUSY_TEXT);
+		req_free(r);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -1067,16 +1085,7 @@ send_kick(SendQueue *q)
 		if (!pg_run(q->db, q->role, sql,
 					7, b->values, b->lengths, b->formats, send_batch_done, b))
 		{
-			Req		   *nx;
-
-			for (r = b->reqs; r; r = nx)
-			{
-				nx = r->next_batch;
-				if (r->s)
-					answer_status(r->s, CODE(TOO_MANY_REQUESTS),
-								  "the gateway has --max-sessions PostgreSQL sessions busy");
-				req_free(r);
-			}
+			batch_refuse(b->reqs);
 			send_batch_free(b);
 			continue;
 		}
@@ -2020,16 +2029,7 @@ ack_kick(AckQueue *q)
 					"SELECT mq.ack($1, group_name => $2, receipts => $3::text[])",
 					3, b->values, b->lengths, b->formats, ack_batch_done, b))
 		{
-			Req		   *nx;
-
-			for (r = b->reqs; r; r = nx)
-			{
-				nx = r->next_batch;
-				if (r->s)
-					answer_status(r->s, CODE(TOO_MANY_REQUESTS),
-								  "the gateway has --max-sessions PostgreSQL sessions busy");
-				req_free(r);
-			}
+			batch_refuse(b->reqs);
 			buf_free(&b->receipts);
 			free(b);
 			continue;
