@@ -63,24 +63,28 @@ function report(seconds, lat) {
   }));
 }
 
-async function send() {
-  const producer = new Producer({ endpoints, sessionCredentials: credentials, logger: quiet, topics: [topic], requestTimeout });
-  await producer.startup();
-  await producer.send({ topic, body: crypto.randomBytes(100) });	// warm-up
+// N calls of call(), INFLIGHT at a time, timed and reported
+async function timedCalls(call) {
   const lat = [];
   let next = 0;
   async function worker() {
     while (next < N) {
       next++;
       const t = process.hrtime.bigint();
-      await producer.send({ topic, body: crypto.randomBytes(100) });
+      await call();
       lat.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
   }
   const t0 = startClock();
   await Promise.all(Array.from({ length: INFLIGHT }, worker));
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  report(seconds, lat);
+  report(Number(process.hrtime.bigint() - t0) / 1e9, lat);
+}
+
+async function send() {
+  const producer = new Producer({ endpoints, sessionCredentials: credentials, logger: quiet, topics: [topic], requestTimeout });
+  await producer.startup();
+  await producer.send({ topic, body: crypto.randomBytes(100) });	// warm-up
+  await timedCalls(() => producer.send({ topic, body: crypto.randomBytes(100) }));
   await producer.shutdown();
 }
 
@@ -121,20 +125,7 @@ async function noop() {
   const ep = producer.endpoints;
   const request = producer.wrapHeartbeatRequest();
   await producer.rpcClientManager.heartbeat(ep, request, requestTimeout);
-  const lat = [];
-  let next = 0;
-  async function worker() {
-    while (next < N) {
-      next++;
-      const t = process.hrtime.bigint();
-      await producer.rpcClientManager.heartbeat(ep, request, requestTimeout);
-      lat.push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
-  }
-  const t0 = startClock();
-  await Promise.all(Array.from({ length: INFLIGHT }, worker));
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  report(seconds, lat);
+  await timedCalls(() => producer.rpcClientManager.heartbeat(ep, request, requestTimeout));
   await producer.shutdown();
 }
 
