@@ -22,7 +22,7 @@ const os = require('node:os');
 const crypto = require('node:crypto');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult, FilterExpression } = require('rocketmq-client-nodejs');
 const { TransactionResolution, FilterType } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
-const { endpoints, credentials, quiet, check, finish } = require('./common');
+const { endpoints, credentials, quiet, check, finish, sleep, withTimeout } = require('./common');
 
 const run = `${process.pid}-${Date.now()}`;
 const only = process.env.RMQ_CHECKS ? new Set(process.env.RMQ_CHECKS.split(',')) : null;
@@ -30,18 +30,6 @@ const only = process.env.RMQ_CHECKS ? new Set(process.env.RMQ_CHECKS.split(','))
 // beyond the long poll, of a receive; a loaded test machine moving 3 MB
 // bodies through PostgreSQL may need more
 const base = { endpoints, namespace: '', sessionCredentials: credentials, logger: quiet, requestTimeout: 30000 };
-
-function sleep(ms) {
-  return new Promise(resolve => setTimeout(resolve, ms));
-}
-
-function withTimeout(promise, ms, what) {
-  let t;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => { t = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms); }),
-  ]).finally(() => clearTimeout(t));
-}
 
 async function producer(topics, opts = {}) {
   const p = new Producer({ ...base, topics, ...opts });

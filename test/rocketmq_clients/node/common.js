@@ -1,4 +1,4 @@
-// What push_check.js, filter_check.js and tx_check.js share: the client
+// What the check scripts here share: the client
 // options from the environment (RMQ_ENDPOINT, RMQ_TOPIC, RMQ_ACCESS_KEY /
 // RMQ_SECRET_KEY for signed requests, RMQ_DEBUG for the client's log) and
 // their output, "ok NAME" / "not ok NAME: why" lines, "checks: DONE" last.
@@ -26,4 +26,15 @@ function finish() {
   process.exit(failures ? 1 : 0);
 }
 
-module.exports = { endpoints, topic, credentials, quiet, check, finish };
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+// promise, or a rejection naming what after ms milliseconds
+function withTimeout(promise, ms, what) {
+  let t;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => { t = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms); }),
+  ]).finally(() => clearTimeout(t));
+}
+
+module.exports = { endpoints, topic, credentials, quiet, check, finish, sleep, withTimeout };

@@ -29,20 +29,11 @@ const grpc = require('@grpc/grpc-js');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
 const defs = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
-const { endpoints, topic, credentials, quiet, check, finish } = require('./common');
+const { endpoints, topic, credentials, quiet, check, finish, sleep, withTimeout } = require('./common');
 
 const SERVICE = '/apache.rocketmq.v2.MessagingService/';
 const [host, port] = endpoints.split(':');
 const group = process.env.RMQ_GROUP;
-const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
-
-function withTimeout(promise, ms, what) {
-  let t;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => { t = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms); }),
-  ]).finally(() => clearTimeout(t));
-}
 
 // the signed request headers the client sends
 function authHeaders() {
