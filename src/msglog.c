@@ -402,30 +402,45 @@ mq_log_row_values(MqMessage *m, Datum *values, bool *isnull)
 #undef JSONBCOL
 }
 
-/* Insert index entries for the partial indexes on key and dedup_id */
+/*
+ * Insert the index entries of msgs[0..n-1] (at tids) for the partial
+ * indexes on key and dedup_id.  Each index is opened, and its IndexInfo
+ * built, once for the whole batch rather than once per message: a batch of
+ * keyed messages (queue_ext_pgmq's send_batch) spent a sixth of its time
+ * here, a good part of it in that set-up.
+ */
 static void
-insert_index_entries(Relation rel, MqMessage *m, ItemPointer tid)
+insert_index_entries(Relation rel, MqMessage **msgs, int n, ItemPointer tids)
 {
 	List	   *indexes;
 	ListCell   *lc;
+	bool		any = false;
 
-	if (m->key == NULL && m->dedup_id == NULL)
+	for (int i = 0; i < n && !any; i++)
+		any = msgs[i]->key != NULL || msgs[i]->dedup_id != NULL;
+	if (!any)
 		return;
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
 	{
 		Relation	idx = index_open(lfirst_oid(lc), RowExclusiveLock);
 		int			attno = idx->rd_index->indkey.values[0];
-		char	   *val = attno == MQ_LOG_ATT_KEY ? m->key :
-		attno == MQ_LOG_ATT_DEDUP_ID ? m->dedup_id : NULL;
+		IndexInfo  *ii = NULL;
 
-		if (val != NULL)
+		for (int i = 0; i < n; i++)
 		{
-			Datum		d = CStringGetTextDatum(val);
-			bool		n = false;
-			IndexInfo  *ii = BuildIndexInfo(idx);
+			char	   *val = attno == MQ_LOG_ATT_KEY ? msgs[i]->key :
+			attno == MQ_LOG_ATT_DEDUP_ID ? msgs[i]->dedup_id : NULL;
+			Datum		d;
+			bool		isnull = false;
 
-			index_insert(idx, &d, &n, tid, rel, UNIQUE_CHECK_NO, false, ii);
+			if (val == NULL)
+				continue;
+			if (ii == NULL)
+				ii = BuildIndexInfo(idx);
+			d = CStringGetTextDatum(val);
+			index_insert(idx, &d, &isnull, &tids[i], rel, UNIQUE_CHECK_NO, false, ii);
+			pfree(DatumGetPointer(d));
 		}
 		index_close(idx, RowExclusiveLock);
 	}
@@ -456,10 +471,8 @@ mq_log_append(MqMessage **msgs, int n, bool durable)
 
 	note_append(segno, ItemPointerGetBlockNumber(&tids[n - 1]));
 	for (int i = 0; i < n; i++)
-	{
 		msgs[i]->msg_id = mq_msgid_make(segno, &tids[i]);
-		insert_index_entries(rel, msgs[i], &tids[i]);
-	}
+	insert_index_entries(rel, msgs, n, tids);
 	pfree(values);
 	pfree(isnull);
 	pfree(tids);
@@ -898,7 +911,7 @@ mq_log_link_reserve(Relation seg, int64 segno, MqMessage *msg, MqlogLinkedRow *r
 void
 mq_log_link_done(Relation seg, MqMessage *msg, MqlogLinkedRow *row)
 {
-	insert_index_entries(seg, msg, &row->tid);
+	insert_index_entries(seg, &msg, 1, &row->tid);
 }
 
 /*
