@@ -20,7 +20,9 @@ Workloads (those of the messaging-core harness, broker_vs_skiplocked.py, in pgmq
      statements per transaction (bound by the calls); c) one pgmq.send_batch of 100
      per transaction; d) a) again with notify_insert enabled on
      another queue (so that queue_ext_pgmq's look at pgmq.notify_insert_throttle finds
-     a row that is not the sent queue's; enabled for d) only).
+     a row that is not the sent queue's; enabled for d) only); e) the floor of a): one plain
+     INSERT of the same body per transaction into a table of its own (msg_id bigserial
+     primary key, message jsonb), no pgmq call, in each database.
   1. consume+ack on a backlog of PGMQ_BACKLOG messages (filled with send_batch of 100),
      2 consumer clients: a) batches: read 100, delete those 100 in one transaction;
      b) one message per transaction: read 1, delete it (pgmq's usual loop).
@@ -148,12 +150,21 @@ def test0():
     for rep in range(REPS):
         order = SYSTEMS if rep % 2 == 0 else SYSTEMS[::-1]
         for db, _ in order:
-            for kind in ("one", "stmts", "batch", "one_notify_other"):
+            for kind in ("one", "stmts", "batch", "one_notify_other", "insert"):
                 q = "snd_%s" % kind
-                new_queue(db, q)
+                if kind == "insert":
+                    psql("DROP TABLE IF EXISTS public.snd_insert;"
+                         "CREATE TABLE public.snd_insert (msg_id bigserial PRIMARY KEY, message jsonb)",
+                         db=db)
+                else:
+                    new_queue(db, q)
                 psql("SELECT pgmq.%s_notify_insert('snd_other')"
                      % ("enable" if kind == "one_notify_other" else "disable"), db=db)
-                if kind == "batch":
+                if kind == "insert":
+                    r = pgbench("INSERT INTO public.snd_insert (message) VALUES (%s);\n" % body,
+                                clients=2, threads=2, transactions=max(1, SENDS // 2), db=db)
+                    msgs = r["tx"]
+                elif kind == "batch":
                     r = pgbench("SELECT count(*) FROM pgmq.send_batch('%s', %s);\n" % (q, batch),
                                 clients=2, threads=2, transactions=max(1, SENDS // 100 // 2), db=db)
                     msgs = r["tx"] * 100
@@ -166,7 +177,8 @@ def test0():
                                 clients=2, threads=2, transactions=max(1, SENDS // 2), db=db)
                     msgs = r["tx"]
                 rate = msgs / r["elapsed"]
-                left = queue_length(db, q)
+                left = (int(psql1("SELECT count(*) FROM public.snd_insert", db=db))
+                        if kind == "insert" else queue_length(db, q))
                 if left != msgs:
                     raise RuntimeError("%s %s: %d sent, %d in the queue" % (db, q, msgs, left))
                 res.setdefault((db, kind), []).append(rate)
@@ -174,7 +186,8 @@ def test0():
     rows = []
     for kind, label in (("one", "send, 1 per txn"), ("stmts", "send, 100 statements per txn"),
                         ("batch", "send_batch of 100 per txn"),
-                        ("one_notify_other", "send, 1 per txn, notify on another queue")):
+                        ("one_notify_other", "send, 1 per txn, notify on another queue"),
+                        ("insert", "plain INSERT, 1 per txn (the floor of send, 1 per txn)")):
         a = median(res[("pgmq_orig", kind)])
         b = median(res[("pgmq_qe", kind)])
         per = ", ".join("%.2f" % ratio(y, x) for x, y in zip(res[("pgmq_orig", kind)], res[("pgmq_qe", kind)]))

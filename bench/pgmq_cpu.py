@@ -18,6 +18,9 @@ Statements (a transaction each):
   batch     10 pgmq.send_batch of 100
   consume   10 x pgmq.delete(q, ARRAY(SELECT msg_id FROM pgmq.read(q, 30, 100))) on a backlog
   consume1  one read 1 + delete 1 (then COMMIT)
+  insert1   one plain INSERT of the same body into a table of its own (msg_id bigserial primary
+            key, message jsonb), then COMMIT: the floor of a one-message transaction, in each
+            database, that send1 is compared with (not a pgmq call)
 
 PGMQ_CPU_BEFORE names a functions.sql of queue_ext_pgmq from another commit (git show
 <commit>:queue_ext_pgmq/src/functions.sql >/tmp/before.sql): a third database, pgmq_cpu_before,
@@ -30,7 +33,8 @@ another queue has it (issue 40); sendn300 (300 sends to 'nq' itself, each notify
 named in PGMQ_CPU_TESTS too.
 
 Environment: PGMQ_DIR or PGMQ_SQL as for pgmq_compat.py, PGMQ_LABEL, PGMQ_CPU_ROUNDS (2),
-PGMQ_CPU_TXNS (6), PGMQ_CPU_TESTS (send1,send300,batch,consume,consume1); BENCH_* (benchlib.py).
+PGMQ_CPU_TXNS (6), PGMQ_CPU_TESTS (send1,send300,batch,consume,consume1; insert1 can be added);
+BENCH_* (benchlib.py).
 """
 import os
 import re
@@ -63,6 +67,7 @@ STMTS = {
                 10, 100),
     "consume1": ("SELECT pgmq.delete('c1', msg_id) FROM pgmq.read('c1', 30, 1)", 1, 1),
     "sendn300": ("SELECT pgmq.send('nq', %s)" % BODY, 300, 1),
+    "insert1": ("INSERT INTO public.bare_q (message) VALUES (%s)" % BODY, 1, 1),
 }
 
 
@@ -83,6 +88,7 @@ def setup():
     need = (ROUNDS * (TXNS + 1) + 2) * 10 * 100
     for db, _ in SYSTEMS:
         psql("SELECT pgmq.create(q) FROM unnest(ARRAY['ss', 'sb', 'cc', 'c1', 'nq']) q", db=db)
+        psql("CREATE TABLE public.bare_q (msg_id bigserial PRIMARY KEY, message jsonb)", db=db)
         if NOTIFY_OTHER:
             psql("SELECT pgmq.enable_notify_insert('nq', 0)", db=db)
         # the consume backlogs, a send_batch of 100 per transaction
