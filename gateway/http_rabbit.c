@@ -1006,14 +1006,13 @@ queues_listed(HttpReq *r, PGresult *res)
 
 	if (cols && *cols)
 		ncol = qcolumns(cols, col, lengthof(col));
+	/* RabbitMQ 3.10 writes the paged object's keys in their sorted order */
 	if (page > 0)
 	{
-		char		head[200];
+		char		head[100];
 
-		snprintf(head, sizeof(head), "{\"total_count\":%d,\"item_count\":%d,"
-				 "\"filtered_count\":%d,\"page\":%lld,\"page_size\":%lld,"
-				 "\"page_count\":%lld,\"items\":",
-				 ql.n, last > first ? last - first : 0, matched, page, size, (matched + size - 1) / size);
+		snprintf(head, sizeof(head), "{\"filtered_count\":%d,\"item_count\":%d,\"items\":",
+				 matched, last > first ? last - first : 0);
 		buf_bytes(&b, head, strlen(head));
 	}
 	buf_bytes(&b, "[", 1);
@@ -1033,7 +1032,14 @@ queues_listed(HttpReq *r, PGresult *res)
 	}
 	buf_bytes(&b, "]", 1);
 	if (page > 0)
-		buf_bytes(&b, "}", 1);
+	{
+		char		tail[200];
+
+		snprintf(tail, sizeof(tail), ",\"page\":%lld,\"page_count\":%lld,\"page_size\":%lld,"
+				 "\"total_count\":%d}",
+				 page, (matched + size - 1) / size, size, ql.n);
+		buf_bytes(&b, tail, strlen(tail));
+	}
 	http_reply_buf(r, 200, &b);
 
 done:
