@@ -435,7 +435,10 @@ http_rate(const char *vhost, const char *obj, const char *field, double value)
 		last_prune = now;
 	}
 	{
-		/* vhost \x1f obj \x1f field, cut to fit (snprintf cost a list of 1,000 queues 2 ms) */
+		/*
+		 * vhost \x1f obj \x1f field, cut to fit (snprintf here was 8M
+		 * instructions of a list of 1,000 queues, per callgrind)
+		 */
 		const char *part[3] = {vhost, obj, field};
 		size_t		len = 0;
 
