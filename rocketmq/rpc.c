@@ -119,6 +119,13 @@ typedef struct Req
 	/* SendMessage in a batch (send_enqueue): its messages' x-rocketmq headers */
 	char	  **headers;
 	struct Req *next_batch;
+	/*
+	 * A SendMessage of one message (the clients' send): its entry, status
+	 * and headers are these, not allocated
+	 */
+	PB(SendResultEntry) send_entry1;
+	PB(Status) send_status1;
+	char	   *headers1[1];
 } Req;
 
 /* ---------------------------------------------------------------------
@@ -357,11 +364,14 @@ req_free(Req *r)
 	if (r->headers && r->msg)
 		for (i = 0; i < (int) ((PB(SendMessageRequest) *) r->msg)->n_messages; i++)
 			free(r->headers[i]);
-	free(r->headers);
+	if (r->headers != r->headers1)
+		free(r->headers);
 	if (r->msg)
 		msg_free(r->msg);
-	free(r->send_entries);
-	free(r->send_status);
+	if (r->send_entries != &r->send_entry1)
+		free(r->send_entries);
+	if (r->send_status != &r->send_status1)
+		free(r->send_status);
 	free(r->ack_entries);
 	free(r->ack_status);
 	free(r);
@@ -944,6 +954,8 @@ typedef struct SendBatch
 } SendBatch;
 
 static SendQueue *send_queues;
+static SendQueue *spare_queue;	/* a queue that went, for the next one */
+static SendBatch *spare_batch;	/* a batch that ended, for the next one */
 
 /* r waits at the tail of a queue (head, tail, linked by next_batch) */
 static void
@@ -1074,7 +1086,7 @@ send_batchable(Req *r)
 			return false;
 		ns = m->topic->resource_namespace;
 	}
-	r->headers = calloc(q->n_messages, sizeof(char *));
+	r->headers = q->n_messages == 1 ? r->headers1 : calloc(q->n_messages, sizeof(char *));
 	for (i = 0; i < q->n_messages; i++)
 		if ((r->headers[i] = send_headers(q->messages[i])) == NULL)
 			return false;
@@ -1093,9 +1105,17 @@ send_enqueue(Req *r)
 			break;
 	if (q == NULL)
 	{
-		q = calloc(1, sizeof(SendQueue));
-		snprintf(q->db, sizeof(q->db), "%s", r->db);
-		snprintf(q->role, sizeof(q->role), "%s", r->role);
+		/* a queue goes when nothing waits or runs: one is kept for the next */
+		if (spare_queue)
+		{
+			q = spare_queue;
+			spare_queue = NULL;
+			memset(q, 0, sizeof(SendQueue));
+		}
+		else
+			q = calloc(1, sizeof(SendQueue));
+		str_copy(q->db, sizeof(q->db), r->db);
+		str_copy(q->role, sizeof(q->role), r->role);
 		q->next = send_queues;
 		send_queues = q;
 	}
@@ -1108,7 +1128,23 @@ send_batch_free(SendBatch *b)
 {
 	for (int i = 0; i < 7; i++)
 		buf_free(&b->arrays[i]);
-	free(b);
+	/* one is kept for the next batch (a send one at a time makes one each) */
+	if (spare_batch == NULL)
+		spare_batch = b;
+	else
+		free(b);
+}
+
+static SendBatch *
+send_batch_new(void)
+{
+	SendBatch  *b = spare_batch;
+
+	if (b == NULL)
+		return calloc(1, sizeof(SendBatch));
+	spare_batch = NULL;
+	memset(b, 0, sizeof(SendBatch));
+	return b;
 }
 
 /* A batch's statement is done: answer its requests, run what waits */
@@ -1161,7 +1197,10 @@ send_batch_done(void *arg, PGresult *res)
 		for (p = &send_queues; *p != q; p = &(*p)->next)
 			;
 		*p = q->next;
-		free(q);
+		if (spare_queue == NULL)
+			spare_queue = q;
+		else
+			free(q);
 	}
 }
 
@@ -1173,7 +1212,7 @@ send_kick(SendQueue *q)
 
 	while (q->head && q->running < SEND_IN_FLIGHT)
 	{
-		SendBatch  *b = calloc(1, sizeof(SendBatch));
+		SendBatch  *b = send_batch_new();
 		Req		   *r;
 		int			i;
 		const char *sql;
@@ -1261,8 +1300,16 @@ send_message(Stream *s, PB(SendMessageRequest) * q)
 	size_t		i;
 
 	PBFN(send_message_response__init) (&r->send_res);
-	r->send_entries = calloc(q->n_messages + 1, sizeof(PB(SendResultEntry)));
-	r->send_status = calloc(q->n_messages + 1, sizeof(PB(Status)));
+	if (q->n_messages <= 1)
+	{
+		r->send_entries = &r->send_entry1;
+		r->send_status = &r->send_status1;
+	}
+	else
+	{
+		r->send_entries = calloc(q->n_messages + 1, sizeof(PB(SendResultEntry)));
+		r->send_status = calloc(q->n_messages + 1, sizeof(PB(Status)));
+	}
 	for (i = 0; i < q->n_messages; i++)
 	{
 		PBFN(send_result_entry__init) (&r->send_entries[i]);
