@@ -7,7 +7,9 @@
  * protobuf-c, libpq) and nothing else: one HTTP/2 connection at a time,
  * read() and write() on its socket straight into and out of nghttp2; a
  * request's DATA is collected until END_STREAM, unpacked as a
- * SendMessageRequest (protobuf-c, its default allocator), and its first
+ * SendMessageRequest (protobuf-c, into a static buffer reused by every
+ * request: no malloc or free of its parts, nothing to walk to free it,
+ * which is as little as unpacking can cost), and its first
  * message's topic and body go with a fixed headers text to the gateway's
  * own prepared statement (PQsendQueryPrepared, the result read with
  * PQconsumeInput / PQgetResult on the loop); then a fixed, packed once
@@ -53,6 +55,30 @@ static uint8_t in[1 << 16];		/* the request's DATA */
 static size_t in_len;
 static int32_t stream_id;		/* the stream waiting for its statement */
 static Apache__Rocketmq__V2__SendMessageRequest *req;
+
+/* what a request unpacks into: a bump allocator over one static buffer */
+static _Alignas(16) uint8_t arena[1 << 17];
+static size_t arena_used;
+
+static void *
+arena_alloc(void *data, size_t n)
+{
+	void	   *p;
+
+	n = (n + 15) & ~(size_t) 15;
+	if (n > sizeof(arena) - arena_used)
+		return NULL;
+	p = arena + arena_used;
+	arena_used += n;
+	return p;
+}
+
+static void
+arena_free(void *data, void *p)
+{
+}
+
+static ProtobufCAllocator arena_allocator = {arena_alloc, arena_free, NULL};
 
 static uint8_t out[256];		/* the response: gRPC-framed, packed once */
 static size_t out_len;
@@ -120,7 +146,8 @@ on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *user)
 		return 0;
 	if (in_len < 5)
 		fail("no request message");
-	req = apache__rocketmq__v2__send_message_request__unpack(NULL, in_len - 5, in + 5);
+	arena_used = 0;
+	req = apache__rocketmq__v2__send_message_request__unpack(&arena_allocator, in_len - 5, in + 5);
 	in_len = 0;
 	if (req == NULL || req->n_messages < 1)
 		fail("bad request message");
@@ -154,8 +181,7 @@ on_pg(evutil_socket_t fd, short what, void *arg)
 	{
 		if ((res = PQgetResult(pg)) == NULL)
 		{
-			/* the statement is done: answer */
-			apache__rocketmq__v2__send_message_request__free_unpacked(req, NULL);
+			/* the statement is done: answer (req's arena is reused) */
 			req = NULL;
 			out_off = 0;
 			prd.source.ptr = NULL;
