@@ -3042,7 +3042,10 @@ rpc_begin(Stream *s)
 	method = s->path + strlen(SERVICE_PREFIX);
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (strcmp(methods[i].method, method) == 0)
+		{
 			s->rpc = methods[i].rpc;
+			break;
+		}
 	if (s->rpc == RPC_NONE)
 	{
 		/* not a method of MessagingService: gRPC's UNIMPLEMENTED */
