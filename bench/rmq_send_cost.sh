@@ -77,6 +77,30 @@ protoc-c --c_out="$W" --proto_path=../rocketmq rocketmq.proto
 cc -O2 -o "$W/rmq_floor" rmq_floor.c "$W/rocketmq.pb-c.c" -I"$W" -I"$($PG_CONFIG --includedir)" \
 	-lpq -levent -lnghttp2 -lprotobuf-c
 
+# wait (at most 120 s) until a client backend's profile (PostgresMain) is
+# among those written since the list $1, then 2 s more: callgrind writes a
+# backend's profile as it exits, which on a loaded machine came after a
+# fixed 3 s, and a late profile then counted in the next run (negative
+# sends).  Each run here has one session: rmq_sql_send's one connection,
+# the gateway's one pooled session at one send at a time.
+settle_profiles() {
+	local f
+	for _ in $(seq 120); do
+		for f in $(ls "$W/cg"); do
+			echo "$1" | grep -qx "$f" && continue
+			case "$f" in gw.*) continue ;; esac
+			# totals: the profile's last line, written once it is whole
+			if grep -q "^totals:" "$W/cg/$f" && grep -q "PostgresMain" "$W/cg/$f"; then
+				sleep 2
+				return
+			fi
+		done
+		sleep 1
+	done
+	echo "no backend profile after 120 s" >&2
+	exit 1
+}
+
 # the summed totals of the profiles of client backends (PostgresMain: not
 # queue_ext's workers, which come and go) and of gateways (gw.*) written
 # since the list $1 was taken; $2: "gw" for the gateways' alone
@@ -113,7 +137,7 @@ gw_count() {
 	grep -q "$2 succeeded" "$W/h2load.out" || { cat "$W/h2load.out" "$W/gw.log" >&2; exit 1; }
 	kill -INT $pid
 	wait $pid || true
-	sleep 3		# the sessions' backends write their profiles as they exit
+	settle_profiles "$before"	# the session's backend writes its profile as it exits
 	echo "$(new_total "$before") $(new_total "$before" gw)"
 }
 
@@ -122,7 +146,7 @@ sql_count() {
 	local before
 	before=$(ls "$W/cg")
 	RMQ_SQL_STMT=$1 "$W/rmq_sql_send" "$CONN" cost_sql "$3" 1 "$2" > /dev/null
-	sleep 3
+	settle_profiles "$before"
 	new_total "$before"
 }
 
