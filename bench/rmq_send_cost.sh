@@ -15,7 +15,7 @@
 # Kernel work (the extra socket hop, the commit's flush) is not in these counts: see
 # rocketmq_bench.sh's CPU figures for that.  Clients (h2load, rmq_sql_send) are not counted.
 #
-#   bash bench/rmq_send_cost.sh         # as root; needs valgrind, h2load, node
+#   bash bench/rmq_send_cost.sh         # as root; needs valgrind, h2load, node, protoc-c
 #
 # Env: PG_CONFIG (where queue_ext and mq-rocketmq are installed), RC_PORT (6310; the gateway
 # listens on RC_PORT+2), N1 (50), N2 (150), RB_NODE (a directory where `npm ci` of
@@ -77,19 +77,26 @@ protoc-c --c_out="$W" --proto_path=../rocketmq rocketmq.proto
 cc -O2 -o "$W/rmq_floor" rmq_floor.c "$W/rocketmq.pb-c.c" -I"$W" -I"$($PG_CONFIG --includedir)" \
 	-lpq -levent -lnghttp2 -lprotobuf-c
 
-# wait (at most 120 s) until a client backend's profile (PostgresMain) is
-# among those written since the list $1, then 2 s more: callgrind writes a
-# backend's profile as it exits, which on a loaded machine came after a
-# fixed 3 s, and a late profile then counted in the next run (negative
-# sends).  Each run here has one session: rmq_sql_send's one connection,
-# the gateway's one pooled session at one send at a time.
+# the profiles written since the marker file $1 was touched, one name a
+# line: callgrind names them by pid, and pids are reused on a busy machine
+# (a backend's profile then replaces an older one of the same name), so a
+# name does not tell a new profile from an old one
+new_profiles() {
+	find "$W/cg" -type f -newer "$1" -printf '%f\n'
+}
+
+# wait (at most 120 s) until a client backend's whole profile (PostgresMain;
+# totals: is its last line) is among those written since the marker $1,
+# then 2 s more: callgrind writes a backend's profile as it exits, which on
+# a loaded machine came after a fixed 3 s, and a late profile then counted
+# in the next run (negative sends).  Each run here has one session:
+# rmq_sql_send's one connection, the gateway's one pooled session at one
+# send at a time.
 settle_profiles() {
 	local f
 	for _ in $(seq 120); do
-		for f in $(ls "$W/cg"); do
-			echo "$1" | grep -qx "$f" && continue
+		for f in $(new_profiles "$1"); do
 			case "$f" in gw.*) continue ;; esac
-			# totals: the profile's last line, written once it is whole
 			if grep -q "^totals:" "$W/cg/$f" && grep -q "PostgresMain" "$W/cg/$f"; then
 				sleep 2
 				return
@@ -103,11 +110,10 @@ settle_profiles() {
 
 # the summed totals of the profiles of client backends (PostgresMain: not
 # queue_ext's workers, which come and go) and of gateways (gw.*) written
-# since the list $1 was taken; $2: "gw" for the gateways' alone
+# since the marker $1 was touched; $2: "gw" for the gateways' alone
 new_total() {
 	local f t=0 v
-	for f in $(ls "$W/cg"); do
-		echo "$1" | grep -qx "$f" && continue
+	for f in $(new_profiles "$1"); do
 		case "$f" in
 		gw.*) ;;
 		*) [ "${2:-}" != gw ] && grep -q "PostgresMain" "$W/cg/$f" || continue ;;
@@ -121,8 +127,8 @@ new_total() {
 # instructions of gateway binary $1 (gateway + its backends) for $2 sends;
 # $1 "floor": rmq_floor (a server doing the least of it, rmq_floor.c)
 gw_count() {
-	local before pid
-	before=$(ls "$W/cg")
+	local pid
+	touch "$W/mark"
 	if [ "$1" = floor ]; then
 		valgrind --tool=callgrind --callgrind-out-file="$W/cg/gw.%p" "$W/rmq_floor" $GWPORT \
 			"$CONN" bench_app > "$W/gw.log" 2>&1 &
@@ -137,17 +143,16 @@ gw_count() {
 	grep -q "$2 succeeded" "$W/h2load.out" || { cat "$W/h2load.out" "$W/gw.log" >&2; exit 1; }
 	kill -INT $pid
 	wait $pid || true
-	settle_profiles "$before"	# the session's backend writes its profile as it exits
-	echo "$(new_total "$before") $(new_total "$before" gw)"
+	settle_profiles "$W/mark"	# the session's backend writes its profile as it exits
+	echo "$(new_total "$W/mark") $(new_total "$W/mark" gw)"
 }
 
 # instructions of the backend of rmq_sql_send for $3 sends of statement $1 ($2: prepared|unnamed)
 sql_count() {
-	local before
-	before=$(ls "$W/cg")
+	touch "$W/mark"
 	RMQ_SQL_STMT=$1 "$W/rmq_sql_send" "$CONN" cost_sql "$3" 1 "$2" > /dev/null
-	settle_profiles "$before"
-	new_total "$before"
+	settle_profiles "$W/mark"
+	new_total "$W/mark"
 }
 
 # per send: the difference of N2 and N1 sends; for a gateway also its own part
