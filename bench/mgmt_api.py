@@ -23,8 +23,9 @@ and --streams streams of 4 partitions with --groups-per-stream consumer groups e
    for a core, and this is the figure that says what a call costs.
 2. With --amqp: amqp_bench.py's publish/consume run (pika, confirms, acks,
    one connection) --rounds times alternating "UI idle" and "UI polled"
-   (a thread GETs the overview, queues, and groups pages every
-   --poll-interval seconds, as the UI's pages do), medians side by side.
+   (a thread GETs what the overview and queues pages fetch every
+   --poll-interval seconds: the overview, one page of 100 queues, the
+   streams and the groups), medians side by side.
    With --ui-browser: "UI polled" is a real browser instead, Debian's
    headless Chromium with the UI's queues page open and its refresh every
    --poll-interval seconds (bench/mgmt_ui_render.js --poll, started before
@@ -46,6 +47,11 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# the web UI's queues page: the first page of 100 rows, the columns it shows
+UI_QUEUES = ('/api/queues/%2F?page=1&page_size=100&sort=name&columns=name,vhost,type,state,'
+             'messages_ready,messages_unacknowledged,messages,consumers,'
+             'message_stats.publish_details,message_stats.deliver_get_details')
+
 PATHS = [
     '/api/overview',
     '/api/whoami',
@@ -53,6 +59,8 @@ PATHS = [
     '/api/queues',
     '/api/queues/%2F',
     '/api/queues/%2F?columns=name,messages',
+    UI_QUEUES,
+    '/api/queues/%2F?page=1&page_size=100&sort=message_stats.publish_details.rate&sort_reverse=true',
     '/api/queues/%2F/bench.q0500',
     '/api/exchanges/%2F',
     '/api/bindings/%2F',
@@ -66,7 +74,7 @@ PATHS = [
     '/',
 ]
 
-UI_POLL = ['/api/overview', '/api/queues/%2F', '/api/queue-ext/groups/%2F']
+UI_POLL = ['/api/overview', UI_QUEUES, '/api/queue-ext/streams/%2F', '/api/queue-ext/groups/%2F']
 
 
 def get(api, path, auth):

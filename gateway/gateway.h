@@ -584,6 +584,9 @@ extern void http_sql(HttpReq *r, const char *sql, int n, const char *const *para
 extern void http_reply_json(HttpReq *r, int code, json_object *o);
 extern void http_reply_text(HttpReq *r, int code, const char *ctype, const char *body);
 extern void http_reply_empty(HttpReq *r, int code);
+extern void http_reply_buf(HttpReq *r, int code, Buf *b);
+extern void http_json_str(Buf *b, const char *s);
+extern void http_json_double(Buf *b, double v);
 extern void http_error(HttpReq *r, int code, const char *error, const char *reason);
 extern void http_not_found(HttpReq *r);
 extern void http_bad_request(HttpReq *r, const char *reason);

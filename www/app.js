@@ -50,6 +50,7 @@
 					return data;
 				err = new Error((data && (data.reason || data.error)) || (res.status + ' ' + res.statusText));
 				err.status = res.status;
+				err.error = data && data.error;
 				/*
 				 * RabbitMQ's API answers 401 both to a login it refuses and
 				 * to a missing privilege: only the first ends the session

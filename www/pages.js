@@ -198,6 +198,14 @@
 			filter: true,
 			sort: ['name', 'ascending'],
 			empty: 'No queue.',
+			/* the server pages, filters and sorts: one page of rows fetched, not every queue */
+			remote: function (q) {
+				q.columns = 'name,vhost,type,state,messages_ready,messages_unacknowledged,messages,' +
+					'consumers,message_stats.publish_details,message_stats.deliver_get_details';
+				return QE.api('GET', 'queues' + QE.vhostPath() + '?' + Object.keys(q).map(function (k) {
+					return k + '=' + QE.enc(q[k]);
+				}).join('&'));
+			},
 			columns: [
 				{ key: 'name', label: 'Name', show: function (q) { return link(queueHref(q.vhost, q.name), q.name); } },
 				{ key: 'vhost', label: 'Virtual host' },
@@ -207,9 +215,9 @@
 				{ key: 'messages_unacknowledged', label: 'Unacked', num: true },
 				{ key: 'messages', label: 'Total', num: true },
 				{ key: 'consumers', label: 'Consumers', num: true },
-				{ key: 'in', label: 'Incoming', num: true, get: function (q) { return QE.rate(q.message_stats, 'publish'); },
+				{ key: 'in', label: 'Incoming', num: true, sortKey: 'message_stats.publish_details.rate', get: function (q) { return QE.rate(q.message_stats, 'publish'); },
 				  show: function (q) { return QE.fmtRate(QE.rate(q.message_stats, 'publish')); } },
-				{ key: 'out', label: 'Deliver / get', num: true, get: function (q) { return QE.rate(q.message_stats, 'deliver_get'); },
+				{ key: 'out', label: 'Deliver / get', num: true, sortKey: 'message_stats.deliver_get_details.rate', get: function (q) { return QE.rate(q.message_stats, 'deliver_get'); },
 				  show: function (q) { return QE.fmtRate(QE.rate(q.message_stats, 'deliver_get')); } }
 			]
 		});
@@ -259,11 +267,10 @@
 			update: function () {
 				var vp = QE.vhostPath();
 
-				return Promise.all([QE.api('GET', 'queues' + vp),
+				return Promise.all([queues.load(),
 									QE.apiOptional('queue-ext/streams' + vp),
 									QE.apiOptional('queue-ext/groups' + vp)])
 					.then(function (r) {
-						queues.set(r[0]);
 						if (missing(r[1])) {
 							QE.fill(streamsSlot, unavailable('The list of streams', r[1]));
 							return;

@@ -193,6 +193,17 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 		*end = true;
 		return NULL;
 	}
+
+	/*
+	 * The read went on into a later generation: the scan's one is closed
+	 * and read to its end.  The scan is past it even if it stops before
+	 * this entry (head expiry does, at one that has not expired), so that
+	 * rotation can drop it once its entries are settled.  Else a generation
+	 * read to its end before the lane moved on to the next one would stay
+	 * until a consumer's scan came by.
+	 */
+	if (mq_qpos_gen(qpos) != mq_qpos_gen(ls->scan_pos))
+		ls->scan_pos = mq_qpos_gen_start(lane, mq_qpos_gen(qpos));
 	if (st == MQLOG_ROW_ABORTED)
 	{
 		ls->scan_pos = mqq_qpos_next(qpos);

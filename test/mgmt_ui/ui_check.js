@@ -90,6 +90,21 @@ async function tableRows(page, caption) {
 	}, caption);
 }
 
+// poll cond() (every 200 ms, up to 20 s) until it gives a true value,
+// which is returned; else fail with why()
+async function waitFor(cond, why) {
+	const deadline = Date.now() + 20000;
+
+	for (;;) {
+		const v = await cond();
+		if (v)
+			return v;
+		if (Date.now() > deadline)
+			throw new Error(why());
+		await new Promise((r) => setTimeout(r, 200));
+	}
+}
+
 async function waitRow(page, caption, pred, what) {
 	const deadline = Date.now() + 20000;
 	let rows;
@@ -279,24 +294,34 @@ async function main() {
 			await statusSays(page, 'Queue ' + queue + ' added.');
 			await waitRow(page, 'Queues', (r) => r[0] === queue, queue);
 		});
+		// the queues table asks the server for each page, filter and sort
+		// (RabbitMQ's paging): what it shows comes once that answered
 		await check('queues_filter_sort', async () => {
 			const all = (await tableRows(page, 'Queues')).length;
 			const filter = await page.$('main input[type=search]');
 			await filter.type(queue);
-			const rows = await tableRows(page, 'Queues');
-			assert(rows.length === 1 && rows[0][0] === queue, 'filtered rows: ' + JSON.stringify(rows));
+			let rows;
+			await waitFor(async () => {
+				rows = await tableRows(page, 'Queues');
+				return rows.length === 1 && rows[0][0] === queue;
+			}, () => 'filtered rows: ' + JSON.stringify(rows));
 			const note = await page.$eval('main .toolbar .note', (n) => n.innerText);
 			assert(note === '1 of ' + all + ' shown', 'count: ' + note);
 			await filter.click({ clickCount: 3 });
 			await page.keyboard.press('Backspace');
-			// sorting by Ready with the keyboard: focus the button, Enter twice
+			await waitFor(async () => (await tableRows(page, 'Queues')).length === all,
+						  () => 'the filter cleared does not show the ' + all + ' rows again');
+			// sorting by Name with the keyboard: focus the button, Enter twice
 			await page.focus('main th button[aria-label="Sort by Name"]');
 			await page.keyboard.press('Enter');
 			const sortDir = await page.$eval('main table th[data-key=name]', (th) => th.getAttribute('aria-sort'));
 			assert(sortDir === 'descending', 'aria-sort after Enter: ' + sortDir);
-			const names = (await tableRows(page, 'Queues')).map((r) => r[0]);
-			const sorted = names.slice().sort((a, b) => b.localeCompare(a));
-			assert(JSON.stringify(names) === JSON.stringify(sorted), 'not sorted descending: ' + names.join(','));
+			let names;
+			await waitFor(async () => {
+				names = (await tableRows(page, 'Queues')).map((r) => r[0]);
+				const sorted = names.slice().sort((a, b) => b.localeCompare(a));
+				return names.length === all && JSON.stringify(names) === JSON.stringify(sorted);
+			}, () => 'not sorted descending: ' + names.join(','));
 			await page.keyboard.press('Enter');
 		});
 		await check('queues_page', async () => {

@@ -417,6 +417,68 @@ compare('... nor purge', '401 {"error":"not_authorised","reason":"Access refused
 });
 compare('... nor delete a queue', '401', sub { (http($_[0], 'DELETE', '/api/queues/%2F/cq1', user => 'mgmt_nopriv'))[0] });
 compare('DELETE queue: 204', '204', sub { (http($_[0], 'DELETE', '/api/queues/%2F/cq1'))[0] });
+
+# RabbitMQ's paging of /api/queues (rabbit_mgmt_util: page, page_size,
+# name, use_regex), on five queues the name filter picks out
+compare('five queues to page through', '201 201 201 201 201', sub {
+	return join ' ', map { (http($_[0], 'PUT', "/api/queues/%2F/pgq_$_", body => '{"durable":true}'))[0] } 1 .. 5;
+});
+
+# status, the paged shape's fields in the order written (RabbitMQ 3.10
+# sorts them; total_count counts every queue, so only that it is at least
+# filtered_count), items' names
+sub paged
+{
+	my ($srv, $query) = @_;
+	my ($s, $b) = http($srv, 'GET', "/api/queues/%2F?$query");
+	my $o = dec($b);
+	return "$s $b" unless $s eq '200' && ref $o eq 'HASH';
+	my @order = $b =~ /"(total_count|item_count|filtered_count|page|page_size|page_count|items)":/g;
+	return join ' ', $s, join(',', @order[0 .. 6]),
+	  ($o->{total_count} // -1) >= ($o->{filtered_count} // 0) ? 'total>=filtered' : "total $o->{total_count}",
+	  map({ "$_=" . ($o->{$_} // '-') } qw(item_count filtered_count page page_size page_count)),
+	  join(',', map { $_->{name} } @{ $o->{items} // [] });
+}
+compare('page 2 of 2 a page, filtered by name',
+	'200 filtered_count,item_count,items,page,page_count,page_size,total_count total>=filtered item_count=2 filtered_count=5 page=2 page_size=2 page_count=3 pgq_3,pgq_4',
+	sub { paged($_[0], 'page=2&page_size=2&name=pgq_&columns=name') });
+compare('the last page is short; the name filter ignores case',
+	'200 filtered_count,item_count,items,page,page_count,page_size,total_count total>=filtered item_count=1 filtered_count=5 page=3 page_size=2 page_count=3 pgq_5',
+	sub { paged($_[0], 'page=3&page_size=2&name=PGQ_') });
+compare('page_size defaults to 100',
+	'200 filtered_count,item_count,items,page,page_count,page_size,total_count total>=filtered item_count=5 filtered_count=5 page=1 page_size=100 page_count=1 pgq_1,pgq_2,pgq_3,pgq_4,pgq_5',
+	sub { paged($_[0], 'page=1&name=pgq_') });
+compare('use_regex=true: a regular expression, without case',
+	'200 filtered_count,item_count,items,page,page_count,page_size,total_count total>=filtered item_count=2 filtered_count=2 page=1 page_size=10 page_count=1 pgq_2,pgq_4',
+	sub { paged($_[0], 'page=1&page_size=10&name=%5EPGQ_%5B24%5D%24&use_regex=true') });
+compare('sorted, reversed, then paged',
+	'200 filtered_count,item_count,items,page,page_count,page_size,total_count total>=filtered item_count=2 filtered_count=5 page=1 page_size=2 page_count=3 pgq_5,pgq_4',
+	sub { paged($_[0], 'page=1&page_size=2&name=pgq_&sort=name&sort_reverse=true') });
+compare('the page after the last: empty',
+	'200 filtered_count,item_count,items,page,page_count,page_size,total_count total>=filtered item_count=0 filtered_count=5 page=2 page_size=5 page_count=1 ',
+	sub { paged($_[0], 'page=2&page_size=5&name=pgq_') });
+compare('a page past that: 400 page_out_of_range',
+	'400 {"error":"page_out_of_range","reason":"Page out of range, page: 4 page size: 2, len: 5"}',
+	sub { paged($_[0], 'page=4&page_size=2&name=pgq_') });
+compare('page 0: 400 invalid_pagination_parameters',
+	'400 {"error":"invalid_pagination_parameters","reason":"Invalid pagination parameters: page number 0, page size undefined"}',
+	sub { paged($_[0], 'page=0') });
+compare('page_size over 500: 400 invalid_pagination_parameters',
+	'400 {"error":"invalid_pagination_parameters","reason":"Invalid pagination parameters: page number 1, page size 501"}',
+	sub { paged($_[0], 'page=1&page_size=501') });
+compare('a page that is not a number: 400 bad_request',
+	'400 {"error":"bad_request","reason":"Pagination parameters are invalid"}',
+	sub { paged($_[0], 'page=one') });
+compare('a regular expression that does not compile: 400 bad_request',
+	'400 {"error":"bad_request","reason":"Pagination parameters are invalid"}',
+	sub { paged($_[0], 'page=1&name=%5Bpgq&use_regex=true') });
+compare('page_size alone does not page', 'ARRAY', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/queues/%2F?page_size=2&columns=name');
+	return ref(dec($b)) || "$s $b";
+});
+compare('the five queues deleted', '204 204 204 204 204', sub {
+	return join ' ', map { (http($_[0], 'DELETE', "/api/queues/%2F/pgq_$_"))[0] } 1 .. 5;
+});
 compare('binding by properties key, and its 404 once deleted', '201 200 204 404', sub {
 	my $srv = $_[0];
 	http($srv, 'PUT', '/api/queues/%2F/bq', body => '{"durable":true}');
