@@ -65,7 +65,7 @@ h2_set_handlers(const StreamHandlers *h)
 }
 
 /* room for n more bytes */
-void
+static void
 buf_reserve(Buf *b, size_t n)
 {
 	if (b->len + n > b->cap)

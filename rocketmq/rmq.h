@@ -43,7 +43,6 @@ typedef struct Buf
 	size_t		cap;
 } Buf;
 
-extern void buf_reserve(Buf *b, size_t n);
 extern void buf_add(Buf *b, const void *p, size_t n);
 extern void buf_free(Buf *b);
 extern void str_copy(char *dst, size_t size, const char *src);
