@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -100,6 +101,20 @@ buf_free(Buf *b)
 	b->len = b->cap = 0;
 }
 
+/*
+ * src into dst of size bytes, cut short if need be, always terminated: what
+ * snprintf(dst, size, "%s", src) does, for a tenth of its instructions (it
+ * ran several times a request; bench/README.md, RocketMQ)
+ */
+void
+str_copy(char *dst, size_t size, const char *src)
+{
+	size_t		n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 static void conn_free(Conn *c);
 
 static void
@@ -125,15 +140,42 @@ conn_schedule_free(Conn *c)
 	event_base_once(rmq_base, -1, EV_TIMEOUT, conn_free_cb, c, &zero);
 }
 
+/*
+ * Output made while nothing waits in the socket's buffer (the bufferevent's
+ * output) is gathered, up to this, and written to the socket at once, with
+ * one send: the bufferevent would copy it, wait for the socket's write
+ * event (adding and deleting it) and write it in a later turn of the loop,
+ * a twelfth of the gateway's instructions for a send answered
+ * (bench/README.md, RocketMQ)
+ */
+#define DIRECT_MAX 16384
+
+/* n bytes at p to the socket: what it does not take to the bufferevent */
+static void
+conn_write_direct(Conn *c, const uint8_t *p, size_t n)
+{
+	ssize_t		w = send(bufferevent_getfd(c->bev), p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	/* it would block, or failed: the bufferevent tries, and reports an error */
+	if (w < 0)
+		w = 0;
+	if ((size_t) w < n)
+		bufferevent_write(c->bev, p + w, n - w);
+}
+
 /* nghttp2 has output: write it to the socket's buffer, up to OUTPUT_HIGH */
 void
 conn_flush(Conn *c)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
+	uint8_t		direct[DIRECT_MAX];
+	size_t		ndirect = 0;
+	bool		can_direct;
 
 	if (c->dead || c->flushing)
 		return;
 	c->flushing = true;
+	can_direct = evbuffer_get_length(out) == 0;
 	while (evbuffer_get_length(out) < OUTPUT_HIGH)
 	{
 		const uint8_t *data;
@@ -147,8 +189,21 @@ conn_flush(Conn *c)
 		}
 		if (n == 0)
 			break;
+		if (can_direct && ndirect + n <= DIRECT_MAX)
+		{
+			memcpy(direct + ndirect, data, n);
+			ndirect += n;
+			continue;
+		}
+		/* in order: what was gathered first, then all through the bufferevent */
+		if (ndirect > 0)
+			conn_write_direct(c, direct, ndirect);
+		ndirect = 0;
+		can_direct = false;
 		bufferevent_write(c->bev, data, n);
 	}
+	if (ndirect > 0)
+		conn_write_direct(c, direct, ndirect);
 	c->flushing = false;
 	if (!c->dead && !c->throttled && evbuffer_get_length(out) >= OUTPUT_HIGH)
 	{
@@ -191,7 +246,14 @@ data_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
 			char		status[16];
 			nghttp2_nv	tr[1];
 
-			snprintf(status, sizeof(status), "%d", s->grpc_status);
+			/* gRPC's status codes are 0 to 16 */
+			if (s->grpc_status >= 0 && s->grpc_status < 10)
+			{
+				status[0] = '0' + s->grpc_status;
+				status[1] = '\0';
+			}
+			else
+				snprintf(status, sizeof(status), "%d", s->grpc_status);
 			tr[0] = (nghttp2_nv)
 			{
 				(uint8_t *) "grpc-status", (uint8_t *) status, 11, strlen(status),
@@ -236,26 +298,49 @@ stream_respond(Stream *s)
 	conn_flush(c);
 }
 
+/* m, gRPC-framed, after what s has to send */
+static void
+stream_put_message(Stream *s, const ProtobufCMessage *m)
+{
+	size_t		n = protobuf_c_message_get_packed_size(m);
+	uint8_t    *p;
+
+	buf_reserve(&s->out, 5 + n);
+	p = (uint8_t *) s->out.data + s->out.len;
+	p[0] = 0;
+	p[1] = (n >> 24) & 0xff;
+	p[2] = (n >> 16) & 0xff;
+	p[3] = (n >> 8) & 0xff;
+	p[4] = n & 0xff;
+	protobuf_c_message_pack(m, p + 5);
+	s->out.len += 5 + n;
+}
+
 /* Send one response message on the stream (gRPC-framed). */
 void
 stream_send_message(Stream *s, const ProtobufCMessage *m)
 {
-	size_t		n = protobuf_c_message_get_packed_size(m);
-	uint8_t		hdr[5];
-	size_t		at;
-
 	if (s->closed || s->finished)
 		return;
-	hdr[0] = 0;
-	hdr[1] = (n >> 24) & 0xff;
-	hdr[2] = (n >> 16) & 0xff;
-	hdr[3] = (n >> 8) & 0xff;
-	hdr[4] = n & 0xff;
-	buf_add(&s->out, hdr, 5);
-	at = s->out.len;
-	buf_reserve(&s->out, n);
-	protobuf_c_message_pack(m, (uint8_t *) s->out.data + at);
-	s->out.len += n;
+	stream_put_message(s, m);
+	stream_respond(s);
+}
+
+/*
+ * The one answer of a unary RPC: m, then trailers with grpc-status 0, as
+ * stream_send_message and stream_finish(s, 0, NULL) would send them, but
+ * made into frames and written together (headers, DATA with END_STREAM's
+ * trailers after it) instead of in two rounds with an empty DATA frame
+ * between them
+ */
+void
+stream_answer(Stream *s, const ProtobufCMessage *m)
+{
+	if (s->closed || s->finished)
+		return;
+	stream_put_message(s, m);
+	s->finished = true;
+	s->grpc_status = 0;
 	stream_respond(s);
 }
 
@@ -272,6 +357,58 @@ stream_finish(Stream *s, int grpc_status, const char *msg)
 	stream_respond(s);
 }
 
+/*
+ * Freed streams kept for the next ones: a Stream is over 1 kB, which glibc
+ * allocates on its slower path (no thread cache), and a stream comes and
+ * goes with every RPC (bench/README.md, RocketMQ)
+ */
+#define STREAM_CACHE 16
+static Stream *stream_cache[STREAM_CACHE];
+static int	n_stream_cache;
+
+/* kept with a cached stream: its buffers, when no larger than this */
+#define STREAM_CACHE_BUF 4096
+
+/* a new stream, zeroed but for the room of its (empty) buffers */
+static Stream *
+stream_new(void)
+{
+	Stream	   *s;
+	Buf			in,
+				out;
+
+	if (n_stream_cache == 0)
+		return calloc(1, sizeof(Stream));
+	s = stream_cache[--n_stream_cache];
+	in = s->in;
+	out = s->out;
+	memset(s, 0, sizeof(Stream));
+	s->in.data = in.data;
+	s->in.cap = in.cap;
+	s->out.data = out.data;
+	s->out.cap = out.cap;
+	return s;
+}
+
+static void
+stream_delete(Stream *s)
+{
+	if (n_stream_cache < STREAM_CACHE)
+	{
+		if (s->in.cap > STREAM_CACHE_BUF)
+			buf_free(&s->in);
+		if (s->out.cap > STREAM_CACHE_BUF)
+			buf_free(&s->out);
+		stream_cache[n_stream_cache++] = s;
+	}
+	else
+	{
+		buf_free(&s->in);
+		buf_free(&s->out);
+		free(s);
+	}
+}
+
 static int
 on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 {
@@ -280,7 +417,7 @@ on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
-	s = calloc(1, sizeof(Stream));
+	s = stream_new();
 	s->conn = c;
 	s->id = frame->hd.stream_id;
 	s->next = c->streams;
@@ -438,10 +575,8 @@ on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user
 			break;
 		}
 	handlers->gone(s);
-	buf_free(&s->in);
-	buf_free(&s->out);
 	/* the gone handler detached any pending work from it */
-	free(s);
+	stream_delete(s);
 	return 0;
 }
 
@@ -456,9 +591,7 @@ conn_free(Conn *c)
 		next = s->next;
 		s->closed = true;
 		handlers->gone(s);
-		buf_free(&s->in);
-		buf_free(&s->out);
-		free(s);
+		stream_delete(s);
 	}
 	c->streams = NULL;
 	nghttp2_session_del(c->h2);

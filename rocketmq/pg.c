@@ -150,6 +150,24 @@ pg_lost(PgSess *s)
 		cb(arg, NULL);
 }
 
+/* the name of prepared statement i (< PG_STMTS): "rmq<i>" */
+static void
+pg_stmt_name(char *name, int i)
+{
+	memcpy(name, "rmq", 3);
+	if (i >= 10)
+	{
+		name[3] = '0' + i / 10;
+		name[4] = '0' + i % 10;
+		name[5] = '\0';
+	}
+	else
+	{
+		name[3] = '0' + i;
+		name[4] = '\0';
+	}
+}
+
 /* The index of statement text sql among those s prepared, or -1 */
 static int
 pg_stmt_find(PgSess *s, const char *sql)
@@ -187,14 +205,14 @@ pg_send(PgSess *s)
 	}
 	else if ((stmt = pg_stmt_find(s, s->sql)) >= 0)
 	{
-		snprintf(name, sizeof(name), "rmq%d", stmt);
+		pg_stmt_name(name, stmt);
 		ok = PQsendQueryPrepared(s->pg, name, s->nparams, s->values,
 								 s->lengths, s->formats, 0);
 	}
 	else if (s->n_stmts < PG_STMTS)
 	{
 		/* its first run in this session: prepare, then pg_done runs it */
-		snprintf(name, sizeof(name), "rmq%d", s->n_stmts);
+		pg_stmt_name(name, s->n_stmts);
 		s->state = S_PREPARE;
 		ok = PQsendPrepare(s->pg, name, s->sql, s->nparams, NULL);
 	}

@@ -45,6 +45,7 @@ typedef struct Buf
 
 extern void buf_add(Buf *b, const void *p, size_t n);
 extern void buf_free(Buf *b);
+extern void str_copy(char *dst, size_t size, const char *src);
 
 /* config.c: the settings (set by main.c) and the log */
 extern struct event_base *rmq_base;
@@ -100,13 +101,19 @@ typedef struct Stream
 	/* a producer's Telemetry stream: where check-backs go (rpc.c) */
 	bool		producer;
 	char		db[128];
-	char		topics[1024];	/* ",topic,topic," */
+	/*
+	 * ",topic,topic," (PRODUCER_TOPICS bytes, malloc'd by rpc.c): not in the
+	 * struct, whose every byte a new stream's calloc zeroes (bench/README.md,
+	 * RocketMQ)
+	 */
+	char	   *topics;
 	struct Stream *next_producer;
 	struct Stream *next;
 } Stream;
 
 extern void stream_send_message(Stream *s, const ProtobufCMessage *m);
 extern void stream_finish(Stream *s, int grpc_status, const char *msg);
+extern void stream_answer(Stream *s, const ProtobufCMessage *m);
 extern void conn_flush(Conn *c);
 extern void h2_accept(evutil_socket_t fd, const char *peer);
 

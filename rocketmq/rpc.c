@@ -119,6 +119,13 @@ typedef struct Req
 	/* SendMessage in a batch (send_enqueue): its messages' x-rocketmq headers */
 	char	  **headers;
 	struct Req *next_batch;
+	/*
+	 * A SendMessage of one message (the clients' send): its entry, status
+	 * and headers are these, not allocated
+	 */
+	PB(SendResultEntry) send_entry1;
+	PB(Status) send_status1;
+	char	   *headers1[1];
 } Req;
 
 /* ---------------------------------------------------------------------
@@ -137,8 +144,9 @@ answer_status(Stream *s, int code, const char *message)
 	st.code = code;
 	st.message = (char *) (message ? message : (code == CODE(OK) ? "OK" : ""));
 	r.status = &st;
-	stream_send_message(s, &r.base);
-	stream_finish(s, 0, code == CODE(OK) ? NULL : message);
+	if (code != CODE(OK) && message && rmq_verbose)
+		logmsg("%s: grpc-status 0: %s", s->path, message);
+	stream_answer(s, &r.base);
 	s->rpc = RPC_DONE;
 }
 
@@ -198,6 +206,111 @@ res_good(const PGresult *res)
 }
 
 /* ---------------------------------------------------------------------
+ * Request messages
+ *
+ * A request message is unpacked into an arena of its own, which msg_free
+ * frees at once: protobuf-c's default allocator made a malloc for each of
+ * its strings and sub-messages, and protobuf_c_message_free_unpacked walked
+ * the message's descriptors to free them one by one, together a tenth of
+ * the gateway's own instructions a send (bench/README.md, RocketMQ).
+ * protobuf-c allocates the message itself first (protobuf-c.c,
+ * protobuf_c_message_unpack): the arena's first block is just before it.
+ * What protobuf-c frees while it unpacks (a field given twice) stays in the
+ * arena until msg_free: at most the request's size again.
+ * --------------------------------------------------------------------- */
+
+typedef struct ArenaBlock
+{
+	struct ArenaBlock *next;
+	size_t		used;
+	size_t		size;
+} ArenaBlock;
+
+#define ARENA_ALIGN 16
+#define ARENA_ROUND(n) (((n) + ARENA_ALIGN - 1) & ~(size_t) (ARENA_ALIGN - 1))
+#define ARENA_HDR ARENA_ROUND(sizeof(ArenaBlock))
+
+typedef struct Arena
+{
+	ArenaBlock *first;
+	ArenaBlock *cur;
+	size_t		block;			/* the size of a new block */
+} Arena;
+
+static void *
+arena_alloc(void *data, size_t n)
+{
+	Arena	   *a = data;
+	ArenaBlock *b = a->cur;
+	char	   *p;
+
+	n = ARENA_ROUND(n > 0 ? n : 1);
+	if (b == NULL || b->size - b->used < n)
+	{
+		size_t		size = n > a->block ? n : a->block;
+		ArenaBlock *nb = malloc(ARENA_HDR + size);
+
+		if (nb == NULL)
+			return NULL;
+		nb->next = NULL;
+		nb->used = 0;
+		nb->size = size;
+		if (b)
+			b->next = nb;
+		else
+			a->first = nb;
+		a->cur = b = nb;
+	}
+	p = (char *) b + ARENA_HDR + b->used;
+	b->used += n;
+	return p;
+}
+
+static void
+arena_free(void *data, void *p)
+{
+	/* all of it goes at once, in msg_free */
+}
+
+static void
+arena_free_blocks(ArenaBlock *b)
+{
+	while (b)
+	{
+		ArenaBlock *next = b->next;
+
+		free(b);
+		b = next;
+	}
+}
+
+/* The request message of type d in data, or NULL: it is malformed. */
+static ProtobufCMessage *
+msg_unpack(const ProtobufCMessageDescriptor *d, size_t len, const uint8_t *data)
+{
+	Arena		a = {NULL, NULL, 1024 + len};
+	ProtobufCAllocator alloc = {arena_alloc, arena_free, &a};
+	ProtobufCMessage *m = protobuf_c_message_unpack(d, &alloc, len, data);
+
+	if (m == NULL)
+	{
+		arena_free_blocks(a.first);
+		return NULL;
+	}
+	if ((char *) m != (char *) a.first + ARENA_HDR)
+		die("protobuf-c did not allocate the message first: msg_free cannot free it");
+	return m;
+}
+
+/* Free a message msg_unpack made. */
+static void
+msg_free(ProtobufCMessage *m)
+{
+	if (m)
+		arena_free_blocks((ArenaBlock *) ((char *) m - ARENA_HDR));
+}
+
+/* ---------------------------------------------------------------------
  * Requests
  * --------------------------------------------------------------------- */
 
@@ -210,8 +323,8 @@ req_new(Stream *s, int rpc, const char *ns, ProtobufCMessage *msg)
 	r->rpc = rpc;
 	r->msg = msg;
 	/* the client's namespace header, else the resource's */
-	snprintf(r->db, sizeof(r->db), "%s", s->namespace_[0] ? s->namespace_ : (ns ? ns : ""));
-	snprintf(r->role, sizeof(r->role), "%s", s->role);
+	str_copy(r->db, sizeof(r->db), s->namespace_[0] ? s->namespace_ : (ns ? ns : ""));
+	str_copy(r->role, sizeof(r->role), s->role);
 	s->req = r;
 	return r;
 }
@@ -251,11 +364,14 @@ req_free(Req *r)
 	if (r->headers && r->msg)
 		for (i = 0; i < (int) ((PB(SendMessageRequest) *) r->msg)->n_messages; i++)
 			free(r->headers[i]);
-	free(r->headers);
+	if (r->headers != r->headers1)
+		free(r->headers);
 	if (r->msg)
-		protobuf_c_message_free_unpacked(r->msg, NULL);
-	free(r->send_entries);
-	free(r->send_status);
+		msg_free(r->msg);
+	if (r->send_entries != &r->send_entry1)
+		free(r->send_entries);
+	if (r->send_status != &r->send_status1)
+		free(r->send_status);
 	free(r->ack_entries);
 	free(r->ack_status);
 	free(r);
@@ -435,7 +551,7 @@ query_route(Stream *s, PB(Resource) * topic, ProtobufCMessage *m, int rpc)
 	if (topic == NULL || topic->name[0] == '\0')
 	{
 		answer_status(s, CODE(ILLEGAL_TOPIC), "no topic given");
-		protobuf_c_message_free_unpacked(m, NULL);
+		msg_free(m);
 		return;
 	}
 	r = req_new(s, rpc, topic->resource_namespace, m);
@@ -484,108 +600,161 @@ ts_ms(const PB(Timestamp) * t)
 	return t ? t->seconds * 1000 + t->nanos / 1000000 : 0;
 }
 
-/* s as a JSON string: quoted, '"', '\\' and control characters escaped */
-static void
-json_add_str(Buf *b, const char *s)
+/* the longest JSON string s can become: quoted, each byte \u00XX */
+static size_t
+json_str_max(const char *s)
 {
-	const char *run = s;
+	return 2 + 6 * strlen(s);
+}
 
-	buf_add(b, "\"", 1);
+/*
+ * s as a JSON string at p (which has json_str_max(s) bytes): quoted, '"',
+ * '\\' and control characters escaped; returns the end
+ */
+static char *
+json_put_str(char *p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	*p++ = '"';
 	for (; *s; s++)
 	{
 		unsigned char c = (unsigned char) *s;
-		char		esc[8];
 
 		if (c >= 0x20 && c != '"' && c != '\\')
+		{
+			*p++ = c;
 			continue;
-		buf_add(b, run, s - run);
+		}
+		*p++ = '\\';
 		if (c == '"' || c == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", c);
+			*p++ = c;
 		else
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-		buf_add(b, esc, strlen(esc));
-		run = s + 1;
+		{
+			memcpy(p, "u00", 3);
+			p[3] = hex[c >> 4];
+			p[4] = hex[c & 15];
+			p += 5;
+		}
 	}
-	buf_add(b, run, s - run);
-	buf_add(b, "\"", 1);
+	*p++ = '"';
+	return p;
 }
 
-static void
-json_add_key(Buf *b, const char *key)
+/* text, which needs no escaping, at p; returns the end */
+static char *
+put_text(char *p, const char *text, size_t len)
 {
-	json_add_str(b, key);
-	buf_add(b, ":", 1);
+	memcpy(p, text, len);
+	return p + len;
+}
+
+#define PUT(p, lit) put_text(p, lit, sizeof(lit) - 1)
+
+/* v in decimal at p (which has 21 bytes); returns the end */
+static char *
+put_int64(char *p, int64_t v)
+{
+	char		digits[20];
+	int			n = 0;
+	uint64_t	u = v < 0 ? -(uint64_t) v : (uint64_t) v;
+
+	do
+	{
+		digits[n++] = '0' + u % 10;
+		u /= 10;
+	} while (u > 0);
+	if (v < 0)
+		*p++ = '-';
+	while (n > 0)
+		*p++ = digits[--n];
+	return p;
 }
 
 /*
  * The headers of message m as JSON text (malloc'd): its user properties and
  * what has no column of its own, x-rocketmq (docs/rocketmq.md); NULL when a
- * user property is the reserved x-rocketmq.  Written out directly: building
- * json-c objects for it was a fifth of the gateway's own instructions a
- * send (bench/README.md, RocketMQ).  A key given twice keeps its last value
- * in jsonb, as json-c kept it.
+ * user property is the reserved x-rocketmq.  Written out directly into one
+ * allocation of the most it can take: json-c objects for it were a fifth of
+ * the gateway's own instructions a send, and a growing buffer written piece
+ * by piece an eighth (bench/README.md, RocketMQ).  A key given twice keeps
+ * its last value in jsonb, as json-c kept it.
  */
 static char *
 send_headers(const PB(Message) * m)
 {
 	PB(SystemProperties) * sp = m->system_properties;
-	Buf			b = {0};
+	const char *type = type_name(sp->message_type);
+	size_t		max = 128;		/* the keys, punctuation and numbers below */
 	size_t		i;
-	char		num[48];
+	char	   *text;
+	char	   *p;
 
-	buf_add(&b, "{", 1);
 	for (i = 0; i < m->n_user_properties; i++)
 	{
 		if (strcmp(m->user_properties[i]->key, RMQ_HEADER) == 0)
-		{
-			buf_free(&b);
 			return NULL;
-		}
-		json_add_key(&b, m->user_properties[i]->key);
-		json_add_str(&b, m->user_properties[i]->value);
-		buf_add(&b, ",", 1);
+		max += json_str_max(m->user_properties[i]->key) +
+			json_str_max(m->user_properties[i]->value) + 2;
+	}
+	max += json_str_max(sp->message_id) + json_str_max(type) + json_str_max(sp->born_host);
+	for (i = 0; i < sp->n_keys; i++)
+		max += json_str_max(sp->keys[i]) + 1;
+	if ((p = text = malloc(max)) == NULL)
+	{
+		logmsg("out of memory");
+		abort();
+	}
+	*p++ = '{';
+	for (i = 0; i < m->n_user_properties; i++)
+	{
+		p = json_put_str(p, m->user_properties[i]->key);
+		*p++ = ':';
+		p = json_put_str(p, m->user_properties[i]->value);
+		*p++ = ',';
 	}
 	/* what has no column of its own: x-rocketmq (docs/rocketmq.md) */
-	json_add_key(&b, RMQ_HEADER);
-	buf_add(&b, "{", 1);
-	json_add_key(&b, "id");
-	json_add_str(&b, sp->message_id);
-	buf_add(&b, ",", 1);
-	json_add_key(&b, "type");
-	json_add_str(&b, type_name(sp->message_type));
-	buf_add(&b, ",", 1);
-	json_add_key(&b, "keys");
-	buf_add(&b, "[", 1);
+	p = PUT(p, "\"" RMQ_HEADER "\":{\"id\":");
+	p = json_put_str(p, sp->message_id);
+	p = PUT(p, ",\"type\":");
+	p = json_put_str(p, type);
+	p = PUT(p, ",\"keys\":[");
 	for (i = 0; i < sp->n_keys; i++)
 	{
 		if (i > 0)
-			buf_add(&b, ",", 1);
-		json_add_str(&b, sp->keys[i]);
+			*p++ = ',';
+		p = json_put_str(p, sp->keys[i]);
 	}
-	buf_add(&b, "]", 1);
+	*p++ = ']';
 	if (sp->born_timestamp)
 	{
-		snprintf(num, sizeof(num), ",\"born\":%lld", (long long) ts_ms(sp->born_timestamp));
-		buf_add(&b, num, strlen(num));
+		p = PUT(p, ",\"born\":");
+		p = put_int64(p, ts_ms(sp->born_timestamp));
 	}
 	if (sp->born_host[0])
 	{
-		buf_add(&b, ",", 1);
-		json_add_key(&b, "born_host");
-		json_add_str(&b, sp->born_host);
+		p = PUT(p, ",\"born_host\":");
+		p = json_put_str(p, sp->born_host);
 	}
 	if (sp->delivery_timestamp)
 	{
-		snprintf(num, sizeof(num), ",\"deliver_at\":%lld",
-				 (long long) ts_ms(sp->delivery_timestamp));
-		buf_add(&b, num, strlen(num));
+		p = PUT(p, ",\"deliver_at\":");
+		p = put_int64(p, ts_ms(sp->delivery_timestamp));
 	}
-	buf_add(&b, "}}", 3);		/* with the terminating zero */
-	return b.data;
+	p = PUT(p, "}}");
+	*p = '\0';
+	return text;
 }
 
 static void send_next(Req *r);
 
+/* a send entry's status message when it is "OK": not copied, not freed */
+static char ok_text[] = "OK";
+
+/*
+ * The entry of the request's next message.  Its message id is the
+ * request's own (which outlives the answer) or "": not copied.
+ */
 static void
 send_entry(Req *r, int code, const char *message, const char *msg_id)
 {
@@ -593,9 +762,9 @@ send_entry(Req *r, int code, const char *message, const char *msg_id)
 	PB(Status) * st = &r->send_status[r->idx];
 
 	st->code = code;
-	st->message = strdup(message ? message : "OK");
+	st->message = message == NULL || strcmp(message, ok_text) == 0 ? ok_text : strdup(message);
 	e->status = st;
-	e->message_id = strdup(msg_id ? msg_id : "");
+	e->message_id = (char *) (msg_id ? msg_id : "");
 	r->idx++;
 }
 
@@ -708,7 +877,8 @@ send_next(Req *r)
 				all_ok = false;
 		{
 			PB(Status) st = APACHE__ROCKETMQ__V2__STATUS__INIT;
-			PB(SendResultEntry) **ep = calloc(r->idx + 1, sizeof(void *));
+			PB(SendResultEntry) * ep_one[1];
+			PB(SendResultEntry) **ep = r->idx <= 1 ? ep_one : calloc(r->idx, sizeof(void *));
 
 			for (size_t i = 0; i < r->idx; i++)
 				ep[i] = &r->send_entries[i];
@@ -728,16 +898,16 @@ send_next(Req *r)
 			r->send_res.status = &st;
 			r->send_res.n_entries = r->idx;
 			r->send_res.entries = ep;
-			stream_send_message(s, &r->send_res.base);
-			stream_finish(s, 0, NULL);
+			stream_answer(s, &r->send_res.base);
 			s->rpc = RPC_DONE;
-			free(ep);
+			if (ep != ep_one)
+				free(ep);
 		}
 	}
 	for (size_t i = 0; i < r->idx; i++)
 	{
-		free(r->send_status[i].message);
-		free(r->send_entries[i].message_id);
+		if (r->send_status[i].message != ok_text)
+			free(r->send_status[i].message);
 		if (r->send_entries[i].transaction_id != protobuf_c_empty_string)
 			free(r->send_entries[i].transaction_id);
 	}
@@ -784,6 +954,8 @@ typedef struct SendBatch
 } SendBatch;
 
 static SendQueue *send_queues;
+static SendQueue *spare_queue;	/* a queue that went, for the next one */
+static SendBatch *spare_batch;	/* a batch that ended, for the next one */
 
 /* r waits at the tail of a queue (head, tail, linked by next_batch) */
 static void
@@ -914,7 +1086,7 @@ send_batchable(Req *r)
 			return false;
 		ns = m->topic->resource_namespace;
 	}
-	r->headers = calloc(q->n_messages, sizeof(char *));
+	r->headers = q->n_messages == 1 ? r->headers1 : calloc(q->n_messages, sizeof(char *));
 	for (i = 0; i < q->n_messages; i++)
 		if ((r->headers[i] = send_headers(q->messages[i])) == NULL)
 			return false;
@@ -933,9 +1105,17 @@ send_enqueue(Req *r)
 			break;
 	if (q == NULL)
 	{
-		q = calloc(1, sizeof(SendQueue));
-		snprintf(q->db, sizeof(q->db), "%s", r->db);
-		snprintf(q->role, sizeof(q->role), "%s", r->role);
+		/* a queue goes when nothing waits or runs: one is kept for the next */
+		if (spare_queue)
+		{
+			q = spare_queue;
+			spare_queue = NULL;
+			memset(q, 0, sizeof(SendQueue));
+		}
+		else
+			q = calloc(1, sizeof(SendQueue));
+		str_copy(q->db, sizeof(q->db), r->db);
+		str_copy(q->role, sizeof(q->role), r->role);
 		q->next = send_queues;
 		send_queues = q;
 	}
@@ -948,7 +1128,23 @@ send_batch_free(SendBatch *b)
 {
 	for (int i = 0; i < 7; i++)
 		buf_free(&b->arrays[i]);
-	free(b);
+	/* one is kept for the next batch (a send one at a time makes one each) */
+	if (spare_batch == NULL)
+		spare_batch = b;
+	else
+		free(b);
+}
+
+static SendBatch *
+send_batch_new(void)
+{
+	SendBatch  *b = spare_batch;
+
+	if (b == NULL)
+		return calloc(1, sizeof(SendBatch));
+	spare_batch = NULL;
+	memset(b, 0, sizeof(SendBatch));
+	return b;
 }
 
 /* A batch's statement is done: answer its requests, run what waits */
@@ -1001,7 +1197,10 @@ send_batch_done(void *arg, PGresult *res)
 		for (p = &send_queues; *p != q; p = &(*p)->next)
 			;
 		*p = q->next;
-		free(q);
+		if (spare_queue == NULL)
+			spare_queue = q;
+		else
+			free(q);
 	}
 }
 
@@ -1013,7 +1212,7 @@ send_kick(SendQueue *q)
 
 	while (q->head && q->running < SEND_IN_FLIGHT)
 	{
-		SendBatch  *b = calloc(1, sizeof(SendBatch));
+		SendBatch  *b = send_batch_new();
 		Req		   *r;
 		int			i;
 		const char *sql;
@@ -1031,8 +1230,9 @@ send_kick(SendQueue *q)
 			PB(Message) * m = ((PB(SendMessageRequest) *) b->reqs->msg)->messages[0];
 			PB(SystemProperties) * sp = m->system_properties;
 
-			snprintf(b->deliver_at, sizeof(b->deliver_at), "%lld",
-					 (long long) ts_ms(sp->delivery_timestamp));
+			if (sp->delivery_timestamp)
+				snprintf(b->deliver_at, sizeof(b->deliver_at), "%lld",
+						 (long long) ts_ms(sp->delivery_timestamp));
 			b->values[0] = m->topic->name;
 			b->values[1] = m->body.data ? (const char *) m->body.data : "";
 			b->lengths[1] = (int) m->body.len;
@@ -1100,8 +1300,16 @@ send_message(Stream *s, PB(SendMessageRequest) * q)
 	size_t		i;
 
 	PBFN(send_message_response__init) (&r->send_res);
-	r->send_entries = calloc(q->n_messages + 1, sizeof(PB(SendResultEntry)));
-	r->send_status = calloc(q->n_messages + 1, sizeof(PB(Status)));
+	if (q->n_messages <= 1)
+	{
+		r->send_entries = &r->send_entry1;
+		r->send_status = &r->send_status1;
+	}
+	else
+	{
+		r->send_entries = calloc(q->n_messages + 1, sizeof(PB(SendResultEntry)));
+		r->send_status = calloc(q->n_messages + 1, sizeof(PB(Status)));
+	}
 	for (i = 0; i < q->n_messages; i++)
 	{
 		PBFN(send_result_entry__init) (&r->send_entries[i]);
@@ -1710,14 +1918,14 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	if (q->group == NULL || q->group->name[0] == '\0')
 	{
 		receive_status(s, CODE(ILLEGAL_CONSUMER_GROUP), "no consumer group given");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	if (q->message_queue == NULL || q->message_queue->topic == NULL ||
 		q->message_queue->topic->name[0] == '\0')
 	{
 		receive_status(s, CODE(ILLEGAL_TOPIC), "no topic given");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	if (q->invisible_duration == NULL && q->auto_renew)
@@ -1733,13 +1941,13 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	else if (q->invisible_duration == NULL || invisible <= 0)
 	{
 		receive_status(s, CODE(ILLEGAL_INVISIBLE_TIME), "the invisible duration must be positive");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	if (wait < 0 || wait > 3600 * 1000)
 	{
 		receive_status(s, CODE(ILLEGAL_POLLING_TIME), "the long polling timeout must be 0 to 1 hour");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	if (q->filter_expression && q->filter_expression->expression[0] != '\0' &&
@@ -1753,7 +1961,7 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 		else
 		{
 			receive_status(s, CODE(ILLEGAL_FILTER_EXPRESSION), "unknown filter type");
-			protobuf_c_message_free_unpacked(&q->base, NULL);
+			msg_free(&q->base);
 			return;
 		}
 	}
@@ -2047,7 +2255,7 @@ ack_message(Stream *s, PB(AckMessageRequest) * q)
 		q->topic->name[0] == '\0' || q->n_entries == 0)
 	{
 		answer_status(s, CODE(BAD_REQUEST), "AckMessage needs a group, a topic and entries");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	r = req_new(s, RPC_ACK, q->group->resource_namespace, &q->base);
@@ -2112,13 +2320,13 @@ change_invisible(Stream *s, PB(ChangeInvisibleDurationRequest) * q)
 		q->topic->name[0] == '\0' || q->receipt_handle[0] == '\0')
 	{
 		answer_status(s, CODE(BAD_REQUEST), "ChangeInvisibleDuration needs a group, a topic and a receipt handle");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	if (ms < 0)
 	{
 		answer_status(s, CODE(ILLEGAL_INVISIBLE_TIME), "the invisible duration must not be negative");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	/* the client decides its delivery's lease now: no more renewal */
@@ -2166,7 +2374,7 @@ forward_dlq(Stream *s, PB(ForwardMessageToDeadLetterQueueRequest) * q)
 		q->topic->name[0] == '\0' || q->receipt_handle[0] == '\0')
 	{
 		answer_status(s, CODE(BAD_REQUEST), "ForwardMessageToDeadLetterQueue needs a group, a topic and a receipt handle");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	renew_forget(q->receipt_handle);
@@ -2209,7 +2417,7 @@ end_transaction(Stream *s, PB(EndTransactionRequest) * q)
 	if (t[0] == '\0' || strspn(t, "0123456789") != strlen(t) || strlen(t) > 18)
 	{
 		answer_status(s, CODE(INVALID_TRANSACTION_ID), "not a transaction id of mq-rocketmq");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	if (q->resolution == APACHE__ROCKETMQ__V2__TRANSACTION_RESOLUTION__COMMIT)
@@ -2220,7 +2428,7 @@ end_transaction(Stream *s, PB(EndTransactionRequest) * q)
 	{
 		/* unknown: nothing decided, the half stays pending */
 		answer_status(s, CODE(OK), "OK");
-		protobuf_c_message_free_unpacked(&q->base, NULL);
+		msg_free(&q->base);
 		return;
 	}
 	r = req_new(s, RPC_END_TRANSACTION, q->topic ? q->topic->resource_namespace : "", &q->base);
@@ -2237,6 +2445,9 @@ end_transaction(Stream *s, PB(EndTransactionRequest) * q)
 static Stream *producers;
 static struct event *check_timer;
 
+/* the size of a producer stream's topics (rmq.h) */
+#define PRODUCER_TOPICS 1024
+
 /* A producer's Settings: its stream may be asked about its topics' halves */
 static void
 producer_register(Stream *s, PB(Settings) * in)
@@ -2245,6 +2456,11 @@ producer_register(Stream *s, PB(Settings) * in)
 				len;
 
 	snprintf(s->db, sizeof(s->db), "%s", s->namespace_);
+	if (s->topics == NULL && (s->topics = malloc(PRODUCER_TOPICS)) == NULL)
+	{
+		logmsg("out of memory");
+		abort();
+	}
 	strcpy(s->topics, ",");
 	if (in->pub_sub_case == APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_PUBLISHING && in->publishing)
 		for (i = 0; i < in->publishing->n_topics; i++)
@@ -2254,7 +2470,7 @@ producer_register(Stream *s, PB(Settings) * in)
 			if (!s->db[0] && t->resource_namespace[0])
 				snprintf(s->db, sizeof(s->db), "%s", t->resource_namespace);
 			len = strlen(s->topics);
-			snprintf(s->topics + len, sizeof(s->topics) - len, "%s,", t->name);
+			snprintf(s->topics + len, PRODUCER_TOPICS - len, "%s,", t->name);
 		}
 	if (!s->producer)
 	{
@@ -2276,6 +2492,8 @@ producer_unregister(Stream *s)
 			break;
 		}
 	s->producer = false;
+	free(s->topics);
+	s->topics = NULL;
 }
 
 /* a producer of this database that publishes to topic, if one is connected */
@@ -2764,14 +2982,14 @@ telemetry_settings(Stream *s, PB(TelemetryCommand) * t)
 	{
 		producer_register(s, in);
 		settings_send(s, in, NULL);
-		protobuf_c_message_free_unpacked(&t->base, NULL);
+		msg_free(&t->base);
 		return;
 	}
 	if (in->pub_sub_case != APACHE__ROCKETMQ__V2__SETTINGS__PUB_SUB_SUBSCRIPTION || sub == NULL ||
 		sub->group == NULL || sub->group->name[0] == '\0' || sub->n_subscriptions == 0)
 	{
 		settings_send(s, in, NULL);
-		protobuf_c_message_free_unpacked(&t->base, NULL);
+		msg_free(&t->base);
 		return;
 	}
 	/* a newer Settings replaces one still waiting: that one answers no one */
@@ -2824,7 +3042,10 @@ rpc_begin(Stream *s)
 	method = s->path + strlen(SERVICE_PREFIX);
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (strcmp(methods[i].method, method) == 0)
+		{
 			s->rpc = methods[i].rpc;
+			break;
+		}
 	if (s->rpc == RPC_NONE)
 	{
 		/* not a method of MessagingService: gRPC's UNIMPLEMENTED */
@@ -2917,7 +3138,7 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 			/* answered already, or a second message of a unary RPC */
 			return;
 	}
-	m = protobuf_c_message_unpack(d, NULL, len, data);
+	m = msg_unpack(d, len, data);
 	if (m == NULL)
 	{
 		if (s->rpc == RPC_RECEIVE)
@@ -2971,7 +3192,7 @@ rpc_message(Stream *s, const uint8_t *data, size_t len)
 					t->settings)
 					telemetry_settings(s, t);
 				else
-					protobuf_c_message_free_unpacked(m, NULL);
+					msg_free(m);
 			}
 			break;
 	}
