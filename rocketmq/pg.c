@@ -21,6 +21,9 @@
  * unnamed) and runs it prepared from then on: parse and plan once a
  * session, not once a request (a send's statement costs the backend about
  * as much to parse and plan as to run; bench/README.md, RocketMQ).
+ * Results come as text, or binary when the statement asks (pg_run's
+ * result_format: the statements returning message bodies, which then come
+ * as their bytes, not as bytea's hex text twice their size).
  *
  *-------------------------------------------------------------------------
  */
@@ -56,6 +59,7 @@ typedef struct PgSess
 	const char *const *values;
 	const int  *lengths;
 	const int  *formats;
+	int			result_format;	/* 0 text, 1 binary (pg_run) */
 	pg_result_cb cb;
 	void	   *arg;
 	PGresult   *last;
@@ -207,7 +211,7 @@ pg_send(PgSess *s)
 	{
 		pg_stmt_name(name, stmt);
 		ok = PQsendQueryPrepared(s->pg, name, s->nparams, s->values,
-								 s->lengths, s->formats, 0);
+								 s->lengths, s->formats, s->result_format);
 	}
 	else if (s->n_stmts < PG_STMTS)
 	{
@@ -218,7 +222,7 @@ pg_send(PgSess *s)
 	}
 	else
 		ok = PQsendQueryParams(s->pg, s->sql, s->nparams, NULL, s->values,
-							   s->lengths, s->formats, 0);
+							   s->lengths, s->formats, s->result_format);
 	if (!ok)
 	{
 		pg_lost(s);
@@ -444,12 +448,15 @@ pg_connect(const char *db)
  * Run one statement as role in database db (""; --dbname's) and call cb
  * with its last result (NULL: the session was lost; cb must not keep the
  * result).  values, lengths and formats must live until cb is called.
- * false: too many sessions (--max-sessions), nothing runs.
+ * result_format 1: every column of the result comes in its type's binary
+ * send format (libpq's resultFormat; a bytea as its bytes, a text as its
+ * bytes in the client encoding), 0: as text.  false: too many sessions
+ * (--max-sessions), nothing runs.
  */
 bool
 pg_run(const char *db, const char *role, const char *sql, int nparams,
 	   const char *const *values, const int *lengths, const int *formats,
-	   pg_result_cb cb, void *arg)
+	   int result_format, pg_result_cb cb, void *arg)
 {
 	PgSess	   *s = NULL;
 	PgSess	  **p;
@@ -487,6 +494,7 @@ pg_run(const char *db, const char *role, const char *sql, int nparams,
 	s->values = values;
 	s->lengths = lengths;
 	s->formats = formats;
+	s->result_format = result_format;
 	s->cb = cb;
 	s->arg = arg;
 	if (s->state == S_IDLE)

@@ -140,7 +140,7 @@ extern void rpc_start(void);
 typedef void (*pg_result_cb) (void *arg, PGresult *res);
 extern bool pg_run(const char *db, const char *role, const char *sql, int nparams,
 				   const char *const *values, const int *lengths, const int *formats,
-				   pg_result_cb cb, void *arg);
+				   int result_format, pg_result_cb cb, void *arg);
 extern const char *res_state(const PGresult *res);
 extern const char *res_message(const PGresult *res);
 

@@ -379,15 +379,26 @@ req_free(Req *r)
 
 #define BUSY_TEXT "the gateway has --max-sessions PostgreSQL sessions busy"
 
-/* Run sql for r; false: answered already (too many sessions) */
+/*
+ * Run sql for r, its results as text (result_format 0) or binary (1,
+ * pg_run); false: answered already (too many sessions)
+ */
 static bool
-req_run(Req *r, const char *sql, int nparams, pg_result_cb cb)
+req_run_as(Req *r, const char *sql, int nparams, int result_format, pg_result_cb cb)
 {
-	if (pg_run(r->db, r->role, sql, nparams, r->params, r->lengths, r->formats, cb, r))
+	if (pg_run(r->db, r->role, sql, nparams, r->params, r->lengths, r->formats,
+			   result_format, cb, r))
 		return true;
 	answer_status(r->s, CODE(TOO_MANY_REQUESTS), BUSY_TEXT);
 	req_free(r);
 	return false;
+}
+
+/* Run sql for r, its results as text; false: answered already */
+static bool
+req_run(Req *r, const char *sql, int nparams, pg_result_cb cb)
+{
+	return req_run_as(r, sql, nparams, 0, cb);
 }
 
 /* The requests of a batch no session could run: each answered busy, freed */
@@ -1283,7 +1294,7 @@ send_kick(SendQueue *q)
 				" $6::text[], $7::text[]) AS u(t, b, h, d, k, g, mg)";
 		}
 		if (!pg_run(q->db, q->role, sql,
-					7, b->values, b->lengths, b->formats, send_batch_done, b))
+					7, b->values, b->lengths, b->formats, 0, send_batch_done, b))
 		{
 			batch_refuse(b->reqs);
 			send_batch_free(b);
@@ -1337,24 +1348,6 @@ set_ts(PB(Timestamp) * t, int64_t ms)
 	PBFN(timestamp__init) (t);
 	t->seconds = ms / 1000;
 	t->nanos = (int32_t) (ms % 1000) * 1000000;
-}
-
-/* a bytea's text form (\x...) decoded; returns the length */
-static size_t
-unhex(const char *text, uint8_t *out)
-{
-	size_t		n = 0;
-
-	if (text[0] != '\\' || text[1] != 'x')
-		return 0;
-	for (text += 2; text[0] && text[1]; text += 2)
-	{
-		int			hi = (text[0] <= '9') ? text[0] - '0' : (text[0] | 0x20) - 'a' + 10;
-		int			lo = (text[1] <= '9') ? text[1] - '0' : (text[1] | 0x20) - 'a' + 10;
-
-		out[n++] = (uint8_t) (hi << 4 | lo);
-	}
-	return n;
 }
 
 static void
@@ -1626,7 +1619,7 @@ renew_next(void)
 		w->params[3] = w->receipt;
 		if (pg_run(w->db, w->role,
 				   "SELECT mq.extend_lease($1, lease => $2::interval, group_name => $3, receipts => ARRAY[$4])",
-				   4, w->params, NULL, NULL, renew_done, w))
+				   4, w->params, NULL, NULL, 0, renew_done, w))
 		{
 			renew_running = true;
 			return;
@@ -1669,8 +1662,23 @@ enum
 };
 
 /*
+ * The C_ columns of mq.consume's rows, run with binary results: the body
+ * comes as its bytes (not as hex text, twice its size, to decode: a receive
+ * of 3 MB bodies; bench/README.md, RocketMQ), every other column as text,
+ * whose binary form is its bytes
+ */
+#define RECEIVE_COLUMNS \
+	"SELECT msg_id::text, body, headers::text," \
+	" ((extract(epoch FROM published_at) * 1000)::bigint)::text, delivery_count::text," \
+	" partition::text, \"offset\"::text, key, tag, message_group, receipt"
+
+/*
  * One row of mq.consume (or mq.message, in the C_ column order) as a
  * Message of topic ns/topic_name, given to emit.  invisible_ms 0: none.
+ * The result is binary (pg_run's result_format 1): C_BODY a bytea's bytes
+ * (PQgetlength long), every other column text or NULL.  libpq ends a
+ * binary value with a zero byte too, and a text has none in it: the text
+ * columns are C strings as they are.
  */
 static void
 message_of_row(PGresult *res, int row, const char *ns, const char *topic_name,
@@ -1687,9 +1695,8 @@ message_of_row(PGresult *res, int row, const char *ns, const char *topic_name,
 	PB(Message__UserPropertiesEntry) *props = NULL;
 	PB(Message__UserPropertiesEntry) **propp = NULL;
 	char	  **keys = NULL;
-	const char *btext = PQgetvalue(res, row, C_BODY);
-	uint8_t    *body = malloc(strlen(btext) / 2 + 1);
-	size_t		blen = unhex(btext, body);
+	const uint8_t *body = (const uint8_t *) PQgetvalue(res, row, C_BODY);
+	size_t		blen = (size_t) PQgetlength(res, row, C_BODY);
 	char		md5[64];
 	char		idbuf[32];
 	char		store_host[300];
@@ -1731,7 +1738,7 @@ message_of_row(PGresult *res, int row, const char *ns, const char *topic_name,
 	topic.resource_namespace = (char *) ns;
 	topic.name = (char *) topic_name;
 	m.topic = &topic;
-	m.body.data = body;
+	m.body.data = (uint8_t *) body;
 	m.body.len = blen;
 
 	if (!PQgetisnull(res, row, C_TAG))
@@ -1799,7 +1806,6 @@ message_of_row(PGresult *res, int row, const char *ns, const char *topic_name,
 	free(keys);
 	free(props);
 	free(propp);
-	free(body);
 	if (headers)
 		json_object_put(headers);
 }
@@ -1985,13 +1991,11 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	 * the client, only the invisible duration ends a delivery
 	 */
 	if (filter_type == NULL)
-		req_run(r,
-				"SELECT msg_id, body, headers,"
-				" (extract(epoch FROM published_at) * 1000)::bigint, delivery_count,"
-				" partition, \"offset\", key, tag, message_group, receipt"
-				" FROM mq.consume($1, max_messages => $2::int, wait => $3::interval,"
-				" lease => $4::interval, group_name => $5, session_bound => false)",
-				5, receive_done);
+		req_run_as(r,
+				   RECEIVE_COLUMNS
+				   " FROM mq.consume($1, max_messages => $2::int, wait => $3::interval,"
+				   " lease => $4::interval, group_name => $5, session_bound => false)",
+				   5, 1, receive_done);
 	else
 	{
 		/*
@@ -2002,21 +2006,19 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 		 */
 		req_param(r, 5, filter_type);
 		req_param(r, 6, q->filter_expression->expression);
-		req_run(r,
-				/* the expression is checked first, with or without messages */
-				"WITH c AS (SELECT * FROM mq.consume($1, max_messages =>"
-				"  (SELECT CASE WHEN mq.filter_match($6, $7, '{}'::jsonb) THEN $2::int ELSE $2::int END),"
-				"  wait => $3::interval, lease => $4::interval, group_name => $5,"
-				"  session_bound => false)),"
-				" m AS (SELECT c.*, coalesce(mq.filter_match($6, $7, c.headers - '" RMQ_HEADER "', c.tag),"
-				"  false) AS pass FROM c),"
-				" skipped AS (SELECT mq.ack($1, group_name => $5, receipts => array_agg(receipt)) AS n"
-				"  FROM m WHERE NOT pass HAVING count(*) > 0)"
-				" SELECT msg_id, body, headers,"
-				" (extract(epoch FROM published_at) * 1000)::bigint, delivery_count,"
-				" partition, \"offset\", key, tag, message_group, receipt"
-				" FROM m, (SELECT count(*) FROM skipped) s WHERE pass",
-				7, receive_done);
+		req_run_as(r,
+				   /* the expression is checked first, with or without messages */
+				   "WITH c AS (SELECT * FROM mq.consume($1, max_messages =>"
+				   "  (SELECT CASE WHEN mq.filter_match($6, $7, '{}'::jsonb) THEN $2::int ELSE $2::int END),"
+				   "  wait => $3::interval, lease => $4::interval, group_name => $5,"
+				   "  session_bound => false)),"
+				   " m AS (SELECT c.*, coalesce(mq.filter_match($6, $7, c.headers - '" RMQ_HEADER "', c.tag),"
+				   "  false) AS pass FROM c),"
+				   " skipped AS (SELECT mq.ack($1, group_name => $5, receipts => array_agg(receipt)) AS n"
+				   "  FROM m WHERE NOT pass HAVING count(*) > 0)"
+				   " " RECEIVE_COLUMNS
+				   " FROM m, (SELECT count(*) FROM skipped) s WHERE pass",
+				   7, 1, receive_done);
 	}
 }
 
@@ -2235,7 +2237,7 @@ ack_kick(AckQueue *q)
 		b->formats[2] = 1;
 		if (!pg_run(q->db, q->role,
 					"SELECT mq.ack($1, group_name => $2, receipts => $3::text[])",
-					3, b->values, b->lengths, b->formats, ack_batch_done, b))
+					3, b->values, b->lengths, b->formats, 0, ack_batch_done, b))
 		{
 			batch_refuse(b->reqs);
 			buf_free(&b->receipts);
@@ -2663,14 +2665,14 @@ check_tick(evutil_socket_t fd, short what, void *arg)
 		 * pending longer than --transaction-check, in the C_ columns
 		 */
 		if (!pg_run(p->db, p->role,
-					"SELECT m.msg_id, m.body, m.headers,"
-					" (extract(epoch FROM m.published_at) * 1000)::bigint, 0, NULL::int, NULL::bigint,"
-					" m.key, m.tag, m.message_group, NULL::text, h.routing_key"
+					"SELECT m.msg_id::text, m.body, m.headers::text,"
+					" ((extract(epoch FROM m.published_at) * 1000)::bigint)::text, '0', NULL::text,"
+					" NULL::text, m.key, m.tag, m.message_group, NULL::text, h.routing_key"
 					" FROM mq.half_messages h, mq.message(h.half_id) m"
 					" WHERE h.producer_group = $1 AND h.state = 'pending' AND h.exchange = ''"
 					" AND h.created_at < now() - $2::interval AND h.half_id <> ALL ($3::bigint[])"
 					" ORDER BY h.half_id LIMIT 100",
-					3, c->params, NULL, NULL, check_done, c))
+					3, c->params, NULL, NULL, 1, check_done, c))
 		{
 			free(c->asked);
 			free(c);
@@ -3011,7 +3013,7 @@ telemetry_settings(Stream *s, PB(TelemetryCommand) * t)
 			" FROM jsonb_array_elements_text($2::jsonb) WITH ORDINALITY t(topic, n)"
 			" JOIN mq.group_options o ON o.queue = t.topic AND o.group_name = $1"
 			" ORDER BY t.n LIMIT 1",
-				2, r->params, r->lengths, r->formats, settings_done, r))
+				2, r->params, r->lengths, r->formats, 0, settings_done, r))
 	{
 		/* no session to ask on (--max-sessions): RocketMQ's defaults */
 		settings_send(s, in, NULL);
