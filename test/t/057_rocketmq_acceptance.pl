@@ -11,7 +11,7 @@
 #    PushConsumer quick start (unsigned: --insecure-loopback-role);
 #  - acceptance.js: every property round-trips (message id, keys, tag,
 #    message group, delivery and born timestamps, born host, offsets, user
-#    properties, binary, empty and 3 MB bodies); tag and SQL92 subscriptions;
+#    properties, binary, every byte value, empty and 3 MB bodies); tag and SQL92 subscriptions;
 #    redelivery after the invisible time, none during its extension; FIFO
 #    order with a message group blocked while its head is in flight; delay;
 #    transactions committed, rolled back and resolved by check-back; two
@@ -206,8 +206,8 @@ is(join(',', @bodies), 'from sql 1,from sql 2,from sql 3', 'each once, with its 
 
 # -- acceptance.js --------------------------------------------------------------
 my @checks = qw(send_receipt_plain send_receipt_tagged send_receipt_fifo send_receipt_delay send_receipt_empty
-  send_receipt_big round_trip_all_received round_trip_plain round_trip_tagged round_trip_fifo round_trip_delay
-  round_trip_empty round_trip_big body_too_large_refused
+  send_receipt_big send_receipt_bytes round_trip_all_received round_trip_plain round_trip_tagged round_trip_fifo
+  round_trip_delay round_trip_empty round_trip_big round_trip_bytes body_too_large_refused
   filter_acc_filter_tag filter_acc_filter_all filter_acc_filter_sql filter_acc_filter_sqltag
   redelivery_first extend_invisible_duration redelivered_after_invisible_time stale_receipt_refused
   extension_keeps_invisible ack_after_extension redelivered_after_extension acked_not_redelivered
@@ -237,7 +237,7 @@ for my $name (@checks)
 # A RocketMQ proxy's SendResultEntry.offset is the message's queue offset,
 # the offset its MessageView shows (mq.message_position); a delay message's
 # is 0, as it has none until it is due
-push @checks, map { "send_offset_$_" } qw(plain tagged fifo delay empty big);
+push @checks, map { "send_offset_$_" } qw(plain tagged fifo delay empty big bytes);
 for my $name (grep { /^send_offset_/ } @checks)
 {
 	my $r = $result{$name};

@@ -91,6 +91,8 @@ async function roundTrip() {
     { name: 'delay', body: Buffer.from('delay'), tag: 'TagD', deliveryTimestamp: new Date(Date.now() + 1500) },
     { name: 'empty', body: Buffer.alloc(0), keys: ['only'] },
     { name: 'big', body: crypto.randomBytes(3 * 1024 * 1024) },
+    // every byte value, up and down: the gateway takes the body as bytes
+    { name: 'bytes', body: Buffer.from([...Array(512).keys()].map(i => (i < 256 ? i : 511 - i))) },
   ];
   // first a few messages of no run in each partition, so that no message
   // checked is at offset 0 (the answer of a gateway that gives none)
