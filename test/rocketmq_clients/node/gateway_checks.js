@@ -18,6 +18,7 @@ const grpc = require('@grpc/grpc-js');
 const service = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_grpc_pb');
 const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
 const defs = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
+const { withTimeout } = require('./common');
 
 const endpoints = process.env.RMQ_ENDPOINT || '127.0.0.1:8081';
 const topic = process.env.RMQ_TOPIC || 'rmq_topic';
@@ -40,14 +41,6 @@ function sameMap(a, b) {
   if (a.size !== b.size) return false;
   for (const [k, v] of a) if (b.get(k) !== v) return false;
   return true;
-}
-
-function withTimeout(promise, ms, what) {
-  let t;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => { t = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms); }),
-  ]).finally(() => clearTimeout(t));
 }
 
 async function main() {
