@@ -37,6 +37,7 @@
 #include "msglog.h"
 #include "publish.h"
 #include "queue/queue.h"
+#include "quorum.h"
 #include "receipt.h"
 #include "settle.h"
 #include "consume_sql.h"
@@ -540,6 +541,9 @@ mq_consume(PG_FUNCTION_ARGS)
 	}
 	if (any_settled && q->type == MQ_QUEUE_QUORUM)
 		mq_require_durability(MQ_DURABILITY_QUORUM);
+	/* hand out only what the synchronous standbys have */
+	if (delivered > 0 && q->type == MQ_QUEUE_QUORUM)
+		mq_quorum_wait_delivered(q->name);
 	return (Datum) 0;
 }
 

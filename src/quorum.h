@@ -52,6 +52,14 @@ extern void mq_quorum_state(MqQuorumState *st);
 extern const char *mq_quorum_require(void);
 
 /*
+ * A consume of quorum queue "queue" read messages: wait, before they are
+ * handed out, until the synchronous standbys have every commit that became
+ * visible before they confirmed it (its wait for them ended early: a
+ * cancel, a terminate, the postmaster's death).  Returns at once normally.
+ */
+extern void mq_quorum_wait_delivered(const char *queue);
+
+/*
  * A queue whose commits need a quorum was declared: a WARNING, with the
  * remedy, when they would all fail (no synchronous standby configured and
  * mq.quorum_unavailable = error).
