@@ -19,6 +19,7 @@
 #include "tcop/utility.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -541,7 +542,18 @@ mq_consume(PG_FUNCTION_ARGS)
 	}
 	if (any_settled && q->type == MQ_QUEUE_QUORUM)
 		mq_require_durability(MQ_DURABILITY_QUORUM);
-	/* hand out only what the synchronous standbys have */
+	/*
+	 * Hand out nothing once the postmaster is gone: a kill -9 of a primary
+	 * leaves its backends running a moment, and commits whose wait for the
+	 * synchronous standbys ended with it are visible here though no
+	 * standby may have them (a failover loses them, and their publishers
+	 * publish them again).  Quorum queues also wait for the standbys to
+	 * have what a cancelled or terminated wait left visible.
+	 */
+	if (delivered > 0 && !PostmasterIsAlive())
+		ereport(FATAL,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("terminating connection due to unexpected postmaster exit")));
 	if (delivered > 0 && q->type == MQ_QUEUE_QUORUM)
 		mq_quorum_wait_delivered(q->name);
 	return (Datum) 0;
