@@ -376,23 +376,72 @@ SELECT pgmq.drop_queue('news');
 
 -- DROP EXTENSION keeps each queue's archive and msg_id sequence, and its
 -- queue_ext queue with its messages (as pgmq since 1.6 keeps its tables);
--- the views go.  After CREATE EXTENSION, pgmq.create gives a queue its
--- view back, its messages and ids as they were
+-- the views go, and in their place it leaves tables of pgmq's shape with
+-- a copy of their rows, as pgmq keeps its table and rows.  After CREATE
+-- EXTENSION, pgmq.create gives a queue its view back in place of the
+-- table, its messages and ids as they were; drop_queue drops the table
 SELECT count(*) AS jobs_before FROM pgmq.q_jobs \gset
+CREATE TEMP TABLE jobs_rows AS
+  SELECT msg_id, read_ct, enqueued_at, message, headers FROM pgmq.q_jobs;
 SELECT pgmq.detach_archive('jobs');
+-- another extension's drop, and a drop of none, leave everything as it was
+CREATE EXTENSION citext;
+DROP EXTENSION citext;
+DROP EXTENSION IF EXISTS no_such_extension;
+SELECT e.evtname, e.evtevent, e.evttags, d.deptype
+  FROM pg_event_trigger e
+  LEFT JOIN pg_depend d ON d.classid = 'pg_event_trigger'::regclass AND d.objid = e.oid
+                       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue_ext_pgmq')
+ ORDER BY 1;
+SELECT c.relname, c.relkind FROM pg_class c
+ WHERE c.relnamespace = 'pgmq'::regnamespace AND c.relname IN ('q_jobs', 'q_later') ORDER BY 1;
 DROP EXTENSION queue_ext_pgmq CASCADE;
 SELECT tablename FROM pg_tables WHERE schemaname = 'pgmq' ORDER BY 1;
+-- nothing of the extension stays but them (the event triggers went too)
+SELECT count(*) FROM pg_event_trigger;
+SELECT count(*) FROM pg_proc WHERE pronamespace = 'pgmq'::regnamespace;
+-- pgmq's columns and types, a copy of the view's rows, marked by a comment
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+  FROM pg_attribute a WHERE a.attrelid = 'pgmq.q_jobs'::regclass AND a.attnum > 0 ORDER BY a.attnum;
+SELECT indexrelid::regclass, indisprimary FROM pg_index WHERE indrelid = 'pgmq.q_jobs'::regclass ORDER BY 1;
+SELECT regexp_replace(obj_description('pgmq.q_jobs'::regclass, 'pg_class'),
+                      ' at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC:', ' at ...:');
+SELECT count(*) = :jobs_before AS all_rows,
+       NOT EXISTS (SELECT * FROM jobs_rows
+                   EXCEPT SELECT msg_id, read_ct, enqueued_at, message, headers FROM pgmq.q_jobs) AS same_rows
+  FROM pgmq.q_jobs;
+SELECT msg_id, read_ct, message, headers FROM pgmq.q_jobs ORDER BY msg_id LIMIT 3;
 CREATE EXTENSION queue_ext_pgmq;
 SELECT count(*) FROM mq.queues WHERE queue LIKE 'pgmq.%';
+-- a table of a queue's name that DROP EXTENSION did not leave is not
+-- taken: create refuses it, drop_queue does not drop it
+CREATE TABLE pgmq.q_stranger (msg_id bigint);
+SELECT pg_temp.err($$SELECT pgmq.create('stranger')$$);
+SELECT pg_temp.err($$SELECT pgmq.drop_queue('stranger')$$);
+DROP TABLE pgmq.q_stranger;
+SELECT pgmq.drop_queue('stranger');
+-- a left table with rows whose queue_ext queue is gone is not replaced
+-- (its rows would be lost); drop_queue drops it
+SELECT mq.queue_delete('pgmq.q_popq');
+INSERT INTO pgmq.q_popq (msg_id, vt, message) VALUES (1000, now(), '"kept"') ON CONFLICT DO NOTHING;
+SELECT pg_temp.err($$SELECT pgmq.create('popq')$$);
+SELECT pgmq.drop_queue('popq');
 SELECT pgmq.create('jobs');
+SELECT c.relkind FROM pg_class c WHERE c.oid = 'pgmq.q_jobs'::regclass;
+SELECT count(*) = :jobs_before AS all_rows,
+       NOT EXISTS (SELECT msg_id, message, headers FROM jobs_rows
+                   EXCEPT SELECT msg_id, message, headers FROM pgmq.q_jobs) AS same_messages
+  FROM pgmq.q_jobs;
 SELECT pgmq.send('jobs', '"fresh"');
 SELECT count(*) = :jobs_before + 1 AS kept FROM pgmq.q_jobs;
--- a queue left without its view can be dropped all the same
+-- a queue left without its view can be dropped all the same, its table too
 SELECT pgmq.drop_queue(substr(sequencename, 3, length(sequencename) - 13))
   FROM pg_sequences WHERE schemaname = 'pgmq' ORDER BY sequencename;
 SELECT count(*) FROM mq.queues WHERE queue LIKE 'pgmq.%';
+SELECT tablename FROM pg_tables WHERE schemaname = 'pgmq' AND tablename LIKE 'q\_%';
 DROP EXTENSION queue_ext_pgmq CASCADE;
 DROP SCHEMA pgmq;
+DROP TABLE jobs_rows;
 
 -- The update from 0.1: the queues, their messages and archives stay, with
 -- pgmq 1.12's shape
@@ -409,6 +458,12 @@ SELECT msg_id, read_ct FROM pgmq.pop('up', 5);
 SELECT c.relname FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue_ext_pgmq')
    AND d.classid = 'pg_class'::regclass AND d.deptype = 'e' ORDER BY 1;
+-- the event triggers of DROP EXTENSION, as a fresh install has them
+SELECT e.evtname, e.evtevent, e.evttags, e.evtfoid::regprocedure, d.deptype
+  FROM pg_event_trigger e
+  LEFT JOIN pg_depend d ON d.classid = 'pg_event_trigger'::regclass AND d.objid = e.oid
+                       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue_ext_pgmq')
+ ORDER BY 1;
 SELECT pgmq.drop_queue('up');
 DROP EXTENSION queue_ext_pgmq CASCADE;
 DROP SCHEMA pgmq;

@@ -55,6 +55,17 @@ RETURNS BOOLEAN LANGUAGE SQL AS $$
        AND d.deptype = 'e')
 $$;
 
+-- Is pgmq.<qtable> a table left by DROP EXTENSION (its comment says so:
+-- pgmq._drop_leave in drop_extension.sql)?
+CREATE OR REPLACE FUNCTION pgmq._left_table(qtable TEXT)
+RETURNS BOOLEAN LANGUAGE SQL STABLE AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM pg_class c
+     WHERE c.relnamespace = 'pgmq'::regnamespace AND c.relname = qtable
+       AND c.relkind = 'r'
+       AND obj_description(c.oid, 'pg_class') LIKE 'queue_ext_pgmq: left by DROP EXTENSION%')
+$$;
+
 -- The queue_ext queue of a pgmq queue
 CREATE OR REPLACE FUNCTION pgmq._queue(queue_name TEXT)
 RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
@@ -1503,19 +1514,45 @@ DECLARE
     qtable TEXT := pgmq.format_table_name(queue_name, 'q');
     qe TEXT := 'pgmq.' || qtable;
     qseq TEXT := qtable || '_msg_id_seq';
+    queue_existed BOOLEAN;
+    left_rows BOOLEAN;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM mq._queue_stats(qe) q WHERE q.queue = qe) THEN
+    queue_existed := EXISTS (SELECT 1 FROM mq._queue_stats(qe) q WHERE q.queue = qe);
+    IF NOT queue_existed THEN
         PERFORM mq.queue_declare(qe, durable => durable);
     END IF;
     IF to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
         EXECUTE format('CREATE SEQUENCE pgmq.%I', qseq);
     END IF;
+    IF pgmq._left_table(qtable) THEN
+        -- the table DROP EXTENSION left: a copy of what the view showed, whose
+        -- messages stayed in the queue_ext queue; the view takes its place
+        -- (pgmq's CREATE TABLE IF NOT EXISTS finds its kept table: its notice)
+        IF NOT queue_existed THEN
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM pgmq.%I)', qtable) INTO left_rows;
+            IF left_rows THEN
+                RAISE EXCEPTION 'table "pgmq.%" left by DROP EXTENSION has messages, but queue_ext queue "%" no longer exists', qtable, qe
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = format('Move its rows elsewhere and drop it, or call pgmq.drop_queue(%L).', queue_name);
+            END IF;
+        END IF;
+        EXECUTE format('DROP TABLE pgmq.%I', qtable);
+        RAISE NOTICE 'relation "%" already exists, skipping', qtable;
+    ELSIF to_regclass(format('pgmq.%I', qtable)) IS NOT NULL THEN
+        IF (SELECT c.relkind FROM pg_class c
+             WHERE c.oid = format('pgmq.%I', qtable)::regclass) <> 'v' THEN
+            -- not a queue's view, not left by DROP EXTENSION: not ours
+            RAISE EXCEPTION 'relation "pgmq.%" already exists and is not a queue of queue_ext_pgmq', qtable
+                USING ERRCODE = 'duplicate_table',
+                      DETAIL = 'A pgmq queue here is the view pgmq.' || qtable || ', or the table DROP EXTENSION queue_ext_pgmq left in its place.',
+                      HINT = 'Rename or drop it first.';
+        END IF;
+        RAISE NOTICE 'relation "%" already exists, skipping', qtable;
+    END IF;
     IF to_regclass(format('pgmq.%I', qtable)) IS NULL THEN
         EXECUTE format('CREATE VIEW pgmq.%I AS
                           SELECT msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers
                             FROM pgmq._queue_rows(%L)', qtable, qe);
-    ELSE
-        RAISE NOTICE 'relation "%" already exists, skipping', qtable;
     END IF;
     IF pgmq._extension_exists('queue_ext_pgmq') AND NOT pgmq._belongs_to_pgmq(qtable) THEN
         EXECUTE format('ALTER EXTENSION queue_ext_pgmq ADD VIEW pgmq.%I', qtable);
@@ -1850,7 +1887,8 @@ DECLARE
 BEGIN
     PERFORM pgmq.acquire_queue_lock(queue_name);
     SELECT m.is_partitioned INTO partitioned FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
-    -- (a queue left by DROP EXTENSION has no view, but its sequence)
+    -- (a queue left by DROP EXTENSION has no view, but its sequence, and
+    -- the table the drop left in its place)
     IF to_regclass(format('pgmq.%I', qtable)) IS NULL
        AND to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
         RAISE NOTICE 'pgmq queue `%` does not exist', queue_name;
@@ -1875,7 +1913,13 @@ BEGIN
             EXECUTE format('ALTER EXTENSION queue_ext_pgmq DROP TABLE pgmq.%I', atable);
         END IF;
     END IF;
-    EXECUTE format('DROP VIEW IF EXISTS pgmq.%I', qtable);
+    IF pgmq._left_table(qtable) THEN
+        -- left by DROP EXTENSION (a table of that name that was not is
+        -- refused by DROP VIEW: 42809)
+        EXECUTE format('DROP TABLE pgmq.%I', qtable);
+    ELSE
+        EXECUTE format('DROP VIEW IF EXISTS pgmq.%I', qtable);
+    END IF;
     EXECUTE format('DROP SEQUENCE IF EXISTS pgmq.%I', qseq);
     EXECUTE format('DROP TABLE IF EXISTS pgmq.%I', atable);
     IF EXISTS (SELECT 1 FROM mq._queue_stats(qe) q WHERE q.queue = qe) THEN
