@@ -591,6 +591,9 @@ mq_consume_wake(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
+/* Messages mq.browse reads from the log in one pass */
+#define BROWSE_CHUNK 256
+
 /* Rows of up to n ready messages of q, not taken (mq.browse's) */
 static void
 browse_rows(FunctionCallInfo fcinfo, MqQueue *q, int n)
@@ -610,12 +613,34 @@ browse_rows(FunctionCallInfo fcinfo, MqQueue *q, int n)
 	ids = palloc(sizeof(int64) * n);
 	counts = palloc(sizeof(int32) * n);
 	got = mq_queue_peek(q, n, ids, counts);
-	for (int i = 0; i < got; i++)
-	{
-		MqMessage	m;
 
-		if (mq_log_fetch(ids[i], &m))
-			put_browse_row(rsinfo, q->name, &m, counts[i]);
+	/*
+	 * Read the messages BROWSE_CHUNK at a time, each chunk in one pass over
+	 * the log (a read of each by itself costs an lseek for the segment's
+	 * size: a third of a browse of 6,000), their copies freed per chunk
+	 */
+	if (got > 0)
+	{
+		MemoryContext chunkcxt = AllocSetContextCreate(CurrentMemoryContext,
+													   "mq.browse chunk",
+													   ALLOCSET_DEFAULT_SIZES);
+		int			chunk = Min(got, BROWSE_CHUNK);
+		MqMessage  *ms = palloc(sizeof(MqMessage) * chunk);
+		bool	   *found = palloc(sizeof(bool) * chunk);
+
+		for (int start = 0; start < got; start += chunk)
+		{
+			int			k = Min(chunk, got - start);
+			MemoryContext oldcxt = MemoryContextSwitchTo(chunkcxt);
+
+			(void) mq_log_fetch_many(ids + start, k, ms, found);
+			for (int i = 0; i < k; i++)
+				if (found[i])
+					put_browse_row(rsinfo, q->name, &ms[i], counts[start + i]);
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(chunkcxt);
+		}
+		MemoryContextDelete(chunkcxt);
 	}
 }
 
