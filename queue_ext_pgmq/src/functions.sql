@@ -1904,8 +1904,7 @@ DECLARE
 BEGIN
     PERFORM pgmq.acquire_queue_lock(queue_name);
     SELECT m.is_partitioned INTO partitioned FROM pgmq.meta m WHERE m.queue_name = drop_queue.queue_name;
-    -- (a queue left by DROP EXTENSION has no view, but its sequence, and
-    -- the table the drop left in its place)
+    -- (a queue left by DROP EXTENSION has no view, but its sequence, a table)
     IF to_regclass(format('pgmq.%I', qtable)) IS NULL
        AND to_regclass(format('pgmq.%I', qseq)) IS NULL THEN
         RAISE NOTICE 'pgmq queue `%` does not exist', queue_name;
