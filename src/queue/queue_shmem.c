@@ -326,6 +326,7 @@ mqq_queue_shared(MqQueueKey key, bool create)
 			LWLockInitialize(&qs->lock, mqq_shared->tranche_id);
 			LWLockInitialize(&qs->gen_lock, mqq_shared->tranche_id);
 			ConditionVariableInit(&qs->cv);
+			pg_atomic_init_u64(&qs->oldest_at, 0);
 			qs->magic = MQ_SLOT_MAGIC;
 		}
 		qs->dropped = false;
@@ -334,6 +335,7 @@ mqq_queue_shared(MqQueueKey key, bool create)
 		qs->ntracked = 0;
 		qs->nwaiting = 0;
 		qs->leases_ran_out = false;
+		qs->oldest_known = false;
 		qs->stream = NULL;
 		qs->nretry_delays = 0;
 		memset(&qs->counters, 0, sizeof(qs->counters));
