@@ -476,8 +476,16 @@ typedef struct MqQueueShared
 	 */
 	MqQueueCounters counters;
 
-	/* Protected by the queue lock, except as MqLaneState says */
-	MqLaneState lanes[MQ_MAX_LANES];
+	/*
+	 * Protected by the queue lock, except as MqLaneState says.  MQ_MAX_LANES
+	 * of them, in a block of their own that the slot keeps for good (given
+	 * when the slot is first used, like its locks): in the slot they made it
+	 * 19 kB, so that a listing of every queue (mq.queues) touched one page
+	 * of shared memory per queue, and a new backend's first listing took a
+	 * page fault for each (a quarter of that call at 1,000 queues); without
+	 * them eight slots share a page.
+	 */
+	MqLaneState *lanes;
 } MqQueueShared;
 
 /*
@@ -512,6 +520,9 @@ typedef struct MqSharedState
 	slock_t		pool_lock;		/* the tracked pool's spinlock */
 	dlist_head	free_tracked;
 	int32		nfree;			/* also read without it, as a hint */
+
+	/* Lane blocks given to slots of the queue hash, under the hash lock */
+	int32		lane_blocks_used;
 
 	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];	/* mq.max_in_flight of them */
 } MqSharedState;
