@@ -27,6 +27,7 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
@@ -332,10 +333,22 @@ catalog_read(const char *sql)
 				  "read its catalog");
 }
 
-/* The columns of mq.cat_queue that queue_from_row reads */
+/*
+ * The columns of mq.cat_queue that queue_from_row reads, with the queue's
+ * anchor table mq_storage.a<id> (NULL: none)
+ */
 #define QUEUE_COLUMNS "SELECT id, name, type, durable, arguments, lanes, owner, " \
 	"pg_catalog.to_regclass(pg_catalog.format('mq_storage.%I', 'a' OPERATOR(pg_catalog.||) id)), " \
 	"notify_channel FROM mq.cat_queue"
+
+/*
+ * The same for every queue, without the anchors (load_anchors finds them
+ * in one scan: a name lookup per queue is an index scan of pg_class each on
+ * a new backend's empty syscache, a quarter of its first mq.queues at
+ * 1,000 queues)
+ */
+#define QUEUE_COLUMNS_NO_ANCHOR "SELECT id, name, type, durable, arguments, lanes, owner, " \
+	"NULL::pg_catalog.oid, notify_channel FROM mq.cat_queue"
 
 /*
  * The queue of row tup (QUEUE_COLUMNS), made in the cache's context and
@@ -415,16 +428,66 @@ queue_from_row(HeapTuple tup, TupleDesc desc)
 	return q;
 }
 
+/*
+ * The anchor tables of the queues just loaded: one index scan of pg_class
+ * over the names a*, those in mq_storage named a<id> of a queue.  As
+ * to_regclass of each, it reads the catalog as our catalog snapshot shows
+ * it.
+ */
+static void
+load_anchors(void)
+{
+	Oid			nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, true);
+	Relation	pg_class;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	NameData	start;
+
+	if (!OidIsValid(nsp))
+		return;
+	pg_class = table_open(RelationRelationId, AccessShareLock);
+	namestrcpy(&start, "a");
+	ScanKeyInit(&key, Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
+				F_NAMEGE, NameGetDatum(&start));
+	scan = systable_beginscan(pg_class, ClassNameNspIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
+		const char *name = NameStr(c->relname);
+		char	   *end;
+		long		id;
+		int32		qid;
+		IdEntry    *ie;
+
+		if (name[0] != 'a')
+			break;				/* past the names a* */
+		if (c->relnamespace != nsp || name[1] < '0' || name[1] > '9')
+			continue;
+		errno = 0;
+		id = strtol(name + 1, &end, 10);
+		if (errno != 0 || *end != '\0' || id <= 0 || id > PG_INT32_MAX)
+			continue;
+		qid = (int32) id;
+		ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
+		if (ie != NULL)
+			((MqQueue *) ie->ptr)->anchor = c->oid;
+	}
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+}
+
 static void
 load_queues(void)
 {
-	catalog_read(QUEUE_COLUMNS);
+	catalog_read(QUEUE_COLUMNS_NO_ANCHOR);
 
 	mq_queue_by_name = make_name_htab("mq queues by name", SPI_processed);
 	mq_queue_by_id_htab = make_id_htab("mq queues by id", SPI_processed);
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 		(void) queue_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
+	load_anchors();
 }
 
 /*

@@ -69,6 +69,69 @@ mq_queue_unused(MqQueue *q)
 }
 
 /*
+ * The earliest visible_at of the first committed entry of each lane of q
+ * at or after the lane's scan position that is not tracked ahead of the
+ * scan (those are on the tracked list, which the caller looked at); 0 if
+ * there is none.  From MqQueueShared.oldest_known when a call before us
+ * recorded it, else read from the entry logs and recorded when no entry
+ * in front of one found was still in progress.  The caller holds the
+ * queue lock, shared or exclusive.
+ */
+static TimestampTz
+lanes_oldest_ready(MqQueue *q, MqQueueShared *qs)
+{
+	TimestampTz oldest = 0;
+	bool		settled = true;
+	LaneRels	lr;
+
+	if (qs->oldest_known)
+	{
+		pg_read_barrier();
+		return (TimestampTz) pg_atomic_read_u64(&qs->oldest_at);
+	}
+	mqq_lane_rels_init(&lr);
+	for (int lane = 0; lane < qs->nlanes; lane++)
+	{
+		uint64		qpos = qs->lanes[lane].scan_pos;
+		MqlogRowState st;
+		TupleTableSlot *slot;
+		MqAheadCursor ahead;
+
+		mqq_ahead_cursor_init(&ahead, qs, lane);
+		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
+		{
+			if (st == MQLOG_ROW_COMMITTED && mqq_ahead_at(&ahead, qpos) == NULL)
+			{
+				bool		isnull;
+				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
+
+				if (oldest == 0 || v < oldest)
+					oldest = v;
+				break;
+			}
+			/* it may commit later, in front of what we find */
+			if (st == MQLOG_ROW_IN_PROGRESS || st == MQLOG_ROW_OWN)
+				settled = false;
+			qpos = mqq_qpos_next(qpos);
+		}
+		mqq_ahead_cursor_end(&ahead);
+	}
+	mqq_lane_rels_close(&lr);
+
+	/*
+	 * Only set here, holding the lock shared (MqQueueShared.oldest_known);
+	 * cleared by those holding it exclusively
+	 */
+	if (settled && !qs->oldest_known)
+	{
+		pg_atomic_write_u64(&qs->oldest_at, (uint64) oldest);
+		pg_write_barrier();
+		qs->oldest_known = true;
+	}
+	return oldest;
+}
+
+/*
  * What mq.queues shows of q: ready (and their body bytes), unacked, delayed
  * and total messages, consumers (sessions holding a lease, and waiting ones), the oldest ready
  * message and the last delivery.
@@ -82,7 +145,6 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c, MqStreamPartition *parts)
 	int			owners[64];
 	int			nowners = 0;
 	int64		not_ready_bytes = 0;
-	LaneRels	lr;
 
 	memset(c, 0, sizeof(*c));
 	if (parts != NULL && q->type == MQ_QUEUE_STREAM)
@@ -148,32 +210,13 @@ mq_queue_counts(MqQueue *q, MqQueueCounts *c, MqStreamPartition *parts)
 	c->last_delivery = qs->last_delivery;
 
 	/* oldest ready not yet scanned: the first committed entry of a lane */
-	mqq_lane_rels_init(&lr);
-	for (int lane = 0; lane < qs->nlanes && c->ready > 0; lane++)
+	if (c->ready > 0)
 	{
-		uint64		qpos = qs->lanes[lane].scan_pos;
-		MqlogRowState st;
-		TupleTableSlot *slot;
-		MqAheadCursor ahead;
+		TimestampTz v = lanes_oldest_ready(q, qs);
 
-		/* (those tracked ahead of the scan were looked at above) */
-		mqq_ahead_cursor_init(&ahead, qs, lane);
-		while (mqq_lane_read_next(&lr, q, qs, &qpos, &st, &slot) == MQLOG_READ_ROW)
-		{
-			if (st == MQLOG_ROW_COMMITTED && mqq_ahead_at(&ahead, qpos) == NULL)
-			{
-				bool		isnull;
-				TimestampTz v = DatumGetTimestampTz(slot_getattr(slot, MQ_ENTRY_ATT_VISIBLE_AT, &isnull));
-
-				if (c->oldest_ready == 0 || v < c->oldest_ready)
-					c->oldest_ready = v;
-				break;
-			}
-			qpos = mqq_qpos_next(qpos);
-		}
-		mqq_ahead_cursor_end(&ahead);
+		if (v != 0 && (c->oldest_ready == 0 || v < c->oldest_ready))
+			c->oldest_ready = v;
 	}
-	mqq_lane_rels_close(&lr);
 	LWLockRelease(&qs->lock);
 }
 

@@ -439,6 +439,27 @@ typedef struct MqQueueShared
 	dlist_head	tracked;		/* MqTracked entries of this queue */
 
 	/*
+	 * Classic and quorum queues: the earliest visible_at of the lanes'
+	 * first committed entries at or after their scan positions that are
+	 * not tracked ahead (0: none), as mq.queues last read it from the entry
+	 * logs (mq_queue_counts), so that the view does not open and read every
+	 * queue's entry logs on every call.  Entries are appended in order and
+	 * never change, so only three things change the answer, and each
+	 * clears oldest_known holding the queue lock exclusively: a scan
+	 * moving (scan_next), an entry tracked ahead of the scan
+	 * (mqq_track_ahead), a publish committing (its commit callback, which
+	 * follows the commit itself; the load clears it too).  It is recorded
+	 * only when no entry in front of a found one was in progress (or the
+	 * reader's own).  Readers holding the lock shared only set it:
+	 * oldest_at first, then oldest_known (pg_write_barrier); two of them
+	 * may record different values when a publish commits between their
+	 * reads, each right at its time, until that commit's callback clears
+	 * it.
+	 */
+	bool		oldest_known;
+	pg_atomic_uint64 oldest_at;
+
+	/*
 	 * Consumer groups (key.group_id != 0): the stream's own state, whose
 	 * lanes' write_gen tells the group's reads when a generation is closed
 	 * (read without its lock: it only grows, and a stale value only delays
@@ -455,8 +476,16 @@ typedef struct MqQueueShared
 	 */
 	MqQueueCounters counters;
 
-	/* Protected by the queue lock, except as MqLaneState says */
-	MqLaneState lanes[MQ_MAX_LANES];
+	/*
+	 * Protected by the queue lock, except as MqLaneState says.  MQ_MAX_LANES
+	 * of them, in a block of their own that the slot keeps for good (given
+	 * when the slot is first used, like its locks): in the slot they made it
+	 * 19 kB, so that a listing of every queue (mq.queues) touched one page
+	 * of shared memory per queue, and a new backend's first listing took a
+	 * page fault for each (a quarter of that call at 1,000 queues); without
+	 * them eight slots share a page.
+	 */
+	MqLaneState *lanes;
 } MqQueueShared;
 
 /*
@@ -491,6 +520,9 @@ typedef struct MqSharedState
 	slock_t		pool_lock;		/* the tracked pool's spinlock */
 	dlist_head	free_tracked;
 	int32		nfree;			/* also read without it, as a hint */
+
+	/* Lane blocks given to slots of the queue hash, under the hash lock */
+	int32		lane_blocks_used;
 
 	MqTracked	pool[FLEXIBLE_ARRAY_MEMBER];	/* mq.max_in_flight of them */
 } MqSharedState;

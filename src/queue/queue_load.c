@@ -197,6 +197,8 @@ mqq_track_ahead(MqQueueShared *qs, MqTracked *t)
 
 	qs->nahead++;
 	ls->ahead_low = Min(ls->ahead_low, t->qpos);
+	/* it may be an entry that mq.queues took for its lane's first ready */
+	qs->oldest_known = false;
 }
 
 /*
@@ -481,6 +483,7 @@ mqq_queue_load(MqQueue *q, MqQueueShared *qs)
 	qs->loaded_lsn = qs->loaded_in_recovery ? GetXLogReplayRecPtr(NULL) : InvalidXLogRecPtr;
 	while (!dlist_is_empty(&qs->tracked))
 		mqq_tracked_free(qs, dlist_container(MqTracked, node, dlist_head_node(&qs->tracked)));
+	qs->oldest_known = false;
 
 	mqq_lane_rels_init(&lr);
 	for (int lane = 0; lane < q->nlanes; lane++)

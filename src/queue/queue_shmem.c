@@ -42,6 +42,7 @@ int			mq_lane_segment_size = 8192;
 
 MqSharedState *mqq_shared = NULL;
 static HTAB *mq_queue_htab = NULL;
+static MqLaneState *mqq_lane_pool = NULL;	/* lane blocks (MqQueueShared.lanes) */
 
 /*
  * Wakes of a waiting mq.consume (mq._consume_wake), one slot per PGPROC:
@@ -90,6 +91,13 @@ shared_size(void)
 					mul_size(sizeof(MqTracked), mq_max_in_flight));
 }
 
+/* Size of the lane blocks, one per slot of the queue hash (MqQueueShared.lanes) */
+static Size
+lane_pool_size(void)
+{
+	return mul_size(mul_size(mq_max_queues, MQ_MAX_LANES), sizeof(MqLaneState));
+}
+
 /* shmem_request_hook: room for the shared struct and the queue hash */
 static void
 mq_shmem_request(void)
@@ -101,6 +109,7 @@ mq_shmem_request(void)
 																sizeof(MqQueueShared))),
 									hash_estimate_size(GEN_PROGRESS_MAX,
 													   sizeof(GenProgressShared))));
+	RequestAddinShmemSpace(lane_pool_size());
 	RequestAddinShmemSpace(wakes_size());
 }
 
@@ -128,7 +137,9 @@ mq_shmem_startup(void)
 		for (int i = 0; i < mq_max_in_flight; i++)
 			dlist_push_tail(&mqq_shared->free_tracked, &mqq_shared->pool[i].node);
 		mqq_shared->nfree = mq_max_in_flight;
+		mqq_shared->lane_blocks_used = 0;
 	}
+	mqq_lane_pool = ShmemInitStruct("queue_ext lane states", lane_pool_size(), &found);
 	mqq_wakes = ShmemInitStruct("queue_ext consume wakes", wakes_size(), &found);
 	if (!found)
 	{
@@ -323,9 +334,27 @@ mqq_queue_shared(MqQueueKey key, bool create)
 		 */
 		if (qs->magic != MQ_SLOT_MAGIC)
 		{
+			/*
+			 * its lanes, for good; dynahash may make more slots than
+			 * mq.max_queues when shared memory is left over, but there are
+			 * no more lane blocks than that
+			 */
+			if (mqq_shared->lane_blocks_used >= mq_max_queues)
+			{
+				hash_search(mq_queue_htab, &key, HASH_REMOVE, NULL);
+				LWLockRelease(&mqq_shared->lock);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("too many active queues"),
+						 errhint("Increase mq.max_queues (currently %d) and restart the server.",
+								 mq_max_queues)));
+			}
+			qs->lanes = mqq_lane_pool +
+				(Size) mqq_shared->lane_blocks_used++ * MQ_MAX_LANES;
 			LWLockInitialize(&qs->lock, mqq_shared->tranche_id);
 			LWLockInitialize(&qs->gen_lock, mqq_shared->tranche_id);
 			ConditionVariableInit(&qs->cv);
+			pg_atomic_init_u64(&qs->oldest_at, 0);
 			qs->magic = MQ_SLOT_MAGIC;
 		}
 		qs->dropped = false;
@@ -334,6 +363,7 @@ mqq_queue_shared(MqQueueKey key, bool create)
 		qs->ntracked = 0;
 		qs->nwaiting = 0;
 		qs->leases_ran_out = false;
+		qs->oldest_known = false;
 		qs->stream = NULL;
 		qs->nretry_delays = 0;
 		memset(&qs->counters, 0, sizeof(qs->counters));

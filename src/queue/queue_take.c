@@ -176,9 +176,9 @@ take_one(MqQueue *q, MqQueueShared *qs, MqTracked *t, TimestampTz now,
  * leaving it unscanned.
  */
 static MqTracked *
-scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
-		  TimestampTz expire_before, const MqFilter *skip, MqSettleBatch *skips,
-		  bool *end)
+scan_next_entry(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
+				TimestampTz expire_before, const MqFilter *skip, MqSettleBatch *skips,
+				bool *end)
 {
 	MqLaneState *ls = &qs->lanes[lane];
 	uint64		qpos = ls->scan_pos;
@@ -284,6 +284,23 @@ scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
 	mqq_track_examined(t, st, slot);
 	if (t->offset >= 0)
 		ls->scan_offset = t->offset + 1;	/* consumer groups' progress */
+	return t;
+}
+
+/*
+ * scan_next_entry; a scan that moved may have passed the lane's first
+ * ready entry that mq.queues recorded (MqQueueShared.oldest_known)
+ */
+static MqTracked *
+scan_next(MqQueue *q, MqQueueShared *qs, int lane, LaneRels *lr,
+		  TimestampTz expire_before, const MqFilter *skip, MqSettleBatch *skips,
+		  bool *end)
+{
+	uint64		scan_pos = qs->lanes[lane].scan_pos;
+	MqTracked  *t = scan_next_entry(q, qs, lane, lr, expire_before, skip, skips, end);
+
+	if (qs->lanes[lane].scan_pos != scan_pos)
+		qs->oldest_known = false;
 	return t;
 }
 

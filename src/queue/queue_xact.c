@@ -298,6 +298,8 @@ local_commit(int from)
 		{
 			qs->backlog += a->msg_id;
 			qs->backlog_bytes += a->bytes;
+			/* a lane may have a new first ready entry (mq_queue_counts) */
+			qs->oldest_known = false;
 			broadcast = true;
 			continue;
 		}
