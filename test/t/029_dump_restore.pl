@@ -75,7 +75,12 @@ is($src->safe_psql('broker', q{SELECT unacked FROM mq.queues WHERE queue = 'qc'}
 # the messages delayed by 300 ms, so timers fire during the export) and
 # consumers run; they book what they did in heap tables in the same
 # transactions, and the export's transaction records from them, in its
-# snapshot, what the restored queue must hold
+# snapshot, what the restored queue must hold.  The load runs until the
+# test stops it (table stop), not for a fixed time: the export is taken
+# once messages were published and acked, a message delayed by 20 s is
+# published just before it (so that a timer is armed in its snapshot
+# however slowly the load's own run), and the load is stopped only after
+# it published more (on a loaded machine a fixed sleep saw none of it)
 $src->safe_psql('postgres', 'CREATE DATABASE loaded');
 # (the queue in the extension's transaction: a worker that starts between
 # the two and loads its topology then may never see the queue, and drops
@@ -88,6 +93,7 @@ SELECT mq.queue_declare('lq');
 COMMIT;
 CREATE TABLE pubs (body text);
 CREATE TABLE acked (body text);
+CREATE TABLE stop ();
 });
 my @load;
 my $pub = $src->background_psql('loaded', on_error_stop => 0);
@@ -95,10 +101,10 @@ $pub->query_until(qr/started/, q{
 \echo started
 DO $$
 DECLARE
-	deadline timestamptz := clock_timestamp() + interval '3 seconds';
+	deadline timestamptz := clock_timestamp() + interval '5 minutes';
 	i int := 0;
 BEGIN
-	WHILE clock_timestamp() < deadline LOOP
+	WHILE clock_timestamp() < deadline AND NOT EXISTS (SELECT FROM stop) LOOP
 		i := i + 1;
 		PERFORM mq.send('lq', 'l' || i, delay => CASE WHEN i % 3 = 0 THEN interval '300 ms' END);
 		INSERT INTO pubs VALUES ('l' || i);
@@ -113,10 +119,10 @@ $con->query_until(qr/started/, q{
 \echo started
 DO $$
 DECLARE
-	deadline timestamptz := clock_timestamp() + interval '3 seconds';
+	deadline timestamptz := clock_timestamp() + interval '5 minutes';
 	ids bigint[];
 BEGIN
-	WHILE clock_timestamp() < deadline LOOP
+	WHILE clock_timestamp() < deadline AND NOT EXISTS (SELECT FROM stop) LOOP
 		WITH c AS (SELECT msg_id, convert_from(body, 'UTF8') AS body FROM mq.consume('lq', 3)),
 			 r AS (INSERT INTO acked SELECT body FROM c)
 		SELECT array_agg(msg_id) INTO ids FROM c;
@@ -129,13 +135,22 @@ END $$;
 \echo loaded
 });
 push @load, $con;
-usleep(1_500_000);
+$src->poll_query_until('loaded',
+	q{SELECT (SELECT count(*) FROM pubs) >= 20 AND EXISTS (SELECT FROM acked)})
+  or die 'the load published or acked nothing';
+$src->safe_psql('loaded', q{
+SELECT mq.send('lq', 'd-final'::text, delay => interval '20 seconds');
+INSERT INTO pubs VALUES ('d-final');});
+my $pubs_before = $src->safe_psql('loaded', 'SELECT count(*) FROM pubs');
 my $loaded_export = $src->safe_psql('loaded', q{
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT mq.export();
 CREATE TABLE expected AS SELECT body FROM pubs EXCEPT ALL SELECT body FROM acked;
 CREATE TABLE acked_then AS SELECT body FROM acked;
 COMMIT;});
+$src->poll_query_until('loaded', qq{SELECT count(*) > $pubs_before FROM pubs})
+  or die 'the load published nothing after the export';
+$src->safe_psql('loaded', 'INSERT INTO stop DEFAULT VALUES');
 for my $s (@load)
 {
 	$s->query_until(qr/loaded/, '');
