@@ -766,7 +766,8 @@ load_groups(void)
 		bool		isnull;
 		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 		IdEntry    *ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
-		Datum		delays = SPI_getbinval(tup, desc, 7, &isnull);
+		bool		nodelays;
+		Datum		delays = SPI_getbinval(tup, desc, 7, &nodelays);
 		MqQueue    *q;
 		MqGroup    *g;
 
@@ -783,7 +784,8 @@ load_groups(void)
 		g->broadcast = strcmp(g->mode, "broadcast") == 0;
 		g->start = spi_text(tup, desc, 5);
 		g->max_retries = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
-		if (!isnull)
+		/* NULL retry_delays: none (the query's ARRAY() of them was empty) */
+		if (!nodelays)
 		{
 			Datum	   *elems;
 			int			n;
