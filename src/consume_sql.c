@@ -19,6 +19,7 @@
 #include "tcop/utility.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -541,7 +542,18 @@ mq_consume(PG_FUNCTION_ARGS)
 	}
 	if (any_settled && q->type == MQ_QUEUE_QUORUM)
 		mq_require_durability(MQ_DURABILITY_QUORUM);
-	/* hand out only what the synchronous standbys have */
+	/*
+	 * Hand out nothing once the postmaster is gone: a kill -9 of a primary
+	 * leaves its backends running a moment, and commits whose wait for the
+	 * synchronous standbys ended with it are visible here though no
+	 * standby may have them (a failover loses them, and their publishers
+	 * publish them again).  Quorum queues also wait for the standbys to
+	 * have what a cancelled or terminated wait left visible.
+	 */
+	if (delivered > 0 && !PostmasterIsAlive())
+		ereport(FATAL,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("terminating connection due to unexpected postmaster exit")));
 	if (delivered > 0 && q->type == MQ_QUEUE_QUORUM)
 		mq_quorum_wait_delivered(q->name);
 	return (Datum) 0;
@@ -579,6 +591,9 @@ mq_consume_wake(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
+/* Messages mq.browse reads from the log in one pass */
+#define BROWSE_CHUNK 256
+
 /* Rows of up to n ready messages of q, not taken (mq.browse's) */
 static void
 browse_rows(FunctionCallInfo fcinfo, MqQueue *q, int n)
@@ -598,12 +613,34 @@ browse_rows(FunctionCallInfo fcinfo, MqQueue *q, int n)
 	ids = palloc(sizeof(int64) * n);
 	counts = palloc(sizeof(int32) * n);
 	got = mq_queue_peek(q, n, ids, counts);
-	for (int i = 0; i < got; i++)
-	{
-		MqMessage	m;
 
-		if (mq_log_fetch(ids[i], &m))
-			put_browse_row(rsinfo, q->name, &m, counts[i]);
+	/*
+	 * Read the messages BROWSE_CHUNK at a time, each chunk in one pass over
+	 * the log (a read of each by itself costs an lseek for the segment's
+	 * size: a third of a browse of 6,000), their copies freed per chunk
+	 */
+	if (got > 0)
+	{
+		MemoryContext chunkcxt = AllocSetContextCreate(CurrentMemoryContext,
+													   "mq.browse chunk",
+													   ALLOCSET_DEFAULT_SIZES);
+		int			chunk = Min(got, BROWSE_CHUNK);
+		MqMessage  *ms = palloc(sizeof(MqMessage) * chunk);
+		bool	   *found = palloc(sizeof(bool) * chunk);
+
+		for (int start = 0; start < got; start += chunk)
+		{
+			int			k = Min(chunk, got - start);
+			MemoryContext oldcxt = MemoryContextSwitchTo(chunkcxt);
+
+			(void) mq_log_fetch_many(ids + start, k, ms, found);
+			for (int i = 0; i < k; i++)
+				if (found[i])
+					put_browse_row(rsinfo, q->name, &ms[i], counts[start + i]);
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(chunkcxt);
+		}
+		MemoryContextDelete(chunkcxt);
 	}
 }
 
