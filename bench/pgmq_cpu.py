@@ -16,6 +16,8 @@ Statements (a transaction each):
   send1     one pgmq.send (then COMMIT: what the one-per-transaction producer pays, commit included)
   send300   300 pgmq.send statements
   batch     10 pgmq.send_batch of 100
+  batchfirst  one pgmq.send_batch of 100 (and its commit), the first statement of a fresh
+            session, each transaction in a new session (not in the default list)
   consume   10 x pgmq.delete(q, ARRAY(SELECT msg_id FROM pgmq.read(q, 30, 100))) on a backlog
   consume1  one read 1 + delete 1 (then COMMIT)
   insert1   one plain INSERT of the same body into a table of its own (msg_id bigserial primary
@@ -63,6 +65,7 @@ STMTS = {
     "send1": ("SELECT pgmq.send('ss', %s)" % BODY, 1, 1),
     "send300": ("SELECT pgmq.send('ss', %s)" % BODY, 300, 1),
     "batch": ("SELECT count(*) FROM pgmq.send_batch('sb', %s)" % BATCH, 10, 100),
+    "batchfirst": ("SELECT count(*) FROM pgmq.send_batch('sb', %s)" % BATCH, 1, 100),
     "consume": ("SELECT count(*) FROM pgmq.delete('cc', ARRAY(SELECT msg_id FROM pgmq.read('cc', 30, 100)))",
                 10, 100),
     "consume1": ("SELECT pgmq.delete('c1', msg_id) FROM pgmq.read('c1', 30, 1)", 1, 1),
@@ -116,8 +119,30 @@ def wal_of(p, dboid, sql):
     return sum(n for n, x, mine in recs if x in xids or (x == 0 and mine))
 
 
+def measure_first(db, name):
+    """The first statement of a fresh session (its commit included), each in a new session:
+    what a client that connects, sends a few batches and goes (a pgbench run of 50 transactions
+    a client) pays once per connection: loading the caches, planning the functions' statements."""
+    sql, per_txn, msgs = STMTS[name]
+    cpu = []
+    for i in range(TXNS):
+        p = Pipe(db=db)
+        pid = int(p.query("SELECT pg_backend_pid()")[0])
+        c0 = cpu_ns(pid)
+        p.query(sql)
+        c1 = cpu_ns(pid)
+        cpu.append((c1 - c0) / 1000.0)
+        if i == TXNS - 1:
+            dboid = p.query("SELECT oid FROM pg_database WHERE datname = current_database()")[0]
+            wal = wal_of(p, dboid, sql)
+        p.close()
+    return min(cpu), wal, msgs
+
+
 def measure(db, name):
     sql, per_txn, msgs = STMTS[name]
+    if name.endswith("first"):
+        return measure_first(db, name)
     p = Pipe(db=db)
     pid = int(p.query("SELECT pg_backend_pid()")[0])
     dboid = p.query("SELECT oid FROM pg_database WHERE datname = current_database()")[0]

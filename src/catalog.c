@@ -24,6 +24,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -32,6 +33,7 @@
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -325,34 +327,142 @@ acl_add(MqAcl *acl, Oid grantee, int priv)
 	acl->ngrants++;
 }
 
-/* Read a whole catalog table into SPI_tuptable (sql names one mq.cat_* table) */
-static void
-catalog_read(const char *sql)
+/*
+ * The rows of one catalog table, read by catalog_read: each row formed with
+ * the named columns only, in the order named (column 1 the first name).
+ */
+typedef struct CatRows
 {
-	mq_owner_exec(sql, 0, NULL, NULL, NULL, true, SPI_OK_SELECT,
-				  "read its catalog");
+	TupleDesc	desc;
+	HeapTuple  *vals;
+	uint64		n;
+} CatRows;
+
+/*
+ * Read the columns cols of every row of catalog table mq.<relname>, with
+ * the active snapshot, into the current memory context.  A scan of the
+ * heap, not SQL: a session's first call to any entry point loads the whole
+ * catalog, and parsing and planning seven queries (the planner opening
+ * every index of each table) was most of that load, a quarter of a fresh
+ * session's first mq.send_batch.  Columns are found by name, as SQL would
+ * (a database upgraded from an older version may have them in another
+ * order).  The lock is kept to the end of the transaction, as a query's.
+ */
+static CatRows
+catalog_read(const char *relname, const char *const *cols, int ncols)
+{
+	Relation	rel = table_open(mq_internal_relid(relname), AccessShareLock);
+	TupleDesc	rdesc = RelationGetDescr(rel);
+	AttrNumber *attnos = palloc(sizeof(AttrNumber) * ncols);
+	AttrNumber	maxatt = 0;
+	Datum	   *values = palloc(sizeof(Datum) * ncols);
+	bool	   *nulls = palloc(sizeof(bool) * ncols);
+	uint64		cap = 16;
+	CatRows		rows;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+
+	rows.desc = CreateTemplateTupleDesc(ncols);
+	for (int i = 0; i < ncols; i++)
+	{
+		attnos[i] = InvalidAttrNumber;
+		for (int a = 0; a < rdesc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(rdesc, a);
+
+			if (!att->attisdropped && strcmp(NameStr(att->attname), cols[i]) == 0)
+			{
+				attnos[i] = att->attnum;
+				break;
+			}
+		}
+		if (attnos[i] == InvalidAttrNumber)
+			elog(ERROR, "queue_ext catalog table %s.%s has no column \"%s\"",
+				 MQ_SCHEMA, relname, cols[i]);
+		TupleDescCopyEntry(rows.desc, i + 1, rdesc, attnos[i]);
+		maxatt = Max(maxatt, attnos[i]);
+	}
+	rows.vals = palloc(sizeof(HeapTuple) * cap);
+	rows.n = 0;
+	slot = table_slot_create(rel, NULL);
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		slot_getsomeattrs(slot, maxatt);
+		for (int i = 0; i < ncols; i++)
+		{
+			values[i] = slot->tts_values[attnos[i] - 1];
+			nulls[i] = slot->tts_isnull[attnos[i] - 1];
+		}
+		if (rows.n == cap)
+		{
+			cap *= 2;
+			rows.vals = repalloc(rows.vals, sizeof(HeapTuple) * cap);
+		}
+		rows.vals[rows.n++] = heap_form_tuple(rows.desc, values, nulls);
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+	return rows;
+}
+
+/* The int4 column col of a row (catalog_read), NOT NULL in the catalog */
+static int32
+row_int32(CatRows *rows, uint64 i, int col)
+{
+	bool		isnull;
+
+	return DatumGetInt32(heap_getattr(rows->vals[i], col, rows->desc, &isnull));
+}
+
+static int
+rows_by_id_cmp(const void *a, const void *b, void *arg)
+{
+	TupleDesc	desc = (TupleDesc) arg;
+	bool		isnull;
+	int32		x = DatumGetInt32(heap_getattr(*(HeapTuple *) a, 1, desc, &isnull));
+	int32		y = DatumGetInt32(heap_getattr(*(HeapTuple *) b, 1, desc, &isnull));
+
+	return (x > y) - (x < y);
+}
+
+/* Sort rows by their first column, an int4 id (ORDER BY id) */
+static void
+rows_sort_by_id(CatRows *rows)
+{
+	if (rows->n > 1)
+		qsort_arg(rows->vals, rows->n, sizeof(HeapTuple), rows_by_id_cmp, rows->desc);
 }
 
 /*
- * The columns of mq.cat_queue that queue_from_row reads, with the queue's
- * anchor table mq_storage.a<id> (NULL: none)
+ * The anchor of queue id: the relation mq_storage.a<id> (InvalidOid if
+ * there is none), as to_regclass() finds it (one queue: a whole load finds
+ * every queue's in one scan, load_anchors)
  */
+static Oid
+queue_anchor(int32 id)
+{
+	Oid			nsp = get_namespace_oid("mq_storage", true);
+	char		name[NAMEDATALEN];
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	snprintf(name, sizeof(name), "a%d", id);
+	return get_relname_relid(name, nsp);
+}
+
+/* The columns of mq.cat_queue that queue_from_row reads, in its order */
+static const char *const queue_columns[] = {
+	"id", "name", "type", "durable", "arguments", "lanes", "owner", "notify_channel"
+};
 #define QUEUE_COLUMNS "SELECT id, name, type, durable, arguments, lanes, owner, " \
-	"pg_catalog.to_regclass(pg_catalog.format('mq_storage.%I', 'a' OPERATOR(pg_catalog.||) id)), " \
 	"notify_channel FROM mq.cat_queue"
 
 /*
- * The same for every queue, without the anchors (load_anchors finds them
- * in one scan: a name lookup per queue is an index scan of pg_class each on
- * a new backend's empty syscache, a quarter of its first mq.queues at
- * 1,000 queues)
- */
-#define QUEUE_COLUMNS_NO_ANCHOR "SELECT id, name, type, durable, arguments, lanes, owner, " \
-	"NULL::pg_catalog.oid, notify_channel FROM mq.cat_queue"
-
-/*
- * The queue of row tup (QUEUE_COLUMNS), made in the cache's context and
- * entered in its hashes by name and id
+ * The queue of row tup (queue_columns, QUEUE_COLUMNS), made in the cache's
+ * context and entered in its hashes by name and id; its anchor is left
+ * for the caller to find (load_anchors, queue_anchor)
  */
 static MqQueue *
 queue_from_row(HeapTuple tup, TupleDesc desc)
@@ -382,10 +492,8 @@ queue_from_row(HeapTuple tup, TupleDesc desc)
 	for (int l = 0; l < nelems; l++)
 		q->lanes[l] = DatumGetObjectId(elems[l]);
 	q->acl.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
-	q->anchor = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
-	if (isnull)
-		q->anchor = InvalidOid;
-	q->notify_channel = spi_text(tup, desc, 9);
+	q->anchor = InvalidOid;
+	q->notify_channel = spi_text(tup, desc, 8);
 
 	q->message_ttl_ms = jsonb_arg_int(q->arguments, "x-message-ttl", -1);
 	q->max_length = jsonb_arg_int(q->arguments, "x-max-length", -1);
@@ -480,13 +588,13 @@ load_anchors(void)
 static void
 load_queues(void)
 {
-	catalog_read(QUEUE_COLUMNS_NO_ANCHOR);
+	CatRows		rows = catalog_read("cat_queue", queue_columns, lengthof(queue_columns));
 
-	mq_queue_by_name = make_name_htab("mq queues by name", SPI_processed);
-	mq_queue_by_id_htab = make_id_htab("mq queues by id", SPI_processed);
+	mq_queue_by_name = make_name_htab("mq queues by name", rows.n);
+	mq_queue_by_id_htab = make_id_htab("mq queues by id", rows.n);
 
-	for (uint64 i = 0; i < SPI_processed; i++)
-		(void) queue_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
+	for (uint64 i = 0; i < rows.n; i++)
+		(void) queue_from_row(rows.vals[i], rows.desc);
 	load_anchors();
 }
 
@@ -518,7 +626,10 @@ mq_catalog_add_queue(const char *name)
 	mq_owner_exec(QUEUE_COLUMNS " WHERE name OPERATOR(pg_catalog.=) $1",
 				  1, types, values, NULL, true, SPI_OK_SELECT, "read its catalog");
 	if (SPI_processed == 1)
+	{
 		q = queue_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+		q->anchor = queue_anchor(q->id);
+	}
 	mq_owner_leave(&owner);
 	PopActiveSnapshot();
 	return q;
@@ -527,16 +638,18 @@ mq_catalog_add_queue(const char *name)
 static void
 load_exchanges(void)
 {
-	catalog_read("SELECT id, name, type, durable, alternate_exchange, owner "
-					  "FROM mq.cat_exchange");
+	static const char *const cols[] = {
+		"id", "name", "type", "durable", "alternate_exchange", "owner"
+	};
+	CatRows		rows = catalog_read("cat_exchange", cols, lengthof(cols));
 
-	mq_exchange_by_name = make_name_htab("mq exchanges by name", SPI_processed);
-	mq_exchange_by_id = make_id_htab("mq exchanges by id", SPI_processed);
+	mq_exchange_by_name = make_name_htab("mq exchanges by name", rows.n);
+	mq_exchange_by_id = make_id_htab("mq exchanges by id", rows.n);
 
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (uint64 i = 0; i < rows.n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
+		HeapTuple	tup = rows.vals[i];
+		TupleDesc	desc = rows.desc;
 		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
 		MqExchange *ex = palloc0(sizeof(MqExchange));
 		bool		isnull;
@@ -583,13 +696,15 @@ load_exchanges(void)
 static void
 load_bindings(void)
 {
-	catalog_read("SELECT exchange_id, queue_id, binding_key, arguments "
-					  "FROM mq.cat_binding");
+	static const char *const cols[] = {
+		"exchange_id", "queue_id", "binding_key", "arguments"
+	};
+	CatRows		rows = catalog_read("cat_binding", cols, lengthof(cols));
 
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (uint64 i = 0; i < rows.n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
+		HeapTuple	tup = rows.vals[i];
+		TupleDesc	desc = rows.desc;
 		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
 		bool		isnull;
 		int32		exid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
@@ -643,22 +758,24 @@ load_bindings(void)
 static void
 load_grants(void)
 {
-	catalog_read("SELECT object_kind::pg_catalog.text, object_id, grantee, privilege "
-					  "FROM mq.cat_grant");
+	static const char *const cols[] = {
+		"object_kind", "object_id", "grantee", "privilege"
+	};
+	CatRows		rows = catalog_read("cat_grant", cols, lengthof(cols));
 
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (uint64 i = 0; i < rows.n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
+		HeapTuple	tup = rows.vals[i];
+		TupleDesc	desc = rows.desc;
 		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
 		bool		isnull;
-		char	   *kind = spi_text(tup, desc, 1);
+		char		kind = DatumGetChar(SPI_getbinval(tup, desc, 1, &isnull));
 		int32		objid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 		Oid			grantee = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
 		int			priv = priv_from_name(spi_text(tup, desc, 4));
 		IdEntry    *ie;
 
-		if (kind[0] == 'q')
+		if (kind == 'q')
 		{
 			ie = hash_search(mq_queue_by_id_htab, &objid, HASH_FIND, NULL);
 			if (ie)
@@ -689,21 +806,24 @@ static const int rocketmq_retry_s[] = {
 static void
 load_groups(void)
 {
-	catalog_read("SELECT g.id, g.queue_id, g.name, g.mode, g.start, g.max_retries, "
-				 "ARRAY(SELECT (pg_catalog.date_part('epoch', d) "
-				 "OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 "
-				 "FROM pg_catalog.unnest(g.retry_delays) d), g.filter, g.filter_type, g.ordered "
-				 "FROM mq.cat_group g ORDER BY g.id");
+	static const char *const cols[] = {
+		"id", "queue_id", "name", "mode", "start", "max_retries", "retry_delays",
+		"filter", "filter_type", "ordered"
+	};
+	CatRows		rows = catalog_read("cat_group", cols, lengthof(cols));
 
-	for (uint64 i = 0; i < SPI_processed; i++)
+	rows_sort_by_id(&rows);
+
+	for (uint64 i = 0; i < rows.n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
+		HeapTuple	tup = rows.vals[i];
+		TupleDesc	desc = rows.desc;
 		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
 		bool		isnull;
 		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 		IdEntry    *ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
-		Datum		delays = SPI_getbinval(tup, desc, 7, &isnull);
+		bool		nodelays;
+		Datum		delays = SPI_getbinval(tup, desc, 7, &nodelays);
 		MqQueue    *q;
 		MqGroup    *g;
 
@@ -720,16 +840,25 @@ load_groups(void)
 		g->broadcast = strcmp(g->mode, "broadcast") == 0;
 		g->start = spi_text(tup, desc, 5);
 		g->max_retries = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
-		if (!isnull)
+		/* NULL retry_delays: none (the query's ARRAY() of them was empty) */
+		if (!nodelays)
 		{
 			Datum	   *elems;
 			int			n;
 
-			deconstruct_array(DatumGetArrayTypeP(delays), INT8OID, 8, FLOAT8PASSBYVAL,
-							  TYPALIGN_DOUBLE, &elems, NULL, &n);
+			/* each (date_part('epoch', d) * 1000000)::int8 */
+			deconstruct_array(DatumGetArrayTypeP(delays), INTERVALOID, sizeof(Interval),
+							  false, TYPALIGN_DOUBLE, &elems, NULL, &n);
 			g->nretry_delays = Min(n, MQ_MAX_RETRY_DELAYS);
 			for (int k = 0; k < g->nretry_delays; k++)
-				g->retry_delays_us[k] = DatumGetInt64(elems[k]);
+			{
+				float8		s = DatumGetFloat8(DirectFunctionCall2(interval_part,
+																   CStringGetTextDatum("epoch"),
+																   elems[k]));
+
+				g->retry_delays_us[k] =
+					DatumGetInt64(DirectFunctionCall1(dtoi8, Float8GetDatum(s * 1000000.0)));
+			}
 		}
 		if (g->nretry_delays == 0)
 		{
@@ -765,21 +894,44 @@ load_groups(void)
 static void
 load_group_consumers(void)
 {
-	catalog_read("SELECT c.id, g.queue_id, c.group_id, c.consumer "
-				 "FROM mq.cat_group_consumer c JOIN mq.cat_group g ON g.id OPERATOR(pg_catalog.=) c.group_id "
-				 "ORDER BY c.id");
+	static const char *const cols[] = {"id", "group_id", "consumer"};
+	static const char *const group_cols[] = {"id", "queue_id"};
+	CatRows		rows = catalog_read("cat_group_consumer", cols, lengthof(cols));
+	CatRows		groups = catalog_read("cat_group", group_cols, lengthof(group_cols));
 
-	for (uint64 i = 0; i < SPI_processed; i++)
+	/* the queue of each consumer's group (a join of the two tables) */
+	rows_sort_by_id(&rows);
+	rows_sort_by_id(&groups);
+
+	for (uint64 i = 0; i < rows.n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
+		HeapTuple	tup = rows.vals[i];
+		TupleDesc	desc = rows.desc;
 		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
 		bool		isnull;
-		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		int32		gid = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-		IdEntry    *ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
+		int32		gid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		int32		qid = 0;
+		IdEntry    *ie = NULL;
 		ListCell   *lc;
+		uint64		lo = 0,
+					hi = groups.n;
 
+		while (lo < hi)
+		{
+			uint64		mid = lo + (hi - lo) / 2;
+			int32		id = row_int32(&groups, mid, 1);
+
+			if (id == gid)
+			{
+				qid = row_int32(&groups, mid, 2);
+				ie = hash_search(mq_queue_by_id_htab, &qid, HASH_FIND, NULL);
+				break;
+			}
+			if (id < gid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
 		if (ie != NULL)
 			foreach(lc, ((MqQueue *) ie->ptr)->groups)
 			{
@@ -790,7 +942,7 @@ load_group_consumers(void)
 					continue;
 				c = palloc0(sizeof(MqGroupConsumer));
 				c->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-				c->name = spi_text(tup, desc, 4);
+				c->name = spi_text(tup, desc, 3);
 				c->group = g;
 				c->view = palloc(sizeof(MqQueue));
 				memcpy(c->view, g->view, sizeof(MqQueue));
@@ -861,12 +1013,13 @@ mq_group_lookup(MqQueue *q, const char *name, bool missing_ok)
 static void
 load_consumers(void)
 {
-	catalog_read("SELECT queue_id, consumer, prefetch FROM mq.cat_consumer");
+	static const char *const cols[] = {"queue_id", "consumer", "prefetch"};
+	CatRows		rows = catalog_read("cat_consumer", cols, lengthof(cols));
 
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (uint64 i = 0; i < rows.n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
+		HeapTuple	tup = rows.vals[i];
+		TupleDesc	desc = rows.desc;
 		MemoryContext old = MemoryContextSwitchTo(mq_cache_cxt);
 		bool		isnull;
 		int32		qid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
@@ -959,7 +1112,8 @@ check_extension_version(void)
 void
 mq_catalog_refresh(void)
 {
-	MqOwnerScope owner;
+	MemoryContext loadcxt;
+	MemoryContext oldcxt;
 
 	if (!mq_callback_registered)
 	{
@@ -1000,7 +1154,10 @@ mq_catalog_refresh(void)
 	 */
 	mq_cache_valid = true;
 	PushActiveSnapshot(GetLatestSnapshot());
-	mq_owner_enter(&owner);
+	loadcxt = AllocSetContextCreate(CurrentMemoryContext,
+									"queue_ext catalog load",
+									ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(loadcxt);
 	PG_TRY();
 	{
 		load_queues();
@@ -1022,7 +1179,8 @@ mq_catalog_refresh(void)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	mq_owner_leave(&owner);
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(loadcxt);
 	PopActiveSnapshot();
 }
 

@@ -25,6 +25,8 @@
 #include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/indexing.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -238,27 +240,89 @@ segment_create(int64 segno, bool durable)
 	mq_owner_leave(&owner);
 }
 
-/* Find the newest segment of a chain from pg_class */
+/* A log segment: its number and its relation */
+typedef struct MqSegmentRef
+{
+	int64		segno;
+	Oid			relid;
+} MqSegmentRef;
+
+/* qsort order of segments, newest first */
+static int
+segno_desc_cmp(const void *a, const void *b)
+{
+	int64		x = ((const MqSegmentRef *) a)->segno;
+	int64		y = ((const MqSegmentRef *) b)->segno;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Does pg_class have relid, as snapshot sees it? */
+static bool
+pg_class_has(Oid relid, Snapshot snapshot)
+{
+	Relation	rel = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, ClassOidIndexId, true, snapshot, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * The newest segment of a chain whose relation exists (0: none), with the
+ * statement's snapshot: what mq._segment_newest(durable) returns, read
+ * directly (a handful of rows; SPI's parse and plan of that call were a
+ * tenth of a fresh session's first publish).
+ */
 static int64
 segment_newest(bool durable)
 {
-	MqOwnerScope owner;
+	Snapshot	snapshot = GetActiveSnapshot();
+	Relation	cat = table_open(get_relname_relid("cat_segment",
+												   get_namespace_oid(MQ_SCHEMA, false)),
+								 AccessShareLock);
+	TableScanDesc scan = table_beginscan(cat, snapshot, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(cat, NULL);
+	int			cap = 8,
+				n = 0;
+	MqSegmentRef *segs = palloc(sizeof(MqSegmentRef) * cap);
 	int64		segno = 0;
-	Oid			types[1] = {BOOLOID};
-	Datum		values[1] = {BoolGetDatum(durable)};
 
-	mq_owner_enter(&owner);
-	mq_owner_exec("SELECT mq._segment_newest($1)", 1, types, values, NULL, true,
-				  SPI_OK_SELECT, "find the newest message log segment");
-	if (SPI_processed == 1)
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
-		if (!isnull)
-			segno = DatumGetInt64(d);
+		/* columns: segno, relid, durable */
+		if (DatumGetBool(slot_getattr(slot, 3, &isnull)) != durable)
+			continue;
+		if (n == cap)
+		{
+			cap *= 2;
+			segs = repalloc(segs, sizeof(MqSegmentRef) * cap);
+		}
+		segs[n].segno = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+		segs[n].relid = DatumGetObjectId(slot_getattr(slot, 2, &isnull));
+		n++;
 	}
-	mq_owner_leave(&owner);
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(cat, AccessShareLock);
+
+	qsort(segs, n, sizeof(MqSegmentRef), segno_desc_cmp);
+	for (int i = 0; i < n; i++)
+		if (pg_class_has(segs[i].relid, snapshot))
+		{
+			segno = segs[i].segno;
+			break;
+		}
+	pfree(segs);
 	return segno;
 }
 
@@ -701,23 +765,6 @@ List *
 mq_log_lookup_key(const char *key, int limit)
 {
 	return lookup_indexed("_log_find_key", key, Int32GetDatum(0), INT4OID, limit);
-}
-
-/* A log segment: its number and its relation */
-typedef struct MqSegmentRef
-{
-	int64		segno;
-	Oid			relid;
-} MqSegmentRef;
-
-/* qsort order of segments, newest first */
-static int
-segno_desc_cmp(const void *a, const void *b)
-{
-	int64		x = ((const MqSegmentRef *) a)->segno;
-	int64		y = ((const MqSegmentRef *) b)->segno;
-
-	return x < y ? 1 : x > y ? -1 : 0;
 }
 
 /*

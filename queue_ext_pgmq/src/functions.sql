@@ -463,6 +463,7 @@ DECLARE
     bodies JSONB[] := msgs;
     hdrs JSONB[];
     ids BIGINT[];
+    keys TEXT[];
     suffix TEXT;
     r record;
 BEGIN
@@ -492,14 +493,15 @@ BEGIN
         END IF;
     END IF;
     -- one mq.send_batch call: ids from the queue's sequence, in order (the
-    -- function scan gives its rows, and nextval runs, in order), the keys
-    -- pgmq._key makes
+    -- function scan gives its rows, and nextval runs, in order), and the
+    -- keys pgmq._key makes, both in one statement
     seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
-    ids := ARRAY(SELECT nextval(seq) FROM generate_series(1, cardinality(bodies)));
     suffix := ':' || qe || ':' || seq::oid::text;
+    SELECT array_agg(s.i), array_agg(s.i::text || suffix) INTO ids, keys
+      FROM (SELECT nextval(seq) FROM generate_series(1, cardinality(bodies))) AS s(i);
     PERFORM mq.send_batch(qe, bodies, headers => hdrs,
                           delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
-                          keys => ARRAY(SELECT i::text || suffix FROM unnest(ids) AS i));
+                          keys => keys);
     IF pgmq._notify_wanted(qtable) THEN
         PERFORM pgmq._notify_insert(qtable);
     END IF;
@@ -509,7 +511,10 @@ $$ LANGUAGE plpgsql;
 
 -- send_batch: the arguments checked as pgmq checks them (by its
 -- _validate_batch_params, whose errors and their CONTEXT are pgmq's; a call
--- with messages and no headers passes them, and is not made)
+-- with messages and no headers passes them, and is not made).  The forms
+-- without headers check the one thing that can fail for them and call
+-- _send_batch themselves: a PL/pgSQL level less (its call, its statement's
+-- plan, and its RETURN QUERY's copy of the ids) on pgmq's most common call.
 CREATE OR REPLACE FUNCTION pgmq.send_batch(
     queue_name TEXT,
     msgs JSONB[],
@@ -527,7 +532,10 @@ $$ LANGUAGE plpgsql;
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[])
 RETURNS SETOF BIGINT AS $$
 BEGIN
-    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp());
+    IF coalesce(cardinality(msgs), 0) = 0 THEN
+        PERFORM pgmq._validate_batch_params(msgs, NULL);
+    END IF;
+    RETURN QUERY SELECT * FROM pgmq._send_batch(queue_name, msgs, NULL, clock_timestamp());
 END;
 $$ LANGUAGE plpgsql;
 
@@ -541,14 +549,20 @@ $$ LANGUAGE plpgsql;
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay INTEGER)
 RETURNS SETOF BIGINT AS $$
 BEGIN
-    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, clock_timestamp() + make_interval(secs => delay));
+    IF coalesce(cardinality(msgs), 0) = 0 THEN
+        PERFORM pgmq._validate_batch_params(msgs, NULL);
+    END IF;
+    RETURN QUERY SELECT * FROM pgmq._send_batch(queue_name, msgs, NULL, clock_timestamp() + make_interval(secs => delay));
 END;
 $$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION pgmq.send_batch(queue_name TEXT, msgs JSONB[], delay TIMESTAMP WITH TIME ZONE)
 RETURNS SETOF BIGINT AS $$
 BEGIN
-    RETURN QUERY SELECT * FROM pgmq.send_batch(queue_name, msgs, NULL, delay);
+    IF coalesce(cardinality(msgs), 0) = 0 THEN
+        PERFORM pgmq._validate_batch_params(msgs, NULL);
+    END IF;
+    RETURN QUERY SELECT * FROM pgmq._send_batch(queue_name, msgs, NULL, delay);
 END;
 $$ LANGUAGE plpgsql;
 
