@@ -275,6 +275,8 @@ pg_class_has(Oid relid, Snapshot snapshot)
 	return found;
 }
 
+static int	list_segments(Snapshot snapshot, const bool *chain, MqSegmentRef **segs_out);
+
 /*
  * The newest segment of a chain whose relation exists (0: none), with the
  * statement's snapshot: what mq._segment_newest(durable) returns, read
@@ -285,37 +287,10 @@ static int64
 segment_newest(bool durable)
 {
 	Snapshot	snapshot = GetActiveSnapshot();
-	Relation	cat = table_open(get_relname_relid("cat_segment",
-												   get_namespace_oid(MQ_SCHEMA, false)),
-								 AccessShareLock);
-	TableScanDesc scan = table_beginscan(cat, snapshot, 0, NULL);
-	TupleTableSlot *slot = table_slot_create(cat, NULL);
-	int			cap = 8,
-				n = 0;
-	MqSegmentRef *segs = palloc(sizeof(MqSegmentRef) * cap);
+	MqSegmentRef *segs;
+	int			n = list_segments(snapshot, &durable, &segs);
 	int64		segno = 0;
 
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		bool		isnull;
-
-		/* columns: segno, relid, durable */
-		if (DatumGetBool(slot_getattr(slot, 3, &isnull)) != durable)
-			continue;
-		if (n == cap)
-		{
-			cap *= 2;
-			segs = repalloc(segs, sizeof(MqSegmentRef) * cap);
-		}
-		segs[n].segno = DatumGetInt64(slot_getattr(slot, 1, &isnull));
-		segs[n].relid = DatumGetObjectId(slot_getattr(slot, 2, &isnull));
-		n++;
-	}
-	table_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	table_close(cat, AccessShareLock);
-
-	qsort(segs, n, sizeof(MqSegmentRef), segno_desc_cmp);
 	for (int i = 0; i < n; i++)
 		if (pg_class_has(segs[i].relid, snapshot))
 		{
@@ -768,12 +743,13 @@ mq_log_lookup_key(const char *key, int limit)
 }
 
 /*
- * The readable segments, newest first, from mq.cat_segment read directly
- * (a handful of rows; no SPI, no plan), in a palloc'd array.  On a
- * standby the unlogged ones cannot be read.
+ * The segments of one chain (*chain: durable or not) or, chain NULL, the
+ * readable ones (on a standby the unlogged ones cannot be read), newest
+ * first, from mq.cat_segment read directly (a handful of rows; no SPI, no
+ * plan), in a palloc'd array
  */
 static int
-list_segments(Snapshot snapshot, MqSegmentRef **segs_out)
+list_segments(Snapshot snapshot, const bool *chain, MqSegmentRef **segs_out)
 {
 	Relation	cat = table_open(get_relname_relid("cat_segment",
 												   get_namespace_oid(MQ_SCHEMA, false)),
@@ -788,9 +764,11 @@ list_segments(Snapshot snapshot, MqSegmentRef **segs_out)
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		bool		isnull;
+		bool		durable;
 
 		/* columns: segno, relid, durable */
-		if (recovery && !DatumGetBool(slot_getattr(slot, 3, &isnull)))
+		durable = DatumGetBool(slot_getattr(slot, 3, &isnull));
+		if (chain != NULL ? durable != *chain : recovery && !durable)
 			continue;
 		if (n == cap)
 		{
@@ -839,7 +817,7 @@ mq_log_lookup_keys(const char *rkey, const Datum *keys, int n, int64 *ids)
 	if (left == 0)
 		return 0;
 
-	nseg = list_segments(snapshot, &segs);
+	nseg = list_segments(snapshot, NULL, &segs);
 	best = palloc(sizeof(TimestampTz) * n);
 	for (int s = 0; s < nseg && left > 0; s++)
 	{
