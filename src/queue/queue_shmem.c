@@ -297,6 +297,20 @@ mqq_track_new(MqQueueShared *qs, uint64 qpos)
 	return t;
 }
 
+/* No slot for another queue: let go of the hash lock and say so */
+static void too_many_queues(void) pg_attribute_noreturn();
+
+static void
+too_many_queues(void)
+{
+	LWLockRelease(&mqq_shared->lock);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("too many active queues"),
+			 errhint("Increase mq.max_queues (currently %d) and restart the server.",
+					 mq_max_queues)));
+}
+
 /* Find (optionally create) the shared entry of a queue */
 MqQueueShared *
 mqq_queue_shared(MqQueueKey key, bool create)
@@ -316,14 +330,7 @@ mqq_queue_shared(MqQueueKey key, bool create)
 	LWLockAcquire(&mqq_shared->lock, LW_EXCLUSIVE);
 	qs = hash_search(mq_queue_htab, &key, HASH_ENTER_NULL, &found);
 	if (qs == NULL)
-	{
-		LWLockRelease(&mqq_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many active queues"),
-				 errhint("Increase mq.max_queues (currently %d) and restart the server.",
-						 mq_max_queues)));
-	}
+		too_many_queues();
 	if (!found)
 	{
 		/*
@@ -342,12 +349,7 @@ mqq_queue_shared(MqQueueKey key, bool create)
 			if (mqq_shared->lane_blocks_used >= mq_max_queues)
 			{
 				hash_search(mq_queue_htab, &key, HASH_REMOVE, NULL);
-				LWLockRelease(&mqq_shared->lock);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-						 errmsg("too many active queues"),
-						 errhint("Increase mq.max_queues (currently %d) and restart the server.",
-								 mq_max_queues)));
+				too_many_queues();
 			}
 			qs->lanes = mqq_lane_pool +
 				(Size) mqq_shared->lane_blocks_used++ * MQ_MAX_LANES;
