@@ -623,6 +623,7 @@ extern void http_page_head(Buf *b, const HttpPage *pg, int matched, int first, i
 extern void http_page_tail(Buf *b, const HttpPage *pg, int matched, int total);
 extern void http_page_end(HttpPage *pg);
 extern void http_reply_list(HttpReq *r, json_object *list, bool pageable);
+extern void http_forget_login(HttpReq *r, const char *role);
 
 /* http_users.c: users, permissions, policies, parameters */
 extern bool http_users(HttpReq *r);
@@ -640,5 +641,6 @@ extern int	pg_sessions(void);
 extern void pg_cancel(PgSess *s);
 extern void pg_pool_put(PgSess *s, const char *key);
 extern PgSess *pg_pool_take(const char *key, const void *hint);
+extern void pg_pool_drop(const char *prefix);
 
 #endif

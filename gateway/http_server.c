@@ -522,6 +522,23 @@ http_free(HttpReq *r)
 	free(r);
 }
 
+/*
+ * The sessions of role's logins are not used again: its password or its
+ * attributes changed (a PUT or DELETE of /api/users), and a pooled
+ * session would let the old password in for up to 10 s more.  The
+ * request's own session goes too, if it is role's.
+ */
+void
+http_forget_login(HttpReq *r, const char *role)
+{
+	char		prefix[300];
+
+	snprintf(prefix, sizeof(prefix), "http\x1f%s\x1f", role);
+	pg_pool_drop(prefix);
+	if (strcmp(r->pguser, role) == 0)
+		r->pg_ready = false;
+}
+
 /* the statement's result: to the handler's callback */
 static void
 http_result(void *arg, PGresult *res)

@@ -416,7 +416,10 @@ user_put_step(HttpReq *r, PGresult *res)
 	else if (r->step == 5)
 		http_sql(r, "COMMIT", 0, NULL, user_put_step);
 	else
+	{
+		http_forget_login(r, name);
 		http_reply_empty(r, json_object_get_boolean(json_get(r->acc, "exists")) ? 204 : 201);
+	}
 }
 
 static void
@@ -509,7 +512,10 @@ user_delete_step(HttpReq *r, PGresult *res)
 	else if (r->step == 5)
 		http_sql(r, "COMMIT", 0, NULL, user_delete_step);
 	else
+	{
+		http_forget_login(r, r->seg[1]);
 		http_reply_empty(r, 204);
+	}
 }
 
 /*
