@@ -92,15 +92,18 @@ static const char perms_sql[] =
  */
 static const char perm_check_sql[] =
 "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = $1 AND rolcanlogin), "
-"  (SELECT string_agg(DISTINCT quote_ident(w.n), ', ') FROM jsonb_to_recordset($2::jsonb) w(n text, q boolean) "
+"  (SELECT string_agg(DISTINCT quote_ident(w.n), ', ') "
+"   FROM jsonb_to_recordset($2::jsonb) w(n text, q boolean) "
 "   WHERE NOT EXISTS (SELECT 1 FROM mq.cat_queue c WHERE c.name = w.n) "
-"   AND (w.q OR NOT EXISTS (SELECT 1 FROM mq.cat_exchange e WHERE e.name = w.n AND e.name <> ''))), "
+"   AND (w.q OR NOT EXISTS (SELECT 1 FROM mq.cat_exchange e "
+"     WHERE e.name = w.n AND e.name <> ''))), "
 "  EXISTS (SELECT 1 FROM mq.cat_grant g JOIN pg_roles r ON r.oid = g.grantee WHERE r.rolname = $1)";
 
 /* every grant of $1 on a queue or exchange of this vhost revoked */
 static const char perm_revoke_sql[] =
-"SELECT count(mq.revoke(g.privilege, CASE g.object_kind WHEN 'q' THEN 'queue' ELSE 'exchange' END, "
-"  coalesce(q.name, e.name), (SELECT oid FROM pg_roles WHERE rolname = $1)::regrole)) "
+"SELECT count(mq.revoke(g.privilege, "
+"  CASE g.object_kind WHEN 'q' THEN 'queue' ELSE 'exchange' END, "
+"  coalesce(q.name, e.name), r.oid::regrole)) "
 "FROM mq.cat_grant g JOIN pg_roles r ON r.oid = g.grantee "
 "LEFT JOIN mq.cat_queue q ON g.object_kind = 'q' AND q.id = g.object_id "
 "LEFT JOIN mq.cat_exchange e ON g.object_kind = 'x' AND e.id = g.object_id "
@@ -112,8 +115,10 @@ static const char perm_revoke_sql[] =
  * that name, read on the queue
  */
 static const char perm_grant_sql[] =
-"SELECT count(mq.grant(w.priv, w.kind, w.name, (SELECT oid FROM pg_roles WHERE rolname = $1)::regrole)) FROM ("
-"  SELECT 'configure' AS priv, 'queue' AS kind, n AS name FROM jsonb_array_elements_text($2::jsonb) n "
+"SELECT count(mq.grant(w.priv, w.kind, w.name, "
+"  (SELECT oid FROM pg_roles WHERE rolname = $1)::regrole)) FROM ("
+"  SELECT 'configure' AS priv, 'queue' AS kind, n AS name "
+"    FROM jsonb_array_elements_text($2::jsonb) n "
 "    WHERE EXISTS (SELECT 1 FROM mq.cat_queue c WHERE c.name = n) "
 "  UNION SELECT 'configure', 'exchange', n FROM jsonb_array_elements_text($2::jsonb) n "
 "    WHERE EXISTS (SELECT 1 FROM mq.cat_exchange e WHERE e.name = n) "
@@ -739,7 +744,7 @@ perm_put_step(HttpReq *r, PGresult *res)
 			vals[i + 1] = json_object_to_json_string(json_get(json_get(r->acc, "names"), k[i]));
 		http_sql(r, perm_grant_sql, 4, vals, perm_put_step);
 	}
-	else if (r->step <= 4)
+	else if (r->step == (put ? 4 : 3))
 		http_sql(r, "COMMIT", 0, NULL, perm_put_step);
 	else
 		http_reply_empty(r, put && !json_object_get_boolean(json_get(r->acc, "had")) ? 201 : 204);
