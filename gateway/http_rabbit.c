@@ -4,6 +4,8 @@
  *	  RabbitMQ's management paths (docs/management.md): overview, whoami,
  *	  vhosts, queues, exchanges, bindings, definitions, connections,
  *	  channels, health checks, with RabbitMQ's field names and status codes.
+ *	  Users, permissions, policies and parameters are http_users.c's; the
+ *	  listings' sort, columns and paging http_list.c's.
  *
  * Each path is one or a few statements of queue_ext's SQL API, run as the
  * login's role (http_sql), whose JSON is shaped here: what RabbitMQ has
@@ -14,9 +16,6 @@
 #include "gateway.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
