@@ -790,6 +790,30 @@ http_auth(HttpReq *r)
 	return true;
 }
 
+/*
+ * The first segments of the management API's paths, RabbitMQ 3.10's
+ * (its dispatcher, with no plugin beyond management) and queue_ext's: a
+ * path under no other is 404 before authentication, as RabbitMQ answers
+ * a path it has no route for.
+ */
+static const char *const api_roots[] = {
+	"aliveness-test", "auth", "bindings", "channels", "cluster-name", "connections",
+	"consumers", "definitions", "exchanges", "extensions", "feature-flags",
+	"global-parameters", "health", "healthchecks", "login", "nodes", "operator-policies",
+	"overview", "parameters", "permissions", "policies", "queue-ext", "queues",
+	"rebalance", "reset", "topic-permissions", "user-limits", "users", "vhost-limits",
+	"vhosts", "whoami"
+};
+
+static bool
+api_root_known(const char *seg)
+{
+	for (size_t i = 0; i < lengthof(api_roots); i++)
+		if (strcmp(seg, api_roots[i]) == 0)
+			return true;
+	return false;
+}
+
 /* A request under /api: split, authenticated, its body read, routed. */
 static void
 api_request(HttpReq *r, const char *path)
@@ -833,6 +857,11 @@ api_request(HttpReq *r, const char *path)
 			http_bad_request(r, "bad query string");
 			return;
 		}
+	}
+	if (r->nseg == 0 || !api_root_known(r->seg[0]))
+	{
+		http_not_found(r);
+		return;
 	}
 	if (!http_auth(r))
 		return;
