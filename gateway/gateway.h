@@ -52,6 +52,7 @@
  *						the static files of the web UI
  * http_rabbit.c		RabbitMQ's paths (/api/queues, /api/exchanges, ...)
  * http_users.c			its users, permissions, policies and parameters
+ * http_health.c			its health checks and node-wide paths (cluster-name, ...)
  * http_list.c			sort, columns and paging of the listings
  * http_qext.c			queue_ext's own paths (/api/queue-ext/...)
  *
@@ -628,6 +629,12 @@ extern void http_forget_login(HttpReq *r, const char *role);
 /* http_users.c: users, permissions, policies, parameters */
 extern bool http_users(HttpReq *r);
 extern void http_whoami(HttpReq *r);
+
+/* http_health.c: health checks and node-wide paths */
+extern bool http_health(HttpReq *r);
+
+/* http_rabbit.c */
+extern const char *http_node_name(void);
 
 /* pgsess.c */
 extern PgSess *pg_connect(const char *user, const char *password, const char *dbname,

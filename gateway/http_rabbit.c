@@ -43,6 +43,13 @@ node_name(void)
 	return name;
 }
 
+/* the node's name, for the other files (http_health.c) */
+const char *
+http_node_name(void)
+{
+	return node_name();
+}
+
 /* {"rate": r} */
 static json_object *
 rate_obj(double r)
@@ -875,10 +882,53 @@ declared(HttpReq *r, PGresult *res)
 static void
 queue_deleted(HttpReq *r, PGresult *res)
 {
+	if (res && !res_ok(res) && strcmp(res_state(res), "55006") == 0)
+	{
+		char		text[700];
+
+		/* if-empty or if-unused refused: RabbitMQ's 400 and words */
+		snprintf(text, sizeof(text), "queue '%s' in vhost '%s' %s", r->seg[2],
+				 http_vhost_name(r), strstr(res_message(res), "not empty") ? "not empty" : "in use");
+		http_bad_request(r, text);
+		return;
+	}
 	if (!http_sql_ok(r, res))
 		return;
 	cancel_queue_consumers(r->vhost, r->seg[2]);
 	http_reply_empty(r, 204);
+}
+
+/*
+ * true if the body has every key; else RabbitMQ's 400, whose reason is the
+ * missing keys as Erlang's ~p prints them ("[{key_missing,count}]"): on
+ * one line if it is shorter than the line (80) less the column it starts
+ * at (1), else a line break and a space after each comma
+ */
+static bool
+keys_present(HttpReq *r, const char *const *keys, size_t n)
+{
+	char		line[512] = "",
+				text[512] = "";
+	int			missing = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (json_get(r->body, keys[i]) == NULL)
+		{
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s{key_missing,%s}",
+					 missing ? "," : "", keys[i]);
+			snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s{key_missing,%s}",
+					 missing ? ",\n " : "", keys[i]);
+			missing++;
+		}
+	if (missing == 0)
+		return true;
+	{
+		char		reason[520];
+
+		snprintf(reason, sizeof(reason), "[%s]", strlen(line) + 2 >= 79 ? text : line);
+		http_bad_request(r, reason);
+	}
+	return false;
 }
 
 /* a JSON boolean field that must be one; false (and the reply) if not */
@@ -1165,12 +1215,15 @@ queue_get(HttpReq *r)
 	long long	count = http_jint(r->body, "count", 1, &bad);
 	char		cnt[32];
 	const char *vals[2];
+	static const char *const keys[] = {"ackmode", "count", "encoding"};
 
 	if (r->body == NULL || !json_object_is_type(r->body, json_type_object))
 	{
 		http_bad_request(r, "not_json");
 		return;
 	}
+	if (!keys_present(r, keys, lengthof(keys)))
+		return;
 	http_jint(r->body, "truncate", -1, &bad);
 	if (bad || count < 1 || count > 1000)
 	{
@@ -1259,11 +1312,9 @@ exchange_put(HttpReq *r)
 	if (!body_bool(r, "durable", 1, &durable) || !body_bool(r, "auto_delete", 0, &auto_delete) ||
 		!body_bool(r, "internal", 0, &internal))
 		return;
+	/* RabbitMQ declares a direct exchange when the body names no type */
 	if (type == NULL)
-	{
-		http_bad_request(r, "[{key_missing,type}]");
-		return;
-	}
+		type = "direct";
 	if (auto_delete || internal)
 	{
 		http_bad_request(r, "queue_ext has no auto-delete or internal exchanges");
@@ -1294,6 +1345,17 @@ exchange_put(HttpReq *r)
 static void
 deleted_or_404(HttpReq *r, PGresult *res)
 {
+	if (res && !res_ok(res) && strcmp(res_state(res), "55006") == 0 &&
+		strcmp(r->seg[0], "exchanges") == 0)
+	{
+		char		text[700];
+
+		/* if-unused refused: RabbitMQ's 400 and words */
+		snprintf(text, sizeof(text), "exchange '%s' in vhost '%s' in use", r->seg[2],
+				 http_vhost_name(r));
+		http_bad_request(r, text);
+		return;
+	}
 	if (!http_sql_ok(r, res))
 		return;
 	if (strcmp(PQgetvalue(res, 0, 0), "0") == 0)
@@ -1314,6 +1376,16 @@ published(HttpReq *r, PGresult *res)
 		/* RabbitMQ answers a refused publish so (400, the channel's 403) */
 		snprintf(text, sizeof(text), "403 ACCESS_REFUSED - access to exchange '%s' in vhost "
 				 "'%s' refused for user '%s'", r->seg[2], http_vhost_name(r), r->user);
+		http_bad_request(r, text);
+		return;
+	}
+	if (res && !res_ok(res) && strcmp(res_state(res), "42704") == 0)
+	{
+		char		text[700];
+
+		/* RabbitMQ answers a publish to no exchange with the channel's 404, as 400 */
+		snprintf(text, sizeof(text), "404 NOT_FOUND - no exchange '%s' in vhost '%s'",
+				 r->seg[2], http_vhost_name(r));
 		http_bad_request(r, text);
 		return;
 	}
@@ -1350,14 +1422,24 @@ exchange_publish(HttpReq *r)
 		http_bad_request(r, "not_json");
 		return;
 	}
-	if (rk == NULL || payload == NULL)
 	{
-		http_bad_request(r, rk == NULL ? "[{key_missing,routing_key}]" : "[{key_missing,payload}]");
-		return;
+		static const char *const keys[] = {"routing_key", "properties", "payload",
+		"payload_encoding"};
+
+		if (!keys_present(r, keys, lengthof(keys)))
+			return;
 	}
-	if (enc && strcmp(enc, "string") != 0 && strcmp(enc, "base64") != 0)
+	if (enc == NULL || (strcmp(enc, "string") != 0 && strcmp(enc, "base64") != 0))
 	{
-		http_bad_request(r, "payload_encoding must be string or base64");
+		json_object *o = json_object_new_object(),
+				   *why = json_object_new_array();
+
+		/* RabbitMQ's reason here is a list: ["unsupported_encoding", enc] */
+		json_object_array_add(why, json_object_new_string("unsupported_encoding"));
+		json_object_array_add(why, json_object_new_string(enc ? enc : ""));
+		json_object_object_add(o, "error", json_object_new_string("bad_request"));
+		json_object_object_add(o, "reason", why);
+		http_reply_json(r, 400, o);
 		return;
 	}
 	if (props && !json_object_is_type(props, json_type_object) &&
@@ -1448,6 +1530,16 @@ bound(HttpReq *r, PGresult *res)
 {
 	char		loc[700];
 
+	if (res && !res_ok(res) && strcmp(res_state(res), "42704") == 0)
+	{
+		bool		queue = strncmp(res_message(res), "queue ", 6) == 0;
+
+		/* RabbitMQ's 404 for a binding's missing end names it */
+		snprintf(loc, sizeof(loc), "no %s '%s' in vhost '%s'", queue ? "queue" : "exchange",
+				 queue ? r->seg[5] : r->seg[3], http_vhost_name(r));
+		http_error(r, 404, "not_found", loc);
+		return;
+	}
 	if (!http_sql_ok(r, res))
 		return;
 	snprintf(loc, sizeof(loc), "%s", PQgetvalue(res, 0, 0));
@@ -1548,6 +1640,12 @@ defs_exported(HttpReq *r, PGresult *res)
 {
 	json_object *d;
 
+	/* the export reads the catalog: a superuser's, RabbitMQ's administrator */
+	if (res && !res_ok(res) && strcmp(res_state(res), "42501") == 0 && !r->superuser)
+	{
+		http_error(r, 401, "not_authorised", "Not administrator user");
+		return;
+	}
 	if (!http_sql_ok(r, res) || (d = http_parse_result(r, res)) == NULL)
 		return;
 	if (json_object_is_type(d, json_type_object))
@@ -1773,6 +1871,24 @@ vhosts_done(HttpReq *r, PGresult *res)
 	json_object_object_add(v, "messages_ready", json_object_new_int64(atoll(PQgetvalue(res, 0, 2))));
 	json_object_object_add(v, "messages_unacknowledged",
 						   json_object_new_int64(atoll(PQgetvalue(res, 0, 3))));
+	{
+		/* the rates, from the samples /api/overview's totals take too */
+		static const char *const f[] = {"messages", "messages_ready", "messages_unacknowledged"};
+		json_object *md = json_object_new_object();
+		char		key[64];
+
+		for (int i = 0; i < 3; i++)
+		{
+			snprintf(key, sizeof(key), "%s_details", f[i]);
+			json_object_object_add(v, key,
+								   rate_obj(http_rate(http_vhost_name(r), "", f[i],
+													  (double) atoll(PQgetvalue(res, 0, 1 + i)))));
+		}
+		json_object_object_add(md, "description", json_object_new_string(PQgetvalue(res, 0, 0)));
+		json_object_object_add(md, "tags", json_object_new_array());
+		json_object_object_add(v, "metadata", md);
+		json_object_object_add(v, "default_queue_type", json_object_new_string("classic"));
+	}
 	if (r->nseg >= 2)
 		http_reply_json(r, 200, v);
 	else
@@ -1825,7 +1941,12 @@ conn_json(Conn *c)
 static bool
 conn_visible(HttpReq *r, Conn *c, bool all)
 {
-	return !c->dead && c->opened && (all || strcmp(c->user, r->user) == 0);
+	/* /api/vhosts/{vhost}/connections, /api/channels/{vhost}: that vhost's */
+	bool		by_vhost = strcmp(r->seg[0], "vhosts") == 0 ||
+		(r->nseg == 2 && strcmp(r->seg[0], "connections") != 0);
+
+	return !c->dead && c->opened && (all || strcmp(c->user, r->user) == 0) &&
+		(!by_vhost || strcmp(c->vhost, r->vhost) == 0);
 }
 
 static void
@@ -1838,7 +1959,8 @@ connections_done(HttpReq *r, PGresult *res)
 		return;
 	all = PQgetvalue(res, 0, 0)[0] == 't';
 	a = json_object_new_array();
-	if (strcmp(r->seg[0], "channels") == 0)
+	if (strcmp(r->seg[0], "channels") == 0 ||
+		(strcmp(r->seg[0], "vhosts") == 0 && strcmp(r->seg[2], "channels") == 0))
 	{
 		for (Conn *c = conns; c; c = c->next)
 		{
@@ -1928,9 +2050,9 @@ connections_done(HttpReq *r, PGresult *res)
 		if (!conn_visible(r, c, all))
 			continue;
 		snprintf(name, sizeof(name), "%s -> %s", c->peer, c->local);
-		if (r->nseg >= 2 && strcmp(name, r->seg[1]) != 0)
+		if (r->nseg == 2 && strcmp(name, r->seg[1]) != 0)
 			continue;
-		if (r->nseg >= 2 && r->method == EVHTTP_REQ_DELETE)
+		if (r->nseg == 2 && r->method == EVHTTP_REQ_DELETE)
 		{
 			const char *reason = evhttp_find_header(evhttp_request_get_input_headers(r->ev),
 													"X-Reason");
@@ -1946,7 +2068,7 @@ connections_done(HttpReq *r, PGresult *res)
 		}
 		json_object_array_add(a, conn_json(c));
 	}
-	if (r->nseg >= 2)
+	if (r->nseg == 2)
 	{
 		json_object *one = json_object_array_length(a) ?
 			json_object_get(json_object_array_get_idx(a, 0)) : NULL;
@@ -1961,34 +2083,7 @@ connections_done(HttpReq *r, PGresult *res)
 	http_reply_list(r, a, true);
 }
 
-/* ---------------------------------------------------------------- health */
-
-static void
-status_ok(HttpReq *r, PGresult *res)
-{
-	json_object *o;
-
-	if (!http_sql_ok(r, res))
-		return;
-	o = json_object_new_object();
-	json_object_object_add(o, "status", json_object_new_string("ok"));
-	http_reply_json(r, 200, o);
-}
-
-static void
-alive_step(HttpReq *r, PGresult *res)
-{
-	if (!http_sql_ok(r, res))
-		return;
-	r->step++;
-	if (r->step == 1)
-		http_sql(r, "SELECT mq.send('aliveness-test', 'test_message'::text)", 0, NULL, alive_step);
-	else if (r->step == 2)
-		http_sql(r, "SELECT count(*) FROM mq.consume('aliveness-test', 10, auto_ack => true)",
-				 0, NULL, alive_step);
-	else
-		status_ok(r, res);
-}
+/* ---------------------------------------------------------------- nodes */
 
 static void
 nodes_done(HttpReq *r, PGresult *res)
@@ -1998,6 +2093,12 @@ nodes_done(HttpReq *r, PGresult *res)
 
 	if (!http_sql_ok(r, res))
 		return;
+	/* RabbitMQ shows the nodes to monitoring and administrator users */
+	if (PQgetvalue(res, 0, 0)[0] != 't')
+	{
+		http_error(r, 401, "not_authorised", "Not monitor user");
+		return;
+	}
 	a = json_object_new_array();
 	n = json_object_new_object();
 	json_object_object_add(n, "name", json_object_new_string(node_name()));
@@ -2048,6 +2149,9 @@ http_rabbit(HttpReq *r)
 	/* users, permissions, policies, parameters: http_users.c */
 	if (http_users(r))
 		return;
+	/* health checks, cluster-name, extensions, ...: http_health.c */
+	if (http_health(r))
+		return;
 	if (r->nseg >= 2 && strcmp(s0, "nodes") != 0 && strcmp(s0, "connections") != 0 &&
 		strcmp(s0, "health") != 0)
 		set_vhost(r, 1);
@@ -2081,7 +2185,8 @@ http_rabbit(HttpReq *r)
 		if (!is_get(r))
 			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
 		else
-			http_sql(r, "SELECT 1", 0, NULL, nodes_done);
+			http_sql(r, "SELECT r.rolsuper OR pg_has_role('pg_monitor', 'MEMBER') "
+					 "FROM pg_roles r WHERE r.rolname = current_user", 0, NULL, nodes_done);
 	}
 	else if (strcmp(s0, "queues") == 0 && r->nseg <= 4)
 	{
@@ -2202,6 +2307,16 @@ http_rabbit(HttpReq *r)
 	}
 	else if (strcmp(s0, "definitions") == 0 && r->nseg <= 2)
 		definitions(r);
+	else if (strcmp(s0, "vhosts") == 0 && r->nseg == 3 &&
+			 (strcmp(r->seg[2], "connections") == 0 || strcmp(r->seg[2], "channels") == 0))
+	{
+		/* a vhost's connections or channels (the session is that database's) */
+		if (!is_get(r))
+			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
+		else
+			http_sql(r, "SELECT r.rolsuper OR pg_has_role('pg_monitor', 'MEMBER') "
+					 "FROM pg_roles r WHERE r.rolname = current_user", 0, NULL, connections_done);
+	}
 	else if ((strcmp(s0, "connections") == 0 && r->nseg <= 2) ||
 			 ((strcmp(s0, "channels") == 0 || strcmp(s0, "consumers") == 0) && r->nseg <= 2))
 	{
@@ -2213,24 +2328,6 @@ http_rabbit(HttpReq *r)
 		else
 			http_sql(r, "SELECT r.rolsuper OR pg_has_role('pg_monitor', 'MEMBER') "
 					 "FROM pg_roles r WHERE r.rolname = current_user", 0, NULL, connections_done);
-	}
-	else if (strcmp(s0, "health") == 0 && r->nseg == 3 && strcmp(r->seg[1], "checks") == 0 &&
-			 (strcmp(r->seg[2], "alarms") == 0 || strcmp(r->seg[2], "local-alarms") == 0 ||
-			  strcmp(r->seg[2], "virtual-hosts") == 0 ||
-			  strcmp(r->seg[2], "node-is-quorum-critical") == 0))
-	{
-		if (!is_get(r))
-			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
-		else
-			http_sql(r, "SELECT 1", 0, NULL, status_ok);
-	}
-	else if (strcmp(s0, "aliveness-test") == 0 && r->nseg == 2)
-	{
-		if (!is_get(r))
-			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
-		else
-			http_sql(r, "SELECT mq.queue_declare('aliveness-test', durable => false)",
-					 0, NULL, alive_step);
 	}
 	else
 		http_not_found(r);

@@ -21,8 +21,8 @@
  * names not yet declared, which a grant cannot: a PUT takes only patterns
  * that name objects one by one, and answers any other with 400.
  *
- * queue_ext has no policies, parameters or topic permissions: their lists
- * are empty and a PUT is 400, with the reason.
+ * queue_ext has no policies, parameters, topic permissions, vhost or user
+ * limits: their lists are empty and a PUT is 400, with the reason.
  *
  *-------------------------------------------------------------------------
  */
@@ -859,7 +859,8 @@ vhost_of(HttpReq *r, int i)
 
 /*
  * Route /api/users..., /api/permissions..., /api/vhosts/{vhost}/permissions,
- * /api/policies..., /api/parameters..., topic permissions: true if the path
+ * /api/policies..., /api/parameters..., topic permissions, vhost and user
+ * limits: true if the path
  * is one of them (and it is answered).  Paths without a vhost are vhost /.
  */
 bool
@@ -945,6 +946,20 @@ http_users(HttpReq *r)
 		if (r->nseg >= 3)
 			vhost_of(r, 2);
 		none_kept(r, 3, "queue_ext has no runtime parameters (shovels, federation)");
+		return true;
+	}
+	if (strcmp(s0, "vhost-limits") == 0 && r->nseg <= 3)
+	{
+		if (r->nseg >= 2)
+			vhost_of(r, 1);
+		none_kept(r, 2, "queue_ext has no vhost limits (max-queues, max-connections): a "
+				  "database's CONNECTION LIMIT and max_connections bound its sessions");
+		return true;
+	}
+	if (strcmp(s0, "user-limits") == 0 && r->nseg <= 3)
+	{
+		none_kept(r, 2, "queue_ext has no user limits: a role's CONNECTION LIMIT "
+				  "(ALTER ROLE) bounds its PostgreSQL sessions");
 		return true;
 	}
 	if (strcmp(s0, "global-parameters") == 0 && r->nseg <= 2)
