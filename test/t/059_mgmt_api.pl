@@ -7,7 +7,12 @@
 #  2. curl against each: 401 and 404 shapes, 405, 400 (not JSON, an
 #     inequivalent redeclare), vhost %2F and %2f, booleans and counts as
 #     strings, publish unroutable, reject_requeue_true, health checks,
-#     aliveness-test, a login without privileges refused (401);
+#     aliveness-test, a login without privileges refused (401); the rest of
+#     rabbitmqadmin's subcommands (-f tsv/kvp, vhost_limits, nodes, close
+#     connection, queue_type), health checks (node, port and protocol
+#     listeners, certificates), cluster-name, extensions, feature flags,
+#     limits, a vhost's fields and connections, and the error shapes of a
+#     body missing keys, an unknown encoding, a missing exchange or queue;
 #  3. queue_ext alone: its own paths (/api/queue-ext/...), what a role
 #     without privileges sees, the password rule (a trust login refused),
 #     static files (Content-Type, no directory traversal).
@@ -628,6 +633,155 @@ compare('binding by properties key, and its 404 once deleted', '201 200 204 404'
 	my ($s4) = http($srv, 'GET', '/api/bindings/%2F/e/amq.direct/q/bq/rk1');
 	http($srv, 'DELETE', '/api/queues/%2F/bq');
 	return "$s1 $s2 $s3 $s4";
+});
+
+# ---------------------------------------------------------------------------
+# 2b. the rest of rabbitmqadmin's subcommands and the common curl checks
+# (health checks, node-wide paths, the error shapes of a bad body)
+# ---------------------------------------------------------------------------
+
+# the JSON object of a body, or an empty one (a list or text is no object)
+sub obj
+{
+	my $o = dec($_[0]);
+	return ref $o eq 'HASH' ? $o : {};
+}
+
+compare('an unknown path without credentials: 404 before authentication',
+	'404 {"error":"Object Not Found","reason":"Not Found"}', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/no-such-path', user => undef);
+	return "$s " . $json->encode(dec($b) // $b);
+});
+compare('healthchecks/node', '200 {"status":"ok"}', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/healthchecks/node');
+	return "$s " . $json->encode(dec($b) // $b);
+});
+compare('health checks: mirror sync, certificates, local alarms, virtual hosts', '200 ok|200 ok|200 ok|200 ok', sub {
+	return join '|', map {
+		my ($s, $b) = http($_[0], 'GET', "/api/health/checks/$_");
+		"$s " . (obj($b)->{status} // $b);
+	} qw(node-is-mirror-sync-critical certificate-expiration/1/months local-alarms virtual-hosts);
+});
+compare('port-listener on the API\'s own port', '200 ok 1', sub {
+	my ($s, $b) = http($_[0], 'GET', "/api/health/checks/port-listener/$_[0]{port}");
+	my $o = obj($b);
+	return "$s " . ($o->{status} // $b) . ' ' . (($o->{port} // 0) == $_[0]{port} ? 1 : 0);
+});
+compare('port-listener on a port nothing listens on: 503 and the ports there are',
+	'503 failed|No active listener|1|ARRAY', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/health/checks/port-listener/1');
+	my $o = obj($b);
+	return "$s " . join('|', $o->{status} // $b, $o->{reason} // '', $o->{missing} // '', ref $o->{ports});
+});
+compare('protocol-listener amqp', '200 {"protocol":"amqp","status":"ok"}', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/health/checks/protocol-listener/amqp');
+	return "$s " . $json->encode(dec($b) // $b);
+});
+compare('cluster-name is the overview\'s cluster_name', '200 1', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/cluster-name');
+	my ($s2, $b2) = http($_[0], 'GET', '/api/overview');
+	my $n = obj($b)->{name};
+	return "$s " . (defined $n && $n eq (obj($b2)->{cluster_name} // '') ? 1 : "0 $b");
+});
+compare('extensions and feature flags are lists', '200 ARRAY 200 ARRAY', sub {
+	my ($s1, $b1) = http($_[0], 'GET', '/api/extensions');
+	my ($s2, $b2) = http($_[0], 'GET', '/api/feature-flags', user => 'mgmt_admin');
+	return join ' ', $s1, ref(dec($b1)) || $b1, $s2, ref(dec($b2)) || $b2;
+});
+compare('rabbitmqadmin list vhost_limits', '0 No items', sub {
+	my ($rc, $out, $err) = admin($_[0], 'mgmt_admin', 'list', 'vhost_limits');
+	return "$rc $out$err" =~ s/\s+$//r;
+});
+compare('user-limits and a vhost\'s limits: empty lists', '200 [] 200 []', sub {
+	my ($s1, $b1) = http($_[0], 'GET', '/api/user-limits', user => 'mgmt_admin');
+	my ($s2, $b2) = http($_[0], 'GET', '/api/vhost-limits/%2F', user => 'mgmt_admin');
+	return "$s1 $b1 $s2 $b2";
+});
+compare('a vhost\'s fields', 'default_queue_type metadata.description metadata.tags name tracing', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/vhosts/%2F', user => 'mgmt_admin');
+	my $o = obj($b);
+	return join ' ', grep { my ($k, $sub) = split /\./; exists $o->{$k} && (!$sub || exists $o->{$k}{$sub}) }
+	  qw(default_queue_type metadata.description metadata.tags name tracing);
+});
+compare('a vhost\'s connections and channels', '200 [] 200 []', sub {
+	my ($s1, $b1) = http($_[0], 'GET', '/api/vhosts/%2F/connections', user => 'mgmt_admin');
+	my ($s2, $b2) = http($_[0], 'GET', '/api/vhosts/%2F/channels', user => 'mgmt_admin');
+	return "$s1 $b1 $s2 $b2";
+});
+compare('the nodes are a monitoring user\'s: 401 for a management user',
+	'401 {"error":"not_authorised","reason":"Not monitor user"} 0', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/nodes', user => 'mgmt_user');
+	my ($rc) = admin($_[0], 'mgmt_admin', 'list', 'nodes');
+	return "$s " . $json->encode(dec($b) // $b) . " $rc";
+});
+compare('definitions are an administrator\'s: 401 for a management user',
+	'401 {"error":"not_authorised","reason":"Not administrator user"}', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/definitions', user => 'mgmt_user');
+	return "$s " . $json->encode(dec($b) // $b);
+});
+compare('DELETE ?if-empty=true of a queue with a message: 400',
+	'400 {"error":"bad_request","reason":"queue \'ie_q\' in vhost \'/\' not empty"} 204', sub {
+	my $srv = $_[0];
+	http($srv, 'PUT', '/api/queues/%2F/ie_q', body => '{"durable":true}');
+	http($srv, 'POST', '/api/exchanges/%2F/amq.default/publish',
+		body => '{"routing_key":"ie_q","payload":"x","payload_encoding":"string","properties":{}}');
+	my ($s, $b) = http($srv, 'DELETE', '/api/queues/%2F/ie_q?if-empty=true');
+	my ($s2) = http($srv, 'DELETE', '/api/queues/%2F/ie_q');
+	return "$s " . $json->encode(dec($b) // $b) . " $s2";
+});
+compare('PUT of an exchange without a type: a direct one', '201 204 direct 204', sub {
+	my $srv = $_[0];
+	my ($s1) = http($srv, 'PUT', '/api/exchanges/%2F/nt_x', body => '{}');
+	my ($s2) = http($srv, 'PUT', '/api/exchanges/%2F/nt_x', body => '{"type":"direct"}');
+	my ($s3, $b3) = http($srv, 'GET', '/api/exchanges/%2F/nt_x');
+	my ($s4) = http($srv, 'DELETE', '/api/exchanges/%2F/nt_x');
+	return join ' ', $s1, $s2, obj($b3)->{type} // $b3, $s4;
+});
+compare('get without its keys: 400, the keys missing',
+	'400 [{key_missing,ackmode},{key_missing,count},{key_missing,encoding}] | 400 [{key_missing,encoding}]', sub {
+	my ($s1, $b1) = http($_[0], 'POST', '/api/queues/%2F/ta_q/get', user => 'mgmt_admin', body => '{}');
+	my ($s2, $b2) = http($_[0], 'POST', '/api/queues/%2F/ta_q/get', user => 'mgmt_admin',
+		body => '{"count":1,"ackmode":"ack_requeue_true"}');
+	return join ' | ', map { "$_->[0] " . (obj($_->[1])->{reason} // $_->[1]) } [ $s1, $b1 ], [ $s2, $b2 ];
+});
+compare('publish without its keys: 400, the keys missing',
+	'400 {"error":"bad_request","reason":"[{key_missing,properties},\n {key_missing,payload},\n {key_missing,payload_encoding}]"}', sub {
+	my ($s, $b) = http($_[0], 'POST', '/api/exchanges/%2F/amq.default/publish', body => '{"routing_key":"ta_q"}');
+	return "$s " . $json->encode(dec($b) // $b);
+});
+compare('publish with an unknown payload_encoding: 400', '400 {"error":"bad_request","reason":["unsupported_encoding","zzz"]}', sub {
+	my ($s, $b) = http($_[0], 'POST', '/api/exchanges/%2F/amq.default/publish',
+		body => '{"routing_key":"ta_q","payload":"x","payload_encoding":"zzz","properties":{}}');
+	return "$s " . $json->encode(dec($b) // $b);
+});
+compare('rabbitmqadmin publish to no exchange: 400 and the channel\'s 404',
+	"1 404 NOT_FOUND - no exchange 'no_such_x' in vhost '/'", sub {
+	my ($rc, $out, $err) = admin($_[0], 'mgmt_user', 'publish', 'exchange=no_such_x', 'routing_key=k', 'payload=x');
+	return "$rc $out$err" =~ s/\*\*\* //r =~ s/\s+$//r;
+});
+compare('a binding to no queue: 404 not_found naming it',
+	'404 {"error":"not_found","reason":"no queue \'no_such_q\' in vhost \'/\'"}', sub {
+	my ($s, $b) = http($_[0], 'POST', '/api/bindings/%2F/e/amq.direct/q/no_such_q', body => '{"routing_key":"k"}');
+	return "$s " . $json->encode(dec($b) // $b);
+});
+compare('rabbitmqadmin close connection of no connection', '1 Not found: /api/connections/nosuch', sub {
+	my ($rc, $out, $err) = admin($_[0], 'mgmt_admin', 'close', 'connection', 'name=nosuch');
+	return "$rc $out$err" =~ s/\*\*\* //r =~ s/\s+$//r;
+});
+compare('rabbitmqadmin declare queue queue_type=quorum, then stream', '0 queue declared|0 queue declared', sub {
+	my @r = map { my ($rc, $out) = admin($_[0], 'mgmt_user', 'declare', 'queue', "name=qt_$_", "queue_type=$_");
+		"$rc $out" =~ s/\s+$//r } qw(quorum stream);
+	http($_[0], 'DELETE', "/api/queues/%2F/qt_$_") for qw(quorum stream);
+	return join '|', @r;
+});
+compare('rabbitmqadmin list queues -f tsv and kvp', "name\tmessages|ta_q\t0|name=\"ta_q\" messages=\"0\"", sub {
+	my $srv = $_[0];
+	return eventually($srv, "name\tmessages|ta_q\t0|name=\"ta_q\" messages=\"0\"", sub {
+		my ($rc1, $tsv) = admin($srv, 'mgmt_admin', 'list', 'queues', '-f', 'tsv');
+		my ($rc2, $kvp) = admin($srv, 'mgmt_admin', 'list', 'queues', '-f', 'kvp');
+		my @t = split /\n/, $tsv;
+		return join '|', $t[0] // '', grep({ /^ta_q\t/ } @t), grep { /name="ta_q"/ } split /\n/, $kvp;
+	});
 });
 
 # ---------------------------------------------------------------------------
