@@ -194,16 +194,18 @@ shape_list(HttpReq *r, json_object *list)
 
 					*dot = '\0';
 					inner = json_get(o, tok);
-					v = json_get(inner, dot + 1);
-					if (v == NULL)
+					if (!json_object_is_type(inner, json_type_object))
 						continue;
+					/* the object is kept without the members it lacks, as RabbitMQ */
 					dst = json_get(k, tok);
 					if (dst == NULL)
 					{
 						dst = json_object_new_object();
 						json_object_object_add(k, tok, dst);
 					}
-					json_object_object_add(dst, dot + 1, json_object_get(v));
+					v = json_get(inner, dot + 1);
+					if (v != NULL)
+						json_object_object_add(dst, dot + 1, json_object_get(v));
 				}
 				else if (json_get(o, tok))
 					json_object_object_add(k, tok, json_object_get(json_get(o, tok)));

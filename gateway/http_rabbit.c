@@ -607,6 +607,17 @@ qobject_columns(Buf *b, const QList *ql, int i, const QCol *cols, int ncols)
 		}
 		if (opened)
 			buf_bytes(b, "}", 1);
+		else if (!qnull(ql, i, col->f) &&
+				 (col->f == QF_ARGUMENTS || col->f == QF_MESSAGE_STATS ||
+				  (col->f >= QF_MESSAGES_DETAILS && col->f <= QF_UNACKED_DETAILS)))
+		{
+			/* RabbitMQ keeps the object without the members it lacks */
+			if (!first)
+				buf_bytes(b, ",", 1);
+			first = false;
+			qkey(b, qf_names[col->f]);
+			buf_bytes(b, "{}", 2);
+		}
 	}
 	buf_bytes(b, "}", 1);
 }

@@ -784,6 +784,22 @@ compare('rabbitmqadmin list queues -f tsv and kvp', "name\tmessages|ta_q\t0|name
 	});
 });
 
+compare('columns=arguments.x keeps an object\'s arguments without x',
+	'[{"arguments":{"x-max-length":10},"name":"cx_a"},{"arguments":{},"name":"cx_b"}] [{"arguments":{},"name":"cx_x"}]', sub {
+	my $srv = $_[0];
+	http($srv, 'PUT', '/api/queues/%2F/cx_a', body => '{"durable":true,"arguments":{"x-max-length":10}}');
+	http($srv, 'PUT', '/api/queues/%2F/cx_b', body => '{"durable":true,"arguments":{}}');
+	http($srv, 'PUT', '/api/exchanges/%2F/cx_x', body => '{"type":"fanout","durable":true,"arguments":{}}');
+	my ($s1, $b1) = http($srv, 'GET', '/api/queues/%2F?columns=name,arguments.x-max-length');
+	my ($s2, $b2) = http($srv, 'GET', '/api/exchanges/%2F?columns=name,arguments.alternate-exchange');
+	http($srv, 'DELETE', "/api/queues/%2F/$_") for qw(cx_a cx_b);
+	http($srv, 'DELETE', '/api/exchanges/%2F/cx_x');
+	my $q = dec($b1);
+	my $x = dec($b2);
+	return join ' ', (ref $q eq 'ARRAY' ? $json->encode([ grep { $_->{name} =~ /^cx_/ } @$q ]) : "$s1 $b1"),
+	  (ref $x eq 'ARRAY' ? $json->encode([ grep { $_->{name} =~ /^cx_/ } @$x ]) : "$s2 $b2");
+});
+
 # ---------------------------------------------------------------------------
 # 3. queue_ext alone
 # ---------------------------------------------------------------------------
