@@ -24,6 +24,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "mqutils.h"
 #include "queue/queue_int.h"
 
 bool
@@ -85,6 +86,16 @@ mq_queue_unused(MqQueue *q)
 	if (!standby)
 		mqq_known_empty_set(q, stamp);
 	return true;
+}
+
+bool
+mq_queue_known_empty(MqQueue *q)
+{
+	if (q->group != NULL || q->type == MQ_QUEUE_STREAM || RecoveryInProgress())
+		return false;
+	if (mqq_shared == NULL)
+		mq_require_preload("inspecting queues");
+	return mqq_known_empty(q);
 }
 
 /*
