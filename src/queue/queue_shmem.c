@@ -126,6 +126,12 @@ static HTAB *gen_progress_htab = NULL;
  *    with a record the queue is empty, without one its tables are looked
  *    at.  (That the queue still has no state when the record is set needs
  *    no second look: the stamp has not moved.)
+ *  - A recorded queue was not deleted either: a delete drops the queue's
+ *    state, and so its record, at its commit before it lets go of the
+ *    queue's object lock (mq_queue_state_drop, queue_xact.c), and a queue
+ *    whose tables are gone is never recorded (its lanes are not found).
+ *    So mq_queue_inspect_begin, holding the object lock, takes a record
+ *    for "not deleted" without scanning pg_class.
  *  - It is consulted only after the queue was found without a state;
  *    nothing depends on its being there: full, a queue is just not
  *    recorded, and looked at each time, as before.  Shared memory, it is
