@@ -427,6 +427,9 @@ known_empty_forget(Oid dbid, int32 queue_id)
 uint64
 mqq_known_empty_stamp(void)
 {
+	/* (not preloaded: the look for the state that follows says so) */
+	if (mqq_shared == NULL)
+		return 0;
 	return pg_atomic_read_u64(&mqq_shared->states_made);
 }
 
