@@ -70,6 +70,17 @@ CREATE TABLE pgmq.max_reads (
             REFERENCES pgmq.meta (queue_name)
 );
 
+-- The queues whose messages up to last_msg_id were sent by 0.1, under its
+-- keys (pgmq._key_legacy): filled by the update from 0.1, empty in a fresh
+-- install
+CREATE TABLE pgmq._legacy_keys (
+    seq_oid OID PRIMARY KEY,
+    queue_name VARCHAR NOT NULL
+        CONSTRAINT legacy_keys_meta_queue_name_fk
+            REFERENCES pgmq.meta (queue_name) ON DELETE CASCADE,
+    last_msg_id BIGINT NOT NULL
+);
+
 -- pg_monitor (pgmq 1.13): what pgmq.metrics and list_queues need, and no
 -- message: the list of queues here, and per queue (pgmq._create_queue)
 -- the columns vt and enqueued_at of pgmq.q_<name> and its msg_id sequence

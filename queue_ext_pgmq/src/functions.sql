@@ -82,8 +82,34 @@ $$;
 -- sequence is seq: what send stores and delete, archive and set_vt look for
 -- (text || text only, each part cast to text: textcat is immutable, so the
 -- planner inlines this; text || oid is textanycat, stable, which kept it a
--- function call of its own, a third of a send's time)
+-- function call of its own, a third of a send's time).  The id has 19
+-- digits (a bigint's most), zeros in front: a queue's keys then sort as its
+-- ids do, so that the key index of the log takes a queue's sends one after
+-- the other on the same page.  As '1:', '10:', '100:' (0.1's keys, still
+-- those of messages sent before the update from 0.1, _key_legacy), the
+-- sends of a new queue went to pages all over the index: a quarter of a
+-- send_batch's time was that index's insert.  split_part(key, ':', 1)::bigint
+-- reads the id from either.
 CREATE OR REPLACE FUNCTION pgmq._key(qe TEXT, seq OID, id BIGINT)
+RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
+  SELECT CASE WHEN id >= 0 THEN lpad(id::text, 19, '0') ELSE id::text END
+         || ':' || qe || ':' || seq::text
+$$;
+
+-- The last msg_id of the queue of msg_id sequence seq sent before the
+-- update from 0.1 (NULL: none, or no such update)
+CREATE OR REPLACE FUNCTION pgmq._legacy_upto(seq OID)
+RETURNS bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN (SELECT l.last_msg_id FROM pgmq._legacy_keys l WHERE l.seq_oid = seq);
+END
+$$;
+
+-- The key of message id as 0.1 stored it: messages of a queue that existed
+-- before the update from 0.1, up to the msg_id pgmq._legacy_keys has for
+-- its sequence, are found by it
+CREATE OR REPLACE FUNCTION pgmq._key_legacy(qe TEXT, seq OID, id BIGINT)
 RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
   SELECT id::text || ':' || qe || ':' || seq::text
 $$;
@@ -130,10 +156,16 @@ BEGIN
         RETURN;
     END IF;
     -- plpgsql, not SQL: its plan is kept for the session
+    -- (and the keys of 0.1 of the ids sent before the update from 0.1)
     RETURN QUERY
         SELECT split_part(k.key, ':', 1)::bigint, k.msg_id
-          FROM mq._log_find_keys(qe, ARRAY(SELECT DISTINCT pgmq._key(qe, seq, u)
-                                             FROM unnest(msg_ids) AS u WHERE u IS NOT NULL)) k;
+          FROM mq._log_find_keys(qe, ARRAY(SELECT pgmq._key(qe, seq, u)
+                                             FROM unnest(msg_ids) AS u WHERE u IS NOT NULL
+                                           UNION
+                                           SELECT pgmq._key_legacy(qe, seq, u)
+                                             FROM unnest(msg_ids) AS u
+                                             JOIN pgmq._legacy_keys l
+                                               ON l.seq_oid = seq AND u <= l.last_msg_id)) k;
 END
 $$;
 
@@ -464,7 +496,6 @@ DECLARE
     hdrs JSONB[];
     ids BIGINT[];
     keys TEXT[];
-    suffix TEXT;
     r record;
 BEGIN
     IF headers IS NOT NULL OR delay IS NULL OR array_ndims(msgs) IS DISTINCT FROM 1
@@ -496,8 +527,7 @@ BEGIN
     -- function scan gives its rows, and nextval runs, in order), and the
     -- keys pgmq._key makes, both in one statement
     seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
-    suffix := ':' || qe || ':' || seq::oid::text;
-    SELECT array_agg(s.i), array_agg(s.i::text || suffix) INTO ids, keys
+    SELECT array_agg(s.i), array_agg(pgmq._key(qe, seq, s.i)) INTO ids, keys
       FROM (SELECT nextval(seq) FROM generate_series(1, cardinality(bodies))) AS s(i);
     PERFORM mq.send_batch(qe, bodies, headers => hdrs,
                           delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
@@ -1254,10 +1284,14 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- delayed messages: disarm their timers
+    -- delayed messages: disarm their timers; a message sent before the
+    -- update from 0.1 is acked by its key of 0.1
     FOR r IN SELECT u.id, pgmq._qe_id(qe, u.id) AS qe_id FROM unnest(msg_ids) AS u(id)
               WHERE u.id <> ALL (coalesce(taken, ARRAY[]::bigint[])) LOOP
-        IF r.qe_id IS NOT NULL AND pgmq._cancel(qe, r.qe_id) THEN
+        IF r.qe_id IS NOT NULL
+           AND (pgmq._cancel(qe, r.qe_id)
+                OR r.id <= pgmq._legacy_upto(seq)
+                   AND EXISTS (SELECT 1 FROM mq.ack_keys(qe, ARRAY[pgmq._key_legacy(qe, seq, r.id)]))) THEN
             RETURN NEXT r.id;
         END IF;
     END LOOP;
