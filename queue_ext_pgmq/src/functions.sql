@@ -82,18 +82,21 @@ $$;
 -- sequence is seq: what send stores and delete, archive and set_vt look for
 -- (text || text only, each part cast to text: textcat is immutable, so the
 -- planner inlines this; text || oid is textanycat, stable, which kept it a
--- function call of its own, a third of a send's time).  The id has 19
--- digits (a bigint's most), zeros in front: a queue's keys then sort as its
--- ids do, so that the key index of the log takes a queue's sends one after
--- the other on the same page.  As '1:', '10:', '100:' (0.1's keys, still
--- those of messages sent before the update from 0.1, _key_legacy), the
--- sends of a new queue went to pages all over the index: a quarter of a
--- send_batch's time was that index's insert.  split_part(key, ':', 1)::bigint
--- reads the id from either.
+-- function call of its own, a third of a send's time).  The queue first and
+-- the id last, in 19 digits (a bigint's most) with zeros in front: a
+-- queue's keys are then a range of their own in the log's key index, in the
+-- order of their ids, and its sends go one after the other to the end of
+-- that range.  With 0.1's '<id>:<qe>:<oid>' (pgmq._key_legacy, still the
+-- key of a message sent before the update from 0.1) a queue's consecutive
+-- sends went to pages all over the index, between the same ids of every
+-- other queue and of earlier queues of the same name ('1:', '10:', '100:'
+-- apart): a quarter of a send_batch's time was that index's insert.  A
+-- negative id (a sequence set so) keeps 0.1's form.  pgmq._msg_id reads the
+-- id from either.
 CREATE OR REPLACE FUNCTION pgmq._key(qe TEXT, seq OID, id BIGINT)
 RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
-  SELECT CASE WHEN id >= 0 THEN lpad(id::text, 19, '0') ELSE id::text END
-         || ':' || qe || ':' || seq::text
+  SELECT CASE WHEN id >= 0 THEN qe || ':' || seq::text || ':' || lpad(id::text, 19, '0')
+              ELSE id::text || ':' || qe || ':' || seq::text END
 $$;
 
 -- The last msg_id of the queue of msg_id sequence seq sent before the
@@ -135,14 +138,17 @@ RETURNS jsonb LANGUAGE SQL STABLE AS $$
               ELSE convert_from(body, pg_catalog.getdatabaseencoding())::jsonb END
 $$;
 
--- pgmq's msg_id of a queue_ext message of queue qe (its key '<id>:<qe>:<oid>')
+-- pgmq's msg_id of a queue_ext message of queue qe, from its key (pgmq._key:
+-- '<qe>:<oid>:<id in 19 digits>', or 0.1's '<id>:<qe>:<oid>'; qe is
+-- 'pgmq.q_<name>')
 CREATE OR REPLACE FUNCTION pgmq._msg_id(key text)
 RETURNS bigint LANGUAGE SQL IMMUTABLE AS $$
-  SELECT split_part(key, ':', 1)::bigint
+  SELECT CASE WHEN key LIKE 'pgmq.%' THEN right(key, 19)::bigint
+              ELSE split_part(key, ':', 1)::bigint END
 $$;
 
 -- The queue_ext message ids of pgmq messages msg_ids of queue qe (their
--- keys '<id>:<qe>:<oid of its msg_id sequence>'), by one index scan per
+-- keys pgmq._key, or pgmq._key_legacy for those 0.1 sent), by one index scan per
 -- key and log segment in C (mq._log_find_keys).  Only ids of messages sent
 -- to qe come back, nothing of their contents: what may be done with them
 -- is checked as the caller by mq.lease_ids and mq.message.
@@ -158,7 +164,7 @@ BEGIN
     -- plpgsql, not SQL: its plan is kept for the session
     -- (and the keys of 0.1 of the ids sent before the update from 0.1)
     RETURN QUERY
-        SELECT split_part(k.key, ':', 1)::bigint, k.msg_id
+        SELECT pgmq._msg_id(k.key), k.msg_id
           FROM mq._log_find_keys(qe, ARRAY(SELECT pgmq._key(qe, seq, u)
                                              FROM unnest(msg_ids) AS u WHERE u IS NOT NULL
                                            UNION
@@ -1274,7 +1280,7 @@ BEGIN
     IF msg_ids IS NULL THEN
         RETURN;
     END IF;
-    SELECT array_agg(split_part(a.key, ':', 1)::bigint) INTO taken
+    SELECT array_agg(pgmq._msg_id(a.key)) INTO taken
       FROM mq.ack_keys(qe, ARRAY(SELECT pgmq._key(qe, seq, u)
                                    FROM unnest(msg_ids) AS u
                                   WHERE u IS NOT NULL AND seq IS NOT NULL)) a;
