@@ -545,35 +545,22 @@ queue_from_row(HeapTuple tup, TupleDesc desc)
 static void
 load_anchors(void)
 {
-	Oid			nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, true);
-	Relation	pg_class;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	NameData	start;
+	MqStorageScan s;
+	Form_pg_class c;
+	const char *rest;
 
-	if (!OidIsValid(nsp))
-		return;
-	pg_class = table_open(RelationRelationId, AccessShareLock);
-	namestrcpy(&start, "a");
-	ScanKeyInit(&key, Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
-				F_NAMEGE, NameGetDatum(&start));
-	scan = systable_beginscan(pg_class, ClassNameNspIndexId, true, NULL, 1, &key);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	mq_storage_scan_begin(&s, "a", true);
+	while ((c = mq_storage_scan_next(&s, &rest)) != NULL)
 	{
-		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
-		const char *name = NameStr(c->relname);
 		char	   *end;
 		long		id;
 		int32		qid;
 		IdEntry    *ie;
 
-		if (name[0] != 'a')
-			break;				/* past the names a* */
-		if (c->relnamespace != nsp || name[1] < '0' || name[1] > '9')
+		if (rest[0] < '0' || rest[0] > '9')
 			continue;
 		errno = 0;
-		id = strtol(name + 1, &end, 10);
+		id = strtol(rest, &end, 10);
 		if (errno != 0 || *end != '\0' || id <= 0 || id > PG_INT32_MAX)
 			continue;
 		qid = (int32) id;
@@ -581,8 +568,7 @@ load_anchors(void)
 		if (ie != NULL)
 			((MqQueue *) ie->ptr)->anchor = c->oid;
 	}
-	systable_endscan(scan);
-	table_close(pg_class, AccessShareLock);
+	mq_storage_scan_end(&s);
 }
 
 static void

@@ -144,6 +144,56 @@ mq_relid_fresh(const char *nspname, const char *name)
 	return relid;
 }
 
+void
+mq_storage_scan_begin(MqStorageScan *s, const char *prefix, bool missing_ok)
+{
+	ScanKeyData key;
+
+	s->nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, missing_ok);
+	s->pg_class = NULL;
+	s->scan = NULL;
+	if (!OidIsValid(s->nsp))
+		return;
+	namestrcpy(&s->start, prefix);
+	s->plen = strlen(NameStr(s->start));
+	s->pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
+				F_NAMEGE, NameGetDatum(&s->start));
+	s->scan = systable_beginscan(s->pg_class, ClassNameNspIndexId, true, NULL, 1, &key);
+}
+
+Form_pg_class
+mq_storage_scan_next(MqStorageScan *s, const char **rest)
+{
+	HeapTuple	tup;
+
+	if (s->scan == NULL)
+		return NULL;
+	while (HeapTupleIsValid(tup = systable_getnext(s->scan)))
+	{
+		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
+		const char *name = NameStr(c->relname);
+
+		if (strncmp(name, NameStr(s->start), s->plen) != 0)
+			break;				/* past the names with the prefix */
+		if (c->relnamespace != s->nsp)
+			continue;
+		*rest = name + s->plen;
+		return c;
+	}
+	return NULL;
+}
+
+void
+mq_storage_scan_end(MqStorageScan *s)
+{
+	if (s->scan == NULL)
+		return;
+	systable_endscan(s->scan);
+	table_close(s->pg_class, AccessShareLock);
+	s->scan = NULL;
+}
+
 bool
 mq_lookup_unique(const char *relname, const char *index, AttrNumber keyatt,
 				 RegProcedure eqproc, Datum key, AttrNumber outatt, Datum *out)

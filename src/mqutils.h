@@ -12,6 +12,9 @@
 #include "postgres.h"
 
 #include "access/attnum.h"
+#include "access/genam.h"
+#include "catalog/pg_class.h"
+#include "utils/rel.h"
 
 /*
  * Schema that holds the public API and the extension's fixed catalog
@@ -70,5 +73,45 @@ extern Oid	mq_relid_fresh(const char *nspname, const char *name);
 extern bool mq_lookup_unique(const char *relname, const char *index, AttrNumber keyatt,
 							 RegProcedure eqproc, Datum key, AttrNumber outatt,
 							 Datum *out);
+
+/*
+ * A walk over the tables of MQ_STORAGE_SCHEMA whose names begin with a
+ * prefix (a queue's lane generations q<id>_<lane>_*, its consumer group
+ * logs g<id>_*, the anchors a*), in name order: one scan of pg_class's name
+ * index from the prefix to the first name past it, as the catalog snapshot
+ * shows it.  Takes no lock but pg_class's own.
+ *
+ *	MqStorageScan s;
+ *	Form_pg_class c;
+ *	const char *rest;
+ *
+ *	mq_storage_scan_begin(&s, "q12_0_", false);
+ *	while ((c = mq_storage_scan_next(&s, &rest)) != NULL)
+ *		... rest is c's name after the prefix ...
+ *	mq_storage_scan_end(&s);
+ */
+typedef struct MqStorageScan
+{
+	Oid			nsp;			/* InvalidOid: the schema is missing */
+	Relation	pg_class;
+	SysScanDesc scan;
+	NameData	start;			/* the scan key's argument, kept for the scan */
+	size_t		plen;
+} MqStorageScan;
+
+/*
+ * Begin the walk over names starting with prefix.  A missing schema is an
+ * error unless missing_ok, when the walk finds nothing.
+ */
+extern void mq_storage_scan_begin(MqStorageScan *s, const char *prefix, bool missing_ok);
+
+/*
+ * The next table of the walk, with *rest set to its name after the prefix
+ * (pointing into the returned row, valid until the next call); NULL when
+ * the names leave the prefix.
+ */
+extern Form_pg_class mq_storage_scan_next(MqStorageScan *s, const char **rest);
+
+extern void mq_storage_scan_end(MqStorageScan *s);
 
 #endif							/* MQ_UTILS_H */

@@ -16,13 +16,11 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "common/hashfn.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -241,34 +239,20 @@ bool
 mqq_lane_gens(int32 queue_id, int lane, int *low, int *high)
 {
 	char		prefix[NAMEDATALEN];
-	size_t		plen;
-	Oid			nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, false);
-	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
+	MqStorageScan s;
+	Form_pg_class c;
+	const char *rest;
 	bool		found = false;
-	NameData	start;
 
 	snprintf(prefix, sizeof(prefix), "q%d_%d_", queue_id, lane);
-	plen = strlen(prefix);
-	namestrcpy(&start, prefix);
-	ScanKeyInit(&key, Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
-				F_NAMEGE, NameGetDatum(&start));
-	scan = systable_beginscan(pg_class, ClassNameNspIndexId, true, NULL, 1, &key);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	mq_storage_scan_begin(&s, prefix, false);
+	while ((c = mq_storage_scan_next(&s, &rest)) != NULL)
 	{
-		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
-		const char *name = NameStr(c->relname);
 		char	   *end;
 		long		gen;
 
-		if (strncmp(name, prefix, plen) != 0)
-			break;				/* past the names of this lane */
-		if (c->relnamespace != nsp)
-			continue;
-		gen = strtol(name + plen, &end, 10);
-		if (end == name + plen || *end != '\0' || gen < 0 || gen > MQ_QPOS_MAX_GEN)
+		gen = strtol(rest, &end, 10);
+		if (end == rest || *end != '\0' || gen < 0 || gen > MQ_QPOS_MAX_GEN)
 			continue;
 		if (!found || gen < *low)
 			*low = (int) gen;
@@ -276,8 +260,7 @@ mqq_lane_gens(int32 queue_id, int lane, int *low, int *high)
 			*high = (int) gen;
 		found = true;
 	}
-	systable_endscan(scan);
-	table_close(pg_class, AccessShareLock);
+	mq_storage_scan_end(&s);
 	return found;
 }
 
@@ -293,36 +276,23 @@ bool
 mqq_group_logs_trylock(int32 queue_id, int lane, int gen)
 {
 	char		prefix[NAMEDATALEN];
-	size_t		plen;
-	Oid			nsp = get_namespace_oid(MQ_STORAGE_SCHEMA, false);
-	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	NameData	start;
+	MqStorageScan s;
+	Form_pg_class c;
+	const char *rest;
 	List	   *locked = NIL;
 	bool		ok = true;
 	ListCell   *lc;
 
 	snprintf(prefix, sizeof(prefix), "g%d_", queue_id);
-	plen = strlen(prefix);
-	namestrcpy(&start, prefix);
-	ScanKeyInit(&key, Anum_pg_class_relname, BTGreaterEqualStrategyNumber,
-				F_NAMEGE, NameGetDatum(&start));
-	scan = systable_beginscan(pg_class, ClassNameNspIndexId, true, NULL, 1, &key);
-	while (ok && HeapTupleIsValid(tup = systable_getnext(scan)))
+	mq_storage_scan_begin(&s, prefix, false);
+	while (ok && (c = mq_storage_scan_next(&s, &rest)) != NULL)
 	{
-		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
-		const char *name = NameStr(c->relname);
 		int			group_id,
 					l,
 					g;
 		char		tail;
 
-		if (strncmp(name, prefix, plen) != 0)
-			break;				/* past the names of this queue */
-		if (c->relnamespace != nsp ||
-			sscanf(name + plen, "%d_%d_%d%c", &group_id, &l, &g, &tail) != 3 ||
+		if (sscanf(rest, "%d_%d_%d%c", &group_id, &l, &g, &tail) != 3 ||
 			l != lane || g != gen)
 			continue;
 		if (ConditionalLockRelationOid(c->oid, AccessExclusiveLock))
@@ -330,8 +300,7 @@ mqq_group_logs_trylock(int32 queue_id, int lane, int gen)
 		else
 			ok = false;
 	}
-	systable_endscan(scan);
-	table_close(pg_class, AccessShareLock);
+	mq_storage_scan_end(&s);
 	if (!ok)
 		foreach(lc, locked)
 			UnlockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
