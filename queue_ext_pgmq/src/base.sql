@@ -8,8 +8,8 @@
 -- append-only logs, so reading and deleting them leaves no dead tuples.
 -- pgmq's per-queue msg_id is taken from a sequence pgmq.q_<name>_msg_id_seq
 -- (as pgmq's identity column) and stored as the message's business key
--- 'pgmq.q_<name>:<the sequence's oid>:<msg_id in 19 digits>' (pgmq._key;
--- 0.1 stored '<msg_id>:pgmq.q_<name>:<oid>'), by which the queue_ext
+-- '<the sequence's oid>:<msg_id led by its number of digits as a letter>'
+-- (pgmq._key; 0.1 stored '<msg_id>:pgmq.q_<name>:<oid>'), by which the queue_ext
 -- message is found again (the oid tells a queue from an earlier one of
 -- the same name, whose msg_ids started at 1 too).
 -- A read is a queue_ext consume with a detached lease of vt seconds

@@ -82,20 +82,25 @@ $$;
 -- sequence is seq: what send stores and delete, archive and set_vt look for
 -- (text || text only, each part cast to text: textcat is immutable, so the
 -- planner inlines this; text || oid is textanycat, stable, which kept it a
--- function call of its own, a third of a send's time).  The queue first and
--- the id last, in 19 digits (a bigint's most) with zeros in front: a
--- queue's keys are then a range of their own in the log's key index, in the
--- order of their ids, and its sends go one after the other to the end of
--- that range.  With 0.1's '<id>:<qe>:<oid>' (pgmq._key_legacy, still the
--- key of a message sent before the update from 0.1) a queue's consecutive
--- sends went to pages all over the index, between the same ids of every
--- other queue and of earlier queues of the same name ('1:', '10:', '100:'
--- apart): a quarter of a send_batch's time was that index's insert.  A
--- negative id (a sequence set so) keeps 0.1's form.  pgmq._msg_id reads the
--- id from either.
+-- function call of its own, a third of a send's time).
+--
+-- '<oid>:<n><id>', n the id's number of digits as a letter ('A' one, 'B'
+-- two, ...): the sequence's oid tells the queue (and a queue from an
+-- earlier one of the same name), and the id, led by its length, sorts as a
+-- number.  A queue's keys are then a range of their own in the log's key
+-- index, in the order of their ids, and its sends go one after the other
+-- to the end of that range.  With 0.1's '<id>:<qe>:<oid>' (pgmq._key_legacy,
+-- still the key of a message sent before the update from 0.1) a queue's
+-- consecutive sends went to pages all over the index, between the same ids
+-- of every other queue and of earlier queues of the same name ('1:',
+-- '10:', '100:' apart): a quarter of a send_batch's time was that index's
+-- insert.  Short, and different from the next key early: each of an index
+-- descent's comparisons (strcoll, unless the collation is C) reads few
+-- bytes.  A negative id (a sequence set so) keeps 0.1's form.
+-- pgmq._msg_id reads the id from either.
 CREATE OR REPLACE FUNCTION pgmq._key(qe TEXT, seq OID, id BIGINT)
 RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
-  SELECT CASE WHEN id >= 0 THEN qe || ':' || seq::text || ':' || lpad(id::text, 19, '0')
+  SELECT CASE WHEN id >= 0 THEN seq::text || ':' || chr(64 + length(id::text)) || id::text
               ELSE id::text || ':' || qe || ':' || seq::text END
 $$;
 
@@ -139,12 +144,11 @@ RETURNS jsonb LANGUAGE SQL STABLE AS $$
 $$;
 
 -- pgmq's msg_id of a queue_ext message of queue qe, from its key (pgmq._key:
--- '<qe>:<oid>:<id in 19 digits>', or 0.1's '<id>:<qe>:<oid>'; qe is
--- 'pgmq.q_<name>')
+-- '<oid>:<n><id>'; 0.1's, and a negative id's: '<id>:pgmq.q_<name>:<oid>')
 CREATE OR REPLACE FUNCTION pgmq._msg_id(key text)
 RETURNS bigint LANGUAGE SQL IMMUTABLE AS $$
-  SELECT CASE WHEN key LIKE 'pgmq.%' THEN right(key, 19)::bigint
-              ELSE split_part(key, ':', 1)::bigint END
+  SELECT CASE WHEN strpos(key, ':pgmq.') > 0 THEN split_part(key, ':', 1)::bigint
+              ELSE substr(key, strpos(key, ':') + 2)::bigint END
 $$;
 
 -- The queue_ext message ids of pgmq messages msg_ids of queue qe (their
