@@ -51,6 +51,8 @@
  * http_server.c		evhttp: requests, basic auth onto roles, sessions, errors,
  *						the static files of the web UI
  * http_rabbit.c		RabbitMQ's paths (/api/queues, /api/exchanges, ...)
+ * http_users.c			its users, permissions, policies and parameters
+ * http_list.c			sort, columns and paging of the listings
  * http_qext.c			queue_ext's own paths (/api/queue-ext/...)
  *
  *-------------------------------------------------------------------------
@@ -58,6 +60,7 @@
 #ifndef MQ_GATEWAY_H
 #define MQ_GATEWAY_H
 
+#include <regex.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -553,6 +556,8 @@ struct HttpReq
 	char		pguser[256];	/* the role its session logs in as */
 	char	   *password;		/* NULL: none (the guest mapping) */
 	bool		loopback;		/* from 127.0.0.0/8 or ::1 */
+	char		addr[64];		/* the client's address */
+	bool		in_login;		/* its new session is connecting */
 	char		vhost[256];		/* decoded; the session's database */
 	char	   *seg[12];		/* the path's segments after /api, decoded */
 	int			nseg;
@@ -602,6 +607,28 @@ extern double http_rate(const char *vhost, const char *obj, const char *field, d
 extern void http_rabbit(HttpReq *r);
 extern void http_qext(HttpReq *r);
 
+/* http_list.c: sort, columns and paging of the listings */
+typedef struct HttpPage
+{
+	long long	page;			/* from 1; 0: not paged */
+	long long	size;
+	const char *filter;			/* ?name=, NULL: none */
+	bool		have_re;		/* filter is the compiled re */
+	regex_t		re;
+} HttpPage;
+extern bool http_page_begin(HttpReq *r, HttpPage *pg);
+extern bool http_page_keeps(const HttpPage *pg, const char *name);
+extern bool http_page_range(HttpReq *r, const HttpPage *pg, int matched, int *first, int *last);
+extern void http_page_head(Buf *b, const HttpPage *pg, int matched, int first, int last);
+extern void http_page_tail(Buf *b, const HttpPage *pg, int matched, int total);
+extern void http_page_end(HttpPage *pg);
+extern void http_reply_list(HttpReq *r, json_object *list, bool pageable);
+extern void http_forget_login(HttpReq *r, const char *role);
+
+/* http_users.c: users, permissions, policies, parameters */
+extern bool http_users(HttpReq *r);
+extern void http_whoami(HttpReq *r);
+
 /* pgsess.c */
 extern PgSess *pg_connect(const char *user, const char *password, const char *dbname,
 						  bool check_client, pg_connect_cb cb, void *arg);
@@ -614,5 +641,6 @@ extern int	pg_sessions(void);
 extern void pg_cancel(PgSess *s);
 extern void pg_pool_put(PgSess *s, const char *key);
 extern PgSess *pg_pool_take(const char *key, const void *hint);
+extern void pg_pool_drop(const char *prefix);
 
 #endif

@@ -4,6 +4,8 @@
  *	  RabbitMQ's management paths (docs/management.md): overview, whoami,
  *	  vhosts, queues, exchanges, bindings, definitions, connections,
  *	  channels, health checks, with RabbitMQ's field names and status codes.
+ *	  Users, permissions, policies and parameters are http_users.c's; the
+ *	  listings' sort, columns and paging http_list.c's.
  *
  * Each path is one or a few statements of queue_ext's SQL API, run as the
  * login's role (http_sql), whose JSON is shaped here: what RabbitMQ has
@@ -14,9 +16,6 @@
 #include "gateway.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,104 +67,6 @@ static const char *
 exchange_seg(const char *s)
 {
 	return strcmp(s, "amq.default") == 0 ? "" : s;
-}
-
-/*
- * ?columns=a,b.c: keep only those fields of each object (a dotted name
- * keeps that field of an inner object); ?sort=f&sort_reverse=true
- */
-static json_object *
-shape_list(HttpReq *r, json_object *list)
-{
-	const char *cols = http_qarg(r, "columns");
-
-	if (cols && *cols && json_object_is_type(list, json_type_array))
-	{
-		json_object *out = json_object_new_array();
-		size_t		n = json_object_array_length(list);
-
-		for (size_t i = 0; i < n; i++)
-		{
-			json_object *o = json_object_array_get_idx(list, i);
-			json_object *k = json_object_new_object();
-			char	   *c = strdup(cols),
-					   *save = NULL,
-					   *tok;
-
-			for (tok = strtok_r(c, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-			{
-				char	   *dot = strchr(tok, '.');
-
-				if (dot)
-				{
-					json_object *inner,
-							   *v,
-							   *dst;
-
-					*dot = '\0';
-					inner = json_get(o, tok);
-					v = json_get(inner, dot + 1);
-					if (v == NULL)
-						continue;
-					dst = json_get(k, tok);
-					if (dst == NULL)
-					{
-						dst = json_object_new_object();
-						json_object_object_add(k, tok, dst);
-					}
-					json_object_object_add(dst, dot + 1, json_object_get(v));
-				}
-				else if (json_get(o, tok))
-					json_object_object_add(k, tok, json_object_get(json_get(o, tok)));
-			}
-			free(c);
-			json_object_array_add(out, k);
-		}
-		json_object_put(list);
-		list = out;
-	}
-	return list;
-}
-
-static const char *sort_key;
-static bool sort_rev;
-
-static int
-cmp_sort(const void *a, const void *b)
-{
-	json_object *x = json_get(*(json_object *const *) a, sort_key);
-	json_object *y = json_get(*(json_object *const *) b, sort_key);
-	int			c;
-
-	if (x == NULL || y == NULL)
-		c = (x != NULL) - (y != NULL);
-	else if (json_object_is_type(x, json_type_string) && json_object_is_type(y, json_type_string))
-		c = strcmp(json_object_get_string(x), json_object_get_string(y));
-	else
-	{
-		double		dx = json_object_get_double(x),
-					dy = json_object_get_double(y);
-
-		c = dx < dy ? -1 : dx > dy;
-	}
-	return sort_rev ? -c : c;
-}
-
-/* the reply of a listing: sorted, columns picked, 200 */
-static void
-reply_list(HttpReq *r, json_object *list)
-{
-	const char *sort = http_qarg(r, "sort");
-
-	if (sort && *sort && json_object_is_type(list, json_type_array))
-	{
-		const char *rev = http_qarg(r, "sort_reverse");
-
-		sort_key = sort;
-		sort_rev = rev && strcmp(rev, "true") == 0;
-		json_object_array_sort(list, cmp_sort);
-	}
-	http_reply_json(r, 200, shape_list(r, list));
 }
 
 /* ---------------------------------------------------------------- queues */
@@ -828,86 +729,24 @@ cmp_qrow(const void *a, const void *b)
 	return c != 0 ? c : (x->row > y->row) - (x->row < y->row);
 }
 
-/*
- * RabbitMQ's paging parameters (rabbit_mgmt_util:pagination_params):
- * ?page=N (from 1) and ?page_size=M (1-500, default 100); *page 0: none
- * asked for.  false (and the 400 reply, RabbitMQ's) if they are invalid.
- */
-static bool
-qpaging(HttpReq *r, long long *page, long long *size)
-{
-	const char *ps[2] = {http_qarg(r, "page"), http_qarg(r, "page_size")};
-	long long	v[2] = {0, 0};
-	char		why[200];
-
-	for (int k = 0; k < 2; k++)
-	{
-		const char *s = ps[k];
-		char	   *end;
-
-		if (s == NULL)
-			continue;
-		/* Erlang's list_to_integer: an optional sign and digits */
-		errno = 0;
-		v[k] = strtoll(s, &end, 10);
-		if (*s == '\0' || isspace((unsigned char) *s) || *end != '\0' || errno != 0)
-		{
-			http_error(r, 400, "bad_request", "Pagination parameters are invalid");
-			return false;
-		}
-	}
-	*page = 0;
-	*size = 100;
-	if (ps[0] == NULL)
-		return true;
-	if (v[0] > 0 && (ps[1] == NULL || (v[1] > 0 && v[1] <= 500)))
-	{
-		*page = v[0];
-		*size = ps[1] ? v[1] : 100;
-		return true;
-	}
-	if (ps[1])
-		snprintf(why, sizeof(why), "Invalid pagination parameters: page number %lld, "
-				 "page size %lld", v[0], v[1]);
-	else
-		snprintf(why, sizeof(why), "Invalid pagination parameters: page number %lld, "
-				 "page size undefined", v[0]);
-	http_error(r, 400, "invalid_pagination_parameters", why);
-	return false;
-}
-
-/* ?name= (with ?use_regex=true, a regular expression), as RabbitMQ's paging filters */
-static bool
-qname_match(const char *name, const char *filter, regex_t *re)
-{
-	if (re)
-		return regexec(re, name, 0, NULL, 0) == 0;
-	return strcasestr(name, filter) != NULL;
-}
-
 static void
 queues_listed(HttpReq *r, PGresult *res)
 {
 	QList		ql;
 	Buf			b = {0};
-	long long	page = 0,
-				size = 100;
 	const char *sort = http_qarg(r, "sort");
 	const char *cols = http_qarg(r, "columns");
-	const char *filter = http_qarg(r, "name");
-	const char *use_regex = http_qarg(r, "use_regex");
+	HttpPage	pg = {0};
 	QCol		col[32];
 	int			ncol = 0,
 				first,
 				last,
 				matched;
-	regex_t		re;
-	bool		have_re = false;
 	bool	   *keep;
 
 	if (!http_sql_ok(r, res))
 		return;
-	if (r->nseg < 3 && !qpaging(r, &page, &size))
+	if (r->nseg < 3 && !http_page_begin(r, &pg))
 		return;
 	ql.res = res;
 	ql.vhost = http_vhost_name(r);
@@ -976,45 +815,18 @@ queues_listed(HttpReq *r, PGresult *res)
 	}
 
 	/* the page's queues: those the name filter keeps, from first to last */
-	if (page > 0 && filter && *filter && use_regex && strcmp(use_regex, "true") == 0)
-	{
-		if (regcomp(&re, filter, REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
-		{
-			http_error(r, 400, "bad_request", "Pagination parameters are invalid");
-			goto done;
-		}
-		have_re = true;
-	}
 	matched = 0;
 	for (int i = 0; i < ql.n; i++)
 	{
-		keep[i] = page == 0 || filter == NULL || *filter == '\0' ||
-			qname_match(PQgetvalue(res, ql.rows[i].row, QC_NAME), filter, have_re ? &re : NULL);
+		keep[i] = http_page_keeps(&pg, PQgetvalue(res, ql.rows[i].row, QC_NAME));
 		matched += keep[i];
 	}
-	first = page <= 0 ? 0 : page - 1 > INT_MAX / size ? INT_MAX : (int) ((page - 1) * size);
-	last = page <= 0 || first + size > matched ? matched : (int) (first + size);
-	if (page > 0 && first > matched)
-	{
-		char		why[200];
-
-		snprintf(why, sizeof(why), "Page out of range, page: %lld page size: %lld, len: %d",
-				 page, size, matched);
-		http_error(r, 400, "page_out_of_range", why);
+	if (!http_page_range(r, &pg, matched, &first, &last))
 		goto done;
-	}
 
 	if (cols && *cols)
 		ncol = qcolumns(cols, col, lengthof(col));
-	/* RabbitMQ 3.10 writes the paged object's keys in their sorted order */
-	if (page > 0)
-	{
-		char		head[100];
-
-		snprintf(head, sizeof(head), "{\"filtered_count\":%d,\"item_count\":%d,\"items\":",
-				 matched, last > first ? last - first : 0);
-		buf_bytes(&b, head, strlen(head));
-	}
+	http_page_head(&b, &pg, matched, first, last);
 	buf_bytes(&b, "[", 1);
 	for (int i = 0, m = 0, out = 0; i < ql.n; i++)
 	{
@@ -1031,23 +843,14 @@ queues_listed(HttpReq *r, PGresult *res)
 		}
 	}
 	buf_bytes(&b, "]", 1);
-	if (page > 0)
-	{
-		char		tail[200];
-
-		snprintf(tail, sizeof(tail), ",\"page\":%lld,\"page_count\":%lld,\"page_size\":%lld,"
-				 "\"total_count\":%d}",
-				 page, (matched + size - 1) / size, size, ql.n);
-		buf_bytes(&b, tail, strlen(tail));
-	}
+	http_page_tail(&b, &pg, matched, ql.n);
 	http_reply_buf(r, 200, &b);
 
 done:
 	for (int c = 0; c < ncol; c++)
 		for (int s = 0; s < col[c].nsub; s++)
 			free(col[c].sub[s]);
-	if (have_re)
-		regfree(&re);
+	http_page_end(&pg);
 	free(ql.rows);
 	free(keep);
 }
@@ -1434,7 +1237,7 @@ exchanges_listed(HttpReq *r, PGresult *res)
 		http_reply_json(r, 200, x);
 		return;
 	}
-	reply_list(r, list);
+	http_reply_list(r, list, true);
 }
 
 static void
@@ -1637,7 +1440,7 @@ bindings_listed(HttpReq *r, PGresult *res)
 			http_reply_json(r, 200, b);
 		return;
 	}
-	reply_list(r, list);
+	http_reply_list(r, list, false);
 }
 
 static void
@@ -1951,26 +1754,6 @@ static const char overview_sql[] =
 /* ---------------------------------------------------------------- whoami, vhosts */
 
 static void
-whoami_done(HttpReq *r, PGresult *res)
-{
-	json_object *o,
-			   *tags;
-
-	if (!http_sql_ok(r, res))
-		return;
-	o = json_object_new_object();
-	tags = json_object_new_array();
-	json_object_object_add(o, "name", json_object_new_string(r->user));
-	if (PQgetvalue(res, 0, 0)[0] == 't')
-		json_object_array_add(tags, json_object_new_string("administrator"));
-	if (PQgetvalue(res, 0, 1)[0] == 't')
-		json_object_array_add(tags, json_object_new_string("monitoring"));
-	json_object_array_add(tags, json_object_new_string("management"));
-	json_object_object_add(o, "tags", tags);
-	http_reply_json(r, 200, o);
-}
-
-static void
 vhosts_done(HttpReq *r, PGresult *res)
 {
 	json_object *v,
@@ -1997,7 +1780,7 @@ vhosts_done(HttpReq *r, PGresult *res)
 		json_object *a = json_object_new_array();
 
 		json_object_array_add(a, v);
-		reply_list(r, a);
+		http_reply_list(r, a, true);
 	}
 }
 
@@ -2096,7 +1879,7 @@ connections_done(HttpReq *r, PGresult *res)
 				json_object_array_add(a, o);
 			}
 		}
-		reply_list(r, a);
+		http_reply_list(r, a, true);
 		return;
 	}
 	if (strcmp(r->seg[0], "consumers") == 0)
@@ -2134,7 +1917,7 @@ connections_done(HttpReq *r, PGresult *res)
 				}
 			}
 		}
-		reply_list(r, a);
+		http_reply_list(r, a, false);
 		return;
 	}
 	/* connections, or one of them */
@@ -2175,7 +1958,7 @@ connections_done(HttpReq *r, PGresult *res)
 			http_not_found(r);
 		return;
 	}
-	reply_list(r, a);
+	http_reply_list(r, a, true);
 }
 
 /* ---------------------------------------------------------------- health */
@@ -2237,7 +2020,7 @@ nodes_done(HttpReq *r, PGresult *res)
 		http_reply_json(r, 200, n);
 		return;
 	}
-	reply_list(r, a);
+	http_reply_list(r, a, false);
 }
 
 /* ---------------------------------------------------------------- routing */
@@ -2262,6 +2045,9 @@ http_rabbit(HttpReq *r)
 	const char *s0 = r->nseg ? r->seg[0] : "";
 	const char *vals[3] = {NULL, NULL, NULL};
 
+	/* users, permissions, policies, parameters: http_users.c */
+	if (http_users(r))
+		return;
 	if (r->nseg >= 2 && strcmp(s0, "nodes") != 0 && strcmp(s0, "connections") != 0 &&
 		strcmp(s0, "health") != 0)
 		set_vhost(r, 1);
@@ -2278,8 +2064,7 @@ http_rabbit(HttpReq *r)
 		if (!is_get(r))
 			http_method_not_allowed(r, "HEAD, GET, OPTIONS");
 		else
-			http_sql(r, "SELECT r.rolsuper, pg_has_role('pg_monitor', 'MEMBER') "
-					 "FROM pg_roles r WHERE r.rolname = current_user", 0, NULL, whoami_done);
+			http_whoami(r);
 	}
 	else if (strcmp(s0, "vhosts") == 0 && r->nseg <= 2)
 	{

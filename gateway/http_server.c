@@ -52,6 +52,9 @@ static http_handler qext_paths;	/* and queue_ext's own */
 /* the requests in progress (for shutdown) */
 static HttpReq *requests;
 
+/* the requests whose new session is connecting (http_login_bound) */
+static int	http_logins;
+
 /* message rates: the last sample of each counter (http_rate) */
 static json_object *rate_samples;
 
@@ -486,6 +489,8 @@ http_free(HttpReq *r)
 			*pp = r->next;
 			break;
 		}
+	if (r->in_login)
+		http_logins--;
 	if (r->pg)
 	{
 		if (r->pg_ready && !r->pg->busy)
@@ -515,6 +520,23 @@ http_free(HttpReq *r)
 		free(r->query);
 	}
 	free(r);
+}
+
+/*
+ * The sessions of role's logins are not used again: its password or its
+ * attributes changed (a PUT or DELETE of /api/users), and a pooled
+ * session would let the old password in for up to 10 s more.  The
+ * request's own session goes too, if it is role's.
+ */
+void
+http_forget_login(HttpReq *r, const char *role)
+{
+	char		prefix[300];
+
+	snprintf(prefix, sizeof(prefix), "http\x1f%s\x1f", role);
+	pg_pool_drop(prefix);
+	if (strcmp(r->pguser, role) == 0)
+		r->pg_ready = false;
 }
 
 /* the statement's result: to the handler's callback */
@@ -557,6 +579,8 @@ http_connected(void *arg, bool ok, const char *error)
 	HttpReq    *r = arg;
 	PGconn	   *pg = ok ? r->pg->pg : NULL;
 
+	r->in_login = false;
+	http_logins--;
 	if (ok)
 	{
 		const char *su = PQparameterStatus(pg, "is_superuser");
@@ -595,6 +619,41 @@ http_connected(void *arg, bool ok, const char *error)
 	}
 	else
 		http_error(r, 503, "service_unavailable", error);
+}
+
+/*
+ * Connect the request's new session, within the AMQP side's bounds on
+ * logins in progress (--max-logins, --max-logins-per-address), counted
+ * apart: a login PostgreSQL takes long to check (a flood of them, an
+ * authentication server that hangs) holds a connection slot and a backend
+ * each.  Over a bound the request is answered 503 at once (with
+ * Retry-After): an HTTP client retries, where AMQP's handshake waits.
+ */
+static void
+http_login(HttpReq *r)
+{
+	char		why[200];
+	int			from_addr = 0;
+
+	for (HttpReq *o = requests; o; o = o->next)
+		if (o->in_login && strcmp(o->addr, r->addr) == 0)
+			from_addr++;
+	if (http_logins >= cfg.max_logins || from_addr >= cfg.max_logins_per_addr)
+	{
+		if (http_logins >= cfg.max_logins)
+			snprintf(why, sizeof(why), "%d logins in progress (max_logins)", http_logins);
+		else
+			snprintf(why, sizeof(why), "%d logins in progress from %s (max_logins_per_address)",
+					 from_addr, r->addr);
+		logmsg("http: login of \"%s\" refused: %s", r->user, why);
+		add_header(r, "Retry-After", "1");
+		http_error(r, 503, "service_unavailable", why);
+		return;
+	}
+	r->in_login = true;
+	http_logins++;
+	r->pg = pg_connect(r->pguser, r->password, r->vhost[0] ? r->vhost : NULL, false,
+					   http_connected, r);
 }
 
 /*
@@ -642,14 +701,13 @@ http_sql(HttpReq *r, const char *sql, int n, const char *const *params, http_res
 			http_send_now(r);
 			return;
 		}
-		r->pg = pg_connect(r->pguser, r->password, r->vhost[0] ? r->vhost : NULL, false,
-						   http_connected, r);
+		http_login(r);
 		return;
 	}
 	/* a session that failed a statement: a new one */
 	pg_close(r->pg);
-	r->pg = pg_connect(r->pguser, r->password, r->vhost[0] ? r->vhost : NULL, false,
-					   http_connected, r);
+	r->pg = NULL;
+	http_login(r);
 }
 
 /* base64 (RFC 4648) decoded into out (NUL-terminated); false if invalid */
@@ -901,11 +959,11 @@ static_request(HttpReq *r, const char *rawpath)
 	http_free(r);
 }
 
-/* is the peer of the request loopback */
+/* the request's peer address into r->addr: true if it is loopback */
 static bool
-peer_loopback(struct evhttp_request *ev)
+peer_loopback(HttpReq *r)
 {
-	struct evhttp_connection *conn = evhttp_request_get_connection(ev);
+	struct evhttp_connection *conn = evhttp_request_get_connection(r->ev);
 	const char *addr = NULL;
 	ev_uint16_t port;
 
@@ -914,6 +972,7 @@ peer_loopback(struct evhttp_request *ev)
 	evhttp_connection_get_peer(conn, (char **) &addr, &port);
 	if (addr == NULL)
 		return false;
+	snprintf(r->addr, sizeof(r->addr), "%s", addr);
 	return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 ||
 		strncmp(addr, "::ffff:127.", 11) == 0;
 }
@@ -927,7 +986,7 @@ on_request(struct evhttp_request *ev, void *arg)
 
 	r->ev = ev;
 	r->method = evhttp_request_get_command(ev);
-	r->loopback = peer_loopback(ev);
+	r->loopback = peer_loopback(r);
 	r->next = requests;
 	requests = r;
 	if (path == NULL || path[0] == '\0')

@@ -659,6 +659,29 @@ pg_pool_put(PgSess *s, const char *key)
 }
 
 /*
+ * Close every idle session of the pool whose key begins with prefix: the
+ * sessions of a login whose password or role changed, which must not log
+ * it in again.
+ */
+void
+pg_pool_drop(const char *prefix)
+{
+	size_t		n = strlen(prefix);
+	PgSess	   *p = pool_head,
+			   *next;
+
+	for (; p; p = next)
+	{
+		next = p->pool_next;
+		if (strncmp(p->pool_key, prefix, n) == 0)
+		{
+			pool_unlink(p);
+			pg_close(p);
+		}
+	}
+}
+
+/*
  * An idle session of the pool under key, or NULL when there is none: the
  * caller sets its arg and on_lost.  The one that hint (its caller's
  * choice: who asks) gave back last comes first, so that a user who gives

@@ -49,7 +49,8 @@ $node->safe_psql('postgres', q{
 	GRANT CREATE ON SCHEMA mq TO mgmt_user;
 });
 qe_hba_first($node,
-	"local all mgmt_admin,mgmt_user,mgmt_nopriv scram-sha-256\nlocal all mgmt_trust trust\n");
+	"local all mgmt_admin,mgmt_user,mgmt_nopriv,mu_new,mu_lock1,mu_lock2,mu_lock3 scram-sha-256\n"
+	  . "local all mgmt_trust trust\n");
 
 my $www = PostgreSQL::Test::Utils::tempdir('www');
 make_path("$www/js");
@@ -90,7 +91,8 @@ else
 	unshift @servers, { name => 'RabbitMQ', port => $rmq->mgmt_port };
 }
 
-my %pw = (mgmt_admin => 'admin-pw', mgmt_user => 'user-pw', mgmt_nopriv => 'nopriv-pw');
+my %pw = (mgmt_admin => 'admin-pw', mgmt_user => 'user-pw', mgmt_nopriv => 'nopriv-pw',
+	mu_new => 'mu-pw');
 
 # rabbitmqadmin as user against srv: (exit code, stdout, stderr)
 sub admin
@@ -395,6 +397,144 @@ compare('whoami', 'mgmt_admin administrator', sub {
 	my $o = dec($b) // {};
 	return ($o->{name} // $b) . ' ' . (ref $o->{tags} ? $o->{tags}[0] : $o->{tags} // '');
 });
+
+# users: rabbitmqadmin's declare, list and delete user; a user that is not an
+# administrator is refused as RabbitMQ refuses it
+compare('rabbitmqadmin declare user', '0 user declared', sub {
+	my ($rc, $out) = admin($_[0], 'mgmt_admin', 'declare', 'user', 'name=mu_new', 'password=mu-pw',
+		'tags=monitoring');
+	return "$rc $out" =~ s/\s+$//r;
+});
+compare('rabbitmqadmin list users', '{"name":"mu_new","tags":["monitoring"]}', sub {
+	my ($rc, $out) = admin($_[0], 'mgmt_admin', 'list', 'users', 'name', 'tags', '-f', 'raw_json');
+	my ($u) = grep { $_->{name} eq 'mu_new' } @{ dec($out) // [] };
+	return $u ? { name => $u->{name}, tags => $u->{tags} } : "$rc $out";
+});
+compare('one user\'s fields', '200 hashing_algorithm,limits,name,password_hash,tags', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/users/mu_new', user => 'mgmt_admin');
+	return "$s " . join(',', sort keys %{ dec($b) // {} });
+});
+compare('the new user logs in, with its tags', 'mu_new monitoring', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/whoami', user => 'mu_new');
+	my $o = dec($b) // {};
+	return ($o->{name} // "$s $b") . ' ' . join(',', @{ $o->{tags} // [] });
+});
+for my $call ([ 'GET', '/api/users' ], [ 'GET', '/api/users/mu_new' ],
+	[ 'PUT', '/api/users/mu_other', '{"password":"x","tags":""}' ],
+	[ 'DELETE', '/api/users/mu_new' ], [ 'GET', '/api/permissions' ])
+{
+	compare("$call->[0] $call->[1] by a user that is not an administrator: 401",
+		'401 {"error":"not_authorised","reason":"Not administrator user"}', sub {
+		my ($s, $b) = http($_[0], $call->[0], $call->[1], body => $call->[2]);
+		return "$s " . $json->encode(dec($b));
+	});
+}
+compare('an unknown user: 404', '404', sub { (http($_[0], 'GET', '/api/users/mu_nobody', user => 'mgmt_admin'))[0] });
+compare('a PUT without tags: 400', '400', sub {
+	(http($_[0], 'PUT', '/api/users/mu_other', user => 'mgmt_admin', body => '{"password":"x"}'))[0];
+});
+compare('rabbitmqadmin declare user again: a new password and tags', '0 user declared | 401 | mu_new management', sub {
+	my ($rc, $out) = admin($_[0], 'mgmt_admin', 'declare', 'user', 'name=mu_new', 'password=mu-pw2',
+		'tags=management');
+	my ($s1) = http($_[0], 'GET', '/api/whoami', user => 'mu_new', password => 'mu-pw');
+	my ($s2, $b) = http($_[0], 'GET', '/api/whoami', user => 'mu_new', password => 'mu-pw2');
+	my $o = dec($b) // {};
+	return ("$rc $out" =~ s/\s+$//r) . " | $s1 | " . ($o->{name} // "$s2 $b") . ' '
+	  . join(',', @{ $o->{tags} // [] });
+});
+$pw{mu_new} = 'mu-pw2';
+
+# permissions: RabbitMQ's patterns naming the objects one by one are grants
+compare('no permission yet: 404', '404', sub { (http($_[0], 'GET', '/api/permissions/%2F/mu_new', user => 'mgmt_admin'))[0] });
+compare('objects to grant on', '201 201 201', sub {
+	my ($s1) = http($_[0], 'PUT', '/api/queues/%2F/pm_q', body => '{"durable":true}');
+	my ($s2) = http($_[0], 'PUT', '/api/exchanges/%2F/pm_x', body => '{"type":"topic","durable":true}');
+	my ($s3) = http($_[0], 'POST', '/api/bindings/%2F/e/pm_x/q/pm_q', body => '{"routing_key":"#","arguments":{}}');
+	return "$s1 $s2 $s3";
+});
+compare('rabbitmqadmin declare permission', '0 permission declared', sub {
+	my ($rc, $out) = admin($_[0], 'mgmt_admin', 'declare', 'permission', 'vhost=/', 'user=mu_new',
+		'configure=^$', 'write=^(pm_q|pm_x)$', 'read=^(pm_q)$');
+	return "$rc $out" =~ s/\s+$//r;
+});
+compare('rabbitmqadmin list permissions',
+	'{"configure":"^$","read":"^(pm_q)$","user":"mu_new","vhost":"/","write":"^(pm_q|pm_x)$"}', sub {
+	my ($rc, $out) = admin($_[0], 'mgmt_admin', 'list', 'permissions', '-f', 'raw_json');
+	my ($p) = grep { $_->{user} eq 'mu_new' } @{ dec($out) // [] };
+	return $p ? $p : "$rc $out";
+});
+compare('a user\'s permissions, a vhost\'s, one', '200 1 200 1 200 ^(pm_q|pm_x)$', sub {
+	my ($s1, $b1) = http($_[0], 'GET', '/api/users/mu_new/permissions', user => 'mgmt_admin');
+	my ($s2, $b2) = http($_[0], 'GET', '/api/vhosts/%2F/permissions', user => 'mgmt_admin');
+	my ($s3, $b3) = http($_[0], 'GET', '/api/permissions/%2F/mu_new', user => 'mgmt_admin');
+	return join ' ', $s1, scalar(@{ dec($b1) // [] }), $s2,
+	  scalar(grep { $_->{user} eq 'mu_new' } @{ dec($b2) // [] }), $s3, (dec($b3) // {})->{write} // $b3;
+});
+compare('the permission lets the user publish and get, not configure',
+	'{"routed":true} | granted | 401', sub {
+	my $srv = $_[0];
+	my ($s1, $b1) = http($srv, 'POST', '/api/exchanges/%2F/pm_x/publish', user => 'mu_new',
+		body => '{"routing_key":"a.b","payload":"granted","payload_encoding":"string","properties":{}}');
+	my $got = eventually($srv, 'granted', sub {
+		my ($s, $b) = http($srv, 'POST', '/api/queues/%2F/pm_q/get', user => 'mu_new',
+			body => '{"count":1,"ackmode":"ack_requeue_false","encoding":"auto"}');
+		my ($m) = @{ dec($b) // [] };
+		return $m ? $m->{payload} : "$s $b";
+	});
+	my ($s3) = http($srv, 'DELETE', '/api/queues/%2F/pm_q', user => 'mu_new');
+	return join(' | ', $json->encode(dec($b1) // $b1), $got, $s3);
+});
+compare('DELETE the permission: 204, then 404', '204 404', sub {
+	my ($s1) = http($_[0], 'DELETE', '/api/permissions/%2F/mu_new', user => 'mgmt_admin');
+	my ($s2) = http($_[0], 'GET', '/api/permissions/%2F/mu_new', user => 'mgmt_admin');
+	return "$s1 $s2";
+});
+compare('rabbitmqadmin delete user', '0 user deleted | 404', sub {
+	my ($rc, $out) = admin($_[0], 'mgmt_admin', 'delete', 'user', 'name=mu_new');
+	my ($s) = http($_[0], 'GET', '/api/users/mu_new', user => 'mgmt_admin');
+	return ("$rc $out" =~ s/\s+$//r) . " | $s";
+});
+http($_, 'DELETE', '/api/exchanges/%2F/pm_x') for @servers;
+http($_, 'DELETE', '/api/queues/%2F/pm_q') for @servers;
+
+# policies and parameters: none in queue_ext, none set in RabbitMQ
+for my $what ('policies', 'parameters', 'operator_policies')
+{
+	compare("rabbitmqadmin list $what", '0 No items', sub {
+		my ($rc, $out) = admin($_[0], 'mgmt_admin', 'list', $what);
+		return "$rc $out" =~ s/\s+$//r;
+	});
+}
+compare('GET an unknown policy: 404', '404', sub { (http($_[0], 'GET', '/api/policies/%2F/nope', user => 'mgmt_admin'))[0] });
+
+# paging of exchanges and vhosts, as of queues
+compare('exchanges paged, filtered by name',
+	'200 total>=filtered item_count=2 filtered_count=3 page=1 page_size=2 page_count=2 px_1,px_2', sub {
+	my $srv = $_[0];
+	http($srv, 'PUT', "/api/exchanges/%2F/px_$_", body => '{"type":"fanout","durable":true}') for 1 .. 3;
+	my ($s, $b) = http($srv, 'GET', '/api/exchanges/%2F?page=1&page_size=2&name=px_&sort=name&columns=name');
+	http($srv, 'DELETE', "/api/exchanges/%2F/px_$_") for 1 .. 3;
+	my $o = dec($b);
+	return "$s $b" unless ref $o eq 'HASH';
+	return join ' ', $s, ($o->{total_count} >= $o->{filtered_count} ? 'total>=filtered' : 'total<filtered'),
+	  map({ "$_=$o->{$_}" } qw(item_count filtered_count page page_size page_count)),
+	  join(',', map { $_->{name} } @{ $o->{items} });
+});
+compare('vhosts paged', '200 1 1 /', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/vhosts?page=1&columns=name');
+	my $o = dec($b) // {};
+	return join ' ', $s, $o->{filtered_count} // '-', $o->{item_count} // '-',
+	  join(',', map { $_->{name} } @{ $o->{items} // [] });
+});
+compare('connections: a page out of range', '400 page_out_of_range', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/connections?page=5&page_size=1', user => 'mgmt_admin');
+	return "$s " . ((dec($b) // {})->{error} // $b);
+});
+compare('bindings are not paged (RabbitMQ 3.10)', 'ARRAY', sub {
+	my ($s, $b) = http($_[0], 'GET', '/api/bindings/%2F?page=1');
+	return ref(dec($b)) || "$s $b";
+});
+
 compare('a role without privileges may not declare: 401 not_authorised',
 	'401 {"error":"not_authorised","reason":"Access refused."}', sub {
 	my ($s, $b) = http($_[0], 'PUT', '/api/queues/%2F/np_q', user => 'mgmt_nopriv', body => '{"durable":true}');
@@ -585,6 +725,143 @@ $node->safe_psql('postgres', q{
 		'replication state');
 	($s) = http(\%qe, 'GET', '/api/queue-ext/nothing');
 	is($s, '404', 'an unknown queue_ext path: 404');
+}
+
+# users and permissions: what RabbitMQ has no equivalent of
+$node->safe_psql('postgres', q{
+	SET password_encryption = 'scram-sha-256';
+	CREATE ROLE mgmt_roles LOGIN CREATEROLE PASSWORD 'roles-pw';
+	ALTER SYSTEM SET log_statement = 'all';
+	SELECT pg_reload_conf();
+});
+qe_hba_first($node, "local all mgmt_roles,mu_made scram-sha-256\n");
+$pw{mgmt_roles} = 'roles-pw';
+{
+	my $log_from = -s $node->logfile;
+	my ($s) = http(\%qe, 'PUT', '/api/users/mu_made', user => 'mgmt_roles',
+		body => '{"password":"Clear-Secret-17","tags":"monitoring"}');
+	is($s, '201', 'a CREATEROLE role (not a superuser) creates a user');
+	my ($s2, $b) = http(\%qe, 'GET', '/api/whoami', user => 'mu_made', password => 'Clear-Secret-17');
+	is("$s2 $b", '200 {"name":"mu_made","tags":["monitoring"]}', '... which logs in, a member of pg_monitor');
+	my $slog = substr(PostgreSQL::Test::Utils::slurp_file($node->logfile), $log_from);
+	ok($slog =~ /CREATE ROLE "?mu_made"? LOGIN PASSWORD 'SCRAM-SHA-256\$/ && $slog !~ /Clear-Secret-17/,
+		'the password reached PostgreSQL hashed, never in clear');
+	($s, $b) = http(\%qe, 'PUT', '/api/users/mu_made', user => 'mgmt_roles',
+		body => '{"password":"x","tags":"administrator"}');
+	is("$s $b", '401 {"error":"not_authorised","reason":"Not administrator user"}',
+		'... but PostgreSQL refuses it a superuser: RabbitMQ\'s answer');
+	($s2, $b) = http(\%qe, 'GET', '/api/whoami', user => 'mu_made', password => 'Clear-Secret-17');
+	is($s2, '200', '... and the refused PUT changed nothing');
+	($s, $b) = http(\%qe, 'GET', '/api/users', user => 'mgmt_roles');
+	my @users = @{ dec($b) // [] };
+	ok($s == 200 && @users >= 5 && !(grep { $_->{password_hash} ne '' } @users),
+		'the users, and no password hash');
+	($s, $b) = http(\%qe, 'PUT', '/api/users/mu_made', user => 'mgmt_roles',
+		body => '{"password":"x","tags":"policymaker"}');
+	like("$s $b", qr/^400 .*tag \\"policymaker\\" is not kept/, 'a tag queue_ext cannot keep: 400');
+	($s, $b) = http(\%qe, 'PUT', '/api/users/mu_made', user => 'mgmt_roles',
+		body => '{"password_hash":"abc","tags":""}');
+	like("$s $b", qr/^400 .*password_hash is not taken/, 'a RabbitMQ hash: 400');
+	($s) = http(\%qe, 'PUT', '/api/users/pg_monitor', user => 'mgmt_admin',
+		body => '{"password":"x","tags":""}');
+	is($s, '400', 'a group role is not made a login');
+	my $odd = q{mu "odd" 'name'};
+	($s) = http(\%qe, 'PUT', '/api/users/mu%20%22odd%22%20%27name%27', user => 'mgmt_roles',
+		body => '{"password":"odd-pw","tags":"management"}');
+	($s2, $b) = http(\%qe, 'GET', '/api/users/mu%20%22odd%22%20%27name%27', user => 'mgmt_admin');
+	is("$s $s2 " . ((dec($b) // {})->{name} // ''), "201 200 $odd", 'a name with quotes and a space');
+	($s) = http(\%qe, 'DELETE', '/api/users/mu%20%22odd%22%20%27name%27', user => 'mgmt_admin');
+	is($s, '204', '... deleted');
+	($s, $b) = http(\%qe, 'GET', '/api/users/without-permissions', user => 'mgmt_admin');
+	my %wp = map { $_->{name} => 1 } @{ dec($b) // [] };
+	ok($s == 200 && $wp{mu_made} && $wp{mgmt_trust} && !$wp{mgmt_admin} && !$wp{mgmt_nopriv},
+		'users without permissions: not the superuser, nor a role granted a privilege');
+
+	# permissions a grant cannot be
+	http(\%qe, 'PUT', '/api/queues/%2F/pm_q2', body => '{"durable":true}');
+	for my $case ([ '.*', '^$', '^$', qr/configure pattern ".\*" cannot be a grant/ ],
+		[ '^pm.*', '^$', '^$', qr/configure pattern "\^pm\.\*" cannot be a grant/ ],
+		[ '^$', '^(pm_q2|nope)$', '^$', qr/not in vhost "\/": nope/ ])
+	{
+		($s, $b) = http(\%qe, 'PUT', '/api/permissions/%2F/mu_made', user => 'mgmt_admin',
+			body => $json->encode({ configure => $case->[0], write => $case->[1], read => $case->[2] }));
+		my $reason = (dec($b) // {})->{reason} // $b;
+		ok($s == 400 && $reason =~ $case->[3], "permission \"$case->[0]\" \"$case->[1]\": 400")
+		  or diag("$s $b");
+	}
+	($s, $b) = http(\%qe, 'PUT', '/api/permissions/%2F/mgmt_admin', user => 'mgmt_admin',
+		body => '{"configure":"^$","write":"^$","read":"^$"}');
+	like("$s $b", qr/^400 .*superuser/, 'a superuser\'s permission is not narrowed');
+	($s) = http(\%qe, 'PUT', '/api/permissions/%2F/mgmt_admin', user => 'mgmt_admin',
+		body => '{"configure":".*","write":".*","read":".*"}');
+	is($s, '204', '... and ".*" is already true of it');
+	($s) = http(\%qe, 'PUT', '/api/permissions/%2F/mu_made', user => 'mgmt_admin',
+		body => '{"configure":"^$","write":"^(pm_q2)$","read":"^(pm_q2)$"}');
+	is($s, '201', 'a permission naming a queue');
+	($s) = http(\%qe, 'PUT', '/api/permissions/%2F/mu_made', user => 'mgmt_roles',
+		body => '{"configure":"^$","write":"^$","read":"^$"}');
+	is($s, '401', 'a CREATEROLE role may not read the grants: 401');
+	($s) = http(\%qe, 'DELETE', '/api/users/mu_made', user => 'mgmt_admin');
+	is($s, '204', 'a user with a permission is deleted');
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM mq.cat_grant
+		WHERE grantee <> 0 AND grantee NOT IN (SELECT oid FROM pg_roles)}), '0',
+		'... and no grant is left to its OID');
+	http(\%qe, 'DELETE', '/api/queues/%2F/pm_q2');
+
+	($s, $b) = http(\%qe, 'PUT', '/api/policies/%2F/ttl', user => 'mgmt_admin',
+		body => '{"pattern":".*","definition":{"message-ttl":1000},"apply-to":"queues"}');
+	like("$s $b", qr/^400 .*queue_ext has no policies/, 'PUT of a policy: 400, and why');
+	($s, $b) = http(\%qe, 'GET', '/api/global-parameters', user => 'mgmt_admin');
+	is("$s $b", '200 []', 'no global parameters');
+	$node->safe_psql('postgres', q{ALTER SYSTEM RESET log_statement; SELECT pg_reload_conf();});
+}
+
+# the bound on logins in progress (--max-logins), on a second gateway: logins
+# held by a lock on pg_authid, which PostgreSQL reads to check a password
+{
+	$node->safe_psql('postgres', q{
+		SET password_encryption = 'scram-sha-256';
+		CREATE ROLE mu_lock1 LOGIN PASSWORD 'l1';
+		CREATE ROLE mu_lock2 LOGIN PASSWORD 'l2';
+		CREATE ROLE mu_lock3 LOGIN PASSWORD 'l3';
+	});
+	my $port2 = PostgreSQL::Test::Cluster::get_free_port();
+	my ($gw2, $amqp2, $log2) = qe_gateway($node, log => $node->basedir . '/mq-amqp-bound.log',
+		flags => [ '--http-listen', "127.0.0.1:$port2", '--max-logins', '2' ]);
+	ok(qe_listening($port2, handle => $gw2), 'a second gateway, --max-logins 2');
+	my $srv2 = { name => 'bounded', port => $port2 };
+	my $lock = $node->background_psql('postgres');
+	$lock->query_safe('BEGIN; LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE');
+	my @held;
+	for my $i (1, 2)
+	{
+		my ($out, $err) = ('', '');
+		push @held, [ IPC::Run::start([ $curl, '-s', '-o', '/dev/null', '-w', '%{http_code}',
+			'-u', "mu_lock$i:l$i", "http://127.0.0.1:$port2/api/whoami" ], '>', \$out, '2>', \$err),
+			\$out ];
+	}
+	my $waiting = 0;
+	for (1 .. 600)
+	{
+		$waiting = $lock->query_safe(q{SELECT count(*) FROM pg_locks
+			WHERE NOT granted AND relation = 'pg_authid'::regclass});
+		last if $waiting >= 2;
+		select(undef, undef, undef, 0.1);
+	}
+	is($waiting, '2', 'two logins wait for PostgreSQL');
+	my ($s, $b, $h) = http($srv2, 'GET', '/api/whoami', user => 'mu_lock3', password => 'l3');
+	is("$s $b", '503 {"error":"service_unavailable","reason":"2 logins in progress (max_logins)"}',
+		'a third is refused at once: 503');
+	like($h, qr/^Retry-After: 1/mi, '... with Retry-After');
+	$lock->query_safe('COMMIT');
+	$lock->quit;
+	$_->[0]->finish for @held;
+	is(join(' ', map { ${ $_->[1] } } @held), '200 200', 'the two held logins then succeed');
+	($s) = http($srv2, 'GET', '/api/whoami', user => 'mu_lock3', password => 'l3');
+	is($s, '200', 'and the third, once they are done');
+	like(PostgreSQL::Test::Utils::slurp_file($log2), qr/login of "mu_lock3" refused: 2 logins in progress \(max_logins\)/,
+		'the refusal is in the log');
+	qe_gateway_stop($gw2, $log2);
 }
 
 # static files
