@@ -35,12 +35,15 @@ Environment: PGMQ_DIR or PGMQ_SQL (one is required), PGMQ_LABEL, PGMQ_BACKLOG (1
 PGMQ_SENDS (20000), PGMQ_REPS (3), PGMQ_SECONDS (30), PGMQ_TESTS (send,consume,held:
 the workloads to run, 0, 1 and 2 above), PGMQ_SEND_KINDS (one,stmts,batch,one_notify_other,insert:
 the kinds of workload 0 to run, a) - e) above; batch alone takes seconds where the one-per-transaction
-kinds take minutes).
+kinds take minutes), PGMQ_SEND_DETAIL (1: for every repetition of workload 0 also the backends' CPU,
+the WAL bytes and pg_stat_wal's writes and syncs, and the load; needs the server on this machine and
+/proc of its postmaster readable, see send_snapshot()).
 """
 import os
 import re
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import psql, psql1, pgbench, median, ratio, table, log, Pipe  # noqa: E402
@@ -75,6 +78,34 @@ SECONDS = int(os.environ.get("PGMQ_SECONDS", "30"))
 TESTS = os.environ.get("PGMQ_TESTS", "send,consume,held").split(",")
 SEND_KINDS = os.environ.get("PGMQ_SEND_KINDS", "one,stmts,batch,one_notify_other,insert").split(",")
 SYSTEMS = (("pgmq_orig", PGMQ_LABEL), ("pgmq_qe", "queue_ext_pgmq"))
+DETAIL = os.environ.get("PGMQ_SEND_DETAIL") == "1"
+_POSTMASTER = []
+
+
+def send_snapshot(db):
+    """What a repetition of workload 0 spends, read before and after its pgbench run: the CPU of
+    the postmaster's exited children (/proc/<postmaster>/stat cutime + cstime, clock ticks: the
+    pgbench clients' backends, reaped when they exit; a psql session of this script also counts,
+    but none runs between the two reads), the WAL insert position, pg_stat_wal's wal_write and
+    wal_sync (the server's: the bench server should run nothing else), and the 1-minute load."""
+    if not _POSTMASTER:
+        d = psql1("SHOW data_directory", db=db)
+        _POSTMASTER.append(int(open(os.path.join(d, "postmaster.pid")).readline()))
+    row = psql1("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn, wal_write, wal_sync FROM pg_stat_wal",
+                db=db).split("|")
+    time.sleep(0.2)     # that psql's backend reaped before its parent's children's CPU is read
+    f = open("/proc/%d/stat" % _POSTMASTER[0]).read().rsplit(")", 1)[1].split()
+    ticks = int(f[13]) + int(f[14])     # cutime, cstime (fields 16 and 17 of stat)
+    return dict(cpu=ticks * 1000.0 / os.sysconf("SC_CLK_TCK"), lsn=int(row[0]), writes=int(row[1]),
+                syncs=int(row[2]), load=float(open("/proc/loadavg").read().split()[0]))
+
+
+def send_delta(a, b, msgs, elapsed):
+    """Per-repetition figures from two send_snapshot()s: CPU ms, WAL bytes per message, writes and
+    syncs of WAL per 100 messages, wall seconds, load at the start."""
+    return dict(wall=elapsed, cpu=b["cpu"] - a["cpu"], walpm=(b["lsn"] - a["lsn"]) / msgs,
+                writes=(b["writes"] - a["writes"]) * 100.0 / msgs,
+                syncs=(b["syncs"] - a["syncs"]) * 100.0 / msgs, load=a["load"])
 
 
 def run_parallel_list(jobs):
@@ -141,6 +172,7 @@ def dead_tuples(db, q):
 
 def test0():
     res = {}
+    detail = {}
     body = ("jsonb_build_object('n', 1, 'pad', md5(random()::text) || md5(random()::text) "
             "|| md5(random()::text))")
     batch = ("ARRAY(SELECT jsonb_build_object('n', g, 'pad', md5(g::text) || md5((g + 1)::text) "
@@ -164,6 +196,9 @@ def test0():
                     new_queue(db, q)
                 psql("SELECT pgmq.%s_notify_insert('snd_other')"
                      % ("enable" if kind == "one_notify_other" else "disable"), db=db)
+                if DETAIL:
+                    psql("SELECT pg_stat_force_next_flush()", db=db)
+                    snap0 = send_snapshot(db)
                 if kind == "insert":
                     r = pgbench("INSERT INTO public.snd_insert (message) VALUES (%s);\n" % body,
                                 clients=2, threads=2, transactions=max(1, SENDS // 2), db=db)
@@ -181,12 +216,18 @@ def test0():
                                 clients=2, threads=2, transactions=max(1, SENDS // 2), db=db)
                     msgs = r["tx"]
                 rate = msgs / r["elapsed"]
+                if DETAIL:
+                    time.sleep(0.2)     # the clients' backends reaped and their WAL statistics flushed
+                    d = send_delta(snap0, send_snapshot(db), msgs, r["elapsed"])
+                    detail.setdefault((db, kind), []).append(d)
                 left = (int(psql1("SELECT count(*) FROM public.snd_insert", db=db))
                         if kind == "insert" else queue_length(db, q))
                 if left != msgs:
                     raise RuntimeError("%s %s: %d sent, %d in the queue" % (db, q, msgs, left))
                 res.setdefault((db, kind), []).append(rate)
-                log("  t0 rep %d %-9s %-16s %8.0f msg/s" % (rep, db, kind, rate))
+                log("  t0 rep %d %-9s %-16s %8.0f msg/s" % (rep, db, kind, rate)
+                    + ("  wall %.3f s cpu %.0f ms WAL %.0f B/msg writes %.2f syncs %.2f per 100 msgs load %.2f"
+                       % (d["wall"], d["cpu"], d["walpm"], d["writes"], d["syncs"], d["load"]) if DETAIL else ""))
     rows = []
     for kind, label in (("one", "send, 1 per txn"), ("stmts", "send, 100 statements per txn"),
                         ("batch", "send_batch of 100 per txn"),
@@ -198,8 +239,24 @@ def test0():
         b = median(res[("pgmq_qe", kind)])
         per = ", ".join("%.2f" % ratio(y, x) for x, y in zip(res[("pgmq_orig", kind)], res[("pgmq_qe", kind)]))
         rows.append([label, "%.0f" % a, "%.0f" % b, "%.2fx" % ratio(b, a), per])
-    return ("0. send into an empty queue, 2 producers, %d messages, msg/s, median of %d\n" % (SENDS, REPS)
-            + table(["workload", PGMQ_LABEL, "queue_ext_pgmq", "ratio", "per repetition"], rows))
+    out = ("0. send into an empty queue, 2 producers, %d messages, msg/s, median of %d\n" % (SENDS, REPS)
+           + table(["workload", PGMQ_LABEL, "queue_ext_pgmq", "ratio", "per repetition"], rows))
+    if DETAIL:
+        rows = []
+        for kind in [k for k in ("one", "stmts", "batch", "one_notify_other", "insert") if k in SEND_KINDS]:
+            for db, label in SYSTEMS:
+                ds = detail[(db, kind)]
+                rows.append([kind, label] + ["%.3f" % median([d["wall"] for d in ds]),
+                                             "%.0f" % median([d["cpu"] for d in ds]),
+                                             "%.0f" % median([d["walpm"] for d in ds]),
+                                             "%.2f" % median([d["writes"] for d in ds]),
+                                             "%.2f" % median([d["syncs"] for d in ds]),
+                                             "%.2f-%.2f" % (min(d["load"] for d in ds), max(d["load"] for d in ds))])
+        out += ("\n\n0, per repetition (PGMQ_SEND_DETAIL), medians: wall s, the clients' backends' CPU ms, "
+                "WAL bytes per message, pg_stat_wal writes and syncs per 100 messages, load\n"
+                + table(["workload", "system", "wall s", "CPU ms", "WAL B/msg", "writes/100", "syncs/100",
+                         "load"], rows))
+    return out
 
 
 def test1():

@@ -18,6 +18,11 @@ Statements (a transaction each):
   batch     10 pgmq.send_batch of 100
   batchfirst  one pgmq.send_batch of 100 (and its commit), the first statement of a fresh
             session, each transaction in a new session (not in the default list)
+  batch1    one pgmq.send_batch of 100 (then COMMIT: a transaction of pgmq_compat.py's workload 0c)
+  batchsession  what one pgbench client of pgmq_compat.py's workload 0c spends in its session:
+            a fresh session's PGMQ_CPU_SESSION (50) transactions of one send_batch of 100 each,
+            its CPU from connecting to the last commit, per statement (each measurement in a new
+            session; the connection's start alone is logged; not in the default list)
   consume   10 x pgmq.delete(q, ARRAY(SELECT msg_id FROM pgmq.read(q, 30, 100))) on a backlog
   consume1  one read 1 + delete 1 (then COMMIT)
   insert1   one plain INSERT of the same body into a table of its own (msg_id bigserial primary
@@ -50,6 +55,7 @@ from benchlib import psql, psql1, median, table, log, Pipe, PGBIN  # noqa: E402
 ROUNDS = int(os.environ.get("PGMQ_CPU_ROUNDS", "2"))
 TXNS = int(os.environ.get("PGMQ_CPU_TXNS", "6"))
 TESTS = os.environ.get("PGMQ_CPU_TESTS", "send1,send300,batch,consume,consume1").split(",")
+SESSION = int(os.environ.get("PGMQ_CPU_SESSION", "50"))
 LABEL = pgmq_compat.PGMQ_LABEL or "pgmq"
 SYSTEMS = (("pgmq_cpu_pg", LABEL), ("pgmq_cpu_qe", "queue_ext_pgmq"))
 BEFORE = os.environ.get("PGMQ_CPU_BEFORE")
@@ -65,6 +71,8 @@ STMTS = {
     "send1": ("SELECT pgmq.send('ss', %s)" % BODY, 1, 1),
     "send300": ("SELECT pgmq.send('ss', %s)" % BODY, 300, 1),
     "batch": ("SELECT count(*) FROM pgmq.send_batch('sb', %s)" % BATCH, 10, 100),
+    "batch1": ("SELECT count(*) FROM pgmq.send_batch('sb', %s)" % BATCH, 1, 100),
+    "batchsession": ("SELECT count(*) FROM pgmq.send_batch('sb', %s)" % BATCH, 1, 100),
     "batchfirst": ("SELECT count(*) FROM pgmq.send_batch('sb', %s)" % BATCH, 1, 100),
     "consume": ("SELECT count(*) FROM pgmq.delete('cc', ARRAY(SELECT msg_id FROM pgmq.read('cc', 30, 100)))",
                 10, 100),
@@ -139,10 +147,37 @@ def measure_first(db, name):
     return min(cpu), wal, msgs
 
 
+def measure_session(db, name):
+    """A fresh session's SESSION transactions of one statement each, as a pgbench client runs
+    them: the backend's CPU from its start (fork, authentication, the first query's parse
+    included) to the last commit, per statement; the median of TXNS sessions."""
+    sql, per_txn, msgs = STMTS[name]
+    cpu = []
+    start = []
+    for i in range(TXNS):
+        p = Pipe(db=db)
+        pid = int(p.query("SELECT pg_backend_pid()")[0])
+        c0 = cpu_ns(pid)
+        for _ in range(SESSION):
+            p.query(sql)
+        c1 = cpu_ns(pid)
+        start.append(c0 / 1000.0)
+        cpu.append(c1 / 1000.0 / SESSION)
+        if i == TXNS - 1:
+            dboid = p.query("SELECT oid FROM pg_database WHERE datname = current_database()")[0]
+            wal = wal_of(p, dboid, sql)
+        p.close()
+    log("    %s %s: the connection's start %.0f us (median of %d), per statement with it %s us"
+        % (db, name, median(start), TXNS, " ".join("%.0f" % x for x in sorted(cpu))))
+    return median(cpu), wal, msgs
+
+
 def measure(db, name):
     sql, per_txn, msgs = STMTS[name]
     if name.endswith("first"):
         return measure_first(db, name)
+    if name.endswith("session"):
+        return measure_session(db, name)
     p = Pipe(db=db)
     pid = int(p.query("SELECT pg_backend_pid()")[0])
     dboid = p.query("SELECT oid FROM pg_database WHERE datname = current_database()")[0]
@@ -189,7 +224,8 @@ def main():
     log("")
     log(table(["test", "statement"] + ["%s us" % label for _, label in SYSTEMS]
               + ["%s / queue_ext_pgmq" % LABEL] + ["%s WAL B" % label for _, label in SYSTEMS], rows))
-    log("(CPU: the least of %d transactions per round, per statement, rounds separated by /; "
+    log("(CPU: the least of %d transactions per round (batchsession: the median of as many sessions), "
+        "per statement, rounds separated by /; "
         "WAL: this database's records of one more transaction, per statement, the commit record "
         "included; median of the rounds)" % TXNS)
     log("load at end %s" % open("/proc/loadavg").read().split()[:3])

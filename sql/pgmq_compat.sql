@@ -454,6 +454,19 @@ ALTER EXTENSION queue_ext_pgmq UPDATE TO '0.2';
 SELECT msg_id, read_ct, last_read_at IS NOT NULL AS was_read, message FROM pgmq.q_up ORDER BY 1;
 SELECT msg_id, read_ct, last_read_at, message FROM pgmq.a_up;
 UPDATE pgmq.q_up SET vt = clock_timestamp() WHERE msg_id = 1;
+-- messages of 0.1 are found by 0.1's keys, later ones by 0.2's (the
+-- sequence's oid, the id led by its length): delete, archive and set_vt
+-- find both
+SELECT queue_name, last_msg_id FROM pgmq._legacy_keys;
+SELECT pgmq.delete('up', 3);
+SELECT * FROM pgmq.send('up', '4');
+SELECT * FROM pgmq.send('up', '5');
+SELECT regexp_replace(regexp_replace(b.key, ':[0-9]+$', ':<oid>'), '^[0-9]+:([A-S])', '<oid>:\1') AS key,
+       pgmq._msg_id(b.key)
+  FROM mq.browse('pgmq.q_up') b ORDER BY 2;
+SELECT pgmq.archive('up', ARRAY[1, 5]);
+SELECT msg_id, message FROM pgmq.a_up ORDER BY 1;
+SELECT msg_id FROM pgmq.set_vt('up', 4, 0);
 SELECT msg_id, read_ct FROM pgmq.pop('up', 5);
 SELECT c.relname FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue_ext_pgmq')

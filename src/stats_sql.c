@@ -27,6 +27,7 @@ PG_FUNCTION_INFO_V1(mq_session_counters);
 PG_FUNCTION_INFO_V1(mq_metrics);
 PG_FUNCTION_INFO_V1(mq_queue_visible_sql);
 PG_FUNCTION_INFO_V1(mq_queue_has_state_sql);
+PG_FUNCTION_INFO_V1(mq_queue_known_empty_sql);
 
 /* An interval of us microseconds, as a Datum */
 static Datum
@@ -439,4 +440,15 @@ mq_queue_has_state_sql(PG_FUNCTION_ARGS)
 	mq_catalog_refresh();
 	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	PG_RETURN_BOOL(mq_queue_has_state(q));
+}
+
+/* mq._queue_known_empty(queue): is the queue recorded as found unused? */
+Datum
+mq_queue_known_empty_sql(PG_FUNCTION_ARGS)
+{
+	MqQueue    *q;
+
+	mq_catalog_refresh();
+	q = mq_queue_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	PG_RETURN_BOOL(mq_queue_known_empty(q));
 }

@@ -8,7 +8,8 @@
 -- append-only logs, so reading and deleting them leaves no dead tuples.
 -- pgmq's per-queue msg_id is taken from a sequence pgmq.q_<name>_msg_id_seq
 -- (as pgmq's identity column) and stored as the message's business key
--- '<msg_id>:pgmq.q_<name>:<the sequence's oid>', by which the queue_ext
+-- '<the sequence's oid>:<msg_id led by its number of digits as a letter>'
+-- (pgmq._key; 0.1 stored '<msg_id>:pgmq.q_<name>:<oid>'), by which the queue_ext
 -- message is found again (the oid tells a queue from an earlier one of
 -- the same name, whose msg_ids started at 1 too).
 -- A read is a queue_ext consume with a detached lease of vt seconds
@@ -68,6 +69,17 @@ CREATE TABLE pgmq.max_reads (
     dead_letter_queue VARCHAR
         CONSTRAINT max_reads_dead_letter_queue_fk
             REFERENCES pgmq.meta (queue_name)
+);
+
+-- The queues whose messages up to last_msg_id were sent by 0.1, under its
+-- keys (pgmq._key_legacy): filled by the update from 0.1, empty in a fresh
+-- install
+CREATE TABLE pgmq._legacy_keys (
+    seq_oid OID PRIMARY KEY,
+    queue_name VARCHAR NOT NULL
+        CONSTRAINT legacy_keys_meta_queue_name_fk
+            REFERENCES pgmq.meta (queue_name) ON DELETE CASCADE,
+    last_msg_id BIGINT NOT NULL
 );
 
 -- pg_monitor (pgmq 1.13): what pgmq.metrics and list_queues need, and no

@@ -79,7 +79,8 @@ BEGIN
             -- ones, as pgmq's rows
             EXECUTE format($q$
                 INSERT INTO pgmq.%I (msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers)
-                SELECT split_part(x.key, ':', 1)::bigint, x.read_ct, x.enqueued_at,
+                SELECT CASE WHEN strpos(x.key, ':pgmq.') > 0 THEN split_part(x.key, ':', 1)::bigint
+                            ELSE substr(x.key, strpos(x.key, ':') + 2)::bigint END, x.read_ct, x.enqueued_at,
                        CASE WHEN x.read_ct > 0 THEN x.enqueued_at END, x.vt,
                        CASE WHEN octet_length(x.body) = 0
                                  AND x.properties->>'content_type' = 'application/x-pgmq-null' THEN NULL

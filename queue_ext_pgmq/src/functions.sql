@@ -82,8 +82,42 @@ $$;
 -- sequence is seq: what send stores and delete, archive and set_vt look for
 -- (text || text only, each part cast to text: textcat is immutable, so the
 -- planner inlines this; text || oid is textanycat, stable, which kept it a
--- function call of its own, a third of a send's time)
+-- function call of its own, a third of a send's time).
+--
+-- '<oid>:<n><id>', n the id's number of digits as a letter ('A' one, 'B'
+-- two, ...): the sequence's oid tells the queue (and a queue from an
+-- earlier one of the same name), and the id, led by its length, sorts as a
+-- number.  A queue's keys are then a range of their own in the log's key
+-- index, in the order of their ids, and its sends go one after the other
+-- to the end of that range.  With 0.1's '<id>:<qe>:<oid>' (pgmq._key_legacy,
+-- still the key of a message sent before the update from 0.1) a queue's
+-- consecutive sends went to pages all over the index, between the same ids
+-- of every other queue and of earlier queues of the same name ('1:',
+-- '10:', '100:' apart): a quarter of a send_batch's time was that index's
+-- insert.  Short, and different from the next key early: each of an index
+-- descent's comparisons (strcoll, unless the collation is C) reads few
+-- bytes.  A negative id (a sequence set so) keeps 0.1's form.
+-- pgmq._msg_id reads the id from either.
 CREATE OR REPLACE FUNCTION pgmq._key(qe TEXT, seq OID, id BIGINT)
+RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
+  SELECT CASE WHEN id >= 0 THEN seq::text || ':' || chr(64 + length(id::text)) || id::text
+              ELSE id::text || ':' || qe || ':' || seq::text END
+$$;
+
+-- The last msg_id of the queue of msg_id sequence seq sent before the
+-- update from 0.1 (NULL: none, or no such update)
+CREATE OR REPLACE FUNCTION pgmq._legacy_upto(seq OID)
+RETURNS bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN (SELECT l.last_msg_id FROM pgmq._legacy_keys l WHERE l.seq_oid = seq);
+END
+$$;
+
+-- The key of message id as 0.1 stored it: messages of a queue that existed
+-- before the update from 0.1, up to the msg_id pgmq._legacy_keys has for
+-- its sequence, are found by it
+CREATE OR REPLACE FUNCTION pgmq._key_legacy(qe TEXT, seq OID, id BIGINT)
 RETURNS TEXT LANGUAGE SQL IMMUTABLE AS $$
   SELECT id::text || ':' || qe || ':' || seq::text
 $$;
@@ -109,14 +143,16 @@ RETURNS jsonb LANGUAGE SQL STABLE AS $$
               ELSE convert_from(body, pg_catalog.getdatabaseencoding())::jsonb END
 $$;
 
--- pgmq's msg_id of a queue_ext message of queue qe (its key '<id>:<qe>:<oid>')
+-- pgmq's msg_id of a queue_ext message of queue qe, from its key (pgmq._key:
+-- '<oid>:<n><id>'; 0.1's, and a negative id's: '<id>:pgmq.q_<name>:<oid>')
 CREATE OR REPLACE FUNCTION pgmq._msg_id(key text)
 RETURNS bigint LANGUAGE SQL IMMUTABLE AS $$
-  SELECT split_part(key, ':', 1)::bigint
+  SELECT CASE WHEN strpos(key, ':pgmq.') > 0 THEN split_part(key, ':', 1)::bigint
+              ELSE substr(key, strpos(key, ':') + 2)::bigint END
 $$;
 
 -- The queue_ext message ids of pgmq messages msg_ids of queue qe (their
--- keys '<id>:<qe>:<oid of its msg_id sequence>'), by one index scan per
+-- keys pgmq._key, or pgmq._key_legacy for those 0.1 sent), by one index scan per
 -- key and log segment in C (mq._log_find_keys).  Only ids of messages sent
 -- to qe come back, nothing of their contents: what may be done with them
 -- is checked as the caller by mq.lease_ids and mq.message.
@@ -130,10 +166,16 @@ BEGIN
         RETURN;
     END IF;
     -- plpgsql, not SQL: its plan is kept for the session
+    -- (and the keys of 0.1 of the ids sent before the update from 0.1)
     RETURN QUERY
-        SELECT split_part(k.key, ':', 1)::bigint, k.msg_id
-          FROM mq._log_find_keys(qe, ARRAY(SELECT DISTINCT pgmq._key(qe, seq, u)
-                                             FROM unnest(msg_ids) AS u WHERE u IS NOT NULL)) k;
+        SELECT pgmq._msg_id(k.key), k.msg_id
+          FROM mq._log_find_keys(qe, ARRAY(SELECT pgmq._key(qe, seq, u)
+                                             FROM unnest(msg_ids) AS u WHERE u IS NOT NULL
+                                           UNION
+                                           SELECT pgmq._key_legacy(qe, seq, u)
+                                             FROM unnest(msg_ids) AS u
+                                             JOIN pgmq._legacy_keys l
+                                               ON l.seq_oid = seq AND u <= l.last_msg_id)) k;
 END
 $$;
 
@@ -464,7 +506,6 @@ DECLARE
     hdrs JSONB[];
     ids BIGINT[];
     keys TEXT[];
-    suffix TEXT;
     r record;
 BEGIN
     IF headers IS NOT NULL OR delay IS NULL OR array_ndims(msgs) IS DISTINCT FROM 1
@@ -496,8 +537,7 @@ BEGIN
     -- function scan gives its rows, and nextval runs, in order), and the
     -- keys pgmq._key makes, both in one statement
     seq := format('pgmq.%I', qtable || '_msg_id_seq')::regclass;
-    suffix := ':' || qe || ':' || seq::oid::text;
-    SELECT array_agg(s.i), array_agg(s.i::text || suffix) INTO ids, keys
+    SELECT array_agg(s.i), array_agg(pgmq._key(qe, seq, s.i)) INTO ids, keys
       FROM (SELECT nextval(seq) FROM generate_series(1, cardinality(bodies))) AS s(i);
     PERFORM mq.send_batch(qe, bodies, headers => hdrs,
                           delay => CASE WHEN delay > clock_timestamp() THEN delay - clock_timestamp() END,
@@ -1244,7 +1284,7 @@ BEGIN
     IF msg_ids IS NULL THEN
         RETURN;
     END IF;
-    SELECT array_agg(split_part(a.key, ':', 1)::bigint) INTO taken
+    SELECT array_agg(pgmq._msg_id(a.key)) INTO taken
       FROM mq.ack_keys(qe, ARRAY(SELECT pgmq._key(qe, seq, u)
                                    FROM unnest(msg_ids) AS u
                                   WHERE u IS NOT NULL AND seq IS NOT NULL)) a;
@@ -1254,10 +1294,14 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- delayed messages: disarm their timers
+    -- delayed messages: disarm their timers; a message sent before the
+    -- update from 0.1 is acked by its key of 0.1
     FOR r IN SELECT u.id, pgmq._qe_id(qe, u.id) AS qe_id FROM unnest(msg_ids) AS u(id)
               WHERE u.id <> ALL (coalesce(taken, ARRAY[]::bigint[])) LOOP
-        IF r.qe_id IS NOT NULL AND pgmq._cancel(qe, r.qe_id) THEN
+        IF r.qe_id IS NOT NULL
+           AND (pgmq._cancel(qe, r.qe_id)
+                OR r.id <= pgmq._legacy_upto(seq)
+                   AND EXISTS (SELECT 1 FROM mq.ack_keys(qe, ARRAY[pgmq._key_legacy(qe, seq, r.id)]))) THEN
             RETURN NEXT r.id;
         END IF;
     END LOOP;

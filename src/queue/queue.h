@@ -622,6 +622,9 @@ extern bool mq_queue_has_state(MqQueue *q);
  */
 extern bool mq_queue_unused(MqQueue *q);
 
+/* Is q recorded as found unused (for tests: mq._queue_known_empty)? */
+extern bool mq_queue_known_empty(MqQueue *q);
+
 /* ---------- inspection (queue_inspect.c) ---------- */
 
 typedef struct MqQueueCounts

@@ -24,6 +24,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "mqutils.h"
 #include "queue/queue_int.h"
 
 bool
@@ -40,13 +41,30 @@ mq_queue_has_state(MqQueue *q)
  * until the queue is deleted and count towards mq.max_queues (a consumer
  * group's dead-letter queue nobody reads, a queue declared ahead of use).
  * A queue that holds something is loaded: what it holds must be counted,
- * and may expire.
+ * and may expire.  A queue found unused is recorded so (mqq_known_empty):
+ * the next look, in any session, spares the tables until a state is made
+ * for it, which any append does first.
  */
 bool
 mq_queue_unused(MqQueue *q)
 {
-	if (q->group != NULL || q->type == MQ_QUEUE_STREAM || mq_queue_has_state(q))
+	uint64		stamp;
+	bool		standby;
+
+	if (q->group != NULL || q->type == MQ_QUEUE_STREAM)
 		return false;
+	/* read before the look for a state (see KnownEmpty, queue_shmem.c) */
+	stamp = mqq_known_empty_stamp();
+	if (mq_queue_has_state(q))
+		return false;
+
+	/*
+	 * Found so before, and no state made since: it is still empty.  Not on
+	 * a standby, whose replay appends without states.
+	 */
+	standby = RecoveryInProgress();
+	if (!standby && mqq_known_empty(q))
+		return true;
 	for (int lane = 0; lane < q->nlanes; lane++)
 	{
 		int			low,
@@ -65,7 +83,19 @@ mq_queue_unused(MqQueue *q)
 		if (nblocks > 0)
 			return false;
 	}
+	if (!standby)
+		mqq_known_empty_set(q, stamp);
 	return true;
+}
+
+bool
+mq_queue_known_empty(MqQueue *q)
+{
+	if (q->group != NULL || q->type == MQ_QUEUE_STREAM || RecoveryInProgress())
+		return false;
+	if (mqq_shared == NULL)
+		mq_require_preload("inspecting queues");
+	return mqq_known_empty(q);
 }
 
 /*

@@ -81,6 +81,9 @@
  *	   generation summaries (mqq_gen_progress_get and friends).  Taken
  *	   alone: nothing else is held when it is requested, nothing requested
  *	   while it is held.
+ *	6. the known-empty lock (MqSharedState.empty_lock): the record of queues
+ *	   found unused (mqq_known_empty and friends, queue_shmem.c).  Taken
+ *	   alone, like 5.
  *
  * Streams add one lock between 2 and 3:
  *
@@ -516,6 +519,13 @@ typedef struct MqSharedState
 
 	LWLock		summary_lock;	/* the hash of stream generation summaries (5) */
 
+	/*
+	 * The record of queues found unused (6), and the count of queue states
+	 * made or dropped, bumped holding empty_lock (queue_shmem.c)
+	 */
+	LWLock		empty_lock;
+	pg_atomic_uint64 states_made;
+
 	/* Protected by pool_lock */
 	slock_t		pool_lock;		/* the tracked pool's spinlock */
 	dlist_head	free_tracked;
@@ -870,6 +880,15 @@ extern bool mqq_gen_progress_get(Oid relid, MqGenProgress *out);
 extern void mqq_gen_progress_put(MqGenProgress *p);
 extern void mqq_gen_progress_forget(Oid relid);
 extern void mqq_gen_progress_forget_queue(int32 queue_id);
+
+/*
+ * The record of queues found unused (queue_shmem.c, where the rules are):
+ * stamp is read before looking for q's state, set records q if no state
+ * was made or dropped since, known says whether q is recorded
+ */
+extern uint64 mqq_known_empty_stamp(void);
+extern bool mqq_known_empty(MqQueue *q);
+extern void mqq_known_empty_set(MqQueue *q, uint64 stamp);
 extern uint64 mqq_stream_start_pos(MqQueue *q, int lane, TimestampTz from_time);
 extern uint64 mqq_stream_seek_pos(MqQueue *q, int lane, int64 to_offset,
 								  TimestampTz to_time);

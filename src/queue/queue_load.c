@@ -786,7 +786,16 @@ mq_queue_inspect_begin(MqQueue *q, bool *held)
 	if (!ConditionalLockDatabaseObject(classid, q->id, 0, AccessShareLock))
 		return false;
 	AcceptInvalidationMessages();
-	if (mqq_queue_shared(mqq_key(q), false) == NULL && queue_rows_gone(q))
+
+	/*
+	 * A queue recorded as found unused was not deleted: a delete removes the
+	 * record before it lets go of the object lock we now hold (at its
+	 * commit, mq_queue_state_drop), and nothing records a queue whose
+	 * tables are gone (KnownEmpty, queue_shmem.c).  That spares the scan of
+	 * pg_class for each never-used queue on every call.
+	 */
+	if (mqq_queue_shared(mqq_key(q), false) == NULL && !mqq_known_empty(q) &&
+		queue_rows_gone(q))
 	{
 		UnlockDatabaseObject(classid, q->id, 0, AccessShareLock);
 		return false;

@@ -80,6 +80,81 @@ typedef struct GenProgressShared
 static HTAB *gen_progress_htab = NULL;
 
 #define GEN_PROGRESS_MAX	Max(1024, 2 * mq_max_queues)
+
+/*
+ * Queues found unused (lock 6, MqSharedState.empty_lock).
+ *
+ * A classic or quorum queue nobody used since the server started has no
+ * state in shared memory (loading one would count towards mq.max_queues),
+ * and mq_queue_unused tells that it is empty from its tables: a scan of
+ * pg_class for its generations, each lane's entry log opened for its size.
+ * At a thousand such queues that is most of what mq.queues costs, on every
+ * call.  This is a record of the queues found so, by database and queue
+ * id, with the queue's anchor and first entry log: a queue deleted and
+ * declared again (or restored) under the same id has other relations, so
+ * its record does not match and its tables are looked at.
+ *
+ * Why a recorded queue is empty (the argument; tests: sql/known_empty.sql,
+ * test/isolation/specs/known_empty_publish.spec):
+ *
+ *  - Every append to a queue's entry logs first makes the queue's state:
+ *    queue_append_begin (queue_append.c) calls mqq_queue_lock, which makes
+ *    it (mqq_queue_shared(key, true)) before any row is written; the
+ *    writers of entry logs (publish and publish_batch, routing through
+ *    exchanges, dead-lettering, delayed and retry timers, half messages,
+ *    imports, pgmq's send through mq.send) all append through it, and the
+ *    worker's generation switch (mq_queue_rotate) takes the state too.
+ *    WAL replay on a standby appends without states: there the record is
+ *    neither read nor set (mq_queue_unused), and it is empty after a
+ *    promotion, never having been set.
+ *  - Making a state bumps states_made and removes the queue's record,
+ *    together, holding empty_lock (known_empty_forget, after the hash
+ *    entry exists); so does dropping one (mq.queue_delete).  States are
+ *    never unloaded otherwise: a state, once made, stays until the queue
+ *    is deleted.
+ *  - A reader reads states_made (the stamp) before it looks for the
+ *    queue's state, finds none, finds every lane one generation of zero
+ *    blocks (an append in progress or aborted has extended the file, so
+ *    any append begun before the look is seen), and then records the queue
+ *    holding empty_lock only if states_made still equals its stamp.
+ *    A state made before the stamp was read is found by the look for one
+ *    (the look takes the hash lock: a barrier after the stamp's read); one
+ *    made between the stamp and the record changed states_made, and no
+ *    record is set; one made after the record was set removes it.  Since
+ *    the first append follows the making of the state, a record exists
+ *    only while no append has begun since the tables were found empty:
+ *    with a record the queue is empty, without one its tables are looked
+ *    at.  (That the queue still has no state when the record is set needs
+ *    no second look: the stamp has not moved.)
+ *  - A recorded queue was not deleted either: a delete drops the queue's
+ *    state, and so its record, at its commit before it lets go of the
+ *    queue's object lock (mq_queue_state_drop, queue_xact.c), and a queue
+ *    whose tables are gone is never recorded (its lanes are not found).
+ *    So mq_queue_inspect_begin, holding the object lock, takes a record
+ *    for "not deleted" without scanning pg_class.
+ *  - It is consulted only after the queue was found without a state;
+ *    nothing depends on its being there: full, a queue is just not
+ *    recorded, and looked at each time, as before.  Shared memory, it is
+ *    empty after a restart.  The bump counts every state made (a
+ *    consumer group's too): a queue looked at while others are loaded is
+ *    recorded at its next look.
+ */
+typedef struct KnownEmptyKey
+{
+	Oid			dbid;
+	int32		queue_id;
+} KnownEmptyKey;
+
+typedef struct KnownEmpty
+{
+	KnownEmptyKey key;			/* hash key */
+	Oid			anchor;			/* MqQueue.anchor (InvalidOid: none) */
+	Oid			lane0;			/* MqQueue.lanes[0], its first entry log */
+} KnownEmpty;
+
+static HTAB *known_empty_htab = NULL;
+
+#define KNOWN_EMPTY_MAX	Max(8192, 2 * mq_max_queues)
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -109,6 +184,7 @@ mq_shmem_request(void)
 																sizeof(MqQueueShared))),
 									hash_estimate_size(GEN_PROGRESS_MAX,
 													   sizeof(GenProgressShared))));
+	RequestAddinShmemSpace(hash_estimate_size(KNOWN_EMPTY_MAX, sizeof(KnownEmpty)));
 	RequestAddinShmemSpace(lane_pool_size());
 	RequestAddinShmemSpace(wakes_size());
 }
@@ -130,6 +206,8 @@ mq_shmem_startup(void)
 		mqq_shared->tranche_id = LWLockNewTrancheId();
 		LWLockInitialize(&mqq_shared->lock, mqq_shared->tranche_id);
 		LWLockInitialize(&mqq_shared->summary_lock, mqq_shared->tranche_id);
+		LWLockInitialize(&mqq_shared->empty_lock, mqq_shared->tranche_id);
+		pg_atomic_init_u64(&mqq_shared->states_made, 0);
 		for (int i = 0; i < MQ_OFFSET_LOCKS; i++)
 			LWLockInitialize(&mqq_shared->offset_locks[i], mqq_shared->tranche_id);
 		SpinLockInit(&mqq_shared->pool_lock);
@@ -157,6 +235,11 @@ mq_shmem_startup(void)
 	gen_progress_htab = ShmemInitHash("queue_ext stream generations",
 									  GEN_PROGRESS_MAX, GEN_PROGRESS_MAX,
 									  &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+	ctl.keysize = sizeof(KnownEmptyKey);
+	ctl.entrysize = sizeof(KnownEmpty);
+	known_empty_htab = ShmemInitHash("queue_ext queues found unused",
+									 KNOWN_EMPTY_MAX, KNOWN_EMPTY_MAX,
+									 &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);
 	LWLockRegisterTranche(mqq_shared->tranche_id, "queue_ext");
 }
@@ -311,6 +394,83 @@ too_many_queues(void)
 					 mq_max_queues)));
 }
 
+/* ---------- queues found unused (see KnownEmpty) ---------- */
+
+static KnownEmptyKey
+known_empty_key(Oid dbid, int32 queue_id)
+{
+	KnownEmptyKey key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = dbid;
+	key.queue_id = queue_id;
+	return key;
+}
+
+/*
+ * A state of queue queue_id of database dbid was made (or dropped): its
+ * record goes, and no reader that began before records it
+ */
+static void
+known_empty_forget(Oid dbid, int32 queue_id)
+{
+	KnownEmptyKey key = known_empty_key(dbid, queue_id);
+
+	if (known_empty_htab == NULL)
+		return;
+	LWLockAcquire(&mqq_shared->empty_lock, LW_EXCLUSIVE);
+	pg_atomic_fetch_add_u64(&mqq_shared->states_made, 1);
+	(void) hash_search(known_empty_htab, &key, HASH_REMOVE, NULL);
+	LWLockRelease(&mqq_shared->empty_lock);
+}
+
+uint64
+mqq_known_empty_stamp(void)
+{
+	/* (not preloaded: the look for the state that follows says so) */
+	if (mqq_shared == NULL)
+		return 0;
+	return pg_atomic_read_u64(&mqq_shared->states_made);
+}
+
+bool
+mqq_known_empty(MqQueue *q)
+{
+	KnownEmptyKey key = known_empty_key(MyDatabaseId, q->id);
+	KnownEmpty *e;
+	bool		known;
+
+	if (known_empty_htab == NULL)
+		return false;
+	LWLockAcquire(&mqq_shared->empty_lock, LW_SHARED);
+	e = hash_search(known_empty_htab, &key, HASH_FIND, NULL);
+	known = e != NULL && e->anchor == q->anchor && e->lane0 == q->lanes[0];
+	LWLockRelease(&mqq_shared->empty_lock);
+	return known;
+}
+
+void
+mqq_known_empty_set(MqQueue *q, uint64 stamp)
+{
+	KnownEmptyKey key = known_empty_key(MyDatabaseId, q->id);
+	KnownEmpty *e;
+
+	if (known_empty_htab == NULL || q->nlanes < 1 || !OidIsValid(q->lanes[0]))
+		return;
+	LWLockAcquire(&mqq_shared->empty_lock, LW_EXCLUSIVE);
+	if (pg_atomic_read_u64(&mqq_shared->states_made) == stamp)
+	{
+		/* full: not recorded (it is looked at next time) */
+		e = hash_search(known_empty_htab, &key, HASH_ENTER_NULL, NULL);
+		if (e != NULL)
+		{
+			e->anchor = q->anchor;
+			e->lane0 = q->lanes[0];
+		}
+	}
+	LWLockRelease(&mqq_shared->empty_lock);
+}
+
 /* Find (optionally create) the shared entry of a queue */
 MqQueueShared *
 mqq_queue_shared(MqQueueKey key, bool create)
@@ -374,6 +534,9 @@ mqq_queue_shared(MqQueueKey key, bool create)
 			qs->lanes[lane].offsets_known = false;
 	}
 	LWLockRelease(&mqq_shared->lock);
+	/* before anything is appended: see KnownEmpty */
+	if (!found)
+		known_empty_forget(key.dbid, key.queue_id);
 	return qs;
 }
 
@@ -455,6 +618,7 @@ mq_queue_state_drop(int32 queue_id)
 
 	if (!mq_preloaded)
 		return;
+	known_empty_forget(MyDatabaseId, queue_id);
 
 	/*
 	 * The queue's own state and those of its consumer groups: a walk of the

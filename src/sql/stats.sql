@@ -30,6 +30,14 @@ CREATE OR REPLACE FUNCTION mq._queue_has_state(queue text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'mq_queue_has_state_sql' LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION mq._queue_has_state FROM PUBLIC;
 
+-- Whether a queue is recorded as found unused (declared, no state, nothing
+-- stored: the views then spare its tables; queue_shmem.c, KnownEmpty), for
+-- tests: the record must go whenever something is appended to the queue.
+-- Always false on a standby, which neither reads nor sets the record.
+CREATE OR REPLACE FUNCTION mq._queue_known_empty(queue text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'mq_queue_known_empty_sql' LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION mq._queue_known_empty FROM PUBLIC;
+
 -- ---- issue 13: quorum commits (src/quorum.c, src/replication_sql.c) ----
 -- Whether a quorum commit can be confirmed now: synchronous standbys the
 -- configuration asks for and that stream now, commits made without a

@@ -13,7 +13,11 @@
 #     delivery counts), never an acked one;
 #  4. mq.mqlog_verify of an unlogged relation on the standby: a clear error,
 #     and a non-durable queue there is refused clearly, not "could not open
-#     file".
+#     file";
+#  5. the record of queues found unused (queue_shmem.c, KnownEmpty) is
+#     neither set nor read on a standby, whose replay appends without queue
+#     states: a never-used queue read there while empty counts what the
+#     primary publishes to it after; once promoted, the record works again.
 use strict;
 use warnings;
 use FindBin;
@@ -37,6 +41,8 @@ SELECT mq.queue_declare('rq', 'quorum');
 SELECT mq.queue_declare('lq');
 SELECT mq.queue_declare('hq', 'quorum');
 SELECT mq.queue_declare('nd', durable => false);
+SELECT mq.queue_declare('uq');
+SELECT mq.queue_declare('uq2');
 });
 my $standby = qe_standby($primary, 'sstandby');
 
@@ -68,6 +74,15 @@ $primary->safe_psql('postgres', q{SET client_min_messages = error; BEGIN;
 catchup();
 is($standby->safe_psql('postgres', $counts->('rq')), '2/0/2', 'standby: 2 ready after the acks');
 is($standby->safe_psql('postgres', $bodies->('rq')), 'm4,m5', 'standby: browses m4, m5 only');
+
+# 5. a queue without a state read on the standby while empty, and again
+is($standby->safe_psql('postgres', $counts->('uq') . '; ' . $counts->('uq')), "0/0/0\n0/0/0",
+	'standby: never-used uq counts 0/0/0');
+is($standby->safe_psql('postgres', q{SELECT mq._queue_has_state('uq'), mq._queue_known_empty('uq')}), 'f|f',
+	'standby: uq has no state and is not recorded as unused');
+$primary->safe_psql('postgres', q{SELECT mq.send('uq', 'u1')});
+catchup();
+is($standby->safe_psql('postgres', $counts->('uq')), '1/0/1', 'standby: uq counts what the primary published');
 
 ############################################################################
 # 2. reads on the standby during load on the primary
@@ -160,6 +175,17 @@ is($standby->safe_psql('postgres', q{SELECT string_agg(convert_from(body, 'UTF8'
 	FROM mq.consume('hq', 100, auto_ack => true)}), 'h1:true:3,h2:true:2',
 	'promoted: leased quorum messages come back redelivered with their delivery counts');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM mq.consume(\'lq\', 10)'), '0', 'nothing delivered twice');
+# 5. promoted: a look at never-used uq2 records it (a look made while a
+# queue state was made, the worker loading the others, does not: looked
+# at until it is)
+is($standby->safe_psql('postgres', $counts->('uq')), '1/0/1', 'promoted: uq counts its message');
+ok($standby->poll_query_until('postgres',
+		q{SELECT bool_and(mq._queue_known_empty(queue)) FROM mq._queue_stats('uq2')}),
+	'promoted: a look at never-used uq2 records it');
+is($standby->safe_psql('postgres', $counts->('uq2')), '0/0/0', 'promoted: uq2 counts 0/0/0');
+$standby->safe_psql('postgres', q{SELECT mq.send('uq2', 'u2')});
+is($standby->safe_psql('postgres', $counts->('uq2') . q{; SELECT mq._queue_known_empty('uq2')}), "1/0/1\nf",
+	'promoted: a publish to uq2 drops its record and is counted');
 
 ############################################################################
 # 4. unlogged relations on a standby

@@ -12,6 +12,14 @@ BEGIN
     FOR r IN SELECT m.queue_name FROM pgmq.meta m LOOP
         qtable := pgmq.format_table_name(r.queue_name, 'q');
         atable := pgmq.format_table_name(r.queue_name, 'a');
+        -- the messages sent so far carry 0.1's keys: up to the sequence's
+        -- last value (whether or not it was called: a bound, not a count)
+        IF to_regclass(format('pgmq.%I', qtable || '_msg_id_seq')) IS NOT NULL THEN
+            EXECUTE format('INSERT INTO pgmq._legacy_keys (seq_oid, queue_name, last_msg_id)
+                              SELECT %L::regclass::oid, %L, last_value FROM pgmq.%I',
+                           format('pgmq.%I', qtable || '_msg_id_seq'), r.queue_name,
+                           qtable || '_msg_id_seq');
+        END IF;
         IF to_regclass(format('pgmq.%I', qtable)) IS NULL THEN
             EXECUTE format('CREATE VIEW pgmq.%I AS
                               SELECT msg_id, read_ct, enqueued_at, last_read_at, vt, message, headers

@@ -21,6 +21,16 @@ CREATE TABLE pgmq.max_reads (
             REFERENCES pgmq.meta (queue_name)
 );
 
+-- 0.1's keys of the messages it sent (pgmq._key_legacy; as in base.sql,
+-- filled by 0.1--0.2.post.sql)
+CREATE TABLE pgmq._legacy_keys (
+    seq_oid OID PRIMARY KEY,
+    queue_name VARCHAR NOT NULL
+        CONSTRAINT legacy_keys_meta_queue_name_fk
+            REFERENCES pgmq.meta (queue_name) ON DELETE CASCADE,
+    last_msg_id BIGINT NOT NULL
+);
+
 -- message_record gains last_read_at before vt (pgmq's shape): the type is
 -- made again, and with it every function that returns it and the views
 -- pgmq.q_<name> (made again by updates/0.1--0.2.post.sql)
