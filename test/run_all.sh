@@ -28,7 +28,10 @@
 #		QE_STRICT=0         a test listed in a schedule whose file is missing, or a
 #		                    test file listed in no schedule, is only a warning
 #		                    (default: either fails the run)
-#		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 1800)
+#		QE_PHASE_TIMEOUT    seconds per test phase before it is killed (default 3000:
+#		                    a guard against a hang, not a bound on speed; the TAP
+#		                    phase took 1570 s with two CPU-bound jobs beside it,
+#		                    and CI allows 90 minutes in all)
 #		PROVE_FLAGS         extra flags for prove (e.g. --verbose)
 #		QE_TAP_JOBS         TAP scripts run at once (default 4; each uses its own
 #		                    ports and directories; the HA ones mostly wait)
@@ -59,7 +62,7 @@ for arg in "$@"; do
 done
 
 PORT=${QE_TEST_PORT:-5499}
-PHASE_TIMEOUT=${QE_PHASE_TIMEOUT:-1800}
+PHASE_TIMEOUT=${QE_PHASE_TIMEOUT:-3000}
 T_START=$SECONDS
 WORK=""
 DATA=""
