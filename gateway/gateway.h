@@ -624,6 +624,7 @@ extern void http_page_head(Buf *b, const HttpPage *pg, int matched, int first, i
 extern void http_page_tail(Buf *b, const HttpPage *pg, int matched, int total);
 extern void http_page_end(HttpPage *pg);
 extern void http_reply_list(HttpReq *r, json_object *list, bool pageable);
+extern void http_reply_empty_list(HttpReq *r, PGresult *res);
 extern void http_forget_login(HttpReq *r, const char *role);
 
 /* http_users.c: users, permissions, policies, parameters */
@@ -632,8 +633,6 @@ extern void http_whoami(HttpReq *r);
 
 /* http_health.c: health checks and node-wide paths */
 extern bool http_health(HttpReq *r);
-
-/* http_rabbit.c */
 extern const char *http_node_name(void);
 
 /* pgsess.c */

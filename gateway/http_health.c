@@ -20,8 +20,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/http.h>
+
+/* the node's name, as RabbitMQ's rabbit@host: mq-amqp@host */
+const char *
+http_node_name(void)
+{
+	static char name[300];
+
+	if (name[0] == '\0')
+	{
+		char		host[256] = "localhost";
+
+		gethostname(host, sizeof(host) - 1);
+		snprintf(name, sizeof(name), "mq-amqp@%s", host);
+	}
+	return name;
+}
 
 /* the port of a HOST:PORT setting, dflt if it has none */
 static int
@@ -179,14 +196,6 @@ cluster_name(HttpReq *r, PGresult *res)
 	http_reply_json(r, 200, o);
 }
 
-static void
-empty_list(HttpReq *r, PGresult *res)
-{
-	if (!http_sql_ok(r, res))
-		return;
-	http_reply_list(r, json_object_new_array(), false);
-}
-
 /* /api/auth: no OAuth 2 (UAA): basic authentication onto PostgreSQL roles */
 static void
 auth_settings(HttpReq *r, PGresult *res)
@@ -266,7 +275,7 @@ http_health(HttpReq *r)
 	}
 	else if ((strcmp(s0, "extensions") == 0 || strcmp(s0, "feature-flags") == 0) &&
 			 r->nseg == 1)
-		then = empty_list;
+		then = http_reply_empty_list;
 	else if (strcmp(s0, "auth") == 0 && r->nseg == 1)
 		then = auth_settings;
 	else

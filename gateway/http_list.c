@@ -315,3 +315,16 @@ http_reply_list(HttpReq *r, json_object *list, bool pageable)
 	http_page_end(&pg);
 	http_reply_json(r, 200, shape_list(r, list));
 }
+
+/*
+ * A statement's answer callback for a listing that is always empty here
+ * (policies, parameters, limits, extensions, ...): run after a statement
+ * that checks the login, then []
+ */
+void
+http_reply_empty_list(HttpReq *r, PGresult *res)
+{
+	if (!http_sql_ok(r, res))
+		return;
+	http_reply_list(r, json_object_new_array(), false);
+}

@@ -19,36 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/http.h>
 
 #define RABBIT_API_VERSION "3.10.8"
 
 #define lengthof(a) (sizeof(a) / sizeof((a)[0]))
-
-/* the node's name, as RabbitMQ's rabbit@host */
-static const char *
-node_name(void)
-{
-	static char name[300];
-
-	if (name[0] == '\0')
-	{
-		char		host[256] = "localhost";
-
-		gethostname(host, sizeof(host) - 1);
-		snprintf(name, sizeof(name), "mq-amqp@%s", host);
-	}
-	return name;
-}
-
-/* the node's name, for the other files (http_health.c) */
-const char *
-http_node_name(void)
-{
-	return node_name();
-}
 
 /* {"rate": r} */
 static json_object *
@@ -385,7 +361,7 @@ qvalue(Buf *b, const QList *ql, int i, int f)
 			http_json_str(b, ql->vhost);
 			break;
 		case QF_NODE:
-			http_json_str(b, node_name());
+			http_json_str(b, http_node_name());
 			break;
 		case QF_STATE:
 			buf_bytes(b, "\"running\"", 9);
@@ -681,7 +657,7 @@ qsortval(QList *ql, int i, int f, const char *sub)
 		case QF_NODE:
 		case QF_STATE:
 			q->skind = 2;
-			q->sstr = f == QF_VHOST ? ql->vhost : f == QF_NODE ? node_name() : "running";
+			q->sstr = f == QF_VHOST ? ql->vhost : f == QF_NODE ? http_node_name() : "running";
 			return;
 		case QF_MESSAGES:
 		case QF_READY:
@@ -1780,8 +1756,8 @@ overview_done(HttpReq *r, PGresult *res)
 	json_object_object_add(o, "product_version", json_object_new_string(GW_VERSION));
 	json_object_object_add(o, "product_name", json_object_new_string("queue_ext"));
 	json_object_object_add(o, "rabbitmq_version", json_object_new_string(RABBIT_API_VERSION));
-	json_object_object_add(o, "cluster_name", json_object_new_string(node_name()));
-	json_object_object_add(o, "node", json_object_new_string(node_name()));
+	json_object_object_add(o, "cluster_name", json_object_new_string(http_node_name()));
+	json_object_object_add(o, "node", json_object_new_string(http_node_name()));
 	json_object_object_add(o, "disable_stats", json_object_new_boolean(false));
 	ms = json_object_new_object();
 	for (size_t i = 0; i < 4; i++)
@@ -1817,13 +1793,13 @@ overview_done(HttpReq *r, PGresult *res)
 		json_object *l = json_object_new_object();
 
 		port = strrchr(cfg.listen, ':');
-		json_object_object_add(l, "node", json_object_new_string(node_name()));
+		json_object_object_add(l, "node", json_object_new_string(http_node_name()));
 		json_object_object_add(l, "protocol", json_object_new_string("amqp"));
 		json_object_object_add(l, "port", json_object_new_int(port ? atoi(port + 1) : 5672));
 		json_object_array_add(ls, l);
 		l = json_object_new_object();
 		port = strrchr(cfg.http_listen, ':');
-		json_object_object_add(l, "node", json_object_new_string(node_name()));
+		json_object_object_add(l, "node", json_object_new_string(http_node_name()));
 		json_object_object_add(l, "protocol", json_object_new_string("http"));
 		json_object_object_add(l, "port", json_object_new_int(port ? atoi(port + 1) : 15672));
 		json_object_array_add(ls, l);
@@ -1876,7 +1852,7 @@ vhosts_done(HttpReq *r, PGresult *res)
 	json_object_object_add(v, "description", json_object_new_string(PQgetvalue(res, 0, 0)));
 	json_object_object_add(v, "tags", json_object_new_array());
 	json_object_object_add(v, "tracing", json_object_new_boolean(false));
-	json_object_object_add(cs, node_name(), json_object_new_string("running"));
+	json_object_object_add(cs, http_node_name(), json_object_new_string("running"));
 	json_object_object_add(v, "cluster_state", cs);
 	json_object_object_add(v, "messages", json_object_new_int64(atoll(PQgetvalue(res, 0, 1))));
 	json_object_object_add(v, "messages_ready", json_object_new_int64(atoll(PQgetvalue(res, 0, 2))));
@@ -1928,7 +1904,7 @@ conn_json(Conn *c)
 				nchan++;
 	snprintf(name, sizeof(name), "%s -> %s", c->peer, c->local);
 	json_object_object_add(o, "name", json_object_new_string(name));
-	json_object_object_add(o, "node", json_object_new_string(node_name()));
+	json_object_object_add(o, "node", json_object_new_string(http_node_name()));
 	json_object_object_add(o, "user", json_object_new_string(c->user));
 	json_object_object_add(o, "vhost", json_object_new_string(c->vhost[0] ? c->vhost : "/"));
 	json_object_object_add(o, "state", json_object_new_string(c->paused ? "flow" : "running"));
@@ -1995,7 +1971,7 @@ connections_done(HttpReq *r, PGresult *res)
 				snprintf(name, sizeof(name), "%s -> %s (%d)", c->peer, c->local, ch->id);
 				json_object_object_add(o, "name", json_object_new_string(name));
 				json_object_object_add(o, "number", json_object_new_int(ch->id));
-				json_object_object_add(o, "node", json_object_new_string(node_name()));
+				json_object_object_add(o, "node", json_object_new_string(http_node_name()));
 				json_object_object_add(o, "user", json_object_new_string(c->user));
 				json_object_object_add(o, "vhost", json_object_new_string(c->vhost[0] ? c->vhost : "/"));
 				json_object_object_add(o, "state", json_object_new_string(ch->state == CH_OPEN ? "running" : "closing"));
@@ -2112,7 +2088,7 @@ nodes_done(HttpReq *r, PGresult *res)
 	}
 	a = json_object_new_array();
 	n = json_object_new_object();
-	json_object_object_add(n, "name", json_object_new_string(node_name()));
+	json_object_object_add(n, "name", json_object_new_string(http_node_name()));
 	json_object_object_add(n, "type", json_object_new_string("disc"));
 	json_object_object_add(n, "running", json_object_new_boolean(true));
 	json_object_object_add(n, "mem_used", json_object_new_int(0));
@@ -2121,7 +2097,7 @@ nodes_done(HttpReq *r, PGresult *res)
 	json_object_array_add(a, n);
 	if (r->nseg >= 2)
 	{
-		if (strcmp(r->seg[1], node_name()) != 0)
+		if (strcmp(r->seg[1], http_node_name()) != 0)
 		{
 			json_object_put(a);
 			http_not_found(r);

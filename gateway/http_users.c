@@ -810,14 +810,6 @@ perm_change(HttpReq *r)
 
 /* for paths that answer without a statement: the login checked first */
 static void
-empty_list(HttpReq *r, PGresult *res)
-{
-	if (!http_sql_ok(r, res))
-		return;
-	http_reply_list(r, json_object_new_array(), false);
-}
-
-static void
 not_found_after_login(HttpReq *r, PGresult *res)
 {
 	if (!http_sql_ok(r, res))
@@ -841,7 +833,7 @@ none_kept(HttpReq *r, int list_segs, const char *why)
 	if (!is_get(r))
 		http_bad_request(r, why);
 	else if (r->nseg <= list_segs)
-		http_sql(r, "SELECT 1", 0, NULL, empty_list);
+		http_sql(r, "SELECT 1", 0, NULL, http_reply_empty_list);
 	else
 		http_sql(r, "SELECT 1", 0, NULL, not_found_after_login);
 }
