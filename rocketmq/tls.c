@@ -145,6 +145,13 @@ tls_init(const char *cert_path, const char *key_path)
 	SSL_CTX_set_min_proto_version(tls_ctx, TLS1_2_VERSION);
 	SSL_CTX_set_options(tls_ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
 						SSL_OP_CIPHER_SERVER_PREFERENCE);
+	/*
+	 * an idle connection keeps no read and write buffers, and no session is
+	 * kept after its connection (OpenSSL's server cache would hold up to
+	 * 20,480; resumption by ticket still works): bench/README.md, TLS
+	 */
+	SSL_CTX_set_mode(tls_ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_session_cache_mode(tls_ctx, SSL_SESS_CACHE_OFF);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
 
 	/*
