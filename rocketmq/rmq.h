@@ -12,6 +12,7 @@
  *	tls.c		TLS of the listener (--tls-cert): OpenSSL's context, a
  *				connection's TLS bufferevent
  *	pg.c		asynchronous libpq sessions, pooled per (database, role)
+ *	check.c		RocketMQ's rules for names and messages (what a Proxy refuses)
  *	auth.c		the credentials file, request signatures and their roles
  *	config.c	the settings and the log
  *
@@ -68,6 +69,15 @@ extern int	rmq_max_connections;
 extern FILE *open_private_file(const char *path, const char *what);
 extern void logmsg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void die(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * check.c: 0 when a name or message keeps RocketMQ's rules, else the status
+ * code, with why set to the client's message (a message: of a SendMessage
+ * whose first message names topic)
+ */
+extern int	rmq_check_topic(const char *name, const char **why);
+extern int	rmq_check_group(const char *name, const char **why);
+extern int	rmq_check_message(const PB(Message) * m, const char *topic, const char **why);
 
 /* auth.c: the credentials file (exits on a bad one) */
 extern void auth_read_credentials(const char *path);
