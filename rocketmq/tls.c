@@ -56,7 +56,7 @@ ssl_errors(char *buf, size_t len)
 	while ((e = ERR_get_error()) != 0)
 		n = add_error(buf, len, n, e);
 	if (buf[0] == '\0')
-		str_copy(buf, len, "no OpenSSL error");
+		snprintf(buf, len, "no OpenSSL error");
 	return buf;
 }
 
@@ -228,7 +228,7 @@ tls_error(struct bufferevent *bev, char *buf, size_t len)
 	}
 	ERR_clear_error();
 	if (buf[0] == '\0')
-		str_copy(buf, len, "the connection failed");
+		snprintf(buf, len, "the connection failed");
 	if (plain)
 		snprintf(buf + n, len - n, " (not TLS: a client without TLS, e.g. sslEnabled false?)");
 	return buf;
