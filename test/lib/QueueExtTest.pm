@@ -43,7 +43,7 @@ use Time::HiRes ();
 our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_groups_out_of_order qe_reap
   qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing
   qe_hba_first qe_gateway qe_listening qe_gateway_stop qe_amqp_checks qe_mqctl_env qe_mqctl_run
-  qe_which qe_run qe_node_missing qe_npm_ci qe_rocketmq qe_script_checks);
+  qe_which qe_run qe_node_missing qe_npm_ci qe_rocketmq qe_script_checks qe_closed_by_peer);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -384,6 +384,26 @@ sub qe_script_checks
 	}
 	Test::More::like($out, qr/^checks: DONE$/m, "$what ran to its end") or Test::More::diag("$out$err");
 	Test::More::is($rc, 0, "$what exits 0") or Test::More::diag("$out$err");
+}
+
+# Read from socket $sock until the other end closes it: (whether it did within
+# 120 s, the bytes read meanwhile)
+sub qe_closed_by_peer
+{
+	my ($sock) = @_;
+	my ($buf, $all) = ('', '');
+	my $rin = '';
+	vec($rin, fileno($sock), 1) = 1;
+	my $until = time() + 120;
+	while (time() < $until)
+	{
+		my $rout = $rin;
+		next unless select($rout, undef, undef, 1) > 0;
+		my $n = sysread($sock, $buf, 4096);
+		return (1, $all) if !defined $n || $n == 0;
+		$all .= $buf;
+	}
+	return (0, $all);
 }
 
 # Why a test of a Node.js client cannot run here (a reason to skip), or undef

@@ -137,30 +137,13 @@ sub wait_for_port
 }
 ok(wait_for_port(), "mq-rocketmq listens on 127.0.0.1:$port");
 
-# Read from $sock until the gateway closes it (true) or 120 s pass (false)
-sub closed_by_gateway
-{
-	my ($sock) = @_;
-	my $buf;
-	my $rin = '';
-	vec($rin, fileno($sock), 1) = 1;
-	my $until = time() + 120;
-	while (time() < $until)
-	{
-		my $rout = $rin;
-		next unless select($rout, undef, undef, 1) > 0;
-		my $n = sysread($sock, $buf, 4096);
-		return 1 if !defined $n || $n == 0;
-	}
-	return 0;
-}
 # a client that never sends the HTTP/2 preface, and one that sends garbage,
 # are disconnected (no hang, no crash: the clients below still run)
 my $silent = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-ok(closed_by_gateway($silent), 'a connection that never speaks is closed by the gateway');
+ok((qe_closed_by_peer($silent))[0], 'a connection that never speaks is closed by the gateway');
 my $garbage = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
 syswrite($garbage, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" . ("\xff\x00\x13garbage" x 500));
-ok(closed_by_gateway($garbage), 'a connection sending bad HTTP/2 frames is closed');
+ok((qe_closed_by_peer($garbage))[0], 'a connection sending bad HTTP/2 frames is closed');
 
 # the client from npm, pinned, in a scratch copy (as test 037 does for amqplib)
 my $clients = "$FindBin::RealBin/../rocketmq_clients";
@@ -218,38 +201,14 @@ my @expected = qw(producer_start send_normal send_fifo1 send_fifo2 send_delay se
   query_route_topic_not_found);
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/gateway_checks.js" ], 600,
 	{ %env, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
-my %result;
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-}
-for my $name (@expected)
-{
-	my $r = $result{$name};
-	ok($r && $r->[0], "gateway_checks: $name") or diag($r ? $r->[1] : 'not run');
-}
-like($out, qr/^checks: DONE$/m, 'gateway_checks.js ran to its end');
-is($rc, 0, 'gateway_checks.js exits 0') or diag("$out$err");
+qe_script_checks('gateway_checks', $rc, $out, $err, @expected);
 
 # The PushConsumer (QueryAssignment, auto-renew receives without a
 # duration, a failed message retried by the client's ChangeInvisibleDuration)
 my @push = qw(push_consumer_start push_all_consumed push_once_each push_retried_after_failure);
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/push_check.js" ], 600,
 	{ %env, RMQ_PUSH_GROUP => 'rmq_push', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
-%result = ();
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-}
-for my $name (@push)
-{
-	my $r = $result{$name};
-	ok($r && $r->[0], "push_check: $name") or diag($r ? $r->[1] : 'not run');
-}
-is($rc, 0, 'push_check.js exits 0') or diag("$out$err");
-like($out, qr/^checks: DONE$/m, 'push_check.js ran to its end');
+qe_script_checks('push_check', $rc, $out, $err, @push);
 
 # A group's retry policy and FIFO flag in the Settings, max attempts, lease
 # renewal, FIFO PushConsumer (on its own topic: the counts below are rmq_topic's)
@@ -259,19 +218,7 @@ my @policy = qw(settings_retry_group settings_fifo_group settings_backoff push_p
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/push_policy_check.js" ], 600,
 	{ %env, RMQ_TOPIC => 'rmq_policy', RMQ_RETRY_GROUP => 'rmq_retry', RMQ_FIFO_GROUP => 'rmq_fifo',
 	  RMQ_SLOW_MS => 25000, RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
-%result = ();
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-}
-for my $name (@policy)
-{
-	my $r = $result{$name};
-	ok($r && $r->[0], "push_policy_check: $name") or diag($r ? $r->[1] : 'not run');
-}
-is($rc, 0, 'push_policy_check.js exits 0') or diag("$out$err");
-like($out, qr/^checks: DONE$/m, 'push_policy_check.js ran to its end');
+qe_script_checks('push_policy_check', $rc, $out, $err, @policy);
 # the message failed max_retries + 1 times is in the group's DLQ, dead-lettered
 # by the group; the FIFO consumer's forwarded its own
 ok($node->poll_query_until('postgres', q{
@@ -288,38 +235,14 @@ my @filter = qw(tag_filter sql92_filter bad_selector_refused);
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/filter_check.js" ], 600,
 	{ %env, RMQ_TAG_GROUP => 'rmq_tag', RMQ_SQL_GROUP => 'rmq_sql',
 	  RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
-%result = ();
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-}
-for my $name (@filter)
-{
-	my $r = $result{$name};
-	ok($r && $r->[0], "filter_check: $name") or diag($r ? $r->[1] : 'not run');
-}
-is($rc, 0, 'filter_check.js exits 0') or diag("$out$err");
-like($out, qr/^checks: DONE$/m, 'filter_check.js ran to its end');
+qe_script_checks('filter_check', $rc, $out, $err, @filter);
 
 # Sends and acks that arrive together (one statement for several of them):
 # each still gets its own status, each message is stored once
 my @batch = qw(batch_sends_ok batch_sends_missing_topic batch_sends_received_once batch_acks);
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/batch_check.js" ], 600,
 	{ %env, RMQ_BATCH_GROUP => 'rmq_batch', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
-%result = ();
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-}
-for my $name (@batch)
-{
-	my $r = $result{$name};
-	ok($r && $r->[0], "batch_check: $name") or diag($r ? $r->[1] : 'not run');
-}
-is($rc, 0, 'batch_check.js exits 0') or diag("$out$err");
-like($out, qr/^checks: DONE$/m, 'batch_check.js ran to its end');
+qe_script_checks('batch_check', $rc, $out, $err, @batch);
 
 # Consumers of one group that subscribe with different expressions: each
 # receive applies its own (as a Proxy's pop), the gateway logs the disagreement
@@ -327,19 +250,7 @@ my @mixed = qw(mixed_subscriptions_own_expression mixed_subscriptions_rejected_s
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/subscription_check.js" ], 600,
 	{ %env, RMQ_TOPIC => 'rmq_policy', RMQ_MIXED_GROUP => 'rmq_mixed',
 	  RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
-%result = ();
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-}
-for my $name (@mixed)
-{
-	my $r = $result{$name};
-	ok($r && $r->[0], "subscription_check: $name") or diag($r ? $r->[1] : 'not run');
-}
-is($rc, 0, 'subscription_check.js exits 0') or diag("$out$err");
-like($out, qr/^checks: DONE$/m, 'subscription_check.js ran to its end');
+qe_script_checks('subscription_check', $rc, $out, $err, @mixed);
 like(PostgreSQL::Test::Utils::slurp_file($log),
 	qr/consumer group "rmq_mixed" of topic "rmq_policy": client "[^"]+" subscribes with TAG "TagB", another consumer of the group with TAG "TagA"/,
 	'the gateway logs that the consumers of a group disagree');
@@ -350,19 +261,7 @@ my @tx = qw(transaction_send transaction_rollback transaction_commit transaction
   transaction_check_back_answers_taken transaction_rollback_after_commit_refused transaction_unknown_id_refused);
 ($rc, $out, $err) = qe_run([ 'node', "$node_dir/tx_check.js" ], 600,
 	{ %env, RMQ_TX_GROUP => 'rmq_tx', RMQ_ACCESS_KEY => 'AK_APP', RMQ_SECRET_KEY => 'app-secret' });
-%result = ();
-for my $line (split /\n/, $out)
-{
-	$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-	$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-}
-for my $name (@tx)
-{
-	my $r = $result{$name};
-	ok($r && $r->[0], "tx_check: $name") or diag($r ? $r->[1] : 'not run');
-}
-is($rc, 0, 'tx_check.js exits 0') or diag("$out$err");
-like($out, qr/^checks: DONE$/m, 'tx_check.js ran to its end');
+qe_script_checks('tx_check', $rc, $out, $err, @tx);
 is($node->safe_psql('postgres', q{
 	SELECT string_agg(state || ' ' || decided_by, ',' ORDER BY state) FROM mq.half_messages
 	 WHERE producer_group = 'rocketmq'}),

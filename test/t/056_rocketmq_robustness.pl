@@ -110,20 +110,8 @@ sub robust
 	my ($mode, $timeout, $env, @expected) = @_;
 	my ($rc, $out, $err) = qe_run([ 'sh', '-c', 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec node "$@"', 'node',
 			"$node_dir/robust_check.js", $mode ], $timeout, { %env, %$env });
-	my %result;
-	for my $line (split /\n/, $out)
-	{
-		$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
-		$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
-		diag("$mode: $1") if $line =~ /^# (.*)$/;
-	}
-	for my $name (@expected)
-	{
-		my $r = $result{$name};
-		ok($r && $r->[0], "$mode: $name") or diag($r ? $r->[1] : 'not run');
-	}
-	like($out, qr/^checks: DONE$/m, "$mode ran to its end") or diag("$out$err");
-	is($rc, 0, "$mode exits 0") or diag("$out$err");
+	diag("$mode: $1") while $out =~ /^# (.*)$/mg;
+	qe_script_checks($mode, $rc, $out, $err, @expected);
 }
 
 # ---- bad input, every RPC --------------------------------------------------------------

@@ -119,31 +119,12 @@ is($node->safe_psql('postgres', q{
 	 WHERE r.tag = 'TagTLS' AND r.headers->'x-rocketmq'->'keys' = '["tls-key-1", "tls-key-2"]'}),
 	'1', 'the message sent over TLS is in the stream, with its tag and keys');
 
-# Read from $sock until the gateway closes it: (whether it did within
-# 120 s, the bytes read)
-sub closed_by_gateway
-{
-	my ($sock) = @_;
-	my ($buf, $all) = ('', '');
-	my $rin = '';
-	vec($rin, fileno($sock), 1) = 1;
-	my $until = time() + 120;
-	while (time() < $until)
-	{
-		my $rout = $rin;
-		next unless select($rout, undef, undef, 1) > 0;
-		my $n = sysread($sock, $buf, 4096);
-		return (1, $all) if !defined $n || $n == 0;
-		$all .= $buf;
-	}
-	return (0, $all);
-}
 
 # clients that must be refused; after them the TLS client is served
 tls_check('plain', \%env, qw(plain_client_refused));
 my $plain = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
 syswrite($plain, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" . "\0\0\0\4\0\0\0\0\0");
-my ($closed, $got) = closed_by_gateway($plain);
+my ($closed, $got) = qe_closed_by_peer($plain);
 ok($closed, 'plain-text HTTP/2 on the TLS listener: the gateway closes the connection');
 unlike($got, qr/\A\x00\x00.\x04/s, 'and sent it no HTTP/2 SETTINGS');
 tls_check('noca', { %env, NODE_EXTRA_CA_CERTS => $ENV{NODE_EXTRA_CA_CERTS} // '' },
@@ -155,7 +136,7 @@ like("$out$err", qr/no application protocol/, 'a TLS client offering ALPN "http/
 	'-CAfile', "$dir/ca.pem", '-alpn', 'h2', '-tls1_1' ], 60);
 like("$out$err", qr/alert protocol version|no protocols available/, 'TLS 1.1 is refused');
 my $silent = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-($closed) = closed_by_gateway($silent);
+($closed) = qe_closed_by_peer($silent);
 ok($closed, 'a connection that never starts its TLS handshake is closed by the gateway');
 tls_check('roundtrip', \%trust, qw(tls_send tls_received tls_round_trip tls_ack));
 
