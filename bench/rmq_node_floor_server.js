@@ -20,6 +20,9 @@
 //           server side): a second server stack
 //   RMQ_FLOOR_ADVERTISE=HOST:PORT: the broker address its routes give (default
 //   HOST:PORT), as mq-rocketmq's --advertise (e.g. a frame-counting proxy's)
+//   RMQ_FLOOR_DELAY_MS=MS: answer each SendMessage MS milliseconds late (a
+//   timer; fractions allowed), as a server that commits would: the client's
+//   cost of waiting for its answer, without anything else of a real server
 // Prints "listening HOST:PORT" when ready; runs until killed.
 'use strict';
 
@@ -36,6 +39,7 @@ const [host, portText] = listen.split(':');
 const port = parseInt(portText, 10);
 const [advHost, advPort] = (process.env.RMQ_FLOOR_ADVERTISE || listen).split(':');
 const N_QUEUES = 4;
+const DELAY_MS = parseFloat(process.env.RMQ_FLOOR_DELAY_MS || '0');
 let offset = 0;
 
 function ok() {
@@ -80,6 +84,14 @@ function sendMessage(req) {
   return new pb.SendMessageResponse().setStatus(ok()).setEntriesList(entries);
 }
 
+// f() now, or DELAY_MS later
+function later(f) {
+  if (DELAY_MS > 0)
+    setTimeout(f, DELAY_MS);
+  else
+    f();
+}
+
 const unary = {
   QueryRoute: [pb.QueryRouteRequest, queryRoute],
   Heartbeat: [pb.HeartbeatRequest, () => new pb.HeartbeatResponse().setStatus(ok())],
@@ -94,7 +106,7 @@ function grpcServer() {
   const impl = {
     queryRoute: (call, cb) => cb(null, queryRoute(call.request)),
     heartbeat: (call, cb) => cb(null, unary.Heartbeat[1](call.request)),
-    sendMessage: (call, cb) => cb(null, sendMessage(call.request)),
+    sendMessage: (call, cb) => later(() => cb(null, sendMessage(call.request))),
     notifyClientTermination: (call, cb) => cb(null, unary.NotifyClientTermination[1](call.request)),
     telemetry: call => {
       call.on('data', cmd => {
@@ -160,8 +172,10 @@ function h2Server() {
         return;
       }
       const out = u[1](u[0].deserializeBinary(buf.subarray(5)));
-      respond();
-      stream.end(frame(out.serializeBinary()));
+      (name === 'SendMessage' ? later : f => f())(() => {
+        respond();
+        stream.end(frame(out.serializeBinary()));
+      });
     });
   });
   server.listen(port, host, () => console.log(`listening ${listen} http2`));

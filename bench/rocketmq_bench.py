@@ -25,6 +25,10 @@ underneath), then runs, in an order rotated every repetition:
   recv+ack  everything the side sent: the Node client's SimpleConsumer
             (receive 32, the acks of a batch together), pika (a stream
             consumer, x-stream-offset first, prefetch 64, one ack a message).
+--node-warmup N adds the Node sends and Heartbeats again, timed after N
+untimed calls (rocketmq-warm, node-noop-warm): V8 compiles the client over
+its first thousands of calls, and the default workloads time mostly that
+(bench/results/2026-12-06-*-rmq-node-floor.md).
 Each workload reports msg/s, p50/p99 latency (ms; for recv a batch's receive
 + acks) and the CPU it cost per message (microseconds): the client process,
 the gateway (/proc/PID/stat) and the server (every process of the cluster).
@@ -235,8 +239,9 @@ class Bench:
         return (proc_cpu(self.a.rmq_pid) + (proc_cpu(self.a.base_pid) if self.a.base_pid else 0),
                 proc_cpu(self.a.amqp_pid))
 
-    def node(self, mode, topic, n, inflight, group='', endpoint=None):
-        env = dict(self.env, RMQ_TOPIC=topic, RMQ_GROUP=group, RMQ_ENDPOINT=endpoint or self.a.rmq)
+    def node(self, mode, topic, n, inflight, group='', endpoint=None, warmup=1):
+        env = dict(self.env, RMQ_TOPIC=topic, RMQ_GROUP=group, RMQ_ENDPOINT=endpoint or self.a.rmq,
+                   RMQ_WARMUP=str(warmup))
         return self.run(['node', os.path.join(HERE, 'rocketmq_bench.js'), mode, str(n), str(inflight)], env)
 
     def pika(self, mode, queue, n, inflight):
@@ -309,6 +314,9 @@ def main():
     ap.add_argument('--only', default='', help='comma list of send1,send64,recv')
     ap.add_argument('--no-h2load', dest='h2load', action='store_false',
                     help='without the h2load workloads (nghttp2-client)')
+    ap.add_argument('--node-warmup', type=int, default=0,
+                    help='also run the Node sends and Heartbeats after this many untimed calls '
+                    '(rocketmq-warm, node-noop-warm): the client once V8 has compiled it')
     a = ap.parse_args()
     b = Bench(a)
     only = set(a.only.split(',')) if a.only else {'send1', 'send64', 'recv'}
@@ -366,6 +374,9 @@ def main():
                      ('send1 sql-prepared', lambda: b.sql(t_sql, a.n_seq, 1, 'prepared')),
                      ('send1 sql-unnamed', lambda: b.sql(t_sql, a.n_seq, 1, 'unnamed')),
                      ('send1 node-noop', lambda: b.node('noop', t_rmq, a.n_seq, 1))]
+            if a.node_warmup:
+                jobs += [('send1 rocketmq-warm', lambda: b.node('send', t_rmq, a.n_seq, 1, warmup=a.node_warmup)),
+                         ('send1 node-noop-warm', lambda: b.node('noop', t_rmq, a.n_seq, 1, warmup=a.node_warmup))]
             if a.h2load:
                 jobs += [('send1 h2load', lambda: b.h2load(t_rmq, a.n_seq, 1))]
             if a.base:
@@ -375,6 +386,9 @@ def main():
                      ('send64 amqp', lambda: b.pika('send', t_amqp, a.n_par, 64)),
                      ('send64 sql-prepared', lambda: b.sql(t_sql, a.n_par, 64, 'prepared')),
                      ('send64 node-noop', lambda: b.node('noop', t_rmq, a.n_par, 64))]
+            if a.node_warmup:
+                jobs += [('send64 rocketmq-warm', lambda: b.node('send', t_rmq, a.n_par, 64, warmup=a.node_warmup)),
+                         ('send64 node-noop-warm', lambda: b.node('noop', t_rmq, a.n_par, 64, warmup=a.node_warmup))]
             if a.h2load:
                 jobs += [('send64 h2load', lambda: b.h2load(t_rmq, a.n_par, 64))]
             if a.base:
@@ -416,7 +430,7 @@ def main():
             ratios = [r['rate'] / q['rate'] for r, q in zip(res['%s rocketmq' % w], res['%s rocketmq-base' % w])]
             print('%s: rocketmq / rocketmq-base msg/s, per repetition %s, median %.2fx'
                   % (w, ' '.join('%.2f' % x for x in ratios), statistics.median(ratios)))
-        for who in ('rocketmq', 'h2load', 'node-noop'):
+        for who in ('rocketmq', 'rocketmq-warm', 'h2load', 'node-noop', 'node-noop-warm'):
             if '%s %s' % (w, who) in res and '%s amqp' % w in res:
                 ratios = [r['rate'] / q['rate'] for r, q in zip(res['%s %s' % (w, who)], res['%s amqp' % w])]
                 print('%s: %s / amqp msg/s, per repetition %s, median %.2fx (goal >= 0.8x)'
