@@ -226,9 +226,11 @@ class Bench:
         if r.returncode:
             raise RuntimeError('%s failed: %s%s' % (' '.join(cmd), r.stdout, r.stderr))
         res = json.loads(r.stdout.strip().splitlines()[-1])
-        n = res['n']
-        # the client's own count of its timed part when it gives one (not its start-up)
-        res['cpu_client_us'] = res.get('client_cpu_us', (c1 - c0) / n * 1e6)
+        # the client's own count of its timed part when it gives one (not its start-up);
+        # the gateway's and the server's are over the whole run, so per call of the
+        # timed part and of the warm-up both when there was one (--node-warmup)
+        res['cpu_client_us'] = res.get('client_cpu_us', (c1 - c0) / res['n'] * 1e6)
+        n = res['n'] + (res['warmup'] if res.get('warmup', 1) > 1 else 0)
         res['cpu_gw_us'] = (g1[0] - g0[0] + g1[1] - g0[1]) / n * 1e6
         res['cpu_rmq_us'] = (g1[0] - g0[0]) / n * 1e6
         res['cpu_amqp_us'] = (g1[1] - g0[1]) / n * 1e6
