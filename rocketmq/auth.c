@@ -18,12 +18,10 @@
  */
 #include "rmq.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/stat.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -46,18 +44,10 @@ static int	n_credentials;
 void
 auth_read_credentials(const char *path)
 {
-	FILE	   *f = fopen(path, "r");
-	struct stat st;
+	FILE	   *f = open_private_file(path, "credentials file");
 	char		line[1024];
 	int			lineno = 0;
 
-	if (f == NULL)
-		die("cannot open credentials file \"%s\": %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-		die("credentials file \"%s\" is not a regular file", path);
-	if (st.st_mode & (S_IRWXG | S_IRWXO))
-		die("credentials file \"%s\" has group or world access (mode %04o); chmod 600 it",
-			path, (unsigned) (st.st_mode & 07777));
 	while (fgets(line, sizeof(line), f))
 	{
 		char	   *ak,

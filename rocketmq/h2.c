@@ -14,6 +14,13 @@
  * is still open (server streaming, Telemetry) defers its DATA until rpc.c
  * sends more or finishes it.
  *
+ * Under TLS (tls.c) the bufferevent is a TLS one and every byte goes
+ * through it; on plain TCP output may go straight to the socket
+ * (conn_write_direct).  A connection has HANDSHAKE_TIMEOUT seconds from
+ * its accept to finish any TLS handshake and send the HTTP/2 preface and
+ * its first frame, however slowly it trickles bytes; after that it may
+ * stay idle (RocketMQ clients keep theirs).
+ *
  *-------------------------------------------------------------------------
  */
 #include "rmq.h"
@@ -26,7 +33,10 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-/* seconds a new connection has to send its HTTP/2 connection preface */
+/*
+ * seconds a new connection has to finish its TLS handshake (if any) and
+ * send the HTTP/2 connection preface and first frame
+ */
 #define HANDSHAKE_TIMEOUT 10
 
 /* a request message larger than this ends the stream (RESOURCE_EXHAUSTED) */
@@ -53,7 +63,18 @@ struct Conn
 	bool		free_scheduled;
 	bool		greeted;		/* the client's connection preface arrived */
 	bool		throttled;		/* OUTPUT_HIGH reached: not reading */
+	bool		tls;			/* bev is a TLS bufferevent (tls.c) */
+	struct event *hello;		/* HANDSHAKE_TIMEOUT, until greeted */
 };
+
+/* the connections open, each until conn_free (--max-connections) */
+static int	n_conns;
+
+int
+h2_connections(void)
+{
+	return n_conns;
+}
 
 /* the layer above's handlers of stream events (rpc.c registers them) */
 static const StreamHandlers *handlers;
@@ -175,7 +196,8 @@ conn_flush(Conn *c)
 	if (c->dead || c->flushing)
 		return;
 	c->flushing = true;
-	can_direct = evbuffer_get_length(out) == 0;
+	/* TLS: every byte through the TLS bufferevent */
+	can_direct = !c->tls && evbuffer_get_length(out) == 0;
 	while (evbuffer_get_length(out) < OUTPUT_HIGH)
 	{
 		const uint8_t *data;
@@ -515,8 +537,16 @@ on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *dat
 static int
 on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 {
+	Conn	   *c = user;
 	Stream	   *s;
 
+	if (!c->greeted)
+	{
+		/* it spoke HTTP/2 (preface, then a frame): idle clients may stay */
+		c->greeted = true;
+		event_free(c->hello);
+		c->hello = NULL;
+	}
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	s = stream_find(user, frame->hd.stream_id);
@@ -596,6 +626,9 @@ conn_free(Conn *c)
 	c->streams = NULL;
 	nghttp2_session_del(c->h2);
 	bufferevent_free(c->bev);
+	if (c->hello)
+		event_free(c->hello);
+	n_conns--;
 	if (rmq_verbose)
 		logmsg("%s: connection closed", c->peer);
 	free(c);
@@ -629,13 +662,6 @@ on_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	evbuffer_drain(in, n);
-	if (!c->greeted && n > 0)
-	{
-		/* it spoke HTTP/2: no timeout any more, idle clients may stay */
-		c->greeted = true;
-		bufferevent_set_timeouts(c->bev, NULL, NULL);
-		bufferevent_enable(c->bev, EV_READ);
-	}
 	conn_flush(c);
 }
 
@@ -664,12 +690,34 @@ static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
 	Conn	   *c = arg;
+	char		msg[512];
 
+	if ((what & BEV_EVENT_CONNECTED) && c->tls && rmq_verbose)
+	{
+		/* the TLS handshake is done (ALPN chose h2: tls.c) */
+		tls_describe(bev, msg, sizeof(msg));
+		logmsg("%s: TLS (%s)", c->peer, msg);
+	}
+	if ((what & BEV_EVENT_ERROR) && c->tls && rmq_verbose)
+		logmsg("%s: TLS %s: %s", c->peer, c->greeted ? "error" : "handshake failed",
+			   tls_error(bev, msg, sizeof(msg)));
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
 		conn_schedule_free(c);
 }
 
-/* A new client connection on socket fd. */
+/* HANDSHAKE_TIMEOUT passed and the client has not spoken HTTP/2 */
+static void
+on_hello_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	Conn	   *c = arg;
+
+	if (rmq_verbose)
+		logmsg("%s: no %sHTTP/2 preface in %d s: closing", c->peer,
+			   c->tls ? "TLS handshake and " : "", HANDSHAKE_TIMEOUT);
+	conn_schedule_free(c);
+}
+
+/* A new client connection on socket fd (TLS when tls.c is on). */
 void
 h2_accept(evutil_socket_t fd, const char *peer)
 {
@@ -679,9 +727,34 @@ h2_accept(evutil_socket_t fd, const char *peer)
 		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1000},
 		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
 	};
+	struct timeval tv = {HANDSHAKE_TIMEOUT, 0};
 
+	if (c == NULL)
+	{
+		logmsg("%s: out of memory: connection closed", peer);
+		evutil_closesocket(fd);
+		return;
+	}
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	c->bev = bufferevent_socket_new(rmq_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->tls = tls_enabled();
+	if (c->tls)
+		c->bev = tls_bufferevent(fd, c->peer);
+	else
+		c->bev = bufferevent_socket_new(rmq_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->hello = evtimer_new(rmq_base, on_hello_timeout, c);
+	if (c->bev == NULL || c->hello == NULL)
+	{
+		logmsg("%s: out of memory: connection closed", peer);
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			evutil_closesocket(fd);	/* (EBADF if libevent closed it) */
+		if (c->hello)
+			event_free(c->hello);
+		free(c);
+		return;
+	}
+	n_conns++;
 	nghttp2_session_callbacks_new(&cbs);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
 	nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
@@ -694,12 +767,8 @@ h2_accept(evutil_socket_t fd, const char *peer)
 	nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
 	bufferevent_setwatermark(c->bev, EV_WRITE, OUTPUT_HIGH / 2, 0);
-	{
-		/* a client that says nothing is dropped (BEV_EVENT_TIMEOUT) */
-		struct timeval tv = {HANDSHAKE_TIMEOUT, 0};
-
-		bufferevent_set_timeouts(c->bev, &tv, NULL);
-	}
+	/* a client that does not speak HTTP/2 in time is dropped */
+	evtimer_add(c->hello, &tv);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	if (rmq_verbose)
 		logmsg("%s: connection", c->peer);

@@ -51,6 +51,15 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 		port = ntohs(((struct sockaddr_in6 *) sa)->sin6_port);
 	}
 	snprintf(peer, sizeof(peer), "%s:%d", host, port);
+	if (h2_connections() >= rmq_max_connections)
+	{
+		/* over --max-connections: closed at once, the others unaffected */
+		if (rmq_verbose)
+			logmsg("%s: closed at once: %d connections open (--max-connections)",
+				   peer, h2_connections());
+		evutil_closesocket(fd);
+		return;
+	}
 	evutil_make_socket_nonblocking(fd);
 	/*
 	 * an answer's frames (headers, data, trailers) go out at once: without
@@ -115,7 +124,11 @@ usage(FILE *f)
 			"  --insecure-loopback-role=ROLE\n"
 			"                            DEVELOPMENT ONLY: unsigned requests act as ROLE\n"
 			"                            (only with a loopback --listen address)\n"
+			"  --tls-cert=FILE           TLS only: the server's certificate, then its chain (PEM)\n"
+			"  --tls-key=FILE            its private key (PEM, unencrypted, mode 0600)\n"
 			"  --max-clock-skew=SECONDS  how far a signed x-mq-date-time may be off (default 900)\n"
+			"  --max-connections=N       most client connections at once; more are closed at\n"
+			"                            once (default 10000)\n"
 			"  --max-sessions=N          most PostgreSQL sessions at once (default 100)\n"
 			"  --max-body-size=BYTES     largest message body (default 4194304)\n"
 			"  --producer-group=NAME     queue_ext producer group of transactional messages\n"
@@ -164,6 +177,9 @@ main(int argc, char **argv)
 		{"credentials", required_argument, NULL, 'c'},
 		{"insecure-loopback-role", required_argument, NULL, 'i'},
 		{"max-clock-skew", required_argument, NULL, 'k'},
+		{"tls-cert", required_argument, NULL, 'C'},
+		{"tls-key", required_argument, NULL, 'K'},
+		{"max-connections", required_argument, NULL, 'm'},
 		{"max-sessions", required_argument, NULL, 's'},
 		{"max-body-size", required_argument, NULL, 'b'},
 		{"producer-group", required_argument, NULL, 'p'},
@@ -178,6 +194,8 @@ main(int argc, char **argv)
 	const char *advertise = NULL;
 	const char *conninfo = "";
 	const char *cred_path = NULL;
+	const char *tls_cert = NULL;
+	const char *tls_key = NULL;
 	char		host[256],
 				adv_host[256];
 	int			port,
@@ -213,6 +231,15 @@ main(int argc, char **argv)
 			case 'k':
 				rmq_max_clock_skew = atoi(optarg);
 				break;
+			case 'C':
+				tls_cert = optarg;
+				break;
+			case 'K':
+				tls_key = optarg;
+				break;
+			case 'm':
+				rmq_max_connections = atoi(optarg);
+				break;
 			case 's':
 				rmq_max_sessions = atoi(optarg);
 				break;
@@ -244,8 +271,11 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die("unexpected argument \"%s\" (try --help)", argv[optind]);
-	if (rmq_max_sessions < 1 || rmq_max_body < 1 || rmq_max_clock_skew < 1)
-		die("--max-sessions, --max-body-size and --max-clock-skew must be positive");
+	if (rmq_max_sessions < 1 || rmq_max_body < 1 || rmq_max_clock_skew < 1 ||
+		rmq_max_connections < 1)
+		die("--max-sessions, --max-body-size, --max-clock-skew and --max-connections must be positive");
+	if ((tls_cert == NULL) != (tls_key == NULL))
+		die("--tls-cert and --tls-key go together");
 	if (rmq_tx_check < 0)
 		die("--transaction-check must not be negative");
 	if (rmq_push_invisible < 3 || rmq_push_invisible > 12 * 3600)
@@ -257,6 +287,8 @@ main(int argc, char **argv)
 	rmq_advertise_host = adv_host;
 	if (cred_path)
 		auth_read_credentials(cred_path);
+	if (tls_cert)
+		tls_init(tls_cert, tls_key);
 	if (rmq_insecure_role)
 	{
 		struct in_addr a4;
@@ -304,8 +336,8 @@ main(int argc, char **argv)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rmq_verbose)
-			logmsg("file descriptors: at most %llu (RLIMIT_NOFILE)",
-				   (unsigned long long) rl.rlim_cur);
+			logmsg("file descriptors: at most %llu (RLIMIT_NOFILE); connections: at most %d (--max-connections)",
+				   (unsigned long long) rl.rlim_cur, rmq_max_connections);
 	}
 	rmq_base = event_base_new();
 	memset(&hints, 0, sizeof(hints));
@@ -327,8 +359,9 @@ main(int argc, char **argv)
 	sigterm = evsignal_new(rmq_base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);
 	event_add(sigterm, NULL);
-	logmsg("listening on %s (default database \"%s\", routes point to %s:%d)", listen_addr,
-		   rmq_default_db, rmq_advertise_host, rmq_advertise_port);
+	logmsg("listening on %s (%s; default database \"%s\", routes point to %s:%d)", listen_addr,
+		   tls_enabled() ? "TLS" : "no TLS", rmq_default_db, rmq_advertise_host,
+		   rmq_advertise_port);
 	event_base_dispatch(rmq_base);
 	evconnlistener_free(listener);
 	if (accept_resume)

@@ -9,7 +9,10 @@
  *	h2.c		HTTP/2 (libnghttp2) connections and gRPC framing of their streams;
  *				a stream's events go up to rpc.c through the StreamHandlers
  *				that rpc.c registers
+ *	tls.c		TLS of the listener (--tls-cert): OpenSSL's context, a
+ *				connection's TLS bufferevent
  *	pg.c		asynchronous libpq sessions, pooled per (database, role)
+ *	check.c		RocketMQ's rules for names and messages (what a Proxy refuses)
  *	auth.c		the credentials file, request signatures and their roles
  *	config.c	the settings and the log
  *
@@ -23,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <event2/event.h>
 #include <libpq-fe.h>
@@ -61,8 +65,19 @@ extern int	rmq_push_invisible;
 extern bool rmq_verbose;
 extern const char *rmq_insecure_role;
 extern int	rmq_max_clock_skew;
+extern int	rmq_max_connections;
+extern FILE *open_private_file(const char *path, const char *what);
 extern void logmsg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void die(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * check.c: 0 when a name or message keeps RocketMQ's rules, else the status
+ * code, with why set to the client's message (a message: of a SendMessage
+ * whose first message names topic)
+ */
+extern int	rmq_check_topic(const char *name, const char **why);
+extern int	rmq_check_group(const char *name, const char **why);
+extern int	rmq_check_message(const PB(Message) * m, const char *topic, const char **why);
 
 /* auth.c: the credentials file (exits on a bad one) */
 extern void auth_read_credentials(const char *path);
@@ -116,6 +131,7 @@ extern void stream_finish(Stream *s, int grpc_status, const char *msg);
 extern void stream_answer(Stream *s, const ProtobufCMessage *m);
 extern void conn_flush(Conn *c);
 extern void h2_accept(evutil_socket_t fd, const char *peer);
+extern int	h2_connections(void);
 
 /*
  * What h2.c reports of a stream to the layer above (rpc.c), which registers
@@ -135,6 +151,20 @@ extern void h2_set_handlers(const StreamHandlers *handlers);
 
 /* rpc.c: the check-back timer started, and the handlers of h2.c's streams */
 extern void rpc_start(void);
+
+/*
+ * tls.c: the listener's TLS, on once tls_init ran (it exits on a bad
+ * certificate or key); tls_bufferevent is a server-side TLS bufferevent on
+ * socket fd (NULL when out of memory), peer names the client in its log
+ * lines and must live as long as the bufferevent; tls_error says why its
+ * handshake or I/O failed, tls_describe what the handshake agreed
+ */
+struct bufferevent;
+extern void tls_init(const char *cert_path, const char *key_path);
+extern bool tls_enabled(void);
+extern struct bufferevent *tls_bufferevent(evutil_socket_t fd, const char *peer);
+extern const char *tls_error(struct bufferevent *bev, char *buf, size_t len);
+extern void tls_describe(struct bufferevent *bev, char *buf, size_t len);
 
 /* pg.c: one statement on a pooled session of (database, role) */
 typedef void (*pg_result_cb) (void *arg, PGresult *res);

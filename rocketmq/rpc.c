@@ -554,14 +554,34 @@ query_route_done(void *arg, PGresult *res)
 	req_free(r);
 }
 
+/*
+ * A request's topic and group are names RocketMQ allows (check.c), or the
+ * request is answered with why not and freed
+ */
+static bool
+names_ok(Stream *s, const PB(Resource) * topic, const PB(Resource) * group, ProtobufCMessage *m)
+{
+	const char *why;
+	int			code;
+
+	if ((code = rmq_check_topic(topic->name, &why)) == 0 &&
+		(code = rmq_check_group(group->name, &why)) == 0)
+		return true;
+	answer_status(s, code, why);
+	msg_free(m);
+	return false;
+}
+
 static void
 query_route(Stream *s, PB(Resource) * topic, ProtobufCMessage *m, int rpc)
 {
 	Req		   *r;
 
-	if (topic == NULL || topic->name[0] == '\0')
+	const char *why;
+
+	if (rmq_check_topic(topic ? topic->name : NULL, &why) != 0)
 	{
-		answer_status(s, CODE(ILLEGAL_TOPIC), "no topic given");
+		answer_status(s, CODE(ILLEGAL_TOPIC), why);
 		msg_free(m);
 		return;
 	}
@@ -1307,9 +1327,33 @@ send_kick(SendQueue *q)
 static void
 send_message(Stream *s, PB(SendMessageRequest) * q)
 {
-	Req		   *r = req_new(s, RPC_SEND, NULL, &q->base);
+	Req		   *r;
 	size_t		i;
+	const char *why;
+	int			code;
 
+	/*
+	 * RocketMQ's rules for every message first (check.c): a request with
+	 * one message that breaks them stores none, as a Proxy refuses it whole.
+	 * A message without a topic or system properties is answered in its
+	 * entry (send_next).
+	 */
+	for (i = 0; i < q->n_messages; i++)
+	{
+		PB(Message) * m = q->messages[i];
+		PB(Message) * first = q->messages[0];
+
+		if (m->topic == NULL || m->topic->name[0] == '\0' || m->system_properties == NULL)
+			continue;
+		if ((code = rmq_check_topic(m->topic->name, &why)) != 0 ||
+			(code = rmq_check_message(m, first->topic ? first->topic->name : m->topic->name, &why)) != 0)
+		{
+			answer_status(s, code, why);
+			msg_free(&q->base);
+			return;
+		}
+	}
+	r = req_new(s, RPC_SEND, NULL, &q->base);
 	PBFN(send_message_response__init) (&r->send_res);
 	if (q->n_messages <= 1)
 	{
@@ -1920,17 +1964,14 @@ receive_message(Stream *s, PB(ReceiveMessageRequest) * q)
 	int			batch = q->batch_size;
 	const char *filter_type = NULL;
 	bool		auto_renew = false;
+	const char *why;
+	int			code;
 
-	if (q->group == NULL || q->group->name[0] == '\0')
+	if ((code = rmq_check_group(q->group ? q->group->name : NULL, &why)) != 0 ||
+		(code = rmq_check_topic(q->message_queue && q->message_queue->topic ?
+								q->message_queue->topic->name : NULL, &why)) != 0)
 	{
-		receive_status(s, CODE(ILLEGAL_CONSUMER_GROUP), "no consumer group given");
-		msg_free(&q->base);
-		return;
-	}
-	if (q->message_queue == NULL || q->message_queue->topic == NULL ||
-		q->message_queue->topic->name[0] == '\0')
-	{
-		receive_status(s, CODE(ILLEGAL_TOPIC), "no topic given");
+		receive_status(s, code, why);
 		msg_free(&q->base);
 		return;
 	}
@@ -2260,6 +2301,8 @@ ack_message(Stream *s, PB(AckMessageRequest) * q)
 		msg_free(&q->base);
 		return;
 	}
+	if (!names_ok(s, q->topic, q->group, &q->base))
+		return;
 	r = req_new(s, RPC_ACK, q->group->resource_namespace, &q->base);
 	PBFN(ack_message_response__init) (&r->ack_res);
 	r->ack_entries = calloc(q->n_entries, sizeof(PB(AckMessageResultEntry)));
@@ -2325,6 +2368,8 @@ change_invisible(Stream *s, PB(ChangeInvisibleDurationRequest) * q)
 		msg_free(&q->base);
 		return;
 	}
+	if (!names_ok(s, q->topic, q->group, &q->base))
+		return;
 	if (ms < 0)
 	{
 		answer_status(s, CODE(ILLEGAL_INVISIBLE_TIME), "the invisible duration must not be negative");
@@ -2379,6 +2424,8 @@ forward_dlq(Stream *s, PB(ForwardMessageToDeadLetterQueueRequest) * q)
 		msg_free(&q->base);
 		return;
 	}
+	if (!names_ok(s, q->topic, q->group, &q->base))
+		return;
 	renew_forget(q->receipt_handle);
 	r = req_new(s, RPC_FORWARD_DLQ, q->group->resource_namespace, &q->base);
 	req_param(r, 0, q->topic->name);

@@ -23,6 +23,8 @@
 #	  my ($rc, $out, $err) = qe_run(['node', 'x.js'], 120, { VAR => 1 });
 #	  plan skip_all => qe_node_missing() if qe_node_missing();
 #	  my ($dir, $why, $ran) = qe_npm_ci("$FindBin::RealBin/../x/node", $scratch);
+#	  my ($gw, $port, $log) = qe_rocketmq($node, flags => ['--credentials', $f]);
+#	  qe_script_checks('mode', $rc, $out, $err, qw(name1 name2));
 package QueueExtTest;
 
 use strict;
@@ -41,7 +43,7 @@ use Time::HiRes ();
 our @EXPORT = qw(qe_node qe_standby qe_group_consume_ack qe_publish_groups qe_groups_out_of_order qe_reap
   qe_pgbouncer qe_pgbouncer_missing qe_rabbitmq qe_rabbitmq_missing
   qe_hba_first qe_gateway qe_listening qe_gateway_stop qe_amqp_checks qe_mqctl_env qe_mqctl_run
-  qe_which qe_run qe_node_missing qe_npm_ci);
+  qe_which qe_run qe_node_missing qe_npm_ci qe_rocketmq qe_script_checks);
 
 # A started cluster with shared_preload_libraries = 'queue_ext': init takes
 # the options of PostgreSQL::Test::Cluster::init, conf more lines of
@@ -339,6 +341,49 @@ sub qe_run
 		$err .= "\n(killed after ${timeout}s: $@)";
 	}
 	return ($rc, $out, $err);
+}
+
+# A started mq-rocketmq (node's bindir) in front of node's database postgres
+# as role rmq_gw (--dbname), on --listen 127.0.0.1:a free port, --verbose,
+# then flags (an array); its stdout and stderr appended to log (default:
+# mq-rocketmq.log in node's basedir).  Returns the IPC::Run handle, the port
+# and the log; qe_listening says when it is up.
+sub qe_rocketmq
+{
+	my ($node, %opt) = @_;
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	my $log = $opt{log} // $node->basedir . '/mq-rocketmq.log';
+	my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres user=rmq_gw';
+	my $h = IPC::Run::start([ $node->config_data('--bindir') . '/mq-rocketmq',
+			'--listen', "127.0.0.1:$port", '--dbname', $conninfo, '--verbose',
+			@{ $opt{flags} // [] } ],
+		'<', \undef, '>>', $log, '2>>', $log);
+
+	return ($h, $port, $log);
+}
+
+# The output of a check script (test/rocketmq_clients/node/*.js: "ok NAME" or
+# "not ok NAME: why" lines, "checks: DONE" last) as tests: each name of
+# expected passed, the script ran to its end and exited 0 (rc); what names
+# the run in the tests' names
+sub qe_script_checks
+{
+	my ($what, $rc, $out, $err, @expected) = @_;
+	my %result;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+
+	for my $line (split /\n/, $out)
+	{
+		$result{$1} = [ 1, '' ] if $line =~ /^ok (\S+)$/;
+		$result{$1} = [ 0, $2 ] if $line =~ /^not ok (\S+): (.*)$/s;
+	}
+	for my $name (@expected)
+	{
+		my $r = $result{$name};
+		Test::More::ok($r && $r->[0], "$what: $name") or Test::More::diag($r ? $r->[1] : 'not run');
+	}
+	Test::More::like($out, qr/^checks: DONE$/m, "$what ran to its end") or Test::More::diag("$out$err");
+	Test::More::is($rc, 0, "$what exits 0") or Test::More::diag("$out$err");
 }
 
 # Why a test of a Node.js client cannot run here (a reason to skip), or undef

@@ -38,7 +38,8 @@ QE_CORE_PACKAGES=(
 	# mq-rocketmq, the RocketMQ 5 gRPC gateway (rocketmq/, docs/rocketmq.md),
 	# is built by the same make install: HTTP/2, protocol buffers (protoc-c
 	# compiles rocketmq/rocketmq.proto at build time), OpenSSL's libcrypto
-	# for the request signatures and body digests
+	# for the request signatures and body digests, its libssl for TLS
+	# (--tls-cert; libevent-dev brings libevent_openssl)
 	libnghttp2-dev
 	protobuf-c-compiler
 	libprotobuf-c-dev
@@ -96,6 +97,11 @@ QE_PACKAGES+=(
 # gateway's SendMessage with it, without the Node client's per-call cost
 QE_PACKAGES+=(
 	nghttp2-client
+)
+# the openssl command makes a test CA and the RocketMQ gateway's TLS
+# certificate at test time (TAP test 063)
+QE_PACKAGES+=(
+	openssl
 )
 # the RabbitMQ team's Go client amqp091-go and its integration tests, built
 # offline from Debian's sources and run against RabbitMQ and mq-amqp (TAP

@@ -138,11 +138,25 @@ robust('checks', 600, { RMQ_TOPIC => 'rmq_robust', RMQ_GROUP => 'rmq_rg' }, qw(
   receive_unknown_group ack_foreign_receipt send_no_messages send_no_topic route_no_topic
   receive_no_group receive_no_topic receive_no_invisible_duration receive_bad_polling_time
   ack_no_entries change_invisible_no_receipt forward_dlq_no_receipt end_transaction_no_id
+  send_illegal_topic_name send_topic_name_too_long send_no_message_id send_tag_with_bar send_blank_tag
+  send_tag_control send_blank_key send_key_control send_message_group_64_bytes
+  send_message_group_c1_control send_system_property_name send_property_value_control
+  send_129_properties send_properties_over_16k send_two_topics send_bad_beside_good send_at_the_limits
+  route_illegal_topic_name receive_illegal_group_name ack_illegal_group_name
   rpc_QueryRoute rpc_Heartbeat rpc_SendMessage rpc_QueryAssignment rpc_ReceiveMessage
   ack_other_group rpc_ChangeInvisibleDuration rpc_AckMessage rpc_ChangeInvisibleDuration_stale
   rpc_ForwardMessageToDeadLetterQueue_stale rpc_EndTransaction_unknown rpc_NotifyClientTermination
   rpc_Telemetry rpc_UpdateOffset rpc_GetOffset rpc_QueryOffset rpc_RecallMessage
   rpc_SyncLiteSubscription rpc_PullMessage serving_at_the_end));
+
+# a SendMessage refused by RocketMQ's rules stored none of its messages, the
+# good ones beside a bad one included; the one at the limits is there
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE substr(r.body, 1, 8) = 'illegal '::bytea) || ' ' ||
+		   count(*) FILTER (WHERE r.body = 'legal at the limits'::bytea)
+	  FROM generate_series(0, 3) p,
+		   LATERAL mq.read('rmq_robust', p, 0, max_messages => 10000) r}), '0 1',
+	'refused sends stored nothing, the send at the limits was stored');
 
 # ---- slow and idle clients -----------------------------------------------------------------
 robust('slow_reader', 600, { RMQ_TOPIC => 'rmq_robust', RMQ_GROUP => 'rmq_rg' }, qw(

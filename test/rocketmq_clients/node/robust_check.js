@@ -289,6 +289,51 @@ async function checks() {
   await expectStatus('end_transaction_no_id', 'EndTransaction', new pb.EndTransactionRequest()
     .setTopic(res(topic)).serializeBinary(), C.INVALID_TRANSACTION_ID);
 
+  // RocketMQ's rules for names and messages, as a Proxy has them: each bad
+  // SendMessage stores nothing (its bodies start "illegal ", which 056
+  // looks for in the stream afterwards), a good message beside a bad one
+  // included
+  const bad = (name, mutate, code, extra = []) => expectStatus(name, 'SendMessage',
+    new pb.SendMessageRequest().setMessagesList([...extra, mutate(message(topic, Buffer.from(`illegal ${name}`)))])
+      .serializeBinary(), code);
+  const sp = m => m.getSystemProperties();
+  const props = (m, entries) => { for (const [k, v] of entries) m.getUserPropertiesMap().set(k, v); return m; };
+  await bad('send_illegal_topic_name', m => m.setTopic(res('no spaces!')), C.ILLEGAL_TOPIC);
+  await bad('send_topic_name_too_long', m => m.setTopic(res('t'.repeat(128))), C.ILLEGAL_TOPIC);
+  await bad('send_no_message_id', m => { sp(m).setMessageId(''); return m; }, C.ILLEGAL_MESSAGE_ID);
+  await bad('send_tag_with_bar', m => { sp(m).setTag('a|b'); return m; }, C.ILLEGAL_MESSAGE_TAG);
+  await bad('send_blank_tag', m => { sp(m).setTag('  '); return m; }, C.ILLEGAL_MESSAGE_TAG);
+  await bad('send_tag_control', m => { sp(m).setTag('a\u0001'); return m; }, C.ILLEGAL_MESSAGE_TAG);
+  await bad('send_blank_key', m => { sp(m).setKeysList(['ok', ' \t']); return m; }, C.ILLEGAL_MESSAGE_KEY);
+  await bad('send_key_control', m => { sp(m).setKeysList(['a\nb']); return m; }, C.ILLEGAL_MESSAGE_KEY);
+  await bad('send_message_group_64_bytes', m => { sp(m).setMessageGroup('g'.repeat(64)); return m; },
+    C.ILLEGAL_MESSAGE_GROUP);
+  await bad('send_message_group_c1_control', m => { sp(m).setMessageGroup('g\u0085'); return m; },
+    C.ILLEGAL_MESSAGE_GROUP);
+  await bad('send_system_property_name', m => props(m, [['KEYS', 'k']]), C.ILLEGAL_MESSAGE_PROPERTY_KEY);
+  await bad('send_property_value_control', m => props(m, [['p', 'line\nbreak']]), C.ILLEGAL_MESSAGE_PROPERTY_KEY);
+  await bad('send_129_properties', m => props(m, [...Array(129).keys()].map(i => [`p${i}`, 'v'])),
+    C.MESSAGE_PROPERTIES_TOO_LARGE);
+  await bad('send_properties_over_16k', m => props(m, [['big', 'x'.repeat(16 * 1024)]]),
+    C.MESSAGE_PROPERTIES_TOO_LARGE);
+  await bad('send_two_topics', m => m.setTopic(res(`${topic}_other`)), C.MESSAGE_CORRUPTED,
+    [message(topic, Buffer.from('illegal send_two_topics good'))]);
+  await bad('send_bad_beside_good', m => props(m, [['TAGS', 'x']]), C.ILLEGAL_MESSAGE_PROPERTY_KEY,
+    [message(topic, Buffer.from('illegal send_bad_beside_good good'))]);
+  // the limits themselves pass: 128 properties, a 63-byte message group
+  const atLimits = message(topic, Buffer.from('legal at the limits'));
+  sp(atLimits).setMessageGroup('g'.repeat(63));
+  props(atLimits, [...Array(128).keys()].map(i => [`p${i}`, 'v']));
+  await expectStatus('send_at_the_limits', 'SendMessage',
+    new pb.SendMessageRequest().setMessagesList([atLimits]).serializeBinary(), C.OK);
+  await expectStatus('route_illegal_topic_name', 'QueryRoute',
+    new pb.QueryRouteRequest().setTopic(res('a.b')).serializeBinary(), C.ILLEGAL_TOPIC);
+  await expectStreamStatus('receive_illegal_group_name', 'ReceiveMessage',
+    receiveRequest(topic, 'bad group').serializeBinary(), C.ILLEGAL_CONSUMER_GROUP);
+  await expectStatus('ack_illegal_group_name', 'AckMessage', new pb.AckMessageRequest().setGroup(res('g'.repeat(256)))
+    .setTopic(res(topic)).setEntriesList([new pb.AckMessageEntry().setMessageId('m').setReceiptHandle(badReceipt)])
+    .serializeBinary(), C.ILLEGAL_CONSUMER_GROUP);
+
   // every RPC of MessagingService answers (the ones above, and these)
   await expectStatus('rpc_QueryRoute', 'QueryRoute',
     new pb.QueryRouteRequest().setTopic(res(topic)).serializeBinary(), C.OK);
