@@ -12,6 +12,9 @@ server in an order rotated every repetition, bench/rocketmq_bench.js's
   noop x1    Heartbeats one after another (no SQL in mq-rocketmq either)
   send x1    producer.send of 100 random bytes, each awaited
   send x64   64 sends in flight
+  recv       receive (32 a call) and ack --n-recv messages, the acks of a
+             batch together; a fresh stream and group per run, filled over
+             SQL beforehand (the floors make their messages up)
 once per --warmups value: the calls made untimed before the clock starts
 (1 as rocketmq_bench.sh; thousands: V8 has compiled the client's hot paths).
 Per run: the client's CPU per call (user, system, its main thread's, read and
@@ -39,6 +42,11 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def psql(conninfo, sql):
+    subprocess.run(['psql', conninfo, '-XAtq', '-v', 'ON_ERROR_STOP=1', '-c', sql], check=True,
+                   capture_output=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--server', action='append', required=True, help='NAME=HOST:PORT[@PID]')
@@ -49,6 +57,8 @@ def main():
     ap.add_argument('--n-seq', type=int, default=2000)
     ap.add_argument('--n-par', type=int, default=3000)
     ap.add_argument('--warmups', default='1,5000')
+    ap.add_argument('--n-recv', type=int, default=3200)
+    ap.add_argument('--sql', default='', help='libpq conninfo of the cluster (recv: its streams)')
     ap.add_argument('--workloads', default='noop1,send1,send64')
     a = ap.parse_args()
     servers = []
@@ -57,13 +67,15 @@ def main():
         ep, _, pid = rest.partition('@')
         servers.append((name, ep, int(pid) if pid else None))
     warmups = [int(w) for w in a.warmups.split(',')]
-    spec = {'noop1': ('noop', a.n_noop, 1), 'send1': ('send', a.n_seq, 1), 'send64': ('send', a.n_par, 64)}
+    spec = {'noop1': ('noop', a.n_noop, 1), 'send1': ('send', a.n_seq, 1), 'send64': ('send', a.n_par, 64),
+            'recv': ('recv', a.n_recv, 32)}
     workloads = [w for w in a.workloads.split(',')]
     env = dict(os.environ, NODE_PATH=a.node_path, RMQ_TOPIC=a.topic)
     runs = {}
-    print('# rmq_node_floor: servers %s; noop x1 %d, send x1 %d, send x64 %d; warm-ups %s; %d repetitions'
-          % (', '.join('%s=%s' % (n, e) for n, e, _ in servers), a.n_noop, a.n_seq, a.n_par,
-             a.warmups, a.reps), flush=True)
+    print('# rmq_node_floor: servers %s; workloads %s: noop x1 %d, send x1 %d, send x64 %d, recv %d; '
+          'warm-ups %s; %d repetitions'
+          % (', '.join('%s=%s' % (n, e) for n, e, _ in servers), a.workloads, a.n_noop, a.n_seq, a.n_par,
+             a.n_recv, a.warmups, a.reps), flush=True)
     for rep in range(a.reps):
         print('# repetition %d, load %s' % (rep + 1, ' '.join(open('/proc/loadavg').read().split()[:3])),
               flush=True)
@@ -73,11 +85,24 @@ def main():
             mode, n, inflight = spec[wl]
             for warm in warmups:
                 for name, ep, pid in order:
+                    topic = a.topic
+                    if mode == 'recv':
+                        topic = 'nrecv_%d_%d_%d_%s' % (os.getpid(), rep, warm, name.replace('-', '_'))
+                        psql(a.sql, """
+                            SELECT mq.queue_declare('{t}', type => 'stream', arguments => '{{"partitions": 4}}');
+                            SELECT mq.group_declare('{t}', '{t}', start => 'earliest');
+                            SELECT mq.grant('consume', 'queue', '{t}', 'bench_app');
+                            SELECT count(mq.publish('', '{t}', substr(sha512(int8send(m)) || sha512(int8send(-m)), 1, 100)))
+                              FROM generate_series(1, {n}) m;
+                            CHECKPOINT;""".format(t=topic, n=n + (warm if warm > 1 else 0)))
                     c0 = proc_cpu(pid)
                     r = subprocess.run(['node', os.path.join(HERE, 'rocketmq_bench.js'), mode, str(n),
-                                        str(inflight)], env=dict(env, RMQ_ENDPOINT=ep, RMQ_WARMUP=str(warm)),
+                                        str(inflight)], env=dict(env, RMQ_ENDPOINT=ep, RMQ_WARMUP=str(warm),
+                                                                 RMQ_TOPIC=topic, RMQ_GROUP=topic),
                                        capture_output=True, text=True, timeout=600)
                     c1 = proc_cpu(pid)
+                    if mode == 'recv':
+                        psql(a.sql, "SELECT mq.queue_delete('%s')" % topic)
                     if r.returncode:
                         sys.exit('%s %s: %s' % (name, wl, r.stderr))
                     res = json.loads(r.stdout.strip().splitlines()[-1])

@@ -4,7 +4,8 @@
 # with the client's own stubs; Node's http2 module alone), alternating
 # (bench/rmq_node_floor.py).  Run as root (the cluster runs as postgres, as
 # bench/server.sh makes it).
-#   bash bench/rmq_node_floor.sh [rmq_node_floor.py options: --reps 5 --warmups 1,5000 ...]
+#   bash bench/rmq_node_floor.sh [rmq_node_floor.py options: --reps 5 --warmups 1,5000
+#        --workloads noop1,send1,send64,recv ...]
 # Env: PG_CONFIG (where queue_ext and mq-rocketmq are installed), RF_DIR
 # (/tmp/rmqfloor: data, socket, logs), RF_PORT (6960: mq-rocketmq on +2, the
 # grpc-js floor on +5, the http2 floor on +6, RF_BASE_BIN on +3), RF_NODE (a
@@ -71,7 +72,8 @@ out="results/rmq-node-floor-$(date -u +%Y%m%dT%H%M%SZ).txt"
     echo "# grpc-js-delay answers a SendMessage $RF_FLOOR_DELAY_MS ms late"
   fi
   echo "# node $(node --version), rocketmq-client-nodejs $(node -p "require('$NODE/node_modules/rocketmq-client-nodejs/package.json').version"), @grpc/grpc-js $(node -p "require('$NODE/node_modules/@grpc/grpc-js/package.json').version")"
-  /usr/bin/python3 rmq_node_floor.py --node-path "$NODE/node_modules" --topic $TOPIC "${SERVERS[@]}" "$@"
+  /usr/bin/python3 rmq_node_floor.py --node-path "$NODE/node_modules" --topic $TOPIC \
+    --sql "host=$DIR port=$PORT dbname=bench user=postgres" "${SERVERS[@]}" "$@"
 } 2>&1 | tee "$out"
 echo "output written to bench/$out"
 if [ "${RF_KEEP:-0}" != 1 ]; then

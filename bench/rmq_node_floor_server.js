@@ -6,10 +6,16 @@
 //   QueryRoute     N_QUEUES READ_WRITE queues of any topic, on this server
 //   Telemetry      the producer's Settings back (exponential backoff 10 ms -
 //                  1 s, 3 attempts, validate_message_type false), as the
-//                  gateway's settings_send
+//                  gateway's settings_send; a consumer's: its subscription,
+//                  not FIFO, 17 attempts, batches of 32, 30 s long polls
 //   Heartbeat      OK
 //   SendMessage    one OK SendResultEntry a message (its own message id, an
 //                  offset counting up)
+//   ReceiveMessage batch_size messages at once, never none: 100 fixed bytes
+//                  each with an MD5 digest, a new id, receipt handle and
+//                  offset; then a delivery timestamp and OK, as the gateway
+//                  streams them
+//   AckMessage     OK, an OK entry each
 //   NotifyClientTermination  OK
 // so that the client's CPU per call against it is the client's own (and
 // grpc-js's) floor: bench/rmq_node_floor.sh runs the client against it and
@@ -65,6 +71,17 @@ function settingsOf(cmd) {
   const inSet = cmd.getSettings();
   if (!inSet)
     return null;
+  if (inSet.getSubscription()) {
+    const sub = new defs.Subscription().setGroup(inSet.getSubscription().getGroup())
+      .setSubscriptionsList(inSet.getSubscription().getSubscriptionsList()).setFifo(false)
+      .setReceiveBatchSize(32).setLongPollingTimeout(new dur.Duration().setSeconds(30));
+    const cexp = new defs.ExponentialBackoff().setInitial(new dur.Duration().setSeconds(1))
+      .setMax(new dur.Duration().setSeconds(7200)).setMultiplier(2);
+    const cset = new defs.Settings().setClientType(inSet.getClientType()).setAccessPoint(inSet.getAccessPoint())
+      .setRequestTimeout(inSet.getRequestTimeout()).setSubscription(sub)
+      .setBackoffPolicy(new defs.RetryPolicy().setMaxAttempts(17).setExponentialBackoff(cexp));
+    return new pb.TelemetryCommand().setStatus(ok()).setSettings(cset);
+  }
   const exp = new defs.ExponentialBackoff().setInitial(new dur.Duration().setNanos(10000000))
     .setMax(new dur.Duration().setSeconds(1)).setMultiplier(2);
   const retry = new defs.RetryPolicy().setMaxAttempts(inSet.getBackoffPolicy() &&
@@ -92,10 +109,44 @@ function later(f) {
     f();
 }
 
+const BODY = Buffer.alloc(100, 'x');
+const DIGEST = require('crypto').createHash('md5').update(BODY).digest('hex').toUpperCase();
+let nextId = 0;
+
+// a ReceiveMessage's answer: batch_size messages, a delivery timestamp, OK
+function receiveMessages(req) {
+  const out = [];
+  const topic = req.getMessageQueue().getTopic();
+  const ts = require('google-protobuf/google/protobuf/timestamp_pb');
+  const now = new ts.Timestamp().setSeconds(Math.floor(Date.now() / 1000));
+  for (let i = 0; i < req.getBatchSize(); i++) {
+    const id = nextId++;
+    const sp = new defs.SystemProperties().setMessageId('01FLOOR' + String(id).padStart(25, '0'))
+      .setBodyDigest(new defs.Digest().setType(defs.DigestType.MD5).setChecksum(DIGEST))
+      .setBodyEncoding(defs.Encoding.IDENTITY).setMessageType(defs.MessageType.NORMAL)
+      .setBornTimestamp(now).setBornHost('bench').setStoreTimestamp(now).setStoreHost(`${advHost}:${advPort}`)
+      .setQueueId(id % N_QUEUES).setQueueOffset(id).setReceiptHandle(`floor-${id}-0123456789abcdef`)
+      .setInvisibleDuration(req.getInvisibleDuration()).setDeliveryAttempt(1);
+    out.push(new pb.ReceiveMessageResponse().setMessage(new defs.Message()
+      .setTopic(new defs.Resource().setResourceNamespace(topic.getResourceNamespace()).setName(topic.getName()))
+      .setSystemProperties(sp).setBody(BODY)));
+  }
+  out.push(new pb.ReceiveMessageResponse().setDeliveryTimestamp(now));
+  out.push(new pb.ReceiveMessageResponse().setStatus(ok()));
+  return out;
+}
+
+function ackMessage(req) {
+  return new pb.AckMessageResponse().setStatus(ok()).setEntriesList(req.getEntriesList().map(e =>
+    new pb.AckMessageResultEntry().setMessageId(e.getMessageId()).setReceiptHandle(e.getReceiptHandle())
+      .setStatus(ok())));
+}
+
 const unary = {
   QueryRoute: [pb.QueryRouteRequest, queryRoute],
   Heartbeat: [pb.HeartbeatRequest, () => new pb.HeartbeatResponse().setStatus(ok())],
   SendMessage: [pb.SendMessageRequest, sendMessage],
+  AckMessage: [pb.AckMessageRequest, ackMessage],
   NotifyClientTermination: [pb.NotifyClientTerminationRequest,
     () => new pb.NotifyClientTerminationResponse().setStatus(ok())],
 };
@@ -108,6 +159,12 @@ function grpcServer() {
     heartbeat: (call, cb) => cb(null, unary.Heartbeat[1](call.request)),
     sendMessage: (call, cb) => later(() => cb(null, sendMessage(call.request))),
     notifyClientTermination: (call, cb) => cb(null, unary.NotifyClientTermination[1](call.request)),
+    ackMessage: (call, cb) => cb(null, ackMessage(call.request)),
+    receiveMessage: call => {
+      for (const r of receiveMessages(call.request))
+        call.write(r);
+      call.end();
+    },
     telemetry: call => {
       call.on('data', cmd => {
         const out = settingsOf(cmd);
@@ -160,6 +217,16 @@ function h2Server() {
       });
       stream.on('end', () => stream.end());
       stream.on('error', () => {});
+      return;
+    }
+    if (name === 'ReceiveMessage') {
+      respond();
+      stream.on('data', d => { buf = Buffer.concat([buf, d]); });
+      stream.on('error', () => {});
+      stream.on('end', () => {
+        const rs = receiveMessages(pb.ReceiveMessageRequest.deserializeBinary(buf.subarray(5)));
+        stream.end(Buffer.concat(rs.map(r => frame(r.serializeBinary()))));
+      });
       return;
     }
     const u = unary[name];

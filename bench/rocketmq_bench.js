@@ -7,7 +7,8 @@
 //     send    N messages of 100 random bytes, INFLIGHT (1: each send awaited
 //             before the next) at a time; producer.send, one message a call
 //     recv    receive (32 at a time, invisible 30 s) and ack until N arrived;
-//             the acks of a batch go out together (as an AMQP consumer's)
+//             the acks of a batch go out together (as an AMQP consumer's);
+//             with RMQ_WARMUP > 1, that many received and acked untimed first
 //     noop    N Heartbeat calls through the client's own RPC layer (signed
 //             metadata, its gRPC channel): the gateway answers them without
 //             SQL, so this is the client's and the gRPC path's per-call floor
@@ -19,7 +20,7 @@
 // client's requestTimeout, 30000: its default 3 s resends a slow send), RMQ_ACCESS_KEY /
 // RMQ_SECRET_KEY (optional), NODE_PATH (where rocketmq-client-nodejs is).
 // RMQ_WARMUP (1): calls made, untimed, INFLIGHT at a time, before the clock
-// starts (send, noop):
+// starts (send, noop; recv: messages):
 // V8 compiles the client's hot paths over its first thousands of calls, so
 // that a short run's CPU per call is mostly the compiler's.
 // Prints one JSON line: {"mode", "n", "seconds", "rate", "p50_ms", "p99_ms",
@@ -171,13 +172,20 @@ async function recv() {
   });
   await consumer.startup();
   countRpcs(consumer);
+  // RMQ_WARMUP > 1: that many messages received and acked untimed first
+  for (let warm = 0, empty = 0; WARMUP > 1 && warm < WARMUP;) {
+    const msgs = await consumer.receive(Math.min(32, WARMUP - warm), 30000);
+    if (msgs.length === 0 && ++empty > 10) throw new Error(`warm-up: received ${warm} of ${WARMUP}`);
+    await Promise.all(msgs.map(m => consumer.ack(m)));
+    warm += msgs.length;
+  }
   const lat = [];
   let got = 0;
   let t0 = null;
   let empty = 0;
   while (got < N) {
     const t = process.hrtime.bigint();
-    const msgs = await consumer.receive(32, 30000);
+    const msgs = await consumer.receive(Math.min(32, N - got), 30000);
     if (msgs.length === 0) {
       if (++empty > 10) throw new Error(`received ${got} of ${N}`);
       continue;
