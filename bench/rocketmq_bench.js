@@ -7,7 +7,8 @@
 //     send    N messages of 100 random bytes, INFLIGHT (1: each send awaited
 //             before the next) at a time; producer.send, one message a call
 //     recv    receive (32 at a time, invisible 30 s) and ack until N arrived;
-//             the acks of a batch go out together (as an AMQP consumer's)
+//             the acks of a batch go out together (as an AMQP consumer's);
+//             with RMQ_WARMUP > 1, that many received and acked untimed first
 //     noop    N Heartbeat calls through the client's own RPC layer (signed
 //             metadata, its gRPC channel): the gateway answers them without
 //             SQL, so this is the client's and the gRPC path's per-call floor
@@ -18,10 +19,22 @@
 // Environment: RMQ_ENDPOINT (host:port), RMQ_TOPIC, RMQ_GROUP, RMQ_TIMEOUT_MS (the
 // client's requestTimeout, 30000: its default 3 s resends a slow send), RMQ_ACCESS_KEY /
 // RMQ_SECRET_KEY (optional), NODE_PATH (where rocketmq-client-nodejs is).
+// RMQ_WARMUP (1): calls made, untimed, INFLIGHT at a time, before the clock
+// starts (send, noop; recv: messages):
+// V8 compiles the client's hot paths over its first thousands of calls, so
+// that a short run's CPU per call is mostly the compiler's.
 // Prints one JSON line: {"mode", "n", "seconds", "rate", "p50_ms", "p99_ms",
-// "client_cpu_us" (this process's CPU per message over the timed part)}.
-// The clock starts after the client's start-up (route, settings) and one
-// warm-up call, so that only the steady state is timed.
+// "client_cpu_us" (this process's CPU per message over the timed part), and
+// where that CPU went, per message: "user_us", "sys_us", "main_us" (the main
+// thread's, /proc; the rest is V8's compiler and GC threads and libuv's),
+// "syscr", "syscw" (read and write system calls), "vcsw" (voluntary context
+// switches), "rpcs" (the client's RPCs by name over the timed part, counted at
+// its RpcClientManager: a send that costs more than one SendMessage shows)}.
+// The clock starts after the client's start-up (route, settings) and the
+// warm-up calls, so that only the steady state is timed.
+// RMQ_CPU_PROFILE=FILE: V8's CPU profile of the main thread over the timed
+// part only (send, noop), written to FILE (.cpuprofile; bench/cpuprofile_top.js
+// sums it up).
 'use strict';
 
 const crypto = require('crypto');
@@ -41,6 +54,8 @@ const requestTimeout = parseInt(process.env.RMQ_TIMEOUT_MS || '30000', 10);
 const [mode, nArg, inflightArg] = process.argv.slice(2);
 const N = parseInt(nArg || '1000', 10);
 const INFLIGHT = parseInt(inflightArg || '1', 10);
+const WARMUP = parseInt(process.env.RMQ_WARMUP || '1', 10);
+const fs = require('fs');
 
 function pct(xs, p) {
   if (xs.length === 0) return null;
@@ -48,42 +63,104 @@ function pct(xs, p) {
   return xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
 }
 
-// the client's own CPU over the timed part (start-up excluded), microseconds
+// the client's own CPU over the timed part (start-up excluded), microseconds,
+// and where it went
+const TICK_US = 1e6 / 100;	// USER_HZ: /proc's clock ticks
 let cpu0 = null;
-function startClock() {
+let usage0 = null;
+let rpcs = {};
+function mainTicks() {
+  const f = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return parseInt(f[11], 10) + parseInt(f[12], 10);	// utime, stime (fields 14, 15)
+}
+function io() {
+  const t = fs.readFileSync('/proc/self/io', 'utf8');
+  return { syscr: +t.match(/syscr: (\d+)/)[1], syscw: +t.match(/syscw: (\d+)/)[1] };
+}
+function startCpu() {
+  rpcs = {};
+  usage0 = { ru: process.resourceUsage(), main: mainTicks(), io: io() };
   cpu0 = process.cpuUsage();
+}
+function startClock() {
+  startCpu();
   return process.hrtime.bigint();
+}
+
+// count the client's RPCs by name (from the moment the clock starts)
+function countRpcs(client) {
+  const m = client.rpcClientManager;
+  for (const name of Object.getOwnPropertyNames(Object.getPrototypeOf(m))) {
+    if (name === 'constructor' || typeof m[name] !== 'function') continue;
+    const f = m[name].bind(m);
+    m[name] = (...args) => {
+      rpcs[name] = (rpcs[name] || 0) + 1;
+      return f(...args);
+    };
+  }
 }
 
 function report(seconds, lat) {
   const cpu = process.cpuUsage(cpu0);
+  const ru = process.resourceUsage();
+  const main = mainTicks();
+  const io1 = io();
   console.log(JSON.stringify({
     mode, n: N, inflight: INFLIGHT, seconds, rate: N / seconds,
     p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), client_cpu_us: (cpu.user + cpu.system) / N,
+    user_us: cpu.user / N, sys_us: cpu.system / N, main_us: (main - usage0.main) * TICK_US / N,
+    syscr: (io1.syscr - usage0.io.syscr) / N, syscw: (io1.syscw - usage0.io.syscw) / N,
+    vcsw: (ru.voluntaryContextSwitches - usage0.ru.voluntaryContextSwitches) / N, warmup: WARMUP, rpcs,
   }));
 }
 
-// N calls of call(), INFLIGHT at a time, timed and reported
-async function timedCalls(call) {
+// n calls of call(), INFLIGHT at a time; their latencies (ms)
+async function calls(n, call) {
   const lat = [];
   let next = 0;
   async function worker() {
-    while (next < N) {
+    while (next < n) {
       next++;
       const t = process.hrtime.bigint();
       await call();
       lat.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
   }
+  await Promise.all(Array.from({ length: Math.min(INFLIGHT, n) }, worker));
+  return lat;
+}
+
+// a promise of the answer of an inspector session's method
+function post(session, method, params) {
+  return new Promise((resolve, reject) => session.post(method, params || {},
+    (e, r) => (e ? reject(e) : resolve(r))));
+}
+
+// WARMUP calls untimed, then N calls of call(), timed and reported
+async function timedCalls(call) {
+  await calls(WARMUP, call);
+  let session = null;
+  if (process.env.RMQ_CPU_PROFILE) {
+    session = new (require('inspector').Session)();
+    session.connect();
+    await post(session, 'Profiler.enable');
+    await post(session, 'Profiler.start');
+  }
   const t0 = startClock();
-  await Promise.all(Array.from({ length: INFLIGHT }, worker));
-  report(Number(process.hrtime.bigint() - t0) / 1e9, lat);
+  const lat = await calls(N, call);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  if (session) {
+    const { profile } = await post(session, 'Profiler.stop');
+    fs.writeFileSync(process.env.RMQ_CPU_PROFILE, JSON.stringify(profile));
+    session.disconnect();
+  }
+  report(seconds, lat);
 }
 
 async function send() {
   const producer = new Producer({ endpoints, sessionCredentials: credentials, logger: quiet, topics: [topic], requestTimeout });
   await producer.startup();
-  await producer.send({ topic, body: crypto.randomBytes(100) });	// warm-up
+  countRpcs(producer);
   await timedCalls(() => producer.send({ topic, body: crypto.randomBytes(100) }));
   await producer.shutdown();
 }
@@ -94,20 +171,28 @@ async function recv() {
     subscriptions: new Map([[topic, '*']]), awaitDuration: 2000,
   });
   await consumer.startup();
+  countRpcs(consumer);
+  // RMQ_WARMUP > 1: that many messages received and acked untimed first
+  for (let warm = 0, empty = 0; WARMUP > 1 && warm < WARMUP;) {
+    const msgs = await consumer.receive(Math.min(32, WARMUP - warm), 30000);
+    if (msgs.length === 0 && ++empty > 10) throw new Error(`warm-up: received ${warm} of ${WARMUP}`);
+    await Promise.all(msgs.map(m => consumer.ack(m)));
+    warm += msgs.length;
+  }
   const lat = [];
   let got = 0;
   let t0 = null;
   let empty = 0;
   while (got < N) {
     const t = process.hrtime.bigint();
-    const msgs = await consumer.receive(32, 30000);
+    const msgs = await consumer.receive(Math.min(32, N - got), 30000);
     if (msgs.length === 0) {
       if (++empty > 10) throw new Error(`received ${got} of ${N}`);
       continue;
     }
     if (t0 === null) {
       t0 = t;
-      cpu0 = process.cpuUsage();
+      startCpu();
     }
     await Promise.all(msgs.map(m => consumer.ack(m)));
     lat.push(Number(process.hrtime.bigint() - t) / 1e6);
@@ -124,7 +209,7 @@ async function noop() {
   await producer.startup();
   const ep = producer.endpoints;
   const request = producer.wrapHeartbeatRequest();
-  await producer.rpcClientManager.heartbeat(ep, request, requestTimeout);
+  countRpcs(producer);
   await timedCalls(() => producer.rpcClientManager.heartbeat(ep, request, requestTimeout));
   await producer.shutdown();
 }

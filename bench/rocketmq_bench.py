@@ -25,6 +25,11 @@ underneath), then runs, in an order rotated every repetition:
   recv+ack  everything the side sent: the Node client's SimpleConsumer
             (receive 32, the acks of a batch together), pika (a stream
             consumer, x-stream-offset first, prefetch 64, one ack a message).
+--node-warmup N adds the Node sends and Heartbeats again, timed after N
+untimed calls (rocketmq-warm, node-noop-warm), and the receive through a
+second group, its first N messages (at most half) untimed: V8 compiles the client over
+its first thousands of calls, and the default workloads time mostly that
+(bench/results/2026-12-06-*-rmq-node-floor.md).
 Each workload reports msg/s, p50/p99 latency (ms; for recv a batch's receive
 + acks) and the CPU it cost per message (microseconds): the client process,
 the gateway (/proc/PID/stat) and the server (every process of the cluster).
@@ -222,9 +227,11 @@ class Bench:
         if r.returncode:
             raise RuntimeError('%s failed: %s%s' % (' '.join(cmd), r.stdout, r.stderr))
         res = json.loads(r.stdout.strip().splitlines()[-1])
-        n = res['n']
-        # the client's own count of its timed part when it gives one (not its start-up)
-        res['cpu_client_us'] = res.get('client_cpu_us', (c1 - c0) / n * 1e6)
+        # the client's own count of its timed part when it gives one (not its start-up);
+        # the gateway's and the server's are over the whole run, so per call of the
+        # timed part and of the warm-up both when there was one (--node-warmup)
+        res['cpu_client_us'] = res.get('client_cpu_us', (c1 - c0) / res['n'] * 1e6)
+        n = res['n'] + (res['warmup'] if res.get('warmup', 1) > 1 else 0)
         res['cpu_gw_us'] = (g1[0] - g0[0] + g1[1] - g0[1]) / n * 1e6
         res['cpu_rmq_us'] = (g1[0] - g0[0]) / n * 1e6
         res['cpu_amqp_us'] = (g1[1] - g0[1]) / n * 1e6
@@ -235,8 +242,9 @@ class Bench:
         return (proc_cpu(self.a.rmq_pid) + (proc_cpu(self.a.base_pid) if self.a.base_pid else 0),
                 proc_cpu(self.a.amqp_pid))
 
-    def node(self, mode, topic, n, inflight, group='', endpoint=None):
-        env = dict(self.env, RMQ_TOPIC=topic, RMQ_GROUP=group, RMQ_ENDPOINT=endpoint or self.a.rmq)
+    def node(self, mode, topic, n, inflight, group='', endpoint=None, warmup=1):
+        env = dict(self.env, RMQ_TOPIC=topic, RMQ_GROUP=group, RMQ_ENDPOINT=endpoint or self.a.rmq,
+                   RMQ_WARMUP=str(warmup))
         return self.run(['node', os.path.join(HERE, 'rocketmq_bench.js'), mode, str(n), str(inflight)], env)
 
     def pika(self, mode, queue, n, inflight):
@@ -309,6 +317,9 @@ def main():
     ap.add_argument('--only', default='', help='comma list of send1,send64,recv')
     ap.add_argument('--no-h2load', dest='h2load', action='store_false',
                     help='without the h2load workloads (nghttp2-client)')
+    ap.add_argument('--node-warmup', type=int, default=0,
+                    help='also run the Node sends and Heartbeats after this many untimed calls '
+                    '(rocketmq-warm, node-noop-warm): the client once V8 has compiled it')
     a = ap.parse_args()
     b = Bench(a)
     only = set(a.only.split(',')) if a.only else {'send1', 'send64', 'recv'}
@@ -352,6 +363,7 @@ def main():
             SELECT mq.queue_declare('{q}', type => 'stream', arguments => '{{"partitions": {p}}}');
             SELECT mq.queue_declare('{s}', type => 'stream', arguments => '{{"partitions": {p}}}');
             SELECT mq.group_declare('{r}', '{g}', start => 'earliest');
+            SELECT mq.group_declare('{r}', '{g}_warm', start => 'earliest');
             SELECT mq.grant('publish', 'queue', '{r}', '{role}');
             SELECT mq.grant('consume', 'queue', '{r}', '{role}');
             SELECT mq.grant('publish', 'queue', '{q}', '{role}');
@@ -366,6 +378,9 @@ def main():
                      ('send1 sql-prepared', lambda: b.sql(t_sql, a.n_seq, 1, 'prepared')),
                      ('send1 sql-unnamed', lambda: b.sql(t_sql, a.n_seq, 1, 'unnamed')),
                      ('send1 node-noop', lambda: b.node('noop', t_rmq, a.n_seq, 1))]
+            if a.node_warmup:
+                jobs += [('send1 rocketmq-warm', lambda: b.node('send', t_rmq, a.n_seq, 1, warmup=a.node_warmup)),
+                         ('send1 node-noop-warm', lambda: b.node('noop', t_rmq, a.n_seq, 1, warmup=a.node_warmup))]
             if a.h2load:
                 jobs += [('send1 h2load', lambda: b.h2load(t_rmq, a.n_seq, 1))]
             if a.base:
@@ -375,6 +390,9 @@ def main():
                      ('send64 amqp', lambda: b.pika('send', t_amqp, a.n_par, 64)),
                      ('send64 sql-prepared', lambda: b.sql(t_sql, a.n_par, 64, 'prepared')),
                      ('send64 node-noop', lambda: b.node('noop', t_rmq, a.n_par, 64))]
+            if a.node_warmup:
+                jobs += [('send64 rocketmq-warm', lambda: b.node('send', t_rmq, a.n_par, 64, warmup=a.node_warmup)),
+                         ('send64 node-noop-warm', lambda: b.node('noop', t_rmq, a.n_par, 64, warmup=a.node_warmup))]
             if a.h2load:
                 jobs += [('send64 h2load', lambda: b.h2load(t_rmq, a.n_par, 64))]
             if a.base:
@@ -389,6 +407,11 @@ def main():
             n_a = count_stream(b, t_amqp, a.partitions)
             pair = [('recv rocketmq', lambda: b.node('recv', t_rmq, n_r, 32, grp)),
                     ('recv amqp', lambda: b.pika('recv', t_amqp, n_a, 64))]
+            if a.node_warmup:
+                # the same stream through a second group: the first messages untimed
+                w = min(a.node_warmup, n_r // 2)
+                pair.append(('recv rocketmq-warm', lambda: b.node('recv', t_rmq, n_r - w, 32, grp + '_warm',
+                                                                  warmup=w)))
             if a.base:
                 n_b = count_stream(b, t_base, a.partitions)
                 pair.append(('recv rocketmq-base', lambda: b.node('recv', t_base, n_b, 32, grp, endpoint=a.base)))
@@ -416,7 +439,7 @@ def main():
             ratios = [r['rate'] / q['rate'] for r, q in zip(res['%s rocketmq' % w], res['%s rocketmq-base' % w])]
             print('%s: rocketmq / rocketmq-base msg/s, per repetition %s, median %.2fx'
                   % (w, ' '.join('%.2f' % x for x in ratios), statistics.median(ratios)))
-        for who in ('rocketmq', 'h2load', 'node-noop'):
+        for who in ('rocketmq', 'rocketmq-warm', 'h2load', 'node-noop', 'node-noop-warm'):
             if '%s %s' % (w, who) in res and '%s amqp' % w in res:
                 ratios = [r['rate'] / q['rate'] for r, q in zip(res['%s %s' % (w, who)], res['%s amqp' % w])]
                 print('%s: %s / amqp msg/s, per repetition %s, median %.2fx (goal >= 0.8x)'
