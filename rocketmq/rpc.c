@@ -576,7 +576,6 @@ static void
 query_route(Stream *s, PB(Resource) * topic, ProtobufCMessage *m, int rpc)
 {
 	Req		   *r;
-
 	const char *why;
 
 	if (rmq_check_topic(topic ? topic->name : NULL, &why) != 0)
