@@ -6,7 +6,7 @@
 # golang-go in a scratch copy (GOPATH mode, GOPROXY=off: no network), then
 #  1. run against Debian's RabbitMQ 3.10, started here as test 037 does,
 #     each test alone (its own process: goleak's check at the end of the
-#     run is the test's; a failure runs again, up to 5 runs, as some tests bound the
+#     run is the test's; a failure runs again, up to 10 runs, as some tests bound the
 #     time between deliveries), when RabbitMQ can be started: the reference;
 #  2. run the same way against a queue_ext node behind mq-amqp (a role with
 #     a password, scram): each test that passes on RabbitMQ must pass on
@@ -116,12 +116,17 @@ sub run_one
 }
 
 # Run each test alone against $url: { test => [passed, output] }.  A test
-# that fails runs again, up to 5 runs in all, and passes if one does: some
+# that fails runs again, up to 10 runs in all, and passes if one does: some
 # of the suite's tests bound time, not behaviour (TestCorruptedMessageIssue7:
-# 200 ms between two deliveries; TestDeclareArgsRejectToDeadLetterQueue: a
-# dead letter within 10 back-to-back basic.gets), which a loaded machine can
-# stretch for either broker.  A failure of behaviour fails every run.  The
-# first failure is shown.
+# 200 ms between two deliveries, with the publishes unconfirmed, so the
+# bound takes in the publishes' commits and their WAL flushes;
+# TestDeclareArgsRejectToDeadLetterQueue: a dead letter within 10
+# back-to-back basic.gets), which a loaded machine can stretch for either
+# broker.  In the README's test command on this 2-core machine (four TAP
+# scripts at once) TestCorruptedMessageIssue7's first run failed in each of
+# 8 runs of 2026-12-06 and a later one passed, once only at the 5th: 5 runs
+# were too few to keep that bound from failing the suite.  A failure of
+# behaviour fails every run.  The first failure is shown.
 sub run_suite
 {
 	my ($url, $skip) = @_;
@@ -133,7 +138,7 @@ sub run_suite
 		my ($ok, $out) = run_one($t);
 		my $first = $out;
 		my $runs = 1;
-		while (!$ok && $runs < 5)
+		while (!$ok && $runs < 10)
 		{
 			($ok, $out) = run_one($t);
 			$runs++;
