@@ -46,7 +46,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use QueueExtTest;
 use Test::More;
-use Time::HiRes qw(usleep);
 
 plan skip_all => qe_node_missing() if qe_node_missing();
 
@@ -115,27 +114,11 @@ chmod 0600, $creds;
 isnt($rc, 0, '--insecure-loopback-role on a non-loopback address is refused');
 like($err, qr/needs a loopback --listen address/, 'and says why');
 
-my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $log = $node->basedir . '/mq-rocketmq.log';
-my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres user=rmq_gw';
-my $gw = IPC::Run::start([ $gateway, '--listen', "127.0.0.1:$port", '--dbname', $conninfo,
-		'--credentials', $creds, '--transaction-check', '2', '--push-invisible-time', '10',
-		'--verbose' ],
-	'<', \undef, '>>', $log, '2>>', $log);
+my ($gw, $port, $log) = qe_rocketmq($node,
+	flags => [ '--credentials', $creds, '--transaction-check', '2', '--push-invisible-time', '10' ]);
 # a test that dies leaves no gateway behind
 END { $gw->kill_kill if $gw && $gw->pumpable; }
-
-sub wait_for_port
-{
-	for (1 .. 300)
-	{
-		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-		if ($s) { close $s; return 1; }
-		usleep(100_000);
-	}
-	return 0;
-}
-ok(wait_for_port(), "mq-rocketmq listens on 127.0.0.1:$port");
+ok(qe_listening($port, tries => 300), "mq-rocketmq listens on 127.0.0.1:$port");
 
 # a client that never sends the HTTP/2 preface, and one that sends garbage,
 # are disconnected (no hang, no crash: the clients below still run)

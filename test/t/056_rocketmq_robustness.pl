@@ -31,7 +31,6 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
-use IO::Socket::INET;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -75,23 +74,10 @@ $node->safe_psql('postgres', q{
 my $creds = $node->basedir . '/rocketmq.credentials';
 PostgreSQL::Test::Utils::append_to_file($creds, "AK_APP app-secret rmq_app\n");
 chmod 0600, $creds;
-my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $log = $node->basedir . '/mq-rocketmq.log';
-my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres user=rmq_gw';
-my $gw = IPC::Run::start([ $gateway, '--listen', "127.0.0.1:$port", '--dbname', $conninfo,
-		'--credentials', $creds, '--verbose' ],
-	'<', \undef, '>>', $log, '2>>', $log);
+my ($gw, $port, $log) = qe_rocketmq($node, flags => [ '--credentials', $creds ]);
 END { $gw->kill_kill if $gw && $gw->pumpable; }
 my $gw_pid = $gw->{KIDS}[0]{PID};
-
-my $listening = 0;
-for (1 .. 300)
-{
-	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
-	if ($s) { close $s; $listening = 1; last; }
-	usleep(100_000);
-}
-ok($listening, "mq-rocketmq listens on 127.0.0.1:$port");
+ok(qe_listening($port, tries => 300), "mq-rocketmq listens on 127.0.0.1:$port");
 
 my ($node_dir, $npm_err, $npm_ran) = qe_npm_ci("$FindBin::RealBin/../rocketmq_clients/node",
 	"$PostgreSQL::Test::Utils::tmp_check/rocketmq_clients_robust");

@@ -86,14 +86,9 @@ $node->safe_psql('postgres', $setup);
 my $creds = $node->basedir . '/rocketmq.credentials';
 PostgreSQL::Test::Utils::append_to_file($creds, "AK_APP app-secret rmq_app\n");
 chmod 0600, $creds;
-my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $log = $node->basedir . '/mq-rocketmq.log';
-my $conninfo = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres user=rmq_gw';
 # unsigned requests (the quick start example has no credentials) act as rmq_app
-my $gw = IPC::Run::start([ $gateway, '--listen', "127.0.0.1:$port", '--dbname', $conninfo,
-		'--credentials', $creds, '--insecure-loopback-role', 'rmq_app',
-		'--transaction-check', '2', '--verbose' ],
-	'<', \undef, '>>', $log, '2>>', $log);
+my ($gw, $port, $log) = qe_rocketmq($node, flags => [ '--credentials', $creds,
+		'--insecure-loopback-role', 'rmq_app', '--transaction-check', '2' ]);
 END { $gw->kill_kill if $gw && $gw->pumpable; }
 ok(qe_listening($port, tries => 300), "mq-rocketmq listens on 127.0.0.1:$port");
 
