@@ -30,16 +30,9 @@ import statistics
 import subprocess
 import sys
 
+from rocketmq_bench import proc_cpu
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-TICK = os.sysconf('SC_CLK_TCK')
-
-
-def proc_cpu(pid):
-    if not pid:
-        return 0.0
-    with open('/proc/%d/stat' % pid) as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def psql(conninfo, sql):

@@ -32,11 +32,7 @@ DO \$\$BEGIN CREATE ROLE bench_app LOGIN; EXCEPTION WHEN duplicate_object THEN N
 SELECT mq.queue_declare('$TOPIC', type => 'stream', arguments => '{"partitions": 4}');
 SELECT mq.grant('publish', 'queue', '$TOPIC', 'bench_app');
 SQL
-if [ ! -d "$NODE/node_modules/rocketmq-client-nodejs" ]; then
-  mkdir -p "$NODE"
-  cp ../test/rocketmq_clients/node/package.json ../test/rocketmq_clients/node/package-lock.json "$NODE/"
-  (cd "$NODE" && npm ci --no-audit --no-fund >/dev/null)
-fi
+bash rmq_node_client.sh "$NODE"
 "$BIN/mq-rocketmq" --listen=127.0.0.1:$((PORT + 2)) \
   --dbname="host=$DIR port=$PORT dbname=bench user=postgres" \
   --insecure-loopback-role=bench_app >>"$DIR/mq-rocketmq.log" 2>&1 &

@@ -26,11 +26,7 @@ export PATH="$BIN:$PATH"
 BENCH_DIR=$DIR BENCH_PORT=$PORT PGBIN=$BIN bash server.sh >/dev/null
 PSQL=(psql -h "$DIR" -p "$PORT" -U postgres -d bench -XAtq -v ON_ERROR_STOP=1)
 "${PSQL[@]}" -c "DO \$\$BEGIN CREATE ROLE bench_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END\$\$"
-if [ ! -d "$NODE/node_modules/rocketmq-client-nodejs" ]; then
-  mkdir -p "$NODE"
-  cp ../test/rocketmq_clients/node/package.json ../test/rocketmq_clients/node/package-lock.json "$NODE/"
-  (cd "$NODE" && npm ci --no-audit --no-fund >/dev/null)
-fi
+bash rmq_node_client.sh "$NODE"
 NAMES=()
 PIDS=()
 start_gw() {	# name binary port

@@ -154,7 +154,9 @@ def pika_main(argv):
 
 # ---------------------------------------------------------------- harness
 def proc_cpu(pid):
-    """user + system seconds of one process (0 when it is gone)"""
+    """user + system seconds of one process (0 when it is gone, or no pid)"""
+    if not pid:
+        return 0.0
     try:
         with open('/proc/%d/stat' % pid) as f:
             f = f.read().rsplit(')', 1)[1].split()

@@ -24,11 +24,7 @@ BENCH_DIR=$DIR BENCH_PORT=$PORT PGBIN=$BIN bash server.sh --restart >/dev/null
 BENCH_DIR=$DIR BENCH_PORT=$PORT PGBIN=$BIN bash server.sh >/dev/null
 psql -h $DIR -p $PORT -U postgres -d bench -XAtq -c \
   "DO \$\$BEGIN CREATE ROLE bench_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END\$\$"
-if [ ! -d "$NODE/node_modules/rocketmq-client-nodejs" ]; then
-  mkdir -p "$NODE"
-  cp ../test/rocketmq_clients/node/package.json ../test/rocketmq_clients/node/package-lock.json "$NODE/"
-  (cd "$NODE" && npm ci --no-audit --no-fund >/dev/null)
-fi
+bash rmq_node_client.sh "$NODE"
 "$BIN/mq-amqp" --listen 127.0.0.1:$((PORT + 1)) --dbname "host=$DIR port=$PORT dbname=bench" \
   --guest-role bench_app --quiet >>"$DIR/mq-amqp.log" 2>&1 &
 AMQP_PID=$!
