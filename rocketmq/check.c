@@ -10,7 +10,8 @@
  * 127 (topic) or 255 (group) characters; a tag, key or message group neither
  * blank nor holding a control character, a tag without '|', a message
  * group under 64 bytes; at most 128 user properties, none named as one of
- * RocketMQ's system properties, and together with the tag and keys at most
+ * RocketMQ's system properties or as the gateway's own header (RMQ_HEADER),
+ * and together with the tag and keys at most
  * 16 KiB.  Each check answers 0 or the status code, with why set to the
  * message the client gets.
  *
@@ -173,6 +174,11 @@ rmq_check_message(const PB(Message) * m, const char *topic, const char **why)
 				*why = "the user property's name is one of RocketMQ's system properties";
 				return CODE(ILLEGAL_MESSAGE_PROPERTY_KEY);
 			}
+		if (strcmp(k, RMQ_HEADER) == 0)
+		{
+			*why = "the user property " RMQ_HEADER " is reserved";
+			return CODE(ILLEGAL_MESSAGE_PROPERTY_KEY);
+		}
 		if (has_control(k) || has_control(v))
 		{
 			*why = has_control(k) ? "the key of property cannot contain control character" :

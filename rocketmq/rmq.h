@@ -34,6 +34,13 @@
 
 #include "rocketmq.pb-c.h"
 
+/*
+ * the jsonb header in which rpc.c keeps what a RocketMQ message carries
+ * beyond queue_ext's columns (docs/rocketmq.md); no user property may take
+ * its name (check.c)
+ */
+#define RMQ_HEADER "x-rocketmq"
+
 /* the protocol's long names */
 #define PB(x) Apache__Rocketmq__V2__##x
 #define PBFN(x) apache__rocketmq__v2__##x

@@ -90,7 +90,6 @@ static const struct
 
 #define SERVICE_PREFIX "/apache.rocketmq.v2.MessagingService/"
 #define MAX_PARAMS 10
-#define RMQ_HEADER "x-rocketmq"
 
 /* An RPC waiting for PostgreSQL */
 typedef struct Req
@@ -703,8 +702,8 @@ put_int64(char *p, int64_t v)
 
 /*
  * The headers of message m as JSON text (malloc'd): its user properties and
- * what has no column of its own, x-rocketmq (docs/rocketmq.md); NULL when a
- * user property is the reserved x-rocketmq.  Written out directly into one
+ * what has no column of its own, x-rocketmq (docs/rocketmq.md; check.c has
+ * refused a user property of that name).  Written out directly into one
  * allocation of the most it can take: json-c objects for it were a fifth of
  * the gateway's own instructions a send, and a growing buffer written piece
  * by piece an eighth (bench/README.md, RocketMQ).  A key given twice keeps
@@ -721,12 +720,8 @@ send_headers(const PB(Message) * m)
 	char	   *p;
 
 	for (i = 0; i < m->n_user_properties; i++)
-	{
-		if (strcmp(m->user_properties[i]->key, RMQ_HEADER) == 0)
-			return NULL;
 		max += json_str_max(m->user_properties[i]->key) +
 			json_str_max(m->user_properties[i]->value) + 2;
-	}
 	max += json_str_max(sp->message_id) + json_str_max(type) + json_str_max(sp->born_host);
 	for (i = 0; i < sp->n_keys; i++)
 		max += json_str_max(sp->keys[i]) + 1;
@@ -853,11 +848,6 @@ send_next(Req *r)
 			continue;
 		}
 		headers = send_headers(m);
-		if (headers == NULL)
-		{
-			send_entry(r, CODE(ILLEGAL_MESSAGE_PROPERTY_KEY), "the user property " RMQ_HEADER " is reserved", sp->message_id);
-			continue;
-		}
 		req_param(r, 0, m->topic->name);
 		req_param_bin(r, 1, m->body.data, m->body.len);
 		req_param(r, 2, headers);
@@ -1118,8 +1108,7 @@ send_batchable(Req *r)
 	}
 	r->headers = q->n_messages == 1 ? r->headers1 : calloc(q->n_messages, sizeof(char *));
 	for (i = 0; i < q->n_messages; i++)
-		if ((r->headers[i] = send_headers(q->messages[i])) == NULL)
-			return false;
+		r->headers[i] = send_headers(q->messages[i]);
 	if (ns[0] && !r->s->namespace_[0])
 		snprintf(r->db, sizeof(r->db), "%s", ns);
 	return true;

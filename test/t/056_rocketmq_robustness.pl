@@ -114,7 +114,8 @@ robust('checks', 600, { RMQ_TOPIC => 'rmq_robust', RMQ_GROUP => 'rmq_rg' }, qw(
   ack_no_entries change_invisible_no_receipt forward_dlq_no_receipt end_transaction_no_id
   send_illegal_topic_name send_topic_name_too_long send_no_message_id send_tag_with_bar send_blank_tag
   send_tag_control send_blank_key send_key_control send_message_group_64_bytes
-  send_message_group_c1_control send_system_property_name send_property_value_control
+  send_message_group_c1_control send_system_property_name send_gateway_header_name
+  send_property_value_control
   send_129_properties send_properties_over_16k send_two_topics send_bad_beside_good send_at_the_limits
   route_illegal_topic_name receive_illegal_group_name ack_illegal_group_name
   rpc_QueryRoute rpc_Heartbeat rpc_SendMessage rpc_QueryAssignment rpc_ReceiveMessage

@@ -311,6 +311,7 @@ async function checks() {
   await bad('send_message_group_c1_control', m => { sp(m).setMessageGroup('g\u0085'); return m; },
     C.ILLEGAL_MESSAGE_GROUP);
   await bad('send_system_property_name', m => props(m, [['KEYS', 'k']]), C.ILLEGAL_MESSAGE_PROPERTY_KEY);
+  await bad('send_gateway_header_name', m => props(m, [['x-rocketmq', '{}']]), C.ILLEGAL_MESSAGE_PROPERTY_KEY);
   await bad('send_property_value_control', m => props(m, [['p', 'line\nbreak']]), C.ILLEGAL_MESSAGE_PROPERTY_KEY);
   await bad('send_129_properties', m => props(m, [...Array(129).keys()].map(i => [`p${i}`, 'v'])),
     C.MESSAGE_PROPERTIES_TOO_LARGE);
